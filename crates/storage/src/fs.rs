@@ -1,0 +1,57 @@
+//! File-system primitives with durability spelled out. Every fsync and rename result is
+//! returned to the caller; none is ignored.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::Write;
+use std::path::Path;
+
+use crate::error::{Result, StorageError};
+
+/// fsyncs a directory so that creations, renames and deletions of its entries are durable.
+pub fn fsync_dir(dir: &Path) -> Result<()> {
+    File::open(dir)
+        .and_then(|handle| handle.sync_all())
+        .map_err(StorageError::io("fsync directory", dir))
+}
+
+/// Replaces `target` with `contents` so that a crash leaves either the old or the new file:
+/// write `<target>.tmp`, fsync it, rename it over `target`, fsync the parent directory.
+pub fn atomic_write(target: &Path, contents: &[u8]) -> Result<()> {
+    let mut tmp_name = target.as_os_str().to_owned();
+    tmp_name.push(".tmp");
+    let tmp = Path::new(&tmp_name);
+    let mut file = OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(tmp)
+        .map_err(StorageError::io("create", tmp))?;
+    file.write_all(contents)
+        .map_err(StorageError::io("write", tmp))?;
+    file.sync_all().map_err(StorageError::io("fsync", tmp))?;
+    drop(file);
+    fs::rename(tmp, target).map_err(StorageError::io("rename into place", target))?;
+    if let Some(parent) = target.parent() {
+        fsync_dir(parent)?;
+    }
+    Ok(())
+}
+
+/// Renames `from` to `to`; a missing `from` is not an error (lazily created index files may
+/// never have existed).
+pub fn rename_if_exists(from: &Path, to: &Path) -> Result<bool> {
+    match fs::rename(from, to) {
+        Ok(()) => Ok(true),
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(false),
+        Err(error) => Err(StorageError::io("rename", from)(error)),
+    }
+}
+
+/// Deletes `path`; a missing file is not an error.
+pub fn remove_if_exists(path: &Path) -> Result<bool> {
+    match fs::remove_file(path) {
+        Ok(()) => Ok(true),
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(false),
+        Err(error) => Err(StorageError::io("delete", path)(error)),
+    }
+}

@@ -1,0 +1,478 @@
+//! Validation of appended bytes and offset assignment, as pure functions over the bytes: no
+//! file I/O, no locks. The log calls these under its append lock, then writes the result.
+//!
+//! Leader appends (from producers) are checked as Kafka's `LogValidator` checks them and get
+//! offsets from the log end offset; batches are patched in place (base offset, leader epoch,
+//! max timestamp with a new CRC when it changes) unless `compression.type` asks for another
+//! codec, in which case each batch is rebuilt. Follower appends keep their offsets.
+
+use ferrolog_records::batch::{self, MAGIC_V2};
+use ferrolog_records::{
+    BatchBuilder, Compression, DEFAULT_MAX_DECOMPRESSED_BYTES, EntryHeader, RecordBatch,
+    TimestampType,
+};
+
+use crate::config::{LogConfig, TargetCompression};
+use crate::error::{Result, StorageError};
+use crate::segment::BatchMeta;
+
+/// What an append wrote (or, for a validated but not yet written append, will write).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AppendInfo {
+    pub first_offset: i64,
+    pub last_offset: i64,
+    /// Largest timestamp of the append (the append time for LogAppendTime topics).
+    pub max_timestamp: i64,
+    /// Last offset of the batch carrying `max_timestamp`.
+    pub offset_of_max_timestamp: i64,
+    /// The broker time stamped on LogAppendTime batches, else −1.
+    pub log_append_time_ms: i64,
+    pub record_count: usize,
+    pub batch_count: usize,
+    pub valid_bytes: usize,
+}
+
+/// Validated bytes ready for a segment.
+#[derive(Debug)]
+pub(crate) struct ValidatedAppend {
+    pub info: AppendInfo,
+    pub batches: Vec<BatchMeta>,
+}
+
+/// Inputs a leader append is validated against.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct LeaderContext<'c> {
+    pub config: &'c LogConfig,
+    pub next_offset: i64,
+    pub now_ms: i64,
+    pub partition_leader_epoch: i32,
+}
+
+/// Byte ranges of the whole batches in `bytes`; anything else is corruption.
+fn batch_ranges(bytes: &[u8]) -> Result<Vec<(usize, usize)>> {
+    let mut ranges = Vec::new();
+    let mut position = 0;
+    while position < bytes.len() {
+        let corrupt = |source| StorageError::CorruptRecord {
+            batch_index: ranges.len(),
+            source,
+        };
+        let header = EntryHeader::read(&bytes[position..])
+            .map_err(corrupt)?
+            .ok_or_else(|| {
+                corrupt(ferrolog_records::RecordsError::Truncated {
+                    what: "batch header",
+                    needed: ferrolog_records::HEADER_SIZE_UP_TO_MAGIC,
+                    available: bytes.len() - position,
+                })
+            })?;
+        let end = position + header.total_size;
+        if end > bytes.len() {
+            return Err(corrupt(ferrolog_records::RecordsError::Truncated {
+                what: "record batch",
+                needed: header.total_size,
+                available: bytes.len() - position,
+            }));
+        }
+        ranges.push((position, end));
+        position = end;
+    }
+    Ok(ranges)
+}
+
+fn invalid(
+    batch_index: usize,
+    record_index: Option<usize>,
+    reason: impl Into<String>,
+) -> StorageError {
+    StorageError::InvalidRecord {
+        batch_index,
+        record_index,
+        reason: reason.into(),
+    }
+}
+
+/// Validates producer batches and assigns offsets from `context.next_offset`, rewriting `bytes`
+/// in place (or rebuilding batches when the topic recompresses).
+pub(crate) fn validate_leader_append(
+    bytes: &mut Vec<u8>,
+    context: LeaderContext<'_>,
+) -> Result<ValidatedAppend> {
+    let config = context.config;
+    let ranges = batch_ranges(bytes)?;
+    if ranges.is_empty() {
+        return Err(invalid(0, None, "the append holds no batches"));
+    }
+    let mut rebuilt: Vec<u8> = Vec::new();
+    let mut needs_rebuild = false;
+    let mut batches = Vec::with_capacity(ranges.len());
+    let mut next_offset = context.next_offset;
+    let mut record_count = 0usize;
+    let (mut max_timestamp, mut offset_of_max_timestamp) = (-1i64, -1i64);
+    let log_append_time = config.message_timestamp_type == TimestampType::LogAppendTime;
+
+    for (batch_index, &(start, end)) in ranges.iter().enumerate() {
+        let size = end - start;
+        if size > config.max_message_bytes as usize {
+            return Err(StorageError::RecordTooLarge {
+                batch_index,
+                size,
+                max_message_bytes: config.max_message_bytes as usize,
+            });
+        }
+        let slice = &mut bytes[start..end];
+        if slice[batch::field::MAGIC] != MAGIC_V2 {
+            return Err(invalid(
+                batch_index,
+                None,
+                format!(
+                    "record format magic {} is not accepted; producers must send magic 2",
+                    slice[batch::field::MAGIC]
+                ),
+            ));
+        }
+        let batch = RecordBatch::new(slice).map_err(|source| StorageError::CorruptRecord {
+            batch_index,
+            source,
+        })?;
+        batch
+            .validate()
+            .map_err(|source| StorageError::CorruptRecord {
+                batch_index,
+                source,
+            })?;
+        check_batch_header(&batch, batch_index)?;
+        let batch_max_timestamp = check_records(&batch, batch_index, context)?;
+
+        let source_codec = batch
+            .compression()
+            .map_err(|source| StorageError::CorruptRecord {
+                batch_index,
+                source,
+            })?;
+        let target_codec = match config.compression_type {
+            TargetCompression::Producer => source_codec,
+            TargetCompression::Codec(codec) => codec,
+        };
+        let base_offset = next_offset;
+        let last_offset = base_offset + i64::from(batch.last_offset_delta());
+        let stored_max = if log_append_time {
+            context.now_ms
+        } else {
+            batch_max_timestamp
+        };
+        let count = batch.records_count() as usize;
+
+        let meta_size;
+        if target_codec == source_codec && !needs_rebuild {
+            let slice = &mut bytes[start..end];
+            batch::set_base_offset(slice, base_offset);
+            batch::set_partition_leader_epoch(slice, context.partition_leader_epoch);
+            let timestamp_type = if log_append_time {
+                TimestampType::LogAppendTime
+            } else {
+                TimestampType::CreateTime
+            };
+            let current =
+                RecordBatch::new(slice).map_err(|source| StorageError::CorruptRecord {
+                    batch_index,
+                    source,
+                })?;
+            if current.max_timestamp() != stored_max || current.timestamp_type() != timestamp_type {
+                batch::set_max_timestamp(slice, timestamp_type, stored_max);
+            }
+            meta_size = size;
+        } else {
+            if !needs_rebuild {
+                // Everything before this batch was patched in place; carry it over.
+                rebuilt.extend_from_slice(&bytes[..start]);
+                needs_rebuild = true;
+            }
+            let batch = RecordBatch::new(&bytes[start..end]).map_err(|source| {
+                StorageError::CorruptRecord {
+                    batch_index,
+                    source,
+                }
+            })?;
+            let rebuilt_batch = rebuild_batch(
+                &batch,
+                batch_index,
+                target_codec,
+                base_offset,
+                context,
+                log_append_time,
+            )?;
+            if rebuilt_batch.len() > config.max_message_bytes as usize {
+                return Err(StorageError::RecordTooLarge {
+                    batch_index,
+                    size: rebuilt_batch.len(),
+                    max_message_bytes: config.max_message_bytes as usize,
+                });
+            }
+            meta_size = rebuilt_batch.len();
+            rebuilt.extend_from_slice(&rebuilt_batch);
+        }
+        if stored_max > max_timestamp {
+            max_timestamp = stored_max;
+            offset_of_max_timestamp = last_offset;
+        }
+        batches.push(BatchMeta {
+            last_offset,
+            max_timestamp: stored_max,
+            size: meta_size as u32,
+        });
+        record_count += count;
+        next_offset = last_offset + 1;
+    }
+    if needs_rebuild {
+        *bytes = rebuilt;
+    }
+    Ok(ValidatedAppend {
+        info: AppendInfo {
+            first_offset: context.next_offset,
+            last_offset: next_offset - 1,
+            max_timestamp,
+            offset_of_max_timestamp,
+            log_append_time_ms: if log_append_time { context.now_ms } else { -1 },
+            record_count,
+            batch_count: batches.len(),
+            valid_bytes: bytes.len(),
+        },
+        batches,
+    })
+}
+
+fn check_batch_header(batch: &RecordBatch<'_>, batch_index: usize) -> Result<()> {
+    if batch.base_offset() != 0 {
+        return Err(invalid(
+            batch_index,
+            None,
+            format!(
+                "producer batches must have base offset 0, not {}",
+                batch.base_offset()
+            ),
+        ));
+    }
+    let count = batch.records_count();
+    if count <= 0 || i64::from(batch.last_offset_delta()) + 1 != i64::from(count) {
+        return Err(invalid(
+            batch_index,
+            None,
+            format!(
+                "last offset delta {} does not match record count {count}",
+                batch.last_offset_delta()
+            ),
+        ));
+    }
+    if batch.is_control() {
+        return Err(invalid(
+            batch_index,
+            None,
+            "producers may not send control batches",
+        ));
+    }
+    if batch.is_transactional() {
+        return Err(invalid(
+            batch_index,
+            None,
+            "transactional batches are not supported",
+        ));
+    }
+    if batch.producer_id() >= 0 && batch.base_sequence() < 0 {
+        return Err(invalid(
+            batch_index,
+            None,
+            "an idempotent batch needs a base sequence",
+        ));
+    }
+    if batch.timestamp_type() == TimestampType::LogAppendTime {
+        return Err(invalid(
+            batch_index,
+            None,
+            "producers may not set LogAppendTime",
+        ));
+    }
+    Ok(())
+}
+
+/// Checks every record (offset deltas, keys on compacted topics, timestamps) and returns the
+/// batch's largest record timestamp.
+fn check_records(
+    batch: &RecordBatch<'_>,
+    batch_index: usize,
+    context: LeaderContext<'_>,
+) -> Result<i64> {
+    let config = context.config;
+    let records = batch
+        .records(DEFAULT_MAX_DECOMPRESSED_BYTES)
+        .map_err(|source| StorageError::CorruptRecord {
+            batch_index,
+            source,
+        })?;
+    let lower = context
+        .now_ms
+        .saturating_sub(config.message_timestamp_before_max_ms);
+    let upper = context
+        .now_ms
+        .saturating_add(config.message_timestamp_after_max_ms);
+    let check_time = config.message_timestamp_type == TimestampType::CreateTime;
+    let mut max_timestamp = -1i64;
+    for (record_index, record) in records.iter().enumerate() {
+        let record = record.map_err(|source| StorageError::CorruptRecord {
+            batch_index,
+            source,
+        })?;
+        if record.offset != batch.base_offset() + record_index as i64 {
+            return Err(invalid(
+                batch_index,
+                Some(record_index),
+                format!(
+                    "offset delta {} where {record_index} was expected",
+                    record.offset - batch.base_offset()
+                ),
+            ));
+        }
+        if config.cleanup_policy.compact && record.key.is_none() {
+            return Err(invalid(
+                batch_index,
+                Some(record_index),
+                "compacted topics cannot accept a record without a key",
+            ));
+        }
+        if check_time
+            && record.timestamp != -1
+            && (record.timestamp < lower || record.timestamp > upper)
+        {
+            return Err(StorageError::InvalidTimestamp {
+                batch_index,
+                record_index,
+                timestamp: record.timestamp,
+                lower,
+                upper,
+            });
+        }
+        max_timestamp = max_timestamp.max(record.timestamp);
+    }
+    Ok(max_timestamp)
+}
+
+fn rebuild_batch(
+    batch: &RecordBatch<'_>,
+    batch_index: usize,
+    codec: Compression,
+    base_offset: i64,
+    context: LeaderContext<'_>,
+    log_append_time: bool,
+) -> Result<Vec<u8>> {
+    let corrupt = |source| StorageError::CorruptRecord {
+        batch_index,
+        source,
+    };
+    let mut builder = BatchBuilder::new(base_offset)
+        .compression(codec)
+        .producer(
+            batch.producer_id(),
+            batch.producer_epoch(),
+            batch.base_sequence(),
+        )
+        .partition_leader_epoch(context.partition_leader_epoch);
+    if log_append_time {
+        builder = builder.log_append_time(context.now_ms);
+    }
+    let records = batch
+        .records(DEFAULT_MAX_DECOMPRESSED_BYTES)
+        .map_err(corrupt)?;
+    for record in records.iter() {
+        let record = record.map_err(corrupt)?;
+        let headers: Vec<(String, Option<&[u8]>)> = record
+            .headers()
+            .map(|header| {
+                (
+                    String::from_utf8_lossy(header.key).into_owned(),
+                    header.value,
+                )
+            })
+            .collect();
+        let header_refs: Vec<(&str, Option<&[u8]>)> = headers
+            .iter()
+            .map(|(key, value)| (key.as_str(), *value))
+            .collect();
+        builder
+            .append(record.timestamp, record.key, record.value, &header_refs)
+            .map_err(corrupt)?;
+    }
+    builder.build().map_err(corrupt)
+}
+
+/// Validates batches a follower copies from a leader: offsets are kept and must increase from
+/// `log_end_offset` on.
+pub(crate) fn validate_follower_append(
+    bytes: &[u8],
+    log_end_offset: i64,
+) -> Result<ValidatedAppend> {
+    let ranges = batch_ranges(bytes)?;
+    let mut batches = Vec::with_capacity(ranges.len());
+    let mut previous_last: Option<i64> = None;
+    let (mut max_timestamp, mut offset_of_max_timestamp) = (-1i64, -1i64);
+    let mut record_count = 0usize;
+    for (batch_index, &(start, end)) in ranges.iter().enumerate() {
+        let batch =
+            RecordBatch::new(&bytes[start..end]).map_err(|source| StorageError::CorruptRecord {
+                batch_index,
+                source,
+            })?;
+        batch
+            .validate()
+            .map_err(|source| StorageError::CorruptRecord {
+                batch_index,
+                source,
+            })?;
+        if let Some(previous) = previous_last {
+            if batch.base_offset() <= previous {
+                return Err(StorageError::OffsetsOutOfOrder(format!(
+                    "batch {batch_index} starts at {} after a batch ending at {previous}",
+                    batch.base_offset()
+                )));
+            }
+        } else if batch.base_offset() < log_end_offset {
+            return Err(StorageError::UnexpectedAppendOffset {
+                first_offset: batch.base_offset(),
+                log_end_offset,
+            });
+        }
+        if batch.max_timestamp() > max_timestamp {
+            max_timestamp = batch.max_timestamp();
+            offset_of_max_timestamp = batch.last_offset();
+        }
+        previous_last = Some(batch.last_offset());
+        record_count += batch.records_count().max(0) as usize;
+        batches.push(BatchMeta {
+            last_offset: batch.last_offset(),
+            max_timestamp: batch.max_timestamp(),
+            size: (end - start) as u32,
+        });
+    }
+    let (Some(&(first_start, first_end)), Some(last_offset)) = (ranges.first(), previous_last)
+    else {
+        return Err(invalid(0, None, "the append holds no batches"));
+    };
+    let first = RecordBatch::new(&bytes[first_start..first_end]).map_err(|source| {
+        StorageError::CorruptRecord {
+            batch_index: 0,
+            source,
+        }
+    })?;
+    Ok(ValidatedAppend {
+        info: AppendInfo {
+            first_offset: first.base_offset(),
+            last_offset,
+            max_timestamp,
+            offset_of_max_timestamp,
+            log_append_time_ms: -1,
+            record_count,
+            batch_count: batches.len(),
+            valid_bytes: bytes.len(),
+        },
+        batches,
+    })
+}

@@ -1,0 +1,396 @@
+//! Opening a partition directory: leftover files of interrupted operations are settled, the
+//! segments are opened, and (after an unclean shutdown) every segment from the one holding the
+//! recovery point on is scanned, validated, re-indexed and cut at its first bad batch.
+//!
+//! Leftovers, in order: `*.deleted` files are removed; `.swap` files at or above the lowest
+//! `.cleaned` base belong to an interrupted split and are removed, then every `.cleaned` file
+//! is removed; the remaining `.swap` segments replace the segments they overlap and lose their
+//! suffix; index files without a `.log` are removed.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use arc_swap::ArcSwap;
+use parking_lot::Mutex;
+
+use super::{Log, LogOffsetMetadata, LogView, WriterState};
+use crate::clock::Clock;
+use crate::config::LogConfig;
+use crate::error::{Result, StorageError};
+use crate::fs::{remove_if_exists, rename_if_exists};
+use crate::segment::{
+    CLEANED_SUFFIX, DELETED_SUFFIX, INDEX_SUFFIX, LOG_SUFFIX, SWAP_SUFFIX, Segment,
+    TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX, parse_base_offset, segment_path, without_suffix,
+};
+use crate::types::{PartitionDirKind, TopicPartition, parse_partition_dir};
+
+/// What the caller knows from the data directory's checkpoints.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LoadParams {
+    /// Offset below which data is known to be fsynced (`recovery-point-offset-checkpoint`).
+    pub recovery_point: i64,
+    /// The checkpointed log start offset (`log-start-offset-checkpoint`), or 0.
+    pub log_start_offset: i64,
+    /// The data directory had the clean-shutdown marker: skip recovery.
+    pub had_clean_shutdown: bool,
+}
+
+impl Default for LoadParams {
+    fn default() -> Self {
+        Self {
+            recovery_point: 0,
+            log_start_offset: 0,
+            had_clean_shutdown: false,
+        }
+    }
+}
+
+/// One segment's recovery.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RecoveredSegment {
+    pub log_file: PathBuf,
+    pub valid_bytes: u64,
+    pub truncated_bytes: u64,
+    /// Byte position and reason when the scan stopped on a bad batch.
+    pub corruption: Option<(u64, String)>,
+}
+
+/// What loading did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LoadReport {
+    /// Segments scanned and re-indexed.
+    pub recovered: Vec<RecoveredSegment>,
+    /// Segments dropped because an earlier one was cut, or the log restarted at its start offset.
+    pub removed_segments: Vec<PathBuf>,
+    /// Leftover files removed (`.deleted`, `.cleaned`, superseded, orphaned indexes).
+    pub removed_files: Vec<PathBuf>,
+    /// `.swap` files completed.
+    pub completed_swaps: Vec<PathBuf>,
+}
+
+impl LoadReport {
+    pub fn truncated_bytes(&self) -> u64 {
+        self.recovered
+            .iter()
+            .map(|segment| segment.truncated_bytes)
+            .sum()
+    }
+}
+
+fn list_files(dir: &Path) -> Result<Vec<PathBuf>> {
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(dir).map_err(StorageError::io("list", dir))? {
+        let entry = entry.map_err(StorageError::io("list", dir))?;
+        let file_type = entry
+            .file_type()
+            .map_err(StorageError::io("stat", entry.path()))?;
+        if file_type.is_file() {
+            files.push(entry.path());
+        }
+    }
+    files.sort();
+    Ok(files)
+}
+
+fn file_name(path: &Path) -> &str {
+    path.file_name()
+        .and_then(|name| name.to_str())
+        .unwrap_or("")
+}
+
+fn is_segment_file(name: &str) -> bool {
+    [
+        LOG_SUFFIX,
+        INDEX_SUFFIX,
+        TIME_INDEX_SUFFIX,
+        TXN_INDEX_SUFFIX,
+    ]
+    .iter()
+    .any(|suffix| name.ends_with(suffix))
+        && parse_base_offset(name).is_some()
+}
+
+impl Log {
+    /// Opens (and if needed recovers) the log in `dir`, a `topic-partition` directory.
+    pub fn open(
+        dir: &Path,
+        config: LogConfig,
+        params: LoadParams,
+        clock: Arc<dyn Clock>,
+    ) -> Result<(Self, LoadReport)> {
+        let (topic_partition, kind) = parse_partition_dir(dir)?;
+        std::fs::create_dir_all(dir).map_err(StorageError::io("create", dir))?;
+        let mut report = LoadReport::default();
+        settle_leftovers(dir, &mut report)?;
+
+        let now_ms = clock.now_ms();
+        let mut segments: BTreeMap<i64, Arc<Segment>> = BTreeMap::new();
+        let mut needs_recovery = Vec::new();
+        for path in list_files(dir)? {
+            let name = file_name(&path);
+            let Some(base) = parse_base_offset(name) else {
+                continue;
+            };
+            if name.ends_with(INDEX_SUFFIX)
+                || name.ends_with(TIME_INDEX_SUFFIX)
+                || name.ends_with(TXN_INDEX_SUFFIX)
+            {
+                if !segment_path(dir, base, LOG_SUFFIX).exists() {
+                    remove_if_exists(&path)?;
+                    tracing::warn!(path = %path.display(), "removed an orphaned index file");
+                    report.removed_files.push(path);
+                }
+                continue;
+            }
+            if !name.ends_with(LOG_SUFFIX) {
+                continue;
+            }
+            let index_existed = segment_path(dir, base, INDEX_SUFFIX).exists();
+            let time_index_existed = segment_path(dir, base, TIME_INDEX_SUFFIX).exists();
+            let segment = Segment::open(dir, base, &config, now_ms, "")?;
+            if !time_index_existed && index_existed {
+                // Data from before time indexes existed: an empty time index, as Kafka makes.
+                segment.resize_indexes_time_only(0)?;
+            }
+            if !index_existed {
+                needs_recovery.push(base);
+            }
+            segments.insert(base, Arc::new(segment));
+        }
+        for base in needs_recovery {
+            if let Some(segment) = segments.get(&base) {
+                report.recovered.push(recover_one(segment)?);
+            }
+        }
+
+        if kind != PartitionDirKind::Delete && !params.had_clean_shutdown {
+            recover_from(&mut segments, params.recovery_point, &mut report)?;
+        }
+
+        let mut log_end_offset = match segments.values().next_back() {
+            Some(last) => last.read_next_offset()?,
+            None => params.log_start_offset,
+        };
+        if log_end_offset < params.log_start_offset && !segments.is_empty() {
+            // The data ends below the checkpointed start (corruption cut it): restart at the start.
+            for segment in std::mem::take(&mut segments).into_values() {
+                report.removed_segments.push(segment.log_path());
+                segment.delete_files()?;
+            }
+            log_end_offset = params.log_start_offset;
+        }
+        if segments.is_empty() {
+            let start = params.log_start_offset;
+            for suffix in [LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX] {
+                remove_if_exists(&segment_path(dir, start, suffix))?;
+            }
+            segments.insert(
+                start,
+                Arc::new(Segment::create(dir, start, &config, now_ms)?),
+            );
+            log_end_offset = start;
+        }
+        let segments: Vec<Arc<Segment>> = segments.into_values().collect();
+        let active = &segments[segments.len() - 1];
+        active.resize_indexes(config.segment_index_bytes)?;
+        let log_start_offset = params.log_start_offset.max(segments[0].base_offset());
+        let recovery_point = if params.had_clean_shutdown {
+            log_end_offset
+        } else {
+            params.recovery_point.min(log_end_offset)
+        };
+        let view = LogView {
+            log_end: LogOffsetMetadata {
+                offset: log_end_offset,
+                segment_base_offset: active.base_offset(),
+                position: active.size(),
+            },
+            segments: Arc::new(segments),
+            log_start_offset,
+            // A single-replica log commits everything it holds.
+            high_watermark: log_end_offset,
+            recovery_point,
+        };
+        let log = Self {
+            dir: Mutex::new(dir.to_path_buf()),
+            topic_partition,
+            config: ArcSwap::from_pointee(config),
+            clock: Arc::clone(&clock),
+            writer: Mutex::new(WriterState {
+                last_flush_ms: clock.now_ms(),
+                closed: false,
+            }),
+            view: ArcSwap::from_pointee(view),
+        };
+        Ok((log, report))
+    }
+
+    /// Creates a new, empty log for `topic_partition` under `data_dir`.
+    pub fn create(
+        data_dir: &Path,
+        topic_partition: &TopicPartition,
+        config: LogConfig,
+        clock: Arc<dyn Clock>,
+    ) -> Result<Self> {
+        let dir = super::partition_dir(data_dir, topic_partition);
+        std::fs::create_dir_all(&dir).map_err(StorageError::io("create", &dir))?;
+        let (log, _) = Self::open(
+            &dir,
+            config,
+            LoadParams {
+                had_clean_shutdown: true,
+                ..LoadParams::default()
+            },
+            clock,
+        )?;
+        crate::fs::fsync_dir(data_dir)?;
+        Ok(log)
+    }
+}
+
+fn recover_one(segment: &Segment) -> Result<RecoveredSegment> {
+    let outcome = segment.recover()?;
+    if let Some((position, reason)) = &outcome.corruption {
+        tracing::warn!(
+            path = %segment.log_path().display(),
+            position,
+            truncated_bytes = outcome.truncated_bytes,
+            reason,
+            "found an invalid batch during recovery; the segment was cut there"
+        );
+    }
+    Ok(RecoveredSegment {
+        log_file: segment.log_path(),
+        valid_bytes: outcome.valid_bytes,
+        truncated_bytes: outcome.truncated_bytes,
+        corruption: outcome.corruption,
+    })
+}
+
+/// Recovers every segment from the one holding `recovery_point` to the end. When a segment had
+/// to be cut, every later segment is dropped: nothing after a hole can be trusted.
+fn recover_from(
+    segments: &mut BTreeMap<i64, Arc<Segment>>,
+    recovery_point: i64,
+    report: &mut LoadReport,
+) -> Result<()> {
+    let first = segments
+        .range(..=recovery_point)
+        .next_back()
+        .map_or(i64::MIN, |(base, _)| *base);
+    let bases: Vec<i64> = segments.range(first..).map(|(base, _)| *base).collect();
+    for (index, base) in bases.iter().enumerate() {
+        let Some(segment) = segments.get(base) else {
+            continue;
+        };
+        if report
+            .recovered
+            .iter()
+            .any(|done| done.log_file == segment.log_path())
+        {
+            continue;
+        }
+        let recovered = recover_one(segment)?;
+        let truncated = recovered.truncated_bytes > 0;
+        report.recovered.push(recovered);
+        if truncated {
+            for later in &bases[index + 1..] {
+                if let Some(dropped) = segments.remove(later) {
+                    report.removed_segments.push(dropped.log_path());
+                    dropped.change_file_suffixes("", DELETED_SUFFIX)?;
+                    dropped.delete_files()?;
+                }
+            }
+            break;
+        }
+    }
+    Ok(())
+}
+
+/// Removes `.deleted` and `.cleaned` files and completes or abandons `.swap` files (§1.4).
+fn settle_leftovers(dir: &Path, report: &mut LoadReport) -> Result<()> {
+    let mut cleaned = Vec::new();
+    let mut swaps = Vec::new();
+    for path in list_files(dir)? {
+        let name = file_name(&path);
+        if name.ends_with(DELETED_SUFFIX) {
+            remove_if_exists(&path)?;
+            report.removed_files.push(path);
+        } else if name.ends_with(CLEANED_SUFFIX) {
+            cleaned.push(path);
+        } else if name.ends_with(SWAP_SUFFIX) {
+            swaps.push(path);
+        }
+    }
+    let min_cleaned_base = cleaned
+        .iter()
+        .filter_map(|path| parse_base_offset(file_name(path)))
+        .min();
+    let mut kept_swaps = Vec::new();
+    for swap in swaps {
+        let base = parse_base_offset(file_name(&swap));
+        if let (Some(base), Some(min_cleaned)) = (base, min_cleaned_base) {
+            if base >= min_cleaned {
+                // Output of an interrupted split: the originals are still complete.
+                remove_if_exists(&swap)?;
+                report.removed_files.push(swap);
+                continue;
+            }
+        }
+        kept_swaps.push(swap);
+    }
+    for path in cleaned {
+        remove_if_exists(&path)?;
+        report.removed_files.push(path);
+    }
+
+    // The offsets the completed swap segments cover replace whatever else covers them.
+    let mut swap_range: Option<(i64, i64)> = None;
+    for swap in &kept_swaps {
+        let name = file_name(swap);
+        if !name.ends_with(&format!("{LOG_SUFFIX}{SWAP_SUFFIX}")) {
+            continue;
+        }
+        let Some(base) = parse_base_offset(name) else {
+            continue;
+        };
+        let next = next_offset_of_log_file(swap, base)?;
+        swap_range = Some(match swap_range {
+            None => (base, next),
+            Some((low, high)) => (low.min(base), high.max(next)),
+        });
+    }
+    if let Some((low, high)) = swap_range {
+        for path in list_files(dir)? {
+            let name = file_name(&path);
+            if name.ends_with(SWAP_SUFFIX) || !is_segment_file(name) {
+                continue;
+            }
+            if let Some(base) = parse_base_offset(name) {
+                if (low..high).contains(&base) {
+                    remove_if_exists(&path)?;
+                    report.removed_files.push(path);
+                }
+            }
+        }
+    }
+    for swap in kept_swaps {
+        if let Some(target) = without_suffix(&swap, SWAP_SUFFIX) {
+            rename_if_exists(&swap, &target)?;
+            report.completed_swaps.push(target);
+        }
+    }
+    Ok(())
+}
+
+/// The offset after the last whole entry of a `.log` file, read without opening its indexes.
+fn next_offset_of_log_file(path: &Path, base_offset: i64) -> Result<i64> {
+    let file = crate::segment::RecordsFile::open(path, None)?;
+    let mut next = base_offset;
+    file.walk_headers(0, file.size(), |entry| {
+        next = entry.next_offset();
+        std::ops::ControlFlow::Continue(())
+    })?;
+    Ok(next)
+}

@@ -1,0 +1,519 @@
+//! A partition log: an ordered list of segments with the log end offset (LEO), the log start
+//! offset, the high watermark (HW) and the recovery point.
+//!
+//! Invariants: there is always at least one segment, the last one is the active segment,
+//! `log_start ≤ HW ≤ LEO` and `recovery_point ≤ LEO`.
+//!
+//! Threads: appends, rolls, truncations and every other change take the log's writer lock, then
+//! publish a new immutable [`LogView`]. Readers never take that lock: they load the current view
+//! (an `Arc` swap) and read segments positionally up to the offsets it publishes, so a reader
+//! holding an old view keeps reading segments that were since removed (their files stay open).
+//! fsyncs happen outside the writer lock so a flush never stalls appends.
+
+mod append;
+mod load;
+mod read;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use arc_swap::ArcSwap;
+use parking_lot::Mutex;
+
+pub use append::AppendInfo;
+pub use load::{LoadParams, LoadReport, RecoveredSegment};
+pub use read::{FetchBound, FetchData, FetchParams, LogOffsetMetadata, special_timestamps};
+
+use crate::clock::Clock;
+use crate::config::LogConfig;
+use crate::error::{Result, StorageError};
+use crate::fs::{fsync_dir, remove_if_exists};
+use crate::segment::{
+    DELETED_SUFFIX, INDEX_SUFFIX, LOG_SUFFIX, RollParams, Segment, TIME_INDEX_SUFFIX, segment_path,
+};
+use crate::types::TopicPartition;
+
+/// An immutable snapshot of the log, published after every change.
+#[derive(Debug, Clone)]
+pub struct LogView {
+    /// Sorted by base offset; never empty; the last is the active segment.
+    pub segments: Arc<Vec<Arc<Segment>>>,
+    pub log_end: LogOffsetMetadata,
+    pub log_start_offset: i64,
+    pub high_watermark: i64,
+    pub recovery_point: i64,
+}
+
+impl LogView {
+    pub fn active_segment(&self) -> &Arc<Segment> {
+        // The list is never empty (module invariant), so `last` always exists.
+        &self.segments[self.segments.len() - 1]
+    }
+    /// The segment whose range holds `offset`: the one with the largest base ≤ `offset`.
+    pub fn floor_segment_index(&self, offset: i64) -> Option<usize> {
+        let upper = self
+            .segments
+            .partition_point(|segment| segment.base_offset() <= offset);
+        upper.checked_sub(1)
+    }
+    /// Total bytes of every segment's `.log`.
+    pub fn size_in_bytes(&self) -> u64 {
+        self.segments.iter().map(|segment| segment.size()).sum()
+    }
+}
+
+#[derive(Debug)]
+struct WriterState {
+    last_flush_ms: i64,
+    closed: bool,
+}
+
+/// One partition's log.
+#[derive(Debug)]
+pub struct Log {
+    dir: Mutex<PathBuf>,
+    topic_partition: TopicPartition,
+    config: ArcSwap<LogConfig>,
+    clock: Arc<dyn Clock>,
+    writer: Mutex<WriterState>,
+    view: ArcSwap<LogView>,
+}
+
+impl Log {
+    pub fn topic_partition(&self) -> &TopicPartition {
+        &self.topic_partition
+    }
+    pub fn dir(&self) -> PathBuf {
+        self.dir.lock().clone()
+    }
+    pub fn config(&self) -> Arc<LogConfig> {
+        self.config.load_full()
+    }
+    /// Applies a new configuration; later appends, rolls and reads see it.
+    pub fn update_config(&self, config: LogConfig) {
+        self.config.store(Arc::new(config));
+    }
+    /// The current snapshot.
+    pub fn view(&self) -> Arc<LogView> {
+        self.view.load_full()
+    }
+    pub fn log_end_offset(&self) -> i64 {
+        self.view.load().log_end.offset
+    }
+    pub fn log_start_offset(&self) -> i64 {
+        self.view.load().log_start_offset
+    }
+    pub fn high_watermark(&self) -> i64 {
+        self.view.load().high_watermark
+    }
+    pub fn recovery_point(&self) -> i64 {
+        self.view.load().recovery_point
+    }
+    pub fn last_flush_ms(&self) -> i64 {
+        self.writer.lock().last_flush_ms
+    }
+    pub fn size_in_bytes(&self) -> u64 {
+        self.view.load().size_in_bytes()
+    }
+    pub fn segment_count(&self) -> usize {
+        self.view.load().segments.len()
+    }
+
+    fn publish(&self, view: LogView) {
+        self.view.store(Arc::new(view));
+    }
+
+    fn ensure_open(&self, writer: &WriterState) -> Result<()> {
+        if writer.closed {
+            return Err(StorageError::LogClosed(self.topic_partition.to_string()));
+        }
+        Ok(())
+    }
+
+    /// Appends producer batches: validates them, assigns offsets from the LEO, rolls first if
+    /// needed. `bytes` is rewritten in place with the assigned offsets.
+    pub fn append_as_leader(
+        &self,
+        bytes: &mut Vec<u8>,
+        partition_leader_epoch: i32,
+    ) -> Result<AppendInfo> {
+        let config = self.config();
+        let writer = self.writer.lock();
+        self.ensure_open(&writer)?;
+        let view = self.view();
+        let validated = append::validate_leader_append(
+            bytes,
+            append::LeaderContext {
+                config: &config,
+                next_offset: view.log_end.offset,
+                now_ms: self.clock.now_ms(),
+                partition_leader_epoch,
+            },
+        )?;
+        self.write_validated(writer, &config, bytes, validated)
+    }
+
+    /// Appends batches that already carry their offsets (replication, tools, tests). The first
+    /// must start at or after the LEO; offsets must increase.
+    pub fn append_as_follower(&self, bytes: &[u8]) -> Result<AppendInfo> {
+        let config = self.config();
+        let writer = self.writer.lock();
+        self.ensure_open(&writer)?;
+        let validated = append::validate_follower_append(bytes, self.log_end_offset())?;
+        self.write_validated(writer, &config, bytes, validated)
+    }
+
+    fn write_validated(
+        &self,
+        writer: parking_lot::MutexGuard<'_, WriterState>,
+        config: &LogConfig,
+        bytes: &[u8],
+        validated: append::ValidatedAppend,
+    ) -> Result<AppendInfo> {
+        let info = validated.info;
+        if bytes.len() as u64 > config.segment_bytes {
+            return Err(StorageError::RecordBatchTooLarge {
+                size: bytes.len(),
+                segment_bytes: config.segment_bytes,
+            });
+        }
+        let now_ms = self.clock.now_ms();
+        let max_timestamp_in_messages = if info.log_append_time_ms >= 0 {
+            now_ms
+        } else {
+            info.max_timestamp
+        };
+        let rolled = self.maybe_roll(
+            config,
+            RollParams {
+                segment_ms: config.segment_ms,
+                segment_bytes: config.segment_bytes,
+                max_timestamp_in_messages,
+                max_offset_in_messages: info.last_offset,
+                messages_size: bytes.len() as u64,
+                now_ms,
+            },
+            info.first_offset,
+        )?;
+        let view = self.view();
+        let active = view.active_segment();
+        active.append(bytes, &validated.batches)?;
+        let mut next = (*view).clone();
+        next.log_end = LogOffsetMetadata {
+            offset: info.last_offset + 1,
+            segment_base_offset: active.base_offset(),
+            position: active.size(),
+        };
+        let unflushed = next.log_end.offset - next.recovery_point;
+        self.publish(next);
+        drop(writer);
+
+        if let Some(new_base) = rolled {
+            // Kafka flushes the segments before a new one asynchronously; here the appender
+            // that rolled pays it, outside the writer lock so other appends go on.
+            self.flush_up_to(new_base)?;
+        }
+        if unflushed >= config.flush_messages {
+            self.flush()?;
+        }
+        Ok(info)
+    }
+
+    /// Rolls if the active segment should not take this append. Returns the new base offset.
+    fn maybe_roll(
+        &self,
+        config: &LogConfig,
+        params: RollParams,
+        first_offset: i64,
+    ) -> Result<Option<i64>> {
+        let view = self.view();
+        if !view.active_segment().should_roll(&params)? {
+            return Ok(None);
+        }
+        self.roll_locked(config, Some(first_offset)).map(Some)
+    }
+
+    /// Starts a new active segment at `max(expected_next_offset, LEO)`; the caller holds the
+    /// writer lock. An empty active segment at that base is replaced rather than kept beside.
+    fn roll_locked(&self, config: &LogConfig, expected_next_offset: Option<i64>) -> Result<i64> {
+        let view = self.view();
+        let dir = self.dir();
+        let new_base = expected_next_offset.unwrap_or(0).max(view.log_end.offset);
+        let active = view.active_segment();
+        let mut segments: Vec<Arc<Segment>> = view.segments.iter().cloned().collect();
+        let mut replaced = None;
+        if active.base_offset() == new_base {
+            if !active.is_empty() {
+                return Err(StorageError::InvalidIndexAppend {
+                    path: active.log_path(),
+                    reason: format!(
+                        "cannot roll to offset {new_base}: a non-empty segment already starts there"
+                    ),
+                });
+            }
+            replaced = segments.pop();
+        } else {
+            active.on_becoming_inactive()?;
+        }
+        if let Some(old) = &replaced {
+            old.change_file_suffixes("", DELETED_SUFFIX)?;
+        }
+        for suffix in [LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX] {
+            let stale = segment_path(&dir, new_base, suffix);
+            if remove_if_exists(&stale)? {
+                tracing::warn!(path = %stale.display(), "removed a stale file in the way of a new segment");
+            }
+        }
+        let segment = Arc::new(Segment::create(
+            &dir,
+            new_base,
+            config,
+            self.clock.now_ms(),
+        )?);
+        segments.push(Arc::clone(&segment));
+        let mut next = (*view).clone();
+        next.segments = Arc::new(segments);
+        next.log_end.segment_base_offset = new_base;
+        next.log_end.position = 0;
+        self.publish(next);
+        if let Some(old) = replaced {
+            old.delete_files()?;
+        }
+        tracing::info!(
+            partition = %self.topic_partition,
+            new_base,
+            "rolled to a new segment"
+        );
+        Ok(new_base)
+    }
+
+    /// Rolls now (the active segment stays if it is empty and already at the LEO).
+    pub fn roll(&self) -> Result<i64> {
+        let config = self.config();
+        let writer = self.writer.lock();
+        self.ensure_open(&writer)?;
+        let new_base = self.roll_locked(&config, None)?;
+        drop(writer);
+        self.flush_up_to(new_base)?;
+        Ok(new_base)
+    }
+
+    /// fsyncs everything up to the LEO and moves the recovery point there.
+    pub fn flush(&self) -> Result<()> {
+        self.flush_range(self.log_end_offset(), false)
+    }
+
+    /// fsyncs the segments holding offsets in `[recovery point, up_to)` and raises the recovery
+    /// point to `up_to`.
+    pub fn flush_up_to(&self, up_to: i64) -> Result<()> {
+        self.flush_range(up_to, false)
+    }
+
+    /// Like [`Log::flush`], but also fsyncs an empty active segment (so its files exist on
+    /// disk), as Kafka's shutdown flush does.
+    pub fn flush_inclusive(&self) -> Result<()> {
+        self.flush_range(self.log_end_offset(), true)
+    }
+
+    /// The fsyncs run outside the writer lock; the partition directory is fsynced too when one
+    /// of the flushed segments was created since the last flush (its directory entry is new).
+    fn flush_range(&self, up_to: i64, inclusive: bool) -> Result<()> {
+        let view = self.view();
+        let up_to = up_to.min(view.log_end.offset);
+        let from = view.recovery_point;
+        let overlaps = |index: usize, segment: &Segment| {
+            let next_base = view
+                .segments
+                .get(index + 1)
+                .map_or(i64::MAX, |next| next.base_offset());
+            let below_end =
+                segment.base_offset() < up_to || (inclusive && segment.base_offset() <= up_to);
+            below_end && next_base > from
+        };
+        let mut new_segment_included = false;
+        let mut flushed_any = false;
+        for (index, segment) in view.segments.iter().enumerate() {
+            if overlaps(index, segment) {
+                segment.flush()?;
+                flushed_any = true;
+                new_segment_included |= segment.base_offset() >= from;
+            }
+        }
+        if !flushed_any && up_to <= from {
+            return Ok(());
+        }
+        if new_segment_included {
+            fsync_dir(&self.dir())?;
+        }
+        let mut writer = self.writer.lock();
+        let current = self.view();
+        if up_to > current.recovery_point && up_to <= current.log_end.offset {
+            let mut next = (*current).clone();
+            next.recovery_point = up_to;
+            self.publish(next);
+        }
+        writer.last_flush_ms = self.clock.now_ms();
+        Ok(())
+    }
+
+    /// Raises the high watermark (never past the LEO, never down).
+    pub fn maybe_increment_high_watermark(&self, offset: i64) -> bool {
+        let _writer = self.writer.lock();
+        let view = self.view();
+        let target = offset.min(view.log_end.offset);
+        if target <= view.high_watermark {
+            return false;
+        }
+        let mut next = (*view).clone();
+        next.high_watermark = target;
+        self.publish(next);
+        true
+    }
+
+    /// Sets the high watermark, clamped to `[log start, LEO]`.
+    pub fn update_high_watermark(&self, offset: i64) -> i64 {
+        let _writer = self.writer.lock();
+        let view = self.view();
+        let mut next = (*view).clone();
+        next.high_watermark = offset.clamp(view.log_start_offset, view.log_end.offset);
+        let high_watermark = next.high_watermark;
+        self.publish(next);
+        high_watermark
+    }
+
+    /// Raises the log start offset, as DeleteRecords does; it may not pass the high watermark.
+    /// Segments below it are removed later by retention. Returns whether it moved.
+    pub fn maybe_increment_log_start_offset(&self, offset: i64) -> Result<bool> {
+        let _writer = self.writer.lock();
+        let view = self.view();
+        if offset > view.high_watermark {
+            return Err(StorageError::OffsetOutOfRange {
+                offset,
+                log_start_offset: view.log_start_offset,
+                log_end_offset: view.high_watermark,
+            });
+        }
+        if offset <= view.log_start_offset {
+            return Ok(false);
+        }
+        let mut next = (*view).clone();
+        next.log_start_offset = offset;
+        self.publish(next);
+        Ok(true)
+    }
+
+    /// Removes every record at or after `target`. Returns whether anything was removed.
+    pub fn truncate_to(&self, target: i64) -> Result<bool> {
+        if target < 0 {
+            return Err(StorageError::OffsetOutOfRange {
+                offset: target,
+                log_start_offset: self.log_start_offset(),
+                log_end_offset: self.log_end_offset(),
+            });
+        }
+        let config = self.config();
+        let writer = self.writer.lock();
+        self.ensure_open(&writer)?;
+        let view = self.view();
+        if target >= view.log_end.offset {
+            return Ok(false);
+        }
+        if view.segments[0].base_offset() > target {
+            drop(writer);
+            self.truncate_fully_and_start_at(target)?;
+            return Ok(true);
+        }
+        let (kept, removed): (Vec<_>, Vec<_>) = view
+            .segments
+            .iter()
+            .cloned()
+            .partition(|segment| segment.base_offset() <= target);
+        let now_ms = self.clock.now_ms();
+        let active = &kept[kept.len() - 1];
+        active.truncate_to(target, now_ms)?;
+        active.resize_indexes(config.segment_index_bytes)?;
+        let mut next = (*view).clone();
+        next.log_end = LogOffsetMetadata {
+            offset: target,
+            segment_base_offset: active.base_offset(),
+            position: active.size(),
+        };
+        next.segments = Arc::new(kept);
+        next.log_start_offset = next.log_start_offset.min(target);
+        next.high_watermark = next.high_watermark.min(target);
+        next.recovery_point = next.recovery_point.min(target);
+        self.publish(next);
+        drop(writer);
+        retire_segments(&removed)?;
+        Ok(true)
+    }
+
+    /// Drops every segment and starts empty at `offset`: LEO = log start = HW = `offset`.
+    pub fn truncate_fully_and_start_at(&self, offset: i64) -> Result<()> {
+        let config = self.config();
+        let writer = self.writer.lock();
+        self.ensure_open(&writer)?;
+        let view = self.view();
+        let old: Vec<Arc<Segment>> = view.segments.iter().cloned().collect();
+        for segment in &old {
+            segment.change_file_suffixes("", DELETED_SUFFIX)?;
+        }
+        let segment = Arc::new(Segment::create(
+            &self.dir(),
+            offset,
+            &config,
+            self.clock.now_ms(),
+        )?);
+        let mut next = (*view).clone();
+        next.segments = Arc::new(vec![Arc::clone(&segment)]);
+        next.log_end = LogOffsetMetadata {
+            offset,
+            segment_base_offset: offset,
+            position: 0,
+        };
+        next.log_start_offset = offset;
+        next.high_watermark = offset;
+        next.recovery_point = offset;
+        self.publish(next);
+        drop(writer);
+        for segment in old {
+            segment.delete_files()?;
+        }
+        Ok(())
+    }
+
+    /// Flushes everything, writes final time-index entries and trims indexes. Further writes
+    /// fail with [`StorageError::LogClosed`].
+    pub fn close(&self) -> Result<()> {
+        self.flush_inclusive()?;
+        let mut writer = self.writer.lock();
+        if writer.closed {
+            return Ok(());
+        }
+        writer.closed = true;
+        let view = self.view();
+        view.active_segment().on_becoming_inactive()?;
+        view.active_segment().flush()?;
+        Ok(())
+    }
+}
+
+/// Renames removed segments to `.deleted` and removes their files. Readers holding an older
+/// view keep their open handles.
+fn retire_segments(segments: &[Arc<Segment>]) -> Result<()> {
+    for segment in segments {
+        segment.change_file_suffixes("", DELETED_SUFFIX)?;
+    }
+    for segment in segments {
+        segment.delete_files()?;
+    }
+    Ok(())
+}
+
+/// The directory of a partition's log under a data directory.
+pub fn partition_dir(data_dir: &Path, topic_partition: &TopicPartition) -> PathBuf {
+    data_dir.join(topic_partition.dir_name())
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,223 @@
+//! Reads: fetches as file slices, and offsets by timestamp. Readers take no lock; they work
+//! from one [`LogView`] snapshot throughout.
+
+use std::ops::ControlFlow;
+use std::sync::Arc;
+
+use ferrolog_records::DEFAULT_MAX_DECOMPRESSED_BYTES;
+
+use super::{Log, LogView};
+use crate::error::{Result, StorageError};
+use crate::segment::{Segment, SegmentSlice, TimestampOffset};
+
+/// An offset with where it lies on disk.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LogOffsetMetadata {
+    pub offset: i64,
+    pub segment_base_offset: i64,
+    /// Byte position in that segment's `.log`.
+    pub position: u64,
+}
+
+/// How far a fetch may read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FetchBound {
+    /// Up to the log end offset (replicas, tools).
+    LogEnd,
+    /// Up to the high watermark (consumers).
+    HighWatermark,
+}
+
+/// A fetch request against one log.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FetchParams {
+    pub start_offset: i64,
+    pub max_bytes: u64,
+    pub bound: FetchBound,
+    /// Return the first batch whole even when it is larger than `max_bytes`.
+    pub min_one_batch: bool,
+}
+
+/// What a fetch found: a slice of one segment's `.log`, handed on without decoding.
+#[derive(Debug, Clone)]
+pub struct FetchData {
+    /// Where the fetch started (the requested offset; the position of the batch holding it).
+    pub offset_metadata: LogOffsetMetadata,
+    /// The segment and the byte range to send; `None` when there is nothing to return.
+    pub slice: Option<(Arc<Segment>, SegmentSlice)>,
+    pub first_entry_incomplete: bool,
+}
+
+impl FetchData {
+    /// Bytes the slice covers.
+    pub fn len(&self) -> u64 {
+        self.slice.as_ref().map_or(0, |(_, slice)| slice.length)
+    }
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    /// Copies the slice's bytes out of the file.
+    pub fn read_bytes(&self) -> Result<Vec<u8>> {
+        match &self.slice {
+            None => Ok(Vec::new()),
+            Some((segment, slice)) => segment
+                .log_file()
+                .read_bytes(slice.position, slice.length as usize),
+        }
+    }
+}
+
+/// ListOffsets' special timestamps.
+pub mod special_timestamps {
+    pub const LATEST: i64 = -1;
+    pub const EARLIEST: i64 = -2;
+    pub const MAX_TIMESTAMP: i64 = -3;
+}
+
+impl Log {
+    /// Reads from `params.start_offset`: out-of-range offsets fail; at or past the bound the
+    /// result is empty; otherwise a slice starting at the batch holding the offset.
+    pub fn read(&self, params: FetchParams) -> Result<FetchData> {
+        let view = self.view();
+        let start = params.start_offset;
+        if start < view.log_start_offset || start > view.log_end.offset {
+            return Err(StorageError::OffsetOutOfRange {
+                offset: start,
+                log_start_offset: view.log_start_offset,
+                log_end_offset: view.log_end.offset,
+            });
+        }
+        let bound = match params.bound {
+            FetchBound::LogEnd => view.log_end,
+            FetchBound::HighWatermark => offset_metadata(&view, view.high_watermark)?,
+        };
+        let empty = |metadata| FetchData {
+            offset_metadata: metadata,
+            slice: None,
+            first_entry_incomplete: false,
+        };
+        if start >= bound.offset {
+            let metadata = if start == bound.offset {
+                bound
+            } else {
+                offset_metadata(&view, start)?
+            };
+            return Ok(empty(metadata));
+        }
+        let Some(first_index) = view.floor_segment_index(start) else {
+            return Ok(empty(offset_metadata(&view, start)?));
+        };
+        for segment in &view.segments[first_index..] {
+            let max_position = if segment.base_offset() == bound.segment_base_offset {
+                Some(bound.position)
+            } else if segment.base_offset() > bound.segment_base_offset {
+                None
+            } else {
+                Some(segment.size())
+            };
+            if max_position.is_none() {
+                break;
+            }
+            if let Some(slice) =
+                segment.read(start, params.max_bytes, max_position, params.min_one_batch)?
+            {
+                return Ok(FetchData {
+                    offset_metadata: LogOffsetMetadata {
+                        offset: start,
+                        segment_base_offset: segment.base_offset(),
+                        position: slice.position,
+                    },
+                    first_entry_incomplete: slice.first_entry_incomplete,
+                    slice: Some((Arc::clone(segment), slice)),
+                });
+            }
+        }
+        Ok(empty(offset_metadata(&view, start)?))
+    }
+
+    /// ListOffsets: the earliest (−2), latest (−1) or max-timestamp (−3) offset, or the first
+    /// record whose timestamp is ≥ `timestamp`. `None` when no record qualifies.
+    pub fn fetch_offset_by_timestamp(&self, timestamp: i64) -> Result<Option<TimestampOffset>> {
+        let view = self.view();
+        let at = |offset| TimestampOffset {
+            timestamp: -1,
+            offset,
+        };
+        match timestamp {
+            special_timestamps::EARLIEST => return Ok(Some(at(view.log_start_offset))),
+            special_timestamps::LATEST => return Ok(Some(at(view.log_end.offset))),
+            special_timestamps::MAX_TIMESTAMP => return max_timestamp_offset(&view),
+            _ => {}
+        }
+        for segment in view.segments.iter() {
+            if segment.max_timestamp()? < timestamp {
+                continue;
+            }
+            if let Some(found) =
+                segment.find_offset_by_timestamp(timestamp, view.log_start_offset)?
+            {
+                return Ok(Some(found));
+            }
+        }
+        Ok(None)
+    }
+}
+
+/// The on-disk position of `offset`: the start of the batch holding it, or the end of the
+/// segment it falls after.
+fn offset_metadata(view: &LogView, offset: i64) -> Result<LogOffsetMetadata> {
+    if offset == view.log_end.offset {
+        return Ok(view.log_end);
+    }
+    let index = view.floor_segment_index(offset).unwrap_or(0);
+    let segment = &view.segments[index];
+    let position = segment
+        .translate_offset(offset, 0)?
+        .map_or(segment.size(), |entry| entry.position);
+    Ok(LogOffsetMetadata {
+        offset,
+        segment_base_offset: segment.base_offset(),
+        position,
+    })
+}
+
+/// The record with the largest timestamp (the first such record when several tie).
+fn max_timestamp_offset(view: &LogView) -> Result<Option<TimestampOffset>> {
+    let mut best: Option<(Arc<Segment>, i64)> = None;
+    for segment in view.segments.iter() {
+        let max = segment.max_timestamp()?;
+        if max >= 0 && best.as_ref().is_none_or(|(_, best_max)| max > *best_max) {
+            best = Some((Arc::clone(segment), max));
+        }
+    }
+    let Some((segment, max)) = best else {
+        return Ok(None);
+    };
+    let mut found = None;
+    let log = segment.log_file();
+    log.scan(0, segment.size(), |_, entry| {
+        if entry.max_timestamp() < max {
+            return ControlFlow::Continue(());
+        }
+        if let Ok(records) = entry.records(DEFAULT_MAX_DECOMPRESSED_BYTES) {
+            if let Ok(list) = records.to_vec() {
+                found = list
+                    .iter()
+                    .find(|record| record.timestamp == max)
+                    .map(|record| TimestampOffset {
+                        timestamp: max,
+                        offset: record.offset,
+                    });
+            }
+        }
+        if found.is_none() {
+            // LogAppendTime or unreadable records: the batch's last offset, as Kafka reports.
+            found = Some(TimestampOffset {
+                timestamp: max,
+                offset: entry.last_offset(),
+            });
+        }
+        ControlFlow::Break(())
+    })?;
+    Ok(found)
+}

@@ -1,0 +1,653 @@
+//! A segment: one `.log` file and its two indexes, holding a contiguous range of offsets from
+//! its base offset. A segment knows nothing of topics or of the other segments.
+//!
+//! Threads: one appender at a time (the owning log's append lock guarantees it); any number of
+//! readers concurrently. The `.log` is read with positional reads; each index sits behind its
+//! own read-write lock, taken briefly for a lookup or an append.
+
+mod file_name;
+mod index_file;
+mod offset_index;
+mod records_file;
+mod time_index;
+
+use std::ops::ControlFlow;
+use std::path::{Path, PathBuf};
+
+use ferrolog_records::DEFAULT_MAX_DECOMPRESSED_BYTES;
+use parking_lot::{Mutex, RwLock};
+
+pub use file_name::*;
+pub use offset_index::{OFFSET_ENTRY_BYTES, OffsetIndex, OffsetPosition};
+pub use records_file::{EntrySummary, RecordsFile, ScanEnd};
+pub use time_index::{NO_TIMESTAMP, TIME_ENTRY_BYTES, TimeIndex, TimestampOffset};
+
+use crate::config::LogConfig;
+use crate::error::{Result, StorageError};
+use crate::fs::{remove_if_exists, rename_if_exists};
+
+/// What the log appends to a segment, already validated: the bytes of whole batches and, per
+/// batch, what the indexes need.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BatchMeta {
+    pub last_offset: i64,
+    pub max_timestamp: i64,
+    pub size: u32,
+}
+
+/// Where a read found its first batch, and the slice of the `.log` to send.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SegmentSlice {
+    /// Position of the batch holding the requested offset.
+    pub position: u64,
+    /// Bytes to send from `position`; may end mid-batch.
+    pub length: u64,
+    /// The first batch does not fit `length` (only without min-one-batch).
+    pub first_entry_incomplete: bool,
+}
+
+/// Inputs to the roll decision, as Kafka's `RollParams`.
+#[derive(Debug, Clone, Copy)]
+pub struct RollParams {
+    pub segment_ms: i64,
+    pub segment_bytes: u64,
+    pub max_timestamp_in_messages: i64,
+    pub max_offset_in_messages: i64,
+    pub messages_size: u64,
+    pub now_ms: i64,
+}
+
+/// What recovering a segment found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SegmentRecovery {
+    pub valid_bytes: u64,
+    pub truncated_bytes: u64,
+    /// Where and why the scan stopped, when it stopped on a bad entry.
+    pub corruption: Option<(u64, String)>,
+}
+
+/// Bookkeeping of the appender, read by retention and rolls.
+#[derive(Debug)]
+struct AppendState {
+    bytes_since_last_index_entry: u64,
+    /// Largest timestamp and the offset of the batch carrying it; `None` until first needed
+    /// (then read from the time index and the log after its last entry).
+    max_timestamp_so_far: Option<TimestampOffset>,
+    /// The first batch's max timestamp; `None` until loaded, `Some(None)` for an empty segment.
+    rolling_based_timestamp: Option<Option<i64>>,
+    /// When this segment object was created (or emptied), for rolls without timestamps.
+    created_ms: i64,
+}
+
+#[derive(Debug)]
+pub struct Segment {
+    base_offset: i64,
+    log: RecordsFile,
+    offset_index: RwLock<OffsetIndex>,
+    time_index: RwLock<TimeIndex>,
+    state: Mutex<AppendState>,
+    index_interval_bytes: u32,
+    segment_index_bytes: u32,
+    roll_jitter_ms: i64,
+}
+
+/// A fixed random share of `segment.jitter.ms` for one segment, capped at `segment.ms`.
+fn roll_jitter(config: &LogConfig) -> i64 {
+    let bound = config.segment_jitter_ms.min(config.segment_ms);
+    if bound <= 0 {
+        0
+    } else {
+        (rand::random::<u64>() % bound as u64) as i64
+    }
+}
+
+impl Segment {
+    /// Creates the files of a new segment at `base_offset` (replacing nothing: the caller
+    /// removed any stale files first).
+    pub fn create(dir: &Path, base_offset: i64, config: &LogConfig, now_ms: i64) -> Result<Self> {
+        let preallocate = config.preallocate.then_some(config.segment_bytes);
+        Self::open_with(dir, base_offset, config, now_ms, "", preallocate)
+    }
+
+    /// Opens an existing segment's files; indexes are taken at their on-disk length.
+    pub fn open(
+        dir: &Path,
+        base_offset: i64,
+        config: &LogConfig,
+        now_ms: i64,
+        suffix: &str,
+    ) -> Result<Self> {
+        Self::open_with(dir, base_offset, config, now_ms, suffix, None)
+    }
+
+    fn open_with(
+        dir: &Path,
+        base_offset: i64,
+        config: &LogConfig,
+        now_ms: i64,
+        suffix: &str,
+        preallocate: Option<u64>,
+    ) -> Result<Self> {
+        let path = |kind: &str| with_added_suffix(&segment_path(dir, base_offset, kind), suffix);
+        Ok(Self {
+            base_offset,
+            log: RecordsFile::open(&path(LOG_SUFFIX), preallocate)?,
+            offset_index: RwLock::new(OffsetIndex::open(
+                &path(INDEX_SUFFIX),
+                base_offset,
+                config.segment_index_bytes,
+            )?),
+            time_index: RwLock::new(TimeIndex::open(
+                &path(TIME_INDEX_SUFFIX),
+                base_offset,
+                config.segment_index_bytes,
+            )?),
+            state: Mutex::new(AppendState {
+                bytes_since_last_index_entry: 0,
+                max_timestamp_so_far: None,
+                rolling_based_timestamp: None,
+                created_ms: now_ms,
+            }),
+            index_interval_bytes: config.index_interval_bytes,
+            segment_index_bytes: config.segment_index_bytes,
+            roll_jitter_ms: roll_jitter(config),
+        })
+    }
+
+    pub fn base_offset(&self) -> i64 {
+        self.base_offset
+    }
+    /// Bytes of valid data in the `.log`.
+    pub fn size(&self) -> u64 {
+        self.log.size()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.size() == 0
+    }
+    pub fn log_file(&self) -> &RecordsFile {
+        &self.log
+    }
+    pub fn log_path(&self) -> PathBuf {
+        self.log.path()
+    }
+    pub fn roll_jitter_ms(&self) -> i64 {
+        self.roll_jitter_ms
+    }
+    pub fn offset_index_entries(&self) -> Vec<OffsetPosition> {
+        self.offset_index.read().all_entries()
+    }
+    pub fn time_index_entries(&self) -> Vec<TimestampOffset> {
+        self.time_index.read().all_entries()
+    }
+    pub fn offset_index_is_full(&self) -> bool {
+        self.offset_index.read().is_full()
+    }
+    pub fn time_index_is_full(&self) -> bool {
+        self.time_index.read().is_full()
+    }
+    /// Sizes of the two index files as mapped: (offset index, time index).
+    pub fn index_lengths(&self) -> (u64, u64) {
+        (
+            self.offset_index.read().length_bytes(),
+            self.time_index.read().length_bytes(),
+        )
+    }
+
+    fn fits_relative(&self, offset: i64) -> bool {
+        let relative = offset - self.base_offset;
+        (0..=i64::from(i32::MAX)).contains(&relative)
+    }
+
+    /// Appends whole batches. `batches` describes each batch in `bytes`, in order. Adds an
+    /// index entry before a batch once more than `index.interval.bytes` were appended since the
+    /// last entry.
+    pub fn append(&self, bytes: &[u8], batches: &[BatchMeta]) -> Result<()> {
+        let Some(last) = batches.last() else {
+            return Ok(());
+        };
+        if !self.fits_relative(last.last_offset) {
+            return Err(StorageError::OffsetOverflow {
+                offset: last.last_offset,
+                base_offset: self.base_offset,
+            });
+        }
+        let mut state = self.state.lock();
+        let mut max_so_far = self.load_max_timestamp(&mut state)?;
+        let mut position = self.log.append(bytes)?;
+        if state.rolling_based_timestamp == Some(None) || position == 0 {
+            state.rolling_based_timestamp =
+                Some(Some(batches[0].max_timestamp).filter(|ts| *ts >= 0));
+        }
+        let mut offset_index = self.offset_index.write();
+        let mut time_index = self.time_index.write();
+        for batch in batches {
+            if batch.max_timestamp > max_so_far.timestamp {
+                max_so_far = TimestampOffset {
+                    timestamp: batch.max_timestamp,
+                    offset: batch.last_offset,
+                };
+            }
+            if state.bytes_since_last_index_entry > u64::from(self.index_interval_bytes) {
+                offset_index.append(batch.last_offset, position as u32)?;
+                time_index.maybe_append(max_so_far.timestamp, max_so_far.offset, false)?;
+                state.bytes_since_last_index_entry = 0;
+            }
+            position += u64::from(batch.size);
+            state.bytes_since_last_index_entry += u64::from(batch.size);
+        }
+        state.max_timestamp_so_far = Some(max_so_far);
+        Ok(())
+    }
+
+    /// The largest timestamp so far and its offset, loading it on first use from the time
+    /// index's last entry and the batches after it.
+    fn load_max_timestamp(&self, state: &mut AppendState) -> Result<TimestampOffset> {
+        if let Some(max) = state.max_timestamp_so_far {
+            return Ok(max);
+        }
+        let last_entry = self.time_index.read().last_entry();
+        let mut max = last_entry;
+        if self.time_index.read().entries() == 0 {
+            max = TimestampOffset {
+                timestamp: NO_TIMESTAMP,
+                offset: self.base_offset,
+            };
+        }
+        let start = self.offset_index.read().lookup(last_entry.offset).position;
+        self.log
+            .walk_headers(u64::from(start), self.size(), |entry| {
+                if entry.max_timestamp > max.timestamp {
+                    max = TimestampOffset {
+                        timestamp: entry.max_timestamp,
+                        offset: entry.last_offset,
+                    };
+                }
+                ControlFlow::Continue(())
+            })?;
+        state.max_timestamp_so_far = Some(max);
+        Ok(max)
+    }
+
+    /// The largest record timestamp in the segment, or −1 when it has none.
+    pub fn max_timestamp(&self) -> Result<i64> {
+        let mut state = self.state.lock();
+        Ok(self.load_max_timestamp(&mut state)?.timestamp)
+    }
+
+    /// The largest record timestamp, or the `.log` file's modification time when the segment
+    /// has no timestamps (legacy data or empty), as Kafka's time retention uses.
+    pub fn largest_timestamp(&self) -> Result<i64> {
+        let max = self.max_timestamp()?;
+        if max >= 0 {
+            return Ok(max);
+        }
+        self.last_modified_ms()
+    }
+
+    pub fn last_modified_ms(&self) -> Result<i64> {
+        let path = self.log.path();
+        let modified = std::fs::metadata(&path)
+            .and_then(|metadata| metadata.modified())
+            .map_err(StorageError::io("stat", &path))?;
+        Ok(modified
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |elapsed| elapsed.as_millis() as i64))
+    }
+
+    /// The batch holding `offset` (the first whose last offset is ≥ it), starting the header walk
+    /// no earlier than `starting_position`; `None` when the segment ends before `offset`.
+    pub fn translate_offset(
+        &self,
+        offset: i64,
+        starting_position: u64,
+    ) -> Result<Option<EntrySummary>> {
+        let indexed = u64::from(self.offset_index.read().lookup(offset).position);
+        self.log
+            .walk_headers(indexed.max(starting_position), self.size(), |entry| {
+                if entry.last_offset >= offset {
+                    ControlFlow::Break(())
+                } else {
+                    ControlFlow::Continue(())
+                }
+            })
+    }
+
+    /// Reads from the batch holding `start_offset`: at most `max_bytes` (or the whole first
+    /// batch when `min_one_batch`), never past `max_position`. `None` when the segment holds
+    /// nothing at or after `start_offset`.
+    pub fn read(
+        &self,
+        start_offset: i64,
+        max_bytes: u64,
+        max_position: Option<u64>,
+        min_one_batch: bool,
+    ) -> Result<Option<SegmentSlice>> {
+        let Some(first) = self.translate_offset(start_offset, 0)? else {
+            return Ok(None);
+        };
+        let adjusted_max = if min_one_batch {
+            max_bytes.max(u64::from(first.size))
+        } else {
+            max_bytes
+        };
+        let length = match max_position {
+            Some(max_position) if adjusted_max > 0 => max_position
+                .saturating_sub(first.position)
+                .min(adjusted_max),
+            _ => 0,
+        };
+        Ok(Some(SegmentSlice {
+            position: first.position,
+            length,
+            first_entry_incomplete: length > 0 && adjusted_max < u64::from(first.size),
+        }))
+    }
+
+    /// The offset after the last batch (the base offset when empty).
+    pub fn read_next_offset(&self) -> Result<i64> {
+        let start = self.offset_index.read().lookup(i64::MAX).position;
+        let mut next = self.base_offset;
+        self.log
+            .walk_headers(u64::from(start), self.size(), |entry| {
+                next = entry.next_offset();
+                ControlFlow::Continue(())
+            })?;
+        Ok(next)
+    }
+
+    /// The first record with timestamp ≥ `timestamp` and offset ≥ `starting_offset`.
+    pub fn find_offset_by_timestamp(
+        &self,
+        timestamp: i64,
+        starting_offset: i64,
+    ) -> Result<Option<TimestampOffset>> {
+        let indexed = self.time_index.read().lookup(timestamp);
+        let from_offset = indexed.offset.max(starting_offset);
+        let position = u64::from(self.offset_index.read().lookup(from_offset).position);
+        let mut found = None;
+        let mut failure = None;
+        let path = self.log.path();
+        self.log
+            .scan(position, self.size(), |entry_position, entry| {
+                if entry.max_timestamp() < timestamp {
+                    return ControlFlow::Continue(());
+                }
+                let records = entry
+                    .records(DEFAULT_MAX_DECOMPRESSED_BYTES)
+                    .and_then(|records| {
+                        let list = records.to_vec()?;
+                        Ok(list
+                            .iter()
+                            .find(|record| {
+                                record.timestamp >= timestamp && record.offset >= starting_offset
+                            })
+                            .map(|record| TimestampOffset {
+                                timestamp: record.timestamp,
+                                offset: record.offset,
+                            }))
+                    });
+                match records {
+                    Ok(Some(hit)) => {
+                        found = Some(hit);
+                        ControlFlow::Break(())
+                    }
+                    Ok(None) => ControlFlow::Continue(()),
+                    Err(error) => {
+                        failure = Some(StorageError::Corrupt {
+                            path: path.clone(),
+                            position: entry_position,
+                            reason: error.to_string(),
+                        });
+                        ControlFlow::Break(())
+                    }
+                }
+            })?;
+        match failure {
+            Some(error) => Err(error),
+            None => Ok(found),
+        }
+    }
+
+    /// Rebuilds both indexes from the `.log`, validating every batch, and cuts the file at the
+    /// first invalid or partial batch.
+    pub fn recover(&self) -> Result<SegmentRecovery> {
+        let mut offset_index = self.offset_index.write();
+        let mut time_index = self.time_index.write();
+        offset_index.truncate_all();
+        offset_index.resize(u64::from(self.segment_index_bytes))?;
+        time_index.truncate_all();
+        time_index.resize(u64::from(self.segment_index_bytes))?;
+
+        let mut max_so_far = TimestampOffset {
+            timestamp: NO_TIMESTAMP,
+            offset: -1,
+        };
+        let mut last_index_entry = 0u64;
+        let mut first_batch_timestamp = None;
+        let mut failure: Option<(u64, String)> = None;
+        let mut index_error = None;
+        let end = self.log.file_length()?;
+        let scan = self.log.scan(0, end, |position, entry| {
+            if let Err(error) = entry.validate() {
+                failure = Some((position, error.to_string()));
+                return ControlFlow::Break(());
+            }
+            let last_offset = entry.last_offset();
+            if !self.fits_relative(last_offset) {
+                failure = Some((
+                    position,
+                    format!(
+                        "offset {last_offset} does not fit a segment based at {}",
+                        self.base_offset
+                    ),
+                ));
+                return ControlFlow::Break(());
+            }
+            if first_batch_timestamp.is_none() {
+                first_batch_timestamp = Some(entry.max_timestamp());
+            }
+            if entry.max_timestamp() > max_so_far.timestamp {
+                max_so_far = TimestampOffset {
+                    timestamp: entry.max_timestamp(),
+                    offset: last_offset,
+                };
+            }
+            if position - last_index_entry > u64::from(self.index_interval_bytes) {
+                let appended = offset_index
+                    .append(last_offset, position as u32)
+                    .and_then(|()| {
+                        time_index.maybe_append(max_so_far.timestamp, max_so_far.offset, false)
+                    });
+                if let Err(error) = appended {
+                    index_error = Some(error);
+                    return ControlFlow::Break(());
+                }
+                last_index_entry = position;
+            }
+            ControlFlow::Continue(())
+        })?;
+        if let Some(error) = index_error {
+            return Err(error);
+        }
+        let valid_bytes = match scan {
+            ScanEnd::Clean { position } => position,
+            ScanEnd::Stopped { position } => position,
+            ScanEnd::Corrupt { position, reason } => {
+                failure = Some((position, reason));
+                position
+            }
+        };
+        // The log's valid size may have been its full (preallocated) length: cut to what we read.
+        let truncated_bytes = end - valid_bytes;
+        if truncated_bytes > 0 {
+            self.log.set_size_for_recovery(end);
+            self.log.truncate_to(valid_bytes)?;
+        } else {
+            self.log.set_size_for_recovery(valid_bytes);
+        }
+        offset_index.trim_to_valid_size()?;
+        if max_so_far.timestamp >= 0 {
+            time_index.maybe_append(max_so_far.timestamp, max_so_far.offset, true)?;
+        }
+        time_index.trim_to_valid_size()?;
+
+        let mut state = self.state.lock();
+        state.bytes_since_last_index_entry = valid_bytes - last_index_entry;
+        state.max_timestamp_so_far = Some(if max_so_far.timestamp >= 0 {
+            max_so_far
+        } else {
+            TimestampOffset {
+                timestamp: NO_TIMESTAMP,
+                offset: self.base_offset,
+            }
+        });
+        state.rolling_based_timestamp = Some(first_batch_timestamp.filter(|ts| *ts >= 0));
+        Ok(SegmentRecovery {
+            valid_bytes,
+            truncated_bytes,
+            corruption: failure,
+        })
+    }
+
+    /// Removes every batch from the one holding `offset` on (the whole batch goes). Returns the
+    /// bytes removed. The indexes are grown back to full size: the segment is active after this.
+    pub fn truncate_to(&self, offset: i64, now_ms: i64) -> Result<u64> {
+        let mapping = self.translate_offset(offset, 0)?;
+        {
+            let mut offset_index = self.offset_index.write();
+            let mut time_index = self.time_index.write();
+            offset_index.truncate_to(offset);
+            time_index.truncate_to(offset);
+            offset_index.resize(u64::from(self.segment_index_bytes))?;
+            time_index.resize(u64::from(self.segment_index_bytes))?;
+        }
+        let truncated = match mapping {
+            Some(entry) => self.log.truncate_to(entry.position)?,
+            None => 0,
+        };
+        let mut state = self.state.lock();
+        if self.size() == 0 {
+            state.created_ms = now_ms;
+            state.rolling_based_timestamp = Some(None);
+        }
+        state.bytes_since_last_index_entry = 0;
+        state.max_timestamp_so_far = None;
+        self.load_max_timestamp(&mut state)?;
+        Ok(truncated)
+    }
+
+    /// Kafka's roll rule: full by size, old by time (with this segment's jitter), an index full,
+    /// or an incoming offset too far from the base.
+    pub fn should_roll(&self, params: &RollParams) -> Result<bool> {
+        let size = self.size();
+        let by_size = size > params.segment_bytes.saturating_sub(params.messages_size);
+        let by_time = size > 0
+            && self.time_waited_for_roll(params)? > params.segment_ms - self.roll_jitter_ms;
+        Ok(by_size
+            || by_time
+            || self.offset_index_is_full()
+            || self.time_index_is_full()
+            || !self.fits_relative(params.max_offset_in_messages))
+    }
+
+    fn time_waited_for_roll(&self, params: &RollParams) -> Result<i64> {
+        let mut state = self.state.lock();
+        if state.rolling_based_timestamp.is_none() {
+            let first = self.log.read_entry_header(0, self.size())?;
+            state.rolling_based_timestamp =
+                Some(first.map(|entry| entry.max_timestamp).filter(|ts| *ts >= 0));
+        }
+        Ok(match state.rolling_based_timestamp.flatten() {
+            Some(first_timestamp) => params.max_timestamp_in_messages - first_timestamp,
+            None => params.now_ms - state.created_ms,
+        })
+    }
+
+    /// Writes the final time-index entry and trims indexes (and a preallocated `.log`) to their
+    /// valid size: done when the segment stops being active, and at close.
+    pub fn on_becoming_inactive(&self) -> Result<()> {
+        let max = self.max_timestamp_and_offset()?;
+        let mut time_index = self.time_index.write();
+        if max.timestamp >= 0 {
+            time_index.maybe_append(max.timestamp, max.offset, true)?;
+        }
+        time_index.trim_to_valid_size()?;
+        drop(time_index);
+        self.offset_index.write().trim_to_valid_size()?;
+        self.log.trim()
+    }
+
+    fn max_timestamp_and_offset(&self) -> Result<TimestampOffset> {
+        let mut state = self.state.lock();
+        self.load_max_timestamp(&mut state)
+    }
+
+    /// Grows (or shrinks) both indexes to `bytes`, as the active segment's are after loading.
+    pub fn resize_indexes(&self, bytes: u32) -> Result<()> {
+        self.offset_index.write().resize(u64::from(bytes))?;
+        self.time_index.write().resize(u64::from(bytes))?;
+        Ok(())
+    }
+
+    /// Resizes only the time index (an absent legacy time index becomes an empty file).
+    pub fn resize_indexes_time_only(&self, bytes: u32) -> Result<()> {
+        self.time_index.write().resize(u64::from(bytes))?;
+        Ok(())
+    }
+
+    pub fn sanity_check(&self) -> Result<()> {
+        self.offset_index.read().sanity_check()?;
+        self.time_index.read().sanity_check()
+    }
+
+    /// fsyncs the `.log`, then both indexes.
+    pub fn flush(&self) -> Result<()> {
+        self.log.flush()?;
+        self.offset_index.read().flush()?;
+        self.time_index.read().flush()
+    }
+
+    /// Renames every file of the segment from suffix `old` to `new` (`""`, `.deleted`, `.swap`,
+    /// `.cleaned`), e.g. `…0.log` → `…0.log.deleted`.
+    pub fn change_file_suffixes(&self, old: &str, new: &str) -> Result<()> {
+        let rename = |path: PathBuf| -> Result<PathBuf> {
+            let stem = if old.is_empty() {
+                path.clone()
+            } else {
+                without_suffix(&path, old).unwrap_or_else(|| path.clone())
+            };
+            let target = with_added_suffix(&stem, new);
+            rename_if_exists(&path, &target)?;
+            Ok(target)
+        };
+        let log_target = rename(self.log.path())?;
+        self.log.set_path(log_target);
+        let mut offset_index = self.offset_index.write();
+        let target = rename(offset_index.path().to_path_buf())?;
+        offset_index.set_path(target);
+        let mut time_index = self.time_index.write();
+        let target = rename(time_index.path().to_path_buf())?;
+        time_index.set_path(target);
+        Ok(())
+    }
+
+    /// Deletes every file of the segment (a missing index is fine).
+    pub fn delete_files(&self) -> Result<()> {
+        remove_if_exists(&self.log.path())?;
+        remove_if_exists(self.offset_index.read().path())?;
+        remove_if_exists(self.time_index.read().path())?;
+        Ok(())
+    }
+
+    /// Paths of the segment's files.
+    pub fn file_paths(&self) -> [PathBuf; 3] {
+        [
+            self.log.path(),
+            self.offset_index.read().path().to_path_buf(),
+            self.time_index.read().path().to_path_buf(),
+        ]
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,392 @@
+//! The offset index (`.index`): a sparse map from offsets to byte positions in the `.log`.
+//!
+//! | offset | size | field            | notes                                      |
+//! |--------|------|------------------|--------------------------------------------|
+//! | 0      | 4    | `relativeOffset` | offset − segment base offset               |
+//! | 4      | 4    | `position`       | byte position in the `.log` of that batch  |
+//!
+//! An entry maps the last offset of a batch to the position where that batch starts. Lookups
+//! take the entry with the largest offset ≤ the target (or `(base, 0)`), then the caller scans
+//! batch headers forward from that position.
+
+use std::path::Path;
+
+use super::index_file::{IndexFile, be_i32_at};
+use crate::error::{Result, StorageError};
+
+pub const OFFSET_ENTRY_BYTES: usize = 8;
+
+/// An offset and the byte position of the batch holding it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OffsetPosition {
+    pub offset: i64,
+    pub position: u32,
+}
+
+#[derive(Debug)]
+pub struct OffsetIndex {
+    file: IndexFile,
+    base_offset: i64,
+}
+
+impl OffsetIndex {
+    pub fn open(path: &Path, base_offset: i64, max_index_bytes: u32) -> Result<Self> {
+        Ok(Self {
+            file: IndexFile::open(path, max_index_bytes, OFFSET_ENTRY_BYTES)?,
+            base_offset,
+        })
+    }
+
+    fn decode(&self, slot: &[u8]) -> OffsetPosition {
+        OffsetPosition {
+            offset: self.base_offset + i64::from(be_i32_at(slot, 0)),
+            position: be_i32_at(slot, 4) as u32,
+        }
+    }
+
+    fn relative_key(slot: &[u8]) -> i64 {
+        i64::from(be_i32_at(slot, 0))
+    }
+
+    pub fn base_offset(&self) -> i64 {
+        self.base_offset
+    }
+    pub fn path(&self) -> &Path {
+        self.file.path()
+    }
+    pub(crate) fn set_path(&mut self, path: std::path::PathBuf) {
+        self.file.set_path(path);
+    }
+    pub fn entries(&self) -> usize {
+        self.file.entries()
+    }
+    pub fn max_entries(&self) -> usize {
+        self.file.max_entries()
+    }
+    pub fn is_full(&self) -> bool {
+        self.file.entries() >= self.file.max_entries()
+    }
+    pub fn size_in_bytes(&self) -> u64 {
+        (self.entries() * OFFSET_ENTRY_BYTES) as u64
+    }
+    pub fn length_bytes(&self) -> u64 {
+        self.file.length_bytes()
+    }
+
+    /// Entry `n`; an error past the last entry.
+    pub fn entry(&self, n: usize) -> Result<OffsetPosition> {
+        if n >= self.entries() {
+            return Err(StorageError::InvalidIndexAppend {
+                path: self.path().to_path_buf(),
+                reason: format!(
+                    "entry {n} requested from an index of {} entries",
+                    self.entries()
+                ),
+            });
+        }
+        Ok(self.decode(self.file.slot(n)))
+    }
+
+    /// The last entry's offset, or the base offset when empty.
+    pub fn last_offset(&self) -> i64 {
+        match self.entries() {
+            0 => self.base_offset,
+            n => self.decode(self.file.slot(n - 1)).offset,
+        }
+    }
+
+    /// The entry with the largest offset ≤ `target`, or `(base, 0)`.
+    pub fn lookup(&self, target: i64) -> OffsetPosition {
+        let relative = target - self.base_offset;
+        match self.file.largest_lower_bound(relative, Self::relative_key) {
+            Some(slot) => self.decode(self.file.slot(slot)),
+            None => OffsetPosition {
+                offset: self.base_offset,
+                position: 0,
+            },
+        }
+    }
+
+    /// The first entry whose position is at or after `start + fetch_size`: the offset a fetch of
+    /// that many bytes from `start` cannot reach.
+    pub fn fetch_upper_bound_offset(
+        &self,
+        start: OffsetPosition,
+        fetch_size: u32,
+    ) -> Option<OffsetPosition> {
+        let target = i64::from(start.position) + i64::from(fetch_size);
+        self.file
+            .smallest_upper_bound(target, |slot| i64::from(be_i32_at(slot, 4) as u32))
+            .map(|slot| self.decode(self.file.slot(slot)))
+    }
+
+    /// Adds an entry; the offset must be above the last one and the index not full.
+    pub fn append(&mut self, offset: i64, position: u32) -> Result<()> {
+        let invalid = |reason: String| StorageError::InvalidIndexAppend {
+            path: self.path().to_path_buf(),
+            reason,
+        };
+        if self.entries() > 0 && offset <= self.last_offset() {
+            return Err(invalid(format!(
+                "offset {offset} is not larger than the last offset {}",
+                self.last_offset()
+            )));
+        }
+        let relative = i32::try_from(offset - self.base_offset)
+            .ok()
+            .filter(|relative| *relative >= 0)
+            .ok_or(StorageError::OffsetOverflow {
+                offset,
+                base_offset: self.base_offset,
+            })?;
+        let mut entry = [0u8; OFFSET_ENTRY_BYTES];
+        entry[..4].copy_from_slice(&relative.to_be_bytes());
+        entry[4..].copy_from_slice(&position.to_be_bytes());
+        self.file.push(&entry)
+    }
+
+    /// Removes every entry with an offset ≥ `offset`.
+    pub fn truncate_to(&mut self, offset: i64) {
+        let relative = offset - self.base_offset;
+        let keep = match self.file.largest_lower_bound(relative, Self::relative_key) {
+            None => 0,
+            Some(slot) if Self::relative_key(self.file.slot(slot)) == relative => slot,
+            Some(slot) => slot + 1,
+        };
+        self.file.truncate_entries(keep);
+    }
+
+    /// Removes every entry.
+    pub fn truncate_all(&mut self) {
+        self.file.truncate_entries(0);
+    }
+
+    /// Kafka's sanity check: the last offset may not be below the base, and the file must hold
+    /// whole entries.
+    pub fn sanity_check(&self) -> Result<()> {
+        let corrupt = |reason: String| StorageError::Corrupt {
+            path: self.path().to_path_buf(),
+            position: 0,
+            reason,
+        };
+        if self.entries() > 0 && self.last_offset() < self.base_offset {
+            return Err(corrupt(format!(
+                "last offset {} is below the base offset {}",
+                self.last_offset(),
+                self.base_offset
+            )));
+        }
+        let length = self.file.file_length()?;
+        if length % OFFSET_ENTRY_BYTES as u64 != 0 {
+            return Err(corrupt(format!(
+                "length {length} is not a multiple of {OFFSET_ENTRY_BYTES}"
+            )));
+        }
+        Ok(())
+    }
+
+    pub fn resize(&mut self, max_index_bytes: u64) -> Result<bool> {
+        self.file.resize(max_index_bytes)
+    }
+    pub fn trim_to_valid_size(&mut self) -> Result<bool> {
+        self.file.trim_to_valid_size()
+    }
+    pub fn flush(&self) -> Result<()> {
+        self.file.flush()
+    }
+    /// All entries, in order.
+    pub fn all_entries(&self) -> Vec<OffsetPosition> {
+        (0..self.entries())
+            .map(|n| self.decode(self.file.slot(n)))
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeMap;
+
+    const BASE: i64 = 45;
+
+    fn index(dir: &tempfile::TempDir, max_entries: u32) -> OffsetIndex {
+        OffsetIndex::open(
+            &dir.path().join("00000000000000000045.index"),
+            BASE,
+            max_entries * 8,
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn lookup_extreme_cases() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut idx = index(&dir, 30);
+        assert_eq!(
+            idx.lookup(BASE),
+            OffsetPosition {
+                offset: BASE,
+                position: 0
+            },
+            "empty index"
+        );
+        for i in 0..idx.max_entries() as i64 {
+            idx.append(BASE + i + 1, (i + 1) as u32).unwrap();
+        }
+        assert_eq!(
+            idx.lookup(BASE),
+            OffsetPosition {
+                offset: BASE,
+                position: 0
+            }
+        );
+        assert_eq!(
+            idx.lookup(BASE + 1000),
+            idx.entry(idx.entries() - 1).unwrap()
+        );
+    }
+
+    #[test]
+    fn random_lookup_matches_sorted_map_floor() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut idx = index(&dir, 1000);
+        let mut model = BTreeMap::new();
+        let mut offset = BASE;
+        let mut state = 7u64;
+        for i in 0..500u32 {
+            state = state
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            offset += 1 + (state >> 60) as i64;
+            idx.append(offset, i * 10).unwrap();
+            model.insert(offset, i * 10);
+        }
+        for target in BASE - 5..offset + 5 {
+            let expected = model.range(..=target).next_back().map_or(
+                OffsetPosition {
+                    offset: BASE,
+                    position: 0,
+                },
+                |(&offset, &position)| OffsetPosition { offset, position },
+            );
+            assert_eq!(idx.lookup(target), expected, "target {target}");
+        }
+    }
+
+    #[test]
+    fn append_too_many_fails() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut idx = index(&dir, 3);
+        for i in 0..3 {
+            idx.append(BASE + i + 1, i as u32).unwrap();
+        }
+        assert!(idx.is_full());
+        assert!(idx.append(BASE + 10, 10).is_err());
+    }
+
+    #[test]
+    fn append_out_of_order_fails() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut idx = index(&dir, 10);
+        idx.append(51, 0).unwrap();
+        assert!(idx.append(50, 1).is_err());
+        assert!(idx.append(51, 1).is_err());
+    }
+
+    #[test]
+    fn entry_overflow_fails() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut idx = index(&dir, 10);
+        idx.append(BASE + 1, 5).unwrap();
+        assert!(idx.entry(0).is_ok());
+        assert!(idx.entry(1).is_err());
+    }
+
+    #[test]
+    fn truncate() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut idx = index(&dir, 20);
+        for i in 1..10 {
+            idx.append(BASE + i, i as u32).unwrap();
+        }
+        idx.truncate_to(BASE + 12);
+        assert_eq!(idx.entries(), 9, "past the end: no change");
+        idx.truncate_to(BASE + 9);
+        assert_eq!(idx.last_offset(), BASE + 8, "at an entry: it and later go");
+        // Entries now at offsets BASE+1..=BASE+8; make a gap and truncate inside it.
+        let mut gappy = index(&tempfile::tempdir().unwrap(), 20);
+        for i in [2, 4, 6] {
+            gappy.append(BASE + i, i as u32).unwrap();
+        }
+        gappy.truncate_to(BASE + 5);
+        assert_eq!(
+            gappy.last_offset(),
+            BASE + 4,
+            "between entries: the lower is kept"
+        );
+        idx.truncate_to(0);
+        assert_eq!(idx.entries(), 0, "below everything: empty");
+    }
+
+    #[test]
+    fn reopen_preserves_entries_and_lookups() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut idx = index(&dir, 50);
+        for i in 1..=5 {
+            idx.append(BASE + i * 2, (i * 100) as u32).unwrap();
+        }
+        idx.trim_to_valid_size().unwrap();
+        idx.flush().unwrap();
+        let path = idx.path().to_path_buf();
+        drop(idx);
+        let reopened = OffsetIndex::open(&path, BASE, 50 * 8).unwrap();
+        assert_eq!(reopened.entries(), 5);
+        assert_eq!(reopened.last_offset(), BASE + 10);
+        assert_eq!(
+            reopened.lookup(BASE + 5),
+            OffsetPosition {
+                offset: BASE + 4,
+                position: 200
+            }
+        );
+    }
+
+    #[test]
+    fn sanity_last_offset_equal_to_base_offset_passes() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut idx = index(&dir, 10);
+        idx.append(BASE, 0).unwrap();
+        idx.sanity_check().unwrap();
+    }
+
+    #[test]
+    fn fetch_upper_bound_offset_is_first_entry_at_or_after_start_plus_size() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut idx = index(&dir, 10);
+        for (offset, position) in [(50, 0), (60, 100), (70, 200), (80, 300)] {
+            idx.append(offset, position).unwrap();
+        }
+        let start = OffsetPosition {
+            offset: 50,
+            position: 0,
+        };
+        assert_eq!(
+            idx.fetch_upper_bound_offset(start, 150).map(|e| e.offset),
+            Some(70)
+        );
+        assert_eq!(
+            idx.fetch_upper_bound_offset(start, 200).map(|e| e.offset),
+            Some(70)
+        );
+        assert_eq!(idx.fetch_upper_bound_offset(start, 301), None);
+    }
+
+    #[test]
+    fn resize_reports_whether_the_size_changed() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut idx = index(&dir, 10);
+        assert!(!idx.resize(80).unwrap());
+        assert!(idx.resize(160).unwrap());
+        assert_eq!(idx.max_entries(), 20);
+    }
+}

@@ -1,0 +1,370 @@
+//! The `.log` file of a segment: record batches back to back, no file header.
+//!
+//! Appends go through positional writes at the published size, so readers (positional reads,
+//! any thread) and the single appender never share a file cursor. The published size only
+//! grows after the bytes are written, so a reader bounded by it never sees a partial batch.
+//!
+//! Two ways to walk the file: [`RecordsFile::read_entry_header`] reads just the first bytes of
+//! one entry (offset lookups touch only headers), and [`RecordsFile::scan`] streams whole
+//! entries through a reusable buffer (recovery, timestamp search, dumping).
+
+use std::fs::{File, OpenOptions};
+use std::ops::ControlFlow;
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use ferrolog_records::batch::{BATCH_HEADER_LEN, MAGIC_V2, field};
+use ferrolog_records::{EntryHeader, FileEntry, HEADER_SIZE_UP_TO_MAGIC};
+use parking_lot::Mutex;
+
+use crate::error::{Result, StorageError};
+
+/// Header fields of one entry, read without its records.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EntrySummary {
+    /// Byte position of the entry in the file.
+    pub position: u64,
+    /// Whole size, 12-byte overhead included.
+    pub size: u32,
+    pub magic: u8,
+    /// First offset when the header tells it (v2 and uncompressed legacy); for a legacy wrapper
+    /// the header only tells the last.
+    pub offset_field: i64,
+    pub last_offset: i64,
+    pub max_timestamp: i64,
+}
+
+impl EntrySummary {
+    pub fn next_offset(&self) -> i64 {
+        self.last_offset.saturating_add(1)
+    }
+    pub fn end_position(&self) -> u64 {
+        self.position + u64::from(self.size)
+    }
+}
+
+/// Read size for streaming scans; entries larger than this grow the buffer to fit.
+const SCAN_CHUNK_BYTES: usize = 1 << 20;
+
+#[derive(Debug)]
+pub struct RecordsFile {
+    path: Mutex<PathBuf>,
+    file: File,
+    size: AtomicU64,
+}
+
+impl RecordsFile {
+    /// Opens (creating if missing) the file. A newly created file is preallocated to
+    /// `preallocate_bytes` when given; its valid size starts at 0. An existing file's valid
+    /// size is its length until recovery says otherwise.
+    pub fn open(path: &Path, preallocate_bytes: Option<u64>) -> Result<Self> {
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(path)
+            .map_err(StorageError::io("open", path))?;
+        let length = file
+            .metadata()
+            .map_err(StorageError::io("stat", path))?
+            .len();
+        let size = match preallocate_bytes {
+            Some(bytes) if length == 0 => {
+                file.set_len(bytes)
+                    .map_err(StorageError::io("preallocate", path))?;
+                0
+            }
+            _ => length,
+        };
+        Ok(Self {
+            path: Mutex::new(path.to_path_buf()),
+            file,
+            size: AtomicU64::new(size),
+        })
+    }
+
+    pub fn path(&self) -> PathBuf {
+        self.path.lock().clone()
+    }
+    pub(crate) fn set_path(&self, path: PathBuf) {
+        *self.path.lock() = path;
+    }
+    /// Bytes of valid data.
+    pub fn size(&self) -> u64 {
+        self.size.load(Ordering::Acquire)
+    }
+    /// The open file, for callers that send its bytes elsewhere (sendfile).
+    pub fn file(&self) -> &File {
+        &self.file
+    }
+    pub fn file_length(&self) -> Result<u64> {
+        self.file
+            .metadata()
+            .map(|metadata| metadata.len())
+            .map_err(StorageError::io("stat", self.path()))
+    }
+
+    /// Appends `bytes` at the end of the valid data; returns the position they start at. Only
+    /// the segment's single appender calls this.
+    pub fn append(&self, bytes: &[u8]) -> Result<u64> {
+        let position = self.size();
+        self.file
+            .write_all_at(bytes, position)
+            .map_err(StorageError::io("append to", self.path()))?;
+        self.size
+            .store(position + bytes.len() as u64, Ordering::Release);
+        Ok(position)
+    }
+
+    /// Reads exactly `buf.len()` bytes at `position`.
+    pub fn read_exact_at(&self, buf: &mut [u8], position: u64) -> Result<()> {
+        self.file
+            .read_exact_at(buf, position)
+            .map_err(StorageError::io("read", self.path()))
+    }
+
+    /// Reads `length` bytes at `position`.
+    pub fn read_bytes(&self, position: u64, length: usize) -> Result<Vec<u8>> {
+        let mut buf = vec![0u8; length];
+        self.read_exact_at(&mut buf, position)?;
+        Ok(buf)
+    }
+
+    /// Cuts the valid data (and the file) to `size` bytes. Returns how many bytes went.
+    pub fn truncate_to(&self, size: u64) -> Result<u64> {
+        let current = self.size();
+        if size > current {
+            return Err(StorageError::Corrupt {
+                path: self.path(),
+                position: size,
+                reason: format!("cannot truncate to {size} bytes: only {current} are valid"),
+            });
+        }
+        if size < self.file_length()? {
+            self.file
+                .set_len(size)
+                .map_err(StorageError::io("truncate", self.path()))?;
+        }
+        self.size.store(size, Ordering::Release);
+        Ok(current - size)
+    }
+
+    /// Declares how many bytes are valid, for recovery, which decides it by scanning.
+    pub(crate) fn set_size_for_recovery(&self, size: u64) {
+        self.size.store(size, Ordering::Release);
+    }
+
+    /// Shrinks a preallocated file to its valid data.
+    pub fn trim(&self) -> Result<()> {
+        if self.file_length()? > self.size() {
+            self.file
+                .set_len(self.size())
+                .map_err(StorageError::io("trim", self.path()))?;
+        }
+        Ok(())
+    }
+
+    /// fdatasync: the data and the file's size are durable when this returns.
+    pub fn flush(&self) -> Result<()> {
+        self.file
+            .sync_data()
+            .map_err(StorageError::io("fsync", self.path()))
+    }
+
+    /// The header of the entry at `position`, reading no further than `end`. `Ok(None)` is a
+    /// quiet end (fewer than 17 bytes left, or the entry runs past `end`); a size no entry can
+    /// have is corruption.
+    pub fn read_entry_header(&self, position: u64, end: u64) -> Result<Option<EntrySummary>> {
+        let remaining = end.saturating_sub(position);
+        if remaining < HEADER_SIZE_UP_TO_MAGIC as u64 {
+            return Ok(None);
+        }
+        let mut buf = [0u8; BATCH_HEADER_LEN];
+        let want = (remaining as usize).min(BATCH_HEADER_LEN);
+        self.read_exact_at(&mut buf[..want], position)?;
+        let header = EntryHeader::read(&buf[..want])
+            .map_err(|error| self.corrupt(position, error.to_string()))?
+            .ok_or_else(|| self.corrupt(position, "short header".into()))?;
+        if header.total_size as u64 > remaining {
+            return Ok(None);
+        }
+        let size = u32::try_from(header.total_size)
+            .map_err(|_| self.corrupt(position, format!("entry of {} bytes", header.total_size)))?;
+        let read_i64 = |at: usize| {
+            let mut bytes = [0u8; 8];
+            bytes.copy_from_slice(&buf[at..at + 8]);
+            i64::from_be_bytes(bytes)
+        };
+        let (last_offset, max_timestamp) = match header.magic {
+            MAGIC_V2 => {
+                if header.total_size < BATCH_HEADER_LEN {
+                    return Err(self.corrupt(
+                        position,
+                        format!(
+                            "v2 batch of {} bytes is smaller than its 61-byte header",
+                            header.total_size
+                        ),
+                    ));
+                }
+                let mut delta = [0u8; 4];
+                delta.copy_from_slice(&buf[field::LAST_OFFSET_DELTA..field::LAST_OFFSET_DELTA + 4]);
+                let delta = i64::from(i32::from_be_bytes(delta));
+                (
+                    header.offset_field.saturating_add(delta),
+                    read_i64(field::MAX_TIMESTAMP),
+                )
+            }
+            1 if header.total_size >= 26 => (header.offset_field, read_i64(18)),
+            0 | 1 => (header.offset_field, -1),
+            other => return Err(self.corrupt(position, format!("unknown magic {other}"))),
+        };
+        Ok(Some(EntrySummary {
+            position,
+            size,
+            magic: header.magic,
+            offset_field: header.offset_field,
+            last_offset,
+            max_timestamp,
+        }))
+    }
+
+    /// Walks entry headers from `position` to `end`, calling `visit` with each until it breaks.
+    /// Returns the position after the last entry visited and whether the walk stopped early.
+    pub fn walk_headers(
+        &self,
+        mut position: u64,
+        end: u64,
+        mut visit: impl FnMut(&EntrySummary) -> ControlFlow<()>,
+    ) -> Result<Option<EntrySummary>> {
+        while let Some(summary) = self.read_entry_header(position, end)? {
+            if visit(&summary).is_break() {
+                return Ok(Some(summary));
+            }
+            position = summary.end_position();
+        }
+        Ok(None)
+    }
+
+    /// Streams whole entries from `position` to `end` through a reusable buffer, calling
+    /// `visit(position, entry)` for each. Stops quietly at a partial tail. Returns the position
+    /// after the last whole entry visited (the valid length when scanning from the start), or
+    /// the corruption met, with its position.
+    pub fn scan(
+        &self,
+        position: u64,
+        end: u64,
+        mut visit: impl FnMut(u64, &FileEntry<'_>) -> ControlFlow<()>,
+    ) -> Result<ScanEnd> {
+        let mut window = ScanWindow {
+            buf: Vec::new(),
+            start: position,
+            len: 0,
+            consumed: 0,
+        };
+        loop {
+            let entry_position = window.position();
+            let remaining = end.saturating_sub(entry_position);
+            if remaining < HEADER_SIZE_UP_TO_MAGIC as u64 {
+                return Ok(ScanEnd::Clean {
+                    position: entry_position,
+                });
+            }
+            window.ensure(self, HEADER_SIZE_UP_TO_MAGIC, end)?;
+            let header = match EntryHeader::read(window.rest()) {
+                Ok(Some(header)) => header,
+                Ok(None) => {
+                    return Ok(ScanEnd::Clean {
+                        position: entry_position,
+                    });
+                }
+                Err(error) => {
+                    return Ok(ScanEnd::Corrupt {
+                        position: entry_position,
+                        reason: error.to_string(),
+                    });
+                }
+            };
+            if header.total_size as u64 > remaining {
+                return Ok(ScanEnd::Clean {
+                    position: entry_position,
+                });
+            }
+            window.ensure(self, header.total_size, end)?;
+            match FileEntry::parse_prefix(window.rest()) {
+                Ok(entry) => {
+                    if visit(entry_position, &entry).is_break() {
+                        return Ok(ScanEnd::Stopped {
+                            position: entry_position,
+                        });
+                    }
+                    window.consumed += entry.size_in_bytes();
+                }
+                Err(error) => {
+                    return Ok(ScanEnd::Corrupt {
+                        position: entry_position,
+                        reason: error.to_string(),
+                    });
+                }
+            }
+        }
+    }
+
+    fn corrupt(&self, position: u64, reason: String) -> StorageError {
+        StorageError::Corrupt {
+            path: self.path(),
+            position,
+            reason,
+        }
+    }
+}
+
+/// A reusable read buffer over a stretch of the file: `buf[consumed..len]` holds the bytes
+/// from file position `start + consumed` on.
+struct ScanWindow {
+    buf: Vec<u8>,
+    start: u64,
+    len: usize,
+    consumed: usize,
+}
+
+impl ScanWindow {
+    fn position(&self) -> u64 {
+        self.start + self.consumed as u64
+    }
+    fn rest(&self) -> &[u8] {
+        &self.buf[self.consumed..self.len]
+    }
+    /// Makes at least `needed` unvisited bytes available (the caller has checked the file
+    /// holds them before `end`), reading a whole chunk at a time.
+    fn ensure(&mut self, file: &RecordsFile, needed: usize, end: u64) -> Result<()> {
+        if self.len - self.consumed >= needed {
+            return Ok(());
+        }
+        self.buf.copy_within(self.consumed..self.len, 0);
+        self.start += self.consumed as u64;
+        self.len -= self.consumed;
+        self.consumed = 0;
+        let left_in_range = usize::try_from(end - self.start).unwrap_or(usize::MAX);
+        let capacity = needed.max(SCAN_CHUNK_BYTES.min(left_in_range));
+        if self.buf.len() < capacity {
+            self.buf.resize(capacity, 0);
+        }
+        let fill = (self.buf.len() as u64).min(end - self.start) as usize;
+        file.read_exact_at(&mut self.buf[self.len..fill], self.start + self.len as u64)?;
+        self.len = fill;
+        Ok(())
+    }
+}
+
+/// How a [`RecordsFile::scan`] ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ScanEnd {
+    /// Every whole entry up to `position` was visited; what follows is empty or a partial tail.
+    Clean { position: u64 },
+    /// The visitor stopped at the entry starting at `position`.
+    Stopped { position: u64 },
+    /// The entry at `position` is malformed.
+    Corrupt { position: u64, reason: String },
+}

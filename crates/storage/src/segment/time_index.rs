@@ -1,0 +1,371 @@
+//! The time index (`.timeindex`): "the largest timestamp seen up to this offset is T".
+//!
+//! | offset | size | field            | notes                                |
+//! |--------|------|------------------|--------------------------------------|
+//! | 0      | 8    | `timestamp`      | max timestamp so far in the segment  |
+//! | 8      | 4    | `relativeOffset` | offset − segment base offset         |
+//!
+//! Entries are added beside offset-index entries, and once more when a segment stops being
+//! active, so the last entry always holds the segment's max timestamp. An entry is written only
+//! when its timestamp is larger than the last entry's; the last slot is reserved for that final
+//! entry, so the index counts as full one entry early.
+
+use std::path::Path;
+
+use super::index_file::{IndexFile, be_i32_at, be_i64_at};
+use crate::error::{Result, StorageError};
+
+pub const TIME_ENTRY_BYTES: usize = 12;
+/// Kafka's "no timestamp".
+pub const NO_TIMESTAMP: i64 = -1;
+
+/// A timestamp and the offset it was reached at.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TimestampOffset {
+    pub timestamp: i64,
+    pub offset: i64,
+}
+
+#[derive(Debug)]
+pub struct TimeIndex {
+    file: IndexFile,
+    base_offset: i64,
+}
+
+impl TimeIndex {
+    pub fn open(path: &Path, base_offset: i64, max_index_bytes: u32) -> Result<Self> {
+        Ok(Self {
+            file: IndexFile::open(path, max_index_bytes, TIME_ENTRY_BYTES)?,
+            base_offset,
+        })
+    }
+
+    fn decode(&self, slot: &[u8]) -> TimestampOffset {
+        TimestampOffset {
+            timestamp: be_i64_at(slot, 0),
+            offset: self.base_offset + i64::from(be_i32_at(slot, 8)),
+        }
+    }
+
+    pub fn path(&self) -> &Path {
+        self.file.path()
+    }
+    pub(crate) fn set_path(&mut self, path: std::path::PathBuf) {
+        self.file.set_path(path);
+    }
+    pub fn entries(&self) -> usize {
+        self.file.entries()
+    }
+    pub fn max_entries(&self) -> usize {
+        self.file.max_entries()
+    }
+    /// Full one entry early: the last slot is kept for the entry written at roll or close.
+    pub fn is_full(&self) -> bool {
+        self.entries() + 1 >= self.max_entries()
+    }
+    pub fn size_in_bytes(&self) -> u64 {
+        (self.entries() * TIME_ENTRY_BYTES) as u64
+    }
+    pub fn length_bytes(&self) -> u64 {
+        self.file.length_bytes()
+    }
+
+    pub fn entry(&self, n: usize) -> Result<TimestampOffset> {
+        if n >= self.entries() {
+            return Err(StorageError::InvalidIndexAppend {
+                path: self.path().to_path_buf(),
+                reason: format!(
+                    "entry {n} requested from an index of {} entries",
+                    self.entries()
+                ),
+            });
+        }
+        Ok(self.decode(self.file.slot(n)))
+    }
+
+    /// The last entry, or `(−1, base)` when empty.
+    pub fn last_entry(&self) -> TimestampOffset {
+        match self.entries() {
+            0 => TimestampOffset {
+                timestamp: NO_TIMESTAMP,
+                offset: self.base_offset,
+            },
+            n => self.decode(self.file.slot(n - 1)),
+        }
+    }
+
+    /// Adds `(timestamp, offset)` if the timestamp is larger than the last entry's. Offsets and
+    /// timestamps going backwards are errors; so is a full index unless `skip_full_check` (the
+    /// final entry at roll or close, which uses the reserved slot).
+    pub fn maybe_append(
+        &mut self,
+        timestamp: i64,
+        offset: i64,
+        skip_full_check: bool,
+    ) -> Result<()> {
+        let invalid = |reason: String| StorageError::InvalidIndexAppend {
+            path: self.path().to_path_buf(),
+            reason,
+        };
+        if !skip_full_check && self.is_full() {
+            return Err(invalid(format!(
+                "the time index is full at {} entries",
+                self.entries()
+            )));
+        }
+        let last = self.last_entry();
+        if self.entries() > 0 && offset < last.offset {
+            return Err(invalid(format!(
+                "offset {offset} is below the last entry's offset {}",
+                last.offset
+            )));
+        }
+        if self.entries() > 0 && timestamp < last.timestamp {
+            return Err(invalid(format!(
+                "timestamp {timestamp} is below the last entry's timestamp {}",
+                last.timestamp
+            )));
+        }
+        if timestamp <= last.timestamp {
+            return Ok(());
+        }
+        let relative = i32::try_from(offset - self.base_offset)
+            .ok()
+            .filter(|relative| *relative >= 0)
+            .ok_or(StorageError::OffsetOverflow {
+                offset,
+                base_offset: self.base_offset,
+            })?;
+        let mut entry = [0u8; TIME_ENTRY_BYTES];
+        entry[..8].copy_from_slice(&timestamp.to_be_bytes());
+        entry[8..].copy_from_slice(&relative.to_be_bytes());
+        self.file.push(&entry)
+    }
+
+    /// The entry with the largest timestamp ≤ `target`, or `(−1, base)`.
+    pub fn lookup(&self, target: i64) -> TimestampOffset {
+        match self
+            .file
+            .largest_lower_bound(target, |slot| be_i64_at(slot, 0))
+        {
+            Some(slot) => self.decode(self.file.slot(slot)),
+            None => TimestampOffset {
+                timestamp: NO_TIMESTAMP,
+                offset: self.base_offset,
+            },
+        }
+    }
+
+    /// Removes every entry whose offset is ≥ `offset`.
+    pub fn truncate_to(&mut self, offset: i64) {
+        let relative = offset - self.base_offset;
+        let key = |slot: &[u8]| i64::from(be_i32_at(slot, 8));
+        let keep = match self.file.largest_lower_bound(relative, key) {
+            None => 0,
+            Some(slot) if key(self.file.slot(slot)) == relative => slot,
+            Some(slot) => slot + 1,
+        };
+        self.file.truncate_entries(keep);
+    }
+
+    pub fn truncate_all(&mut self) {
+        self.file.truncate_entries(0);
+    }
+
+    /// Kafka's sanity check: timestamps and offsets may not end below where they start.
+    pub fn sanity_check(&self) -> Result<()> {
+        let corrupt = |reason: String| StorageError::Corrupt {
+            path: self.path().to_path_buf(),
+            position: 0,
+            reason,
+        };
+        if self.entries() > 0 {
+            let first = self.decode(self.file.slot(0));
+            let last = self.last_entry();
+            if last.timestamp < first.timestamp {
+                return Err(corrupt(format!(
+                    "last timestamp {} is below the first {}",
+                    last.timestamp, first.timestamp
+                )));
+            }
+            if last.offset < self.base_offset {
+                return Err(corrupt(format!(
+                    "last offset {} is below the base offset {}",
+                    last.offset, self.base_offset
+                )));
+            }
+        }
+        let length = self.file.file_length()?;
+        if length % TIME_ENTRY_BYTES as u64 != 0 {
+            return Err(corrupt(format!(
+                "length {length} is not a multiple of {TIME_ENTRY_BYTES}"
+            )));
+        }
+        Ok(())
+    }
+
+    pub fn resize(&mut self, max_index_bytes: u64) -> Result<bool> {
+        self.file.resize(max_index_bytes)
+    }
+    pub fn trim_to_valid_size(&mut self) -> Result<bool> {
+        self.file.trim_to_valid_size()
+    }
+    pub fn flush(&self) -> Result<()> {
+        self.file.flush()
+    }
+    pub fn all_entries(&self) -> Vec<TimestampOffset> {
+        (0..self.entries())
+            .map(|n| self.decode(self.file.slot(n)))
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const BASE: i64 = 45;
+
+    fn index(dir: &tempfile::TempDir, max_entries: u32) -> TimeIndex {
+        TimeIndex::open(
+            &dir.path().join("00000000000000000045.timeindex"),
+            BASE,
+            max_entries * 12,
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn look_up() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut idx = index(&dir, 30);
+        assert_eq!(
+            idx.lookup(100),
+            TimestampOffset {
+                timestamp: -1,
+                offset: BASE
+            }
+        );
+        for (timestamp, offset) in [(100, 50), (200, 60), (300, 70)] {
+            idx.maybe_append(timestamp, offset, false).unwrap();
+        }
+        assert_eq!(
+            idx.lookup(99),
+            TimestampOffset {
+                timestamp: -1,
+                offset: BASE
+            },
+            "below first"
+        );
+        assert_eq!(
+            idx.lookup(250),
+            TimestampOffset {
+                timestamp: 200,
+                offset: 60
+            },
+            "between"
+        );
+        assert_eq!(
+            idx.lookup(300),
+            TimestampOffset {
+                timestamp: 300,
+                offset: 70
+            },
+            "exact"
+        );
+    }
+
+    #[test]
+    fn is_full_one_entry_early_and_forced_append_uses_the_last_slot() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut idx = index(&dir, 3);
+        idx.maybe_append(10, 46, false).unwrap();
+        idx.maybe_append(20, 47, false).unwrap();
+        assert!(idx.is_full());
+        assert!(idx.maybe_append(30, 48, false).is_err());
+        idx.maybe_append(30, 48, true).unwrap();
+        assert_eq!(idx.entries(), 3);
+    }
+
+    #[test]
+    fn append_rules() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut idx = index(&dir, 10);
+        idx.maybe_append(100, 50, false).unwrap();
+        assert!(idx.maybe_append(200, 49, false).is_err(), "smaller offset");
+        assert!(
+            idx.maybe_append(90, 60, false).is_err(),
+            "smaller timestamp"
+        );
+        idx.maybe_append(100, 60, false).unwrap();
+        assert_eq!(idx.entries(), 1, "equal timestamp is a no-op");
+    }
+
+    #[test]
+    fn sanity_check_catches_backwards_entries_and_partial_length() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("00000000000000000045.timeindex");
+        let mut raw = Vec::new();
+        for (timestamp, relative) in [(200i64, 1i32), (100, 2)] {
+            raw.extend_from_slice(&timestamp.to_be_bytes());
+            raw.extend_from_slice(&relative.to_be_bytes());
+        }
+        std::fs::write(&path, &raw).unwrap();
+        assert!(
+            TimeIndex::open(&path, BASE, 120)
+                .unwrap()
+                .sanity_check()
+                .is_err(),
+            "last ts < first"
+        );
+
+        raw.clear();
+        raw.extend_from_slice(&100i64.to_be_bytes());
+        raw.extend_from_slice(&(-5i32).to_be_bytes());
+        std::fs::write(&path, &raw).unwrap();
+        assert!(
+            TimeIndex::open(&path, BASE, 120)
+                .unwrap()
+                .sanity_check()
+                .is_err(),
+            "offset < base"
+        );
+
+        raw.push(0);
+        std::fs::write(&path, &raw).unwrap();
+        assert!(
+            TimeIndex::open(&path, BASE, 120)
+                .unwrap()
+                .sanity_check()
+                .is_err(),
+            "length % 12"
+        );
+    }
+
+    #[test]
+    fn resize_to_same_size_is_false_and_to_another_true() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut idx = index(&dir, 10);
+        assert!(!idx.resize(120).unwrap());
+        assert!(idx.resize(240).unwrap());
+    }
+
+    #[test]
+    fn truncate_removes_entries_at_and_after_the_offset() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut idx = index(&dir, 10);
+        for (timestamp, offset) in [(1, 50), (2, 60), (3, 70)] {
+            idx.maybe_append(timestamp, offset, false).unwrap();
+        }
+        idx.truncate_to(60);
+        assert_eq!(
+            idx.last_entry(),
+            TimestampOffset {
+                timestamp: 1,
+                offset: 50
+            }
+        );
+        idx.truncate_to(55);
+        assert_eq!(idx.entries(), 1);
+    }
+}
