@@ -1,0 +1,61 @@
+//! The `ferrolog` command.
+
+mod demo;
+mod dump;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+#[derive(Debug, Parser)]
+#[command(name = "ferrolog", version, about = "Kafka-compatible log storage")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Print the contents of .log, .index and .timeindex files, as kafka-dump-log.sh does.
+    DumpLog(dump::DumpArgs),
+    /// Write records to a partition log in a data directory, reopen it, and read them back.
+    Demo {
+        /// Data directory to create the log in.
+        #[arg(long, default_value = "ferrolog-data")]
+        data_dir: PathBuf,
+        /// Records to append.
+        #[arg(long, default_value_t = 100_000)]
+        records: usize,
+        /// Bytes per record value.
+        #[arg(long, default_value_t = 1024)]
+        record_bytes: usize,
+    },
+}
+
+fn main() -> ExitCode {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("FERROLOG_LOG")
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::DumpLog(args) => dump::run(&args),
+        Command::Demo {
+            data_dir,
+            records,
+            record_bytes,
+        } => demo::run(&data_dir, records, record_bytes).map(|()| true),
+    };
+    match result {
+        Ok(true) => ExitCode::SUCCESS,
+        Ok(false) => ExitCode::from(1),
+        Err(error) => {
+            eprintln!("error: {error:#}");
+            ExitCode::from(2)
+        }
+    }
+}
