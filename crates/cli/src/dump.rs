@@ -368,10 +368,10 @@ fn dump_time_index(path: &Path) -> anyhow::Result<bool> {
             break;
         }
         println!("timestamp: {timestamp} offset: {offset}");
-        if let Some((previous_timestamp, previous_offset)) = previous {
-            if timestamp <= previous_timestamp || offset < previous_offset {
-                problems.push(format!("entry {slot} (byte {}): out of order after ({previous_timestamp}, {previous_offset})", slot * 12));
-            }
+        if let Some((previous_timestamp, previous_offset)) = previous
+            && (timestamp <= previous_timestamp || offset < previous_offset)
+        {
+            problems.push(format!("entry {slot} (byte {}): out of order after ({previous_timestamp}, {previous_offset})", slot * 12));
         }
         previous = Some((timestamp, offset));
         if log.is_some() {

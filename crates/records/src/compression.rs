@@ -216,6 +216,7 @@ fn snappy_decompress(data: &[u8], max_bytes: usize) -> std::io::Result<Vec<u8>> 
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used, reason = "tests")]
 mod tests {
     use super::*;
 

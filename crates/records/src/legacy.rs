@@ -41,6 +41,9 @@ pub const MESSAGE_OVERHEAD_V0: usize = 14;
 /// Smallest message of magic 1 (adds the timestamp).
 pub const MESSAGE_OVERHEAD_V1: usize = 22;
 
+/// A message's key and value, each possibly null.
+pub type KeyValue<'a> = (Option<&'a [u8]>, Option<&'a [u8]>);
+
 /// A borrowed view of one legacy log entry (overhead and message).
 #[derive(Debug, Clone, Copy)]
 pub struct LegacyEntry<'a> {
@@ -125,7 +128,7 @@ impl<'a> LegacyEntry<'a> {
     }
 
     /// Key and value; an error if their lengths do not fit the message.
-    pub fn key_value(&self) -> Result<(Option<&'a [u8]>, Option<&'a [u8]>), RecordsError> {
+    pub fn key_value(&self) -> Result<KeyValue<'a>, RecordsError> {
         let start = if self.magic() == 0 {
             field::KEY_LENGTH_V0
         } else {
@@ -168,13 +171,41 @@ impl<'a> LegacyEntry<'a> {
             });
         }
         let compressed = value.unwrap_or_default();
-        let inner = codec.decompress(compressed, max_decompressed_bytes)?;
+        let inner = if codec == Compression::Lz4 && self.magic() == 0 {
+            let repaired = repair_kafka_08_lz4_header(compressed);
+            codec.decompress(&repaired, max_decompressed_bytes)?
+        } else {
+            codec.decompress(compressed, max_decompressed_bytes)?
+        };
         Ok(LegacyRecords {
             outer: *self,
             inner: Some(Cow::Owned(inner)),
             single: (None, None),
         })
     }
+}
+
+/// Kafka 0.8 and 0.9 wrote LZ4 frames for magic 0 with a header checksum computed over the
+/// frame magic as well as the descriptor; Kafka's own reader accepts it for magic 0. Returns the
+/// frame with the checksum the format specifies, so a standard decoder takes it.
+fn repair_kafka_08_lz4_header(frame: &[u8]) -> Cow<'_, [u8]> {
+    const MAGIC_LEN: usize = 4;
+    const CONTENT_SIZE_FLAG: u8 = 0x08;
+    let Some(&flags) = frame.get(MAGIC_LEN) else {
+        return Cow::Borrowed(frame);
+    };
+    let descriptor_end = MAGIC_LEN + 2 + if flags & CONTENT_SIZE_FLAG != 0 { 8 } else { 0 };
+    if frame.len() <= descriptor_end {
+        return Cow::Borrowed(frame);
+    }
+    let broken = (twox_hash::XxHash32::oneshot(0, &frame[..descriptor_end]) >> 8) as u8;
+    if frame[descriptor_end] != broken {
+        return Cow::Borrowed(frame);
+    }
+    let mut repaired = frame.to_vec();
+    repaired[descriptor_end] =
+        (twox_hash::XxHash32::oneshot(0, &frame[MAGIC_LEN..descriptor_end]) >> 8) as u8;
+    Cow::Owned(repaired)
 }
 
 fn nullable_bytes<'a>(
@@ -216,7 +247,7 @@ fn nullable_bytes<'a>(
 pub struct LegacyRecords<'a> {
     outer: LegacyEntry<'a>,
     inner: Option<Cow<'a, [u8]>>,
-    single: (Option<&'a [u8]>, Option<&'a [u8]>),
+    single: KeyValue<'a>,
 }
 
 impl LegacyRecords<'_> {
@@ -249,13 +280,21 @@ impl LegacyRecords<'_> {
             rest = &rest[entry.size_in_bytes()..];
             entries.push(entry);
         }
+        // Magic 1 inner offsets are relative to a base derived from the wrapper's offset. A
+        // wrapper no broker has assigned yet (a producer's) gives a negative base; as in Kafka,
+        // the inner offsets are then taken as they are.
         let last_inner = entries.last().map_or(0, LegacyEntry::offset);
+        let absolute_base = if outer.magic() == 0 {
+            -1
+        } else {
+            outer.offset() - last_inner
+        };
         let mut records = Vec::with_capacity(entries.len());
         for entry in &entries {
-            let offset = if outer.magic() == 0 {
-                entry.offset()
+            let offset = if absolute_base >= 0 {
+                absolute_base + entry.offset()
             } else {
-                outer.offset() - last_inner + entry.offset()
+                entry.offset()
             };
             let timestamp = if outer.timestamp_type() == TimestampType::LogAppendTime {
                 outer.timestamp()

@@ -163,17 +163,15 @@ fn malformed_records_are_errors_not_panics() {
             state ^= state << 13;
             state ^= state >> 17;
             state ^= state << 5;
-            if state % 4 == 0 {
+            if state.is_multiple_of(4) {
                 *byte = state as u8;
             }
         }
         let crc = batch::compute_crc(&bytes);
         bytes[field::CRC..field::CRC + 4].copy_from_slice(&crc.to_be_bytes());
         let batch = RecordBatch::new(&bytes).unwrap();
-        for record in batch.records(1 << 20).unwrap().iter() {
-            if let Ok(record) = record {
-                let _ = record.headers().count();
-            }
+        for record in batch.records(1 << 20).unwrap().iter().flatten() {
+            let _ = record.headers().count();
         }
     }
 }

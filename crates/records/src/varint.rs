@@ -68,6 +68,7 @@ fn unsigned_len(value: u64) -> usize {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used, reason = "tests")]
 mod tests {
     use super::*;
     use proptest::prelude::*;

@@ -130,6 +130,7 @@ pub fn random_unique_id() -> String {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used, reason = "tests")]
 mod tests {
     use super::*;
     use std::path::PathBuf;

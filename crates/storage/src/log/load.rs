@@ -25,8 +25,9 @@ use crate::segment::{
 };
 use crate::types::{PartitionDirKind, TopicPartition, parse_partition_dir};
 
-/// What the caller knows from the data directory's checkpoints.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// What the caller knows from the data directory's checkpoints. The default (recovery point
+/// 0, unclean) recovers everything.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct LoadParams {
     /// Offset below which data is known to be fsynced (`recovery-point-offset-checkpoint`).
     pub recovery_point: i64,
@@ -34,16 +35,6 @@ pub struct LoadParams {
     pub log_start_offset: i64,
     /// The data directory had the clean-shutdown marker: skip recovery.
     pub had_clean_shutdown: bool,
-}
-
-impl Default for LoadParams {
-    fn default() -> Self {
-        Self {
-            recovery_point: 0,
-            log_start_offset: 0,
-            had_clean_shutdown: false,
-        }
-    }
 }
 
 /// One segment's recovery.
@@ -330,13 +321,13 @@ fn settle_leftovers(dir: &Path, report: &mut LoadReport) -> Result<()> {
     let mut kept_swaps = Vec::new();
     for swap in swaps {
         let base = parse_base_offset(file_name(&swap));
-        if let (Some(base), Some(min_cleaned)) = (base, min_cleaned_base) {
-            if base >= min_cleaned {
-                // Output of an interrupted split: the originals are still complete.
-                remove_if_exists(&swap)?;
-                report.removed_files.push(swap);
-                continue;
-            }
+        if let (Some(base), Some(min_cleaned)) = (base, min_cleaned_base)
+            && base >= min_cleaned
+        {
+            // Output of an interrupted split: the originals are still complete.
+            remove_if_exists(&swap)?;
+            report.removed_files.push(swap);
+            continue;
         }
         kept_swaps.push(swap);
     }
@@ -367,11 +358,9 @@ fn settle_leftovers(dir: &Path, report: &mut LoadReport) -> Result<()> {
             if name.ends_with(SWAP_SUFFIX) || !is_segment_file(name) {
                 continue;
             }
-            if let Some(base) = parse_base_offset(name) {
-                if (low..high).contains(&base) {
-                    remove_if_exists(&path)?;
-                    report.removed_files.push(path);
-                }
+            if parse_base_offset(name).is_some_and(|base| (low..high).contains(&base)) {
+                remove_if_exists(&path)?;
+                report.removed_files.push(path);
             }
         }
     }

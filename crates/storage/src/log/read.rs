@@ -199,16 +199,16 @@ fn max_timestamp_offset(view: &LogView) -> Result<Option<TimestampOffset>> {
         if entry.max_timestamp() < max {
             return ControlFlow::Continue(());
         }
-        if let Ok(records) = entry.records(DEFAULT_MAX_DECOMPRESSED_BYTES) {
-            if let Ok(list) = records.to_vec() {
-                found = list
-                    .iter()
-                    .find(|record| record.timestamp == max)
-                    .map(|record| TimestampOffset {
-                        timestamp: max,
-                        offset: record.offset,
-                    });
-            }
+        if let Ok(records) = entry.records(DEFAULT_MAX_DECOMPRESSED_BYTES)
+            && let Ok(list) = records.to_vec()
+        {
+            found = list
+                .iter()
+                .find(|record| record.timestamp == max)
+                .map(|record| TimestampOffset {
+                    timestamp: max,
+                    offset: record.offset,
+                });
         }
         if found.is_none() {
             // LogAppendTime or unreadable records: the batch's last offset, as Kafka reports.

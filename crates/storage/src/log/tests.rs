@@ -62,8 +62,10 @@ fn append_value(log: &Log, value: &str) -> AppendInfo {
     )
 }
 
+type OffsetsAndValues = Vec<(i64, Option<Vec<u8>>)>;
+
 /// Every record offset and value readable from `start` to the LEO.
-fn read_all(log: &Log, start: i64) -> Vec<(i64, Option<Vec<u8>>)> {
+fn read_all(log: &Log, start: i64) -> OffsetsAndValues {
     let mut out = Vec::new();
     let mut offset = start;
     while offset < log.log_end_offset() {
@@ -664,11 +666,7 @@ fn appended_batches_carry_assigned_offsets_and_leader_epoch() {
 
 // ---- loading and recovery ----
 
-fn write_some(
-    fixture: &Fixture,
-    config: &LogConfig,
-    batches: usize,
-) -> (i64, Vec<(i64, Option<Vec<u8>>)>) {
+fn write_some(fixture: &Fixture, config: &LogConfig, batches: usize) -> (i64, OffsetsAndValues) {
     let log = fixture.create(config.clone());
     for i in 0..batches {
         append(&log, &numbered_batch(i * 3, 3, NOW + i as i64));

@@ -52,6 +52,7 @@ pub fn without_suffix(path: &Path, suffix: &str) -> Option<PathBuf> {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used, reason = "tests")]
 mod tests {
     use super::*;
 

@@ -203,6 +203,7 @@ impl OffsetIndex {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used, reason = "tests")]
 mod tests {
     use super::*;
     use std::collections::BTreeMap;

@@ -148,8 +148,7 @@ fn read_with_too_small_max_length() {
 fn truncate_keeps_earlier_batches_readable() {
     let dir = tempfile::tempdir().unwrap();
     let segment = create(&dir, 40);
-    let mut offset = 40;
-    for _ in 0..30 {
+    for offset in 40..70 {
         let first = records_at(offset, NOW, &["hello"]);
         let second = records_at(offset + 1, NOW, &["there"]);
         append(&segment, &first);
@@ -169,7 +168,6 @@ fn truncate_keeps_earlier_batches_readable() {
             vec![offset],
             "only the first stays"
         );
-        offset += 1;
     }
 }
 
