@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Runs every ferrolog test, installing first what the tests need: a Python virtualenv with
+# kafka-python and its codecs (an independent implementation of Kafka's record formats).
+# Works on a fresh machine with Rust and Python 3 installed; CI runs exactly this.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+venv="${FERROLOG_VENV:-$PWD/target/test-venv}"
+if ! "$venv/bin/python" -c "import kafka, lz4, zstandard, xxhash, snappy" 2>/dev/null; then
+  echo "== installing test dependencies into $venv"
+  python3 -m venv "$venv"
+  "$venv/bin/pip" install --quiet --disable-pip-version-check -r scripts/test-requirements.txt
+fi
+export FERROLOG_PYTHON="$venv/bin/python"
+
+echo "== formatting"
+cargo fmt --all -- --check
+echo "== lints"
+cargo clippy --workspace --all-targets --locked -- -D warnings
+echo "== tests"
+cargo test --workspace --locked
