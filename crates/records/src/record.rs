@@ -241,3 +241,113 @@ impl<'b> Iterator for RecordIter<'b> {
         }
     }
 }
+
+/// What validation needs of one record, read without building a [`Record`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RecordSummary {
+    pub offset_delta: i32,
+    pub timestamp_delta: i64,
+    pub has_key: bool,
+}
+
+/// Walks the framing of `count` uncompressed records, checking every length as
+/// [`RecordIter`] does, and calls `visit(index, summary)` for each. Faster than building
+/// records when only offsets, timestamps and key presence matter (append validation).
+pub fn walk_record_summaries<E>(
+    data: &[u8],
+    count: i32,
+    mut visit: impl FnMut(usize, RecordSummary) -> Result<(), E>,
+) -> Result<Result<(), E>, RecordsError> {
+    let invalid = |index: usize, reason: String| RecordsError::InvalidRecord { index, reason };
+    let count = usize::try_from(count).unwrap_or(0);
+    let mut at = 0usize;
+    for index in 0..count {
+        let rest = &data[at..];
+        let (length, prefix) = read_varint(rest)
+            .ok_or_else(|| invalid(index, "bad varint for record length".into()))?;
+        let end = usize::try_from(length)
+            .ok()
+            .map(|length| prefix + length)
+            .filter(|end| *end <= rest.len())
+            .ok_or_else(|| {
+                invalid(
+                    index,
+                    format!("record length {length} runs past the end of the batch"),
+                )
+            })?;
+        let record = &rest[..end];
+        // Every read is bounded by `record`, so a lying length is caught, never overrun.
+        let mut position = prefix + 1; // attributes
+        let varint_at = |position: &mut usize, what: &str| {
+            let (value, used) = record
+                .get(*position..)
+                .and_then(read_varint)
+                .ok_or_else(|| invalid(index, format!("bad varint for {what}")))?;
+            *position += used;
+            Ok::<i32, RecordsError>(value)
+        };
+        let (timestamp_delta, used) = record
+            .get(position..)
+            .and_then(read_varlong)
+            .ok_or_else(|| invalid(index, "bad varint for timestamp delta".into()))?;
+        position += used;
+        let offset_delta = varint_at(&mut position, "offset delta")?;
+        let skip = |position: &mut usize, what: &str| -> Result<bool, RecordsError> {
+            let length = varint_at(position, what)?;
+            match length {
+                -1 => Ok(false),
+                length if length < 0 => Err(invalid(index, format!("{what} {length}"))),
+                length => {
+                    *position += length as usize;
+                    if *position > end {
+                        return Err(invalid(
+                            index,
+                            format!("{what} {length} runs past the record"),
+                        ));
+                    }
+                    Ok(true)
+                }
+            }
+        };
+        let has_key = skip(&mut position, "key length")?;
+        skip(&mut position, "value length")?;
+        let header_count = varint_at(&mut position, "header count")?;
+        if header_count < 0 {
+            return Err(invalid(index, format!("header count {header_count}")));
+        }
+        for _ in 0..header_count {
+            let (_, used) = record
+                .get(position..)
+                .ok_or_else(|| invalid(index, "headers run past the record".into()))
+                .and_then(|rest| parse_header(rest).map_err(|reason| invalid(index, reason)))?;
+            position += used;
+        }
+        if position != end {
+            return Err(invalid(
+                index,
+                format!(
+                    "record length says {length} bytes but its fields take {}",
+                    position - prefix
+                ),
+            ));
+        }
+        if let Err(error) = visit(
+            index,
+            RecordSummary {
+                offset_delta,
+                timestamp_delta,
+                has_key,
+            },
+        ) {
+            return Ok(Err(error));
+        }
+        at += end;
+    }
+    if at != data.len() {
+        return Err(RecordsError::Inconsistent(format!(
+            "{} bytes follow the last of {count} records",
+            data.len() - at
+        )));
+    }
+    Ok(Ok(()))
+}

@@ -254,3 +254,47 @@ fn control_record_key_parses() {
     assert_eq!(marker_coordinator_epoch(&marker_value(12)), Some(12));
     assert_eq!(ControlType::from_key(&[0]), None);
 }
+
+#[test]
+fn crc32c_matches_the_standard_check_value() {
+    assert_eq!(batch::crc32c(b"123456789"), 0xE306_9283);
+    assert_eq!(batch::crc32c(b""), 0);
+}
+
+proptest::proptest! {
+    /// The fast validation walk and the full record iterator accept and reject the same bytes.
+    #[test]
+    fn summary_walk_agrees_with_the_record_iterator(
+        flips in proptest::collection::vec((0usize..400, proptest::prelude::any::<u8>()), 0..4),
+        count_delta in -1i32..=1,
+    ) {
+        let mut builder = BatchBuilder::new(0);
+        for i in 0..5u8 {
+            let headers: Vec<HeaderRef<'_>> = if i % 2 == 0 { vec![("h", Some(&b"v"[..]))] } else { vec![] };
+            let key = (i != 3).then_some(&b"key"[..]);
+            builder.append(1_000 + i64::from(i), key, Some(&[i; 40]), &headers).unwrap();
+        }
+        let bytes = builder.build().unwrap();
+        let mut data = bytes[field::RECORDS..].to_vec();
+        for (at, value) in flips {
+            let at = at % data.len();
+            data[at] = value;
+        }
+        let count = 5 + count_delta;
+        let full: Result<Vec<_>, _> = RecordIter::new(&data, count, 0, 1_000, None).collect();
+        let mut summaries = Vec::new();
+        let walked = crate::record::walk_record_summaries::<()>(&data, count, |_, summary| {
+            summaries.push(summary);
+            Ok(())
+        });
+        proptest::prop_assert_eq!(full.is_ok(), walked.is_ok());
+        if let Ok(records) = full {
+            proptest::prop_assert_eq!(records.len(), summaries.len());
+            for (record, summary) in records.iter().zip(&summaries) {
+                proptest::prop_assert_eq!(record.offset, i64::from(summary.offset_delta));
+                proptest::prop_assert_eq!(record.timestamp, 1_000 + summary.timestamp_delta);
+                proptest::prop_assert_eq!(record.key.is_some(), summary.has_key);
+            }
+        }
+    }
+}

@@ -11,6 +11,7 @@ pub const MAX_VARINT_LEN: usize = 5;
 pub const MAX_VARLONG_LEN: usize = 10;
 
 /// Decodes a zig-zag varint (i32) from the start of `bytes`.
+#[inline]
 pub fn read_varint(bytes: &[u8]) -> Option<(i32, usize)> {
     let (raw, len) = read_unsigned(bytes, MAX_VARINT_LEN)?;
     let raw = u32::try_from(raw).ok()?;
@@ -18,12 +19,22 @@ pub fn read_varint(bytes: &[u8]) -> Option<(i32, usize)> {
 }
 
 /// Decodes a zig-zag varlong (i64) from the start of `bytes`.
+#[inline]
 pub fn read_varlong(bytes: &[u8]) -> Option<(i64, usize)> {
     let (raw, len) = read_unsigned(bytes, MAX_VARLONG_LEN)?;
     Some((((raw >> 1) as i64) ^ -((raw & 1) as i64), len))
 }
 
+#[inline]
 fn read_unsigned(bytes: &[u8], max_len: usize) -> Option<(u64, usize)> {
+    // Most record fields (attributes, deltas, small lengths) fit one or two bytes.
+    match bytes {
+        [first, ..] if first & 0x80 == 0 => return Some((u64::from(*first), 1)),
+        [first, second, ..] if second & 0x80 == 0 => {
+            return Some((u64::from(first & 0x7f) | (u64::from(*second) << 7), 2));
+        }
+        _ => {}
+    }
     let mut value: u64 = 0;
     for (i, &byte) in bytes.iter().take(max_len).enumerate() {
         value |= u64::from(byte & 0x7f) << (7 * i);

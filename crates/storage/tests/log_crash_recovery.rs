@@ -46,7 +46,9 @@ fn open(data_dir: &Path) -> Log {
         recovery_point: read_progress(data_dir),
         ..LoadParams::default()
     };
-    Log::open(&dir, config(), params, Arc::new(SystemClock)).expect("open after crash").0
+    Log::open(&dir, config(), params, Arc::new(SystemClock))
+        .expect("open after crash")
+        .0
 }
 
 /// Checks every record; returns the log end offset.
@@ -64,10 +66,21 @@ fn verify(log: &Log) -> i64 {
         let bytes = data.read_bytes().expect("bytes");
         for entry in EntryIter::new(&bytes) {
             let (_, entry) = entry.expect("entry");
-            entry.validate().expect("every batch below the LEO is valid");
-            for record in entry.records(DEFAULT_MAX_DECOMPRESSED_BYTES).expect("records").to_vec().expect("records") {
+            entry
+                .validate()
+                .expect("every batch below the LEO is valid");
+            for record in entry
+                .records(DEFAULT_MAX_DECOMPRESSED_BYTES)
+                .expect("records")
+                .to_vec()
+                .expect("records")
+            {
                 assert_eq!(record.offset, expected, "offsets are contiguous");
-                assert_eq!(record.value, Some(&value_for(expected)[..]), "offset {expected} holds what was appended");
+                assert_eq!(
+                    record.value,
+                    Some(&value_for(expected)[..]),
+                    "offset {expected} holds what was appended"
+                );
                 expected += 1;
             }
         }
@@ -91,12 +104,16 @@ fn crash_child_entry() {
         let records: Vec<TestRecord> = (next..next + 7)
             .map(|offset| TestRecord::new(1_700_000_000_000, Some(b"k"), Some(&value_for(offset))))
             .collect();
-        log.append_as_leader(&mut batch(&records), 0).expect("append");
+        log.append_as_leader(&mut batch(&records), 0)
+            .expect("append");
         appends += 1;
         if appends.is_multiple_of(5) {
             log.flush().expect("flush");
-            ferrolog_storage::fs::atomic_write(&data_dir.join("flushed"), log.recovery_point().to_string().as_bytes())
-                .expect("progress");
+            ferrolog_storage::fs::atomic_write(
+                &data_dir.join("flushed"),
+                log.recovery_point().to_string().as_bytes(),
+            )
+            .expect("progress");
         }
     }
 }
@@ -109,7 +126,12 @@ fn log_survives_repeated_sigkill_mid_append() {
     let mut last_end = 0;
     for kill in 0..KILLS {
         let mut child = Command::new(std::env::current_exe().expect("test binary"))
-            .args(["--exact", "crash_child_entry", "--nocapture", "--test-threads=1"])
+            .args([
+                "--exact",
+                "crash_child_entry",
+                "--nocapture",
+                "--test-threads=1",
+            ])
             .env(CHILD_ENV, data_dir)
             .stdout(Stdio::null())
             .stderr(Stdio::null())
@@ -125,7 +147,10 @@ fn log_survives_repeated_sigkill_mid_append() {
         let flushed = read_progress(data_dir);
         let log = open(data_dir);
         let end = verify(&log);
-        assert!(end >= flushed, "kill {kill}: log end {end} below the flushed offset {flushed}");
+        assert!(
+            end >= flushed,
+            "kill {kill}: log end {end} below the flushed offset {flushed}"
+        );
         last_end = end;
     }
     assert!(last_end > 0, "the children appended something");

@@ -68,7 +68,9 @@ fn read_from(log: &Log, start: i64, max_bytes: u64) -> Vec<(i64, Vec<u8>)> {
         for entry in EntryIter::new(&bytes) {
             let (_, entry) = entry.expect("whole entry");
             entry.validate().expect("valid batch");
-            let records = entry.records(DEFAULT_MAX_DECOMPRESSED_BYTES).expect("records");
+            let records = entry
+                .records(DEFAULT_MAX_DECOMPRESSED_BYTES)
+                .expect("records");
             for record in records.to_vec().expect("records") {
                 if record.offset >= offset {
                     out.push((record.offset, record.value.expect("value").to_vec()));
@@ -77,13 +79,18 @@ fn read_from(log: &Log, start: i64, max_bytes: u64) -> Vec<(i64, Vec<u8>)> {
             offset = offset.max(entry.next_offset());
             advanced = true;
         }
-        assert!(advanced, "a read at {offset} below the LEO returned no whole batch");
+        assert!(
+            advanced,
+            "a read at {offset} below the LEO returned no whole batch"
+        );
     }
     out
 }
 
 fn open(dir: &Path, clock: &Arc<ManualClock>, params: LoadParams) -> Log {
-    Log::open(dir, config(), params, clock.clone()).expect("open").0
+    Log::open(dir, config(), params, clock.clone())
+        .expect("open")
+        .0
 }
 
 fn run(ops: Vec<Op>) {
@@ -103,10 +110,16 @@ fn run(ops: Vec<Op>) {
                     .enumerate()
                     .map(|(i, length)| {
                         let offset = next_offset as usize + i;
-                        TestRecord::new(1_700_000_000_000, Some(b"k"), Some(&value(offset, *length)))
+                        TestRecord::new(
+                            1_700_000_000_000,
+                            Some(b"k"),
+                            Some(&value(offset, *length)),
+                        )
                     })
                     .collect();
-                let info = log.append_as_leader(&mut batch(&records), 0).expect("append");
+                let info = log
+                    .append_as_leader(&mut batch(&records), 0)
+                    .expect("append");
                 assert_eq!(info.first_offset, next_offset);
                 let mut model_batch = Vec::new();
                 for record in records {
@@ -115,14 +128,28 @@ fn run(ops: Vec<Op>) {
                 }
                 model.push(model_batch);
             }
-            Op::Read { from_fraction, max_bytes } => {
+            Op::Read {
+                from_fraction,
+                max_bytes,
+            } => {
                 let start = next_offset * i64::from(from_fraction) / 255;
-                let expected: Vec<_> = model.iter().flatten().filter(|(offset, _)| *offset >= start).cloned().collect();
-                assert_eq!(read_from(&log, start, u64::from(max_bytes)), expected, "read from {start}");
+                let expected: Vec<_> = model
+                    .iter()
+                    .flatten()
+                    .filter(|(offset, _)| *offset >= start)
+                    .cloned()
+                    .collect();
+                assert_eq!(
+                    read_from(&log, start, u64::from(max_bytes)),
+                    expected,
+                    "read from {start}"
+                );
             }
             Op::Truncate { to_fraction } => {
                 let boundary = usize::from(to_fraction) * (model.len() + 1) / 256;
-                let to = model.get(boundary).map_or(next_offset, |model_batch| model_batch[0].0);
+                let to = model
+                    .get(boundary)
+                    .map_or(next_offset, |model_batch| model_batch[0].0);
                 log.truncate_to(to).expect("truncate");
                 model.retain(|model_batch| model_batch.last().is_some_and(|(last, _)| *last < to));
                 next_offset = next_offset.min(to);
@@ -137,12 +164,26 @@ fn run(ops: Vec<Op>) {
             Op::ReopenClean => {
                 log.close().expect("close");
                 drop(log);
-                log = open(&dir, &clock, LoadParams { had_clean_shutdown: true, ..LoadParams::default() });
+                log = open(
+                    &dir,
+                    &clock,
+                    LoadParams {
+                        had_clean_shutdown: true,
+                        ..LoadParams::default()
+                    },
+                );
             }
             Op::ReopenUnclean => {
                 let recovery_point = log.recovery_point();
                 drop(log);
-                log = open(&dir, &clock, LoadParams { recovery_point, ..LoadParams::default() });
+                log = open(
+                    &dir,
+                    &clock,
+                    LoadParams {
+                        recovery_point,
+                        ..LoadParams::default()
+                    },
+                );
             }
         }
         assert_eq!(log.log_end_offset(), next_offset);
@@ -175,12 +216,20 @@ fn regression_truncate_to_segment_base_then_unclean_reopen() {
         Op::Truncate { to_fraction: 170 },
         Op::ReopenUnclean,
         Op::Append(vec![10]),
-        Op::Read { from_fraction: 0, max_bytes: 1 },
+        Op::Read {
+            from_fraction: 0,
+            max_bytes: 1,
+        },
     ]);
 }
 
 /// Pinned from a found failure: truncating away everything, then a clean reopen.
 #[test]
 fn regression_truncate_everything_then_clean_reopen() {
-    run(vec![Op::Append(vec![0, 0]), Op::Truncate { to_fraction: 0 }, Op::ReopenClean, Op::Append(vec![1])]);
+    run(vec![
+        Op::Append(vec![0, 0]),
+        Op::Truncate { to_fraction: 0 },
+        Op::ReopenClean,
+        Op::Append(vec![1]),
+    ]);
 }

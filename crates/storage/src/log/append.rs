@@ -7,6 +7,7 @@
 //! codec, in which case each batch is rebuilt. Follower appends keep their offsets.
 
 use ferrolog_records::batch::{self, MAGIC_V2};
+use ferrolog_records::record::walk_record_summaries;
 use ferrolog_records::{
     BatchBuilder, Compression, DEFAULT_MAX_DECOMPRESSED_BYTES, EntryHeader, RecordBatch,
     TimestampType,
@@ -317,42 +318,42 @@ fn check_records(
         .saturating_add(config.message_timestamp_after_max_ms);
     let check_time = config.message_timestamp_type == TimestampType::CreateTime;
     let mut max_timestamp = -1i64;
-    for (record_index, record) in records.iter().enumerate() {
-        let record = record.map_err(|source| StorageError::CorruptRecord {
-            batch_index,
-            source,
-        })?;
-        if record.offset != batch.base_offset() + record_index as i64 {
+    let base_timestamp = batch.base_timestamp();
+    let walked = walk_record_summaries(records.data(), records.count(), |record_index, record| {
+        if i64::from(record.offset_delta) != record_index as i64 {
             return Err(invalid(
                 batch_index,
                 Some(record_index),
                 format!(
                     "offset delta {} where {record_index} was expected",
-                    record.offset - batch.base_offset()
+                    record.offset_delta
                 ),
             ));
         }
-        if config.cleanup_policy.compact && record.key.is_none() {
+        if config.cleanup_policy.compact && !record.has_key {
             return Err(invalid(
                 batch_index,
                 Some(record_index),
                 "compacted topics cannot accept a record without a key",
             ));
         }
-        if check_time
-            && record.timestamp != -1
-            && (record.timestamp < lower || record.timestamp > upper)
-        {
+        let timestamp = base_timestamp.wrapping_add(record.timestamp_delta);
+        if check_time && timestamp != -1 && (timestamp < lower || timestamp > upper) {
             return Err(StorageError::InvalidTimestamp {
                 batch_index,
                 record_index,
-                timestamp: record.timestamp,
+                timestamp,
                 lower,
                 upper,
             });
         }
-        max_timestamp = max_timestamp.max(record.timestamp);
-    }
+        max_timestamp = max_timestamp.max(timestamp);
+        Ok(())
+    });
+    walked.map_err(|source| StorageError::CorruptRecord {
+        batch_index,
+        source,
+    })??;
     Ok(max_timestamp)
 }
 

@@ -424,6 +424,7 @@ impl Segment {
         };
         let mut last_index_entry = 0u64;
         let mut first_batch_timestamp = None;
+        let mut previous_last_offset = self.base_offset - 1;
         let mut failure: Option<(u64, String)> = None;
         let mut index_error = None;
         let end = self.log.file_length()?;
@@ -434,15 +435,32 @@ impl Segment {
             }
             let last_offset = entry.last_offset();
             if !self.fits_relative(last_offset) {
+                if entry.magic() < 2 && last_offset > self.base_offset {
+                    // Legacy data can hold offsets too far from the base for 32-bit relative
+                    // index entries (KAFKA-6264). Kafka splits such a segment; ferrolog refuses
+                    // to open it rather than cut valid data.
+                    index_error = Some(StorageError::OffsetOverflow {
+                        offset: last_offset,
+                        base_offset: self.base_offset,
+                    });
+                } else {
+                    // A v2 segment never holds such offsets (rolls prevent it); the base
+                    // offset field is outside the CRC, so this is corruption the CRC missed.
+                    failure = Some((
+                        position,
+                        format!("offset {last_offset} does not fit a segment based at {}", self.base_offset),
+                    ));
+                }
+                return ControlFlow::Break(());
+            }
+            if last_offset <= previous_last_offset {
                 failure = Some((
                     position,
-                    format!(
-                        "offset {last_offset} does not fit a segment based at {}",
-                        self.base_offset
-                    ),
+                    format!("last offset {last_offset} does not follow the previous batch's {previous_last_offset}"),
                 ));
                 return ControlFlow::Break(());
             }
+            previous_last_offset = last_offset;
             if first_batch_timestamp.is_none() {
                 first_batch_timestamp = Some(entry.max_timestamp());
             }

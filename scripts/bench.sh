@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Runs ferrolog's benchmarks beside the machine's own limits measured in the same run, and
+# writes docs/benchmarks.md. Takes about 5 minutes on a 2-core machine.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+mkdir -p target/bench-data
+baseline="target/bench-data/baseline.txt"
+: > "$baseline"
+
+# The file system's buffered sequential write bandwidth, the way the append bench writes: a new
+# 256 MiB file each run, no fsync. Two warm-up runs, then five measured; the median is used.
+dd_rate() { # block size, count
+  local rates=()
+  for run in 1 2 3 4 5 6 7; do
+    rm -f target/bench-data/dd.bin
+    local line
+    line=$(dd if=/dev/zero of=target/bench-data/dd.bin bs="$1" count="$2" 2>&1 | tail -1)
+    [ "$run" -gt 2 ] && rates+=("$(echo "$line" | awk -F', ' '{split($3, t, " "); print 268435456 / t[1]}')")
+  done
+  rm -f target/bench-data/dd.bin
+  printf '%s\n' "${rates[@]}" | sort -g | sed -n 3p
+}
+echo "dd_1M $(dd_rate 1M 256)" >> "$baseline"
+echo "dd_16k $(dd_rate 16k 16384)" >> "$baseline"
+# Page-cache read bandwidth of a cached 256 MiB file.
+dd if=/dev/zero of=target/bench-data/cached.bin bs=1M count=256 status=none
+cat target/bench-data/cached.bin > /dev/null
+read_rates=()
+for run in 1 2 3 4 5; do
+  line=$(dd if=target/bench-data/cached.bin of=/dev/null bs=1M 2>&1 | tail -1)
+  read_rates+=("$(echo "$line" | awk -F', ' '{split($3, t, " "); print 268435456 / t[1]}')")
+done
+rm -f target/bench-data/cached.bin
+echo "dd_read $(printf '%s\n' "${read_rates[@]}" | sort -g | sed -n 3p)" >> "$baseline"
+
+cargo bench -p ferrolog-storage --bench storage
+
+python3 scripts/bench_report.py "$baseline" > docs/benchmarks.md
+echo "wrote docs/benchmarks.md"
