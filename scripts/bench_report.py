@@ -44,6 +44,8 @@ def main(baseline_path):
 
     append_16k = rate("append/1KiB_records/16KiB_batches")
     append_1m = rate("append/1KiB_records/1MiB_batches")
+    raw_16k = rate("append/raw_pwrite_same_batches/16KiB_batches")
+    raw_1m = rate("append/raw_pwrite_same_batches/1MiB_batches")
     read = rate("read/sequential_1MiB_fetches")
     recover = rate("recovery/segment_recover_16KiB_batches")
     lookup = median_ns("index_lookup/offset_index_full_10MiB_random")
@@ -51,10 +53,13 @@ def main(baseline_path):
 
     rows = [
         ("append, 1 KiB records in 16 KiB batches", gbs(append_16k),
-         "dd bs=16k: %s" % gbs(baseline["dd_16k"]), "%.0f%%" % (100 * append_16k / baseline["dd_16k"]),
+         "dd bs=16k: %s; raw pwrite of the same batches: %s" % (gbs(baseline["dd_16k"]), gbs(raw_16k)),
+         "%.0f%% / %.0f%%" % (100 * append_16k / baseline["dd_16k"], 100 * append_16k / raw_16k),
          "%.0f%% of dd bs=1M" % (100 * append_16k / baseline["dd_1M"])),
         ("append, 1 KiB records in 1 MiB batches", gbs(append_1m),
-         "dd bs=1M: %s" % gbs(baseline["dd_1M"]), "%.0f%%" % (100 * append_1m / baseline["dd_1M"]), "target ≥ 80%"),
+         "dd bs=1M: %s; raw pwrite of the same batches: %s" % (gbs(baseline["dd_1M"]), gbs(raw_1m)),
+         "%.0f%% / %.0f%%" % (100 * append_1m / baseline["dd_1M"], 100 * append_1m / raw_1m),
+         "target ≥ 80% of dd"),
         ("read, sequential 1 MiB fetches (pread into a buffer)", gbs(read),
          "dd read of a cached file: %s" % gbs(baseline["dd_read"]), "%.0f%%" % (100 * read / baseline["dd_read"]), ""),
         ("segment recovery (CRC + reindex), one thread", gbs(recover),
@@ -80,10 +85,13 @@ def main(baseline_path):
 
 - **Append** measures `Log::append_as_leader` end to end: batch validation (CRC-32C, every
   record's framing, timestamps), in-place offset assignment, the write, and index upkeep, 256 MiB
-  into a new log per iteration. With 1 MiB batches it runs near the file system's own write
-  bandwidth. With 16 KiB batches each batch is one `pwrite`, and the kernel's per-write cost
-  (page-cache allocation, ext4 delayed-allocation bookkeeping) dominates: `dd` with the same
-  16 KiB writes shows the same ceiling, which is the fair comparison for that row.
+  into a new log per iteration. Two ceilings are measured beside it: `dd` (page-aligned writes)
+  and a raw `pwrite` loop writing the very same batches with no validation or indexing. Batches
+  are not page-aligned (16,913 and 1,046,061 bytes here), and unaligned buffered writes cost the
+  kernel far more than aligned ones of the same size (each write finishes a page the previous
+  one started): that, not ferrolog, is most of the gap to `dd`, above all for 16 KiB batches.
+  What ferrolog adds on top of the raw writes is the validation Kafka requires of every produced
+  batch: about 16 µs of CRC-32C and 18 µs of record-framing checks per MiB.
 - **Read** copies each fetched slice out of the page cache into a buffer, as the broker does
   when it does not use sendfile.
 - **Recovery** is `Segment::recover` over a 256 MiB page-cached segment: every batch's CRC is

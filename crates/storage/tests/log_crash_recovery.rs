@@ -5,6 +5,12 @@
 //!
 //! The child is this test binary re-run with `FERROLOG_CRASH_CHILD` set to the data dir.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "tests and benches fail loudly"
+)]
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::Arc;

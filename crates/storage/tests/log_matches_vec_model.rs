@@ -3,6 +3,12 @@
 //! targets batch boundaries, as every caller of Kafka's `truncateTo` does (a target inside a
 //! batch drops the whole batch; the segment tests cover that case).
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "tests and benches fail loudly"
+)]
+
 use std::path::Path;
 use std::sync::Arc;
 

@@ -274,6 +274,32 @@ mod tests {
         }
     }
 
+    proptest::proptest! {
+        /// Floor lookups agree with a linear scan over the same entries.
+        #[test]
+        fn lookup_matches_a_linear_scan(gaps in proptest::collection::vec(1i64..50, 0..300), targets in proptest::collection::vec(0i64..20_000, 1..50)) {
+            let dir = tempfile::tempdir().unwrap();
+            let mut idx = index(&dir, 400);
+            let mut entries = Vec::new();
+            let mut offset = BASE;
+            for (i, gap) in gaps.iter().enumerate() {
+                offset += gap;
+                idx.append(offset, i as u32 * 7).unwrap();
+                entries.push(OffsetPosition { offset, position: i as u32 * 7 });
+            }
+            for target in targets {
+                let target = BASE - 10 + target;
+                let expected = entries
+                    .iter()
+                    .rev()
+                    .find(|entry| entry.offset <= target)
+                    .copied()
+                    .unwrap_or(OffsetPosition { offset: BASE, position: 0 });
+                proptest::prop_assert_eq!(idx.lookup(target), expected);
+            }
+        }
+    }
+
     #[test]
     fn append_too_many_fails() {
         let dir = tempfile::tempdir().unwrap();

@@ -276,6 +276,32 @@ mod tests {
         );
     }
 
+    proptest::proptest! {
+        /// Floor lookups by timestamp agree with a linear scan over the same entries.
+        #[test]
+        fn lookup_matches_a_linear_scan(steps in proptest::collection::vec((1i64..30, 1i64..30), 0..300), targets in proptest::collection::vec(0i64..10_000, 1..50)) {
+            let dir = tempfile::tempdir().unwrap();
+            let mut idx = index(&dir, 400);
+            let mut entries = Vec::new();
+            let (mut timestamp, mut offset) = (0i64, BASE);
+            for (timestamp_step, offset_step) in steps {
+                timestamp += timestamp_step;
+                offset += offset_step;
+                idx.maybe_append(timestamp, offset, false).unwrap();
+                entries.push(TimestampOffset { timestamp, offset });
+            }
+            for target in targets {
+                let expected = entries
+                    .iter()
+                    .rev()
+                    .find(|entry| entry.timestamp <= target)
+                    .copied()
+                    .unwrap_or(TimestampOffset { timestamp: -1, offset: BASE });
+                proptest::prop_assert_eq!(idx.lookup(target), expected);
+            }
+        }
+    }
+
     #[test]
     fn is_full_one_entry_early_and_forced_append_uses_the_last_slot() {
         let dir = tempfile::tempdir().unwrap();
