@@ -96,6 +96,9 @@ def main(baseline_path):
   when it does not use sendfile.
 - **Recovery** is `Segment::recover` over a 256 MiB page-cached segment: every batch's CRC is
   checked and both indexes are rebuilt.
+- The `dd` baseline itself moves between runs on this VM (5.6–6.5 GB/s for `bs=1M` across
+  the runs made while tuning), which moves the first ratio by ±10 points; the raw-`pwrite` ratio,
+  measured inside the same bench process, is the steadier comparison.
 - This VM's memory is lazily backed, so the first touch of fresh memory is slow (see
   `../shared/notes/machine.md`): the `dd` baseline and the append bench both write new files
   and pay it alike, which is why the baseline is measured in the same way and the same run.
