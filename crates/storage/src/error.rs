@@ -96,9 +96,22 @@ pub enum StorageError {
     /// A directory name that is not `topic-partition` (or one of its suffixed forms).
     #[error("{} is not in the form topic-partition or topic-partition.uniqueId-delete: {reason}", path.display())]
     InvalidPartitionDir { path: PathBuf, reason: String },
-    /// The log was closed, or its directory failed, so it takes no more requests.
+    /// The log was closed, so it takes no more requests.
     #[error("log {0} is closed")]
     LogClosed(String),
+    /// The data directory failed earlier and is offline (Kafka's KAFKA_STORAGE_ERROR).
+    #[error("data directory {} is offline", dir.display())]
+    LogDirOffline { dir: PathBuf },
+    /// A text file (checkpoint, properties) does not parse.
+    #[error("{}, line {line}: {reason}", path.display())]
+    MalformedFile {
+        path: PathBuf,
+        line: usize,
+        reason: String,
+    },
+    /// Startup or an operation cannot go on; the message says why and what to do.
+    #[error("{0}")]
+    Fatal(String),
 }
 
 impl StorageError {

@@ -7,11 +7,14 @@
 //! * [`log`] — a partition: an ordered list of segments, appends, reads, rolls, truncation,
 //!   loading and recovery.
 
+pub mod checkpoint;
 pub mod clock;
 pub mod config;
 pub mod error;
 pub mod fs;
+pub mod health;
 pub mod log;
+pub mod manager;
 pub mod segment;
 pub mod types;
 

@@ -10,6 +10,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use arc_swap::ArcSwap;
 use parking_lot::Mutex;
@@ -19,6 +20,7 @@ use crate::clock::Clock;
 use crate::config::LogConfig;
 use crate::error::{Result, StorageError};
 use crate::fs::{remove_if_exists, rename_if_exists};
+use crate::health::DirHealth;
 use crate::segment::{
     CLEANED_SUFFIX, DELETED_SUFFIX, INDEX_SUFFIX, LOG_SUFFIX, SWAP_SUFFIX, Segment,
     TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX, parse_base_offset, segment_path, without_suffix,
@@ -103,12 +105,27 @@ fn is_segment_file(name: &str) -> bool {
 }
 
 impl Log {
-    /// Opens (and if needed recovers) the log in `dir`, a `topic-partition` directory.
+    /// Opens (and if needed recovers) the log in `dir`, a `topic-partition` directory, on its
+    /// own (its parent directory's health is not shared with other logs).
     pub fn open(
         dir: &Path,
         config: LogConfig,
         params: LoadParams,
         clock: Arc<dyn Clock>,
+    ) -> Result<(Self, LoadReport)> {
+        let health = Arc::new(DirHealth::new(dir.parent().unwrap_or(dir)));
+        Self::open_in(dir, config, params, clock, health, None)
+    }
+
+    /// Opens the log in `dir` as part of a data directory whose `health` it shares. While
+    /// segments are recovered, `segments_to_recover` (if given) counts those still to go.
+    pub fn open_in(
+        dir: &Path,
+        config: LogConfig,
+        params: LoadParams,
+        clock: Arc<dyn Clock>,
+        health: Arc<DirHealth>,
+        segments_to_recover: Option<&AtomicUsize>,
     ) -> Result<(Self, LoadReport)> {
         let (topic_partition, kind) = parse_partition_dir(dir)?;
         std::fs::create_dir_all(dir).map_err(StorageError::io("create", dir))?;
@@ -156,7 +173,12 @@ impl Log {
         }
 
         if kind != PartitionDirKind::Delete && !params.had_clean_shutdown {
-            recover_from(&mut segments, params.recovery_point, &mut report)?;
+            recover_from(
+                &mut segments,
+                params.recovery_point,
+                &mut report,
+                segments_to_recover,
+            )?;
         }
 
         let mut log_end_offset = match segments.values().next_back() {
@@ -213,6 +235,7 @@ impl Log {
                 closed: false,
             }),
             view: ArcSwap::from_pointee(view),
+            health,
         };
         Ok((log, report))
     }
@@ -224,17 +247,26 @@ impl Log {
         config: LogConfig,
         clock: Arc<dyn Clock>,
     ) -> Result<Self> {
+        let health = Arc::new(DirHealth::new(data_dir));
+        Self::create_in(data_dir, topic_partition, config, clock, health)
+    }
+
+    /// Creates a new, empty log in a data directory whose `health` it shares. The partition
+    /// directory's entry is made durable before this returns.
+    pub fn create_in(
+        data_dir: &Path,
+        topic_partition: &TopicPartition,
+        config: LogConfig,
+        clock: Arc<dyn Clock>,
+        health: Arc<DirHealth>,
+    ) -> Result<Self> {
         let dir = super::partition_dir(data_dir, topic_partition);
         std::fs::create_dir_all(&dir).map_err(StorageError::io("create", &dir))?;
-        let (log, _) = Self::open(
-            &dir,
-            config,
-            LoadParams {
-                had_clean_shutdown: true,
-                ..LoadParams::default()
-            },
-            clock,
-        )?;
+        let params = LoadParams {
+            had_clean_shutdown: true,
+            ..LoadParams::default()
+        };
+        let (log, _) = Self::open_in(&dir, config, params, clock, health, None)?;
         crate::fs::fsync_dir(data_dir)?;
         Ok(log)
     }
@@ -265,38 +297,55 @@ fn recover_from(
     segments: &mut BTreeMap<i64, Arc<Segment>>,
     recovery_point: i64,
     report: &mut LoadReport,
+    segments_to_recover: Option<&AtomicUsize>,
 ) -> Result<()> {
     let first = segments
         .range(..=recovery_point)
         .next_back()
         .map_or(i64::MIN, |(base, _)| *base);
     let bases: Vec<i64> = segments.range(first..).map(|(base, _)| *base).collect();
-    for (index, base) in bases.iter().enumerate() {
-        let Some(segment) = segments.get(base) else {
-            continue;
-        };
-        if report
-            .recovered
-            .iter()
-            .any(|done| done.log_file == segment.log_path())
-        {
-            continue;
+    let count = |change: isize| {
+        if let Some(counter) = segments_to_recover {
+            if change >= 0 {
+                counter.fetch_add(change as usize, Ordering::Relaxed);
+            } else {
+                counter.fetch_sub(change.unsigned_abs(), Ordering::Relaxed);
+            }
         }
-        let recovered = recover_one(segment)?;
-        let truncated = recovered.truncated_bytes > 0;
-        report.recovered.push(recovered);
-        if truncated {
-            for later in &bases[index + 1..] {
-                if let Some(dropped) = segments.remove(later) {
-                    report.removed_segments.push(dropped.log_path());
-                    dropped.change_file_suffixes("", DELETED_SUFFIX)?;
-                    dropped.delete_files()?;
+    };
+    count(bases.len() as isize);
+    let mut done = 0usize;
+    let result = (|| {
+        for (index, base) in bases.iter().enumerate() {
+            let Some(segment) = segments.get(base) else {
+                continue;
+            };
+            let already = report
+                .recovered
+                .iter()
+                .any(|recovered| recovered.log_file == segment.log_path());
+            if !already {
+                let recovered = recover_one(segment)?;
+                let truncated = recovered.truncated_bytes > 0;
+                report.recovered.push(recovered);
+                if truncated {
+                    for later in &bases[index + 1..] {
+                        if let Some(dropped) = segments.remove(later) {
+                            report.removed_segments.push(dropped.log_path());
+                            dropped.change_file_suffixes("", DELETED_SUFFIX)?;
+                            dropped.delete_files()?;
+                        }
+                    }
+                    break;
                 }
             }
-            break;
+            done += 1;
+            count(-1);
         }
-    }
-    Ok(())
+        Ok(())
+    })();
+    count(-((bases.len() - done) as isize));
+    result
 }
 
 /// Removes `.deleted` and `.cleaned` files and completes or abandons `.swap` files (§1.4).

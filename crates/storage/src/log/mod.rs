@@ -28,6 +28,7 @@ use crate::clock::Clock;
 use crate::config::LogConfig;
 use crate::error::{Result, StorageError};
 use crate::fs::{fsync_dir, remove_if_exists};
+use crate::health::DirHealth;
 use crate::segment::{
     DELETED_SUFFIX, INDEX_SUFFIX, LOG_SUFFIX, RollParams, Segment, TIME_INDEX_SUFFIX, segment_path,
 };
@@ -77,6 +78,7 @@ pub struct Log {
     clock: Arc<dyn Clock>,
     writer: Mutex<WriterState>,
     view: ArcSwap<LogView>,
+    health: Arc<DirHealth>,
 }
 
 impl Log {
@@ -119,6 +121,22 @@ impl Log {
         self.view.load().segments.len()
     }
 
+    /// The data directory's health, shared with every log in it.
+    pub fn health(&self) -> &Arc<DirHealth> {
+        &self.health
+    }
+
+    /// Runs a file-touching operation: refused at once when the directory is offline, and an
+    /// I/O failure takes the directory offline.
+    fn guarded<T>(&self, operation: impl FnOnce() -> Result<T>) -> Result<T> {
+        self.health.ensure_online()?;
+        let result = operation();
+        if let Err(error) = &result {
+            self.health.observe(error);
+        }
+        result
+    }
+
     fn publish(&self, view: LogView) {
         self.view.store(Arc::new(view));
     }
@@ -137,30 +155,34 @@ impl Log {
         bytes: &mut Vec<u8>,
         partition_leader_epoch: i32,
     ) -> Result<AppendInfo> {
-        let config = self.config();
-        let writer = self.writer.lock();
-        self.ensure_open(&writer)?;
-        let view = self.view();
-        let validated = append::validate_leader_append(
-            bytes,
-            append::LeaderContext {
-                config: &config,
-                next_offset: view.log_end.offset,
-                now_ms: self.clock.now_ms(),
-                partition_leader_epoch,
-            },
-        )?;
-        self.write_validated(writer, &config, bytes, validated)
+        self.guarded(|| {
+            let config = self.config();
+            let writer = self.writer.lock();
+            self.ensure_open(&writer)?;
+            let view = self.view();
+            let validated = append::validate_leader_append(
+                bytes,
+                append::LeaderContext {
+                    config: &config,
+                    next_offset: view.log_end.offset,
+                    now_ms: self.clock.now_ms(),
+                    partition_leader_epoch,
+                },
+            )?;
+            self.write_validated(writer, &config, bytes, validated)
+        })
     }
 
     /// Appends batches that already carry their offsets (replication, tools, tests). The first
     /// must start at or after the LEO; offsets must increase.
     pub fn append_as_follower(&self, bytes: &[u8]) -> Result<AppendInfo> {
-        let config = self.config();
-        let writer = self.writer.lock();
-        self.ensure_open(&writer)?;
-        let validated = append::validate_follower_append(bytes, self.log_end_offset())?;
-        self.write_validated(writer, &config, bytes, validated)
+        self.guarded(|| {
+            let config = self.config();
+            let writer = self.writer.lock();
+            self.ensure_open(&writer)?;
+            let validated = append::validate_follower_append(bytes, self.log_end_offset())?;
+            self.write_validated(writer, &config, bytes, validated)
+        })
     }
 
     fn write_validated(
@@ -289,13 +311,15 @@ impl Log {
 
     /// Rolls now (the active segment stays if it is empty and already at the LEO).
     pub fn roll(&self) -> Result<i64> {
-        let config = self.config();
-        let writer = self.writer.lock();
-        self.ensure_open(&writer)?;
-        let new_base = self.roll_locked(&config, None)?;
-        drop(writer);
-        self.flush_up_to(new_base)?;
-        Ok(new_base)
+        self.guarded(|| {
+            let config = self.config();
+            let writer = self.writer.lock();
+            self.ensure_open(&writer)?;
+            let new_base = self.roll_locked(&config, None)?;
+            drop(writer);
+            self.flush_up_to(new_base)?;
+            Ok(new_base)
+        })
     }
 
     /// fsyncs everything up to the LEO and moves the recovery point there.
@@ -318,6 +342,10 @@ impl Log {
     /// The fsyncs run outside the writer lock; the partition directory is fsynced too when one
     /// of the flushed segments was created since the last flush (its directory entry is new).
     fn flush_range(&self, up_to: i64, inclusive: bool) -> Result<()> {
+        self.guarded(|| self.flush_range_unguarded(up_to, inclusive))
+    }
+
+    fn flush_range_unguarded(&self, up_to: i64, inclusive: bool) -> Result<()> {
         let view = self.view();
         let up_to = up_to.min(view.log_end.offset);
         let from = view.recovery_point;
@@ -404,97 +432,103 @@ impl Log {
 
     /// Removes every record at or after `target`. Returns whether anything was removed.
     pub fn truncate_to(&self, target: i64) -> Result<bool> {
-        if target < 0 {
-            return Err(StorageError::OffsetOutOfRange {
+        self.guarded(|| {
+            if target < 0 {
+                return Err(StorageError::OffsetOutOfRange {
+                    offset: target,
+                    log_start_offset: self.log_start_offset(),
+                    log_end_offset: self.log_end_offset(),
+                });
+            }
+            let config = self.config();
+            let writer = self.writer.lock();
+            self.ensure_open(&writer)?;
+            let view = self.view();
+            if target >= view.log_end.offset {
+                return Ok(false);
+            }
+            if view.segments[0].base_offset() > target {
+                drop(writer);
+                self.truncate_fully_and_start_at(target)?;
+                return Ok(true);
+            }
+            let (kept, removed): (Vec<_>, Vec<_>) = view
+                .segments
+                .iter()
+                .cloned()
+                .partition(|segment| segment.base_offset() <= target);
+            let now_ms = self.clock.now_ms();
+            let active = &kept[kept.len() - 1];
+            active.truncate_to(target, now_ms)?;
+            active.resize_indexes(config.segment_index_bytes)?;
+            let mut next = (*view).clone();
+            next.log_end = LogOffsetMetadata {
                 offset: target,
-                log_start_offset: self.log_start_offset(),
-                log_end_offset: self.log_end_offset(),
-            });
-        }
-        let config = self.config();
-        let writer = self.writer.lock();
-        self.ensure_open(&writer)?;
-        let view = self.view();
-        if target >= view.log_end.offset {
-            return Ok(false);
-        }
-        if view.segments[0].base_offset() > target {
+                segment_base_offset: active.base_offset(),
+                position: active.size(),
+            };
+            next.segments = Arc::new(kept);
+            next.log_start_offset = next.log_start_offset.min(target);
+            next.high_watermark = next.high_watermark.min(target);
+            next.recovery_point = next.recovery_point.min(target);
+            self.publish(next);
             drop(writer);
-            self.truncate_fully_and_start_at(target)?;
-            return Ok(true);
-        }
-        let (kept, removed): (Vec<_>, Vec<_>) = view
-            .segments
-            .iter()
-            .cloned()
-            .partition(|segment| segment.base_offset() <= target);
-        let now_ms = self.clock.now_ms();
-        let active = &kept[kept.len() - 1];
-        active.truncate_to(target, now_ms)?;
-        active.resize_indexes(config.segment_index_bytes)?;
-        let mut next = (*view).clone();
-        next.log_end = LogOffsetMetadata {
-            offset: target,
-            segment_base_offset: active.base_offset(),
-            position: active.size(),
-        };
-        next.segments = Arc::new(kept);
-        next.log_start_offset = next.log_start_offset.min(target);
-        next.high_watermark = next.high_watermark.min(target);
-        next.recovery_point = next.recovery_point.min(target);
-        self.publish(next);
-        drop(writer);
-        retire_segments(&removed)?;
-        Ok(true)
+            retire_segments(&removed)?;
+            Ok(true)
+        })
     }
 
     /// Drops every segment and starts empty at `offset`: LEO = log start = HW = `offset`.
     pub fn truncate_fully_and_start_at(&self, offset: i64) -> Result<()> {
-        let config = self.config();
-        let writer = self.writer.lock();
-        self.ensure_open(&writer)?;
-        let view = self.view();
-        let old: Vec<Arc<Segment>> = view.segments.iter().cloned().collect();
-        for segment in &old {
-            segment.change_file_suffixes("", DELETED_SUFFIX)?;
-        }
-        let segment = Arc::new(Segment::create(
-            &self.dir(),
-            offset,
-            &config,
-            self.clock.now_ms(),
-        )?);
-        let mut next = (*view).clone();
-        next.segments = Arc::new(vec![Arc::clone(&segment)]);
-        next.log_end = LogOffsetMetadata {
-            offset,
-            segment_base_offset: offset,
-            position: 0,
-        };
-        next.log_start_offset = offset;
-        next.high_watermark = offset;
-        next.recovery_point = offset;
-        self.publish(next);
-        drop(writer);
-        for segment in old {
-            segment.delete_files()?;
-        }
-        Ok(())
+        self.guarded(|| {
+            let config = self.config();
+            let writer = self.writer.lock();
+            self.ensure_open(&writer)?;
+            let view = self.view();
+            let old: Vec<Arc<Segment>> = view.segments.iter().cloned().collect();
+            for segment in &old {
+                segment.change_file_suffixes("", DELETED_SUFFIX)?;
+            }
+            let segment = Arc::new(Segment::create(
+                &self.dir(),
+                offset,
+                &config,
+                self.clock.now_ms(),
+            )?);
+            let mut next = (*view).clone();
+            next.segments = Arc::new(vec![Arc::clone(&segment)]);
+            next.log_end = LogOffsetMetadata {
+                offset,
+                segment_base_offset: offset,
+                position: 0,
+            };
+            next.log_start_offset = offset;
+            next.high_watermark = offset;
+            next.recovery_point = offset;
+            self.publish(next);
+            drop(writer);
+            for segment in old {
+                segment.delete_files()?;
+            }
+            Ok(())
+        })
     }
 
     /// Flushes everything, writes final time-index entries and trims indexes. Further writes
     /// fail with [`StorageError::LogClosed`].
     pub fn close(&self) -> Result<()> {
-        self.flush_inclusive()?;
-        let mut writer = self.writer.lock();
-        if writer.closed {
-            return Ok(());
-        }
-        writer.closed = true;
-        let view = self.view();
-        view.active_segment().on_becoming_inactive()?;
-        view.active_segment().flush()?;
-        Ok(())
+        self.guarded(|| {
+            self.flush_inclusive()?;
+            let mut writer = self.writer.lock();
+            if writer.closed {
+                return Ok(());
+            }
+            writer.closed = true;
+            let view = self.view();
+            view.active_segment().on_becoming_inactive()?;
+            view.active_segment().flush()?;
+            Ok(())
+        })
     }
 }
 

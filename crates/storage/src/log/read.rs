@@ -78,88 +78,92 @@ impl Log {
     /// Reads from `params.start_offset`: out-of-range offsets fail; at or past the bound the
     /// result is empty; otherwise a slice starting at the batch holding the offset.
     pub fn read(&self, params: FetchParams) -> Result<FetchData> {
-        let view = self.view();
-        let start = params.start_offset;
-        if start < view.log_start_offset || start > view.log_end.offset {
-            return Err(StorageError::OffsetOutOfRange {
-                offset: start,
-                log_start_offset: view.log_start_offset,
-                log_end_offset: view.log_end.offset,
-            });
-        }
-        let bound = match params.bound {
-            FetchBound::LogEnd => view.log_end,
-            FetchBound::HighWatermark => offset_metadata(&view, view.high_watermark)?,
-        };
-        let empty = |metadata| FetchData {
-            offset_metadata: metadata,
-            slice: None,
-            first_entry_incomplete: false,
-        };
-        if start >= bound.offset {
-            let metadata = if start == bound.offset {
-                bound
-            } else {
-                offset_metadata(&view, start)?
-            };
-            return Ok(empty(metadata));
-        }
-        let Some(first_index) = view.floor_segment_index(start) else {
-            return Ok(empty(offset_metadata(&view, start)?));
-        };
-        for segment in &view.segments[first_index..] {
-            let max_position = if segment.base_offset() == bound.segment_base_offset {
-                Some(bound.position)
-            } else if segment.base_offset() > bound.segment_base_offset {
-                None
-            } else {
-                Some(segment.size())
-            };
-            if max_position.is_none() {
-                break;
-            }
-            if let Some(slice) =
-                segment.read(start, params.max_bytes, max_position, params.min_one_batch)?
-            {
-                return Ok(FetchData {
-                    offset_metadata: LogOffsetMetadata {
-                        offset: start,
-                        segment_base_offset: segment.base_offset(),
-                        position: slice.position,
-                    },
-                    first_entry_incomplete: slice.first_entry_incomplete,
-                    slice: Some((Arc::clone(segment), slice)),
+        self.guarded(|| {
+            let view = self.view();
+            let start = params.start_offset;
+            if start < view.log_start_offset || start > view.log_end.offset {
+                return Err(StorageError::OffsetOutOfRange {
+                    offset: start,
+                    log_start_offset: view.log_start_offset,
+                    log_end_offset: view.log_end.offset,
                 });
             }
-        }
-        Ok(empty(offset_metadata(&view, start)?))
+            let bound = match params.bound {
+                FetchBound::LogEnd => view.log_end,
+                FetchBound::HighWatermark => offset_metadata(&view, view.high_watermark)?,
+            };
+            let empty = |metadata| FetchData {
+                offset_metadata: metadata,
+                slice: None,
+                first_entry_incomplete: false,
+            };
+            if start >= bound.offset {
+                let metadata = if start == bound.offset {
+                    bound
+                } else {
+                    offset_metadata(&view, start)?
+                };
+                return Ok(empty(metadata));
+            }
+            let Some(first_index) = view.floor_segment_index(start) else {
+                return Ok(empty(offset_metadata(&view, start)?));
+            };
+            for segment in &view.segments[first_index..] {
+                let max_position = if segment.base_offset() == bound.segment_base_offset {
+                    Some(bound.position)
+                } else if segment.base_offset() > bound.segment_base_offset {
+                    None
+                } else {
+                    Some(segment.size())
+                };
+                if max_position.is_none() {
+                    break;
+                }
+                if let Some(slice) =
+                    segment.read(start, params.max_bytes, max_position, params.min_one_batch)?
+                {
+                    return Ok(FetchData {
+                        offset_metadata: LogOffsetMetadata {
+                            offset: start,
+                            segment_base_offset: segment.base_offset(),
+                            position: slice.position,
+                        },
+                        first_entry_incomplete: slice.first_entry_incomplete,
+                        slice: Some((Arc::clone(segment), slice)),
+                    });
+                }
+            }
+            Ok(empty(offset_metadata(&view, start)?))
+        })
     }
 
     /// ListOffsets: the earliest (−2), latest (−1) or max-timestamp (−3) offset, or the first
     /// record whose timestamp is ≥ `timestamp`. `None` when no record qualifies.
     pub fn fetch_offset_by_timestamp(&self, timestamp: i64) -> Result<Option<TimestampOffset>> {
-        let view = self.view();
-        let at = |offset| TimestampOffset {
-            timestamp: -1,
-            offset,
-        };
-        match timestamp {
-            special_timestamps::EARLIEST => return Ok(Some(at(view.log_start_offset))),
-            special_timestamps::LATEST => return Ok(Some(at(view.log_end.offset))),
-            special_timestamps::MAX_TIMESTAMP => return max_timestamp_offset(&view),
-            _ => {}
-        }
-        for segment in view.segments.iter() {
-            if segment.max_timestamp()? < timestamp {
-                continue;
+        self.guarded(|| {
+            let view = self.view();
+            let at = |offset| TimestampOffset {
+                timestamp: -1,
+                offset,
+            };
+            match timestamp {
+                special_timestamps::EARLIEST => return Ok(Some(at(view.log_start_offset))),
+                special_timestamps::LATEST => return Ok(Some(at(view.log_end.offset))),
+                special_timestamps::MAX_TIMESTAMP => return max_timestamp_offset(&view),
+                _ => {}
             }
-            if let Some(found) =
-                segment.find_offset_by_timestamp(timestamp, view.log_start_offset)?
-            {
-                return Ok(Some(found));
+            for segment in view.segments.iter() {
+                if segment.max_timestamp()? < timestamp {
+                    continue;
+                }
+                if let Some(found) =
+                    segment.find_offset_by_timestamp(timestamp, view.log_start_offset)?
+                {
+                    return Ok(Some(found));
+                }
             }
-        }
-        Ok(None)
+            Ok(None)
+        })
     }
 }
 

@@ -1,0 +1,308 @@
+//! The LogManager's configuration, parsed from Kafka broker keys (`server.properties`).
+//!
+//! Broker-level `log.*` keys set the defaults every topic starts from; topics override them
+//! under Kafka's topic-level names (see [`crate::config::LogConfig`]). For keys with `ms`,
+//! `minutes` and `hours` variants the most specific one set wins, as in Kafka.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use crate::config::LogConfig;
+use crate::error::{Result, StorageError};
+
+/// How a new partition's data directory is chosen.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum PlacementPolicy {
+    /// Kafka's rule: the directory holding the fewest partitions (ties to the first listed).
+    #[default]
+    FewestPartitions,
+    /// The directory with the most free bytes: balances disks of unequal size or fill.
+    MostFreeBytes,
+}
+
+/// Configuration of the LogManager. Field docs give the broker key and default.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ManagerConfig {
+    /// `log.dirs` (else `log.dir`): data directories. Default `/tmp/kafka-logs`.
+    pub log_dirs: Vec<PathBuf>,
+    /// `num.recovery.threads.per.data.dir`. Default 1.
+    pub recovery_threads_per_data_dir: usize,
+    /// `node.id` (or `broker.id`): refuse directories of another node. Default: taken from the
+    /// directories, 0 for fresh ones.
+    pub node_id: Option<i32>,
+    /// `ferrolog.log.dir.placement.policy`: `partition-count` (default) or `free-bytes`.
+    pub placement: PlacementPolicy,
+    /// The broker-level defaults of every topic.
+    pub log_defaults: LogConfig,
+}
+
+impl Default for ManagerConfig {
+    fn default() -> Self {
+        Self {
+            log_dirs: vec![PathBuf::from("/tmp/kafka-logs")],
+            recovery_threads_per_data_dir: 1,
+            node_id: None,
+            placement: PlacementPolicy::default(),
+            log_defaults: LogConfig::default(),
+        }
+    }
+}
+
+fn invalid(key: &str, value: &str, reason: &str) -> StorageError {
+    StorageError::InvalidConfig {
+        key: key.to_owned(),
+        value: value.to_owned(),
+        reason: reason.to_owned(),
+    }
+}
+
+/// Splits a `log.dirs` value: comma-separated, whitespace around entries ignored, empty
+/// entries dropped, at least one required.
+pub fn parse_log_dirs(key: &str, value: &str) -> Result<Vec<PathBuf>> {
+    let dirs: Vec<PathBuf> = value
+        .split(',')
+        .map(str::trim)
+        .filter(|entry| !entry.is_empty())
+        .map(PathBuf::from)
+        .collect();
+    if dirs.is_empty() {
+        return Err(invalid(
+            key,
+            value,
+            "at least one data directory is required",
+        ));
+    }
+    Ok(dirs)
+}
+
+/// Broker keys that set a topic-level default directly: (broker key, topic key).
+const DIRECT_SYNONYMS: &[(&str, &str)] = &[
+    ("log.segment.bytes", "segment.bytes"),
+    ("log.retention.bytes", "retention.bytes"),
+    ("log.cleanup.policy", "cleanup.policy"),
+    ("log.index.size.max.bytes", "segment.index.bytes"),
+    ("log.index.interval.bytes", "index.interval.bytes"),
+    ("log.flush.interval.messages", "flush.messages"),
+    ("log.segment.delete.delay.ms", "file.delete.delay.ms"),
+    ("log.preallocate", "preallocate"),
+    ("message.max.bytes", "max.message.bytes"),
+    ("log.message.timestamp.type", "message.timestamp.type"),
+    (
+        "log.message.timestamp.before.max.ms",
+        "message.timestamp.before.max.ms",
+    ),
+    (
+        "log.message.timestamp.after.max.ms",
+        "message.timestamp.after.max.ms",
+    ),
+    ("compression.type", "compression.type"),
+    (
+        "log.cleaner.min.cleanable.ratio",
+        "min.cleanable.dirty.ratio",
+    ),
+    ("log.cleaner.delete.retention.ms", "delete.retention.ms"),
+    ("log.cleaner.min.compaction.lag.ms", "min.compaction.lag.ms"),
+    ("log.cleaner.max.compaction.lag.ms", "max.compaction.lag.ms"),
+];
+
+/// Broker keys with unit variants, most specific first: (topic key, [(broker key, ms per unit)]).
+const TIMED_SYNONYMS: &[(&str, &[(&str, i64)])] = &[
+    (
+        "segment.ms",
+        &[("log.roll.ms", 1), ("log.roll.hours", 3_600_000)],
+    ),
+    (
+        "segment.jitter.ms",
+        &[
+            ("log.roll.jitter.ms", 1),
+            ("log.roll.jitter.hours", 3_600_000),
+        ],
+    ),
+    (
+        "retention.ms",
+        &[
+            ("log.retention.ms", 1),
+            ("log.retention.minutes", 60_000),
+            ("log.retention.hours", 3_600_000),
+        ],
+    ),
+    (
+        "flush.ms",
+        &[
+            ("log.flush.interval.ms", 1),
+            ("log.flush.scheduler.interval.ms", 1),
+        ],
+    ),
+];
+
+/// Every broker key this module understands.
+pub fn known_keys() -> impl Iterator<Item = &'static str> {
+    DIRECT_SYNONYMS
+        .iter()
+        .map(|(broker, _)| *broker)
+        .chain(
+            TIMED_SYNONYMS
+                .iter()
+                .flat_map(|(_, variants)| variants.iter().map(|(key, _)| *key)),
+        )
+        .chain([
+            "log.dirs",
+            "log.dir",
+            "num.recovery.threads.per.data.dir",
+            "node.id",
+            "broker.id",
+            "ferrolog.log.dir.placement.policy",
+        ])
+}
+
+impl ManagerConfig {
+    /// Reads the keys this module knows from broker properties; other keys are left to the
+    /// caller. Invalid values are errors naming the key.
+    pub fn from_properties(properties: &BTreeMap<String, String>) -> Result<Self> {
+        let mut config = Self::default();
+        if let Some(value) = properties.get("log.dirs") {
+            config.log_dirs = parse_log_dirs("log.dirs", value)?;
+        } else if let Some(value) = properties.get("log.dir") {
+            config.log_dirs = parse_log_dirs("log.dir", value)?;
+        }
+        if let Some(value) = properties.get("num.recovery.threads.per.data.dir") {
+            config.recovery_threads_per_data_dir = value
+                .trim()
+                .parse()
+                .ok()
+                .filter(|threads| *threads >= 1)
+                .ok_or_else(|| {
+                    invalid(
+                        "num.recovery.threads.per.data.dir",
+                        value,
+                        "must be an integer of at least 1",
+                    )
+                })?;
+        }
+        for key in ["node.id", "broker.id"] {
+            if let Some(value) = properties.get(key) {
+                let id = value
+                    .trim()
+                    .parse::<i32>()
+                    .ok()
+                    .filter(|id| *id >= 0)
+                    .ok_or_else(|| invalid(key, value, "must be a non-negative integer"))?;
+                if config.node_id.is_some_and(|other| other != id) {
+                    return Err(invalid(key, value, "node.id and broker.id disagree"));
+                }
+                config.node_id = Some(id);
+            }
+        }
+        if let Some(value) = properties.get("ferrolog.log.dir.placement.policy") {
+            config.placement = match value.trim() {
+                "partition-count" => PlacementPolicy::FewestPartitions,
+                "free-bytes" => PlacementPolicy::MostFreeBytes,
+                _ => {
+                    return Err(invalid(
+                        "ferrolog.log.dir.placement.policy",
+                        value,
+                        "expected partition-count or free-bytes",
+                    ));
+                }
+            };
+        }
+        let defaults = &mut config.log_defaults;
+        for (broker_key, topic_key) in DIRECT_SYNONYMS {
+            if let Some(value) = properties.get(*broker_key) {
+                defaults
+                    .set(topic_key, value)
+                    .map_err(|error| rename_key(error, broker_key))?;
+            }
+        }
+        for (topic_key, variants) in TIMED_SYNONYMS {
+            if let Some((broker_key, unit_ms, value)) = variants
+                .iter()
+                .find_map(|(key, unit)| properties.get(*key).map(|value| (*key, *unit, value)))
+            {
+                let amount: i64 = value
+                    .trim()
+                    .parse()
+                    .map_err(|_| invalid(broker_key, value, "not an integer"))?;
+                let ms = if amount < 0 {
+                    amount
+                } else {
+                    amount.saturating_mul(unit_ms)
+                };
+                defaults
+                    .set(topic_key, &ms.to_string())
+                    .map_err(|error| rename_key(error, broker_key))?;
+            }
+        }
+        Ok(config)
+    }
+}
+
+/// Reports a topic-key validation error under the broker key the user wrote.
+fn rename_key(error: StorageError, broker_key: &str) -> StorageError {
+    match error {
+        StorageError::InvalidConfig { value, reason, .. } => StorageError::InvalidConfig {
+            key: broker_key.to_owned(),
+            value,
+            reason,
+        },
+        other => other,
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, reason = "tests")]
+mod tests {
+    use super::*;
+
+    fn props(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+        pairs
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect()
+    }
+
+    #[test]
+    fn log_dirs_are_split_trimmed_and_required() {
+        let config = ManagerConfig::from_properties(&props(&[("log.dirs", " /a , ,/b,")])).unwrap();
+        assert_eq!(
+            config.log_dirs,
+            vec![PathBuf::from("/a"), PathBuf::from("/b")]
+        );
+        let config = ManagerConfig::from_properties(&props(&[("log.dir", "/c")])).unwrap();
+        assert_eq!(config.log_dirs, vec![PathBuf::from("/c")]);
+        let error = ManagerConfig::from_properties(&props(&[("log.dirs", " , ")])).unwrap_err();
+        assert!(error.to_string().contains("log.dirs"), "{error}");
+    }
+
+    #[test]
+    fn broker_keys_set_topic_defaults_and_the_most_specific_unit_wins() {
+        let config = ManagerConfig::from_properties(&props(&[
+            ("log.retention.hours", "2"),
+            ("log.retention.minutes", "30"),
+            ("log.segment.bytes", "1048576"),
+            ("log.roll.hours", "1"),
+            ("log.cleanup.policy", "compact"),
+        ]))
+        .unwrap();
+        assert_eq!(config.log_defaults.retention_ms, 30 * 60_000);
+        assert_eq!(config.log_defaults.segment_bytes, 1_048_576);
+        assert_eq!(config.log_defaults.segment_ms, 3_600_000);
+        assert!(config.log_defaults.cleanup_policy.compact);
+    }
+
+    #[test]
+    fn invalid_values_name_the_broker_key() {
+        for (key, value) in [
+            ("log.segment.bytes", "1"),
+            ("num.recovery.threads.per.data.dir", "0"),
+            ("log.retention.hours", "soon"),
+            ("node.id", "-3"),
+            ("ferrolog.log.dir.placement.policy", "random"),
+        ] {
+            let error = ManagerConfig::from_properties(&props(&[(key, value)]))
+                .unwrap_err()
+                .to_string();
+            assert!(error.contains(key), "{key}: {error}");
+        }
+    }
+}

@@ -1,0 +1,264 @@
+//! Loading every partition log of the data directories at startup: all directories at once,
+//! `num.recovery.threads.per.data.dir` threads each, with progress figures per directory.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use parking_lot::Mutex;
+
+use super::data_dir::DataDir;
+use crate::checkpoint::{LOG_START_OFFSET_CHECKPOINT, RECOVERY_POINT_CHECKPOINT};
+use crate::clock::Clock;
+use crate::config::LogConfig;
+use crate::error::{Result, StorageError};
+use crate::fs::remove_if_exists;
+use crate::log::{LoadParams, Log};
+use crate::segment::TMP_SUFFIX;
+use crate::types::{PartitionDirKind, TopicPartition, parse_partition_dir};
+
+/// Sub-directories of a data directory that hold no partition log ferrolog manages.
+const SKIPPED_DIRS: &[&str] = &["__cluster_metadata-0", "remote-log-index-cache"];
+/// How often a directory still loading logs its progress.
+const PROGRESS_INTERVAL: Duration = Duration::from_secs(10);
+
+/// A log loaded from directory number `dir_index`.
+pub(crate) struct LoadedLog {
+    pub topic_partition: TopicPartition,
+    pub dir_index: usize,
+    pub log: Arc<Log>,
+    pub segments_recovered: usize,
+}
+
+/// What loading one directory found.
+struct DirJobs {
+    logs: Vec<(TopicPartition, PathBuf)>,
+}
+
+/// Lists the partition directories of `dir`, removing `-delete` directories and leftover
+/// temporary files, and failing on a sub-directory that is not a partition directory.
+fn list_jobs(dir: &DataDir) -> Result<DirJobs> {
+    let path = dir.path();
+    let mut logs = Vec::new();
+    let entries = std::fs::read_dir(path).map_err(StorageError::io("list data directory", path))?;
+    for entry in entries {
+        let entry = entry.map_err(StorageError::io("list data directory", path))?;
+        let entry_path = entry.path();
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let file_type = entry
+            .file_type()
+            .map_err(StorageError::io("stat", &entry_path))?;
+        if !file_type.is_dir() {
+            if name.ends_with(TMP_SUFFIX) {
+                remove_if_exists(&entry_path)?;
+                tracing::info!(path = %entry_path.display(), "removed a leftover temporary file");
+            }
+            continue;
+        }
+        if SKIPPED_DIRS.contains(&name.as_str()) {
+            tracing::info!(path = %entry_path.display(), "skipped: not a partition log ferrolog manages");
+            continue;
+        }
+        let (topic_partition, kind) = parse_partition_dir(&entry_path).map_err(|error| {
+            StorageError::Fatal(format!(
+                "{error}; move it out of the data directory {} or delete it",
+                path.display()
+            ))
+        })?;
+        match kind {
+            PartitionDirKind::Live => logs.push((topic_partition, entry_path)),
+            PartitionDirKind::Delete => {
+                std::fs::remove_dir_all(&entry_path)
+                    .map_err(StorageError::io("delete", &entry_path))?;
+                tracing::info!(path = %entry_path.display(), "removed a partition directory queued for deletion");
+            }
+            PartitionDirKind::Future | PartitionDirKind::Stray => {
+                tracing::warn!(
+                    path = %entry_path.display(),
+                    "left alone: replica moves and stray replicas are not supported"
+                );
+            }
+        }
+    }
+    logs.sort();
+    Ok(DirJobs { logs })
+}
+
+/// Loads every log of every online directory. An I/O failure takes only its directory
+/// offline; anything else (a corrupt name, a log that cannot be opened safely) is fatal.
+pub(crate) fn load_all(
+    dirs: &[Arc<DataDir>],
+    threads_per_dir: usize,
+    clock: &Arc<dyn Clock>,
+    config_for: &(dyn Fn(&str) -> LogConfig + Sync),
+) -> Result<Vec<LoadedLog>> {
+    let loaded = Mutex::new(Vec::new());
+    let fatal: Mutex<Option<StorageError>> = Mutex::new(None);
+    std::thread::scope(|scope| {
+        for (dir_index, dir) in dirs.iter().enumerate() {
+            if dir.is_offline() {
+                continue;
+            }
+            let (loaded, fatal) = (&loaded, &fatal);
+            scope.spawn(move || {
+                if let Err(error) =
+                    load_dir(dir_index, dir, threads_per_dir, clock, config_for, loaded)
+                {
+                    if error.is_storage_failure() {
+                        dir.health().mark_offline(&error);
+                    } else {
+                        fatal.lock().get_or_insert(error);
+                    }
+                }
+            });
+        }
+    });
+    if let Some(error) = fatal.into_inner() {
+        return Err(error);
+    }
+    Ok(loaded.into_inner())
+}
+
+fn load_dir(
+    dir_index: usize,
+    dir: &DataDir,
+    threads: usize,
+    clock: &Arc<dyn Clock>,
+    config_for: &(dyn Fn(&str) -> LogConfig + Sync),
+    loaded: &Mutex<Vec<LoadedLog>>,
+) -> Result<()> {
+    let started = Instant::now();
+    let jobs = list_jobs(dir)?;
+    let recovery_points = dir.read_checkpoint_or_empty(RECOVERY_POINT_CHECKPOINT);
+    let log_starts = dir.read_checkpoint_or_empty(LOG_START_OFFSET_CHECKPOINT);
+    let total = jobs.logs.len();
+    dir.progress.remaining_logs.store(total, Ordering::Relaxed);
+    tracing::info!(
+        dir = %dir.path().display(),
+        logs = total,
+        clean_shutdown = dir.had_clean_shutdown(),
+        "loading logs"
+    );
+    let next_job = AtomicUsize::new(0);
+    let failure: Mutex<Option<StorageError>> = Mutex::new(None);
+    let last_report = Mutex::new(Instant::now());
+    std::thread::scope(|scope| {
+        for thread in 0..threads.max(1).min(total.max(1)) {
+            let name = format!("recovery-{}-{thread}", dir.path().display());
+            let (jobs, next_job, failure, last_report) = (&jobs, &next_job, &failure, &last_report);
+            let (recovery_points, log_starts) = (&recovery_points, &log_starts);
+            let spawned = std::thread::Builder::new()
+                .name(name)
+                .spawn_scoped(scope, move || {
+                    loop {
+                        if failure.lock().is_some() {
+                            return;
+                        }
+                        let job = next_job.fetch_add(1, Ordering::Relaxed);
+                        let Some((topic_partition, path)) = jobs.logs.get(job) else {
+                            return;
+                        };
+                        let params = LoadParams {
+                            recovery_point: recovery_points
+                                .get(topic_partition)
+                                .copied()
+                                .unwrap_or(0),
+                            log_start_offset: log_starts.get(topic_partition).copied().unwrap_or(0),
+                            had_clean_shutdown: dir.had_clean_shutdown(),
+                        };
+                        match load_one(path, config_for(&topic_partition.topic), params, clock, dir)
+                        {
+                            Ok((log, segments_recovered)) => loaded.lock().push(LoadedLog {
+                                topic_partition: topic_partition.clone(),
+                                dir_index,
+                                log: Arc::new(log),
+                                segments_recovered,
+                            }),
+                            Err(error) => {
+                                failure.lock().get_or_insert(error);
+                                return;
+                            }
+                        }
+                        let remaining =
+                            dir.progress.remaining_logs.fetch_sub(1, Ordering::Relaxed) - 1;
+                        let mut last = last_report.lock();
+                        if last.elapsed() >= PROGRESS_INTERVAL {
+                            *last = Instant::now();
+                            tracing::info!(
+                                dir = %dir.path().display(),
+                                remaining_logs = remaining,
+                                remaining_segments = dir.remaining_segments_to_recover(),
+                                "still loading"
+                            );
+                        }
+                    }
+                });
+            if let Err(error) = spawned {
+                failure.lock().get_or_insert(StorageError::Fatal(format!(
+                    "cannot start a recovery thread: {error}"
+                )));
+            }
+        }
+    });
+    if let Some(error) = failure.into_inner() {
+        return Err(error);
+    }
+    tracing::info!(
+        dir = %dir.path().display(),
+        logs = total,
+        elapsed_ms = started.elapsed().as_millis() as u64,
+        "loaded logs"
+    );
+    Ok(())
+}
+
+fn load_one(
+    path: &Path,
+    config: LogConfig,
+    params: LoadParams,
+    clock: &Arc<dyn Clock>,
+    dir: &DataDir,
+) -> Result<(Log, usize)> {
+    let (log, report) = Log::open_in(
+        path,
+        config,
+        params,
+        Arc::clone(clock),
+        Arc::clone(dir.health()),
+        Some(&dir.progress.remaining_segments),
+    )
+    .map_err(|error| match error {
+        storage @ StorageError::Io { .. } => storage,
+        other => StorageError::Fatal(format!(
+            "cannot load the log in {}: {other}",
+            path.display()
+        )),
+    })?;
+    if report.truncated_bytes() > 0 || !report.removed_segments.is_empty() {
+        tracing::warn!(
+            log = %path.display(),
+            truncated_bytes = report.truncated_bytes(),
+            removed_segments = report.removed_segments.len(),
+            "recovery cut damaged data"
+        );
+    }
+    Ok((log, report.recovered.len()))
+}
+
+/// Counts per partition, for duplicate detection across directories.
+pub(crate) fn find_duplicates(loaded: &[LoadedLog], dirs: &[Arc<DataDir>]) -> Result<()> {
+    let mut seen: HashMap<&TopicPartition, usize> = HashMap::new();
+    for log in loaded {
+        if let Some(other) = seen.insert(&log.topic_partition, log.dir_index) {
+            return Err(StorageError::Fatal(format!(
+                "partition {} is in two data directories: {} and {}",
+                log.topic_partition,
+                dirs[other].path().display(),
+                dirs[log.dir_index].path().display()
+            )));
+        }
+    }
+    Ok(())
+}

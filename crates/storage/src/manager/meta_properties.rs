@@ -1,0 +1,196 @@
+//! `meta.properties`: which cluster and node a data directory belongs to, in Java Properties
+//! text as Kafka writes it.
+//!
+//! | version | keys                                                                 |
+//! |---------|----------------------------------------------------------------------|
+//! | 0       | `broker.id`, optional `cluster.id` (ZooKeeper-era brokers)           |
+//! | 1       | `node.id`, `cluster.id` (required), optional `directory.id` (KRaft) |
+//!
+//! `directory.id` and generated cluster ids are Kafka `Uuid`s: 16 random bytes in base64url
+//! without padding (22 characters).
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::Path;
+
+use crate::error::{Result, StorageError};
+use crate::fs::atomic_write;
+
+pub const META_PROPERTIES: &str = "meta.properties";
+
+/// The parsed contents of a `meta.properties`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MetaProperties {
+    pub version: u32,
+    pub node_id: i32,
+    pub cluster_id: Option<String>,
+    pub directory_id: Option<String>,
+}
+
+/// Parses Java Properties text: `key=value` or `key: value` lines, `#`/`!` comments.
+pub fn parse_properties(text: &str) -> BTreeMap<String, String> {
+    text.lines()
+        .map(str::trim)
+        .filter(|line| !line.is_empty() && !line.starts_with('#') && !line.starts_with('!'))
+        .map(|line| {
+            let split = line.find(['=', ':']).unwrap_or(line.len());
+            let (key, value) = line.split_at(split);
+            let value = value.get(1..).unwrap_or("");
+            (key.trim().to_owned(), value.trim().to_owned())
+        })
+        .collect()
+}
+
+impl MetaProperties {
+    /// Reads the file in `dir`; `Ok(None)` when there is none.
+    pub fn read(dir: &Path) -> Result<Option<Self>> {
+        let path = dir.join(META_PROPERTIES);
+        let text = match std::fs::read_to_string(&path) {
+            Ok(text) => text,
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(error) => return Err(StorageError::io("read", &path)(error)),
+        };
+        let malformed = |reason: String| StorageError::MalformedFile {
+            path: path.clone(),
+            line: 0,
+            reason,
+        };
+        let properties = parse_properties(&text);
+        let int = |key: &str| -> Result<Option<i64>> {
+            properties
+                .get(key)
+                .map(|value| {
+                    value
+                        .parse::<i64>()
+                        .map_err(|_| malformed(format!("{key}={value} is not an integer")))
+                })
+                .transpose()
+        };
+        let version = int("version")?.ok_or_else(|| malformed("no version".into()))?;
+        let cluster_id = properties
+            .get("cluster.id")
+            .cloned()
+            .filter(|id| !id.is_empty());
+        let (node_key, version) = match version {
+            0 => ("broker.id", 0),
+            1 => ("node.id", 1),
+            other => return Err(malformed(format!("unsupported version {other}"))),
+        };
+        let node_id = int(node_key)?.ok_or_else(|| malformed(format!("no {node_key}")))?;
+        let node_id = i32::try_from(node_id)
+            .map_err(|_| malformed(format!("{node_key} {node_id} is out of range")))?;
+        if version == 1 && cluster_id.is_none() {
+            return Err(malformed("version 1 requires cluster.id".into()));
+        }
+        Ok(Some(Self {
+            version,
+            node_id,
+            cluster_id,
+            directory_id: properties.get("directory.id").cloned(),
+        }))
+    }
+
+    /// Writes the file in `dir` atomically, as Kafka does (a comment line and a date line first).
+    pub fn write(&self, dir: &Path, now: &str) -> Result<()> {
+        let mut text = format!("#\n#{now}\n");
+        if let Some(directory_id) = &self.directory_id {
+            let _ = writeln!(text, "directory.id={directory_id}");
+        }
+        let node_key = if self.version == 0 {
+            "broker.id"
+        } else {
+            "node.id"
+        };
+        let _ = writeln!(text, "{node_key}={}", self.node_id);
+        let _ = writeln!(text, "version={}", self.version);
+        if let Some(cluster_id) = &self.cluster_id {
+            let _ = writeln!(text, "cluster.id={cluster_id}");
+        }
+        atomic_write(&dir.join(META_PROPERTIES), text.as_bytes())
+    }
+}
+
+/// A new random Kafka `Uuid` in its text form.
+pub fn random_uuid() -> String {
+    base64url(&rand::random::<[u8; 16]>())
+}
+
+fn base64url(bytes: &[u8]) -> String {
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
+    for chunk in bytes.chunks(3) {
+        let word = chunk.iter().enumerate().fold(0u32, |word, (i, byte)| {
+            word | u32::from(*byte) << (16 - 8 * i)
+        });
+        for position in 0..=chunk.len() {
+            out.push(char::from(
+                ALPHABET[((word >> (18 - 6 * position)) & 0x3f) as usize],
+            ));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, reason = "tests")]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_zookeeper_and_kraft_files_as_kafka_writes_them() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join(META_PROPERTIES),
+            "#\n#Sat Dec 11 10:20:30 IST 2021\nbroker.id=0\nversion=0\ncluster.id=lRaQCIBoRh2xRKLuP9CAQg\n",
+        )
+        .unwrap();
+        let meta = MetaProperties::read(dir.path()).unwrap().unwrap();
+        assert_eq!((meta.version, meta.node_id), (0, 0));
+        assert_eq!(meta.cluster_id.as_deref(), Some("lRaQCIBoRh2xRKLuP9CAQg"));
+        std::fs::write(
+            dir.path().join(META_PROPERTIES),
+            "#\n#x\nnode.id=1\ndirectory.id=XHhkr4tkSsD900pOQ8pPfg\nversion=1\ncluster.id=q1w2e3r4t5y6u7i8o9p0\n",
+        )
+        .unwrap();
+        let meta = MetaProperties::read(dir.path()).unwrap().unwrap();
+        assert_eq!((meta.version, meta.node_id), (1, 1));
+        assert_eq!(meta.directory_id.as_deref(), Some("XHhkr4tkSsD900pOQ8pPfg"));
+    }
+
+    #[test]
+    fn round_trips_and_rejects_bad_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let meta = MetaProperties {
+            version: 1,
+            node_id: 3,
+            cluster_id: Some(random_uuid()),
+            directory_id: Some(random_uuid()),
+        };
+        meta.write(dir.path(), "today").unwrap();
+        assert_eq!(MetaProperties::read(dir.path()).unwrap(), Some(meta));
+        for bad in [
+            "version=1\nnode.id=1\n",
+            "version=2\nnode.id=1\n",
+            "version=0\nbroker.id=x\n",
+            "node.id=1\n",
+        ] {
+            std::fs::write(dir.path().join(META_PROPERTIES), bad).unwrap();
+            assert!(MetaProperties::read(dir.path()).is_err(), "{bad:?}");
+        }
+        assert_eq!(
+            MetaProperties::read(&dir.path().join("none")).unwrap(),
+            None
+        );
+    }
+
+    #[test]
+    fn uuids_are_22_base64url_characters() {
+        let id = random_uuid();
+        assert_eq!(id.len(), 22);
+        assert!(
+            id.bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+        );
+        assert_eq!(base64url(&[0xfb, 0xff]), "-_8");
+    }
+}

@@ -1,0 +1,562 @@
+//! The LogManager: every partition log across the data directories of `log.dirs`.
+//!
+//! It validates, creates and locks each directory, loads and recovers every log in parallel at
+//! startup (skipping recovery after a clean shutdown), places each new partition in a
+//! directory, keeps the recovery-point and log-start-offset checkpoints, takes a failing
+//! directory offline while the others serve, and shuts down cleanly.
+//!
+//! Threads: any thread may call it. The map of logs sits behind a read-write lock taken only to
+//! find, add or remove a log; work on a log goes through the [`Log`] itself.
+
+mod config;
+mod data_dir;
+mod load;
+mod meta_properties;
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use parking_lot::{Mutex, RwLock};
+
+pub use config::{ManagerConfig, PlacementPolicy, known_keys, parse_log_dirs};
+pub use data_dir::{CLEAN_SHUTDOWN_FILE, DataDir, LOCK_FILE};
+pub use meta_properties::{META_PROPERTIES, MetaProperties, parse_properties, random_uuid};
+
+use crate::checkpoint::OffsetMap;
+use crate::clock::Clock;
+use crate::config::LogConfig;
+use crate::error::{Result, StorageError};
+use crate::fs::fsync_dir;
+use crate::log::{Log, partition_dir};
+use crate::types::{TopicPartition, delete_dir_name, random_unique_id};
+
+#[derive(Debug, Clone)]
+struct Entry {
+    log: Arc<Log>,
+    dir_index: usize,
+}
+
+/// What startup found, for operators and tests.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct StartupReport {
+    pub logs_loaded: usize,
+    /// Segments scanned and re-indexed (0 after a clean shutdown).
+    pub segments_recovered: usize,
+    /// Directories that could not be used at startup.
+    pub offline_dirs: Vec<PathBuf>,
+}
+
+#[derive(Debug)]
+pub struct LogManager {
+    config: ManagerConfig,
+    clock: Arc<dyn Clock>,
+    dirs: Vec<Arc<DataDir>>,
+    /// Directories that failed before they could be opened.
+    failed_at_start: Vec<PathBuf>,
+    logs: RwLock<HashMap<TopicPartition, Entry>>,
+    topic_overrides: RwLock<HashMap<String, BTreeMap<String, String>>>,
+    /// Serializes creations and deletions so two callers never create the same log twice.
+    create_lock: Mutex<()>,
+    shut_down: AtomicBool,
+    cluster_id: String,
+    node_id: i32,
+    startup: StartupReport,
+}
+
+fn absolute(path: &Path) -> PathBuf {
+    std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf())
+}
+
+impl LogManager {
+    /// Opens every data directory and loads every log in them.
+    pub fn open(config: ManagerConfig, clock: Arc<dyn Clock>) -> Result<Self> {
+        if config.log_dirs.is_empty() {
+            return Err(StorageError::InvalidConfig {
+                key: "log.dirs".into(),
+                value: String::new(),
+                reason: "at least one data directory is required".into(),
+            });
+        }
+        let mut dirs: Vec<Arc<DataDir>> = Vec::new();
+        let mut failed_at_start = Vec::new();
+        let mut canonical: HashMap<PathBuf, PathBuf> = HashMap::new();
+        for configured in &config.log_dirs {
+            let path = absolute(configured);
+            let opened = DataDir::open(&path);
+            let key = std::fs::canonicalize(&path).unwrap_or_else(|_| path.clone());
+            if let Some(first) = canonical.insert(key, configured.clone()) {
+                return Err(StorageError::Fatal(format!(
+                    "log.dirs lists the same directory twice: {} and {}",
+                    first.display(),
+                    configured.display()
+                )));
+            }
+            match opened {
+                Ok(dir) => dirs.push(Arc::new(dir)),
+                Err(fatal @ StorageError::Fatal(_)) => return Err(fatal),
+                Err(error) => {
+                    tracing::error!(dir = %path.display(), error = %error, "data directory is offline at startup");
+                    failed_at_start.push(path);
+                }
+            }
+        }
+        if dirs.is_empty() {
+            return Err(StorageError::Fatal(format!(
+                "no data directory is usable: {}",
+                failed_at_start
+                    .iter()
+                    .map(|dir| dir.display().to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )));
+        }
+        let (cluster_id, node_id) = settle_identity(&dirs, config.node_id, clock.now_ms())?;
+
+        let overrides = RwLock::new(HashMap::new());
+        let defaults = config.log_defaults.clone();
+        let config_for = move |_topic: &str| defaults.clone();
+        let loaded = load::load_all(
+            &dirs,
+            config.recovery_threads_per_data_dir,
+            &clock,
+            &config_for,
+        )?;
+        load::find_duplicates(&loaded, &dirs)?;
+        let mut startup = StartupReport {
+            logs_loaded: loaded.len(),
+            offline_dirs: failed_at_start.clone(),
+            ..StartupReport::default()
+        };
+        let mut logs = HashMap::with_capacity(loaded.len());
+        for loaded_log in loaded {
+            startup.segments_recovered += loaded_log.segments_recovered;
+            logs.insert(
+                loaded_log.topic_partition,
+                Entry {
+                    log: loaded_log.log,
+                    dir_index: loaded_log.dir_index,
+                },
+            );
+        }
+        for dir in &dirs {
+            if dir.is_offline() {
+                startup.offline_dirs.push(dir.path().to_path_buf());
+            } else {
+                dir.mark_loaded();
+            }
+        }
+        let manager = Self {
+            config,
+            clock,
+            dirs,
+            failed_at_start,
+            logs: RwLock::new(logs),
+            topic_overrides: overrides,
+            create_lock: Mutex::new(()),
+            shut_down: AtomicBool::new(false),
+            cluster_id,
+            node_id,
+            startup,
+        };
+        manager.ensure_some_dir_online()?;
+        Ok(manager)
+    }
+
+    pub fn config(&self) -> &ManagerConfig {
+        &self.config
+    }
+    pub fn cluster_id(&self) -> &str {
+        &self.cluster_id
+    }
+    pub fn node_id(&self) -> i32 {
+        self.node_id
+    }
+    pub fn startup_report(&self) -> &StartupReport {
+        &self.startup
+    }
+    /// The directories that opened at startup, in `log.dirs` order.
+    pub fn data_dirs(&self) -> &[Arc<DataDir>] {
+        &self.dirs
+    }
+    /// Directories offline now (failed at startup or since).
+    pub fn offline_dir_count(&self) -> usize {
+        self.failed_at_start.len() + self.dirs.iter().filter(|dir| dir.is_offline()).count()
+    }
+    /// True once every directory is offline: nothing can be served any more.
+    pub fn is_halted(&self) -> bool {
+        self.dirs.iter().all(|dir| dir.is_offline())
+    }
+
+    fn ensure_some_dir_online(&self) -> Result<()> {
+        if self.is_halted() {
+            return Err(StorageError::Fatal(
+                "every data directory is offline".into(),
+            ));
+        }
+        Ok(())
+    }
+
+    fn ensure_running(&self) -> Result<()> {
+        if self.shut_down.load(Ordering::Acquire) {
+            return Err(StorageError::Fatal("the log manager is shut down".into()));
+        }
+        self.ensure_some_dir_online()
+    }
+
+    /// The log of `topic_partition`, if this node has it.
+    pub fn get(&self, topic_partition: &TopicPartition) -> Option<Arc<Log>> {
+        self.logs
+            .read()
+            .get(topic_partition)
+            .map(|entry| Arc::clone(&entry.log))
+    }
+
+    /// The data directory holding `topic_partition`'s log.
+    pub fn dir_of(&self, topic_partition: &TopicPartition) -> Option<&Arc<DataDir>> {
+        let index = self.logs.read().get(topic_partition)?.dir_index;
+        self.dirs.get(index)
+    }
+
+    /// Every log with its partition, sorted by partition.
+    pub fn logs(&self) -> Vec<(TopicPartition, Arc<Log>)> {
+        let mut all: Vec<_> = self
+            .logs
+            .read()
+            .iter()
+            .map(|(topic_partition, entry)| (topic_partition.clone(), Arc::clone(&entry.log)))
+            .collect();
+        all.sort_by(|a, b| a.0.cmp(&b.0));
+        all
+    }
+
+    /// The effective configuration of `topic`: the broker defaults with its overrides applied.
+    pub fn topic_config(&self, topic: &str) -> LogConfig {
+        let mut config = self.config.log_defaults.clone();
+        if let Some(overrides) = self.topic_overrides.read().get(topic) {
+            for (key, value) in overrides {
+                // Validated when set.
+                let _ = config.set(key, value);
+            }
+        }
+        config
+    }
+
+    /// The overrides set for `topic`.
+    pub fn topic_overrides(&self, topic: &str) -> BTreeMap<String, String> {
+        self.topic_overrides
+            .read()
+            .get(topic)
+            .cloned()
+            .unwrap_or_default()
+    }
+
+    /// Replaces `topic`'s overrides (Kafka's topic-level keys); every live log of the topic sees
+    /// the new configuration at once. Invalid keys or values change nothing.
+    pub fn set_topic_overrides(
+        &self,
+        topic: &str,
+        overrides: BTreeMap<String, String>,
+    ) -> Result<LogConfig> {
+        let config = self.config.log_defaults.clone().with(
+            overrides
+                .iter()
+                .map(|(key, value)| (key.as_str(), value.as_str())),
+        )?;
+        self.topic_overrides
+            .write()
+            .insert(topic.to_owned(), overrides);
+        for (topic_partition, log) in self.logs() {
+            if topic_partition.topic == topic {
+                log.update_config(config.clone());
+            }
+        }
+        tracing::info!(topic, "topic configuration changed");
+        Ok(config)
+    }
+
+    /// The log of `topic_partition`, created in a data directory chosen by the placement policy
+    /// when it does not exist. A directory that fails the creation goes offline and the next
+    /// candidate is tried.
+    pub fn get_or_create(&self, topic_partition: &TopicPartition) -> Result<Arc<Log>> {
+        if let Some(log) = self.get(topic_partition) {
+            return Ok(log);
+        }
+        self.ensure_running()?;
+        let _creating = self.create_lock.lock();
+        if let Some(log) = self.get(topic_partition) {
+            return Ok(log);
+        }
+        let config = self.topic_config(&topic_partition.topic);
+        let mut last_error = None;
+        for dir_index in self.placement_order() {
+            let dir = &self.dirs[dir_index];
+            let created = Log::create_in(
+                dir.path(),
+                topic_partition,
+                config.clone(),
+                Arc::clone(&self.clock),
+                Arc::clone(dir.health()),
+            );
+            match created {
+                Ok(log) => {
+                    let log = Arc::new(log);
+                    self.logs.write().insert(
+                        topic_partition.clone(),
+                        Entry {
+                            log: Arc::clone(&log),
+                            dir_index,
+                        },
+                    );
+                    tracing::info!(partition = %topic_partition, dir = %dir.path().display(), "created log");
+                    return Ok(log);
+                }
+                Err(error) if error.is_storage_failure() => {
+                    dir.health().mark_offline(&error);
+                    last_error = Some(error);
+                }
+                Err(error) => return Err(error),
+            }
+        }
+        self.ensure_some_dir_online()?;
+        Err(last_error.unwrap_or_else(|| StorageError::Fatal("no data directory is online".into())))
+    }
+
+    /// Online directories in the order a new partition should try them.
+    fn placement_order(&self) -> Vec<usize> {
+        let mut counts = vec![0usize; self.dirs.len()];
+        for entry in self.logs.read().values() {
+            counts[entry.dir_index] += 1;
+        }
+        let mut online: Vec<usize> = (0..self.dirs.len())
+            .filter(|&index| !self.dirs[index].is_offline())
+            .collect();
+        match self.config.placement {
+            PlacementPolicy::FewestPartitions => {
+                online.sort_by_key(|&index| (counts[index], index))
+            }
+            PlacementPolicy::MostFreeBytes => {
+                let free: Vec<u64> = self.dirs.iter().map(|dir| dir.free_bytes()).collect();
+                online.sort_by_key(|&index| (std::cmp::Reverse(free[index]), index));
+            }
+        }
+        online
+    }
+
+    /// Removes `topic_partition`'s log: it leaves the map at once, its directory is renamed
+    /// `<topic>-<partition>.<id>-delete`, then removed; the checkpoints of its data directory
+    /// are rewritten without it. Returns false when there was no such log.
+    pub fn delete(&self, topic_partition: &TopicPartition) -> Result<bool> {
+        let _deleting = self.create_lock.lock();
+        let Some(entry) = self.logs.write().remove(topic_partition) else {
+            return Ok(false);
+        };
+        let dir = &self.dirs[entry.dir_index];
+        let from = partition_dir(dir.path(), topic_partition);
+        let to = dir
+            .path()
+            .join(delete_dir_name(topic_partition, &random_unique_id()));
+        let renamed = std::fs::rename(&from, &to)
+            .map_err(StorageError::io("rename for deletion", &from))
+            .and_then(|()| fsync_dir(dir.path()));
+        if let Err(error) = renamed {
+            dir.health().observe(&error);
+            return Err(error);
+        }
+        self.checkpoint_dir(entry.dir_index)?;
+        // A deleter thread with `file.delete.delay.ms` comes with background maintenance; the
+        // rename above already made the deletion durable and invisible.
+        std::fs::remove_dir_all(&to).map_err(StorageError::io("delete", &to))?;
+        tracing::info!(partition = %topic_partition, "deleted log");
+        Ok(true)
+    }
+
+    /// The logs of directory `dir_index`.
+    fn logs_in(&self, dir_index: usize) -> Vec<(TopicPartition, Arc<Log>)> {
+        self.logs
+            .read()
+            .iter()
+            .filter(|(_, entry)| entry.dir_index == dir_index)
+            .map(|(topic_partition, entry)| (topic_partition.clone(), Arc::clone(&entry.log)))
+            .collect()
+    }
+
+    /// Rewrites the recovery-point and log-start-offset checkpoints of one directory.
+    fn checkpoint_dir(&self, dir_index: usize) -> Result<()> {
+        let dir = &self.dirs[dir_index];
+        if dir.is_offline() {
+            return Ok(());
+        }
+        let logs = self.logs_in(dir_index);
+        let recovery_points: OffsetMap = logs
+            .iter()
+            .map(|(topic_partition, log)| (topic_partition.clone(), log.recovery_point()))
+            .collect();
+        dir.write_recovery_points(&recovery_points)?;
+        let log_starts: OffsetMap = logs
+            .iter()
+            .filter_map(|(topic_partition, log)| {
+                let view = log.view();
+                (view.log_start_offset > view.segments[0].base_offset())
+                    .then(|| (topic_partition.clone(), view.log_start_offset))
+            })
+            .collect();
+        dir.write_log_start_offsets(&log_starts)
+    }
+
+    /// Rewrites every online directory's checkpoints. A directory whose write fails goes
+    /// offline; the others are still written. Returns the first failure.
+    pub fn checkpoint_all(&self) -> Result<()> {
+        let mut first_error = None;
+        for index in 0..self.dirs.len() {
+            if let Err(error) = self.checkpoint_dir(index) {
+                first_error.get_or_insert(error);
+            }
+        }
+        first_error.map_or(Ok(()), Err)
+    }
+
+    /// Flushes and closes every log, writes every checkpoint, writes the clean-shutdown marker in
+    /// each directory whose logs all closed and which was fully loaded, and releases the locks.
+    pub fn shutdown(&self) -> Result<()> {
+        if self.shut_down.swap(true, Ordering::AcqRel) {
+            return Ok(());
+        }
+        tracing::info!("shutting down the log manager");
+        let threads = self.config.recovery_threads_per_data_dir.max(1);
+        let mut first_error = None;
+        std::thread::scope(|scope| {
+            let handles: Vec<_> = (0..self.dirs.len())
+                .map(|index| scope.spawn(move || self.shutdown_dir(index, threads)))
+                .collect();
+            for handle in handles {
+                match handle.join() {
+                    Ok(Ok(())) => {}
+                    Ok(Err(error)) => {
+                        first_error.get_or_insert(error);
+                    }
+                    Err(_) => {
+                        first_error.get_or_insert(StorageError::Fatal(
+                            "a shutdown thread panicked".into(),
+                        ));
+                    }
+                }
+            }
+        });
+        for dir in &self.dirs {
+            if dir.is_offline() {
+                dir.drop_lock();
+            } else if let Err(error) = dir.release_lock() {
+                first_error.get_or_insert(error);
+            }
+        }
+        first_error.map_or(Ok(()), Err)
+    }
+
+    fn shutdown_dir(&self, dir_index: usize, threads: usize) -> Result<()> {
+        let dir = &self.dirs[dir_index];
+        if dir.is_offline() {
+            return Ok(());
+        }
+        let logs = self.logs_in(dir_index);
+        let next = std::sync::atomic::AtomicUsize::new(0);
+        let failures = Mutex::new(Vec::new());
+        std::thread::scope(|scope| {
+            for _ in 0..threads.min(logs.len().max(1)) {
+                scope.spawn(|| {
+                    loop {
+                        let index = next.fetch_add(1, Ordering::Relaxed);
+                        let Some((topic_partition, log)) = logs.get(index) else {
+                            return;
+                        };
+                        if let Err(error) = log.close() {
+                            tracing::error!(partition = %topic_partition, error = %error, "log did not close cleanly");
+                            failures.lock().push(error);
+                        }
+                    }
+                });
+            }
+        });
+        if let Some(error) = failures.into_inner().into_iter().next() {
+            return Err(error);
+        }
+        self.checkpoint_dir(dir_index)?;
+        if dir.had_clean_shutdown() || dir.is_loaded() {
+            dir.write_clean_shutdown_marker()?;
+        }
+        Ok(())
+    }
+}
+
+/// Checks every directory's `meta.properties` against each other and the configured node id,
+/// and writes one where a directory has none. Returns the cluster id and node id.
+fn settle_identity(
+    dirs: &[Arc<DataDir>],
+    configured_node: Option<i32>,
+    now_ms: i64,
+) -> Result<(String, i32)> {
+    let mut metas = Vec::with_capacity(dirs.len());
+    for dir in dirs {
+        let meta = MetaProperties::read(dir.path()).map_err(|error| match error {
+            StorageError::Io { .. } => error,
+            other => StorageError::Fatal(other.to_string()),
+        })?;
+        metas.push(meta);
+    }
+    let mut cluster: Option<(String, &Path)> = None;
+    let mut node: Option<(i32, &Path)> = None;
+    for (dir, meta) in dirs.iter().zip(&metas) {
+        let Some(meta) = meta else { continue };
+        if let Some(id) = &meta.cluster_id {
+            match &cluster {
+                Some((existing, first)) if existing != id => {
+                    return Err(StorageError::Fatal(format!(
+                        "data directory {} belongs to cluster {id}, but {} belongs to cluster {existing}",
+                        dir.path().display(),
+                        first.display()
+                    )));
+                }
+                Some(_) => {}
+                None => cluster = Some((id.clone(), dir.path())),
+            }
+        }
+        if let Some(expected) = configured_node.filter(|expected| *expected != meta.node_id) {
+            return Err(StorageError::Fatal(format!(
+                "data directory {} belongs to node {}, but this node is configured as node.id={expected}",
+                dir.path().display(),
+                meta.node_id
+            )));
+        }
+        match node {
+            Some((existing, first)) if existing != meta.node_id => {
+                return Err(StorageError::Fatal(format!(
+                    "data directory {} belongs to node {}, but {} belongs to node {existing}",
+                    dir.path().display(),
+                    meta.node_id,
+                    first.display()
+                )));
+            }
+            Some(_) => {}
+            None => node = Some((meta.node_id, dir.path())),
+        }
+    }
+    let cluster_id = cluster.map_or_else(random_uuid, |(id, _)| id);
+    let node_id = configured_node.or(node.map(|(id, _)| id)).unwrap_or(0);
+    let written_at = format!("written by ferrolog at {now_ms} ms since the epoch");
+    for (dir, meta) in dirs.iter().zip(&metas) {
+        if meta.is_none() {
+            MetaProperties {
+                version: 1,
+                node_id,
+                cluster_id: Some(cluster_id.clone()),
+                directory_id: Some(random_uuid()),
+            }
+            .write(dir.path(), &written_at)?;
+        }
+    }
+    Ok((cluster_id, node_id))
+}
+
+#[cfg(test)]
+mod tests;
