@@ -81,6 +81,22 @@ def main(baseline_path):
     for row in rows:
         print("| %s |" % " | ".join(row))
     print()
+    manager_path = "target/bench-data/manager_open.txt"
+    if os.path.exists(manager_path):
+        print("## Opening 10,000 partitions (LogManager)\n")
+        print("`cargo bench -p ferrolog-storage --bench manager_open`: 10,000 partitions of 16 records")
+        print("each in one data dir, opened after a clean shutdown (no segment scanned) and after an")
+        print("unclean one (every active segment recovered), median of 3 runs. Target: 10,000 cleanly")
+        print("shut down partitions open in under 2 seconds.\n")
+        print("| shutdown | recovery threads | open time |")
+        print("|---|---|---|")
+        with open(manager_path) as f:
+            for line in f:
+                if not line.startswith("open "):
+                    continue
+                fields = dict(part.split("=") for part in line.split()[2:])
+                print("| %s | %s | %s ms |" % (line.split()[1], fields["threads"], fields["median_ms"]))
+        print()
     print("""## Reading the figures
 
 - **Append** measures `Log::append_as_leader` end to end: batch validation (CRC-32C, every

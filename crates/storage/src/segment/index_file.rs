@@ -6,6 +6,10 @@
 //! in it counts, which is why inactive segments' indexes are trimmed to their valid entries,
 //! and why the active segment's indexes are grown back after loading.
 //!
+//! No file descriptor is kept once the file is mapped (the mapping stays valid without one),
+//! as in Kafka: a broker with many segments would otherwise run out of descriptors. Resizing and
+//! fsync reopen the file by path.
+//!
 //! Not thread-safe by itself; [`crate::segment::Segment`] guards each index with a lock.
 
 use std::fs::{File, OpenOptions};
@@ -18,7 +22,6 @@ use crate::error::{Result, StorageError};
 #[derive(Debug)]
 pub(crate) struct IndexFile {
     path: PathBuf,
-    file: File,
     /// `None` when the file is empty (an empty mapping is not allowed).
     mmap: Option<MmapMut>,
     entry_size: usize,
@@ -50,7 +53,6 @@ impl IndexFile {
         let max_entries = (length / entry_size as u64) as usize;
         Ok(Self {
             path: path.to_path_buf(),
-            file,
             mmap,
             entry_size,
             entries: if newly_created { 0 } else { max_entries },
@@ -74,10 +76,17 @@ impl IndexFile {
         (self.max_entries * self.entry_size) as u64
     }
     pub(crate) fn file_length(&self) -> Result<u64> {
-        self.file
-            .metadata()
+        std::fs::metadata(&self.path)
             .map(|metadata| metadata.len())
             .map_err(StorageError::io("stat index", &self.path))
+    }
+
+    fn reopen(&self) -> Result<File> {
+        OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(&self.path)
+            .map_err(StorageError::io("open index", &self.path))
     }
 
     /// The bytes of entry `n`, which must be below [`Self::entries`] or the file's capacity.
@@ -117,11 +126,11 @@ impl IndexFile {
         if length == self.length_bytes() && length == self.file_length()? {
             return Ok(false);
         }
+        let file = self.reopen()?;
         self.mmap = None;
-        self.file
-            .set_len(length)
+        file.set_len(length)
             .map_err(StorageError::io("resize index", &self.path))?;
-        self.mmap = map(&self.file, length, &self.path)?;
+        self.mmap = map(&file, length, &self.path)?;
         self.max_entries = (length / self.entry_size as u64) as usize;
         self.entries = self.entries.min(self.max_entries);
         Ok(true)
@@ -138,7 +147,7 @@ impl IndexFile {
             mmap.flush()
                 .map_err(StorageError::io("flush index", &self.path))?;
         }
-        self.file
+        self.reopen()?
             .sync_all()
             .map_err(StorageError::io("fsync index", &self.path))
     }

@@ -15,6 +15,8 @@ use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 
 use ferrolog_records::DEFAULT_MAX_DECOMPRESSED_BYTES;
+use std::sync::atomic::{AtomicBool, Ordering};
+
 use parking_lot::{Mutex, RwLock};
 
 pub use file_name::*;
@@ -89,6 +91,9 @@ pub struct Segment {
     index_interval_bytes: u32,
     segment_index_bytes: u32,
     roll_jitter_ms: i64,
+    /// Changed since the last flush: a flush of an unchanged segment costs no fsync, so
+    /// shutting down or flushing thousands of idle logs stays cheap.
+    dirty: AtomicBool,
 }
 
 /// A fixed random share of `segment.jitter.ms` for one segment, capped at `segment.ms`.
@@ -129,6 +134,7 @@ impl Segment {
         preallocate: Option<u64>,
     ) -> Result<Self> {
         let path = |kind: &str| with_added_suffix(&segment_path(dir, base_offset, kind), suffix);
+        let existed = path(LOG_SUFFIX).exists();
         Ok(Self {
             base_offset,
             log: RecordsFile::open(&path(LOG_SUFFIX), preallocate)?,
@@ -151,11 +157,16 @@ impl Segment {
             index_interval_bytes: config.index_interval_bytes,
             segment_index_bytes: config.segment_index_bytes,
             roll_jitter_ms: roll_jitter(config),
+            dirty: AtomicBool::new(preallocate.is_some() || !existed),
         })
     }
 
     pub fn base_offset(&self) -> i64 {
         self.base_offset
+    }
+
+    fn mark_dirty(&self) {
+        self.dirty.store(true, Ordering::Release);
     }
     /// Bytes of valid data in the `.log`.
     pub fn size(&self) -> u64 {
@@ -214,6 +225,7 @@ impl Segment {
         let mut state = self.state.lock();
         let mut max_so_far = self.load_max_timestamp(&mut state)?;
         let mut position = self.log.append(bytes)?;
+        self.mark_dirty();
         if state.rolling_based_timestamp == Some(None) || position == 0 {
             state.rolling_based_timestamp =
                 Some(Some(batches[0].max_timestamp).filter(|ts| *ts >= 0));
@@ -411,6 +423,7 @@ impl Segment {
     /// Rebuilds both indexes from the `.log`, validating every batch, and cuts the file at the
     /// first invalid or partial batch.
     pub fn recover(&self) -> Result<SegmentRecovery> {
+        self.mark_dirty();
         let mut offset_index = self.offset_index.write();
         let mut time_index = self.time_index.write();
         offset_index.truncate_all();
@@ -530,6 +543,7 @@ impl Segment {
     /// Removes every batch from the one holding `offset` on (the whole batch goes). Returns the
     /// bytes removed. The indexes are grown back to full size: the segment is active after this.
     pub fn truncate_to(&self, offset: i64, now_ms: i64) -> Result<u64> {
+        self.mark_dirty();
         let mapping = self.translate_offset(offset, 0)?;
         {
             let mut offset_index = self.offset_index.write();
@@ -584,6 +598,7 @@ impl Segment {
     /// Writes the final time-index entry and trims indexes (and a preallocated `.log`) to their
     /// valid size: done when the segment stops being active, and at close.
     pub fn on_becoming_inactive(&self) -> Result<()> {
+        self.mark_dirty();
         let max = self.max_timestamp_and_offset()?;
         let mut time_index = self.time_index.write();
         if max.timestamp >= 0 {
@@ -602,14 +617,19 @@ impl Segment {
 
     /// Grows (or shrinks) both indexes to `bytes`, as the active segment's are after loading.
     pub fn resize_indexes(&self, bytes: u32) -> Result<()> {
-        self.offset_index.write().resize(u64::from(bytes))?;
-        self.time_index.write().resize(u64::from(bytes))?;
+        let offset_changed = self.offset_index.write().resize(u64::from(bytes))?;
+        let time_changed = self.time_index.write().resize(u64::from(bytes))?;
+        if offset_changed || time_changed {
+            self.mark_dirty();
+        }
         Ok(())
     }
 
     /// Resizes only the time index (an absent legacy time index becomes an empty file).
     pub fn resize_indexes_time_only(&self, bytes: u32) -> Result<()> {
-        self.time_index.write().resize(u64::from(bytes))?;
+        if self.time_index.write().resize(u64::from(bytes))? {
+            self.mark_dirty();
+        }
         Ok(())
     }
 
@@ -618,11 +638,20 @@ impl Segment {
         self.time_index.read().sanity_check()
     }
 
-    /// fsyncs the `.log`, then both indexes.
+    /// fsyncs the `.log`, then both indexes, if anything changed since the last flush.
     pub fn flush(&self) -> Result<()> {
-        self.log.flush()?;
-        self.offset_index.read().flush()?;
-        self.time_index.read().flush()
+        if !self.dirty.swap(false, Ordering::AcqRel) {
+            return Ok(());
+        }
+        let flushed = self
+            .log
+            .flush()
+            .and_then(|()| self.offset_index.read().flush())
+            .and_then(|()| self.time_index.read().flush());
+        if flushed.is_err() {
+            self.mark_dirty();
+        }
+        flushed
     }
 
     /// Renames every file of the segment from suffix `old` to `new` (`""`, `.deleted`, `.swap`,
