@@ -1,5 +1,7 @@
-//! `ferrolog demo`: the storage engine end to end on a data directory it creates — append,
-//! close, reopen without the clean-shutdown marker (so every segment is recovered), read back.
+//! `ferrolog demo`: the storage engine end to end on a data directory it creates. Records go
+//! to a few partitions through the LogManager; the manager is then dropped without a clean
+//! shutdown (as after a crash), reopened so every unflushed segment is recovered, every record
+//! is read back and checked, and the manager shuts down cleanly.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -7,28 +9,38 @@ use std::time::Instant;
 
 use anyhow::{Context, ensure};
 use ferrolog_records::{BatchBuilder, DEFAULT_MAX_DECOMPRESSED_BYTES, EntryIter};
-use ferrolog_storage::log::{FetchBound, FetchParams, LoadParams, Log, partition_dir};
+use ferrolog_storage::log::{FetchBound, FetchParams, Log};
+use ferrolog_storage::manager::{LogManager, ManagerConfig};
 use ferrolog_storage::{LogConfig, SystemClock, TopicPartition};
 
 const RECORDS_PER_BATCH: usize = 16;
+const PARTITIONS: i32 = 4;
 
 pub fn run(data_dir: &Path, records: usize, record_bytes: usize) -> anyhow::Result<()> {
-    let clock = Arc::new(SystemClock);
-    let topic_partition = TopicPartition::new("demo", 0);
-    let config = LogConfig {
-        segment_bytes: 64 * 1024 * 1024,
-        ..LogConfig::default()
+    let config = ManagerConfig {
+        log_dirs: vec![data_dir.to_path_buf()],
+        recovery_threads_per_data_dir: 2,
+        log_defaults: LogConfig {
+            segment_bytes: 64 * 1024 * 1024,
+            ..LogConfig::default()
+        },
+        ..ManagerConfig::default()
     };
-    std::fs::create_dir_all(data_dir)
-        .with_context(|| format!("creating {}", data_dir.display()))?;
-    let dir = partition_dir(data_dir, &topic_partition);
-    let (log, _) = Log::open(&dir, config.clone(), LoadParams::default(), clock.clone())
-        .with_context(|| format!("opening {}", dir.display()))?;
-    let start_offset = log.log_end_offset();
+    let partitions: Vec<TopicPartition> = (0..PARTITIONS)
+        .map(|p| TopicPartition::new("demo", p))
+        .collect();
 
+    let manager = LogManager::open(config.clone(), Arc::new(SystemClock))
+        .with_context(|| format!("opening the data directory {}", data_dir.display()))?;
+    let logs: Vec<Arc<Log>> = partitions
+        .iter()
+        .map(|tp| manager.get_or_create(tp))
+        .collect::<Result<_, _>>()?;
+    let start_offsets: Vec<i64> = logs.iter().map(|log| log.log_end_offset()).collect();
     let value = vec![b'x'; record_bytes];
     let started = Instant::now();
     let mut appended = 0;
+    let mut batch_number = 0usize;
     while appended < records {
         let mut builder = BatchBuilder::new(0);
         for i in appended..(appended + RECORDS_PER_BATCH).min(records) {
@@ -36,22 +48,78 @@ pub fn run(data_dir: &Path, records: usize, record_bytes: usize) -> anyhow::Resu
             builder.append(now_ms(), Some(key.as_bytes()), Some(&value), &[])?;
         }
         appended += builder.count() as usize;
+        let log = &logs[batch_number % logs.len()];
         log.append_as_leader(&mut builder.build()?, 0)?;
+        log.maybe_increment_high_watermark(log.log_end_offset());
+        batch_number += 1;
     }
-    log.maybe_increment_high_watermark(log.log_end_offset());
     let append_secs = started.elapsed().as_secs_f64();
-    let bytes = log.size_in_bytes();
-    log.close()?;
-    drop(log);
+    let bytes: u64 = logs.iter().map(|log| log.size_in_bytes()).sum();
+    drop(logs);
+    // No shutdown: the next open finds no clean-shutdown marker and recovers.
+    drop(manager);
 
     let started = Instant::now();
-    let (log, report) = Log::open(&dir, config, LoadParams::default(), clock)?;
+    let manager = LogManager::open(config, Arc::new(SystemClock))?;
     let recover_secs = started.elapsed().as_secs_f64();
+    let report = manager.startup_report().clone();
 
     let started = Instant::now();
-    let mut offset = start_offset;
     let mut read_records = 0usize;
-    while offset < log.log_end_offset() {
+    for (tp, start) in partitions.iter().zip(&start_offsets) {
+        let log = manager
+            .get(tp)
+            .context("a demo partition is missing after the restart")?;
+        read_records += read_back(&log, *start)?;
+    }
+    let read_secs = started.elapsed().as_secs_f64();
+    ensure!(
+        read_records == records,
+        "read back {read_records} of {records} records"
+    );
+
+    let mb = bytes as f64 / 1e6;
+    println!(
+        "data directory     {} (cluster {})",
+        data_dir.display(),
+        manager.cluster_id()
+    );
+    for tp in &partitions {
+        if let Some(log) = manager.get(tp) {
+            println!(
+                "  {:<12}     offsets {}..{}, {} segment(s)",
+                tp.to_string(),
+                log.log_start_offset(),
+                log.log_end_offset(),
+                log.segment_count()
+            );
+        }
+    }
+    println!(
+        "appended           {records} records, {mb:.1} MB in {append_secs:.3} s ({:.0} MB/s)",
+        mb / append_secs
+    );
+    println!(
+        "restarted uncleanly: {} logs loaded, {} segments recovered in {recover_secs:.3} s",
+        report.logs_loaded, report.segments_recovered
+    );
+    println!(
+        "read back          {records} records in {read_secs:.3} s ({:.0} MB/s)",
+        mb / read_secs
+    );
+    manager.shutdown()?;
+    println!(
+        "shut down cleanly; inspect with: ferrolog dump-log --files {}/demo-0/00000000000000000000.log",
+        data_dir.display()
+    );
+    Ok(())
+}
+
+/// Reads every record from `start` to the high watermark, checking each batch; returns the count.
+fn read_back(log: &Log, start: i64) -> anyhow::Result<usize> {
+    let mut offset = start;
+    let mut count = 0;
+    while offset < log.high_watermark() {
         let data = log.read(FetchParams {
             start_offset: offset,
             max_bytes: 1024 * 1024,
@@ -63,8 +131,8 @@ pub fn run(data_dir: &Path, records: usize, record_bytes: usize) -> anyhow::Resu
             let (_, entry) = entry
                 .map_err(|(position, error)| anyhow::anyhow!("at byte {position}: {error}"))?;
             entry.validate()?;
-            let batch_records = entry.records(DEFAULT_MAX_DECOMPRESSED_BYTES)?;
-            read_records += batch_records
+            let records = entry.records(DEFAULT_MAX_DECOMPRESSED_BYTES)?;
+            count += records
                 .to_vec()?
                 .iter()
                 .filter(|record| record.offset >= offset)
@@ -72,38 +140,7 @@ pub fn run(data_dir: &Path, records: usize, record_bytes: usize) -> anyhow::Resu
             offset = offset.max(entry.next_offset());
         }
     }
-    let read_secs = started.elapsed().as_secs_f64();
-    ensure!(
-        read_records >= records,
-        "read back {read_records} of {records} records"
-    );
-
-    let mb = bytes as f64 / 1e6;
-    println!("log directory      {}", dir.display());
-    println!(
-        "offsets            {start_offset}..{}",
-        log.log_end_offset()
-    );
-    println!("segments           {}", log.segment_count());
-    println!(
-        "appended           {records} records, {mb:.1} MB in {append_secs:.3} s ({:.0} MB/s)",
-        mb / append_secs
-    );
-    println!(
-        "recovered          {} segments, {} bytes cut, in {recover_secs:.3} s",
-        report.recovered.len(),
-        report.truncated_bytes()
-    );
-    println!(
-        "read back          {records} records in {read_secs:.3} s ({:.0} MB/s)",
-        mb / read_secs
-    );
-    println!(
-        "inspect it with    ferrolog dump-log --files {}/00000000000000000000.log",
-        dir.display()
-    );
-    log.close()?;
-    Ok(())
+    Ok(count)
 }
 
 fn now_ms() -> i64 {
