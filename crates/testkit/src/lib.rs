@@ -71,7 +71,8 @@ pub fn sized_batch(value_len: usize, timestamp: i64) -> Vec<u8> {
 
 /// Where the Kafka fixture data directories are: `$FERROLOG_FIXTURES`, else
 /// `../shared/fixtures/kafka` beside the repository. `None` (after printing that the test is
-/// skipped) when they are not there, as in a fresh clone without the shared folder.
+/// skipped) when they are not there, as in a fresh clone without the shared folder; under CI
+/// (`CI` set), where they are always there, their absence fails the test instead.
 pub fn kafka_fixtures() -> Option<PathBuf> {
     let dir = std::env::var_os("FERROLOG_FIXTURES").map_or_else(
         || Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/fixtures/kafka"),
@@ -80,6 +81,11 @@ pub fn kafka_fixtures() -> Option<PathBuf> {
     if dir.is_dir() {
         Some(dir)
     } else {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "CI runs beside ../shared: the Kafka fixtures must be at {}",
+            dir.display()
+        );
         eprintln!(
             "skipped: Kafka fixtures not found at {} (set FERROLOG_FIXTURES)",
             dir.display()
