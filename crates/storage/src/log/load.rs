@@ -236,6 +236,7 @@ impl Log {
             }),
             view: ArcSwap::from_pointee(view),
             health,
+            reaper: Mutex::new(None),
         };
         Ok((log, report))
     }

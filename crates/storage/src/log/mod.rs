@@ -12,7 +12,9 @@
 
 mod append;
 mod load;
+mod maintenance;
 mod read;
+pub mod retention;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -22,6 +24,7 @@ use parking_lot::Mutex;
 
 pub use append::AppendInfo;
 pub use load::{LoadParams, LoadReport, RecoveredSegment};
+pub use maintenance::RetentionOutcome;
 pub use read::{FetchBound, FetchData, FetchParams, LogOffsetMetadata, special_timestamps};
 
 use crate::clock::Clock;
@@ -79,6 +82,13 @@ pub struct Log {
     writer: Mutex<WriterState>,
     view: ArcSwap<LogView>,
     health: Arc<DirHealth>,
+    reaper: Mutex<Option<Arc<dyn SegmentReaper>>>,
+}
+
+/// Removes the files of deleted segments after a delay (the LogManager's deleter thread).
+pub trait SegmentReaper: Send + Sync + std::fmt::Debug {
+    /// Deletes `files`, already renamed `.deleted`, once `delay_ms` has passed.
+    fn schedule(&self, files: Vec<PathBuf>, delay_ms: i64);
 }
 
 impl Log {
@@ -119,6 +129,39 @@ impl Log {
     }
     pub fn segment_count(&self) -> usize {
         self.view.load().segments.len()
+    }
+
+    /// Hands removed segments' files to `reaper` (renamed `.deleted`, removed after
+    /// `file.delete.delay.ms`) instead of deleting them at once.
+    pub fn set_reaper(&self, reaper: Arc<dyn SegmentReaper>) {
+        *self.reaper.lock() = Some(reaper);
+    }
+
+    /// Renames removed segments' files to `.deleted`, then disposes of them. Readers holding an
+    /// older view keep their open handles.
+    fn retire(&self, segments: &[Arc<Segment>]) -> Result<()> {
+        for segment in segments {
+            segment.change_file_suffixes("", DELETED_SUFFIX)?;
+        }
+        self.dispose_renamed(segments)
+    }
+
+    /// Deletes already-renamed segments' files, now or through the reaper.
+    fn dispose_renamed(&self, segments: &[Arc<Segment>]) -> Result<()> {
+        let reaper = self.reaper.lock().clone();
+        match reaper {
+            Some(reaper) => {
+                let files = segments
+                    .iter()
+                    .flat_map(|segment| segment.file_paths())
+                    .collect();
+                reaper.schedule(files, self.config().file_delete_delay_ms);
+                Ok(())
+            }
+            None => segments
+                .iter()
+                .try_for_each(|segment| segment.delete_files()),
+        }
     }
 
     /// The data directory's health, shared with every log in it.
@@ -299,7 +342,7 @@ impl Log {
         next.log_end.position = 0;
         self.publish(next);
         if let Some(old) = replaced {
-            old.delete_files()?;
+            self.dispose_renamed(&[old])?;
         }
         tracing::info!(
             partition = %self.topic_partition,
@@ -473,7 +516,7 @@ impl Log {
             next.recovery_point = next.recovery_point.min(target);
             self.publish(next);
             drop(writer);
-            retire_segments(&removed)?;
+            self.retire(&removed)?;
             Ok(true)
         })
     }
@@ -507,10 +550,7 @@ impl Log {
             next.recovery_point = offset;
             self.publish(next);
             drop(writer);
-            for segment in old {
-                segment.delete_files()?;
-            }
-            Ok(())
+            self.dispose_renamed(&old)
         })
     }
 
@@ -530,18 +570,6 @@ impl Log {
             Ok(())
         })
     }
-}
-
-/// Renames removed segments to `.deleted` and removes their files. Readers holding an older
-/// view keep their open handles.
-fn retire_segments(segments: &[Arc<Segment>]) -> Result<()> {
-    for segment in segments {
-        segment.change_file_suffixes("", DELETED_SUFFIX)?;
-    }
-    for segment in segments {
-        segment.delete_files()?;
-    }
-    Ok(())
 }
 
 /// The directory of a partition's log under a data directory.

@@ -34,6 +34,37 @@ pub struct ManagerConfig {
     pub placement: PlacementPolicy,
     /// The broker-level defaults of every topic.
     pub log_defaults: LogConfig,
+    /// Periods of the background jobs.
+    pub background: BackgroundConfig,
+}
+
+/// Periods of the scheduler's jobs. Field docs give the broker key and default.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BackgroundConfig {
+    /// `log.initial.task.delay.ms`: before any job first runs. Default 30000.
+    pub initial_delay_ms: i64,
+    /// `log.retention.check.interval.ms`: retention, and rolling idle segments. Default 300000.
+    pub retention_check_interval_ms: i64,
+    /// `log.flush.scheduler.interval.ms`: how often logs are checked against `flush.ms`.
+    /// Default never.
+    pub flush_check_interval_ms: i64,
+    /// `log.flush.offset.checkpoint.interval.ms`: recovery-point checkpoints. Default 60000.
+    pub recovery_point_checkpoint_interval_ms: i64,
+    /// `log.flush.start.offset.checkpoint.interval.ms`: log-start-offset checkpoints.
+    /// Default 60000.
+    pub log_start_offset_checkpoint_interval_ms: i64,
+}
+
+impl Default for BackgroundConfig {
+    fn default() -> Self {
+        Self {
+            initial_delay_ms: 30_000,
+            retention_check_interval_ms: 300_000,
+            flush_check_interval_ms: i64::MAX,
+            recovery_point_checkpoint_interval_ms: 60_000,
+            log_start_offset_checkpoint_interval_ms: 60_000,
+        }
+    }
 }
 
 impl Default for ManagerConfig {
@@ -44,6 +75,7 @@ impl Default for ManagerConfig {
             node_id: None,
             placement: PlacementPolicy::default(),
             log_defaults: LogConfig::default(),
+            background: BackgroundConfig::default(),
         }
     }
 }
@@ -135,6 +167,14 @@ const TIMED_SYNONYMS: &[(&str, &[(&str, i64)])] = &[
     ),
 ];
 
+/// Background job periods, in milliseconds, and the minimum each accepts.
+const INTERVAL_KEYS: &[&str] = &[
+    "log.initial.task.delay.ms",
+    "log.retention.check.interval.ms",
+    "log.flush.offset.checkpoint.interval.ms",
+    "log.flush.start.offset.checkpoint.interval.ms",
+];
+
 /// Every broker key this module understands.
 pub fn known_keys() -> impl Iterator<Item = &'static str> {
     DIRECT_SYNONYMS
@@ -205,6 +245,51 @@ impl ManagerConfig {
                     ));
                 }
             };
+        }
+        for key in INTERVAL_KEYS {
+            let Some(value) = properties.get(*key) else {
+                continue;
+            };
+            let minimum = if *key == "log.initial.task.delay.ms" {
+                0
+            } else {
+                1
+            };
+            let ms = value
+                .trim()
+                .parse::<i64>()
+                .ok()
+                .filter(|ms| *ms >= minimum)
+                .ok_or_else(|| {
+                    invalid(
+                        key,
+                        value,
+                        &format!("must be an integer of at least {minimum}"),
+                    )
+                })?;
+            let background = &mut config.background;
+            match *key {
+                "log.initial.task.delay.ms" => background.initial_delay_ms = ms,
+                "log.retention.check.interval.ms" => background.retention_check_interval_ms = ms,
+                "log.flush.offset.checkpoint.interval.ms" => {
+                    background.recovery_point_checkpoint_interval_ms = ms
+                }
+                _ => background.log_start_offset_checkpoint_interval_ms = ms,
+            }
+        }
+        if let Some(value) = properties.get("log.flush.scheduler.interval.ms") {
+            config.background.flush_check_interval_ms = value
+                .trim()
+                .parse::<i64>()
+                .ok()
+                .filter(|ms| *ms >= 1)
+                .ok_or_else(|| {
+                    invalid(
+                        "log.flush.scheduler.interval.ms",
+                        value,
+                        "must be an integer of at least 1",
+                    )
+                })?;
         }
         let defaults = &mut config.log_defaults;
         for (broker_key, topic_key) in DIRECT_SYNONYMS {

@@ -10,8 +10,10 @@
 
 mod config;
 mod data_dir;
+mod deleter;
 mod load;
 mod meta_properties;
+mod tasks;
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
@@ -20,8 +22,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use parking_lot::{Mutex, RwLock};
 
-pub use config::{ManagerConfig, PlacementPolicy, known_keys, parse_log_dirs};
+pub use config::{BackgroundConfig, ManagerConfig, PlacementPolicy, known_keys, parse_log_dirs};
 pub use data_dir::{CLEAN_SHUTDOWN_FILE, DataDir, LOCK_FILE};
+pub use deleter::Deleter;
 pub use meta_properties::{META_PROPERTIES, MetaProperties, parse_properties, random_uuid};
 
 use crate::checkpoint::OffsetMap;
@@ -29,7 +32,8 @@ use crate::clock::Clock;
 use crate::config::LogConfig;
 use crate::error::{Result, StorageError};
 use crate::fs::fsync_dir;
-use crate::log::{Log, partition_dir};
+use crate::log::{Log, SegmentReaper, partition_dir};
+use crate::scheduler::SchedulerThread;
 use crate::types::{TopicPartition, delete_dir_name, random_unique_id};
 
 #[derive(Debug, Clone)]
@@ -48,6 +52,13 @@ pub struct StartupReport {
     pub offline_dirs: Vec<PathBuf>,
 }
 
+/// The running background threads.
+#[derive(Debug)]
+struct Background {
+    scheduler: SchedulerThread,
+    deleter: deleter::DeleterThread,
+}
+
 #[derive(Debug)]
 pub struct LogManager {
     config: ManagerConfig,
@@ -63,6 +74,8 @@ pub struct LogManager {
     cluster_id: String,
     node_id: i32,
     startup: StartupReport,
+    deleter: Arc<Deleter>,
+    background: Mutex<Option<Background>>,
 }
 
 fn absolute(path: &Path) -> PathBuf {
@@ -129,9 +142,13 @@ impl LogManager {
             offline_dirs: failed_at_start.clone(),
             ..StartupReport::default()
         };
+        let deleter = Arc::new(Deleter::new(Arc::clone(&clock)));
         let mut logs = HashMap::with_capacity(loaded.len());
         for loaded_log in loaded {
             startup.segments_recovered += loaded_log.segments_recovered;
+            loaded_log
+                .log
+                .set_reaper(Arc::clone(&deleter) as Arc<dyn SegmentReaper>);
             logs.insert(
                 loaded_log.topic_partition,
                 Entry {
@@ -159,6 +176,8 @@ impl LogManager {
             cluster_id,
             node_id,
             startup,
+            deleter,
+            background: Mutex::new(None),
         };
         manager.ensure_some_dir_online()?;
         Ok(manager)
@@ -301,6 +320,7 @@ impl LogManager {
             );
             match created {
                 Ok(log) => {
+                    log.set_reaper(Arc::clone(&self.deleter) as Arc<dyn SegmentReaper>);
                     let log = Arc::new(log);
                     self.logs.write().insert(
                         topic_partition.clone(),
@@ -365,9 +385,9 @@ impl LogManager {
             return Err(error);
         }
         self.checkpoint_dir(entry.dir_index)?;
-        // A deleter thread with `file.delete.delay.ms` comes with background maintenance; the
-        // rename above already made the deletion durable and invisible.
-        std::fs::remove_dir_all(&to).map_err(StorageError::io("delete", &to))?;
+        // The rename made the deletion durable and invisible; the files go after the delay.
+        self.deleter
+            .schedule_dir(to, self.config.log_defaults.file_delete_delay_ms);
         tracing::info!(partition = %topic_partition, "deleted log");
         Ok(true)
     }
@@ -382,19 +402,34 @@ impl LogManager {
             .collect()
     }
 
-    /// Rewrites the recovery-point and log-start-offset checkpoints of one directory.
-    fn checkpoint_dir(&self, dir_index: usize) -> Result<()> {
+    /// The deleter removing deleted segments and partitions after their delay.
+    pub fn deleter(&self) -> &Arc<Deleter> {
+        &self.deleter
+    }
+
+    /// Rewrites one directory's recovery-point checkpoint.
+    fn checkpoint_recovery_points_of(&self, dir_index: usize) -> Result<()> {
         let dir = &self.dirs[dir_index];
         if dir.is_offline() {
             return Ok(());
         }
-        let logs = self.logs_in(dir_index);
-        let recovery_points: OffsetMap = logs
+        let entries: OffsetMap = self
+            .logs_in(dir_index)
             .iter()
             .map(|(topic_partition, log)| (topic_partition.clone(), log.recovery_point()))
             .collect();
-        dir.write_recovery_points(&recovery_points)?;
-        let log_starts: OffsetMap = logs
+        dir.write_recovery_points(&entries)
+    }
+
+    /// Rewrites one directory's log-start-offset checkpoint: only logs whose start offset is
+    /// above their first segment's base need an entry.
+    fn checkpoint_log_start_offsets_of(&self, dir_index: usize) -> Result<()> {
+        let dir = &self.dirs[dir_index];
+        if dir.is_offline() {
+            return Ok(());
+        }
+        let entries: OffsetMap = self
+            .logs_in(dir_index)
             .iter()
             .filter_map(|(topic_partition, log)| {
                 let view = log.view();
@@ -402,19 +437,39 @@ impl LogManager {
                     .then(|| (topic_partition.clone(), view.log_start_offset))
             })
             .collect();
-        dir.write_log_start_offsets(&log_starts)
+        dir.write_log_start_offsets(&entries)
     }
 
-    /// Rewrites every online directory's checkpoints. A directory whose write fails goes
-    /// offline; the others are still written. Returns the first failure.
-    pub fn checkpoint_all(&self) -> Result<()> {
+    fn checkpoint_dir(&self, dir_index: usize) -> Result<()> {
+        self.checkpoint_recovery_points_of(dir_index)?;
+        self.checkpoint_log_start_offsets_of(dir_index)
+    }
+
+    /// Runs `write` for every directory; a directory whose write fails goes offline and the
+    /// others are still written. Returns the first failure.
+    fn for_each_dir(&self, write: impl Fn(&Self, usize) -> Result<()>) -> Result<()> {
         let mut first_error = None;
         for index in 0..self.dirs.len() {
-            if let Err(error) = self.checkpoint_dir(index) {
+            if let Err(error) = write(self, index) {
                 first_error.get_or_insert(error);
             }
         }
         first_error.map_or(Ok(()), Err)
+    }
+
+    /// Rewrites every online directory's recovery-point checkpoint.
+    pub fn checkpoint_recovery_points(&self) -> Result<()> {
+        self.for_each_dir(Self::checkpoint_recovery_points_of)
+    }
+
+    /// Rewrites every online directory's log-start-offset checkpoint.
+    pub fn checkpoint_log_start_offsets(&self) -> Result<()> {
+        self.for_each_dir(Self::checkpoint_log_start_offsets_of)
+    }
+
+    /// Rewrites both checkpoints of every online directory.
+    pub fn checkpoint_all(&self) -> Result<()> {
+        self.for_each_dir(Self::checkpoint_dir)
     }
 
     /// Flushes and closes every log, writes every checkpoint, writes the clean-shutdown marker in
@@ -424,6 +479,10 @@ impl LogManager {
             return Ok(());
         }
         tracing::info!("shutting down the log manager");
+        if let Some(mut background) = self.background.lock().take() {
+            background.scheduler.stop();
+            background.deleter.stop();
+        }
         let threads = self.config.recovery_threads_per_data_dir.max(1);
         let mut first_error = None;
         std::thread::scope(|scope| {

@@ -377,9 +377,10 @@ fn a_malformed_checkpoint_means_recovery_from_zero_not_a_failed_start() {
 }
 
 #[test]
-fn delete_renames_then_removes_the_dir_and_rewrites_checkpoints() {
+fn delete_renames_then_removes_the_dir_after_the_delay_and_rewrites_checkpoints() {
     let (_temp, dirs) = temp_dirs(1);
-    let manager = open(&dirs);
+    let clock = Arc::new(ManualClock::new(NOW));
+    let manager = LogManager::open(config(&dirs), clock.clone()).unwrap();
     let long_topic = "t".repeat(253);
     for topic in ["gone", long_topic.as_str()] {
         let log = manager.get_or_create(&tp(topic, 0)).unwrap();
@@ -392,12 +393,27 @@ fn delete_renames_then_removes_the_dir_and_rewrites_checkpoints() {
     assert!(manager.delete(&tp(&long_topic, 0)).unwrap());
     assert!(!manager.delete(&tp("gone", 0)).unwrap());
     assert!(manager.get(&tp("gone", 0)).is_none());
-    let leftovers: Vec<_> = std::fs::read_dir(&dirs[0])
-        .unwrap()
-        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
-        .filter(|name| name.starts_with("gone") || name.starts_with("ttt"))
-        .collect();
-    assert!(leftovers.is_empty(), "{leftovers:?}");
+    let leftovers = || -> Vec<String> {
+        std::fs::read_dir(&dirs[0])
+            .unwrap()
+            .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|name| name.starts_with("gone") || name.starts_with("ttt"))
+            .collect()
+    };
+    let waiting = leftovers();
+    assert_eq!(waiting.len(), 2, "{waiting:?}");
+    assert!(
+        waiting
+            .iter()
+            .all(|name| name.ends_with("-delete") && name.len() <= 255),
+        "{waiting:?}"
+    );
+    assert!(waiting.iter().any(|name| name.starts_with("gone-0.")));
+    clock.advance_ms(manager.config().log_defaults.file_delete_delay_ms - 1);
+    assert_eq!(manager.deleter().run_due(), 0);
+    clock.advance_ms(1);
+    assert_eq!(manager.deleter().run_due(), 2);
+    assert!(leftovers().is_empty(), "{:?}", leftovers());
     let entries = read_offset_checkpoint(&dirs[0].join(RECOVERY_POINT_CHECKPOINT)).unwrap();
     assert_eq!(entries.keys().collect::<Vec<_>>(), vec![&tp("kept", 0)]);
     // A reader that held the deleted log still reads it through its open files.

@@ -1,0 +1,142 @@
+//! What the background jobs do to one log: retention, rolling an idle segment, flushing on
+//! `flush.ms`. Each is one short step under the writer lock; file removal is handed on.
+
+use std::sync::Arc;
+
+use super::Log;
+use super::retention::{self, DeletionReason, RetentionPlan, SegmentSummary};
+use crate::error::Result;
+use crate::segment::{RollParams, Segment};
+
+/// What one retention pass removed from a log.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RetentionOutcome {
+    pub plan: RetentionPlan,
+    pub deleted_bytes: u64,
+}
+
+impl Log {
+    /// Deletes the segments retention allows (see [`retention::plan`]): they leave the segment
+    /// list at once, the log start offset moves to the first remaining segment, and their
+    /// files are renamed `.deleted` for the deleter. When every segment goes, the log rolls
+    /// first so an (empty) active segment remains.
+    pub fn delete_old_segments(&self) -> Result<RetentionOutcome> {
+        self.guarded(|| {
+            let config = self.config();
+            let writer = self.writer.lock();
+            self.ensure_open(&writer)?;
+            let now_ms = self.clock.now_ms();
+            let view = self.view();
+            let summaries = view
+                .segments
+                .iter()
+                .map(|segment| {
+                    Ok(SegmentSummary {
+                        base_offset: segment.base_offset(),
+                        size_bytes: segment.size(),
+                        largest_timestamp_ms: segment.largest_timestamp()?,
+                    })
+                })
+                .collect::<Result<Vec<_>>>()?;
+            let plan = retention::plan(
+                &config,
+                &summaries,
+                view.log_end.offset,
+                view.high_watermark,
+                view.log_start_offset,
+                now_ms,
+            );
+            if let Some(future) = plan.blocked_by_future_timestamp {
+                tracing::warn!(
+                    partition = %self.topic_partition,
+                    segment_base = future.base_offset,
+                    largest_timestamp_ms = future.largest_timestamp_ms,
+                    now_ms,
+                    "a segment's largest timestamp is in the future: time retention keeps it and every later segment until then"
+                );
+            }
+            let count = plan.delete_count();
+            if count == 0 {
+                return Ok(RetentionOutcome {
+                    plan,
+                    deleted_bytes: 0,
+                });
+            }
+            if count == view.segments.len() {
+                self.roll_locked(&config, None)?;
+            }
+            let view = self.view();
+            let removed: Vec<Arc<Segment>> = view.segments[..count].to_vec();
+            let mut next = (*view).clone();
+            next.segments = Arc::new(view.segments[count..].to_vec());
+            next.log_start_offset = next.log_start_offset.max(next.segments[0].base_offset());
+            next.recovery_point = next.recovery_point.max(next.log_start_offset).min(next.log_end.offset);
+            let log_start_offset = next.log_start_offset;
+            self.publish(next);
+            drop(writer);
+            let deleted_bytes = removed.iter().map(|segment| segment.size()).sum();
+            self.retire(&removed)?;
+            for (reason, segments) in &plan.steps {
+                tracing::info!(
+                    partition = %self.topic_partition,
+                    segments,
+                    reason = match reason {
+                        DeletionReason::LogStartOffsetBreach => "below the log start offset",
+                        DeletionReason::RetentionSize => "retention.bytes",
+                        DeletionReason::RetentionTime => "retention.ms",
+                    },
+                    log_start_offset,
+                    "deleting segments"
+                );
+            }
+            Ok(RetentionOutcome { plan, deleted_bytes })
+        })
+    }
+
+    /// Rolls the active segment when it is non-empty and older than `segment.ms` (less its
+    /// jitter) by the clock, even though nothing is being appended: idle partitions then become
+    /// eligible for retention and compaction. Returns whether it rolled.
+    pub fn roll_if_idle(&self) -> Result<bool> {
+        let rolled = self.guarded(|| {
+            let config = self.config();
+            let writer = self.writer.lock();
+            self.ensure_open(&writer)?;
+            let view = self.view();
+            let active = view.active_segment();
+            if active.is_empty() {
+                return Ok(None);
+            }
+            let now_ms = self.clock.now_ms();
+            let params = RollParams {
+                segment_ms: config.segment_ms,
+                segment_bytes: config.segment_bytes,
+                max_timestamp_in_messages: now_ms,
+                max_offset_in_messages: view.log_end.offset,
+                messages_size: 0,
+                now_ms,
+            };
+            if !active.should_roll(&params)? {
+                return Ok(None);
+            }
+            self.roll_locked(&config, None).map(Some)
+        })?;
+        match rolled {
+            Some(new_base) => {
+                self.flush_up_to(new_base)?;
+                Ok(true)
+            }
+            None => Ok(false),
+        }
+    }
+
+    /// Flushes when `flush.ms` has passed since the last flush. Returns whether it flushed.
+    pub fn flush_if_due(&self) -> Result<bool> {
+        let flush_ms = self.config().flush_ms;
+        let due = self.clock.now_ms().saturating_sub(self.last_flush_ms()) >= flush_ms;
+        if due && self.recovery_point() < self.log_end_offset() {
+            self.flush()?;
+            return Ok(true);
+        }
+        Ok(false)
+    }
+}

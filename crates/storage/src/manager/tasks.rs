@@ -1,0 +1,112 @@
+//! The background jobs of the LogManager, on the scheduler thread (named jobs, Kafka's keys):
+//!
+//! | job | period | what |
+//! |---|---|---|
+//! | `log-retention` | `log.retention.check.interval.ms` | [`Log::delete_old_segments`] on every log |
+//! | `roll-idle-segments` | `log.retention.check.interval.ms` | [`Log::roll_if_idle`] on every log |
+//! | `log-flusher` | `log.flush.scheduler.interval.ms` | [`Log::flush_if_due`] (`flush.ms`) |
+//! | `recovery-point-checkpoint` | `log.flush.offset.checkpoint.interval.ms` | every dir's recovery points |
+//! | `log-start-offset-checkpoint` | `log.flush.start.offset.checkpoint.interval.ms` | every dir's log start offsets |
+//!
+//! Each job only inspects and decides, one log at a time; removing files is the deleter's work.
+//! A log whose directory is offline is skipped; any other failure is logged, counted by the
+//! scheduler, and does not stop the job's pass over the other logs.
+
+use std::sync::{Arc, Weak};
+
+use super::LogManager;
+use crate::error::{Result, StorageError};
+use crate::log::Log;
+use crate::scheduler::{JobStats, Scheduler};
+
+impl LogManager {
+    /// Runs `action` on every log, skipping logs of offline directories; returns the first
+    /// other failure after trying them all.
+    fn for_each_log(&self, action: impl Fn(&Log) -> Result<()>) -> Result<()> {
+        let mut first_error = None;
+        for (_, log) in self.logs() {
+            match action(&log) {
+                Ok(()) | Err(StorageError::LogDirOffline { .. } | StorageError::LogClosed(_)) => {}
+                Err(error) => {
+                    first_error.get_or_insert(error);
+                }
+            }
+        }
+        first_error.map_or(Ok(()), Err)
+    }
+
+    /// One retention pass over every log.
+    pub fn run_retention(&self) -> Result<()> {
+        self.for_each_log(|log| log.delete_old_segments().map(|_| ()))
+    }
+
+    /// Rolls every idle active segment older than `segment.ms`.
+    pub fn roll_idle_segments(&self) -> Result<()> {
+        self.for_each_log(|log| log.roll_if_idle().map(|_| ()))
+    }
+
+    /// Flushes every log whose `flush.ms` has passed.
+    pub fn flush_due_logs(&self) -> Result<()> {
+        self.for_each_log(|log| log.flush_if_due().map(|_| ()))
+    }
+
+    /// The scheduler with the manager's jobs, not yet running. [`LogManager::start_background`]
+    /// runs it on its thread; tests drive it with a manual clock through
+    /// [`Scheduler::run_due`].
+    pub fn background_jobs(self: &Arc<Self>) -> (Scheduler, Vec<JobStats>) {
+        let background = self.config.background;
+        let start_ms = self.clock.now_ms();
+        let mut scheduler = Scheduler::new();
+        let mut stats = Vec::new();
+        let mut add = |name, period_ms, job: fn(&LogManager) -> Result<()>| {
+            let manager: Weak<LogManager> = Arc::downgrade(self);
+            stats.push(scheduler.add(
+                name,
+                start_ms,
+                background.initial_delay_ms,
+                period_ms,
+                move |_| manager.upgrade().map_or(Ok(()), |manager| job(&manager)),
+            ));
+        };
+        add(
+            "log-retention",
+            background.retention_check_interval_ms,
+            LogManager::run_retention,
+        );
+        add(
+            "roll-idle-segments",
+            background.retention_check_interval_ms,
+            LogManager::roll_idle_segments,
+        );
+        add(
+            "log-flusher",
+            background.flush_check_interval_ms,
+            LogManager::flush_due_logs,
+        );
+        add(
+            "recovery-point-checkpoint",
+            background.recovery_point_checkpoint_interval_ms,
+            LogManager::checkpoint_recovery_points,
+        );
+        add(
+            "log-start-offset-checkpoint",
+            background.log_start_offset_checkpoint_interval_ms,
+            LogManager::checkpoint_log_start_offsets,
+        );
+        (scheduler, stats)
+    }
+
+    /// Starts the scheduler thread and the deleter thread. Stopped by [`LogManager::shutdown`].
+    pub fn start_background(self: &Arc<Self>) -> Result<Vec<JobStats>> {
+        let (scheduler, stats) = self.background_jobs();
+        let cannot_start = |error: std::io::Error| {
+            StorageError::Fatal(format!("cannot start a background thread: {error}"))
+        };
+        let scheduler =
+            crate::scheduler::SchedulerThread::start(scheduler, Arc::clone(&self.clock))
+                .map_err(cannot_start)?;
+        let deleter = self.deleter.start().map_err(cannot_start)?;
+        *self.background.lock() = Some(super::Background { scheduler, deleter });
+        Ok(stats)
+    }
+}

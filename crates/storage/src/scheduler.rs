@@ -1,0 +1,308 @@
+//! Named periodic jobs on one thread, driven by a [`Clock`].
+//!
+//! Each job first runs `initial_delay_ms` after start, then every `period_ms`. A job that
+//! overruns delays its next run rather than queueing catch-up runs; one job's failure is logged
+//! and counted and does not stop the others. [`Scheduler::run_due`] runs whatever is due at a
+//! given time, so tests drive hours of schedule with a manual clock and never sleep; the
+//! [`SchedulerThread`] calls it in a loop.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use parking_lot::{Condvar, Mutex};
+
+use crate::clock::Clock;
+use crate::error::Result;
+
+type Task = Box<dyn FnMut(i64) -> Result<()> + Send>;
+
+struct Job {
+    name: &'static str,
+    period_ms: i64,
+    next_run_ms: i64,
+    task: Task,
+    runs: Arc<AtomicU64>,
+    failures: Arc<AtomicU64>,
+}
+
+impl std::fmt::Debug for Job {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Job")
+            .field("name", &self.name)
+            .field("period_ms", &self.period_ms)
+            .field("next_run_ms", &self.next_run_ms)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Counters of one job, readable while the scheduler runs.
+#[derive(Debug, Clone)]
+pub struct JobStats {
+    pub name: &'static str,
+    runs: Arc<AtomicU64>,
+    failures: Arc<AtomicU64>,
+}
+
+impl JobStats {
+    pub fn runs(&self) -> u64 {
+        self.runs.load(Ordering::Relaxed)
+    }
+    pub fn failures(&self) -> u64 {
+        self.failures.load(Ordering::Relaxed)
+    }
+}
+
+#[derive(Debug, Default)]
+pub struct Scheduler {
+    jobs: Vec<Job>,
+}
+
+impl Scheduler {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds a job; `period_ms` of `i64::MAX` (Kafka's "never") means the job never runs.
+    pub fn add(
+        &mut self,
+        name: &'static str,
+        start_ms: i64,
+        initial_delay_ms: i64,
+        period_ms: i64,
+        task: impl FnMut(i64) -> Result<()> + Send + 'static,
+    ) -> JobStats {
+        let stats = JobStats {
+            name,
+            runs: Arc::new(AtomicU64::new(0)),
+            failures: Arc::new(AtomicU64::new(0)),
+        };
+        self.jobs.push(Job {
+            name,
+            period_ms: period_ms.max(1),
+            next_run_ms: if period_ms == i64::MAX {
+                i64::MAX
+            } else {
+                start_ms.saturating_add(initial_delay_ms)
+            },
+            task: Box::new(task),
+            runs: Arc::clone(&stats.runs),
+            failures: Arc::clone(&stats.failures),
+        });
+        stats
+    }
+
+    /// Runs every job due at `now_ms` (reading the clock again after each, so an overrun
+    /// pushes the next run back). Returns the names of the jobs that ran.
+    pub fn run_due(&mut self, clock: &dyn Clock) -> Vec<&'static str> {
+        let mut ran = Vec::new();
+        for job in &mut self.jobs {
+            let now_ms = clock.now_ms();
+            if job.next_run_ms > now_ms {
+                continue;
+            }
+            if let Err(error) = (job.task)(now_ms) {
+                job.failures.fetch_add(1, Ordering::Relaxed);
+                tracing::error!(job = job.name, error = %error, "scheduled job failed");
+            }
+            job.runs.fetch_add(1, Ordering::Relaxed);
+            let finished_ms = clock.now_ms();
+            let scheduled_next = job.next_run_ms.saturating_add(job.period_ms);
+            job.next_run_ms = if scheduled_next > finished_ms {
+                scheduled_next
+            } else {
+                // Overran (or the thread woke late): one period from now, no catch-up runs.
+                finished_ms.saturating_add(job.period_ms)
+            };
+            ran.push(job.name);
+        }
+        ran
+    }
+
+    /// When the next job is due.
+    pub fn next_due_ms(&self) -> i64 {
+        self.jobs
+            .iter()
+            .map(|job| job.next_run_ms)
+            .min()
+            .unwrap_or(i64::MAX)
+    }
+}
+
+/// Wakes a sleeping background thread early: on shutdown, or when a manual clock moved.
+#[derive(Debug, Default)]
+pub struct Wakeup {
+    stopped: AtomicBool,
+    lock: Mutex<()>,
+    condvar: Condvar,
+}
+
+impl Wakeup {
+    pub fn wake(&self) {
+        let _guard = self.lock.lock();
+        self.condvar.notify_all();
+    }
+    pub fn stop(&self) {
+        self.stopped.store(true, Ordering::Release);
+        self.wake();
+    }
+    pub fn is_stopped(&self) -> bool {
+        self.stopped.load(Ordering::Acquire)
+    }
+    /// Sleeps up to `wait` of real time, or until woken.
+    pub fn sleep(&self, wait: Duration) {
+        let mut guard = self.lock.lock();
+        if !self.is_stopped() {
+            self.condvar.wait_for(&mut guard, wait);
+        }
+    }
+}
+
+/// Real time the thread sleeps at most before looking at the clock again, so a manual clock
+/// advanced by a test is noticed promptly.
+const MAX_SLEEP: Duration = Duration::from_millis(100);
+
+/// The scheduler's thread, named `scheduler`.
+#[derive(Debug)]
+pub struct SchedulerThread {
+    wakeup: Arc<Wakeup>,
+    handle: Option<JoinHandle<()>>,
+}
+
+impl SchedulerThread {
+    pub fn start(mut scheduler: Scheduler, clock: Arc<dyn Clock>) -> std::io::Result<Self> {
+        let wakeup = Arc::new(Wakeup::default());
+        let thread_wakeup = Arc::clone(&wakeup);
+        let handle = std::thread::Builder::new()
+            .name("scheduler".into())
+            .spawn(move || {
+                while !thread_wakeup.is_stopped() {
+                    scheduler.run_due(clock.as_ref());
+                    let until_due = scheduler
+                        .next_due_ms()
+                        .saturating_sub(clock.now_ms())
+                        .max(0);
+                    let wait = Duration::from_millis(until_due.min(i64::from(u32::MAX)) as u64)
+                        .min(MAX_SLEEP);
+                    if !wait.is_zero() {
+                        thread_wakeup.sleep(wait);
+                    }
+                }
+            })?;
+        Ok(Self {
+            wakeup,
+            handle: Some(handle),
+        })
+    }
+
+    pub fn wakeup(&self) -> &Arc<Wakeup> {
+        &self.wakeup
+    }
+
+    /// Stops the thread after the job it is running, and waits for it.
+    pub fn stop(&mut self) {
+        self.wakeup.stop();
+        if let Some(handle) = self.handle.take() {
+            let _ = handle.join();
+        }
+    }
+}
+
+impl Drop for SchedulerThread {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, reason = "tests")]
+mod tests {
+    use super::*;
+    use crate::clock::ManualClock;
+    use crate::error::StorageError;
+
+    #[test]
+    fn jobs_run_after_their_initial_delay_then_every_period() {
+        let clock = ManualClock::new(0);
+        let mut scheduler = Scheduler::new();
+        let stats = scheduler.add("tick", 0, 30_000, 10_000, |_| Ok(()));
+        assert!(scheduler.run_due(&clock).is_empty());
+        clock.set_ms(29_999);
+        assert!(scheduler.run_due(&clock).is_empty());
+        clock.set_ms(30_000);
+        assert_eq!(scheduler.run_due(&clock), vec!["tick"]);
+        clock.set_ms(39_999);
+        assert!(scheduler.run_due(&clock).is_empty());
+        clock.set_ms(40_000);
+        assert_eq!(scheduler.run_due(&clock), vec!["tick"]);
+        assert_eq!(stats.runs(), 2);
+    }
+
+    #[test]
+    fn a_late_scheduler_runs_a_job_once_not_once_per_missed_period() {
+        let clock = ManualClock::new(0);
+        let mut scheduler = Scheduler::new();
+        let stats = scheduler.add("tick", 0, 0, 1_000, |_| Ok(()));
+        clock.set_ms(10_500);
+        scheduler.run_due(&clock);
+        scheduler.run_due(&clock);
+        assert_eq!(stats.runs(), 1, "no catch-up runs");
+        assert!(scheduler.next_due_ms() > 10_500);
+    }
+
+    #[test]
+    fn an_overrunning_job_delays_its_next_run() {
+        let clock = Arc::new(ManualClock::new(0));
+        let mut scheduler = Scheduler::new();
+        let job_clock = Arc::clone(&clock);
+        scheduler.add("slow", 0, 0, 1_000, move |_| {
+            job_clock.advance_ms(5_000);
+            Ok(())
+        });
+        scheduler.run_due(clock.as_ref());
+        assert!(
+            scheduler.next_due_ms() >= 5_000,
+            "{}",
+            scheduler.next_due_ms()
+        );
+    }
+
+    #[test]
+    fn a_failing_job_is_counted_and_the_others_still_run() {
+        let clock = ManualClock::new(0);
+        let mut scheduler = Scheduler::new();
+        let failing = scheduler.add("fails", 0, 0, 1_000, |_| {
+            Err(StorageError::Fatal("boom".into()))
+        });
+        let working = scheduler.add("works", 0, 0, 1_000, |_| Ok(()));
+        scheduler.run_due(&clock);
+        clock.set_ms(1_000);
+        scheduler.run_due(&clock);
+        assert_eq!((failing.failures(), failing.runs()), (2, 2));
+        assert_eq!((working.failures(), working.runs()), (0, 2));
+    }
+
+    #[test]
+    fn a_never_period_never_runs() {
+        let clock = ManualClock::new(i64::MAX - 1);
+        let mut scheduler = Scheduler::new();
+        let stats = scheduler.add("never", 0, 0, i64::MAX, |_| Ok(()));
+        scheduler.run_due(&clock);
+        assert_eq!(stats.runs(), 0);
+    }
+
+    #[test]
+    fn the_thread_runs_jobs_and_stops() {
+        let clock: Arc<dyn Clock> = Arc::new(crate::clock::SystemClock);
+        let mut scheduler = Scheduler::new();
+        let stats = scheduler.add("tick", clock.now_ms(), 0, 10, |_| Ok(()));
+        let mut thread = SchedulerThread::start(scheduler, clock).unwrap();
+        let started = std::time::Instant::now();
+        while stats.runs() < 3 {
+            assert!(started.elapsed() < Duration::from_secs(10));
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        thread.stop();
+    }
+}
