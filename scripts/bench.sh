@@ -34,7 +34,7 @@ rm -f target/bench-data/cached.bin
 echo "dd_read $(printf '%s\n' "${read_rates[@]}" | sort -g | sed -n 3p)" >> "$baseline"
 
 cargo bench -p ferrolog-storage --bench storage
-cargo bench -p ferrolog-storage --bench manager_open | tee target/bench-data/manager_open.txt
+cargo bench -p ferrolog-storage --bench manager | tee target/bench-data/manager.txt
 
 python3 scripts/bench_report.py "$baseline" > docs/benchmarks.md
 echo "wrote docs/benchmarks.md"

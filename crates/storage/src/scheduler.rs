@@ -159,6 +159,22 @@ impl Wakeup {
     }
 }
 
+/// Nice value of the background threads: maintenance yields the CPU to appends and fetches.
+const BACKGROUND_NICE: libc::c_int = 10;
+
+/// Lowers the calling thread's scheduling priority (Linux gives each thread its own nice
+/// value), so background maintenance never competes with request threads on a busy machine.
+/// Failure is harmless and only logged.
+pub fn lower_current_thread_priority() {
+    #[allow(unsafe_code)]
+    // SAFETY: `setpriority` with PRIO_PROCESS and who = 0 changes only the calling thread's nice
+    // value on Linux; it reads and writes no memory of ours.
+    let result = unsafe { libc::setpriority(libc::PRIO_PROCESS, 0, BACKGROUND_NICE) };
+    if result != 0 {
+        tracing::debug!(error = %std::io::Error::last_os_error(), "could not lower a background thread's priority");
+    }
+}
+
 /// Real time the thread sleeps at most before looking at the clock again, so a manual clock
 /// advanced by a test is noticed promptly.
 const MAX_SLEEP: Duration = Duration::from_millis(100);

@@ -73,9 +73,11 @@ impl Log {
             next.recovery_point = next.recovery_point.max(next.log_start_offset).min(next.log_end.offset);
             let log_start_offset = next.log_start_offset;
             self.publish(next);
-            drop(writer);
+            // Renamed under the lock, so a concurrent deletion of the whole log cannot move the
+            // directory from under the renames.
             let deleted_bytes = removed.iter().map(|segment| segment.size()).sum();
             self.retire(&removed)?;
+            drop(writer);
             for (reason, segments) in &plan.steps {
                 tracing::info!(
                     partition = %self.topic_partition,

@@ -405,7 +405,13 @@ impl Log {
         let mut flushed_any = false;
         for (index, segment) in view.segments.iter().enumerate() {
             if overlaps(index, segment) {
-                segment.flush()?;
+                if let Err(error) = segment.flush() {
+                    // Index files are fsynced by path; a log deleted meanwhile has moved them.
+                    // That is the deletion winning the race, not a failing disk.
+                    let writer = self.writer.lock();
+                    self.ensure_open(&writer)?;
+                    return Err(error);
+                }
                 flushed_any = true;
                 new_segment_included |= segment.base_offset() >= from;
             }
@@ -413,10 +419,12 @@ impl Log {
         if !flushed_any && up_to <= from {
             return Ok(());
         }
+        let mut writer = self.writer.lock();
+        // Under the lock: a log being deleted has its directory renamed under that lock.
+        self.ensure_open(&writer)?;
         if new_segment_included {
             fsync_dir(&self.dir())?;
         }
-        let mut writer = self.writer.lock();
         let current = self.view();
         if up_to > current.recovery_point && up_to <= current.log_end.offset {
             let mut next = (*current).clone();
@@ -515,8 +523,8 @@ impl Log {
             next.high_watermark = next.high_watermark.min(target);
             next.recovery_point = next.recovery_point.min(target);
             self.publish(next);
-            drop(writer);
             self.retire(&removed)?;
+            drop(writer);
             Ok(true)
         })
     }
@@ -549,9 +557,15 @@ impl Log {
             next.high_watermark = offset;
             next.recovery_point = offset;
             self.publish(next);
-            drop(writer);
             self.dispose_renamed(&old)
         })
+    }
+
+    /// Stops every further write and maintenance step (they fail with
+    /// [`StorageError::LogClosed`]) without flushing, before the log's directory is renamed for
+    /// deletion. Readers holding the log keep reading through its open files.
+    pub fn close_for_deletion(&self) {
+        self.writer.lock().closed = true;
     }
 
     /// Flushes everything, writes final time-index entries and trims indexes. Further writes

@@ -57,7 +57,7 @@ pub fn plan(
 ) -> RetentionPlan {
     let mut plan = RetentionPlan::default();
     let mut remaining = segments;
-    let mut step =
+    let step =
         |plan: &mut RetentionPlan,
          remaining: &mut &[SegmentSummary],
          reason: DeletionReason,

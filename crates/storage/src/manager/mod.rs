@@ -372,6 +372,7 @@ impl LogManager {
         let Some(entry) = self.logs.write().remove(topic_partition) else {
             return Ok(false);
         };
+        entry.log.close_for_deletion();
         let dir = &self.dirs[entry.dir_index];
         let from = partition_dir(dir.path(), topic_partition);
         let to = dir
