@@ -102,11 +102,17 @@ fn main() {
     scheduler_figures(&dir, partitions);
 }
 
+/// A background job by name, as the scheduler runs it.
+type NamedJob = (
+    &'static str,
+    fn(&LogManager) -> ferrolog_storage::Result<()>,
+);
+
 /// One pass of each job over every partition, then append throughput with and without the
 /// jobs running back to back on another thread.
 fn scheduler_figures(dir: &Path, partitions: i32) {
     let manager = Arc::new(LogManager::open(config(dir, 2), Arc::new(SystemClock)).unwrap());
-    let passes: [(&str, fn(&LogManager) -> ferrolog_storage::Result<()>); 5] = [
+    let passes: [NamedJob; 5] = [
         ("log-retention", LogManager::run_retention),
         ("roll-idle-segments", LogManager::roll_idle_segments),
         ("log-flusher", LogManager::flush_due_logs),
@@ -157,9 +163,7 @@ fn scheduler_figures(dir: &Path, partitions: i32) {
     let alone = append_256_mib(1, &mut buffer);
     // The inspecting jobs (retention, idle rolls, flush checks), then everything including the
     // checkpoint writes (each an fsync'd file replace), each running back to back.
-    let with_jobs = |jobs: &[(&str, fn(&LogManager) -> ferrolog_storage::Result<()>)],
-                     partition,
-                     buffer: &mut Vec<u8>| {
+    let with_jobs = |jobs: &[NamedJob], partition, buffer: &mut Vec<u8>| {
         let stop = AtomicBool::new(false);
         std::thread::scope(|scope| {
             scope.spawn(|| {
