@@ -8,6 +8,7 @@
 //!   loading and recovery.
 
 pub mod checkpoint;
+pub mod cleaner;
 pub mod clock;
 pub mod config;
 pub mod error;

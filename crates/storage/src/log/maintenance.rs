@@ -5,8 +5,9 @@ use std::sync::Arc;
 
 use super::Log;
 use super::retention::{self, DeletionReason, RetentionPlan, SegmentSummary};
-use crate::error::Result;
-use crate::segment::{RollParams, Segment};
+use crate::error::{Result, StorageError};
+use crate::fs::fsync_dir;
+use crate::segment::{CLEANED_SUFFIX, DELETED_SUFFIX, RollParams, SWAP_SUFFIX, Segment};
 
 /// What one retention pass removed from a log.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -140,5 +141,61 @@ impl Log {
             return Ok(true);
         }
         Ok(false)
+    }
+}
+
+impl Log {
+    /// Swaps `replaced` (consecutive segments of this log, not the active one) for `cleaned`,
+    /// a segment written with the `.cleaned` suffix and already flushed. Each step is durable,
+    /// so a crash anywhere leaves the old data or the new (see the load's leftover handling):
+    /// `.cleaned` → `.swap` (fsync dir), old segments → `.deleted`, `.swap` → final names
+    /// (fsync dir). Fails, changing nothing, when the segments are no longer in the log
+    /// (truncated, deleted or cleaned meanwhile); the cleaned files are then removed.
+    pub fn replace_segments(&self, replaced: &[Arc<Segment>], cleaned: Segment) -> Result<()> {
+        let outcome = self.guarded(|| {
+            let writer = self.writer.lock();
+            self.ensure_open(&writer)?;
+            let view = self.view();
+            let start = view.segments.iter().position(|segment| {
+                replaced
+                    .first()
+                    .is_some_and(|first| Arc::ptr_eq(segment, first))
+            });
+            let still_here = start.is_some_and(|start| {
+                replaced.len() < view.segments.len() - start
+                    && replaced
+                        .iter()
+                        .zip(&view.segments[start..])
+                        .all(|(old, current)| Arc::ptr_eq(old, current))
+            });
+            let Some(start) = start.filter(|_| still_here) else {
+                cleaned.delete_files()?;
+                return Ok(false);
+            };
+            let dir = self.dir();
+            cleaned.change_file_suffixes(CLEANED_SUFFIX, SWAP_SUFFIX)?;
+            fsync_dir(&dir)?;
+            for old in replaced {
+                old.change_file_suffixes("", DELETED_SUFFIX)?;
+            }
+            cleaned.change_file_suffixes(SWAP_SUFFIX, "")?;
+            fsync_dir(&dir)?;
+            let mut segments: Vec<Arc<Segment>> = view.segments[..start].to_vec();
+            segments.push(Arc::new(cleaned));
+            segments.extend_from_slice(&view.segments[start + replaced.len()..]);
+            let mut next = (*view).clone();
+            next.segments = Arc::new(segments);
+            self.publish(next);
+            self.dispose_renamed(replaced)?;
+            Ok(true)
+        });
+        match outcome {
+            Ok(true) => Ok(()),
+            Ok(false) => Err(StorageError::LogClosed(format!(
+                "{}: the cleaned segments changed meanwhile; the pass is dropped",
+                self.topic_partition
+            ))),
+            Err(error) => Err(error),
+        }
     }
 }

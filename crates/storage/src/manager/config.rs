@@ -7,6 +7,7 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
+use crate::cleaner::CleanerConfig;
 use crate::config::LogConfig;
 use crate::error::{Result, StorageError};
 
@@ -36,6 +37,8 @@ pub struct ManagerConfig {
     pub log_defaults: LogConfig,
     /// Periods of the background jobs.
     pub background: BackgroundConfig,
+    /// The log cleaner (`log.cleaner.*`).
+    pub cleaner: CleanerConfig,
 }
 
 /// Periods of the scheduler's jobs. Field docs give the broker key and default.
@@ -76,6 +79,7 @@ impl Default for ManagerConfig {
             placement: PlacementPolicy::default(),
             log_defaults: LogConfig::default(),
             background: BackgroundConfig::default(),
+            cleaner: CleanerConfig::default(),
         }
     }
 }
@@ -174,6 +178,62 @@ const INTERVAL_KEYS: &[&str] = &[
     "log.flush.offset.checkpoint.interval.ms",
     "log.flush.start.offset.checkpoint.interval.ms",
 ];
+
+/// The cleaner's keys.
+const CLEANER_KEYS: &[&str] = &[
+    "log.cleaner.enable",
+    "log.cleaner.threads",
+    "log.cleaner.dedupe.buffer.size",
+    "log.cleaner.io.buffer.load.factor",
+    "log.cleaner.io.max.bytes.per.second",
+    "log.cleaner.backoff.ms",
+];
+
+fn parse_cleaner(config: &mut CleanerConfig, key: &str, value: &str) -> Result<()> {
+    let text = value.trim();
+    let bad = |reason: &str| invalid(key, value, reason);
+    match key {
+        "log.cleaner.enable" => {
+            config.enable = text.parse().map_err(|_| bad("expected true or false"))?;
+        }
+        "log.cleaner.threads" => {
+            config.threads = text
+                .parse()
+                .ok()
+                .filter(|n| *n >= 1)
+                .ok_or_else(|| bad("must be an integer of at least 1"))?;
+        }
+        "log.cleaner.dedupe.buffer.size" => {
+            config.dedupe_buffer_bytes = text
+                .parse()
+                .ok()
+                .filter(|n| *n >= 1)
+                .ok_or_else(|| bad("must be a positive integer"))?;
+        }
+        "log.cleaner.io.buffer.load.factor" => {
+            config.load_factor = text
+                .parse()
+                .ok()
+                .filter(|factor: &f64| *factor > 0.0 && *factor <= 1.0)
+                .ok_or_else(|| bad("must be a number in (0, 1]"))?;
+        }
+        "log.cleaner.io.max.bytes.per.second" => {
+            config.max_io_bytes_per_second = text
+                .parse()
+                .ok()
+                .filter(|rate: &f64| *rate > 0.0)
+                .ok_or_else(|| bad("must be a positive number"))?;
+        }
+        _ => {
+            config.backoff_ms = text
+                .parse()
+                .ok()
+                .filter(|ms| *ms >= 0)
+                .ok_or_else(|| bad("must be a non-negative integer"))?;
+        }
+    }
+    Ok(())
+}
 
 /// Every broker key this module understands.
 pub fn known_keys() -> impl Iterator<Item = &'static str> {
@@ -290,6 +350,11 @@ impl ManagerConfig {
                         "must be an integer of at least 1",
                     )
                 })?;
+        }
+        for key in CLEANER_KEYS {
+            if let Some(value) = properties.get(*key) {
+                parse_cleaner(&mut config.cleaner, key, value)?;
+            }
         }
         let defaults = &mut config.log_defaults;
         for (broker_key, topic_key) in DIRECT_SYNONYMS {

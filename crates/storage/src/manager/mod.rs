@@ -8,6 +8,7 @@
 //! Threads: any thread may call it. The map of logs sits behind a read-write lock taken only to
 //! find, add or remove a log; work on a log goes through the [`Log`] itself.
 
+mod cleaning;
 mod config;
 mod data_dir;
 mod deleter;
@@ -76,6 +77,9 @@ pub struct LogManager {
     startup: StartupReport,
     deleter: Arc<Deleter>,
     background: Mutex<Option<Background>>,
+    cleaner: Mutex<Option<Arc<crate::cleaner::LogCleaner>>>,
+    /// First dirty offset per compacted partition (`cleaner-offset-checkpoint`).
+    cleaner_checkpoints: Mutex<HashMap<TopicPartition, i64>>,
 }
 
 fn absolute(path: &Path) -> PathBuf {
@@ -178,8 +182,11 @@ impl LogManager {
             startup,
             deleter,
             background: Mutex::new(None),
+            cleaner: Mutex::new(None),
+            cleaner_checkpoints: Mutex::new(HashMap::new()),
         };
         manager.ensure_some_dir_online()?;
+        manager.load_cleaner_checkpoints();
         Ok(manager)
     }
 
@@ -369,6 +376,10 @@ impl LogManager {
     /// are rewritten without it. Returns false when there was no such log.
     pub fn delete(&self, topic_partition: &TopicPartition) -> Result<bool> {
         let _deleting = self.create_lock.lock();
+        if self.get(topic_partition).is_none() {
+            return Ok(false);
+        }
+        self.stop_cleaning_for_deletion(topic_partition);
         let Some(entry) = self.logs.write().remove(topic_partition) else {
             return Ok(false);
         };
@@ -386,6 +397,7 @@ impl LogManager {
             return Err(error);
         }
         self.checkpoint_dir(entry.dir_index)?;
+        self.write_cleaner_checkpoint(entry.dir_index)?;
         // The rename made the deletion durable and invisible; the files go after the delay.
         self.deleter
             .schedule_dir(to, self.config.log_defaults.file_delete_delay_ms);
@@ -480,6 +492,9 @@ impl LogManager {
             return Ok(());
         }
         tracing::info!("shutting down the log manager");
+        if let Some(cleaner) = self.cleaner.lock().take() {
+            cleaner.stop();
+        }
         if let Some(mut background) = self.background.lock().take() {
             background.scheduler.stop();
             background.deleter.stop();

@@ -111,7 +111,8 @@ impl LogManager {
         (scheduler, stats)
     }
 
-    /// Starts the scheduler thread and the deleter thread. Stopped by [`LogManager::shutdown`].
+    /// Starts the scheduler thread, the deleter thread and (when `log.cleaner.enable`) the
+    /// cleaner threads. Stopped by [`LogManager::shutdown`].
     pub fn start_background(self: &Arc<Self>) -> Result<Vec<JobStats>> {
         let (scheduler, stats) = self.background_jobs();
         let cannot_start = |error: std::io::Error| {
@@ -122,6 +123,7 @@ impl LogManager {
                 .map_err(cannot_start)?;
         let deleter = self.deleter.start().map_err(cannot_start)?;
         *self.background.lock() = Some(super::Background { scheduler, deleter });
+        self.start_cleaner()?;
         Ok(stats)
     }
 }

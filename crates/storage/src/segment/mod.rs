@@ -584,15 +584,26 @@ impl Segment {
 
     fn time_waited_for_roll(&self, params: &RollParams) -> Result<i64> {
         let mut state = self.state.lock();
+        Ok(match self.load_rolling_based_timestamp(&mut state)? {
+            Some(first_timestamp) => params.max_timestamp_in_messages - first_timestamp,
+            None => params.now_ms - state.created_ms,
+        })
+    }
+
+    /// The first batch's max timestamp, read once from the file.
+    fn load_rolling_based_timestamp(&self, state: &mut AppendState) -> Result<Option<i64>> {
         if state.rolling_based_timestamp.is_none() {
             let first = self.log.read_entry_header(0, self.size())?;
             state.rolling_based_timestamp =
                 Some(first.map(|entry| entry.max_timestamp).filter(|ts| *ts >= 0));
         }
-        Ok(match state.rolling_based_timestamp.flatten() {
-            Some(first_timestamp) => params.max_timestamp_in_messages - first_timestamp,
-            None => params.now_ms - state.created_ms,
-        })
+        Ok(state.rolling_based_timestamp.flatten())
+    }
+
+    /// The first batch's max timestamp (how old the segment's oldest data is), or −1.
+    pub fn first_batch_timestamp(&self) -> Result<i64> {
+        let mut state = self.state.lock();
+        Ok(self.load_rolling_based_timestamp(&mut state)?.unwrap_or(-1))
     }
 
     /// Writes the final time-index entry and trims indexes (and a preallocated `.log`) to their

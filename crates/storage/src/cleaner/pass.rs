@@ -1,0 +1,529 @@
+//! One cleaning pass over one log: build the key → latest offset map over the dirty section,
+//! group the segments below its end, copy each group's surviving records into a `.cleaned`
+//! segment, and swap it in crash-safely through [`Log::replace_segments`].
+//!
+//! A record survives if it lies beyond the map's reach, or if it is the latest of its key, and
+//! (for a tombstone) its batch's delete horizon has not passed. Records without a key are
+//! dropped and counted. Batches that lose nothing are copied byte for byte; others are rebuilt
+//! with the same codec, base offset, producer fields and last offset delta. A batch that keeps
+//! tombstones gets a delete horizon (now + `delete.retention.ms`) the first time it is cleaned
+//! (KIP-534), so tombstones go on a later pass once it has passed.
+
+use std::ops::ControlFlow;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Instant;
+
+use ferrolog_records::{
+    BatchBuilder, DEFAULT_MAX_DECOMPRESSED_BYTES, FileEntry, RecordBatch, TimestampType,
+};
+
+use super::offset_map::OffsetMap;
+use super::throttle::Throttle;
+use crate::config::LogConfig;
+use crate::error::{Result, StorageError};
+use crate::fs::remove_if_exists;
+use crate::log::Log;
+use crate::segment::{
+    BatchMeta, CLEANED_SUFFIX, INDEX_SUFFIX, LOG_SUFFIX, Segment, TIME_INDEX_SUFFIX, segment_path,
+    with_added_suffix,
+};
+
+/// Figures of one pass, for the summary line and the metrics.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct PassStats {
+    pub first_dirty_offset: i64,
+    /// The next pass starts here (the new cleaner checkpoint).
+    pub end_offset: i64,
+    pub bytes_read: u64,
+    pub bytes_written: u64,
+    pub records_read: u64,
+    pub records_written: u64,
+    /// Records dropped for having no key.
+    pub invalid_records: u64,
+    pub map_utilization: f64,
+    pub index_seconds: f64,
+    pub clean_seconds: f64,
+    pub segments_cleaned: usize,
+}
+
+/// Why a pass stopped early on purpose.
+fn aborted(log: &Log) -> StorageError {
+    StorageError::LogClosed(format!("cleaning of {} was aborted", log.topic_partition()))
+}
+
+/// Cleans `log` from `first_dirty_offset` up to (not past) `first_uncleanable_offset`.
+pub fn clean(
+    log: &Log,
+    first_dirty_offset: i64,
+    first_uncleanable_offset: i64,
+    map: &mut OffsetMap,
+    now_ms: i64,
+    throttle: &Throttle,
+    abort: &AtomicBool,
+) -> Result<PassStats> {
+    let config = log.config();
+    let mut stats = PassStats {
+        first_dirty_offset,
+        ..PassStats::default()
+    };
+    let started = Instant::now();
+    map.clear();
+    build_map(
+        log,
+        first_dirty_offset,
+        first_uncleanable_offset,
+        map,
+        &mut stats,
+        throttle,
+        abort,
+    )?;
+    stats.index_seconds = started.elapsed().as_secs_f64();
+    stats.map_utilization = map.utilization();
+    stats.end_offset = (map.latest_offset() + 1).max(first_dirty_offset);
+    if stats.end_offset <= first_dirty_offset {
+        return Ok(stats);
+    }
+
+    let started = Instant::now();
+    let view = log.view();
+    let to_clean: Vec<Arc<Segment>> = view
+        .segments
+        .iter()
+        .filter(|segment| segment.base_offset() < stats.end_offset)
+        .filter(|segment| !Arc::ptr_eq(segment, view.active_segment()))
+        .cloned()
+        .collect();
+    for group in group_segments(&to_clean, &config, stats.end_offset) {
+        let cleaned = clean_group(
+            log, &group, map, &config, now_ms, &mut stats, throttle, abort,
+        )?;
+        log.replace_segments(&group, cleaned)?;
+        stats.segments_cleaned += group.len();
+    }
+    stats.clean_seconds = started.elapsed().as_secs_f64();
+    Ok(stats)
+}
+
+/// Puts every keyed record of the dirty section into the map until it is full.
+fn build_map(
+    log: &Log,
+    first_dirty: i64,
+    first_uncleanable: i64,
+    map: &mut OffsetMap,
+    stats: &mut PassStats,
+    throttle: &Throttle,
+    abort: &AtomicBool,
+) -> Result<()> {
+    let view = log.view();
+    let segments = &view.segments;
+    for (index, segment) in segments.iter().enumerate() {
+        let next_base = segments
+            .get(index + 1)
+            .map_or(view.log_end.offset, |next| next.base_offset());
+        if next_base <= first_dirty || segment.base_offset() >= first_uncleanable {
+            continue;
+        }
+        let start = if segment.base_offset() < first_dirty {
+            segment
+                .translate_offset(first_dirty, 0)?
+                .map_or(segment.size(), |entry| entry.position)
+        } else {
+            0
+        };
+        let mut full = false;
+        let mut failure = None;
+        let path = segment.log_path();
+        segment
+            .log_file()
+            .scan(start, segment.size(), |position, entry| {
+                if abort.load(Ordering::Relaxed) {
+                    return ControlFlow::Break(());
+                }
+                throttle.account(entry.size_in_bytes() as u64);
+                if let Err(error) = entry.validate() {
+                    failure = Some(StorageError::Corrupt {
+                        path: path.clone(),
+                        position,
+                        reason: error.to_string(),
+                    });
+                    return ControlFlow::Break(());
+                }
+                if let FileEntry::V2(batch) = entry
+                    && batch.is_control()
+                {
+                    return ControlFlow::Continue(());
+                }
+                let records =
+                    match entry
+                        .records(DEFAULT_MAX_DECOMPRESSED_BYTES)
+                        .and_then(|records| {
+                            let list: Vec<(i64, Option<Vec<u8>>)> = records
+                                .to_vec()?
+                                .iter()
+                                .map(|record| (record.offset, record.key.map(<[u8]>::to_vec)))
+                                .collect();
+                            Ok(list)
+                        }) {
+                        Ok(records) => records,
+                        Err(error) => {
+                            failure = Some(StorageError::Corrupt {
+                                path: path.clone(),
+                                position,
+                                reason: error.to_string(),
+                            });
+                            return ControlFlow::Break(());
+                        }
+                    };
+                for (offset, key) in records {
+                    if offset < first_dirty {
+                        continue;
+                    }
+                    if offset >= first_uncleanable {
+                        full = true;
+                        return ControlFlow::Break(());
+                    }
+                    if let Some(key) = key
+                        && !map.put(&key, offset)
+                    {
+                        full = true;
+                        return ControlFlow::Break(());
+                    }
+                    map.set_latest_offset(offset);
+                }
+                map.set_latest_offset(entry.last_offset().min(first_uncleanable - 1));
+                ControlFlow::Continue(())
+            })?;
+        if let Some(error) = failure {
+            return Err(error);
+        }
+        if abort.load(Ordering::Relaxed) {
+            return Err(aborted(log));
+        }
+        if full {
+            return Ok(());
+        }
+        // A whole segment was read: the range reaches its end even across offset gaps.
+        map.set_latest_offset(next_base.min(first_uncleanable) - 1);
+        stats.bytes_read += segment.size() - start;
+    }
+    Ok(())
+}
+
+/// Consecutive segments whose cleaned output fits one segment: total log bytes within
+/// `segment.bytes`, each index within `segment.index.bytes`, and offsets within 2³¹ of the
+/// group's base.
+pub fn group_segments(
+    segments: &[Arc<Segment>],
+    config: &LogConfig,
+    end_offset: i64,
+) -> Vec<Vec<Arc<Segment>>> {
+    let sizes: Vec<(i64, u64, u64, u64)> = segments
+        .iter()
+        .map(|segment| {
+            let (offset_index, time_index) = segment.index_lengths();
+            (
+                segment.base_offset(),
+                segment.size(),
+                offset_index,
+                time_index,
+            )
+        })
+        .collect();
+    group_by_limits(
+        &sizes,
+        config.segment_bytes,
+        u64::from(config.segment_index_bytes),
+        end_offset,
+    )
+    .into_iter()
+    .map(|range| segments[range].to_vec())
+    .collect()
+}
+
+/// The grouping rule on (base, log bytes, offset index bytes, time index bytes) per segment.
+pub fn group_by_limits(
+    segments: &[(i64, u64, u64, u64)],
+    segment_bytes: u64,
+    index_bytes: u64,
+    end_offset: i64,
+) -> Vec<std::ops::Range<usize>> {
+    let mut groups = Vec::new();
+    let mut start = 0;
+    while start < segments.len() {
+        let (group_base, mut log_bytes, mut offset_bytes, mut time_bytes) = segments[start];
+        let mut end = start + 1;
+        while end < segments.len() {
+            let (_, log, offset, time) = segments[end];
+            let last_offset = segments.get(end + 1).map_or(end_offset, |next| next.0) - 1;
+            let fits = log_bytes + log <= segment_bytes
+                && offset_bytes + offset <= index_bytes
+                && time_bytes + time <= index_bytes
+                && last_offset - group_base <= i64::from(i32::MAX);
+            if !fits {
+                break;
+            }
+            log_bytes += log;
+            offset_bytes += offset;
+            time_bytes += time;
+            end += 1;
+        }
+        groups.push(start..end);
+        start = end;
+    }
+    groups
+}
+
+/// Writes the survivors of `group` into a new `.cleaned` segment based at the group's base.
+#[allow(
+    clippy::too_many_arguments,
+    reason = "one pass's state, passed down once"
+)]
+fn clean_group(
+    log: &Log,
+    group: &[Arc<Segment>],
+    map: &mut OffsetMap,
+    config: &LogConfig,
+    now_ms: i64,
+    stats: &mut PassStats,
+    throttle: &Throttle,
+    abort: &AtomicBool,
+) -> Result<Segment> {
+    let dir = log.dir();
+    let base = group[0].base_offset();
+    for suffix in [LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX] {
+        remove_if_exists(&with_added_suffix(
+            &segment_path(&dir, base, suffix),
+            CLEANED_SUFFIX,
+        ))?;
+    }
+    let output = Segment::open(&dir, base, config, now_ms, CLEANED_SUFFIX)?;
+    let result = copy_survivors(group, &output, map, config, now_ms, stats, throttle, abort);
+    if result.is_err() || abort.load(Ordering::Relaxed) {
+        let _ = output.delete_files();
+        return Err(result.err().unwrap_or_else(|| aborted(log)));
+    }
+    output.on_becoming_inactive()?;
+    output.flush()?;
+    Ok(output)
+}
+
+#[allow(
+    clippy::too_many_arguments,
+    reason = "one pass's state, passed down once"
+)]
+fn copy_survivors(
+    group: &[Arc<Segment>],
+    output: &Segment,
+    map: &mut OffsetMap,
+    config: &LogConfig,
+    now_ms: i64,
+    stats: &mut PassStats,
+    throttle: &Throttle,
+    abort: &AtomicBool,
+) -> Result<()> {
+    let latest = map.latest_offset();
+    for segment in group {
+        let mut failure = None;
+        let path = segment.log_path();
+        segment
+            .log_file()
+            .scan(0, segment.size(), |position, entry| {
+                if abort.load(Ordering::Relaxed) {
+                    return ControlFlow::Break(());
+                }
+                throttle.account(entry.size_in_bytes() as u64);
+                match filter_entry(entry, map, latest, config, now_ms, stats) {
+                    Ok(Some((bytes, meta))) => {
+                        throttle.account(bytes.len() as u64);
+                        stats.bytes_written += bytes.len() as u64;
+                        if let Err(error) = output.append(&bytes, &[meta]) {
+                            failure = Some(error);
+                            return ControlFlow::Break(());
+                        }
+                    }
+                    Ok(None) => {}
+                    Err(reason) => {
+                        failure = Some(StorageError::Corrupt {
+                            path: path.clone(),
+                            position,
+                            reason,
+                        });
+                        return ControlFlow::Break(());
+                    }
+                }
+                ControlFlow::Continue(())
+            })?;
+        if let Some(error) = failure {
+            return Err(error);
+        }
+    }
+    Ok(())
+}
+
+/// The bytes to keep of one entry (itself, a rebuilt batch, or nothing).
+fn filter_entry(
+    entry: &FileEntry<'_>,
+    map: &mut OffsetMap,
+    latest: i64,
+    config: &LogConfig,
+    now_ms: i64,
+    stats: &mut PassStats,
+) -> std::result::Result<Option<(Vec<u8>, BatchMeta)>, String> {
+    entry.validate().map_err(|error| error.to_string())?;
+    let keep_whole = |stats: &mut PassStats, records: u64| {
+        stats.records_read += records;
+        stats.records_written += records;
+        let bytes = entry.as_bytes().to_vec();
+        let meta = BatchMeta {
+            last_offset: entry.last_offset(),
+            max_timestamp: entry.max_timestamp(),
+            size: bytes.len() as u32,
+        };
+        Some((bytes, meta))
+    };
+    let FileEntry::V2(batch) = entry else {
+        // Legacy (magic 0/1) entries are kept as they are: ferrolog never rewrites old formats.
+        return Ok(keep_whole(stats, 1));
+    };
+    if batch.is_control() || batch.last_offset() > latest {
+        // Transaction markers are not cleaned (no transactions yet); data past the map's reach
+        // is newer than anything the map knows.
+        return Ok(keep_whole(stats, batch.records_count().max(0) as u64));
+    }
+    let records = batch
+        .records(DEFAULT_MAX_DECOMPRESSED_BYTES)
+        .map_err(|error| error.to_string())?;
+    let records: Vec<ferrolog_records::Record<'_>> = records
+        .iter()
+        .collect::<std::result::Result<_, _>>()
+        .map_err(|error| error.to_string())?;
+    stats.records_read += records.len() as u64;
+    let horizon = batch.delete_horizon_ms();
+    let mut kept = Vec::with_capacity(records.len());
+    let mut retains_tombstone = false;
+    for record in &records {
+        let survives = if record.offset > latest {
+            true
+        } else if let Some(key) = record.key {
+            let is_latest = map
+                .get(key)
+                .is_none_or(|latest_of_key| record.offset >= latest_of_key);
+            let tombstone_expired =
+                record.value.is_none() && horizon.is_some_and(|horizon| now_ms >= horizon);
+            is_latest && !tombstone_expired
+        } else {
+            stats.invalid_records += 1;
+            false
+        };
+        if survives {
+            retains_tombstone |= record.value.is_none();
+            kept.push(record);
+        }
+    }
+    stats.records_written += kept.len() as u64;
+    let needs_horizon = retains_tombstone && horizon.is_none();
+    if kept.len() == records.len() && !needs_horizon {
+        stats.records_written -= kept.len() as u64;
+        stats.records_read -= records.len() as u64;
+        return Ok(keep_whole(stats, records.len() as u64));
+    }
+    if kept.is_empty() {
+        return Ok(None);
+    }
+    rebuild(
+        batch,
+        &kept,
+        horizon.or(needs_horizon.then(|| now_ms.saturating_add(config.delete_retention_ms))),
+    )
+    .map(Some)
+}
+
+fn rebuild(
+    batch: &RecordBatch<'_>,
+    kept: &[&ferrolog_records::Record<'_>],
+    horizon: Option<i64>,
+) -> std::result::Result<(Vec<u8>, BatchMeta), String> {
+    let codec = batch.compression().map_err(|error| error.to_string())?;
+    let mut builder = BatchBuilder::new(batch.base_offset())
+        .compression(codec)
+        .producer(
+            batch.producer_id(),
+            batch.producer_epoch(),
+            batch.base_sequence(),
+        )
+        .partition_leader_epoch(batch.partition_leader_epoch())
+        .last_offset_delta(batch.last_offset_delta());
+    if batch.timestamp_type() == TimestampType::LogAppendTime {
+        builder = builder.log_append_time(batch.max_timestamp());
+    }
+    if let Some(horizon) = horizon {
+        builder = builder.delete_horizon_ms(horizon);
+    }
+    for record in kept {
+        let headers: Vec<(String, Option<&[u8]>)> = record
+            .headers()
+            .map(|header| {
+                (
+                    String::from_utf8_lossy(header.key).into_owned(),
+                    header.value,
+                )
+            })
+            .collect();
+        let header_refs: Vec<(&str, Option<&[u8]>)> = headers
+            .iter()
+            .map(|(key, value)| (key.as_str(), *value))
+            .collect();
+        builder
+            .append_with_offset(
+                record.offset,
+                record.timestamp,
+                record.key,
+                record.value,
+                &header_refs,
+            )
+            .map_err(|error| error.to_string())?;
+    }
+    let bytes = builder.build().map_err(|error| error.to_string())?;
+    let rebuilt = RecordBatch::new(&bytes).map_err(|error| error.to_string())?;
+    let meta = BatchMeta {
+        last_offset: rebuilt.last_offset(),
+        max_timestamp: rebuilt.max_timestamp(),
+        size: bytes.len() as u32,
+    };
+    Ok((bytes, meta))
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, reason = "tests")]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn segment_grouping() {
+        let segments: Vec<(i64, u64, u64, u64)> = (0..9).map(|i| (i * 10, 100, 8, 12)).collect();
+        let all = group_by_limits(&segments, u64::MAX, u64::MAX, 90);
+        assert_eq!(all, vec![0..9], "huge limits: one group");
+        let tiny = group_by_limits(&segments, 100, u64::MAX, 90);
+        assert_eq!(tiny.len(), 9, "segment.bytes of one segment: singletons");
+        let tiny_index = group_by_limits(&segments, u64::MAX, 8, 90);
+        assert_eq!(
+            tiny_index.len(),
+            9,
+            "index limit of one segment: singletons"
+        );
+        let threes = group_by_limits(&segments, 300, u64::MAX, 90);
+        assert_eq!(threes, vec![0..3, 3..6, 6..9]);
+    }
+
+    #[test]
+    fn groups_never_span_more_than_two_to_the_31_offsets() {
+        let segments = [
+            (0, 1, 1, 1),
+            (i64::from(i32::MAX) - 10, 1, 1, 1),
+            (i64::from(i32::MAX) + 5, 1, 1, 1),
+        ];
+        let groups = group_by_limits(&segments, u64::MAX, u64::MAX, i64::from(i32::MAX) + 20);
+        assert_eq!(groups, vec![0..1, 1..3]);
+    }
+}

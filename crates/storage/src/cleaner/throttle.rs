@@ -1,0 +1,73 @@
+//! `log.cleaner.io.max.bytes.per.second`: every cleaner thread counts the bytes it reads and
+//! writes into one shared throttle, which makes the thread that crosses the rate sleep it off.
+//! Accounts are settled per window of 300 ms as in Kafka's throttler, and also as soon as the
+//! bytes counted are worth a whole window, so a fast burst is held to the rate too.
+
+use std::time::{Duration, Instant};
+
+use parking_lot::Mutex;
+
+#[derive(Debug)]
+pub struct Throttle {
+    bytes_per_second: f64,
+    window: Mutex<(Instant, u64)>,
+}
+
+const CHECK_WINDOW: Duration = Duration::from_millis(300);
+
+impl Throttle {
+    /// `f64::MAX` (Kafka's default) never throttles.
+    pub fn new(bytes_per_second: f64) -> Self {
+        Self {
+            bytes_per_second,
+            window: Mutex::new((Instant::now(), 0)),
+        }
+    }
+
+    pub fn is_unlimited(&self) -> bool {
+        self.bytes_per_second >= f64::MAX / 2.0
+    }
+
+    /// Counts `bytes`; sleeps when the current window is over the rate.
+    pub fn account(&self, bytes: u64) {
+        if self.is_unlimited() {
+            return;
+        }
+        let sleep = {
+            let mut window = self.window.lock();
+            window.1 += bytes;
+            let elapsed = window.0.elapsed();
+            let allowed = Duration::from_secs_f64(window.1 as f64 / self.bytes_per_second);
+            // Settle up once a window has passed, or once the bytes alone are worth a window.
+            if elapsed < CHECK_WINDOW && allowed < CHECK_WINDOW {
+                return;
+            }
+            *window = (Instant::now(), 0);
+            allowed.saturating_sub(elapsed)
+        };
+        if !sleep.is_zero() {
+            std::thread::sleep(sleep);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn holds_a_thread_to_the_rate() {
+        let throttle = Throttle::new(10_000_000.0);
+        let started = Instant::now();
+        for _ in 0..100 {
+            throttle.account(100_000);
+        }
+        // 10 MB at 10 MB/s: about a second (less the last partial window).
+        assert!(
+            started.elapsed() >= Duration::from_millis(600),
+            "{:?}",
+            started.elapsed()
+        );
+        assert!(Throttle::new(f64::MAX).is_unlimited());
+    }
+}
