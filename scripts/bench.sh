@@ -35,6 +35,7 @@ echo "dd_read $(printf '%s\n' "${read_rates[@]}" | sort -g | sed -n 3p)" >> "$ba
 
 cargo bench -p ferrolog-storage --bench storage
 cargo bench -p ferrolog-storage --bench manager | tee target/bench-data/manager.txt
+cargo bench -p ferrolog-storage --bench cleaner | tee target/bench-data/cleaner.txt
 
 python3 scripts/bench_report.py "$baseline" > docs/benchmarks.md
 echo "wrote docs/benchmarks.md"

@@ -1,8 +1,8 @@
 //! Cleaner throughput per thread: one pass over 64 MiB of 1 KiB records (in 16-record
 //! batches) with 1%, 10% and 100% unique keys, uncompressed and lz4, from a page-cached log.
 //! `cargo bench -p ferrolog-storage --bench cleaner` prints one line per case:
-//! `clean unique_percent=<p> codec=<c> mb_per_s=<median> runs=<...>`, then the map's memory
-//! per key.
+//! `clean unique_percent=<p> codec=<c> mb_per_s=<log bytes/s> record_mb_per_s=<uncompressed
+//! record bytes/s> runs=<...>`, then the map's memory per key.
 
 #![allow(
     clippy::unwrap_used,
@@ -67,6 +67,7 @@ fn main() {
     for codec in [Compression::None, Compression::Lz4] {
         for unique_percent in [1, 10, 100] {
             let mut rates = Vec::new();
+            let mut uncompressed_rates = Vec::new();
             for _ in 0..RUNS {
                 let temp = tempfile::tempdir_in(&base).unwrap();
                 let log = filled_log(temp.path(), unique_percent, codec);
@@ -91,12 +92,15 @@ fn main() {
                 let seconds = started.elapsed().as_secs_f64();
                 assert_eq!(stats.end_offset, log.log_end_offset());
                 rates.push(bytes as f64 / seconds / 1e6);
+                uncompressed_rates.push(LOG_BYTES as f64 / seconds / 1e6);
             }
             let mut sorted = rates.clone();
             sorted.sort_by(f64::total_cmp);
+            uncompressed_rates.sort_by(f64::total_cmp);
             println!(
-                "clean unique_percent={unique_percent} codec={codec} mb_per_s={:.0} runs={}",
+                "clean unique_percent={unique_percent} codec={codec} mb_per_s={:.0} record_mb_per_s={:.0} runs={}",
                 sorted[RUNS / 2],
+                uncompressed_rates[RUNS / 2],
                 rates
                     .iter()
                     .map(|r| format!("{r:.0}"))
