@@ -213,6 +213,32 @@ impl BatchBuilder {
         Ok(())
     }
 
+    /// Appends a copy of `record` (timestamp, key, value and headers) at the next offset, as a
+    /// broker does when it rebuilds a producer's batch in another codec.
+    pub fn append_record(&mut self, record: &crate::Record<'_>) -> Result<(), RecordsError> {
+        let offset = self.last_offset.map_or(self.base_offset, |last| last + 1);
+        self.append_record_at(offset, record)
+    }
+
+    /// Appends a copy of `record` at `offset`, as compaction does when it keeps some records of
+    /// a batch at their original offsets.
+    pub fn append_record_at(
+        &mut self,
+        offset: i64,
+        record: &crate::Record<'_>,
+    ) -> Result<(), RecordsError> {
+        let mut headers = Vec::with_capacity(record.header_count());
+        for header in record.headers() {
+            // Header keys were checked to be UTF-8 when the record was parsed.
+            let key = std::str::from_utf8(header.key).map_err(|_| RecordsError::InvalidRecord {
+                index: self.count as usize,
+                reason: "header key is not UTF-8".into(),
+            })?;
+            headers.push((key, header.value));
+        }
+        self.append_with_offset(offset, record.timestamp, record.key, record.value, &headers)
+    }
+
     /// Writes the batch: header, then the records (compressed in one stream if a codec is set).
     pub fn build(&self) -> Result<Vec<u8>, RecordsError> {
         let payload = match self.compression {

@@ -461,27 +461,8 @@ fn rebuild(
         builder = builder.delete_horizon_ms(horizon);
     }
     for record in kept {
-        let headers: Vec<(String, Option<&[u8]>)> = record
-            .headers()
-            .map(|header| {
-                (
-                    String::from_utf8_lossy(header.key).into_owned(),
-                    header.value,
-                )
-            })
-            .collect();
-        let header_refs: Vec<(&str, Option<&[u8]>)> = headers
-            .iter()
-            .map(|(key, value)| (key.as_str(), *value))
-            .collect();
         builder
-            .append_with_offset(
-                record.offset,
-                record.timestamp,
-                record.key,
-                record.value,
-                &header_refs,
-            )
+            .append_record_at(record.offset, record)
             .map_err(|error| error.to_string())?;
     }
     let bytes = builder.build().map_err(|error| error.to_string())?;

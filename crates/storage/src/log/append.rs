@@ -384,22 +384,8 @@ fn rebuild_batch(
         .records(DEFAULT_MAX_DECOMPRESSED_BYTES)
         .map_err(corrupt)?;
     for record in records.iter() {
-        let record = record.map_err(corrupt)?;
-        let headers: Vec<(String, Option<&[u8]>)> = record
-            .headers()
-            .map(|header| {
-                (
-                    String::from_utf8_lossy(header.key).into_owned(),
-                    header.value,
-                )
-            })
-            .collect();
-        let header_refs: Vec<(&str, Option<&[u8]>)> = headers
-            .iter()
-            .map(|(key, value)| (key.as_str(), *value))
-            .collect();
         builder
-            .append(record.timestamp, record.key, record.value, &header_refs)
+            .append_record(&record.map_err(corrupt)?)
             .map_err(corrupt)?;
     }
     builder.build().map_err(corrupt)

@@ -9,6 +9,7 @@ mod file_name;
 mod index_file;
 mod offset_index;
 mod records_file;
+mod recover;
 mod time_index;
 
 use std::ops::ControlFlow;
@@ -418,126 +419,6 @@ impl Segment {
             Some(error) => Err(error),
             None => Ok(found),
         }
-    }
-
-    /// Rebuilds both indexes from the `.log`, validating every batch, and cuts the file at the
-    /// first invalid or partial batch.
-    pub fn recover(&self) -> Result<SegmentRecovery> {
-        self.mark_dirty();
-        let mut offset_index = self.offset_index.write();
-        let mut time_index = self.time_index.write();
-        offset_index.truncate_all();
-        offset_index.resize(u64::from(self.segment_index_bytes))?;
-        time_index.truncate_all();
-        time_index.resize(u64::from(self.segment_index_bytes))?;
-
-        let mut max_so_far = TimestampOffset {
-            timestamp: NO_TIMESTAMP,
-            offset: -1,
-        };
-        let mut last_index_entry = 0u64;
-        let mut first_batch_timestamp = None;
-        let mut previous_last_offset = self.base_offset - 1;
-        let mut failure: Option<(u64, String)> = None;
-        let mut index_error = None;
-        let end = self.log.file_length()?;
-        let scan = self.log.scan(0, end, |position, entry| {
-            if let Err(error) = entry.validate() {
-                failure = Some((position, error.to_string()));
-                return ControlFlow::Break(());
-            }
-            let last_offset = entry.last_offset();
-            if !self.fits_relative(last_offset) {
-                if entry.magic() < 2 && last_offset > self.base_offset {
-                    // Legacy data can hold offsets too far from the base for 32-bit relative
-                    // index entries (KAFKA-6264). Kafka splits such a segment; ferrolog refuses
-                    // to open it rather than cut valid data.
-                    index_error = Some(StorageError::OffsetOverflow {
-                        offset: last_offset,
-                        base_offset: self.base_offset,
-                    });
-                } else {
-                    // A v2 segment never holds such offsets (rolls prevent it); the base
-                    // offset field is outside the CRC, so this is corruption the CRC missed.
-                    failure = Some((
-                        position,
-                        format!("offset {last_offset} does not fit a segment based at {}", self.base_offset),
-                    ));
-                }
-                return ControlFlow::Break(());
-            }
-            if last_offset <= previous_last_offset {
-                failure = Some((
-                    position,
-                    format!("last offset {last_offset} does not follow the previous batch's {previous_last_offset}"),
-                ));
-                return ControlFlow::Break(());
-            }
-            previous_last_offset = last_offset;
-            if first_batch_timestamp.is_none() {
-                first_batch_timestamp = Some(entry.max_timestamp());
-            }
-            if entry.max_timestamp() > max_so_far.timestamp {
-                max_so_far = TimestampOffset {
-                    timestamp: entry.max_timestamp(),
-                    offset: last_offset,
-                };
-            }
-            if position - last_index_entry > u64::from(self.index_interval_bytes) {
-                let appended = offset_index
-                    .append(last_offset, position as u32)
-                    .and_then(|()| {
-                        time_index.maybe_append(max_so_far.timestamp, max_so_far.offset, false)
-                    });
-                if let Err(error) = appended {
-                    index_error = Some(error);
-                    return ControlFlow::Break(());
-                }
-                last_index_entry = position;
-            }
-            ControlFlow::Continue(())
-        })?;
-        if let Some(error) = index_error {
-            return Err(error);
-        }
-        let valid_bytes = match scan {
-            ScanEnd::Clean { position } => position,
-            ScanEnd::Stopped { position } => position,
-            ScanEnd::Corrupt { position, reason } => {
-                failure = Some((position, reason));
-                position
-            }
-        };
-        // The log's valid size may have been its full (preallocated) length: cut to what we read.
-        let truncated_bytes = end - valid_bytes;
-        if truncated_bytes > 0 {
-            self.log.set_size_for_recovery(end);
-            self.log.truncate_to(valid_bytes)?;
-        } else {
-            self.log.set_size_for_recovery(valid_bytes);
-        }
-        offset_index.trim_to_valid_size()?;
-        if max_so_far.timestamp >= 0 {
-            time_index.maybe_append(max_so_far.timestamp, max_so_far.offset, true)?;
-        }
-        time_index.trim_to_valid_size()?;
-
-        let mut state = self.state.lock();
-        state.bytes_since_last_index_entry = valid_bytes - last_index_entry;
-        state.max_timestamp_so_far = Some(if max_so_far.timestamp >= 0 {
-            max_so_far
-        } else {
-            TimestampOffset {
-                timestamp: NO_TIMESTAMP,
-                offset: self.base_offset,
-            }
-        });
-        state.rolling_based_timestamp = Some(first_batch_timestamp.filter(|ts| *ts >= 0));
-        Ok(SegmentRecovery {
-            valid_bytes,
-            truncated_bytes,
-            corruption: failure,
-        })
     }
 
     /// Removes every batch from the one holding `offset` on (the whole batch goes). Returns the
