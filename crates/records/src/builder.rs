@@ -106,6 +106,14 @@ impl BatchBuilder {
         self
     }
 
+    /// Stamps a batch that will hold no records with `timestamp` as both its base and max
+    /// timestamp, as Kafka writes the empty batches compaction keeps for producer state.
+    pub fn empty_batch_timestamp(mut self, timestamp: i64) -> Self {
+        self.base_timestamp = Some(timestamp);
+        self.max_timestamp = timestamp;
+        self
+    }
+
     /// Records appended so far.
     pub fn count(&self) -> i32 {
         self.count

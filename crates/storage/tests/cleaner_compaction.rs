@@ -310,6 +310,70 @@ fn a_corrupt_log_is_marked_uncleanable_and_the_cleaner_goes_on() {
 }
 
 #[test]
+fn the_last_batch_of_every_producer_survives_cleaning_even_when_emptied() {
+    let setup = setup(1_000_000);
+    let producer_batch = |producer_id: i64, sequence: i32, key: &str, value: &str| {
+        let mut builder = BatchBuilder::new(0).producer(producer_id, 3, sequence);
+        builder
+            .append(START, Some(key.as_bytes()), Some(value.as_bytes()), &[])
+            .unwrap();
+        builder
+            .append(START, Some(key.as_bytes()), Some(value.as_bytes()), &[])
+            .unwrap();
+        builder.build().unwrap()
+    };
+    for (producer, sequence, key) in [(7, 0, "a"), (7, 2, "b"), (9, 0, "c")] {
+        setup
+            .log
+            .append_as_leader(&mut producer_batch(producer, sequence, key, "old"), 0)
+            .unwrap();
+    }
+    // A non-idempotent producer overwrites every key, so producer 7's and 9's batches lose all
+    // their records.
+    for key in ["a", "b", "c"] {
+        put(&setup.log, key, "new");
+    }
+    setup
+        .log
+        .maybe_increment_high_watermark(setup.log.log_end_offset());
+    setup.log.roll().unwrap();
+    clean_until_quiet(&setup, 1 << 20);
+    let bytes = setup
+        .log
+        .read(FetchParams {
+            start_offset: 0,
+            max_bytes: 1 << 20,
+            bound: FetchBound::LogEnd,
+            min_one_batch: true,
+        })
+        .unwrap()
+        .read_bytes()
+        .unwrap();
+    let mut producers = Vec::new();
+    for entry in EntryIter::new(&bytes) {
+        let (_, entry) = entry.unwrap();
+        entry.validate().unwrap();
+        let ferrolog_records::FileEntry::V2(batch) = entry else {
+            panic!()
+        };
+        if batch.producer_id() >= 0 {
+            producers.push((
+                batch.producer_id(),
+                batch.producer_epoch(),
+                batch.last_sequence(),
+                batch.records_count(),
+            ));
+        }
+    }
+    assert_eq!(
+        producers,
+        vec![(7, 3, 3, 0), (9, 3, 1, 0)],
+        "each producer's last batch, emptied"
+    );
+    assert_eq!(latest(&setup.log).get("a"), Some(&Some("new".to_owned())));
+}
+
+#[test]
 fn a_paused_partition_is_not_cleaned_until_resumed() {
     let setup = setup(600);
     for key in 0..30 {

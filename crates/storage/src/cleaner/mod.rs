@@ -176,6 +176,17 @@ impl LogCleaner {
         partitions
     }
 
+    /// Bytes held by uncleanable partitions (Kafka's `uncleanable-bytes`).
+    pub fn uncleanable_bytes(&self) -> u64 {
+        let uncleanable = self.state.lock().uncleanable.clone();
+        self.host
+            .compacted_logs()
+            .iter()
+            .filter(|(topic_partition, _)| uncleanable.contains(topic_partition))
+            .map(|(_, log)| log.size_in_bytes())
+            .sum()
+    }
+
     /// Picks the filthiest due log not being cleaned, paused or uncleanable, and marks it in
     /// progress.
     fn grab_filthiest(&self) -> Option<(TopicPartition, Arc<Log>, Cleanable, Arc<AtomicBool>)> {

@@ -9,6 +9,7 @@
 //! tombstones gets a delete horizon (now + `delete.retention.ms`) the first time it is cleaned
 //! (KIP-534), so tombstones go on a later pass once it has passed.
 
+use std::collections::HashMap;
 use std::ops::ControlFlow;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -94,15 +95,44 @@ pub fn clean(
         .filter(|segment| !Arc::ptr_eq(segment, view.active_segment()))
         .cloned()
         .collect();
+    let producers = last_batch_of_each_producer(&view.segments)?;
+    let context = PassContext {
+        config: &config,
+        now_ms,
+        producers: &producers,
+    };
     for group in group_segments(&to_clean, &config, stats.end_offset) {
-        let cleaned = clean_group(
-            log, &group, map, &config, now_ms, &mut stats, throttle, abort,
-        )?;
+        let cleaned = clean_group(log, &group, map, &context, &mut stats, throttle, abort)?;
         log.replace_segments(&group, cleaned)?;
         stats.segments_cleaned += group.len();
     }
     stats.clean_seconds = started.elapsed().as_secs_f64();
     Ok(stats)
+}
+
+/// What filtering needs besides the map.
+struct PassContext<'a> {
+    config: &'a LogConfig,
+    now_ms: i64,
+    /// The last offset of each producer's last batch in the whole log.
+    producers: &'a HashMap<i64, i64>,
+}
+
+/// The last batch of every producer id in the log: such a batch is kept (empty if need be) so
+/// the producer's last sequence and epoch survive compaction.
+fn last_batch_of_each_producer(segments: &[Arc<Segment>]) -> Result<HashMap<i64, i64>> {
+    let mut last = HashMap::new();
+    for segment in segments {
+        segment
+            .log_file()
+            .walk_headers(0, segment.size(), |entry| {
+                if entry.producer_id >= 0 {
+                    last.insert(entry.producer_id, entry.last_offset);
+                }
+                ControlFlow::Continue(())
+            })?;
+    }
+    Ok(last)
 }
 
 /// Puts every keyed record of the dirty section into the map until it is full.
@@ -275,20 +305,16 @@ pub fn group_by_limits(
 }
 
 /// Writes the survivors of `group` into a new `.cleaned` segment based at the group's base.
-#[allow(
-    clippy::too_many_arguments,
-    reason = "one pass's state, passed down once"
-)]
 fn clean_group(
     log: &Log,
     group: &[Arc<Segment>],
     map: &mut OffsetMap,
-    config: &LogConfig,
-    now_ms: i64,
+    context: &PassContext<'_>,
     stats: &mut PassStats,
     throttle: &Throttle,
     abort: &AtomicBool,
 ) -> Result<Segment> {
+    let (config, now_ms) = (context.config, context.now_ms);
     let dir = log.dir();
     let base = group[0].base_offset();
     for suffix in [LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX] {
@@ -298,7 +324,7 @@ fn clean_group(
         ))?;
     }
     let output = Segment::open(&dir, base, config, now_ms, CLEANED_SUFFIX)?;
-    let result = copy_survivors(group, &output, map, config, now_ms, stats, throttle, abort);
+    let result = copy_survivors(group, &output, map, context, stats, throttle, abort);
     if result.is_err() || abort.load(Ordering::Relaxed) {
         let _ = output.delete_files();
         return Err(result.err().unwrap_or_else(|| aborted(log)));
@@ -308,16 +334,11 @@ fn clean_group(
     Ok(output)
 }
 
-#[allow(
-    clippy::too_many_arguments,
-    reason = "one pass's state, passed down once"
-)]
 fn copy_survivors(
     group: &[Arc<Segment>],
     output: &Segment,
     map: &mut OffsetMap,
-    config: &LogConfig,
-    now_ms: i64,
+    context: &PassContext<'_>,
     stats: &mut PassStats,
     throttle: &Throttle,
     abort: &AtomicBool,
@@ -333,7 +354,7 @@ fn copy_survivors(
                     return ControlFlow::Break(());
                 }
                 throttle.account(entry.size_in_bytes() as u64);
-                match filter_entry(entry, map, latest, config, now_ms, stats) {
+                match filter_entry(entry, map, latest, context, stats) {
                     Ok(Some((bytes, meta))) => {
                         throttle.account(bytes.len() as u64);
                         stats.bytes_written += bytes.len() as u64;
@@ -366,10 +387,10 @@ fn filter_entry(
     entry: &FileEntry<'_>,
     map: &mut OffsetMap,
     latest: i64,
-    config: &LogConfig,
-    now_ms: i64,
+    context: &PassContext<'_>,
     stats: &mut PassStats,
 ) -> std::result::Result<Option<(Vec<u8>, BatchMeta)>, String> {
+    let (config, now_ms) = (context.config, context.now_ms);
     entry.validate().map_err(|error| error.to_string())?;
     let keep_whole = |stats: &mut PassStats, records: u64| {
         stats.records_read += records;
@@ -428,7 +449,9 @@ fn filter_entry(
         stats.records_read -= records.len() as u64;
         return Ok(keep_whole(stats, records.len() as u64));
     }
-    if kept.is_empty() {
+    let producer_needs_it = batch.producer_id() >= 0
+        && context.producers.get(&batch.producer_id()) == Some(&batch.last_offset());
+    if kept.is_empty() && !producer_needs_it {
         return Ok(None);
     }
     rebuild(
@@ -459,6 +482,8 @@ fn rebuild(
     }
     if let Some(horizon) = horizon {
         builder = builder.delete_horizon_ms(horizon);
+    } else if kept.is_empty() {
+        builder = builder.empty_batch_timestamp(batch.max_timestamp());
     }
     for record in kept {
         builder

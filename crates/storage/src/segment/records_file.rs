@@ -33,6 +33,8 @@ pub struct EntrySummary {
     pub offset_field: i64,
     pub last_offset: i64,
     pub max_timestamp: i64,
+    /// The producer id of a v2 batch (−1 for none, and for legacy entries).
+    pub producer_id: i64,
 }
 
 impl EntrySummary {
@@ -227,6 +229,11 @@ impl RecordsFile {
             offset_field: header.offset_field,
             last_offset,
             max_timestamp,
+            producer_id: if header.magic == MAGIC_V2 {
+                read_i64(field::PRODUCER_ID)
+            } else {
+                -1
+            },
         }))
     }
 
