@@ -147,9 +147,19 @@ impl IndexFile {
             mmap.flush()
                 .map_err(StorageError::io("flush index", &self.path))?;
         }
-        self.reopen()?
-            .sync_all()
-            .map_err(StorageError::io("fsync index", &self.path))
+        match self.reopen() {
+            Ok(file) => file
+                .sync_all()
+                .map_err(StorageError::io("fsync index", &self.path)),
+            // The segment was deleted meanwhile (retention, compaction): nothing to make
+            // durable. Flushes run outside the log's lock, so they can meet this race.
+            Err(StorageError::Io { source, .. })
+                if source.kind() == std::io::ErrorKind::NotFound =>
+            {
+                Ok(())
+            }
+            Err(error) => Err(error),
+        }
     }
 
     /// Largest-lower-bound search: the highest slot whose key is ≤ `target`, where `key` reads
