@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs every ferrolog test, installing first what the tests need: a Python virtualenv with
-# kafka-python and its codecs (an independent implementation of Kafka's record formats).
-# Works on a fresh machine with Rust and Python 3 installed; CI runs exactly this.
+# kafka-python and its codecs (an independent implementation of Kafka's record formats and a
+# real Kafka client), and kcat from the distribution. Works on a fresh Debian-like machine with
+# Rust and Python 3 installed; CI runs exactly this.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -12,6 +13,14 @@ if ! "$venv/bin/python" -c "import kafka, lz4, zstandard, xxhash, snappy" 2>/dev
   "$venv/bin/pip" install --quiet --disable-pip-version-check -r scripts/test-requirements.txt
 fi
 export FERROLOG_PYTHON="$venv/bin/python"
+
+# kcat (librdkafka's command-line client) from the distribution, for the broker tests.
+if ! command -v kcat >/dev/null 2>&1; then
+  echo "== installing kcat"
+  sudo_if_needed() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
+  sudo_if_needed apt-get install -y -q kcat >/dev/null 2>&1 \
+    || { sudo_if_needed apt-get update -q >/dev/null && sudo_if_needed apt-get install -y -q kcat >/dev/null; }
+fi
 
 echo "== formatting"
 cargo fmt --all -- --check

@@ -2,6 +2,7 @@
 
 mod demo;
 mod dump;
+mod serve;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -17,6 +18,8 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    /// Serve Kafka clients (produce, fetch, metadata, offsets) from a data directory.
+    Serve(serve::ServeArgs),
     /// Print the contents of .log, .index and .timeindex files, as kafka-dump-log.sh does.
     DumpLog(dump::DumpArgs),
     /// Write records to a partition log in a data directory, reopen it, and read them back.
@@ -37,12 +40,13 @@ fn main() -> ExitCode {
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_env("FERROLOG_LOG")
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
         )
         .with_writer(std::io::stderr)
         .init();
     let cli = Cli::parse();
     let result = match cli.command {
+        Command::Serve(args) => serve::run(&args).map(|()| true),
         Command::DumpLog(args) => dump::run(&args),
         Command::Demo {
             data_dir,

@@ -1,0 +1,152 @@
+//! Request framing and routing: the header is decoded, the body decoded for its API and version,
+//! the handler run on the blocking pool (the one place the broker crosses into synchronous
+//! storage code), and the response encoded with the matching header version.
+
+use std::sync::Arc;
+
+use bytes::{Bytes, BytesMut};
+use kafka_protocol::messages::{
+    ApiKey, ApiVersionsRequest, FetchRequest, InitProducerIdRequest, ListOffsetsRequest,
+    MetadataRequest, ProduceRequest, RequestHeader, ResponseHeader,
+};
+use kafka_protocol::protocol::{Decodable, Encodable};
+
+use crate::Context;
+use crate::handlers;
+
+/// A request this broker will not answer; the connection is closed.
+#[derive(Debug)]
+pub struct MalformedRequest(pub String);
+
+impl std::fmt::Display for MalformedRequest {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// The APIs and version ranges this broker implements: ApiVersions advertises exactly these.
+pub const SUPPORTED: &[(ApiKey, i16, i16)] = &[
+    (ApiKey::Produce, 3, 9),
+    (ApiKey::Fetch, 4, 12),
+    (ApiKey::ListOffsets, 1, 7),
+    (ApiKey::Metadata, 0, 12),
+    (ApiKey::ApiVersions, 0, 3),
+    (ApiKey::InitProducerId, 0, 4),
+];
+
+pub fn supported_range(api_key: ApiKey) -> Option<(i16, i16)> {
+    SUPPORTED
+        .iter()
+        .find(|(key, _, _)| *key == api_key)
+        .map(|(_, min, max)| (*min, *max))
+}
+
+fn malformed(what: impl std::fmt::Display) -> MalformedRequest {
+    MalformedRequest(what.to_string())
+}
+
+/// Decodes one request frame and returns the response frame (without its size prefix), or
+/// `None` when no response is due (produce with acks=0).
+pub async fn dispatch(
+    context: &Arc<Context>,
+    mut frame: Bytes,
+) -> Result<Option<BytesMut>, MalformedRequest> {
+    if frame.len() < 4 {
+        return Err(malformed("a request shorter than its header"));
+    }
+    let api_key = i16::from_be_bytes([frame[0], frame[1]]);
+    let api_version = i16::from_be_bytes([frame[2], frame[3]]);
+    let api =
+        ApiKey::try_from(api_key).map_err(|_| malformed(format!("unknown API key {api_key}")))?;
+    let header = RequestHeader::decode(&mut frame, api.request_header_version(api_version))
+        .map_err(|error| malformed(format!("request header: {error}")))?;
+    let supported =
+        supported_range(api).is_some_and(|(min, max)| (min..=max).contains(&api_version));
+    if !supported {
+        if api == ApiKey::ApiVersions {
+            // Kafka answers an unknown ApiVersions version with v0 and UNSUPPORTED_VERSION, so
+            // the client can retry with a version it finds in the list.
+            let response = handlers::api_versions::unsupported();
+            return encode(&header, api, 0, &response).map(Some);
+        }
+        return Err(malformed(format!(
+            "{api:?} version {api_version} is not supported"
+        )));
+    }
+    macro_rules! blocking {
+        ($request:ty, $handler:path) => {{
+            let request = <$request>::decode(&mut frame, api_version)
+                .map_err(|error| malformed(format!("{api:?} v{api_version} body: {error}")))?;
+            let context = Arc::clone(context);
+            let header_copy = header.clone();
+            tokio::task::spawn_blocking(move || $handler(&context, &header_copy, request))
+                .await
+                .map_err(|error| malformed(format!("handler failed: {error}")))?
+        }};
+    }
+    match api {
+        ApiKey::ApiVersions => {
+            let request = ApiVersionsRequest::decode(&mut frame, api_version)
+                .map_err(|error| malformed(format!("ApiVersions body: {error}")))?;
+            let response = handlers::api_versions::handle(&header, &request);
+            encode(&header, api, api_version, &response).map(Some)
+        }
+        ApiKey::Metadata => {
+            let response = blocking!(MetadataRequest, handlers::metadata::handle);
+            encode(&header, api, api_version, &response).map(Some)
+        }
+        ApiKey::Produce => {
+            let request = ProduceRequest::decode(&mut frame, api_version)
+                .map_err(|error| malformed(format!("Produce body: {error}")))?;
+            let acks = request.acks;
+            let context_for_handler = Arc::clone(context);
+            let header_copy = header.clone();
+            let response = tokio::task::spawn_blocking(move || {
+                handlers::produce::handle(&context_for_handler, &header_copy, request)
+            })
+            .await
+            .map_err(|error| malformed(format!("handler failed: {error}")))?;
+            if acks == 0 {
+                return Ok(None);
+            }
+            encode(&header, api, api_version, &response).map(Some)
+        }
+        ApiKey::Fetch => {
+            let request = FetchRequest::decode(&mut frame, api_version)
+                .map_err(|error| malformed(format!("Fetch body: {error}")))?;
+            let response = handlers::fetch::handle(context, &header, request).await;
+            encode(&header, api, api_version, &response).map(Some)
+        }
+        ApiKey::ListOffsets => {
+            let response = blocking!(ListOffsetsRequest, handlers::list_offsets::handle);
+            encode(&header, api, api_version, &response).map(Some)
+        }
+        ApiKey::InitProducerId => {
+            let response = blocking!(InitProducerIdRequest, handlers::init_producer_id::handle);
+            encode(&header, api, api_version, &response).map(Some)
+        }
+        other => Err(malformed(format!("{other:?} is not supported"))),
+    }
+}
+
+fn encode<R: Encodable>(
+    header: &RequestHeader,
+    api: ApiKey,
+    version: i16,
+    response: &R,
+) -> Result<BytesMut, MalformedRequest> {
+    let mut out = BytesMut::new();
+    let header_version = if api == ApiKey::ApiVersions {
+        0
+    } else {
+        api.response_header_version(version)
+    };
+    ResponseHeader::default()
+        .with_correlation_id(header.correlation_id)
+        .encode(&mut out, header_version)
+        .map_err(|error| malformed(format!("encoding the response header: {error}")))?;
+    response
+        .encode(&mut out, version)
+        .map_err(|error| malformed(format!("encoding the {api:?} v{version} response: {error}")))?;
+    Ok(out)
+}

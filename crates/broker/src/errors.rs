@@ -1,0 +1,41 @@
+//! Kafka error codes, and the code for each storage error.
+
+use ferrolog_storage::StorageError;
+
+pub const NONE: i16 = 0;
+pub const UNKNOWN_SERVER_ERROR: i16 = -1;
+pub const OFFSET_OUT_OF_RANGE: i16 = 1;
+pub const CORRUPT_MESSAGE: i16 = 2;
+pub const UNKNOWN_TOPIC_OR_PARTITION: i16 = 3;
+pub const MESSAGE_TOO_LARGE: i16 = 10;
+pub const INVALID_TOPIC_EXCEPTION: i16 = 17;
+pub const RECORD_LIST_TOO_LARGE: i16 = 18;
+pub const INVALID_TIMESTAMP: i16 = 32;
+pub const UNSUPPORTED_VERSION: i16 = 35;
+pub const KAFKA_STORAGE_ERROR: i16 = 56;
+pub const INVALID_RECORD: i16 = 87;
+
+/// The error code a client understands for a storage error.
+pub fn code_of(error: &StorageError) -> i16 {
+    match error {
+        StorageError::OffsetOutOfRange { .. } => OFFSET_OUT_OF_RANGE,
+        StorageError::CorruptRecord { .. } | StorageError::Corrupt { .. } => CORRUPT_MESSAGE,
+        StorageError::RecordTooLarge { .. } => MESSAGE_TOO_LARGE,
+        StorageError::RecordBatchTooLarge { .. } => RECORD_LIST_TOO_LARGE,
+        StorageError::InvalidTimestamp { .. } => INVALID_TIMESTAMP,
+        StorageError::InvalidRecord { .. } => INVALID_RECORD,
+        StorageError::Io { .. } | StorageError::LogDirOffline { .. } => KAFKA_STORAGE_ERROR,
+        _ => UNKNOWN_SERVER_ERROR,
+    }
+}
+
+/// Kafka's rule for topic names: 1 to 249 of `[a-zA-Z0-9._-]`, not `.` or `..`.
+pub fn is_valid_topic_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 249
+        && name != "."
+        && name != ".."
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'.' || b == b'_' || b == b'-')
+}

@@ -1,0 +1,56 @@
+//! ListOffsets: earliest (−2), latest (−1), max timestamp (−3), or the first offset at or after
+//! a timestamp, per partition.
+
+use kafka_protocol::messages::list_offsets_response::{
+    ListOffsetsPartitionResponse, ListOffsetsTopicResponse,
+};
+use kafka_protocol::messages::{ListOffsetsRequest, ListOffsetsResponse, RequestHeader};
+
+use ferrolog_storage::TopicPartition;
+
+use crate::{Context, errors};
+
+pub fn handle(
+    context: &Context,
+    header: &RequestHeader,
+    request: ListOffsetsRequest,
+) -> ListOffsetsResponse {
+    let version = header.request_api_version;
+    let topics = request
+        .topics
+        .into_iter()
+        .map(|topic| {
+            let name = topic.name.0.to_string();
+            let partitions = topic
+                .partitions
+                .into_iter()
+                .map(|partition| {
+                    let response = ListOffsetsPartitionResponse::default()
+                        .with_partition_index(partition.partition_index);
+                    let Some(log) = context.manager.get(&TopicPartition::new(
+                        name.clone(),
+                        partition.partition_index,
+                    )) else {
+                        return response.with_error_code(errors::UNKNOWN_TOPIC_OR_PARTITION);
+                    };
+                    let response = if version >= 4 {
+                        response.with_leader_epoch(0)
+                    } else {
+                        response
+                    };
+                    match log.fetch_offset_by_timestamp(partition.timestamp) {
+                        Ok(Some(found)) => response
+                            .with_timestamp(found.timestamp)
+                            .with_offset(found.offset),
+                        Ok(None) => response.with_timestamp(-1).with_offset(-1),
+                        Err(error) => response.with_error_code(errors::code_of(&error)),
+                    }
+                })
+                .collect();
+            ListOffsetsTopicResponse::default()
+                .with_name(topic.name)
+                .with_partitions(partitions)
+        })
+        .collect();
+    ListOffsetsResponse::default().with_topics(topics)
+}

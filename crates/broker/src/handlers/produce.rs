@@ -1,0 +1,68 @@
+//! Produce: each partition's records are appended through the LogManager; the high watermark
+//! follows the log end at once (a single replica). acks=0, 1 and all are answered alike once the
+//! append is done (the dispatcher sends nothing for acks=0).
+
+use kafka_protocol::messages::produce_response::{PartitionProduceResponse, TopicProduceResponse};
+use kafka_protocol::messages::{ProduceRequest, ProduceResponse, RequestHeader};
+use kafka_protocol::protocol::StrBytes;
+
+use ferrolog_storage::TopicPartition;
+
+use crate::{Context, errors};
+
+pub fn handle(
+    context: &Context,
+    header: &RequestHeader,
+    request: ProduceRequest,
+) -> ProduceResponse {
+    let version = header.request_api_version;
+    let responses = request
+        .topic_data
+        .into_iter()
+        .map(|topic| {
+            let name = topic.name.0.to_string();
+            let partitions = topic
+                .partition_data
+                .into_iter()
+                .map(|partition| {
+                    let mut response =
+                        PartitionProduceResponse::default().with_index(partition.index);
+                    let tp = TopicPartition::new(name.clone(), partition.index);
+                    let Some(log) = context.manager.get(&tp) else {
+                        return response.with_error_code(errors::UNKNOWN_TOPIC_OR_PARTITION);
+                    };
+                    let mut bytes = partition
+                        .records
+                        .map(|records| records.to_vec())
+                        .unwrap_or_default();
+                    match log.append_as_leader(&mut bytes, 0) {
+                        Ok(info) => {
+                            log.maybe_increment_high_watermark(log.log_end_offset());
+                            response = response
+                                .with_base_offset(info.first_offset)
+                                .with_log_append_time_ms(info.log_append_time_ms);
+                            if version >= 5 {
+                                response = response.with_log_start_offset(log.log_start_offset());
+                            }
+                            response
+                        }
+                        Err(error) => {
+                            tracing::debug!(partition = %tp, error = %error, "produce refused");
+                            response = response.with_error_code(errors::code_of(&error));
+                            if version >= 8 {
+                                response = response.with_error_message(Some(
+                                    StrBytes::from_string(error.to_string()),
+                                ));
+                            }
+                            response
+                        }
+                    }
+                })
+                .collect();
+            TopicProduceResponse::default()
+                .with_name(topic.name)
+                .with_partition_responses(partitions)
+        })
+        .collect();
+    ProduceResponse::default().with_responses(responses)
+}

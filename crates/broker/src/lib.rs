@@ -1,0 +1,112 @@
+//! A single-node Kafka-protocol broker over ferrolog's [`LogManager`]: unmodified Kafka clients
+//! produce and fetch through it. Codecs come from the `kafka-protocol` crate; each API has its
+//! own handler in [`handlers`], all with one shape: a decoded request in, a response out.
+//!
+//! Threads: a tokio runtime accepts connections and reads frames; each connection answers its
+//! requests in order. Storage calls are synchronous; they cross into the blocking pool in one
+//! place, [`dispatch::dispatch`].
+
+pub mod dispatch;
+pub mod errors;
+pub mod handlers;
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use bytes::{Buf, BytesMut};
+use ferrolog_storage::manager::LogManager;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+
+/// How the broker presents itself and what it allows.
+#[derive(Debug, Clone)]
+pub struct BrokerConfig {
+    /// Host and port clients are told to connect to (`advertised.listeners`).
+    pub advertised_host: String,
+    pub advertised_port: u16,
+    /// Partitions of an automatically created topic (`num.partitions`). Default 1.
+    pub num_partitions: i32,
+    /// `auto.create.topics.enable`. Default true.
+    pub auto_create_topics: bool,
+    /// `socket.request.max.bytes`: larger requests close the connection. Default 100 MiB.
+    pub socket_request_max_bytes: usize,
+}
+
+impl Default for BrokerConfig {
+    fn default() -> Self {
+        Self {
+            advertised_host: "127.0.0.1".into(),
+            advertised_port: 9092,
+            num_partitions: 1,
+            auto_create_topics: true,
+            socket_request_max_bytes: 104_857_600,
+        }
+    }
+}
+
+/// What every handler can use.
+#[derive(Debug)]
+pub struct Context {
+    pub manager: Arc<LogManager>,
+    pub config: BrokerConfig,
+}
+
+/// Accepts connections on `listener` until the future is dropped.
+pub async fn serve(listener: TcpListener, context: Arc<Context>) -> std::io::Result<()> {
+    loop {
+        let (stream, peer) = listener.accept().await?;
+        let context = Arc::clone(&context);
+        tokio::spawn(async move {
+            if let Err(error) = handle_connection(stream, peer, context).await {
+                tracing::debug!(%peer, error = %error, "connection closed");
+            }
+        });
+    }
+}
+
+/// Reads size-prefixed requests and writes responses in request order. A malformed or oversized
+/// request closes this connection, and only it.
+async fn handle_connection(
+    mut stream: TcpStream,
+    peer: SocketAddr,
+    context: Arc<Context>,
+) -> std::io::Result<()> {
+    stream.set_nodelay(true)?;
+    let mut buffer = BytesMut::with_capacity(64 * 1024);
+    loop {
+        while buffer.len() < 4 {
+            if stream.read_buf(&mut buffer).await? == 0 {
+                return Ok(());
+            }
+        }
+        let size = i32::from_be_bytes([buffer[0], buffer[1], buffer[2], buffer[3]]);
+        let Ok(size) = usize::try_from(size) else {
+            tracing::warn!(%peer, size, "closing a connection: negative request size");
+            return Ok(());
+        };
+        if size > context.config.socket_request_max_bytes {
+            tracing::warn!(%peer, size, limit = context.config.socket_request_max_bytes, "closing a connection: request larger than socket.request.max.bytes");
+            return Ok(());
+        }
+        while buffer.len() < 4 + size {
+            if stream.read_buf(&mut buffer).await? == 0 {
+                return Ok(());
+            }
+        }
+        buffer.advance(4);
+        let frame = buffer.split_to(size).freeze();
+        match dispatch::dispatch(&context, frame).await {
+            Ok(Some(response)) => {
+                stream
+                    .write_all(&(response.len() as i32).to_be_bytes())
+                    .await?;
+                stream.write_all(&response).await?;
+            }
+            Ok(None) => {} // acks=0 produce: no response
+            Err(error) => {
+                tracing::warn!(%peer, error = %error, "closing a connection after a malformed request");
+                return Ok(());
+            }
+        }
+    }
+}

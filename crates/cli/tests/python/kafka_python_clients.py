@@ -1,0 +1,53 @@
+"""kafka-python against `ferrolog serve`: produce with every codec and read everything back,
+offsets by time, and keyed records with headers.  Usage: kafka_python_clients.py PORT"""
+
+import sys
+import time
+
+from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+
+BOOTSTRAP = "127.0.0.1:%s" % sys.argv[1]
+
+
+def consume_all(topic, expected):
+    consumer = KafkaConsumer(bootstrap_servers=BOOTSTRAP, group_id=None, auto_offset_reset="earliest",
+                             consumer_timeout_ms=3000)
+    consumer.assign([TopicPartition(topic, 0)])
+    consumer.seek_to_beginning()
+    messages = []
+    for message in consumer:
+        messages.append(message)
+        if len(messages) == expected:
+            break
+    consumer.close()
+    return messages
+
+
+for codec in [None, "gzip", "snappy", "lz4", "zstd"]:
+    topic = "codec-%s" % (codec or "none")
+    producer = KafkaProducer(bootstrap_servers=BOOTSTRAP, compression_type=codec, acks="all", linger_ms=5)
+    for i in range(200):
+        producer.send(topic, key=b"key-%d" % i, value=b"value-%d" % i, headers=[("h", b"%d" % i)])
+    producer.flush()
+    producer.close()
+    messages = consume_all(topic, 200)
+    assert [m.value for m in messages] == [b"value-%d" % i for i in range(200)], (codec, len(messages))
+    assert [m.offset for m in messages] == list(range(200)), codec
+    assert messages[7].key == b"key-7" and messages[7].headers == [("h", b"7")], messages[7]
+    print("codec %s: 200 records round trip" % codec)
+
+# Offsets by timestamp.
+producer = KafkaProducer(bootstrap_servers=BOOTSTRAP)
+base = int(time.time() * 1000) - 100_000
+for i in range(10):
+    producer.send("times", value=b"%d" % i, timestamp_ms=base + i * 1000)
+producer.flush()
+producer.close()
+consumer = KafkaConsumer(bootstrap_servers=BOOTSTRAP, group_id=None)
+tp = TopicPartition("times", 0)
+found = consumer.offsets_for_times({tp: base + 4500})[tp]
+assert found.offset == 5 and found.timestamp == base + 5000, found
+assert consumer.beginning_offsets([tp])[tp] == 0
+assert consumer.end_offsets([tp])[tp] == 10
+consumer.close()
+print("offsets by time: ok")
