@@ -6,8 +6,9 @@ use std::sync::Arc;
 
 use bytes::{Bytes, BytesMut};
 use kafka_protocol::messages::{
-    ApiKey, ApiVersionsRequest, FetchRequest, InitProducerIdRequest, ListOffsetsRequest,
-    MetadataRequest, ProduceRequest, RequestHeader, ResponseHeader,
+    ApiKey, ApiVersionsRequest, CreateTopicsRequest, DeleteRecordsRequest, DeleteTopicsRequest,
+    FetchRequest, InitProducerIdRequest, ListOffsetsRequest, MetadataRequest, ProduceRequest,
+    RequestHeader, ResponseHeader,
 };
 use kafka_protocol::protocol::{Decodable, Encodable};
 
@@ -31,6 +32,9 @@ pub const SUPPORTED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::ListOffsets, 1, 7),
     (ApiKey::Metadata, 0, 12),
     (ApiKey::ApiVersions, 0, 3),
+    (ApiKey::CreateTopics, 0, 5),
+    (ApiKey::DeleteTopics, 0, 5),
+    (ApiKey::DeleteRecords, 0, 2),
     (ApiKey::InitProducerId, 0, 4),
 ];
 
@@ -123,6 +127,18 @@ pub async fn dispatch(
         }
         ApiKey::InitProducerId => {
             let response = blocking!(InitProducerIdRequest, handlers::init_producer_id::handle);
+            encode(&header, api, api_version, &response).map(Some)
+        }
+        ApiKey::CreateTopics => {
+            let response = blocking!(CreateTopicsRequest, handlers::create_topics::handle);
+            encode(&header, api, api_version, &response).map(Some)
+        }
+        ApiKey::DeleteTopics => {
+            let response = blocking!(DeleteTopicsRequest, handlers::delete_topics::handle);
+            encode(&header, api, api_version, &response).map(Some)
+        }
+        ApiKey::DeleteRecords => {
+            let response = blocking!(DeleteRecordsRequest, handlers::delete_records::handle);
             encode(&header, api, api_version, &response).map(Some)
         }
         other => Err(malformed(format!("{other:?} is not supported"))),

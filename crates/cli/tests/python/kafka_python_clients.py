@@ -51,3 +51,34 @@ assert consumer.beginning_offsets([tp])[tp] == 0
 assert consumer.end_offsets([tp])[tp] == 10
 consumer.close()
 print("offsets by time: ok")
+
+# Admin: create a topic with partitions and a config, delete records, delete the topic.
+from kafka.admin import KafkaAdminClient, NewTopic
+from kafka.errors import TopicAlreadyExistsError
+
+admin = KafkaAdminClient(bootstrap_servers=BOOTSTRAP)
+admin.create_topics([NewTopic("admin-topic", num_partitions=3, replication_factor=1,
+                              topic_configs={"retention.ms": "60000"})])
+try:
+    admin.create_topics([NewTopic("admin-topic", num_partitions=1, replication_factor=1)])
+    raise SystemExit("creating an existing topic should fail")
+except TopicAlreadyExistsError:
+    pass
+producer = KafkaProducer(bootstrap_servers=BOOTSTRAP)
+for i in range(10):
+    producer.send("admin-topic", value=b"%d" % i, partition=0)
+producer.flush()
+producer.close()
+consumer = KafkaConsumer(bootstrap_servers=BOOTSTRAP, group_id=None)
+partitions = consumer.partitions_for_topic("admin-topic")
+assert partitions == {0, 1, 2}, partitions
+tp = TopicPartition("admin-topic", 0)
+admin.delete_records({tp: 4})
+assert consumer.beginning_offsets([tp])[tp] == 4
+consumer.close()
+admin.delete_topics(["admin-topic"])
+admin.close()
+consumer = KafkaConsumer(bootstrap_servers=BOOTSTRAP, group_id=None)
+assert "admin-topic" not in consumer.topics(), consumer.topics()
+consumer.close()
+print("admin: ok")

@@ -1,0 +1,119 @@
+//! CreateTopics: partitions on this node (replication factor 1), topic configs validated with
+//! the storage's own rules and applied to the new logs; `validate_only` checks without creating.
+
+use std::collections::BTreeMap;
+
+use kafka_protocol::messages::create_topics_response::CreatableTopicResult;
+use kafka_protocol::messages::{CreateTopicsRequest, CreateTopicsResponse, RequestHeader};
+use kafka_protocol::protocol::StrBytes;
+
+use ferrolog_storage::TopicPartition;
+
+use super::partitions_of;
+use crate::{Context, errors};
+
+pub fn handle(
+    context: &Context,
+    header: &RequestHeader,
+    request: CreateTopicsRequest,
+) -> CreateTopicsResponse {
+    let version = header.request_api_version;
+    let topics = request
+        .topics
+        .into_iter()
+        .map(|topic| {
+            let name = topic.name.0.to_string();
+            let partitions = if topic.num_partitions == -1 {
+                context.config.num_partitions
+            } else {
+                topic.num_partitions
+            };
+            let overrides: BTreeMap<String, String> = topic
+                .configs
+                .iter()
+                .filter_map(|config| {
+                    config
+                        .value
+                        .as_ref()
+                        .map(|value| (config.name.to_string(), value.to_string()))
+                })
+                .collect();
+            let outcome = create(
+                context,
+                &name,
+                partitions,
+                topic.replication_factor,
+                overrides,
+                request.validate_only,
+            );
+            let mut result = CreatableTopicResult::default().with_name(topic.name);
+            if let Err((code, message)) = outcome {
+                result = result.with_error_code(code);
+                if version >= 1 {
+                    result = result.with_error_message(Some(StrBytes::from_string(message)));
+                }
+            } else if version >= 5 {
+                result = result
+                    .with_num_partitions(partitions)
+                    .with_replication_factor(1);
+            }
+            result
+        })
+        .collect();
+    CreateTopicsResponse::default().with_topics(topics)
+}
+
+fn create(
+    context: &Context,
+    name: &str,
+    partitions: i32,
+    replication_factor: i16,
+    overrides: BTreeMap<String, String>,
+    validate_only: bool,
+) -> Result<(), (i16, String)> {
+    if !errors::is_valid_topic_name(name) {
+        return Err((
+            errors::INVALID_TOPIC_EXCEPTION,
+            format!("{name:?} is not a valid topic name"),
+        ));
+    }
+    if !partitions_of(context, name).is_empty() {
+        return Err((
+            errors::TOPIC_ALREADY_EXISTS,
+            format!("topic {name} already exists"),
+        ));
+    }
+    if partitions <= 0 {
+        return Err((
+            errors::INVALID_PARTITIONS,
+            format!("{partitions} partitions"),
+        ));
+    }
+    if replication_factor != 1 && replication_factor != -1 {
+        return Err((
+            errors::INVALID_REPLICATION_FACTOR,
+            format!("replication factor {replication_factor}: this broker is a single node"),
+        ));
+    }
+    let mut config = context.manager.config().log_defaults.clone();
+    for (key, value) in &overrides {
+        config
+            .set(key, value)
+            .map_err(|error| (errors::INVALID_CONFIG, error.to_string()))?;
+    }
+    if validate_only {
+        return Ok(());
+    }
+    context
+        .manager
+        .set_topic_overrides(name, overrides)
+        .map_err(|error| (errors::INVALID_CONFIG, error.to_string()))?;
+    for partition in 0..partitions {
+        context
+            .manager
+            .get_or_create(&TopicPartition::new(name, partition))
+            .map_err(|error| (errors::code_of(&error), error.to_string()))?;
+    }
+    tracing::info!(topic = name, partitions, "created topic");
+    Ok(())
+}

@@ -1,0 +1,47 @@
+//! DeleteTopics (by name): every partition's log is removed through the LogManager (renamed
+//! `-delete` at once, its files removed after `file.delete.delay.ms`).
+
+use kafka_protocol::messages::delete_topics_response::DeletableTopicResult;
+use kafka_protocol::messages::{DeleteTopicsRequest, DeleteTopicsResponse, RequestHeader};
+use kafka_protocol::protocol::StrBytes;
+
+use ferrolog_storage::TopicPartition;
+
+use super::partitions_of;
+use crate::{Context, errors};
+
+pub fn handle(
+    context: &Context,
+    header: &RequestHeader,
+    request: DeleteTopicsRequest,
+) -> DeleteTopicsResponse {
+    let version = header.request_api_version;
+    let responses = request
+        .topic_names
+        .into_iter()
+        .map(|name| {
+            let topic = name.0.to_string();
+            let partitions = partitions_of(context, &topic);
+            let mut result = DeletableTopicResult::default().with_name(Some(name));
+            if partitions.is_empty() {
+                return result.with_error_code(errors::UNKNOWN_TOPIC_OR_PARTITION);
+            }
+            for partition in partitions {
+                if let Err(error) = context
+                    .manager
+                    .delete(&TopicPartition::new(topic.clone(), partition))
+                {
+                    result = result.with_error_code(errors::code_of(&error));
+                    if version >= 5 {
+                        result = result
+                            .with_error_message(Some(StrBytes::from_string(error.to_string())));
+                    }
+                    return result;
+                }
+            }
+            tracing::info!(topic, "deleted topic");
+            result
+        })
+        .collect();
+    DeleteTopicsResponse::default().with_responses(responses)
+}
