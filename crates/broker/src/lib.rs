@@ -6,6 +6,7 @@
 //! requests in order. Storage calls are synchronous; they cross into the blocking pool in one
 //! place, [`dispatch::dispatch`].
 
+pub mod allocator;
 pub mod dispatch;
 pub mod errors;
 pub mod handlers;

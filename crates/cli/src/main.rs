@@ -9,6 +9,11 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+/// Hostile size fields in requests must not abort the broker (see the allocator's docs).
+#[global_allocator]
+static ALLOCATOR: ferrolog_broker::allocator::HugeAllocationsReserveLazily =
+    ferrolog_broker::allocator::HugeAllocationsReserveLazily;
+
 #[derive(Debug, Parser)]
 #[command(name = "ferrolog", version, about = "Kafka-compatible log storage")]
 struct Cli {

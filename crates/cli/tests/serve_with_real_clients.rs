@@ -124,7 +124,10 @@ fn kafka_python_produces_and_consumes_every_codec() {
         String::from_utf8_lossy(&output.stderr)
     );
     let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(stdout.contains("offsets by time: ok") && stdout.contains("admin: ok"), "{stdout}");
+    assert!(
+        stdout.contains("offsets by time: ok") && stdout.contains("admin: ok"),
+        "{stdout}"
+    );
     server.stop();
 }
 

@@ -1,0 +1,177 @@
+//! Random, mutated and truncated request frames thrown at the decoder and at a running server:
+//! nothing panics, a bad request closes only its own connection, and the server keeps serving.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests")]
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::{Bytes, BytesMut};
+use ferrolog_broker::{BrokerConfig, Context, dispatch};
+use ferrolog_storage::SystemClock;
+use ferrolog_storage::manager::{LogManager, ManagerConfig};
+use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
+use kafka_protocol::messages::{
+    ApiKey, ApiVersionsRequest, ApiVersionsResponse, MetadataRequest, ProduceRequest,
+    RequestHeader, ResponseHeader, TopicName,
+};
+use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+// As in `ferrolog serve`: hostile array counts must not abort the process (see the module).
+#[global_allocator]
+static ALLOCATOR: ferrolog_broker::allocator::HugeAllocationsReserveLazily =
+    ferrolog_broker::allocator::HugeAllocationsReserveLazily;
+
+fn context(dir: &std::path::Path) -> Arc<Context> {
+    let manager = LogManager::open(
+        ManagerConfig {
+            log_dirs: vec![dir.to_path_buf()],
+            ..ManagerConfig::default()
+        },
+        Arc::new(SystemClock),
+    )
+    .unwrap();
+    Arc::new(Context {
+        manager: Arc::new(manager),
+        config: BrokerConfig {
+            socket_request_max_bytes: 1 << 20,
+            ..BrokerConfig::default()
+        },
+    })
+}
+
+fn frame<R: Encodable>(api: ApiKey, version: i16, correlation_id: i32, request: &R) -> Vec<u8> {
+    let mut body = BytesMut::new();
+    RequestHeader::default()
+        .with_request_api_key(api as i16)
+        .with_request_api_version(version)
+        .with_correlation_id(correlation_id)
+        .with_client_id(Some(StrBytes::from_static_str("fuzz")))
+        .encode(&mut body, api.request_header_version(version))
+        .unwrap();
+    request.encode(&mut body, version).unwrap();
+    body.to_vec()
+}
+
+/// Valid requests to mutate: ApiVersions, Metadata, and a Produce carrying a real batch.
+fn seeds() -> Vec<Vec<u8>> {
+    let batch = ferrolog_testkit::numbered_batch(0, 3, 1_700_000_000_000);
+    let produce = ProduceRequest::default()
+        .with_acks(1)
+        .with_timeout_ms(1000)
+        .with_topic_data(vec![
+            TopicProduceData::default()
+                .with_name(TopicName(StrBytes::from_static_str("fuzz")))
+                .with_partition_data(vec![
+                    PartitionProduceData::default()
+                        .with_index(0)
+                        .with_records(Some(Bytes::from(batch))),
+                ]),
+        ]);
+    vec![
+        frame(ApiKey::ApiVersions, 3, 1, &ApiVersionsRequest::default()),
+        frame(ApiKey::Metadata, 9, 2, &MetadataRequest::default()),
+        frame(ApiKey::Produce, 8, 3, &produce),
+    ]
+}
+
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+}
+
+fn mutate(rng: &mut Rng, seed: &[u8]) -> Vec<u8> {
+    let mut bytes = seed.to_vec();
+    match rng.next() % 4 {
+        0 => bytes.truncate((rng.next() % (bytes.len() as u64 + 1)) as usize),
+        1 => {
+            for _ in 0..1 + rng.next() % 8 {
+                let at = (rng.next() % bytes.len() as u64) as usize;
+                bytes[at] = rng.next() as u8;
+            }
+        }
+        2 => bytes = (0..rng.next() % 200).map(|_| rng.next() as u8).collect(),
+        _ => {
+            let at = (rng.next() % bytes.len() as u64) as usize;
+            bytes.splice(at..at, (0..rng.next() % 16).map(|_| 0xff));
+        }
+    }
+    bytes
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_decoder_survives_mutated_requests() {
+    let temp = tempfile::tempdir().unwrap();
+    let context = context(temp.path());
+    let mut rng = Rng(0x5eed_1234_abcd_ef01);
+    let seeds = seeds();
+    for round in 0..3000 {
+        let bytes = mutate(&mut rng, &seeds[round % seeds.len()]);
+        // Whatever the outcome, it is a value, not a panic.
+        let _ = dispatch::dispatch(&context, Bytes::from(bytes)).await;
+    }
+    context.manager.shutdown().unwrap();
+}
+
+async fn api_versions_works(port: u16) {
+    let mut stream = tokio::net::TcpStream::connect(("127.0.0.1", port))
+        .await
+        .unwrap();
+    let request = frame(ApiKey::ApiVersions, 3, 77, &ApiVersionsRequest::default());
+    stream
+        .write_all(&(request.len() as i32).to_be_bytes())
+        .await
+        .unwrap();
+    stream.write_all(&request).await.unwrap();
+    let size = stream.read_i32().await.unwrap();
+    let mut response = vec![0u8; size as usize];
+    stream.read_exact(&mut response).await.unwrap();
+    let mut response = Bytes::from(response);
+    let header = ResponseHeader::decode(&mut response, 0).unwrap();
+    assert_eq!(header.correlation_id, 77);
+    let body = ApiVersionsResponse::decode(&mut response, 3).unwrap();
+    assert_eq!(body.error_code, 0);
+    assert!(
+        body.api_keys
+            .iter()
+            .any(|key| key.api_key == ApiKey::Produce as i16)
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_fed_garbage_closes_those_connections_and_keeps_serving() {
+    let temp = tempfile::tempdir().unwrap();
+    let context = context(temp.path());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let server = tokio::spawn(ferrolog_broker::serve(listener, Arc::clone(&context)));
+    let mut rng = Rng(0xfeed_beef_0000_0001);
+    let seeds = seeds();
+    for round in 0..300 {
+        let mut stream = tokio::net::TcpStream::connect(("127.0.0.1", port))
+            .await
+            .unwrap();
+        let body = mutate(&mut rng, &seeds[round % seeds.len()]);
+        let size: i32 = match round % 5 {
+            0 => -7,
+            1 => i32::MAX,
+            2 => body.len() as i32 + 5, // announces more than it sends
+            _ => body.len() as i32,
+        };
+        let _ = stream.write_all(&size.to_be_bytes()).await;
+        let _ = stream.write_all(&body).await;
+        let _ = stream.shutdown().await;
+        let mut sink = Vec::new();
+        let _ = tokio::time::timeout(Duration::from_secs(2), stream.read_to_end(&mut sink)).await;
+    }
+    api_versions_works(port).await;
+    server.abort();
+    context.manager.shutdown().unwrap();
+}
