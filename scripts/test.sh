@@ -7,7 +7,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 venv="${FERROLOG_VENV:-$PWD/target/test-venv}"
-if ! "$venv/bin/python" -c "import kafka, lz4, zstandard, xxhash, snappy" 2>/dev/null; then
+if ! "$venv/bin/python" -c "import kafka, lz4, zstandard, xxhash, snappy, confluent_kafka" 2>/dev/null; then
   echo "== installing test dependencies into $venv"
   python3 -m venv "$venv"
   "$venv/bin/pip" install --quiet --disable-pip-version-check -r scripts/test-requirements.txt

@@ -1,4 +1,5 @@
 //! `ferrolog serve` with unmodified Kafka clients: kafka-python (every codec, headers, offsets
+//! by time, admin), confluent-kafka (admin, acks=all and acks=0, assign(), watermarks, offsets
 //! by time) and kcat (metadata, keyed produce and consume), then a clean stop (SIGTERM) and a
 //! restart that serves the same records. Skipped with a message when a client is missing,
 //! except under CI, where it fails.
@@ -127,6 +128,39 @@ fn kafka_python_produces_and_consumes_every_codec() {
     assert!(
         stdout.contains("offsets by time: ok") && stdout.contains("admin: ok"),
         "{stdout}"
+    );
+    server.stop();
+}
+
+#[test]
+fn confluent_kafka_creates_produces_with_each_acks_and_consumes() {
+    let Some(python) = python() else { return };
+    let has_client = Command::new(&python)
+        .args(["-c", "import confluent_kafka"])
+        .status()
+        .is_ok_and(|status| status.success());
+    if !has_client {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "confluent-kafka is required under CI"
+        );
+        eprintln!("skipped: no confluent-kafka in {python}");
+        return;
+    }
+    let temp = tempfile::tempdir().unwrap();
+    let server = Server::start(&temp.path().join("data"));
+    let script =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python/confluent_kafka_clients.py");
+    let output = Command::new(&python)
+        .arg(script)
+        .arg(server.port.to_string())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success() && stdout.contains("confluent-kafka ok"),
+        "{stdout}{}",
+        String::from_utf8_lossy(&output.stderr)
     );
     server.stop();
 }

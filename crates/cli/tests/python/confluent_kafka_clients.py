@@ -1,0 +1,39 @@
+"""confluent-kafka (librdkafka) against `ferrolog serve`: admin topic creation and listing,
+produce with acks=all and acks=0, a consumer by assign(), watermarks, offsets by time.
+Usage: confluent_kafka_clients.py PORT"""
+
+import sys
+import time
+from confluent_kafka import Producer, Consumer, TopicPartition, OFFSET_BEGINNING
+from confluent_kafka.admin import AdminClient, NewTopic
+B = "127.0.0.1:%s" % sys.argv[1]
+admin = AdminClient({"bootstrap.servers": B})
+fs = admin.create_topics([NewTopic("ck", num_partitions=2, replication_factor=1)])
+for t, f in fs.items(): f.result(10)
+md = admin.list_topics(timeout=10)
+assert len(md.topics["ck"].partitions) == 2, md.topics
+for acks in ["all", "0"]:
+    p = Producer({"bootstrap.servers": B, "acks": acks, "linger.ms": 5})
+    for i in range(1000):
+        p.produce("ck", key=b"k%d" % i, value=b"%s-%d" % (acks.encode(), i), partition=i % 2)
+    assert p.flush(20) == 0
+c = Consumer({"bootstrap.servers": B, "group.id": "unused", "enable.auto.commit": False})
+c.assign([TopicPartition("ck", 0, OFFSET_BEGINNING), TopicPartition("ck", 1, OFFSET_BEGINNING)])
+got = []
+deadline = time.time() + 20
+while len(got) < 2000 and time.time() < deadline:
+    m = c.poll(1.0)
+    if m is None: continue
+    assert m.error() is None, m.error()
+    got.append(m.value())
+assert len(got) == 2000, len(got)
+lo, hi = c.get_watermark_offsets(TopicPartition("ck", 0), timeout=10)
+assert (lo, hi) == (0, 1000), (lo, hi)
+before = int(time.time() * 1000) - 1
+p = Producer({"bootstrap.servers": B})
+p.produce("ck", value=b"late", partition=0)
+p.flush(10)
+found = c.offsets_for_times([TopicPartition("ck", 0, before)], timeout=10)[0]
+assert found.offset == 1000, found
+c.close()
+print("confluent-kafka ok")
