@@ -1,35 +1,184 @@
-//! `ferrolog serve`: the broker on a data directory, until Ctrl-C or SIGTERM (a second Ctrl-C
-//! exits at once). A clean stop flushes and closes every log and writes the clean-shutdown
-//! markers, so the next start needs no recovery.
+//! `ferrolog serve`: the broker on its data directories, until Ctrl-C or SIGTERM (a second
+//! Ctrl-C exits at once). A clean stop flushes and closes every log and writes the
+//! clean-shutdown markers, so the next start needs no recovery.
+//!
+//! Configuration is Kafka's `server.properties` (`--config`), then the flags, then each
+//! `--override key=value`, later ones winning. With none of them it listens on 127.0.0.1:9092,
+//! keeps its data in `./ferrolog-data`, and creates topics on first use. An unknown key or a
+//! bad value stops startup naming it; a Kafka key ferrolog does not use is reported once.
 
+use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use anyhow::Context as _;
+use anyhow::{Context as _, bail};
 use clap::Args;
 use ferrolog_broker::{BrokerConfig, Context};
 use ferrolog_storage::SystemClock;
-use ferrolog_storage::manager::{LogManager, ManagerConfig};
+use ferrolog_storage::manager::{LogManager, ManagerConfig, known_keys, parse_properties};
 
 #[derive(Debug, Args)]
 pub struct ServeArgs {
-    /// Address to listen on.
-    #[arg(long, default_value = "127.0.0.1:9092")]
-    listen: SocketAddr,
-    /// Data directories (Kafka's `log.dirs`), comma-separated.
-    #[arg(long, default_value = "ferrolog-data", value_delimiter = ',')]
-    log_dirs: Vec<PathBuf>,
-    /// Partitions of a topic created on first use (`num.partitions`).
-    #[arg(long, default_value_t = 1)]
-    num_partitions: i32,
+    /// A Kafka `server.properties` file.
+    #[arg(long)]
+    config: Option<PathBuf>,
+    /// Address to listen on (sets `listeners`).
+    #[arg(long)]
+    listen: Option<SocketAddr>,
+    /// Data directories, comma-separated (sets `log.dirs`).
+    #[arg(long)]
+    log_dirs: Option<String>,
+    /// Partitions of a topic created on first use (sets `num.partitions`).
+    #[arg(long)]
+    num_partitions: Option<i32>,
+    /// Sets any key, as Kafka's scripts accept: `--override log.retention.hours=1`.
+    #[arg(long = "override", value_name = "KEY=VALUE")]
+    overrides: Vec<String>,
+}
+
+/// Keys the broker itself reads (the storage's are in `known_keys`).
+const BROKER_KEYS: &[&str] = &[
+    "listeners",
+    "advertised.listeners",
+    "num.partitions",
+    "auto.create.topics.enable",
+    "socket.request.max.bytes",
+];
+
+/// Kafka broker keys that mean nothing for a single-node ferrolog; reported once, then ignored.
+const IGNORED_KAFKA_KEYS: &[&str] = &[
+    "broker.rack",
+    "num.network.threads",
+    "num.io.threads",
+    "socket.send.buffer.bytes",
+    "socket.receive.buffer.bytes",
+    "default.replication.factor",
+    "min.insync.replicas",
+    "offsets.topic.replication.factor",
+    "transaction.state.log.replication.factor",
+    "transaction.state.log.min.isr",
+    "group.initial.rebalance.delay.ms",
+    "zookeeper.connect",
+    "zookeeper.connection.timeout.ms",
+    "process.roles",
+    "controller.quorum.voters",
+    "controller.quorum.bootstrap.servers",
+    "controller.listener.names",
+    "listener.security.protocol.map",
+    "inter.broker.listener.name",
+    "num.replica.fetchers",
+    "unclean.leader.election.enable",
+    "delete.topic.enable",
+];
+
+/// The broker's settings, parsed from the merged properties.
+fn broker_config(
+    properties: &BTreeMap<String, String>,
+) -> anyhow::Result<(SocketAddr, BrokerConfig)> {
+    let listener = properties
+        .get("listeners")
+        .map_or("PLAINTEXT://127.0.0.1:9092", String::as_str);
+    let listen = parse_listener("listeners", listener)?;
+    let advertised = match properties.get("advertised.listeners") {
+        Some(value) => Some(parse_listener("advertised.listeners", value)?),
+        None => None,
+    };
+    let mut config = BrokerConfig::default();
+    if let Some(advertised) = advertised {
+        config.advertised_host = advertised.ip().to_string();
+        config.advertised_port = advertised.port();
+    }
+    if let Some(value) = properties.get("num.partitions") {
+        config.num_partitions = value.trim().parse().ok().filter(|n| *n >= 1).with_context(
+            || {
+                format!(
+                    "invalid value {value:?} for num.partitions: must be an integer of at least 1"
+                )
+            },
+        )?;
+    }
+    if let Some(value) = properties.get("auto.create.topics.enable") {
+        config.auto_create_topics = value.trim().parse().with_context(|| {
+            format!("invalid value {value:?} for auto.create.topics.enable: expected true or false")
+        })?;
+    }
+    if let Some(value) = properties.get("socket.request.max.bytes") {
+        config.socket_request_max_bytes = value
+            .trim()
+            .parse()
+            .ok()
+            .filter(|n| *n >= 1)
+            .with_context(|| format!("invalid value {value:?} for socket.request.max.bytes: must be a positive integer"))?;
+    }
+    Ok((listen, config))
+}
+
+/// `PLAINTEXT://host:port` (the only listener kind served), or a bare `host:port`.
+fn parse_listener(key: &str, value: &str) -> anyhow::Result<SocketAddr> {
+    let first = value.split(',').next().unwrap_or("").trim();
+    let address = match first.split_once("://") {
+        Some(("PLAINTEXT", address)) => address,
+        Some((protocol, _)) => bail!(
+            "invalid value {value:?} for {key}: only PLAINTEXT listeners are served, not {protocol}"
+        ),
+        None => first,
+    };
+    let address = if address.starts_with(':') {
+        format!("0.0.0.0{address}")
+    } else {
+        address.to_owned()
+    };
+    address.parse().with_context(|| {
+        format!(
+            "invalid value {value:?} for {key}: expected PLAINTEXT://host:port with an IP address"
+        )
+    })
+}
+
+/// Merges the config file, the flags and the overrides, and checks every key.
+fn merged_properties(args: &ServeArgs) -> anyhow::Result<BTreeMap<String, String>> {
+    let mut properties = BTreeMap::new();
+    if let Some(path) = &args.config {
+        let text =
+            std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+        properties.extend(parse_properties(&text));
+    }
+    if let Some(listen) = args.listen {
+        properties.insert("listeners".into(), format!("PLAINTEXT://{listen}"));
+    }
+    if let Some(dirs) = &args.log_dirs {
+        properties.insert("log.dirs".into(), dirs.clone());
+    }
+    if let Some(partitions) = args.num_partitions {
+        properties.insert("num.partitions".into(), partitions.to_string());
+    }
+    for pair in &args.overrides {
+        let (key, value) = pair
+            .split_once('=')
+            .with_context(|| format!("--override {pair:?}: expected KEY=VALUE"))?;
+        properties.insert(key.trim().to_owned(), value.trim().to_owned());
+    }
+    if !properties.contains_key("log.dirs") && !properties.contains_key("log.dir") {
+        properties.insert("log.dirs".into(), "ferrolog-data".into());
+    }
+    let known: Vec<&str> = known_keys().chain(BROKER_KEYS.iter().copied()).collect();
+    for key in properties.keys() {
+        if IGNORED_KAFKA_KEYS.contains(&key.as_str()) {
+            tracing::warn!(key, "a Kafka setting ferrolog does not use; ignored");
+        } else if !known.contains(&key.as_str()) {
+            bail!(
+                "unknown setting {key}: not a broker key ferrolog knows (see docs for the supported keys)"
+            );
+        }
+    }
+    Ok(properties)
 }
 
 pub fn run(args: &ServeArgs) -> anyhow::Result<()> {
-    let manager_config = ManagerConfig {
-        log_dirs: args.log_dirs.clone(),
-        ..ManagerConfig::default()
-    };
+    let properties = merged_properties(args)?;
+    let manager_config = ManagerConfig::from_properties(&properties)?;
+    let (listen, mut broker_config) = broker_config(&properties)?;
     let manager = Arc::new(
         LogManager::open(manager_config, Arc::new(SystemClock))
             .context("opening the data directories")?,
@@ -39,21 +188,20 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<()> {
         .enable_all()
         .build()?;
     let outcome = runtime.block_on(async {
-        let listener = tokio::net::TcpListener::bind(args.listen)
+        let listener = tokio::net::TcpListener::bind(listen)
             .await
-            .with_context(|| format!("listening on {}", args.listen))?;
+            .with_context(|| format!("listening on {listen}"))?;
         let local = listener.local_addr()?;
+        if !properties.contains_key("advertised.listeners") {
+            broker_config.advertised_host = if local.ip().is_unspecified() { "127.0.0.1".into() } else { local.ip().to_string() };
+            broker_config.advertised_port = local.port();
+        }
         let context = Arc::new(Context {
             manager: Arc::clone(&manager),
-            config: BrokerConfig {
-                advertised_host: local.ip().to_string(),
-                advertised_port: local.port(),
-                num_partitions: args.num_partitions,
-                ..BrokerConfig::default()
-            },
+            config: broker_config,
         });
         tracing::info!(%local, "serving");
-        eprintln!("ferrolog serving Kafka clients on {local} (data in {})", args.log_dirs.iter().map(|d| d.display().to_string()).collect::<Vec<_>>().join(","));
+        eprintln!("ferrolog serving Kafka clients on {local}");
         let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
         tokio::select! {
             served = ferrolog_broker::serve(listener, context) => served.map_err(anyhow::Error::from),
@@ -64,10 +212,10 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<()> {
     eprintln!("shutting down (Ctrl-C again to exit at once)");
     std::thread::spawn(|| {
         // A second Ctrl-C while the logs are being flushed exits without waiting.
-        let second = tokio::runtime::Builder::new_current_thread()
+        if let Ok(second) = tokio::runtime::Builder::new_current_thread()
             .enable_all()
-            .build();
-        if let Ok(second) = second {
+            .build()
+        {
             second.block_on(async {
                 let _ = tokio::signal::ctrl_c().await;
                 std::process::exit(130);
@@ -77,4 +225,63 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<()> {
     runtime.shutdown_background();
     manager.shutdown()?;
     outcome
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, reason = "tests")]
+mod tests {
+    use super::*;
+
+    fn args(overrides: &[&str]) -> ServeArgs {
+        ServeArgs {
+            config: None,
+            listen: None,
+            log_dirs: None,
+            num_partitions: None,
+            overrides: overrides.iter().map(|o| (*o).to_owned()).collect(),
+        }
+    }
+
+    #[test]
+    fn defaults_listen_on_9092_with_data_in_ferrolog_data() {
+        let properties = merged_properties(&args(&[])).unwrap();
+        let (listen, config) = broker_config(&properties).unwrap();
+        assert_eq!(listen, "127.0.0.1:9092".parse().unwrap());
+        assert!(config.auto_create_topics);
+        let manager = ManagerConfig::from_properties(&properties).unwrap();
+        assert_eq!(manager.log_dirs, vec![PathBuf::from("ferrolog-data")]);
+    }
+
+    #[test]
+    fn overrides_set_kafka_keys_and_bad_ones_name_the_key() {
+        let properties = merged_properties(&args(&[
+            "log.retention.hours=1",
+            "num.partitions=3",
+            "listeners=PLAINTEXT://:9999",
+        ]))
+        .unwrap();
+        let manager = ManagerConfig::from_properties(&properties).unwrap();
+        assert_eq!(manager.log_defaults.retention_ms, 3_600_000);
+        let (listen, config) = broker_config(&properties).unwrap();
+        assert_eq!((listen.port(), config.num_partitions), (9999, 3));
+
+        let error = merged_properties(&args(&["no.such.key=1"]))
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("no.such.key"), "{error}");
+        let bad = merged_properties(&args(&["num.partitions=zero"])).unwrap();
+        let error = broker_config(&bad).unwrap_err().to_string();
+        assert!(error.contains("num.partitions"), "{error}");
+        let ssl = merged_properties(&args(&["listeners=SSL://127.0.0.1:9093"])).unwrap();
+        assert!(
+            broker_config(&ssl)
+                .unwrap_err()
+                .to_string()
+                .contains("PLAINTEXT")
+        );
+        assert!(
+            merged_properties(&args(&["zookeeper.connect=localhost:2181"])).is_ok(),
+            "known Kafka keys are ignored"
+        );
+    }
 }
