@@ -50,6 +50,18 @@ impl Default for BrokerConfig {
 pub struct Context {
     pub manager: Arc<LogManager>,
     pub config: BrokerConfig,
+    /// Woken after every produce, so fetches waiting for data answer at once.
+    pub appended: tokio::sync::Notify,
+}
+
+impl Context {
+    pub fn new(manager: Arc<LogManager>, config: BrokerConfig) -> Self {
+        Self {
+            manager,
+            config,
+            appended: tokio::sync::Notify::new(),
+        }
+    }
 }
 
 /// Accepts connections on `listener` until the future is dropped.

@@ -32,13 +32,13 @@ fn context(dir: &std::path::Path) -> Arc<Context> {
         Arc::new(SystemClock),
     )
     .unwrap();
-    Arc::new(Context {
-        manager: Arc::new(manager),
-        config: BrokerConfig {
+    Arc::new(Context::new(
+        Arc::new(manager),
+        BrokerConfig {
             socket_request_max_bytes: 1 << 20,
             ..BrokerConfig::default()
         },
-    })
+    ))
 }
 
 fn frame<R: Encodable>(api: ApiKey, version: i16, correlation_id: i32, request: &R) -> Vec<u8> {

@@ -196,10 +196,7 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<()> {
             broker_config.advertised_host = if local.ip().is_unspecified() { "127.0.0.1".into() } else { local.ip().to_string() };
             broker_config.advertised_port = local.port();
         }
-        let context = Arc::new(Context {
-            manager: Arc::clone(&manager),
-            config: broker_config,
-        });
+        let context = Arc::new(Context::new(Arc::clone(&manager), broker_config));
         tracing::info!(%local, "serving");
         eprintln!("ferrolog serving Kafka clients on {local}");
         let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;

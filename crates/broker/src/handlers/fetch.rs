@@ -1,7 +1,8 @@
 //! Fetch: record bytes as they lie in the segment files, never decoded. When fewer than
-//! `min_bytes` are ready, the request waits (up to `max_wait_ms`) and looks again; the first
-//! partition with data returns at least one whole batch, so a batch larger than the limits is
-//! never stuck. Fetch sessions are not kept: every response is a full one (session id 0).
+//! `min_bytes` are ready, the request waits (up to `max_wait_ms`) and is woken by the next
+//! produce; the first partition with data returns at least one whole batch, so a batch larger
+//! than the limits is never stuck. Fetch sessions are not kept: every response is a full one
+//! (session id 0).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -15,9 +16,6 @@ use ferrolog_storage::log::{FetchBound, FetchParams};
 
 use crate::{Context, errors};
 
-/// How often a waiting fetch looks for new data.
-const POLL_INTERVAL: Duration = Duration::from_millis(5);
-
 pub async fn handle(
     context: &Arc<Context>,
     header: &RequestHeader,
@@ -27,6 +25,10 @@ pub async fn handle(
         Instant::now() + Duration::from_millis(u64::try_from(request.max_wait_ms).unwrap_or(0));
     let request = Arc::new(request);
     loop {
+        // Registered before reading, so a produce between the read and the wait still wakes us.
+        let appended = context.appended.notified();
+        tokio::pin!(appended);
+        appended.as_mut().enable();
         let (context_copy, request_copy, version) = (
             Arc::clone(context),
             Arc::clone(&request),
@@ -45,8 +47,10 @@ pub async fn handle(
         if bytes >= i64::from(request.min_bytes) || Instant::now() >= deadline {
             return response;
         }
-        tokio::time::sleep(POLL_INTERVAL.min(deadline.saturating_duration_since(Instant::now())))
-            .await;
+        tokio::select! {
+            () = &mut appended => {}
+            () = tokio::time::sleep(deadline.saturating_duration_since(Instant::now())) => {}
+        }
     }
 }
 

@@ -64,5 +64,6 @@ pub fn handle(
                 .with_partition_responses(partitions)
         })
         .collect();
+    context.appended.notify_waiters();
     ProduceResponse::default().with_responses(responses)
 }
