@@ -173,8 +173,6 @@ fn scheduler_figures(dir: &Path, partitions: i32) {
         let stop = AtomicBool::new(false);
         std::thread::scope(|scope| {
             scope.spawn(|| {
-                // Stands in for the scheduler thread, which runs at this priority.
-                ferrolog_storage::scheduler::lower_current_thread_priority();
                 while !stop.load(Ordering::Relaxed) {
                     for (_, pass) in jobs {
                         pass(&manager).unwrap();

@@ -159,48 +159,32 @@ impl Wakeup {
     }
 }
 
-/// Nice value of the background threads: maintenance yields the CPU to appends and fetches.
-const BACKGROUND_NICE: libc::c_int = 10;
-
-/// Lowers the calling thread's scheduling priority (Linux gives each thread its own nice
-/// value), so background maintenance never competes with request threads on a busy machine.
-/// Failure is harmless and only logged.
-pub fn lower_current_thread_priority() {
-    #[allow(unsafe_code)]
-    // SAFETY: `setpriority` with PRIO_PROCESS and who = 0 changes only the calling thread's nice
-    // value on Linux; it reads and writes no memory of ours.
-    let result = unsafe { libc::setpriority(libc::PRIO_PROCESS, 0, BACKGROUND_NICE) };
-    if result != 0 {
-        tracing::debug!(error = %std::io::Error::last_os_error(), "could not lower a background thread's priority");
-    }
-}
-
 /// Real time the thread sleeps at most before looking at the clock again, so a manual clock
 /// advanced by a test is noticed promptly.
 const MAX_SLEEP: Duration = Duration::from_millis(100);
 
-/// The scheduler's thread, named `scheduler`.
+/// A named background thread that runs `step` until stopped, sleeping between steps for as long
+/// as `step` asks (at most [`MAX_SLEEP`]) or until woken. It runs at normal priority: under a
+/// saturated CPU, a lowered one let retention fall behind the appends (measured in the soak
+/// test), which is worse than sharing the CPU.
 #[derive(Debug)]
-pub struct SchedulerThread {
+pub struct BackgroundThread {
     wakeup: Arc<Wakeup>,
     handle: Option<JoinHandle<()>>,
 }
 
-impl SchedulerThread {
-    pub fn start(mut scheduler: Scheduler, clock: Arc<dyn Clock>) -> std::io::Result<Self> {
-        let wakeup = Arc::new(Wakeup::default());
+impl BackgroundThread {
+    pub fn spawn(
+        name: &str,
+        wakeup: Arc<Wakeup>,
+        mut step: impl FnMut() -> Duration + Send + 'static,
+    ) -> std::io::Result<Self> {
         let thread_wakeup = Arc::clone(&wakeup);
         let handle = std::thread::Builder::new()
-            .name("scheduler".into())
+            .name(name.to_owned())
             .spawn(move || {
                 while !thread_wakeup.is_stopped() {
-                    scheduler.run_due(clock.as_ref());
-                    let until_due = scheduler
-                        .next_due_ms()
-                        .saturating_sub(clock.now_ms())
-                        .max(0);
-                    let wait = Duration::from_millis(until_due.min(i64::from(u32::MAX)) as u64)
-                        .min(MAX_SLEEP);
+                    let wait = step().min(MAX_SLEEP);
                     if !wait.is_zero() {
                         thread_wakeup.sleep(wait);
                     }
@@ -216,7 +200,7 @@ impl SchedulerThread {
         &self.wakeup
     }
 
-    /// Stops the thread after the job it is running, and waits for it.
+    /// Stops the thread after its current step, and waits for it.
     pub fn stop(&mut self) {
         self.wakeup.stop();
         if let Some(handle) = self.handle.take() {
@@ -225,9 +209,23 @@ impl SchedulerThread {
     }
 }
 
-impl Drop for SchedulerThread {
+impl Drop for BackgroundThread {
     fn drop(&mut self) {
         self.stop();
+    }
+}
+
+/// The scheduler's thread, named `scheduler`.
+pub type SchedulerThread = BackgroundThread;
+
+impl Scheduler {
+    /// Runs the jobs on their own thread.
+    pub fn start(mut self, clock: Arc<dyn Clock>) -> std::io::Result<SchedulerThread> {
+        BackgroundThread::spawn("scheduler", Arc::new(Wakeup::default()), move || {
+            self.run_due(clock.as_ref());
+            let until_due = self.next_due_ms().saturating_sub(clock.now_ms()).max(0);
+            Duration::from_millis(until_due.min(i64::from(u32::MAX)) as u64)
+        })
     }
 }
 
@@ -313,7 +311,7 @@ mod tests {
         let clock: Arc<dyn Clock> = Arc::new(crate::clock::SystemClock);
         let mut scheduler = Scheduler::new();
         let stats = scheduler.add("tick", clock.now_ms(), 0, 10, |_| Ok(()));
-        let mut thread = SchedulerThread::start(scheduler, clock).unwrap();
+        let mut thread = scheduler.start(clock).unwrap();
         let started = std::time::Instant::now();
         while stats.runs() < 3 {
             assert!(started.elapsed() < Duration::from_secs(10));

@@ -377,7 +377,6 @@ impl LogCleaner {
             let handle = std::thread::Builder::new()
                 .name(format!("cleaner-{index}"))
                 .spawn(move || {
-                    crate::scheduler::lower_current_thread_priority();
                     let mut map = OffsetMap::new(cleaner.map_bytes(), cleaner.config.load_factor);
                     let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                         while !cleaner.wakeup.is_stopped() {

@@ -8,7 +8,6 @@ use std::collections::BinaryHeap;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::thread::JoinHandle;
 use std::time::Duration;
 
 use parking_lot::Mutex;
@@ -17,7 +16,7 @@ use crate::clock::Clock;
 use crate::error::StorageError;
 use crate::fs::remove_if_exists;
 use crate::log::SegmentReaper;
-use crate::scheduler::Wakeup;
+use crate::scheduler::{BackgroundThread, Wakeup};
 
 #[derive(Debug, PartialEq, Eq, PartialOrd, Ord)]
 enum Target {
@@ -108,25 +107,14 @@ impl Deleter {
     }
 
     /// Starts the `log-deleter` thread.
-    pub fn start(self: &Arc<Self>) -> std::io::Result<DeleterThread> {
+    pub fn start(self: &Arc<Self>) -> std::io::Result<BackgroundThread> {
         let deleter = Arc::clone(self);
-        let handle = std::thread::Builder::new()
-            .name("log-deleter".into())
-            .spawn(move || {
-                while !deleter.wakeup.is_stopped() {
-                    deleter.run_due();
-                    let until_due = deleter.next_due_ms().map_or(i64::MAX, |due| {
-                        due.saturating_sub(deleter.clock.now_ms()).max(0)
-                    });
-                    let wait = Duration::from_millis(until_due.min(100) as u64);
-                    if !wait.is_zero() {
-                        deleter.wakeup.sleep(wait);
-                    }
-                }
-            })?;
-        Ok(DeleterThread {
-            wakeup: Arc::clone(&self.wakeup),
-            handle: Some(handle),
+        BackgroundThread::spawn("log-deleter", Arc::clone(&self.wakeup), move || {
+            deleter.run_due();
+            let until_due = deleter.next_due_ms().map_or(i64::MAX, |due| {
+                due.saturating_sub(deleter.clock.now_ms()).max(0)
+            });
+            Duration::from_millis(until_due.min(i64::from(u32::MAX)) as u64)
         })
     }
 }
@@ -134,27 +122,6 @@ impl Deleter {
 impl SegmentReaper for Deleter {
     fn schedule(&self, files: Vec<PathBuf>, delay_ms: i64) {
         self.push(Target::Files(files), delay_ms);
-    }
-}
-
-#[derive(Debug)]
-pub struct DeleterThread {
-    wakeup: Arc<Wakeup>,
-    handle: Option<JoinHandle<()>>,
-}
-
-impl DeleterThread {
-    pub fn stop(&mut self) {
-        self.wakeup.stop();
-        if let Some(handle) = self.handle.take() {
-            let _ = handle.join();
-        }
-    }
-}
-
-impl Drop for DeleterThread {
-    fn drop(&mut self) {
-        self.stop();
     }
 }
 

@@ -57,7 +57,7 @@ pub struct StartupReport {
 #[derive(Debug)]
 struct Background {
     scheduler: SchedulerThread,
-    deleter: deleter::DeleterThread,
+    deleter: crate::scheduler::BackgroundThread,
 }
 
 #[derive(Debug)]

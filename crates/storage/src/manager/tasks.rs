@@ -118,9 +118,9 @@ impl LogManager {
         let cannot_start = |error: std::io::Error| {
             StorageError::Fatal(format!("cannot start a background thread: {error}"))
         };
-        let scheduler =
-            crate::scheduler::SchedulerThread::start(scheduler, Arc::clone(&self.clock))
-                .map_err(cannot_start)?;
+        let scheduler = scheduler
+            .start(Arc::clone(&self.clock))
+            .map_err(cannot_start)?;
         let deleter = self.deleter.start().map_err(cannot_start)?;
         *self.background.lock() = Some(super::Background { scheduler, deleter });
         self.start_cleaner()?;
