@@ -6,9 +6,10 @@ use std::sync::Arc;
 
 use bytes::{Bytes, BytesMut};
 use kafka_protocol::messages::{
-    ApiKey, ApiVersionsRequest, CreateTopicsRequest, DeleteRecordsRequest, DeleteTopicsRequest,
-    FetchRequest, InitProducerIdRequest, ListOffsetsRequest, MetadataRequest, ProduceRequest,
-    RequestHeader, ResponseHeader,
+    ApiKey, ApiVersionsRequest, CreatePartitionsRequest, CreateTopicsRequest, DeleteRecordsRequest,
+    DeleteTopicsRequest, DescribeClusterRequest, DescribeConfigsRequest, FetchRequest,
+    IncrementalAlterConfigsRequest, InitProducerIdRequest, ListOffsetsRequest, MetadataRequest,
+    ProduceRequest, RequestHeader, ResponseHeader,
 };
 use kafka_protocol::protocol::{Decodable, Encodable};
 
@@ -33,6 +34,10 @@ pub const SUPPORTED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::Metadata, 0, 12),
     (ApiKey::ApiVersions, 0, 3),
     (ApiKey::CreateTopics, 0, 5),
+    (ApiKey::CreatePartitions, 0, 3),
+    (ApiKey::DescribeConfigs, 1, 4),
+    (ApiKey::IncrementalAlterConfigs, 0, 1),
+    (ApiKey::DescribeCluster, 0, 1),
     (ApiKey::DeleteTopics, 0, 5),
     (ApiKey::DeleteRecords, 0, 2),
     (ApiKey::InitProducerId, 0, 4),
@@ -139,6 +144,25 @@ pub async fn dispatch(
         }
         ApiKey::DeleteRecords => {
             let response = blocking!(DeleteRecordsRequest, handlers::delete_records::handle);
+            encode(&header, api, api_version, &response).map(Some)
+        }
+        ApiKey::CreatePartitions => {
+            let response = blocking!(CreatePartitionsRequest, handlers::create_partitions::handle);
+            encode(&header, api, api_version, &response).map(Some)
+        }
+        ApiKey::DescribeConfigs => {
+            let response = blocking!(DescribeConfigsRequest, handlers::configs::describe);
+            encode(&header, api, api_version, &response).map(Some)
+        }
+        ApiKey::IncrementalAlterConfigs => {
+            let response = blocking!(
+                IncrementalAlterConfigsRequest,
+                handlers::configs::incremental_alter
+            );
+            encode(&header, api, api_version, &response).map(Some)
+        }
+        ApiKey::DescribeCluster => {
+            let response = blocking!(DescribeClusterRequest, handlers::describe_cluster::handle);
             encode(&header, api, api_version, &response).map(Some)
         }
         other => Err(malformed(format!("{other:?} is not supported"))),

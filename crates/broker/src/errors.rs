@@ -16,6 +16,7 @@ pub const TOPIC_ALREADY_EXISTS: i16 = 36;
 pub const INVALID_PARTITIONS: i16 = 37;
 pub const INVALID_REPLICATION_FACTOR: i16 = 38;
 pub const INVALID_CONFIG: i16 = 40;
+pub const INVALID_REQUEST: i16 = 42;
 pub const KAFKA_STORAGE_ERROR: i16 = 56;
 pub const INVALID_RECORD: i16 = 87;
 

@@ -1,9 +1,12 @@
 //! One handler per API, each `fn handle(context, header, request) -> response`.
 
 pub mod api_versions;
+pub mod configs;
+pub mod create_partitions;
 pub mod create_topics;
 pub mod delete_records;
 pub mod delete_topics;
+pub mod describe_cluster;
 pub mod fetch;
 pub mod init_producer_id;
 pub mod list_offsets;

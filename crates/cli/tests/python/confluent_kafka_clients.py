@@ -36,4 +36,28 @@ p.flush(10)
 found = c.offsets_for_times([TopicPartition("ck", 0, before)], timeout=10)[0]
 assert found.offset == 1000, found
 c.close()
+
+# Admin: more partitions, topic configs described and changed, the cluster described.
+from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource, NewPartitions
+
+for f in admin.create_partitions([NewPartitions("ck", 4)]).values():
+    f.result(10)
+assert len(admin.list_topics(timeout=10).topics["ck"].partitions) == 4
+resource = ConfigResource("topic", "ck")
+configs = admin.describe_configs([resource])[resource].result(10)
+assert configs["retention.ms"].value == "604800000", configs["retention.ms"]
+change = ConfigResource("topic", "ck", incremental_configs=[
+    ConfigEntry("retention.ms", "3600000", incremental_operation=AlterConfigOpType.SET)])
+admin.incremental_alter_configs([change])[change].result(10)
+configs = admin.describe_configs([resource])[resource].result(10)
+assert configs["retention.ms"].value == "3600000", configs["retention.ms"]
+bad = ConfigResource("topic", "ck", incremental_configs=[
+    ConfigEntry("retention.ms", "soon", incremental_operation=AlterConfigOpType.SET)])
+try:
+    admin.incremental_alter_configs([bad])[bad].result(10)
+    raise SystemExit("an invalid value should be refused")
+except Exception as error:
+    assert "retention.ms" in str(error), error
+cluster = admin.describe_cluster().result(10)
+assert len(cluster.nodes) == 1, cluster
 print("confluent-kafka ok")

@@ -1,0 +1,34 @@
+//! DescribeCluster: this node, which is also the controller.
+
+use kafka_protocol::messages::describe_cluster_response::DescribeClusterBroker;
+use kafka_protocol::messages::{
+    BrokerId, DescribeClusterRequest, DescribeClusterResponse, RequestHeader,
+};
+use kafka_protocol::protocol::StrBytes;
+
+use crate::Context;
+
+pub fn handle(
+    context: &Context,
+    header: &RequestHeader,
+    request: DescribeClusterRequest,
+) -> DescribeClusterResponse {
+    let node = BrokerId(context.manager.node_id());
+    let mut response = DescribeClusterResponse::default()
+        .with_cluster_id(StrBytes::from_string(
+            context.manager.cluster_id().to_owned(),
+        ))
+        .with_controller_id(node)
+        .with_brokers(vec![
+            DescribeClusterBroker::default()
+                .with_broker_id(node)
+                .with_host(StrBytes::from_string(
+                    context.config.advertised_host.clone(),
+                ))
+                .with_port(i32::from(context.config.advertised_port)),
+        ]);
+    if header.request_api_version >= 1 {
+        response = response.with_endpoint_type(request.endpoint_type);
+    }
+    response
+}
