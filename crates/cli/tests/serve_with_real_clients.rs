@@ -64,6 +64,14 @@ impl Server {
     }
 }
 
+impl Server {
+    /// SIGKILL: no shutdown at all.
+    fn kill(mut self) {
+        self.child.kill().unwrap();
+        self.child.wait().unwrap();
+    }
+}
+
 impl Drop for Server {
     fn drop(&mut self) {
         let _ = self.child.kill();
@@ -195,7 +203,7 @@ fn kcat_consume(kcat: &Path, port: u16, topic: &str) -> Vec<String> {
 }
 
 #[test]
-fn kcat_lists_produces_and_consumes_and_the_data_survives_a_restart() {
+fn kcat_lists_produces_and_consumes_and_the_data_survives_restarts_clean_and_sigkill() {
     let Some(kcat) = kcat() else { return };
     let temp = tempfile::tempdir().unwrap();
     let data_dir = temp.path().join("data");
