@@ -7,9 +7,9 @@ use std::sync::Arc;
 use bytes::{Bytes, BytesMut};
 use kafka_protocol::messages::{
     ApiKey, ApiVersionsRequest, CreatePartitionsRequest, CreateTopicsRequest, DeleteRecordsRequest,
-    DeleteTopicsRequest, DescribeClusterRequest, DescribeConfigsRequest, FetchRequest,
-    IncrementalAlterConfigsRequest, InitProducerIdRequest, ListOffsetsRequest, MetadataRequest,
-    ProduceRequest, RequestHeader, ResponseHeader,
+    DeleteTopicsRequest, DescribeClusterRequest, DescribeConfigsRequest, DescribeLogDirsRequest,
+    FetchRequest, IncrementalAlterConfigsRequest, InitProducerIdRequest, ListOffsetsRequest,
+    MetadataRequest, ProduceRequest, RequestHeader, ResponseHeader,
 };
 use kafka_protocol::protocol::{Decodable, Encodable};
 
@@ -38,6 +38,7 @@ pub const SUPPORTED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::DescribeConfigs, 1, 4),
     (ApiKey::IncrementalAlterConfigs, 0, 1),
     (ApiKey::DescribeCluster, 0, 1),
+    (ApiKey::DescribeLogDirs, 0, 4),
     (ApiKey::DeleteTopics, 0, 5),
     (ApiKey::DeleteRecords, 0, 2),
     (ApiKey::InitProducerId, 0, 4),
@@ -163,6 +164,10 @@ pub async fn dispatch(
         }
         ApiKey::DescribeCluster => {
             let response = blocking!(DescribeClusterRequest, handlers::describe_cluster::handle);
+            encode(&header, api, api_version, &response).map(Some)
+        }
+        ApiKey::DescribeLogDirs => {
+            let response = blocking!(DescribeLogDirsRequest, handlers::describe_log_dirs::handle);
             encode(&header, api, api_version, &response).map(Some)
         }
         other => Err(malformed(format!("{other:?} is not supported"))),

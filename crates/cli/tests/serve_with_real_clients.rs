@@ -250,5 +250,34 @@ fn kcat_lists_produces_and_consumes_and_the_data_survives_restarts_clean_and_sig
         expected,
         "the same records after a restart"
     );
+
+    // Then a SIGKILL right after more acknowledged records: the restart recovers them all.
+    let bootstrap = format!("127.0.0.1:{}", server.port);
+    let mut producer = Command::new(&kcat)
+        .args([
+            "-b", &bootstrap, "-P", "-t", "keyed", "-K:", "-X", "acks=all",
+        ])
+        .stdin(Stdio::piped())
+        .spawn()
+        .unwrap();
+    {
+        let stdin = producer.stdin.as_mut().unwrap();
+        for i in 5000..8000 {
+            writeln!(stdin, "k{i}:v{i}").unwrap();
+        }
+    }
+    assert!(
+        producer.wait().unwrap().success(),
+        "kcat exits 0 once every record is acknowledged"
+    );
+    server.kill();
+    assert!(!data_dir.join(".kafka_cleanshutdown").exists());
+    let server = Server::start(&data_dir);
+    let all: Vec<String> = (0..8000).map(|i| format!("k{i}=v{i}")).collect();
+    assert_eq!(
+        kcat_consume(&kcat, server.port, "keyed"),
+        all,
+        "every acknowledged record after SIGKILL"
+    );
     server.stop();
 }

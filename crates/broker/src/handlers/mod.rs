@@ -7,6 +7,7 @@ pub mod create_topics;
 pub mod delete_records;
 pub mod delete_topics;
 pub mod describe_cluster;
+pub mod describe_log_dirs;
 pub mod fetch;
 pub mod init_producer_id;
 pub mod list_offsets;

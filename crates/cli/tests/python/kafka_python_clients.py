@@ -76,6 +76,8 @@ tp = TopicPartition("admin-topic", 0)
 admin.delete_records({tp: 4})
 assert consumer.beginning_offsets([tp])[tp] == 4
 consumer.close()
+log_dirs = admin.describe_log_dirs()
+assert "admin-topic" in repr(log_dirs), log_dirs
 admin.delete_topics(["admin-topic"])
 admin.close()
 consumer = KafkaConsumer(bootstrap_servers=BOOTSTRAP, group_id=None)

@@ -1,0 +1,73 @@
+//! DescribeLogDirs: each data directory with its partitions and their sizes (all, or the ones
+//! asked for), and (v4) the directory's free bytes. An offline directory reports
+//! KAFKA_STORAGE_ERROR.
+
+use std::collections::BTreeMap;
+
+use kafka_protocol::messages::describe_log_dirs_response::{
+    DescribeLogDirsPartition, DescribeLogDirsResult, DescribeLogDirsTopic,
+};
+use kafka_protocol::messages::{
+    DescribeLogDirsRequest, DescribeLogDirsResponse, RequestHeader, TopicName,
+};
+use kafka_protocol::protocol::StrBytes;
+
+use crate::{Context, errors};
+
+pub fn handle(
+    context: &Context,
+    header: &RequestHeader,
+    request: DescribeLogDirsRequest,
+) -> DescribeLogDirsResponse {
+    let wanted = |topic: &str, partition: i32| match &request.topics {
+        None => true,
+        Some(topics) => topics
+            .iter()
+            .any(|asked| asked.topic.0.as_str() == topic && asked.partitions.contains(&partition)),
+    };
+    let logs = context.manager.logs();
+    let results = context
+        .manager
+        .data_dirs()
+        .iter()
+        .map(|dir| {
+            let mut result = DescribeLogDirsResult::default()
+                .with_log_dir(StrBytes::from_string(dir.path().display().to_string()));
+            if dir.is_offline() {
+                return result.with_error_code(errors::KAFKA_STORAGE_ERROR);
+            }
+            let mut topics: BTreeMap<String, Vec<DescribeLogDirsPartition>> = BTreeMap::new();
+            for (tp, log) in &logs {
+                let in_this_dir = context
+                    .manager
+                    .dir_of(tp)
+                    .is_some_and(|owner| std::sync::Arc::ptr_eq(owner, dir));
+                if in_this_dir && wanted(&tp.topic, tp.partition) {
+                    topics.entry(tp.topic.clone()).or_default().push(
+                        DescribeLogDirsPartition::default()
+                            .with_partition_index(tp.partition)
+                            .with_partition_size(log.size_in_bytes() as i64)
+                            .with_offset_lag(0),
+                    );
+                }
+            }
+            result = result.with_topics(
+                topics
+                    .into_iter()
+                    .map(|(name, partitions)| {
+                        DescribeLogDirsTopic::default()
+                            .with_name(TopicName(StrBytes::from_string(name)))
+                            .with_partitions(partitions)
+                    })
+                    .collect(),
+            );
+            if header.request_api_version >= 4 {
+                result = result
+                    .with_total_bytes(-1)
+                    .with_usable_bytes(dir.free_bytes() as i64);
+            }
+            result
+        })
+        .collect();
+    DescribeLogDirsResponse::default().with_results(results)
+}
