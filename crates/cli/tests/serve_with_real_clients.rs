@@ -141,7 +141,7 @@ fn kafka_python_produces_and_consumes_every_codec() {
 }
 
 #[test]
-fn confluent_kafka_creates_produces_with_each_acks_and_consumes() {
+fn confluent_kafka_creates_produces_with_each_acks_consumes_and_configs_survive_restart() {
     let Some(python) = python() else { return };
     let has_client = Command::new(&python)
         .args(["-c", "import confluent_kafka"])
@@ -156,21 +156,33 @@ fn confluent_kafka_creates_produces_with_each_acks_and_consumes() {
         return;
     }
     let temp = tempfile::tempdir().unwrap();
-    let server = Server::start(&temp.path().join("data"));
+    let data = temp.path().join("data");
     let script =
         Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python/confluent_kafka_clients.py");
-    let output = Command::new(&python)
-        .arg(script)
-        .arg(server.port.to_string())
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(
-        output.status.success() && stdout.contains("confluent-kafka ok"),
-        "{stdout}{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    let run = |port: u16, phase: &[&str], expected: &str| {
+        let output = Command::new(&python)
+            .arg(&script)
+            .arg(port.to_string())
+            .args(phase)
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        assert!(
+            output.status.success() && stdout.contains(expected),
+            "{stdout}{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+    };
+    let server = Server::start(&data);
+    run(server.port, &[], "confluent-kafka ok");
     server.stop();
+    let restarted = Server::start(&data);
+    run(
+        restarted.port,
+        &["after-restart"],
+        "confluent-kafka after restart ok",
+    );
+    restarted.stop();
 }
 
 fn kcat_consume(kcat: &Path, port: u16, topic: &str) -> Vec<String> {

@@ -39,6 +39,9 @@ pub fn handle(
                     return result;
                 }
             }
+            if let Err(error) = context.manager.forget_topic_overrides(&topic) {
+                return result.with_error_code(errors::code_of(&error));
+            }
             tracing::info!(topic, "deleted topic");
             result
         })

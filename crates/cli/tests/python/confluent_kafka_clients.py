@@ -1,13 +1,28 @@
 """confluent-kafka (librdkafka) against `ferrolog serve`: admin topic creation and listing,
-produce with acks=all and acks=0, a consumer by assign(), watermarks, offsets by time.
-Usage: confluent_kafka_clients.py PORT"""
+produce with acks=all and acks=0, a consumer by assign(), watermarks, offsets by time, topic
+configs. With `after-restart`, checks what must survive a broker restart: the topic config set
+before it, and that a deleted and re-created topic starts from the defaults.
+Usage: confluent_kafka_clients.py PORT [after-restart]"""
 
 import sys
 import time
 from confluent_kafka import Producer, Consumer, TopicPartition, OFFSET_BEGINNING
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
 B = "127.0.0.1:%s" % sys.argv[1]
 admin = AdminClient({"bootstrap.servers": B})
+
+if sys.argv[2:] == ["after-restart"]:
+    resource = ConfigResource("topic", "ck")
+    configs = admin.describe_configs([resource])[resource].result(10)
+    assert configs["retention.ms"].value == "3600000", configs["retention.ms"]
+    for f in admin.delete_topics(["ck"]).values():
+        f.result(10)
+    for f in admin.create_topics([NewTopic("ck", num_partitions=1, replication_factor=1)]).values():
+        f.result(10)
+    configs = admin.describe_configs([resource])[resource].result(10)
+    assert configs["retention.ms"].value == "604800000", configs["retention.ms"]
+    print("confluent-kafka after restart ok")
+    sys.exit(0)
 fs = admin.create_topics([NewTopic("ck", num_partitions=2, replication_factor=1)])
 for t, f in fs.items(): f.result(10)
 md = admin.list_topics(timeout=10)
@@ -38,7 +53,7 @@ assert found.offset == 1000, found
 c.close()
 
 # Admin: more partitions, topic configs described and changed, the cluster described.
-from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource, NewPartitions
+from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, NewPartitions
 
 for f in admin.create_partitions([NewPartitions("ck", 4)]).values():
     f.result(10)

@@ -15,6 +15,7 @@ mod deleter;
 mod load;
 mod meta_properties;
 mod tasks;
+mod topic_configs;
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
@@ -27,6 +28,8 @@ pub use config::{BackgroundConfig, ManagerConfig, PlacementPolicy, known_keys, p
 pub use data_dir::{CLEAN_SHUTDOWN_FILE, DataDir, LOCK_FILE};
 pub use deleter::Deleter;
 pub use meta_properties::{META_PROPERTIES, MetaProperties, parse_properties, random_uuid};
+pub use topic_configs::TOPIC_CONFIGS_FILE;
+use topic_configs::{StoredTopicConfigs, TopicOverrides};
 
 use crate::checkpoint::OffsetMap;
 use crate::clock::Clock;
@@ -68,7 +71,9 @@ pub struct LogManager {
     /// Directories that failed before they could be opened.
     failed_at_start: Vec<PathBuf>,
     logs: RwLock<HashMap<TopicPartition, Entry>>,
-    topic_overrides: RwLock<HashMap<String, BTreeMap<String, String>>>,
+    /// Topic-level overrides and the generation of their file (see `topic_configs`); the write
+    /// lock is held while the file is rewritten so copies never go out of order.
+    topic_overrides: RwLock<StoredTopicConfigs>,
     /// Serializes creations and deletions so two callers never create the same log twice.
     create_lock: Mutex<()>,
     shut_down: AtomicBool,
@@ -131,9 +136,12 @@ impl LogManager {
         }
         let (cluster_id, node_id) = settle_identity(&dirs, config.node_id, clock.now_ms())?;
 
-        let overrides = RwLock::new(HashMap::new());
+        let stored_configs = newest_topic_configs(&dirs)?;
         let defaults = config.log_defaults.clone();
-        let config_for = move |_topic: &str| defaults.clone();
+        let config_for = {
+            let overrides = stored_configs.overrides.clone();
+            move |topic: &str| effective_config(&defaults, overrides.get(topic))
+        };
         let loaded = load::load_all(
             &dirs,
             config.recovery_threads_per_data_dir,
@@ -174,7 +182,7 @@ impl LogManager {
             dirs,
             failed_at_start,
             logs: RwLock::new(logs),
-            topic_overrides: overrides,
+            topic_overrides: RwLock::new(stored_configs),
             create_lock: Mutex::new(()),
             shut_down: AtomicBool::new(false),
             cluster_id,
@@ -259,40 +267,51 @@ impl LogManager {
 
     /// The effective configuration of `topic`: the broker defaults with its overrides applied.
     pub fn topic_config(&self, topic: &str) -> LogConfig {
-        let mut config = self.config.log_defaults.clone();
-        if let Some(overrides) = self.topic_overrides.read().get(topic) {
-            for (key, value) in overrides {
-                // Validated when set.
-                let _ = config.set(key, value);
-            }
-        }
-        config
+        effective_config(
+            &self.config.log_defaults,
+            self.topic_overrides.read().overrides.get(topic),
+        )
     }
 
     /// The overrides set for `topic`.
     pub fn topic_overrides(&self, topic: &str) -> BTreeMap<String, String> {
         self.topic_overrides
             .read()
+            .overrides
             .get(topic)
             .cloned()
             .unwrap_or_default()
     }
 
     /// Replaces `topic`'s overrides (Kafka's topic-level keys); every live log of the topic sees
-    /// the new configuration at once. Invalid keys or values change nothing.
+    /// the new configuration at once, and the overrides are kept across restarts. Invalid keys
+    /// or values change nothing; if no directory could store them, nothing changes either.
     pub fn set_topic_overrides(
         &self,
         topic: &str,
         overrides: BTreeMap<String, String>,
     ) -> Result<LogConfig> {
+        topic_configs::check_storable(topic, &overrides)?;
         let config = self.config.log_defaults.clone().with(
             overrides
                 .iter()
                 .map(|(key, value)| (key.as_str(), value.as_str())),
         )?;
-        self.topic_overrides
-            .write()
-            .insert(topic.to_owned(), overrides);
+        let unchanged = self
+            .topic_overrides
+            .read()
+            .overrides
+            .get(topic)
+            .map_or(overrides.is_empty(), |current| *current == overrides);
+        if !unchanged {
+            self.store_topic_overrides(|all| {
+                if overrides.is_empty() {
+                    all.remove(topic);
+                } else {
+                    all.insert(topic.to_owned(), overrides);
+                }
+            })?;
+        }
         for (topic_partition, log) in self.logs() {
             if topic_partition.topic == topic {
                 log.update_config(config.clone());
@@ -300,6 +319,45 @@ impl LogManager {
         }
         tracing::info!(topic, "topic configuration changed");
         Ok(config)
+    }
+
+    /// Forgets `topic`'s overrides, as when the topic is deleted: a topic created later under
+    /// the same name starts from the broker defaults.
+    pub fn forget_topic_overrides(&self, topic: &str) -> Result<()> {
+        if !self.topic_overrides.read().overrides.contains_key(topic) {
+            return Ok(());
+        }
+        self.store_topic_overrides(|all| {
+            all.remove(topic);
+        })
+    }
+
+    /// Applies `change` and writes the result, under a new generation, to every online
+    /// directory. It takes effect when at least one directory stored it; a directory whose
+    /// write fails goes offline.
+    fn store_topic_overrides(&self, change: impl FnOnce(&mut TopicOverrides)) -> Result<()> {
+        let mut current = self.topic_overrides.write();
+        let mut next = StoredTopicConfigs {
+            generation: current.generation + 1,
+            overrides: current.overrides.clone(),
+        };
+        change(&mut next.overrides);
+        let mut stored_somewhere = false;
+        let mut first_error = None;
+        for dir in self.dirs.iter().filter(|dir| !dir.is_offline()) {
+            match dir.write_topic_configs(&next) {
+                Ok(()) => stored_somewhere = true,
+                Err(error) => {
+                    first_error.get_or_insert(error);
+                }
+            }
+        }
+        if !stored_somewhere {
+            return Err(first_error
+                .unwrap_or_else(|| StorageError::Fatal("every data directory is offline".into())));
+        }
+        *current = next;
+        Ok(())
     }
 
     /// The log of `topic_partition`, created in a data directory chosen by the placement policy
@@ -631,6 +689,34 @@ fn settle_identity(
         }
     }
     Ok((cluster_id, node_id))
+}
+
+/// `defaults` with `overrides` applied; overrides were validated when they were set.
+fn effective_config(
+    defaults: &LogConfig,
+    overrides: Option<&BTreeMap<String, String>>,
+) -> LogConfig {
+    let mut config = defaults.clone();
+    for (key, value) in overrides.into_iter().flatten() {
+        if let Err(error) = config.set(key, value) {
+            tracing::warn!(key, value, error = %error, "ignoring a stored topic config");
+        }
+    }
+    config
+}
+
+/// The topic configs with the highest generation among the online directories. A malformed copy
+/// stops startup with its file and line: starting without, say, a topic's `cleanup.policy`
+/// could delete data that compaction was meant to keep.
+fn newest_topic_configs(dirs: &[Arc<DataDir>]) -> Result<StoredTopicConfigs> {
+    let mut newest = StoredTopicConfigs::default();
+    for dir in dirs.iter().filter(|dir| !dir.is_offline()) {
+        let stored = dir.read_topic_configs()?;
+        if stored.generation > newest.generation {
+            newest = stored;
+        }
+    }
+    Ok(newest)
 }
 
 #[cfg(test)]
