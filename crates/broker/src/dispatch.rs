@@ -6,10 +6,10 @@ use std::sync::Arc;
 
 use bytes::{Bytes, BytesMut};
 use kafka_protocol::messages::{
-    ApiKey, ApiVersionsRequest, CreatePartitionsRequest, CreateTopicsRequest, DeleteRecordsRequest,
-    DeleteTopicsRequest, DescribeClusterRequest, DescribeConfigsRequest, DescribeLogDirsRequest,
-    FetchRequest, IncrementalAlterConfigsRequest, InitProducerIdRequest, ListOffsetsRequest,
-    MetadataRequest, ProduceRequest, RequestHeader, ResponseHeader,
+    AlterConfigsRequest, ApiKey, ApiVersionsRequest, CreatePartitionsRequest, CreateTopicsRequest,
+    DeleteRecordsRequest, DeleteTopicsRequest, DescribeClusterRequest, DescribeConfigsRequest,
+    DescribeLogDirsRequest, FetchRequest, IncrementalAlterConfigsRequest, InitProducerIdRequest,
+    ListOffsetsRequest, MetadataRequest, ProduceRequest, RequestHeader, ResponseHeader,
 };
 use kafka_protocol::protocol::{Decodable, Encodable};
 
@@ -36,6 +36,7 @@ pub const SUPPORTED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::CreateTopics, 0, 5),
     (ApiKey::CreatePartitions, 0, 3),
     (ApiKey::DescribeConfigs, 1, 4),
+    (ApiKey::AlterConfigs, 0, 2),
     (ApiKey::IncrementalAlterConfigs, 0, 1),
     (ApiKey::DescribeCluster, 0, 1),
     (ApiKey::DescribeLogDirs, 0, 4),
@@ -153,6 +154,10 @@ pub async fn dispatch(
         }
         ApiKey::DescribeConfigs => {
             let response = blocking!(DescribeConfigsRequest, handlers::configs::describe);
+            encode(&header, api, api_version, &response).map(Some)
+        }
+        ApiKey::AlterConfigs => {
+            let response = blocking!(AlterConfigsRequest, handlers::configs::alter);
             encode(&header, api, api_version, &response).map(Some)
         }
         ApiKey::IncrementalAlterConfigs => {

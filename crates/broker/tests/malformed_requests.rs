@@ -10,10 +10,11 @@ use bytes::{Bytes, BytesMut};
 use ferrolog_broker::{BrokerConfig, Context, dispatch};
 use ferrolog_storage::SystemClock;
 use ferrolog_storage::manager::{LogManager, ManagerConfig};
+use kafka_protocol::messages::alter_configs_request::{AlterConfigsResource, AlterableConfig};
 use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
 use kafka_protocol::messages::{
-    ApiKey, ApiVersionsRequest, ApiVersionsResponse, MetadataRequest, ProduceRequest,
-    RequestHeader, ResponseHeader, TopicName,
+    AlterConfigsRequest, ApiKey, ApiVersionsRequest, ApiVersionsResponse, MetadataRequest,
+    ProduceRequest, RequestHeader, ResponseHeader, TopicName,
 };
 use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -69,10 +70,22 @@ fn seeds() -> Vec<Vec<u8>> {
                         .with_records(Some(Bytes::from(batch))),
                 ]),
         ]);
+    // A topic config whose value would break a line-oriented file if it were stored.
+    let alter_configs = AlterConfigsRequest::default().with_resources(vec![
+        AlterConfigsResource::default()
+            .with_resource_type(2)
+            .with_resource_name(StrBytes::from_static_str("fuzz"))
+            .with_configs(vec![
+                AlterableConfig::default()
+                    .with_name(StrBytes::from_static_str("retention.ms"))
+                    .with_value(Some(StrBytes::from_static_str("1\nfuzz x y"))),
+            ]),
+    ]);
     vec![
         frame(ApiKey::ApiVersions, 3, 1, &ApiVersionsRequest::default()),
         frame(ApiKey::Metadata, 9, 2, &MetadataRequest::default()),
         frame(ApiKey::Produce, 8, 3, &produce),
+        frame(ApiKey::AlterConfigs, 2, 4, &alter_configs),
     ]
 }
 

@@ -1,7 +1,9 @@
-//! DescribeConfigs and IncrementalAlterConfigs for topics: every topic-level key ferrolog
-//! supports with its effective value, and changes (SET, DELETE) validated by the storage's own
-//! rules and applied to the live logs at once. Broker resources describe as empty and refuse
-//! changes: broker settings come from `server.properties`.
+//! DescribeConfigs, AlterConfigs and IncrementalAlterConfigs for topics: every topic-level key
+//! ferrolog supports with its effective value, and changes validated by the storage's own rules,
+//! kept across restarts and applied to the live logs at once. IncrementalAlterConfigs applies
+//! SET and DELETE to the current overrides; the older AlterConfigs replaces them all, as Kafka
+//! does (keys it does not name go back to their defaults). Broker resources describe as empty
+//! and refuse changes: broker settings come from `server.properties`.
 
 use std::collections::BTreeMap;
 
@@ -10,8 +12,9 @@ use kafka_protocol::messages::describe_configs_response::{
 };
 use kafka_protocol::messages::incremental_alter_configs_response::AlterConfigsResourceResponse;
 use kafka_protocol::messages::{
-    DescribeConfigsRequest, DescribeConfigsResponse, IncrementalAlterConfigsRequest,
-    IncrementalAlterConfigsResponse, RequestHeader,
+    AlterConfigsRequest, AlterConfigsResponse, DescribeConfigsRequest, DescribeConfigsResponse,
+    IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse, RequestHeader,
+    alter_configs_response,
 };
 use kafka_protocol::protocol::StrBytes;
 
@@ -102,8 +105,8 @@ pub fn incremental_alter(
                 context,
                 &name,
                 resource.resource_type,
-                &resource.configs,
                 request.validate_only,
+                |overrides| apply_incremental(overrides, &resource.configs),
             );
             match outcome {
                 Ok(()) => response,
@@ -116,26 +119,52 @@ pub fn incremental_alter(
     IncrementalAlterConfigsResponse::default().with_responses(responses)
 }
 
-fn alter_topic(
+/// The legacy AlterConfigs: each resource's configs become the topic's whole set of overrides.
+pub fn alter(
     context: &Context,
-    name: &str,
-    resource_type: i8,
+    _header: &RequestHeader,
+    request: AlterConfigsRequest,
+) -> AlterConfigsResponse {
+    let responses = request
+        .resources
+        .into_iter()
+        .map(|resource| {
+            let name = resource.resource_name.to_string();
+            let response = alter_configs_response::AlterConfigsResourceResponse::default()
+                .with_resource_type(resource.resource_type)
+                .with_resource_name(resource.resource_name.clone());
+            let replacement: BTreeMap<String, String> = resource
+                .configs
+                .iter()
+                .map(|config| {
+                    let value = config.value.as_ref().map(ToString::to_string);
+                    (config.name.to_string(), value.unwrap_or_default())
+                })
+                .collect();
+            let outcome = alter_topic(
+                context,
+                &name,
+                resource.resource_type,
+                request.validate_only,
+                |_current| Ok(replacement),
+            );
+            match outcome {
+                Ok(()) => response,
+                Err((code, message)) => response
+                    .with_error_code(code)
+                    .with_error_message(Some(StrBytes::from_string(message))),
+            }
+        })
+        .collect();
+    AlterConfigsResponse::default().with_responses(responses)
+}
+
+type Refusal = (i16, String);
+
+fn apply_incremental(
+    mut overrides: BTreeMap<String, String>,
     changes: &[kafka_protocol::messages::incremental_alter_configs_request::AlterableConfig],
-    validate_only: bool,
-) -> Result<(), (i16, String)> {
-    if resource_type != TOPIC {
-        return Err((
-            errors::INVALID_REQUEST,
-            "only topic configs can be changed at run time".into(),
-        ));
-    }
-    if partitions_of(context, name).is_empty() {
-        return Err((
-            errors::UNKNOWN_TOPIC_OR_PARTITION,
-            format!("topic {name} does not exist"),
-        ));
-    }
-    let mut overrides: BTreeMap<String, String> = context.manager.topic_overrides(name);
+) -> Result<BTreeMap<String, String>, Refusal> {
     for change in changes {
         let key = change.name.to_string();
         match change.config_operation {
@@ -158,6 +187,31 @@ fn alter_topic(
             }
         }
     }
+    Ok(overrides)
+}
+
+/// Computes a topic's new overrides from its current ones, validates them, and (unless
+/// `validate_only`) stores and applies them.
+fn alter_topic(
+    context: &Context,
+    name: &str,
+    resource_type: i8,
+    validate_only: bool,
+    change: impl FnOnce(BTreeMap<String, String>) -> Result<BTreeMap<String, String>, Refusal>,
+) -> Result<(), Refusal> {
+    if resource_type != TOPIC {
+        return Err((
+            errors::INVALID_REQUEST,
+            "only topic configs can be changed at run time".into(),
+        ));
+    }
+    if partitions_of(context, name).is_empty() {
+        return Err((
+            errors::UNKNOWN_TOPIC_OR_PARTITION,
+            format!("topic {name} does not exist"),
+        ));
+    }
+    let overrides = change(context.manager.topic_overrides(name))?;
     let mut config = context.manager.config().log_defaults.clone();
     for (key, value) in &overrides {
         config

@@ -1,5 +1,6 @@
 """kafka-python against `ferrolog serve`: produce with every codec and read everything back,
-offsets by time, and keyed records with headers.  Usage: kafka_python_clients.py PORT"""
+offsets by time, keyed records with headers, and admin (topics, records, log dirs, configs
+by AlterConfigs).  Usage: kafka_python_clients.py PORT"""
 
 import sys
 import time
@@ -78,6 +79,31 @@ assert consumer.beginning_offsets([tp])[tp] == 4
 consumer.close()
 log_dirs = admin.describe_log_dirs()
 assert "admin-topic" in repr(log_dirs), log_dirs
+
+# Topic configs through the older AlterConfigs (incremental=False): the request carries the
+# whole set, so a key it leaves out goes back to its default.
+from kafka.admin import ConfigResource, ConfigResourceType
+
+
+def topic_overrides(name):
+    described = admin.describe_configs([ConfigResource(ConfigResourceType.TOPIC, name)])
+    return {key: entry["value"] for key, entry in described["topic"][name].items()}
+
+
+assert topic_overrides("admin-topic") == {"retention.ms": "60000"}, topic_overrides("admin-topic")
+result = admin.alter_configs([ConfigResource(ConfigResourceType.TOPIC, "admin-topic",
+                                             configs={"segment.ms": "3600000"})],
+                             incremental=False, raise_on_unknown=False)
+assert result == {"topic": {"admin-topic": "OK"}}, result
+assert topic_overrides("admin-topic") == {"retention.ms": "60000", "segment.ms": "3600000"}
+admin.reset_configs([ConfigResource(ConfigResourceType.TOPIC, "admin-topic", configs={"retention.ms": None})],
+                    incremental=False, raise_on_unknown=False)
+assert topic_overrides("admin-topic") == {"segment.ms": "3600000"}, topic_overrides("admin-topic")
+result = admin.alter_configs([ConfigResource(ConfigResourceType.TOPIC, "admin-topic",
+                                             configs={"segment.ms": "soon"})],
+                             incremental=False, raise_on_unknown=False)
+assert "segment.ms" in result["topic"]["admin-topic"], result
+assert topic_overrides("admin-topic") == {"segment.ms": "3600000"}, "a refused change changes nothing"
 admin.delete_topics(["admin-topic"])
 admin.close()
 consumer = KafkaConsumer(bootstrap_servers=BOOTSTRAP, group_id=None)
