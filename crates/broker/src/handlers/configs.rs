@@ -212,12 +212,10 @@ fn alter_topic(
         ));
     }
     let overrides = change(context.manager.topic_overrides(name))?;
-    let mut config = context.manager.config().log_defaults.clone();
-    for (key, value) in &overrides {
-        config
-            .set(key, value)
-            .map_err(|error| (errors::INVALID_CONFIG, error.to_string()))?;
-    }
+    context
+        .manager
+        .validate_topic_overrides(name, &overrides)
+        .map_err(|error| (errors::INVALID_CONFIG, error.to_string()))?;
     if validate_only {
         return Ok(());
     }

@@ -95,12 +95,10 @@ fn create(
             format!("replication factor {replication_factor}: this broker is a single node"),
         ));
     }
-    let mut config = context.manager.config().log_defaults.clone();
-    for (key, value) in &overrides {
-        config
-            .set(key, value)
-            .map_err(|error| (errors::INVALID_CONFIG, error.to_string()))?;
-    }
+    context
+        .manager
+        .validate_topic_overrides(name, &overrides)
+        .map_err(|error| (errors::INVALID_CONFIG, error.to_string()))?;
     if validate_only {
         return Ok(());
     }

@@ -283,6 +283,20 @@ impl LogManager {
             .unwrap_or_default()
     }
 
+    /// The configuration `topic` would have with `overrides`, or why they are refused.
+    pub fn validate_topic_overrides(
+        &self,
+        topic: &str,
+        overrides: &BTreeMap<String, String>,
+    ) -> Result<LogConfig> {
+        topic_configs::check_storable(topic, overrides)?;
+        self.config.log_defaults.clone().with(
+            overrides
+                .iter()
+                .map(|(key, value)| (key.as_str(), value.as_str())),
+        )
+    }
+
     /// Replaces `topic`'s overrides (Kafka's topic-level keys); every live log of the topic sees
     /// the new configuration at once, and the overrides are kept across restarts. Invalid keys
     /// or values change nothing; if no directory could store them, nothing changes either.
@@ -291,12 +305,7 @@ impl LogManager {
         topic: &str,
         overrides: BTreeMap<String, String>,
     ) -> Result<LogConfig> {
-        topic_configs::check_storable(topic, &overrides)?;
-        let config = self.config.log_defaults.clone().with(
-            overrides
-                .iter()
-                .map(|(key, value)| (key.as_str(), value.as_str())),
-        )?;
+        let config = self.validate_topic_overrides(topic, &overrides)?;
         let unchanged = self
             .topic_overrides
             .read()
