@@ -17,7 +17,7 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 use crate::error::{Result, StorageError};
-use crate::fs::atomic_write;
+use crate::fs::{atomic_write, read_text_if_exists};
 use crate::types::TopicPartition;
 
 pub const RECOVERY_POINT_CHECKPOINT: &str = "recovery-point-offset-checkpoint";
@@ -99,17 +99,9 @@ pub fn parse_offset_checkpoint(text: &str, path: &Path) -> Result<OffsetMap> {
 
 /// Reads a checkpoint file; a missing file is an empty map.
 pub fn read_offset_checkpoint(path: &Path) -> Result<OffsetMap> {
-    match std::fs::read(path) {
-        Ok(bytes) => {
-            let text = String::from_utf8(bytes).map_err(|_| StorageError::MalformedFile {
-                path: path.to_path_buf(),
-                line: 1,
-                reason: "not UTF-8".into(),
-            })?;
-            parse_offset_checkpoint(&text, path)
-        }
-        Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(OffsetMap::new()),
-        Err(error) => Err(StorageError::io("read checkpoint", path)(error)),
+    match read_text_if_exists(path)? {
+        Some(text) => parse_offset_checkpoint(&text, path),
+        None => Ok(OffsetMap::new()),
     }
 }
 

@@ -55,3 +55,19 @@ pub fn remove_if_exists(path: &Path) -> Result<bool> {
         Err(error) => Err(StorageError::io("delete", path)(error)),
     }
 }
+
+/// The text of `path`, or `None` when it does not exist. Bytes that are not UTF-8 are reported as
+/// a malformed file.
+pub fn read_text_if_exists(path: &Path) -> Result<Option<String>> {
+    match fs::read(path) {
+        Ok(bytes) => String::from_utf8(bytes)
+            .map(Some)
+            .map_err(|_| StorageError::MalformedFile {
+                path: path.to_path_buf(),
+                line: 1,
+                reason: "not UTF-8 text".into(),
+            }),
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(error) => Err(StorageError::io("read", path)(error)),
+    }
+}

@@ -16,8 +16,9 @@ mod load;
 mod meta_properties;
 mod tasks;
 mod topic_configs;
+mod topic_overrides;
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -28,12 +29,12 @@ pub use config::{BackgroundConfig, ManagerConfig, PlacementPolicy, known_keys, p
 pub use data_dir::{CLEAN_SHUTDOWN_FILE, DataDir, LOCK_FILE};
 pub use deleter::Deleter;
 pub use meta_properties::{META_PROPERTIES, MetaProperties, parse_properties, random_uuid};
+use topic_configs::StoredTopicConfigs;
 pub use topic_configs::TOPIC_CONFIGS_FILE;
-use topic_configs::{StoredTopicConfigs, TopicOverrides};
+use topic_overrides::{effective_config, newest_topic_configs};
 
 use crate::checkpoint::OffsetMap;
 use crate::clock::Clock;
-use crate::config::LogConfig;
 use crate::error::{Result, StorageError};
 use crate::fs::fsync_dir;
 use crate::log::{Log, SegmentReaper, partition_dir};
@@ -263,110 +264,6 @@ impl LogManager {
             .collect();
         all.sort_by(|a, b| a.0.cmp(&b.0));
         all
-    }
-
-    /// The effective configuration of `topic`: the broker defaults with its overrides applied.
-    pub fn topic_config(&self, topic: &str) -> LogConfig {
-        effective_config(
-            &self.config.log_defaults,
-            self.topic_overrides.read().overrides.get(topic),
-        )
-    }
-
-    /// The overrides set for `topic`.
-    pub fn topic_overrides(&self, topic: &str) -> BTreeMap<String, String> {
-        self.topic_overrides
-            .read()
-            .overrides
-            .get(topic)
-            .cloned()
-            .unwrap_or_default()
-    }
-
-    /// The configuration `topic` would have with `overrides`, or why they are refused.
-    pub fn validate_topic_overrides(
-        &self,
-        topic: &str,
-        overrides: &BTreeMap<String, String>,
-    ) -> Result<LogConfig> {
-        topic_configs::check_storable(topic, overrides)?;
-        self.config.log_defaults.clone().with(
-            overrides
-                .iter()
-                .map(|(key, value)| (key.as_str(), value.as_str())),
-        )
-    }
-
-    /// Replaces `topic`'s overrides (Kafka's topic-level keys); every live log of the topic sees
-    /// the new configuration at once, and the overrides are kept across restarts. Invalid keys
-    /// or values change nothing; if no directory could store them, nothing changes either.
-    pub fn set_topic_overrides(
-        &self,
-        topic: &str,
-        overrides: BTreeMap<String, String>,
-    ) -> Result<LogConfig> {
-        let config = self.validate_topic_overrides(topic, &overrides)?;
-        let unchanged = self
-            .topic_overrides
-            .read()
-            .overrides
-            .get(topic)
-            .map_or(overrides.is_empty(), |current| *current == overrides);
-        if !unchanged {
-            self.store_topic_overrides(|all| {
-                if overrides.is_empty() {
-                    all.remove(topic);
-                } else {
-                    all.insert(topic.to_owned(), overrides);
-                }
-            })?;
-        }
-        for (topic_partition, log) in self.logs() {
-            if topic_partition.topic == topic {
-                log.update_config(config.clone());
-            }
-        }
-        tracing::info!(topic, "topic configuration changed");
-        Ok(config)
-    }
-
-    /// Forgets `topic`'s overrides, as when the topic is deleted: a topic created later under
-    /// the same name starts from the broker defaults.
-    pub fn forget_topic_overrides(&self, topic: &str) -> Result<()> {
-        if !self.topic_overrides.read().overrides.contains_key(topic) {
-            return Ok(());
-        }
-        self.store_topic_overrides(|all| {
-            all.remove(topic);
-        })
-    }
-
-    /// Applies `change` and writes the result, under a new generation, to every online
-    /// directory. It takes effect when at least one directory stored it; a directory whose
-    /// write fails goes offline.
-    fn store_topic_overrides(&self, change: impl FnOnce(&mut TopicOverrides)) -> Result<()> {
-        let mut current = self.topic_overrides.write();
-        let mut next = StoredTopicConfigs {
-            generation: current.generation + 1,
-            overrides: current.overrides.clone(),
-        };
-        change(&mut next.overrides);
-        let mut stored_somewhere = false;
-        let mut first_error = None;
-        for dir in self.dirs.iter().filter(|dir| !dir.is_offline()) {
-            match dir.write_topic_configs(&next) {
-                Ok(()) => stored_somewhere = true,
-                Err(error) => {
-                    first_error.get_or_insert(error);
-                }
-            }
-        }
-        if !stored_somewhere {
-            return Err(first_error
-                .unwrap_or_else(|| StorageError::Fatal("every data directory is offline".into())));
-        }
-        *current = next;
-        Ok(())
     }
 
     /// The log of `topic_partition`, created in a data directory chosen by the placement policy
@@ -698,34 +595,6 @@ fn settle_identity(
         }
     }
     Ok((cluster_id, node_id))
-}
-
-/// `defaults` with `overrides` applied; overrides were validated when they were set.
-fn effective_config(
-    defaults: &LogConfig,
-    overrides: Option<&BTreeMap<String, String>>,
-) -> LogConfig {
-    let mut config = defaults.clone();
-    for (key, value) in overrides.into_iter().flatten() {
-        if let Err(error) = config.set(key, value) {
-            tracing::warn!(key, value, error = %error, "ignoring a stored topic config");
-        }
-    }
-    config
-}
-
-/// The topic configs with the highest generation among the online directories. A malformed copy
-/// stops startup with its file and line: starting without, say, a topic's `cleanup.policy`
-/// could delete data that compaction was meant to keep.
-fn newest_topic_configs(dirs: &[Arc<DataDir>]) -> Result<StoredTopicConfigs> {
-    let mut newest = StoredTopicConfigs::default();
-    for dir in dirs.iter().filter(|dir| !dir.is_offline()) {
-        let stored = dir.read_topic_configs()?;
-        if stored.generation > newest.generation {
-            newest = stored;
-        }
-    }
-    Ok(newest)
 }
 
 #[cfg(test)]

@@ -25,6 +25,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 
 use crate::error::{Result, StorageError};
+use crate::fs::read_text_if_exists;
 
 pub const TOPIC_CONFIGS_FILE: &str = "ferrolog-topic-configs";
 const VERSION: u32 = 0;
@@ -139,19 +140,9 @@ pub fn parse(text: &str, path: &Path) -> Result<StoredTopicConfigs> {
 
 /// Reads `path`; a missing file is an empty set at generation 0.
 pub fn read(path: &Path) -> Result<StoredTopicConfigs> {
-    match std::fs::read(path) {
-        Ok(bytes) => {
-            let text = String::from_utf8(bytes).map_err(|_| StorageError::MalformedFile {
-                path: path.to_path_buf(),
-                line: 0,
-                reason: "not UTF-8 text".into(),
-            })?;
-            parse(&text, path)
-        }
-        Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
-            Ok(StoredTopicConfigs::default())
-        }
-        Err(error) => Err(StorageError::io("read", path)(error)),
+    match read_text_if_exists(path)? {
+        Some(text) => parse(&text, path),
+        None => Ok(StoredTopicConfigs::default()),
     }
 }
 
