@@ -81,6 +81,27 @@ impl IndexFile {
             .map_err(StorageError::io("stat index", &self.path))
     }
 
+    /// A sanity-check failure of this index.
+    pub(crate) fn corrupt(&self, reason: String) -> StorageError {
+        StorageError::Corrupt {
+            path: self.path.clone(),
+            position: 0,
+            reason,
+        }
+    }
+
+    /// The part of Kafka's sanity check both indexes share: the file holds whole entries.
+    pub(crate) fn check_whole_entries(&self) -> Result<()> {
+        let length = self.file_length()?;
+        if length % self.entry_size as u64 != 0 {
+            return Err(self.corrupt(format!(
+                "length {length} is not a multiple of {}",
+                self.entry_size
+            )));
+        }
+        Ok(())
+    }
+
     fn reopen(&self) -> Result<File> {
         OpenOptions::new()
             .read(true)

@@ -164,25 +164,14 @@ impl OffsetIndex {
     /// Kafka's sanity check: the last offset may not be below the base, and the file must hold
     /// whole entries.
     pub fn sanity_check(&self) -> Result<()> {
-        let corrupt = |reason: String| StorageError::Corrupt {
-            path: self.path().to_path_buf(),
-            position: 0,
-            reason,
-        };
         if self.entries() > 0 && self.last_offset() < self.base_offset {
-            return Err(corrupt(format!(
+            return Err(self.file.corrupt(format!(
                 "last offset {} is below the base offset {}",
                 self.last_offset(),
                 self.base_offset
             )));
         }
-        let length = self.file.file_length()?;
-        if length % OFFSET_ENTRY_BYTES as u64 != 0 {
-            return Err(corrupt(format!(
-                "length {length} is not a multiple of {OFFSET_ENTRY_BYTES}"
-            )));
-        }
-        Ok(())
+        self.file.check_whole_entries()
     }
 
     pub fn resize(&mut self, max_index_bytes: u64) -> Result<bool> {

@@ -174,34 +174,23 @@ impl TimeIndex {
 
     /// Kafka's sanity check: timestamps and offsets may not end below where they start.
     pub fn sanity_check(&self) -> Result<()> {
-        let corrupt = |reason: String| StorageError::Corrupt {
-            path: self.path().to_path_buf(),
-            position: 0,
-            reason,
-        };
         if self.entries() > 0 {
             let first = self.decode(self.file.slot(0));
             let last = self.last_entry();
             if last.timestamp < first.timestamp {
-                return Err(corrupt(format!(
+                return Err(self.file.corrupt(format!(
                     "last timestamp {} is below the first {}",
                     last.timestamp, first.timestamp
                 )));
             }
             if last.offset < self.base_offset {
-                return Err(corrupt(format!(
+                return Err(self.file.corrupt(format!(
                     "last offset {} is below the base offset {}",
                     last.offset, self.base_offset
                 )));
             }
         }
-        let length = self.file.file_length()?;
-        if length % TIME_ENTRY_BYTES as u64 != 0 {
-            return Err(corrupt(format!(
-                "length {length} is not a multiple of {TIME_ENTRY_BYTES}"
-            )));
-        }
-        Ok(())
+        self.file.check_whole_entries()
     }
 
     pub fn resize(&mut self, max_index_bytes: u64) -> Result<bool> {
