@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 use kafka_protocol::messages::{
     AlterConfigsRequest, ApiKey, ApiVersionsRequest, CreatePartitionsRequest, CreateTopicsRequest,
     DeleteRecordsRequest, DeleteTopicsRequest, DescribeClusterRequest, DescribeConfigsRequest,
@@ -15,6 +15,7 @@ use kafka_protocol::protocol::{Decodable, Encodable};
 
 use crate::Context;
 use crate::handlers;
+use crate::response::{FileRegion, ResponseFrame, SplicingBuf};
 
 /// A request this broker will not answer; the connection is closed.
 #[derive(Debug)]
@@ -61,7 +62,7 @@ fn malformed(what: impl std::fmt::Display) -> MalformedRequest {
 pub async fn dispatch(
     context: &Arc<Context>,
     mut frame: Bytes,
-) -> Result<Option<BytesMut>, MalformedRequest> {
+) -> Result<Option<ResponseFrame>, MalformedRequest> {
     if frame.len() < 4 {
         return Err(malformed("a request shorter than its header"));
     }
@@ -125,8 +126,8 @@ pub async fn dispatch(
         ApiKey::Fetch => {
             let request = FetchRequest::decode(&mut frame, api_version)
                 .map_err(|error| malformed(format!("Fetch body: {error}")))?;
-            let response = handlers::fetch::handle(context, &header, request).await;
-            encode(&header, api, api_version, &response).map(Some)
+            let (response, regions) = handlers::fetch::handle(context, &header, request).await;
+            encode_spliced(&header, api, api_version, &response, regions).map(Some)
         }
         ApiKey::ListOffsets => {
             let response = blocking!(ListOffsetsRequest, handlers::list_offsets::handle);
@@ -184,8 +185,19 @@ fn encode<R: Encodable>(
     api: ApiKey,
     version: i16,
     response: &R,
-) -> Result<BytesMut, MalformedRequest> {
-    let mut out = BytesMut::new();
+) -> Result<ResponseFrame, MalformedRequest> {
+    encode_spliced(header, api, version, response, Vec::new())
+}
+
+/// Encodes a response whose placeholders stand for `regions`, in encoding order.
+fn encode_spliced<R: Encodable>(
+    header: &RequestHeader,
+    api: ApiKey,
+    version: i16,
+    response: &R,
+    regions: Vec<FileRegion>,
+) -> Result<ResponseFrame, MalformedRequest> {
+    let mut out = SplicingBuf::new(regions);
     let header_version = if api == ApiKey::ApiVersions {
         0
     } else {
@@ -198,5 +210,6 @@ fn encode<R: Encodable>(
     response
         .encode(&mut out, version)
         .map_err(|error| malformed(format!("encoding the {api:?} v{version} response: {error}")))?;
-    Ok(out)
+    out.finish()
+        .map_err(|error| malformed(format!("encoding the {api:?} v{version} response: {error}")))
 }

@@ -10,14 +10,18 @@ pub mod allocator;
 pub mod dispatch;
 pub mod errors;
 pub mod handlers;
+pub mod response;
+pub mod transfer;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
 
 use bytes::{Buf, BytesMut};
 use ferrolog_storage::manager::LogManager;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::AsyncReadExt;
 use tokio::net::{TcpListener, TcpStream};
+
+use crate::transfer::{FetchTransfer, FrameWriter};
 
 /// How the broker presents itself and what it allows.
 #[derive(Debug, Clone)]
@@ -31,6 +35,8 @@ pub struct BrokerConfig {
     pub auto_create_topics: bool,
     /// `socket.request.max.bytes`: larger requests close the connection. Default 100 MiB.
     pub socket_request_max_bytes: usize,
+    /// How fetched record bytes reach the socket (`ferrolog.fetch.transfer`).
+    pub fetch_transfer: FetchTransfer,
 }
 
 impl Default for BrokerConfig {
@@ -41,6 +47,7 @@ impl Default for BrokerConfig {
             num_partitions: 1,
             auto_create_topics: true,
             socket_request_max_bytes: 104_857_600,
+            fetch_transfer: FetchTransfer::default(),
         }
     }
 }
@@ -86,6 +93,7 @@ async fn handle_connection(
 ) -> std::io::Result<()> {
     stream.set_nodelay(true)?;
     let mut buffer = BytesMut::with_capacity(64 * 1024);
+    let mut writer = FrameWriter::new(context.config.fetch_transfer);
     loop {
         while buffer.len() < 4 {
             if stream.read_buf(&mut buffer).await? == 0 {
@@ -109,12 +117,7 @@ async fn handle_connection(
         buffer.advance(4);
         let frame = buffer.split_to(size).freeze();
         match dispatch::dispatch(&context, frame).await {
-            Ok(Some(response)) => {
-                stream
-                    .write_all(&(response.len() as i32).to_be_bytes())
-                    .await?;
-                stream.write_all(&response).await?;
-            }
+            Ok(Some(response)) => writer.write(&mut stream, response).await?,
             Ok(None) => {} // acks=0 produce: no response
             Err(error) => {
                 tracing::warn!(%peer, error = %error, "closing a connection after a malformed request");

@@ -44,6 +44,8 @@ const BROKER_KEYS: &[&str] = &[
     "num.partitions",
     "auto.create.topics.enable",
     "socket.request.max.bytes",
+    // Not a Kafka key: how fetched bytes reach the socket, `copy` (default) or `sendfile`.
+    "ferrolog.fetch.transfer",
 ];
 
 /// Kafka broker keys that mean nothing for a single-node ferrolog; reported once, then ignored.
@@ -110,6 +112,11 @@ fn broker_config(
             .ok()
             .filter(|n| *n >= 1)
             .with_context(|| format!("invalid value {value:?} for socket.request.max.bytes: must be a positive integer"))?;
+    }
+    if let Some(value) = properties.get("ferrolog.fetch.transfer") {
+        config.fetch_transfer = value.trim().parse().map_err(|error| {
+            anyhow::anyhow!("invalid value {value:?} for ferrolog.fetch.transfer: {error}")
+        })?;
     }
     Ok((listen, config))
 }

@@ -3,6 +3,9 @@
 //! produce; the first partition with data returns at least one whole batch, so a batch larger
 //! than the limits is never stuck. Fetch sessions are not kept: every response is a full one
 //! (session id 0).
+//!
+//! The response carries placeholders for the record bytes; the returned [`FileRegion`]s say
+//! which segment bytes replace them when the frame is written (see [`crate::response`]).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -12,15 +15,16 @@ use kafka_protocol::messages::fetch_response::{FetchableTopicResponse, Partition
 use kafka_protocol::messages::{FetchRequest, FetchResponse, RequestHeader};
 
 use ferrolog_storage::TopicPartition;
-use ferrolog_storage::log::{FetchBound, FetchParams};
+use ferrolog_storage::log::{FetchBound, FetchData, FetchParams};
 
+use crate::response::FileRegion;
 use crate::{Context, errors};
 
 pub async fn handle(
     context: &Arc<Context>,
     header: &RequestHeader,
     request: FetchRequest,
-) -> FetchResponse {
+) -> (FetchResponse, Vec<FileRegion>) {
     let deadline =
         Instant::now() + Duration::from_millis(u64::try_from(request.max_wait_ms).unwrap_or(0));
     let request = Arc::new(request);
@@ -37,15 +41,16 @@ pub async fn handle(
         let attempt =
             tokio::task::spawn_blocking(move || read_once(&context_copy, &request_copy, version))
                 .await;
-        let (response, bytes) = match attempt {
+        let (response, regions, bytes) = match attempt {
             Ok(result) => result,
             Err(_) => (
                 FetchResponse::default().with_error_code(errors::UNKNOWN_SERVER_ERROR),
+                Vec::new(),
                 0,
             ),
         };
         if bytes >= i64::from(request.min_bytes) || Instant::now() >= deadline {
-            return response;
+            return (response, regions);
         }
         tokio::select! {
             () = &mut appended => {}
@@ -54,10 +59,16 @@ pub async fn handle(
     }
 }
 
-/// One pass over the requested partitions; returns the response and the bytes it carries.
-fn read_once(context: &Context, request: &FetchRequest, version: i16) -> (FetchResponse, i64) {
+/// One pass over the requested partitions; returns the response, the file regions its
+/// placeholders stand for, and the record bytes it carries.
+fn read_once(
+    context: &Context,
+    request: &FetchRequest,
+    version: i16,
+) -> (FetchResponse, Vec<FileRegion>, i64) {
     let mut budget = i64::from(request.max_bytes.max(0));
     let mut total = 0i64;
+    let mut regions = Vec::new();
     let mut first = true;
     let topics = request
         .topics
@@ -90,14 +101,15 @@ fn read_once(context: &Context, request: &FetchRequest, version: i16) -> (FetchR
                         bound: FetchBound::HighWatermark,
                         min_one_batch: first,
                     });
-                    match read.and_then(|data| data.read_bytes()) {
-                        Ok(bytes) => {
-                            if !bytes.is_empty() {
+                    match read.and_then(|data| records(data, &mut regions)) {
+                        Ok(records) => {
+                            let length = records.len() as i64;
+                            if length > 0 {
                                 first = false;
                             }
-                            budget -= bytes.len() as i64;
-                            total += bytes.len() as i64;
-                            response.with_records(Some(Bytes::from(bytes)))
+                            budget -= length;
+                            total += length;
+                            response.with_records(Some(records))
                         }
                         Err(error) => response.with_error_code(errors::code_of(&error)),
                     }
@@ -108,5 +120,33 @@ fn read_once(context: &Context, request: &FetchRequest, version: i16) -> (FetchR
                 .with_partitions(partitions)
         })
         .collect();
-    (FetchResponse::default().with_responses(topics), total)
+    (
+        FetchResponse::default().with_responses(topics),
+        regions,
+        total,
+    )
+}
+
+/// What the codec gets for one partition's records: a placeholder for a region left in the
+/// file (queued in `regions`), or, for a region too large to splice, the bytes themselves.
+fn records(data: FetchData, regions: &mut Vec<FileRegion>) -> ferrolog_storage::Result<Bytes> {
+    let Some((segment, slice)) = data.slice else {
+        return Ok(Bytes::new());
+    };
+    let region = FileRegion {
+        segment,
+        position: slice.position,
+        length: usize::try_from(slice.length).unwrap_or(usize::MAX),
+    };
+    match region.placeholder() {
+        Some(placeholder) => {
+            regions.push(region);
+            Ok(placeholder)
+        }
+        None => region
+            .segment
+            .log_file()
+            .read_bytes(region.position, region.length)
+            .map(Bytes::from),
+    }
 }
