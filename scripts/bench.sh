@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs ferrolog's benchmarks beside the machine's own limits measured in the same run, and
-# writes docs/benchmarks.md. Takes about 5 minutes on a 2-core machine.
+# writes docs/benchmarks.md. Takes about 7 minutes on a 2-core machine.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mkdir -p target/bench-data
@@ -36,6 +36,7 @@ echo "dd_read $(printf '%s\n' "${read_rates[@]}" | sort -g | sed -n 3p)" >> "$ba
 cargo bench -p ferrolog-storage --bench storage
 cargo bench -p ferrolog-storage --bench manager | tee target/bench-data/manager.txt
 cargo bench -p ferrolog-storage --bench cleaner | tee target/bench-data/cleaner.txt
+scripts/bench_network.sh
 
 python3 scripts/bench_report.py "$baseline" > docs/benchmarks.md
 echo "wrote docs/benchmarks.md"

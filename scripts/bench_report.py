@@ -143,6 +143,50 @@ def main(baseline_path):
         print("The bench's values compress far better under lz4 than intended (about 50 to 1: the ratio")
         print("of the two columns), so for lz4 the log MB/s is small while the record MB/s shows the work")
         print("done: every record is decompressed, checked against the map and the survivors recompressed.\n")
+    network_path = "target/bench-data/network.txt"
+    if os.path.exists(network_path):
+        network = {}
+        with open(network_path) as f:
+            for line in f:
+                key, value = line.split()
+                network[key] = float(value)
+        loopback = network["iperf3"]
+        print("## A real client over loopback (`ferrolog serve`)\n")
+        print("`scripts/bench_network.sh`: librdkafka 2.12 (`tools/loadgen`, a Rust program over the")
+        print("`rdkafka` crate) producing 1,000,000 messages of 1 KiB (acks=1, linger.ms=5, batch.size")
+        print("1 MB, no compression) to one partition, then consuming them from the start; median of")
+        print("5 rounds, each from an empty data dir. The loopback limit is one `iperf3` TCP stream")
+        print("(median of 3, 5 s each); the write reference is `dd bs=1M count=1000` to a new file in")
+        print("the same memory state as the produce (right after the previous round's data was")
+        print("deleted). Client and broker share the machine's 2 cores. Targets: produce ≥ 50% and")
+        print("consume ≥ 70% of loopback TCP.\n")
+        print("| figure | rate | of loopback TCP (%s) | note |" % gbs(loopback))
+        print("|---|---|---|---|")
+        print("| produce | %s | %.0f%% | dd of the same gigabyte in the same run: %s (%.0f%%) |"
+              % (gbs(network["produce"]), 100 * network["produce"] / loopback, gbs(network["dd"]),
+                 100 * network["produce"] / network["dd"]))
+        print("| consume, `ferrolog.fetch.transfer=copy` (default) | %s | %.0f%% | |"
+              % (gbs(network["consume_copy"]), 100 * network["consume_copy"] / loopback))
+        print("| consume, `ferrolog.fetch.transfer=sendfile` | %s | %.0f%% | |"
+              % (gbs(network["consume_sendfile"]), 100 * network["consume_sendfile"] / loopback))
+        print()
+        print("""Neither target is met on this machine. What bounds each figure:
+
+- **Produce runs at the speed of the page cache, not of the network.** The broker writes each
+  produced batch once (`pwrite`, no copy beyond the kernel's); this VM's memory is lazily
+  backed, so a gigabyte of new page-cache pages costs about as much as the `dd` beside it, and
+  produce matches that `dd`. Kafka pays the same write; the limit here is the VM's memory.
+- **Consume is bounded by the client's fetch pipeline.** A system-wide profile of the consume
+  (`perf record -a`) shows the machine 40% idle, librdkafka's threads using 41% and the broker
+  17%: librdkafka keeps one fetch in flight per broker connection and parses a response before it
+  asks for the next, so broker and client mostly take turns. The broker answers as soon as data
+  is there (no added wait) and sends the bytes as they lie in the segment.
+- **sendfile is slower than pread + write here**, as the machine notes predicted for loopback
+  with 2 cores (a C `sendfile` loop there moved 1.54 GB/s against 2.57 GB/s for `read` +
+  `write` with a 1 MiB buffer): the receiver copies either way, so sendfile saves only the
+  sender's copy. Hence `copy` is the default; `sendfile` stays available for real NICs, where
+  the saved copy is worth more.
+""")
     print("""## Reading the figures
 
 - **Append** measures `Log::append_as_leader` end to end: batch validation (CRC-32C, every

@@ -2,14 +2,18 @@
 //! the handler run on the blocking pool (the one place the broker crosses into synchronous
 //! storage code), and the response encoded with the matching header version.
 
+use std::net::SocketAddr;
 use std::sync::Arc;
 
 use bytes::Bytes;
 use kafka_protocol::messages::{
     AlterConfigsRequest, ApiKey, ApiVersionsRequest, CreatePartitionsRequest, CreateTopicsRequest,
-    DeleteRecordsRequest, DeleteTopicsRequest, DescribeClusterRequest, DescribeConfigsRequest,
-    DescribeLogDirsRequest, FetchRequest, IncrementalAlterConfigsRequest, InitProducerIdRequest,
-    ListOffsetsRequest, MetadataRequest, ProduceRequest, RequestHeader, ResponseHeader,
+    DeleteGroupsRequest, DeleteRecordsRequest, DeleteTopicsRequest, DescribeClusterRequest,
+    DescribeConfigsRequest, DescribeGroupsRequest, DescribeLogDirsRequest, FetchRequest,
+    FindCoordinatorRequest, HeartbeatRequest, IncrementalAlterConfigsRequest,
+    InitProducerIdRequest, JoinGroupRequest, LeaveGroupRequest, ListGroupsRequest,
+    ListOffsetsRequest, MetadataRequest, OffsetCommitRequest, OffsetDeleteRequest,
+    OffsetFetchRequest, ProduceRequest, RequestHeader, ResponseHeader, SyncGroupRequest,
 };
 use kafka_protocol::protocol::{Decodable, Encodable};
 
@@ -44,6 +48,17 @@ pub const SUPPORTED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::DeleteTopics, 0, 5),
     (ApiKey::DeleteRecords, 0, 2),
     (ApiKey::InitProducerId, 0, 4),
+    (ApiKey::FindCoordinator, 0, 4),
+    (ApiKey::JoinGroup, 0, 9),
+    (ApiKey::SyncGroup, 0, 5),
+    (ApiKey::Heartbeat, 0, 4),
+    (ApiKey::LeaveGroup, 0, 5),
+    (ApiKey::OffsetCommit, 2, 8),
+    (ApiKey::OffsetFetch, 1, 8),
+    (ApiKey::ListGroups, 0, 4),
+    (ApiKey::DescribeGroups, 0, 5),
+    (ApiKey::DeleteGroups, 0, 2),
+    (ApiKey::OffsetDelete, 0, 0),
 ];
 
 pub fn supported_range(api_key: ApiKey) -> Option<(i16, i16)> {
@@ -62,6 +77,7 @@ fn malformed(what: impl std::fmt::Display) -> MalformedRequest {
 pub async fn dispatch(
     context: &Arc<Context>,
     mut frame: Bytes,
+    peer: SocketAddr,
 ) -> Result<Option<ResponseFrame>, MalformedRequest> {
     if frame.len() < 4 {
         return Err(malformed("a request shorter than its header"));
@@ -174,6 +190,54 @@ pub async fn dispatch(
         }
         ApiKey::DescribeLogDirs => {
             let response = blocking!(DescribeLogDirsRequest, handlers::describe_log_dirs::handle);
+            encode(&header, api, api_version, &response).map(Some)
+        }
+        ApiKey::FindCoordinator => {
+            let response = blocking!(FindCoordinatorRequest, handlers::find_coordinator::handle);
+            encode(&header, api, api_version, &response).map(Some)
+        }
+        ApiKey::JoinGroup => {
+            let request = JoinGroupRequest::decode(&mut frame, api_version)
+                .map_err(|error| malformed(format!("JoinGroup body: {error}")))?;
+            let response = handlers::join_group::handle(context, &header, request, peer).await;
+            encode(&header, api, api_version, &response).map(Some)
+        }
+        ApiKey::SyncGroup => {
+            let request = SyncGroupRequest::decode(&mut frame, api_version)
+                .map_err(|error| malformed(format!("SyncGroup body: {error}")))?;
+            let response = handlers::sync_group::handle(context, &header, request).await;
+            encode(&header, api, api_version, &response).map(Some)
+        }
+        ApiKey::Heartbeat => {
+            let response = blocking!(HeartbeatRequest, handlers::heartbeat::handle);
+            encode(&header, api, api_version, &response).map(Some)
+        }
+        ApiKey::LeaveGroup => {
+            let response = blocking!(LeaveGroupRequest, handlers::leave_group::handle);
+            encode(&header, api, api_version, &response).map(Some)
+        }
+        ApiKey::OffsetCommit => {
+            let response = blocking!(OffsetCommitRequest, handlers::offset_commit::handle);
+            encode(&header, api, api_version, &response).map(Some)
+        }
+        ApiKey::OffsetFetch => {
+            let response = blocking!(OffsetFetchRequest, handlers::offset_fetch::handle);
+            encode(&header, api, api_version, &response).map(Some)
+        }
+        ApiKey::ListGroups => {
+            let response = blocking!(ListGroupsRequest, handlers::list_groups::handle);
+            encode(&header, api, api_version, &response).map(Some)
+        }
+        ApiKey::DescribeGroups => {
+            let response = blocking!(DescribeGroupsRequest, handlers::describe_groups::handle);
+            encode(&header, api, api_version, &response).map(Some)
+        }
+        ApiKey::DeleteGroups => {
+            let response = blocking!(DeleteGroupsRequest, handlers::delete_groups::handle);
+            encode(&header, api, api_version, &response).map(Some)
+        }
+        ApiKey::OffsetDelete => {
+            let response = blocking!(OffsetDeleteRequest, handlers::offset_delete::handle);
             encode(&header, api, api_version, &response).map(Some)
         }
         other => Err(malformed(format!("{other:?} is not supported"))),

@@ -9,6 +9,7 @@
 pub mod allocator;
 pub mod dispatch;
 pub mod errors;
+pub mod group;
 pub mod handlers;
 pub mod response;
 pub mod transfer;
@@ -21,6 +22,7 @@ use ferrolog_storage::manager::LogManager;
 use tokio::io::AsyncReadExt;
 use tokio::net::{TcpListener, TcpStream};
 
+use crate::group::{GroupConfig, GroupCoordinator};
 use crate::transfer::{FetchTransfer, FrameWriter};
 
 /// How the broker presents itself and what it allows.
@@ -37,6 +39,8 @@ pub struct BrokerConfig {
     pub socket_request_max_bytes: usize,
     /// How fetched record bytes reach the socket (`ferrolog.fetch.transfer`).
     pub fetch_transfer: FetchTransfer,
+    /// The group coordinator's settings.
+    pub groups: GroupConfig,
 }
 
 impl Default for BrokerConfig {
@@ -48,6 +52,7 @@ impl Default for BrokerConfig {
             auto_create_topics: true,
             socket_request_max_bytes: 104_857_600,
             fetch_transfer: FetchTransfer::default(),
+            groups: GroupConfig::default(),
         }
     }
 }
@@ -59,28 +64,49 @@ pub struct Context {
     pub config: BrokerConfig,
     /// Woken after every produce, so fetches waiting for data answer at once.
     pub appended: tokio::sync::Notify,
+    pub groups: GroupCoordinator,
 }
 
 impl Context {
-    pub fn new(manager: Arc<LogManager>, config: BrokerConfig) -> Self {
-        Self {
+    /// Loads the consumer groups kept in the data dirs' offsets topic.
+    pub fn new(
+        manager: Arc<LogManager>,
+        config: BrokerConfig,
+    ) -> Result<Self, ferrolog_storage::StorageError> {
+        let groups = GroupCoordinator::open(Arc::clone(&manager), config.groups.clone())?;
+        Ok(Self {
             manager,
             config,
             appended: tokio::sync::Notify::new(),
-        }
+            groups,
+        })
     }
 }
 
+/// How often the group coordinator's timers (sessions, rebalances, offset expiry) run.
+const GROUP_TICK: std::time::Duration = std::time::Duration::from_millis(100);
+
 /// Accepts connections on `listener` until the future is dropped.
+/// The group coordinator's timers run while this future runs.
 pub async fn serve(listener: TcpListener, context: Arc<Context>) -> std::io::Result<()> {
+    let mut group_timer = tokio::time::interval(GROUP_TICK);
+    group_timer.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
-        let (stream, peer) = listener.accept().await?;
-        let context = Arc::clone(&context);
-        tokio::spawn(async move {
-            if let Err(error) = handle_connection(stream, peer, context).await {
-                tracing::debug!(%peer, error = %error, "connection closed");
+        tokio::select! {
+            accepted = listener.accept() => {
+                let (stream, peer) = accepted?;
+                let context = Arc::clone(&context);
+                tokio::spawn(async move {
+                    if let Err(error) = handle_connection(stream, peer, context).await {
+                        tracing::debug!(%peer, error = %error, "connection closed");
+                    }
+                });
             }
-        });
+            _ = group_timer.tick() => {
+                let context = Arc::clone(&context);
+                let _ = tokio::task::spawn_blocking(move || context.groups.tick()).await;
+            }
+        }
     }
 }
 
@@ -116,7 +142,7 @@ async fn handle_connection(
         }
         buffer.advance(4);
         let frame = buffer.split_to(size).freeze();
-        match dispatch::dispatch(&context, frame).await {
+        match dispatch::dispatch(&context, frame, peer).await {
             Ok(Some(response)) => writer.write(&mut stream, response).await?,
             Ok(None) => {} // acks=0 produce: no response
             Err(error) => {

@@ -74,7 +74,7 @@ async fn fetches_carry_the_segment_bytes(transfer: FetchTransfer) {
         fetch_transfer: transfer,
         ..BrokerConfig::default()
     };
-    let context = Arc::new(Context::new(Arc::clone(&manager), config));
+    let context = Arc::new(Context::new(Arc::clone(&manager), config).unwrap());
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let port = listener.local_addr().unwrap().port();
     let server = tokio::spawn(ferrolog_broker::serve(listener, Arc::clone(&context)));

@@ -30,7 +30,7 @@ async fn a_waiting_fetch_is_answered_by_the_next_produce() {
         )
         .unwrap(),
     );
-    let context = Arc::new(Context::new(Arc::clone(&manager), BrokerConfig::default()));
+    let context = Arc::new(Context::new(Arc::clone(&manager), BrokerConfig::default()).unwrap());
     let log = manager
         .get_or_create(&TopicPartition::new("wait", 0))
         .unwrap();

@@ -11,10 +11,15 @@ use ferrolog_broker::{BrokerConfig, Context, dispatch};
 use ferrolog_storage::SystemClock;
 use ferrolog_storage::manager::{LogManager, ManagerConfig};
 use kafka_protocol::messages::alter_configs_request::{AlterConfigsResource, AlterableConfig};
+use kafka_protocol::messages::join_group_request::JoinGroupRequestProtocol;
+use kafka_protocol::messages::offset_commit_request::{
+    OffsetCommitRequestPartition, OffsetCommitRequestTopic,
+};
 use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
 use kafka_protocol::messages::{
-    AlterConfigsRequest, ApiKey, ApiVersionsRequest, ApiVersionsResponse, MetadataRequest,
-    ProduceRequest, RequestHeader, ResponseHeader, TopicName,
+    AlterConfigsRequest, ApiKey, ApiVersionsRequest, ApiVersionsResponse, FindCoordinatorRequest,
+    GroupId, HeartbeatRequest, JoinGroupRequest, MetadataRequest, OffsetCommitRequest,
+    OffsetFetchRequest, ProduceRequest, RequestHeader, ResponseHeader, SyncGroupRequest, TopicName,
 };
 use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -33,13 +38,16 @@ fn context(dir: &std::path::Path) -> Arc<Context> {
         Arc::new(SystemClock),
     )
     .unwrap();
-    Arc::new(Context::new(
-        Arc::new(manager),
-        BrokerConfig {
-            socket_request_max_bytes: 1 << 20,
-            ..BrokerConfig::default()
-        },
-    ))
+    Arc::new(
+        Context::new(
+            Arc::new(manager),
+            BrokerConfig {
+                socket_request_max_bytes: 1 << 20,
+                ..BrokerConfig::default()
+            },
+        )
+        .unwrap(),
+    )
 }
 
 fn frame<R: Encodable>(api: ApiKey, version: i16, correlation_id: i32, request: &R) -> Vec<u8> {
@@ -81,13 +89,63 @@ fn seeds() -> Vec<Vec<u8>> {
                     .with_value(Some(StrBytes::from_static_str("1\nfuzz x y"))),
             ]),
     ]);
+    let group = GroupId(StrBytes::from_static_str("fuzz-group"));
+    let join = JoinGroupRequest::default()
+        .with_group_id(group.clone())
+        .with_session_timeout_ms(10_000)
+        .with_rebalance_timeout_ms(10_000)
+        .with_protocol_type(StrBytes::from_static_str("consumer"))
+        .with_protocols(vec![
+            JoinGroupRequestProtocol::default()
+                .with_name(StrBytes::from_static_str("range"))
+                .with_metadata(Bytes::from_static(&[0, 1, 0, 0, 0, 1, 0, 1, b'f'])),
+        ]);
+    let commit = OffsetCommitRequest::default()
+        .with_group_id(group.clone())
+        .with_generation_id_or_member_epoch(-1)
+        .with_topics(vec![
+            OffsetCommitRequestTopic::default()
+                .with_name(TopicName(StrBytes::from_static_str("fuzz")))
+                .with_partitions(vec![
+                    OffsetCommitRequestPartition::default().with_committed_offset(5),
+                ]),
+        ]);
     vec![
         frame(ApiKey::ApiVersions, 3, 1, &ApiVersionsRequest::default()),
         frame(ApiKey::Metadata, 9, 2, &MetadataRequest::default()),
         frame(ApiKey::Produce, 8, 3, &produce),
         frame(ApiKey::AlterConfigs, 2, 4, &alter_configs),
+        frame(
+            ApiKey::FindCoordinator,
+            3,
+            5,
+            &FindCoordinatorRequest::default(),
+        ),
+        frame(ApiKey::JoinGroup, 5, 6, &join),
+        frame(
+            ApiKey::SyncGroup,
+            3,
+            7,
+            &SyncGroupRequest::default().with_group_id(group.clone()),
+        ),
+        frame(
+            ApiKey::Heartbeat,
+            3,
+            8,
+            &HeartbeatRequest::default().with_group_id(group.clone()),
+        ),
+        frame(ApiKey::OffsetCommit, 8, 9, &commit),
+        frame(
+            ApiKey::OffsetFetch,
+            5,
+            10,
+            &OffsetFetchRequest::default().with_group_id(group),
+        ),
     ]
 }
+
+const PEER: std::net::SocketAddr =
+    std::net::SocketAddr::new(std::net::IpAddr::V4(std::net::Ipv4Addr::LOCALHOST), 9);
 
 struct Rng(u64);
 
@@ -128,7 +186,9 @@ async fn the_decoder_survives_mutated_requests() {
     for round in 0..3000 {
         let bytes = mutate(&mut rng, &seeds[round % seeds.len()]);
         // Whatever the outcome, it is a value, not a panic.
-        let _ = dispatch::dispatch(&context, Bytes::from(bytes)).await;
+        // A JoinGroup may rightly wait for a rebalance; only a panic would be a failure.
+        let request = dispatch::dispatch(&context, Bytes::from(bytes), PEER);
+        let _ = tokio::time::timeout(Duration::from_millis(100), request).await;
     }
     context.manager.shutdown().unwrap();
 }

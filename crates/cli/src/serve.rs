@@ -14,6 +14,7 @@ use std::sync::Arc;
 
 use anyhow::{Context as _, bail};
 use clap::Args;
+use ferrolog_broker::group::GroupConfig;
 use ferrolog_broker::{BrokerConfig, Context};
 use ferrolog_storage::SystemClock;
 use ferrolog_storage::manager::{LogManager, ManagerConfig, known_keys, parse_properties};
@@ -46,7 +47,66 @@ const BROKER_KEYS: &[&str] = &[
     "socket.request.max.bytes",
     // Not a Kafka key: how fetched bytes reach the socket, `copy` (default) or `sendfile`.
     "ferrolog.fetch.transfer",
+    "offsets.topic.num.partitions",
+    "offsets.topic.segment.bytes",
+    "offsets.retention.minutes",
+    "offsets.retention.check.interval.ms",
+    "offset.metadata.max.bytes",
+    "group.min.session.timeout.ms",
+    "group.max.session.timeout.ms",
+    "group.initial.rebalance.delay.ms",
 ];
+
+/// A whole number at least `min` under `key`, or an error naming the key and the value.
+fn number<T>(properties: &BTreeMap<String, String>, key: &str, min: T) -> anyhow::Result<Option<T>>
+where
+    T: std::str::FromStr + PartialOrd + std::fmt::Display + Copy,
+{
+    let Some(value) = properties.get(key) else {
+        return Ok(None);
+    };
+    match value.trim().parse::<T>() {
+        Ok(parsed) if parsed >= min => Ok(Some(parsed)),
+        _ => bail!("invalid value {value:?} for {key}: must be an integer of at least {min}"),
+    }
+}
+
+/// The group coordinator's keys.
+fn group_config(properties: &BTreeMap<String, String>) -> anyhow::Result<GroupConfig> {
+    let mut config = GroupConfig::default();
+    if let Some(n) = number(properties, "offsets.topic.num.partitions", 1)? {
+        config.offsets_topic_partitions = n;
+    }
+    if let Some(n) = number(properties, "offsets.topic.segment.bytes", 14)? {
+        config.offsets_topic_segment_bytes = n;
+    }
+    if let Some(n) = number::<i64>(properties, "offsets.retention.minutes", 1)? {
+        config.offsets_retention_ms = n.saturating_mul(60_000);
+    }
+    if let Some(n) = number(properties, "offsets.retention.check.interval.ms", 1)? {
+        config.offsets_retention_check_interval_ms = n;
+    }
+    if let Some(n) = number(properties, "offset.metadata.max.bytes", 0)? {
+        config.offset_metadata_max_bytes = n;
+    }
+    if let Some(n) = number(properties, "group.min.session.timeout.ms", 0)? {
+        config.min_session_timeout_ms = n;
+    }
+    if let Some(n) = number(properties, "group.max.session.timeout.ms", 0)? {
+        config.max_session_timeout_ms = n;
+    }
+    if let Some(n) = number(properties, "group.initial.rebalance.delay.ms", 0)? {
+        config.initial_rebalance_delay_ms = n;
+    }
+    if config.min_session_timeout_ms > config.max_session_timeout_ms {
+        bail!(
+            "group.min.session.timeout.ms ({}) is above group.max.session.timeout.ms ({})",
+            config.min_session_timeout_ms,
+            config.max_session_timeout_ms
+        );
+    }
+    Ok(config)
+}
 
 /// Kafka broker keys that mean nothing for a single-node ferrolog; reported once, then ignored.
 const IGNORED_KAFKA_KEYS: &[&str] = &[
@@ -60,7 +120,6 @@ const IGNORED_KAFKA_KEYS: &[&str] = &[
     "offsets.topic.replication.factor",
     "transaction.state.log.replication.factor",
     "transaction.state.log.min.isr",
-    "group.initial.rebalance.delay.ms",
     "zookeeper.connect",
     "zookeeper.connection.timeout.ms",
     "process.roles",
@@ -118,6 +177,7 @@ fn broker_config(
             anyhow::anyhow!("invalid value {value:?} for ferrolog.fetch.transfer: {error}")
         })?;
     }
+    config.groups = group_config(properties)?;
     Ok((listen, config))
 }
 
@@ -203,7 +263,10 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<()> {
             broker_config.advertised_host = if local.ip().is_unspecified() { "127.0.0.1".into() } else { local.ip().to_string() };
             broker_config.advertised_port = local.port();
         }
-        let context = Arc::new(Context::new(Arc::clone(&manager), broker_config));
+        let context = Arc::new(
+            Context::new(Arc::clone(&manager), broker_config)
+                .context("loading consumer groups from __consumer_offsets")?,
+        );
         tracing::info!(%local, "serving");
         eprintln!("ferrolog serving Kafka clients on {local}");
         let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;

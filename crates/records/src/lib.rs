@@ -14,6 +14,7 @@
 pub mod batch;
 pub mod builder;
 pub mod compression;
+pub mod consumer_offsets;
 pub mod control;
 pub mod entry;
 pub mod error;

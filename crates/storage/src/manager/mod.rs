@@ -205,6 +205,10 @@ impl LogManager {
     pub fn cluster_id(&self) -> &str {
         &self.cluster_id
     }
+    /// The clock every log of this manager uses.
+    pub fn clock(&self) -> &Arc<dyn Clock> {
+        &self.clock
+    }
     pub fn node_id(&self) -> i32 {
         self.node_id
     }

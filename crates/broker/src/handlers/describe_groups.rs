@@ -1,0 +1,50 @@
+//! DescribeGroups: each group's state, protocol and members. An unknown group is reported as
+//! `Dead` with no error, as Kafka does.
+
+use kafka_protocol::messages::describe_groups_response::{DescribedGroup, DescribedGroupMember};
+use kafka_protocol::messages::{DescribeGroupsRequest, DescribeGroupsResponse, RequestHeader};
+use kafka_protocol::protocol::StrBytes;
+
+use crate::Context;
+
+pub fn handle(
+    context: &Context,
+    _header: &RequestHeader,
+    request: DescribeGroupsRequest,
+) -> DescribeGroupsResponse {
+    let groups = request
+        .groups
+        .into_iter()
+        .map(|group_id| {
+            let described = DescribedGroup::default().with_authorized_operations(i32::MIN);
+            let Some(description) = context.groups.describe(&group_id.0) else {
+                return described
+                    .with_group_id(group_id)
+                    .with_group_state(StrBytes::from_static_str("Dead"));
+            };
+            described
+                .with_group_id(group_id)
+                .with_group_state(StrBytes::from_static_str(description.state))
+                .with_protocol_type(StrBytes::from_string(description.protocol_type))
+                .with_protocol_data(StrBytes::from_string(description.protocol))
+                .with_members(
+                    description
+                        .members
+                        .into_iter()
+                        .map(|member| {
+                            DescribedGroupMember::default()
+                                .with_member_id(StrBytes::from_string(member.member_id))
+                                .with_group_instance_id(
+                                    member.group_instance_id.map(StrBytes::from_string),
+                                )
+                                .with_client_id(StrBytes::from_string(member.client_id))
+                                .with_client_host(StrBytes::from_string(member.client_host))
+                                .with_member_metadata(member.metadata.into())
+                                .with_member_assignment(member.assignment.into())
+                        })
+                        .collect(),
+                )
+        })
+        .collect();
+    DescribeGroupsResponse::default().with_groups(groups)
+}

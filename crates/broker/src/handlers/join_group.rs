@@ -1,0 +1,72 @@
+//! JoinGroup: a member joins (or rejoins) a group and, once the rebalance completes, learns its
+//! generation, the chosen protocol and (the leader only) every member's metadata.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use kafka_protocol::messages::join_group_response::JoinGroupResponseMember;
+use kafka_protocol::messages::{JoinGroupRequest, JoinGroupResponse, RequestHeader};
+use kafka_protocol::protocol::StrBytes;
+
+use crate::group::state::JoinResult;
+use crate::group::{JoinRequest, Reply};
+use crate::{Context, errors};
+
+pub async fn handle(
+    context: &Arc<Context>,
+    header: &RequestHeader,
+    request: JoinGroupRequest,
+    peer: SocketAddr,
+) -> JoinGroupResponse {
+    let version = header.request_api_version;
+    let join = JoinRequest {
+        group: request.group_id.0.to_string(),
+        member_id: request.member_id.to_string(),
+        group_instance_id: request.group_instance_id.map(|id| id.to_string()),
+        client_id: header.client_id.as_deref().unwrap_or_default().to_owned(),
+        client_host: format!("/{}", peer.ip()),
+        session_timeout_ms: request.session_timeout_ms,
+        // Version 0 has no rebalance timeout: the session timeout stands in, as in Kafka.
+        rebalance_timeout_ms: if version >= 1 {
+            request.rebalance_timeout_ms
+        } else {
+            request.session_timeout_ms
+        },
+        protocol_type: request.protocol_type.to_string(),
+        protocols: request
+            .protocols
+            .into_iter()
+            .map(|p| (p.name.to_string(), p.metadata.to_vec()))
+            .collect(),
+        require_known_member_id: version >= 4,
+    };
+    let member_id = join.member_id.clone();
+    let context = Arc::clone(context);
+    let reply = tokio::task::spawn_blocking(move || context.groups.join(join)).await;
+    let result = match reply {
+        Ok(Reply::Now(result)) => result,
+        Ok(Reply::Later(receiver)) => receiver
+            .await
+            .unwrap_or_else(|_| JoinResult::error(errors::COORDINATOR_NOT_AVAILABLE, &member_id)),
+        Err(_) => JoinResult::error(errors::UNKNOWN_SERVER_ERROR, &member_id),
+    };
+    JoinGroupResponse::default()
+        .with_error_code(result.error)
+        .with_generation_id(result.generation)
+        .with_protocol_type(result.protocol_type.map(StrBytes::from_string))
+        .with_protocol_name(result.protocol.map(StrBytes::from_string))
+        .with_leader(StrBytes::from_string(result.leader))
+        .with_member_id(StrBytes::from_string(result.member_id))
+        .with_members(
+            result
+                .members
+                .into_iter()
+                .map(|(member_id, instance_id, metadata)| {
+                    JoinGroupResponseMember::default()
+                        .with_member_id(StrBytes::from_string(member_id))
+                        .with_group_instance_id(instance_id.map(StrBytes::from_string))
+                        .with_metadata(metadata.into())
+                })
+                .collect(),
+        )
+}

@@ -1,0 +1,45 @@
+//! LeaveGroup: members leave at once instead of waiting out their session. Versions 0–2 name
+//! one member; 3 and later a list, possibly by static instance id.
+
+use kafka_protocol::messages::leave_group_response::MemberResponse;
+use kafka_protocol::messages::{LeaveGroupRequest, LeaveGroupResponse, RequestHeader};
+
+use crate::Context;
+
+pub fn handle(
+    context: &Context,
+    header: &RequestHeader,
+    request: LeaveGroupRequest,
+) -> LeaveGroupResponse {
+    if header.request_api_version < 3 {
+        let leaving = [(request.member_id.to_string(), None)];
+        let (_, errors) = context.groups.leave(&request.group_id.0, &leaving);
+        return LeaveGroupResponse::default().with_error_code(errors[0]);
+    }
+    let leaving: Vec<(String, Option<String>)> = request
+        .members
+        .iter()
+        .map(|m| {
+            (
+                m.member_id.to_string(),
+                m.group_instance_id.as_ref().map(|id| id.to_string()),
+            )
+        })
+        .collect();
+    let (error, results) = context.groups.leave(&request.group_id.0, &leaving);
+    LeaveGroupResponse::default()
+        .with_error_code(error)
+        .with_members(
+            request
+                .members
+                .into_iter()
+                .zip(results)
+                .map(|(member, error)| {
+                    MemberResponse::default()
+                        .with_member_id(member.member_id)
+                        .with_group_instance_id(member.group_instance_id)
+                        .with_error_code(error)
+                })
+                .collect(),
+        )
+}

@@ -1,0 +1,71 @@
+//! OffsetDelete: removes a group's committed offsets for some partitions, except for topics its
+//! members are subscribed to (GROUP_SUBSCRIBED_TO_TOPIC).
+
+use bytes::Bytes;
+use kafka_protocol::messages::offset_delete_response::{
+    OffsetDeleteResponsePartition, OffsetDeleteResponseTopic,
+};
+use kafka_protocol::messages::{
+    ConsumerProtocolSubscription, OffsetDeleteRequest, OffsetDeleteResponse, RequestHeader,
+};
+use kafka_protocol::protocol::Decodable;
+
+use crate::Context;
+
+/// The topics a member subscribes to, from its consumer-protocol metadata (`i16` version, then
+/// the subscription). Other protocol types subscribe to nothing Kafka can see.
+fn subscribed_topics(protocol_type: &str, metadata: &[u8]) -> Vec<String> {
+    if protocol_type != "consumer" || metadata.len() < 2 {
+        return Vec::new();
+    }
+    let version = i16::from_be_bytes([metadata[0], metadata[1]]).clamp(0, 3);
+    let mut body = Bytes::copy_from_slice(&metadata[2..]);
+    ConsumerProtocolSubscription::decode(&mut body, version)
+        .map(|s| s.topics.into_iter().map(|t| t.to_string()).collect())
+        .unwrap_or_default()
+}
+
+pub fn handle(
+    context: &Context,
+    _header: &RequestHeader,
+    request: OffsetDeleteRequest,
+) -> OffsetDeleteResponse {
+    let partitions: Vec<(String, i32)> = request
+        .topics
+        .iter()
+        .flat_map(|topic| {
+            topic
+                .partitions
+                .iter()
+                .map(|p| (topic.name.0.to_string(), p.partition_index))
+        })
+        .collect();
+    let (error, results) =
+        context
+            .groups
+            .delete_offsets(&request.group_id.0, &partitions, subscribed_topics);
+    if error != 0 {
+        return OffsetDeleteResponse::default().with_error_code(error);
+    }
+    let mut results = results.into_iter();
+    let topics = request
+        .topics
+        .into_iter()
+        .map(|topic| {
+            OffsetDeleteResponseTopic::default()
+                .with_partitions(
+                    topic
+                        .partitions
+                        .iter()
+                        .map(|p| {
+                            OffsetDeleteResponsePartition::default()
+                                .with_partition_index(p.partition_index)
+                                .with_error_code(results.next().unwrap_or_default())
+                        })
+                        .collect(),
+                )
+                .with_name(topic.name)
+        })
+        .collect();
+    OffsetDeleteResponse::default().with_topics(topics)
+}

@@ -1,0 +1,46 @@
+//! SyncGroup: the leader hands over the assignment it computed; every member gets its own once
+//! the leader's arrives.
+
+use std::sync::Arc;
+
+use kafka_protocol::messages::{RequestHeader, SyncGroupRequest, SyncGroupResponse};
+use kafka_protocol::protocol::StrBytes;
+
+use crate::group::Reply;
+use crate::group::state::SyncResult;
+use crate::{Context, errors};
+
+pub async fn handle(
+    context: &Arc<Context>,
+    _header: &RequestHeader,
+    request: SyncGroupRequest,
+) -> SyncGroupResponse {
+    let context = Arc::clone(context);
+    let reply = tokio::task::spawn_blocking(move || {
+        let assignments = request
+            .assignments
+            .into_iter()
+            .map(|a| (a.member_id.to_string(), a.assignment.to_vec()))
+            .collect();
+        context.groups.sync(
+            &request.group_id.0,
+            &request.member_id,
+            request.group_instance_id.as_deref(),
+            request.generation_id,
+            assignments,
+        )
+    })
+    .await;
+    let result = match reply {
+        Ok(Reply::Now(result)) => result,
+        Ok(Reply::Later(receiver)) => receiver
+            .await
+            .unwrap_or_else(|_| SyncResult::error(errors::REBALANCE_IN_PROGRESS)),
+        Err(_) => SyncResult::error(errors::UNKNOWN_SERVER_ERROR),
+    };
+    SyncGroupResponse::default()
+        .with_error_code(result.error)
+        .with_protocol_type(result.protocol_type.map(StrBytes::from_string))
+        .with_protocol_name(result.protocol.map(StrBytes::from_string))
+        .with_assignment(result.assignment.into())
+}

@@ -1,0 +1,474 @@
+//! The records of the internal `__consumer_offsets` topic: committed offsets and group metadata,
+//! with Kafka's exact key and value schemas, so a Kafka data dir's groups load here and ours load
+//! in Kafka.
+//!
+//! | key version | key fields                                   | value versions read (written) |
+//! |-------------|----------------------------------------------|-------------------------------|
+//! | 0, 1        | group, topic, partition: an offset commit    | 0–4 (3; 1 when it expires)    |
+//! | 2           | group: the group's metadata                  | 0–4 (3)                       |
+//!
+//! A record with a null value is a tombstone: the offset or the group is gone. Versions 0–3 use
+//! classic strings (`i16` length) and bytes (`i32` length); version 4 is flexible (unsigned
+//! varint lengths + 1 and tagged fields), written by newer Kafka versions.
+
+use crate::error::RecordsError;
+
+/// Which record a key names.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum OffsetsKey {
+    /// A committed offset (key versions 0 and 1; both have this layout).
+    Offset {
+        group: String,
+        topic: String,
+        partition: i32,
+    },
+    /// A group's metadata (key version 2).
+    Group { group: String },
+}
+
+impl OffsetsKey {
+    pub fn group(&self) -> &str {
+        match self {
+            Self::Offset { group, .. } | Self::Group { group } => group,
+        }
+    }
+
+    pub fn decode(bytes: &[u8]) -> Result<Self, RecordsError> {
+        let mut reader = Reader::new(bytes, "__consumer_offsets key");
+        let version = reader.i16()?;
+        match version {
+            0 | 1 => Ok(Self::Offset {
+                group: reader.string()?,
+                topic: reader.string()?,
+                partition: reader.i32()?,
+            }),
+            2 => Ok(Self::Group {
+                group: reader.string()?,
+            }),
+            other => Err(RecordsError::InvalidLength {
+                what: "__consumer_offsets key version",
+                value: i64::from(other),
+            }),
+        }
+    }
+
+    /// Encodes as Kafka does: key version 1 for offsets, 2 for group metadata.
+    pub fn encode(&self) -> Vec<u8> {
+        let mut out = Vec::new();
+        match self {
+            Self::Offset {
+                group,
+                topic,
+                partition,
+            } => {
+                out.extend_from_slice(&1i16.to_be_bytes());
+                put_string(&mut out, group);
+                put_string(&mut out, topic);
+                out.extend_from_slice(&partition.to_be_bytes());
+            }
+            Self::Group { group } => {
+                out.extend_from_slice(&2i16.to_be_bytes());
+                put_string(&mut out, group);
+            }
+        }
+        out
+    }
+}
+
+/// A committed offset.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OffsetValue {
+    pub offset: i64,
+    /// -1 when unknown (value versions below 3 do not carry it).
+    pub leader_epoch: i32,
+    pub metadata: String,
+    pub commit_timestamp: i64,
+    /// Only value version 1 carries an explicit expiry (a retention time set by the client).
+    pub expire_timestamp: Option<i64>,
+}
+
+impl OffsetValue {
+    pub fn decode(bytes: &[u8]) -> Result<Self, RecordsError> {
+        let mut reader = Reader::new(bytes, "__consumer_offsets offset value");
+        let version = reader.i16()?;
+        if !(0..=4).contains(&version) {
+            return Err(unknown_version("offset value", version));
+        }
+        reader.flexible = version >= 4;
+        let offset = reader.i64()?;
+        let leader_epoch = if version >= 3 { reader.i32()? } else { -1 };
+        let metadata = reader.string()?;
+        let commit_timestamp = reader.i64()?;
+        let expire_timestamp = if version == 1 {
+            Some(reader.i64()?)
+        } else {
+            None
+        };
+        reader.skip_tagged_fields()?;
+        Ok(Self {
+            offset,
+            leader_epoch,
+            metadata,
+            commit_timestamp,
+            expire_timestamp,
+        })
+    }
+
+    /// Version 3, or version 1 when an expiry is set, as Kafka 3.x writes.
+    pub fn encode(&self) -> Vec<u8> {
+        let mut out = Vec::new();
+        if let Some(expire) = self.expire_timestamp {
+            out.extend_from_slice(&1i16.to_be_bytes());
+            out.extend_from_slice(&self.offset.to_be_bytes());
+            put_string(&mut out, &self.metadata);
+            out.extend_from_slice(&self.commit_timestamp.to_be_bytes());
+            out.extend_from_slice(&expire.to_be_bytes());
+        } else {
+            out.extend_from_slice(&3i16.to_be_bytes());
+            out.extend_from_slice(&self.offset.to_be_bytes());
+            out.extend_from_slice(&self.leader_epoch.to_be_bytes());
+            put_string(&mut out, &self.metadata);
+            out.extend_from_slice(&self.commit_timestamp.to_be_bytes());
+        }
+        out
+    }
+}
+
+/// A group's metadata: its generation, protocol and members as of the last rebalance.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct GroupValue {
+    pub protocol_type: String,
+    pub generation: i32,
+    pub protocol: Option<String>,
+    pub leader: Option<String>,
+    /// -1 when unknown (value versions below 2).
+    pub current_state_timestamp: i64,
+    pub members: Vec<MemberValue>,
+}
+
+/// One member of a [`GroupValue`].
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct MemberValue {
+    pub member_id: String,
+    pub group_instance_id: Option<String>,
+    pub client_id: String,
+    pub client_host: String,
+    pub rebalance_timeout_ms: i32,
+    pub session_timeout_ms: i32,
+    pub subscription: Vec<u8>,
+    pub assignment: Vec<u8>,
+}
+
+impl GroupValue {
+    pub fn decode(bytes: &[u8]) -> Result<Self, RecordsError> {
+        let mut reader = Reader::new(bytes, "__consumer_offsets group value");
+        let version = reader.i16()?;
+        if !(0..=4).contains(&version) {
+            return Err(unknown_version("group value", version));
+        }
+        reader.flexible = version >= 4;
+        let protocol_type = reader.string()?;
+        let generation = reader.i32()?;
+        let protocol = reader.nullable_string()?;
+        let leader = reader.nullable_string()?;
+        let current_state_timestamp = if version >= 2 { reader.i64()? } else { -1 };
+        let count = reader.array_len()?;
+        let mut members = Vec::with_capacity(count.min(1024));
+        for _ in 0..count {
+            let member_id = reader.string()?;
+            let group_instance_id = if version >= 3 {
+                reader.nullable_string()?
+            } else {
+                None
+            };
+            let client_id = reader.string()?;
+            let client_host = reader.string()?;
+            let rebalance_timeout_ms = if version >= 1 { reader.i32()? } else { -1 };
+            let session_timeout_ms = reader.i32()?;
+            let subscription = reader.bytes()?;
+            let assignment = reader.bytes()?;
+            reader.skip_tagged_fields()?;
+            let rebalance_timeout_ms = if version >= 1 {
+                rebalance_timeout_ms
+            } else {
+                session_timeout_ms
+            };
+            members.push(MemberValue {
+                member_id,
+                group_instance_id,
+                client_id,
+                client_host,
+                rebalance_timeout_ms,
+                session_timeout_ms,
+                subscription,
+                assignment,
+            });
+        }
+        reader.skip_tagged_fields()?;
+        Ok(Self {
+            protocol_type,
+            generation,
+            protocol,
+            leader,
+            current_state_timestamp,
+            members,
+        })
+    }
+
+    /// Version 3, as Kafka 3.x writes.
+    pub fn encode(&self) -> Vec<u8> {
+        let mut out = Vec::new();
+        out.extend_from_slice(&3i16.to_be_bytes());
+        put_string(&mut out, &self.protocol_type);
+        out.extend_from_slice(&self.generation.to_be_bytes());
+        put_nullable_string(&mut out, self.protocol.as_deref());
+        put_nullable_string(&mut out, self.leader.as_deref());
+        out.extend_from_slice(&self.current_state_timestamp.to_be_bytes());
+        out.extend_from_slice(&(self.members.len() as i32).to_be_bytes());
+        for member in &self.members {
+            put_string(&mut out, &member.member_id);
+            put_nullable_string(&mut out, member.group_instance_id.as_deref());
+            put_string(&mut out, &member.client_id);
+            put_string(&mut out, &member.client_host);
+            out.extend_from_slice(&member.rebalance_timeout_ms.to_be_bytes());
+            out.extend_from_slice(&member.session_timeout_ms.to_be_bytes());
+            put_bytes(&mut out, &member.subscription);
+            put_bytes(&mut out, &member.assignment);
+        }
+        out
+    }
+}
+
+/// The `__consumer_offsets` partition that holds `group`: Java's `String.hashCode` of the id,
+/// made non-negative as Kafka's `Utils.abs` does (`& 0x7fffffff`), modulo the partition count.
+pub fn partition_for_group(group: &str, partitions: i32) -> i32 {
+    let hash = group.encode_utf16().fold(0i32, |hash, unit| {
+        hash.wrapping_mul(31).wrapping_add(i32::from(unit))
+    });
+    (hash & 0x7fff_ffff) % partitions.max(1)
+}
+
+fn unknown_version(what: &'static str, version: i16) -> RecordsError {
+    RecordsError::Inconsistent(format!(
+        "unknown __consumer_offsets {what} version {version}"
+    ))
+}
+
+fn put_string(out: &mut Vec<u8>, value: &str) {
+    let length = i16::try_from(value.len()).unwrap_or(i16::MAX);
+    out.extend_from_slice(&length.to_be_bytes());
+    out.extend_from_slice(&value.as_bytes()[..length as usize]);
+}
+
+fn put_nullable_string(out: &mut Vec<u8>, value: Option<&str>) {
+    match value {
+        Some(value) => put_string(out, value),
+        None => out.extend_from_slice(&(-1i16).to_be_bytes()),
+    }
+}
+
+fn put_bytes(out: &mut Vec<u8>, value: &[u8]) {
+    out.extend_from_slice(&(value.len() as i32).to_be_bytes());
+    out.extend_from_slice(value);
+}
+
+/// Reads the classic and flexible encodings; every read checks the length first.
+struct Reader<'a> {
+    bytes: &'a [u8],
+    position: usize,
+    what: &'static str,
+    flexible: bool,
+}
+
+impl<'a> Reader<'a> {
+    fn new(bytes: &'a [u8], what: &'static str) -> Self {
+        Self {
+            bytes,
+            position: 0,
+            what,
+            flexible: false,
+        }
+    }
+
+    fn take(&mut self, count: usize) -> Result<&'a [u8], RecordsError> {
+        let available = self.bytes.len() - self.position;
+        if count > available {
+            return Err(RecordsError::Truncated {
+                what: self.what,
+                needed: self.position + count,
+                available: self.bytes.len(),
+            });
+        }
+        let slice = &self.bytes[self.position..self.position + count];
+        self.position += count;
+        Ok(slice)
+    }
+
+    fn array<const N: usize>(&mut self) -> Result<[u8; N], RecordsError> {
+        let mut out = [0u8; N];
+        out.copy_from_slice(self.take(N)?);
+        Ok(out)
+    }
+
+    fn i16(&mut self) -> Result<i16, RecordsError> {
+        self.array().map(i16::from_be_bytes)
+    }
+    fn i32(&mut self) -> Result<i32, RecordsError> {
+        self.array().map(i32::from_be_bytes)
+    }
+    fn i64(&mut self) -> Result<i64, RecordsError> {
+        self.array().map(i64::from_be_bytes)
+    }
+
+    fn unsigned_varint(&mut self) -> Result<u32, RecordsError> {
+        let mut value = 0u32;
+        for shift in (0..35).step_by(7) {
+            let byte = self.take(1)?[0];
+            value |= u32::from(byte & 0x7f) << shift;
+            if byte & 0x80 == 0 {
+                return Ok(value);
+            }
+        }
+        Err(RecordsError::InvalidLength {
+            what: "unsigned varint longer than 5 bytes",
+            value: i64::from(value),
+        })
+    }
+
+    /// A length, or `None` for null: `i16`/`i32` with -1 for null, or in flexible versions an
+    /// unsigned varint holding length + 1 with 0 for null.
+    fn length(&mut self, wide: bool) -> Result<Option<usize>, RecordsError> {
+        let length = if self.flexible {
+            i64::from(self.unsigned_varint()?) - 1
+        } else if wide {
+            i64::from(self.i32()?)
+        } else {
+            i64::from(self.i16()?)
+        };
+        match length {
+            -1 => Ok(None),
+            length if length < -1 => Err(RecordsError::InvalidLength {
+                what: self.what,
+                value: length,
+            }),
+            length => Ok(Some(length as usize)),
+        }
+    }
+
+    fn nullable_string(&mut self) -> Result<Option<String>, RecordsError> {
+        let Some(length) = self.length(false)? else {
+            return Ok(None);
+        };
+        let bytes = self.take(length)?;
+        String::from_utf8(bytes.to_vec()).map(Some).map_err(|_| {
+            RecordsError::Inconsistent(format!("{}: a string is not UTF-8", self.what))
+        })
+    }
+
+    fn string(&mut self) -> Result<String, RecordsError> {
+        Ok(self.nullable_string()?.unwrap_or_default())
+    }
+
+    fn bytes(&mut self) -> Result<Vec<u8>, RecordsError> {
+        Ok(match self.length(true)? {
+            Some(length) => self.take(length)?.to_vec(),
+            None => Vec::new(),
+        })
+    }
+
+    fn array_len(&mut self) -> Result<usize, RecordsError> {
+        Ok(self.length(true)?.unwrap_or(0))
+    }
+
+    fn skip_tagged_fields(&mut self) -> Result<(), RecordsError> {
+        if !self.flexible {
+            return Ok(());
+        }
+        let count = self.unsigned_varint()?;
+        for _ in 0..count {
+            self.unsigned_varint()?; // tag
+            let size = self.unsigned_varint()? as usize;
+            self.take(size)?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_and_values_round_trip() {
+        let key = OffsetsKey::Offset {
+            group: "g".into(),
+            topic: "t".into(),
+            partition: 3,
+        };
+        assert_eq!(OffsetsKey::decode(&key.encode()).unwrap(), key);
+        let key = OffsetsKey::Group { group: "g".into() };
+        assert_eq!(OffsetsKey::decode(&key.encode()).unwrap(), key);
+        for expire in [None, Some(99)] {
+            let value = OffsetValue {
+                offset: 42,
+                leader_epoch: if expire.is_some() { -1 } else { 7 },
+                metadata: "m".into(),
+                commit_timestamp: 1_700_000_000_000,
+                expire_timestamp: expire,
+            };
+            assert_eq!(OffsetValue::decode(&value.encode()).unwrap(), value);
+        }
+        let group = GroupValue {
+            protocol_type: "consumer".into(),
+            generation: 4,
+            protocol: Some("range".into()),
+            leader: Some("a".into()),
+            current_state_timestamp: 5,
+            members: vec![MemberValue {
+                member_id: "a".into(),
+                group_instance_id: Some("static".into()),
+                client_id: "c".into(),
+                client_host: "/127.0.0.1".into(),
+                rebalance_timeout_ms: 300_000,
+                session_timeout_ms: 45_000,
+                subscription: vec![1, 2],
+                assignment: vec![3],
+            }],
+        };
+        assert_eq!(GroupValue::decode(&group.encode()).unwrap(), group);
+    }
+
+    #[test]
+    fn flexible_version_4_values_decode() {
+        // OffsetCommitValue v4: offset, leader epoch, compact metadata "x", commit timestamp,
+        // then an empty tagged-field section.
+        let mut value = vec![0, 4];
+        value.extend_from_slice(&5i64.to_be_bytes());
+        value.extend_from_slice(&(-1i32).to_be_bytes());
+        value.extend_from_slice(&[2, b'x']);
+        value.extend_from_slice(&9i64.to_be_bytes());
+        value.push(0);
+        let decoded = OffsetValue::decode(&value).unwrap();
+        assert_eq!((decoded.offset, decoded.metadata.as_str()), (5, "x"));
+        assert_eq!(decoded.commit_timestamp, 9);
+    }
+
+    #[test]
+    fn group_partitions_follow_java_string_hash_code() {
+        // "a".hashCode() = 97; "".hashCode() = 0; a negative hash is masked, not negated.
+        assert_eq!(partition_for_group("a", 50), 97 % 50);
+        assert_eq!(partition_for_group("", 50), 0);
+        let negative = "polygenelubricants"; // hashCode() == Integer.MIN_VALUE
+        assert_eq!(partition_for_group(negative, 50), 0);
+    }
+
+    #[test]
+    fn damaged_records_are_errors_not_panics() {
+        let value = GroupValue::default().encode();
+        for cut in 0..value.len() {
+            assert!(GroupValue::decode(&value[..cut]).is_err());
+        }
+        assert!(OffsetsKey::decode(&[0, 9, 0, 0]).is_err());
+        assert!(OffsetValue::decode(&[0, 3, 0xff]).is_err());
+    }
+}
