@@ -7,110 +7,12 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests")]
 
 use std::io::Write;
-use std::net::TcpListener;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::{Command, Stdio};
 
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
+mod common;
 
-struct Server {
-    child: Child,
-    port: u16,
-}
-
-impl Server {
-    fn start(data_dir: &Path) -> Self {
-        let port = free_port();
-        let child = Command::new(env!("CARGO_BIN_EXE_ferrolog"))
-            .args([
-                "serve",
-                "--listen",
-                &format!("127.0.0.1:{port}"),
-                "--log-dirs",
-            ])
-            .arg(data_dir)
-            .env("FERROLOG_LOG", "warn")
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let started = Instant::now();
-        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(
-                started.elapsed() < Duration::from_secs(20),
-                "the broker did not start"
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        Self { child, port }
-    }
-
-    /// SIGTERM, then wait for the clean shutdown to finish.
-    fn stop(mut self) {
-        let status = Command::new("kill")
-            .arg(self.child.id().to_string())
-            .status()
-            .unwrap();
-        assert!(status.success());
-        let status = self.child.wait().unwrap();
-        assert!(status.success(), "clean shutdown exits 0: {status:?}");
-    }
-}
-
-impl Server {
-    /// SIGKILL: no shutdown at all.
-    fn kill(mut self) {
-        self.child.kill().unwrap();
-        self.child.wait().unwrap();
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn python() -> Option<String> {
-    let python = std::env::var("FERROLOG_PYTHON").unwrap_or_else(|_| "python3".to_owned());
-    let ok = Command::new(&python)
-        .args(["-c", "import kafka, lz4, zstandard, snappy"])
-        .status()
-        .is_ok_and(|status| status.success());
-    if ok {
-        return Some(python);
-    }
-    assert!(
-        std::env::var_os("CI").is_none(),
-        "kafka-python is required under CI"
-    );
-    eprintln!("skipped: no python with kafka-python (set FERROLOG_PYTHON)");
-    None
-}
-
-fn kcat() -> Option<PathBuf> {
-    let found = Command::new("kcat")
-        .arg("-V")
-        .output()
-        .is_ok_and(|output| output.status.success());
-    if found {
-        return Some(PathBuf::from("kcat"));
-    }
-    assert!(
-        std::env::var_os("CI").is_none(),
-        "kcat is required under CI"
-    );
-    eprintln!("skipped: kcat is not installed");
-    None
-}
+use common::{Server, kcat, python, python_with_confluent_kafka};
 
 fn script() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python/kafka_python_clients.py")
@@ -142,19 +44,9 @@ fn kafka_python_produces_and_consumes_every_codec() {
 
 #[test]
 fn confluent_kafka_creates_produces_with_each_acks_consumes_and_configs_survive_restart() {
-    let Some(python) = python() else { return };
-    let has_client = Command::new(&python)
-        .args(["-c", "import confluent_kafka"])
-        .status()
-        .is_ok_and(|status| status.success());
-    if !has_client {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "confluent-kafka is required under CI"
-        );
-        eprintln!("skipped: no confluent-kafka in {python}");
+    let Some(python) = python_with_confluent_kafka() else {
         return;
-    }
+    };
     let temp = tempfile::tempdir().unwrap();
     let data = temp.path().join("data");
     let script =

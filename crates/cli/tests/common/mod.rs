@@ -1,0 +1,155 @@
+//! What the real-client tests share: a `ferrolog serve` child process on a free port, and the
+//! clients (a python with kafka-python and confluent-kafka, kcat), which are skipped with a
+//! message when missing, except under CI, where they are required.
+
+#![allow(dead_code, reason = "each test file uses part of this")]
+
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+pub struct Server {
+    child: Child,
+    pub port: u16,
+}
+
+impl Server {
+    pub fn start(data_dir: &Path) -> Self {
+        Self::start_with(data_dir, &[])
+    }
+
+    /// Starts with `--override key=value` for each of `overrides`.
+    pub fn start_with(data_dir: &Path, overrides: &[&str]) -> Self {
+        let port = free_port();
+        let child = Command::new(env!("CARGO_BIN_EXE_ferrolog"))
+            .args([
+                "serve",
+                "--listen",
+                &format!("127.0.0.1:{port}"),
+                "--log-dirs",
+            ])
+            .arg(data_dir)
+            .args(overrides.iter().flat_map(|o| ["--override", o]))
+            .env("FERROLOG_LOG", "warn")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let started = Instant::now();
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(
+                started.elapsed() < Duration::from_secs(20),
+                "the broker did not start"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Self { child, port }
+    }
+
+    /// SIGTERM, then wait for the clean shutdown to finish.
+    pub fn stop(mut self) {
+        let status = Command::new("kill")
+            .arg(self.child.id().to_string())
+            .status()
+            .unwrap();
+        assert!(status.success());
+        let status = self.child.wait().unwrap();
+        assert!(status.success(), "clean shutdown exits 0: {status:?}");
+    }
+}
+
+impl Server {
+    /// SIGKILL: no shutdown at all.
+    pub fn kill(mut self) {
+        self.child.kill().unwrap();
+        self.child.wait().unwrap();
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+pub fn python() -> Option<String> {
+    let python = std::env::var("FERROLOG_PYTHON").unwrap_or_else(|_| "python3".to_owned());
+    let ok = Command::new(&python)
+        .args(["-c", "import kafka, lz4, zstandard, snappy"])
+        .status()
+        .is_ok_and(|status| status.success());
+    if ok {
+        return Some(python);
+    }
+    assert!(
+        std::env::var_os("CI").is_none(),
+        "kafka-python is required under CI"
+    );
+    eprintln!("skipped: no python with kafka-python (set FERROLOG_PYTHON)");
+    None
+}
+
+pub fn kcat() -> Option<PathBuf> {
+    let found = Command::new("kcat")
+        .arg("-V")
+        .output()
+        .is_ok_and(|output| output.status.success());
+    if found {
+        return Some(PathBuf::from("kcat"));
+    }
+    assert!(
+        std::env::var_os("CI").is_none(),
+        "kcat is required under CI"
+    );
+    eprintln!("skipped: kcat is not installed");
+    None
+}
+
+/// A python that also has confluent-kafka (`None`, after a message, when it lacks it).
+pub fn python_with_confluent_kafka() -> Option<String> {
+    let python = python()?;
+    let has_client = Command::new(&python)
+        .args(["-c", "import confluent_kafka"])
+        .status()
+        .is_ok_and(|status| status.success());
+    if has_client {
+        return Some(python);
+    }
+    assert!(
+        std::env::var_os("CI").is_none(),
+        "confluent-kafka is required under CI"
+    );
+    eprintln!("skipped: no confluent-kafka in {python}");
+    None
+}
+
+/// Runs `tests/python/<script>` with the port and `args`; returns its stdout, failing the test
+/// with both outputs when it fails.
+pub fn run_script(python: &str, script: &str, port: u16, args: &[&str]) -> String {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/python")
+        .join(script);
+    let output = Command::new(python)
+        .arg(path)
+        .arg(port.to_string())
+        .args(args)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    assert!(
+        output.status.success(),
+        "{script} {args:?} failed:\n{stdout}{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    stdout
+}
