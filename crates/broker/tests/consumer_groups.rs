@@ -12,6 +12,7 @@ use bytes::{Bytes, BytesMut};
 use ferrolog_broker::group::state::{JoinResult, SyncResult};
 use ferrolog_broker::group::{CommitEntry, GroupConfig, GroupCoordinator, JoinRequest, Reply};
 use ferrolog_broker::{BrokerConfig, Context, dispatch, errors};
+use ferrolog_records::consumer_offsets::{GroupValue, OffsetValue, OffsetsKey};
 use ferrolog_storage::cleaner::offset_map::OffsetMap;
 use ferrolog_storage::manager::{LogManager, ManagerConfig};
 use ferrolog_storage::{ManualClock, SystemClock};
@@ -377,4 +378,141 @@ fn the_offsets_topic_stays_bounded_under_commit_traffic() {
         );
     }
     manager.shutdown().unwrap();
+}
+
+#[test]
+fn kafka_s_offsets_topic_records_re_encode_to_the_same_bytes() {
+    let Some(fixtures) = kafka_fixtures() else {
+        return;
+    };
+    let copy = copy_to_temp(&fixtures.join("LDI-POC"));
+    let manager = open_manager(copy.path(), Arc::new(SystemClock));
+    let log = manager
+        .get(&ferrolog_storage::TopicPartition::new(
+            "__consumer_offsets",
+            6,
+        ))
+        .unwrap();
+    let bytes = log
+        .read(ferrolog_storage::log::FetchParams {
+            start_offset: 0,
+            max_bytes: u64::MAX,
+            bound: ferrolog_storage::log::FetchBound::LogEnd,
+            min_one_batch: true,
+        })
+        .unwrap()
+        .read_bytes()
+        .unwrap();
+    let (mut offsets, mut groups) = (0, 0);
+    for entry in ferrolog_records::EntryIter::new(&bytes) {
+        let (_, entry) = entry.unwrap();
+        for record in entry.records(usize::MAX).unwrap().to_vec().unwrap() {
+            let (key, value) = (record.key.unwrap(), record.value.unwrap());
+            let decoded = OffsetsKey::decode(key).unwrap();
+            assert_eq!(decoded.encode(), key, "key {decoded:?}");
+            // Kafka 3.x writes offset and group values at version 3, as ferrolog does.
+            assert_eq!(&value[..2], &[0, 3]);
+            let encoded = match decoded {
+                OffsetsKey::Offset { .. } => {
+                    offsets += 1;
+                    OffsetValue::decode(value).unwrap().encode()
+                }
+                OffsetsKey::Group { .. } => {
+                    groups += 1;
+                    GroupValue::decode(value).unwrap().encode()
+                }
+            };
+            assert_eq!(encoded, value, "value at offset {}", record.offset);
+        }
+    }
+    assert_eq!((offsets, groups), (7, 6));
+    manager.shutdown().unwrap();
+}
+
+#[test]
+fn static_members_rejoin_without_a_rebalance_and_empty_groups_offsets_expire() {
+    let temp = tempfile::tempdir().unwrap();
+    let clock = Arc::new(ManualClock::new(1_700_000_000_000));
+    let manager = open_manager(temp.path(), clock.clone());
+    let config = GroupConfig {
+        initial_rebalance_delay_ms: 0,
+        offsets_topic_partitions: 1,
+        offsets_retention_ms: 60_000,
+        offsets_retention_check_interval_ms: 1_000,
+        ..GroupConfig::default()
+    };
+    let coordinator = GroupCoordinator::open(Arc::clone(&manager), config).unwrap();
+    let static_join = |member_id: &str| JoinRequest {
+        group_instance_id: Some("pod-1".into()),
+        ..join_request("s", member_id, &["range"])
+    };
+    // A static member needs no MEMBER_ID_REQUIRED round; alone, it completes the join at once.
+    let Reply::Later(mut first) = coordinator.join(static_join("")) else {
+        panic!("a new member waits for its rebalance")
+    };
+    let first = first.try_recv().unwrap();
+    assert_eq!(first.generation, 1);
+    let synced = coordinator.sync(
+        "s",
+        &first.member_id,
+        Some("pod-1"),
+        1,
+        vec![(first.member_id.clone(), b"p0".to_vec())],
+    );
+    assert_eq!(sync_now_or_ready(synced).assignment, b"p0");
+
+    // It restarts: same instance id, no member id. It gets a new id, the same generation and
+    // its old assignment; the old id is fenced.
+    let again = now_join(coordinator.join(static_join("")));
+    assert_eq!((again.error, again.generation), (0, 1));
+    assert_ne!(again.member_id, first.member_id);
+    let synced = sync_now(coordinator.sync("s", &again.member_id, Some("pod-1"), 1, vec![]));
+    assert_eq!(synced.assignment, b"p0");
+    assert_eq!(
+        coordinator.heartbeat("s", &first.member_id, Some("pod-1"), 1),
+        errors::FENCED_INSTANCE_ID
+    );
+
+    // Offsets of an empty group expire after offsets.retention.minutes from when it emptied.
+    let entry = CommitEntry {
+        topic: "t".into(),
+        partition: 0,
+        offset: 7,
+        leader_epoch: -1,
+        metadata: String::new(),
+    };
+    assert_eq!(
+        coordinator.commit("s", 1, &again.member_id, Some("pod-1"), None, &[entry]),
+        vec![errors::NONE]
+    );
+    coordinator.leave("s", &[(String::new(), Some("pod-1".into()))]);
+    assert_eq!(coordinator.describe("s").unwrap().state, "Empty");
+    clock.advance_ms(59_000);
+    coordinator.tick();
+    assert_eq!(
+        coordinator.fetch_offsets("s", None).len(),
+        1,
+        "not yet expired"
+    );
+    clock.advance_ms(2_000);
+    coordinator.tick();
+    assert!(coordinator.fetch_offsets("s", None).is_empty());
+    assert!(
+        coordinator.describe("s").is_none(),
+        "an empty group without offsets is gone"
+    );
+    drop(coordinator);
+    let reloaded = GroupCoordinator::open(Arc::clone(&manager), GroupConfig::default()).unwrap();
+    assert!(
+        reloaded.describe("s").is_none(),
+        "the expiry was stored as tombstones"
+    );
+    manager.shutdown().unwrap();
+}
+
+fn sync_now_or_ready(reply: Reply<SyncResult>) -> SyncResult {
+    match reply {
+        Reply::Now(result) => result,
+        Reply::Later(mut receiver) => receiver.try_recv().unwrap(),
+    }
 }

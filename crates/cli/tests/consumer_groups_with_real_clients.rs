@@ -1,7 +1,8 @@
 //! Consumer groups with unmodified clients against `ferrolog serve`: kafka-python and
 //! confluent-kafka consumers commit and, after a clean restart and after a SIGKILL, resume
 //! exactly after their last commit; two consumers split a topic, a third joins and one leaves,
-//! and every message is read exactly once; `kcat -G` consumes as a group and resumes.
+//! and every message is read exactly once; kafka-python's admin lists, describes and deletes
+//! groups and offsets; `kcat -G` consumes as a group and resumes.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests")]
 
@@ -15,8 +16,13 @@ use common::{Server, kcat, python, python_with_confluent_kafka, run_script};
 /// The first rebalance of a group would otherwise wait 3 s for more members (Kafka's default).
 const NO_INITIAL_DELAY: &[&str] = &["group.initial.rebalance.delay.ms=0"];
 
-fn resume_across_restarts_then_split(python: &str, script: &str) {
-    let temp = tempfile::tempdir().unwrap();
+/// Runs the script's phases with a broker on a data dir in `temp`; returns the broker, still
+/// running, for more phases.
+fn resume_across_restarts_then_split(
+    python: &str,
+    script: &str,
+    temp: &tempfile::TempDir,
+) -> Server {
     let data = temp.path().join("data");
     let server = Server::start_with(&data, NO_INITIAL_DELAY);
     run_script(python, script, server.port, &["produce"]);
@@ -35,13 +41,19 @@ fn resume_across_restarts_then_split(python: &str, script: &str) {
 
     let out = run_script(python, script, server.port, &["split"]);
     assert!(out.contains("split ok: 1500 messages"), "{out}");
-    server.stop();
+    server
 }
 
 #[test]
 fn kafka_python_groups_resume_after_restarts_and_rebalance_without_loss() {
     let Some(python) = python() else { return };
-    resume_across_restarts_then_split(&python, "groups_kafka_python.py");
+    let script = "groups_kafka_python.py";
+    let temp = tempfile::tempdir().unwrap();
+    let server = resume_across_restarts_then_split(&python, script, &temp);
+    // ListGroups, DescribeGroups, OffsetFetch for all, OffsetDelete and DeleteGroups.
+    let out = run_script(&python, script, server.port, &["admin"]);
+    assert!(out.contains("admin ok"), "{out}");
+    server.stop();
 }
 
 #[test]
@@ -49,7 +61,8 @@ fn confluent_kafka_groups_resume_after_restarts_and_rebalance_without_loss() {
     let Some(python) = python_with_confluent_kafka() else {
         return;
     };
-    resume_across_restarts_then_split(&python, "groups_confluent_kafka.py");
+    let temp = tempfile::tempdir().unwrap();
+    resume_across_restarts_then_split(&python, "groups_confluent_kafka.py", &temp).stop();
 }
 
 /// Offsets `kcat -G` printed, consuming `count` messages of `topic` in `group`.

@@ -20,6 +20,8 @@ pub fn free_port() -> u16 {
 pub struct Server {
     child: Child,
     pub port: u16,
+    /// The broker's stderr (warnings and errors), shown when it fails.
+    stderr: tempfile::NamedTempFile,
 }
 
 impl Server {
@@ -30,6 +32,7 @@ impl Server {
     /// Starts with `--override key=value` for each of `overrides`.
     pub fn start_with(data_dir: &Path, overrides: &[&str]) -> Self {
         let port = free_port();
+        let stderr = tempfile::NamedTempFile::new().unwrap();
         let child = Command::new(env!("CARGO_BIN_EXE_ferrolog"))
             .args([
                 "serve",
@@ -41,7 +44,7 @@ impl Server {
             .args(overrides.iter().flat_map(|o| ["--override", o]))
             .env("FERROLOG_LOG", "warn")
             .stdout(Stdio::null())
-            .stderr(Stdio::null())
+            .stderr(stderr.reopen().unwrap())
             .spawn()
             .unwrap();
         let started = Instant::now();
@@ -52,7 +55,11 @@ impl Server {
             );
             std::thread::sleep(Duration::from_millis(20));
         }
-        Self { child, port }
+        Self {
+            child,
+            port,
+            stderr,
+        }
     }
 
     /// SIGTERM, then wait for the clean shutdown to finish.
@@ -63,7 +70,11 @@ impl Server {
             .unwrap();
         assert!(status.success());
         let status = self.child.wait().unwrap();
-        assert!(status.success(), "clean shutdown exits 0: {status:?}");
+        assert!(
+            status.success(),
+            "clean shutdown exits 0: {status:?}; stderr:\n{}",
+            std::fs::read_to_string(self.stderr.path()).unwrap_or_default()
+        );
     }
 }
 

@@ -39,6 +39,13 @@ def produce(topic, count, partitions, start=0):
     producer.close()
 
 
+def error_names(results):
+    """Admin answers map groups or partitions to errors: classes, instances or names."""
+    items = results.items() if isinstance(results, dict) else results
+    return {key: error if isinstance(error, str) else getattr(error, "__name__", type(error).__name__)
+            for key, error in items}
+
+
 def committed_offsets(c, topic, partitions):
     return {p: (c.committed(TopicPartition(topic, p)) or 0) for p in range(partitions)}
 
@@ -131,3 +138,42 @@ elif PHASE == "split":
     assert len(set(keys)) == 1500, ("distinct messages", len(set(keys)))
     assert len(keys) == 1500, ("messages read twice", len(keys) - len(set(keys)))
     print("split ok: 1500 messages, each once, across %s" % sorted({n for _, _, n in seen}))
+
+elif PHASE == "admin":
+    # Run after the phases above: resume-group is empty with 100 committed per partition.
+    admin = KafkaAdminClient(bootstrap_servers=B)
+    listed = {g["group_id"]: g for g in admin.list_groups()}
+    assert listed["resume-group"]["protocol_type"] == "consumer", listed
+    assert "split-group" in listed, listed
+    described = admin.describe_groups(["resume-group"])["resume-group"]
+    assert described["group_state"] == "Empty" and not described["members"], described
+    offsets = admin.list_group_offsets({"resume-group": None})["resume-group"]
+    assert {tp.partition: m.offset for tp, m in offsets.items()} == {0: 100, 1: 100, 2: 100, 3: 100}, offsets
+
+    # A live member: described with its assignment; the group cannot be deleted, nor the
+    # offsets of a topic it subscribes to.
+    busy = consumer("busy-group")
+    busy.subscribe(["resume"])
+    deadline = time.time() + 30
+    while not busy.assignment() and time.time() < deadline:
+        busy.poll(timeout_ms=200)
+    busy.commit()
+    described = admin.describe_groups(["busy-group"])["busy-group"]
+    assert described["group_state"] == "Stable", described
+    assert len(described["members"]) == 1, described
+    assert error_names(admin.delete_groups(["busy-group"])) == {"busy-group": "NonEmptyGroupError"}
+    refused = admin.delete_group_offsets("busy-group", [TopicPartition("resume", 0)])
+    assert error_names(refused) == {TopicPartition("resume", 0): "GroupSubscribedToTopicError"}, refused
+    busy.close()
+
+    # Offsets deleted one partition at a time, then whole groups.
+    deleted = admin.delete_group_offsets("resume-group", [TopicPartition("resume", 0)])
+    assert error_names(deleted) == {TopicPartition("resume", 0): "NoError"}, deleted
+    offsets = admin.list_group_offsets({"resume-group": None})["resume-group"]
+    assert sorted(tp.partition for tp in offsets) == [1, 2, 3], offsets
+    names = error_names(admin.delete_groups(["resume-group", "busy-group", "no-such-group"]))
+    assert names["resume-group"] == "OK" and names["busy-group"] == "OK", names
+    assert names["no-such-group"] == "GroupIdNotFoundError", names
+    assert "resume-group" not in {g["group_id"] for g in admin.list_groups()}
+    admin.close()
+    print("admin ok")
