@@ -25,6 +25,8 @@ pub const INVALID_PARTITIONS: i16 = 37;
 pub const INVALID_REPLICATION_FACTOR: i16 = 38;
 pub const INVALID_CONFIG: i16 = 40;
 pub const INVALID_REQUEST: i16 = 42;
+pub const OUT_OF_ORDER_SEQUENCE_NUMBER: i16 = 45;
+pub const INVALID_PRODUCER_EPOCH: i16 = 47;
 pub const KAFKA_STORAGE_ERROR: i16 = 56;
 pub const NON_EMPTY_GROUP: i16 = 68;
 pub const GROUP_ID_NOT_FOUND: i16 = 69;
@@ -43,6 +45,8 @@ pub fn code_of(error: &StorageError) -> i16 {
         StorageError::InvalidTimestamp { .. } => INVALID_TIMESTAMP,
         StorageError::InvalidRecord { .. } => INVALID_RECORD,
         StorageError::Io { .. } | StorageError::LogDirOffline { .. } => KAFKA_STORAGE_ERROR,
+        StorageError::OutOfOrderSequence { .. } => OUT_OF_ORDER_SEQUENCE_NUMBER,
+        StorageError::InvalidProducerEpoch { .. } => INVALID_PRODUCER_EPOCH,
         _ => UNKNOWN_SERVER_ERROR,
     }
 }

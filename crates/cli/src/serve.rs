@@ -351,4 +351,25 @@ mod tests {
             "known Kafka keys are ignored"
         );
     }
+
+    #[test]
+    fn every_key_the_storage_and_the_coordinator_read_is_accepted() {
+        let properties = merged_properties(&args(&[
+            "log.cleaner.threads=2",
+            "log.initial.task.delay.ms=0",
+            "log.retention.check.interval.ms=1000",
+            "producer.id.expiration.ms=60000",
+            "producer.id.expiration.check.interval.ms=1000",
+            "offsets.topic.num.partitions=3",
+            "group.initial.rebalance.delay.ms=0",
+            "ferrolog.fetch.transfer=sendfile",
+        ]))
+        .unwrap();
+        let manager = ManagerConfig::from_properties(&properties).unwrap();
+        assert_eq!(manager.cleaner.threads, 2);
+        assert_eq!(manager.background.producer_id_expiration_ms, 60_000);
+        let (_, config) = broker_config(&properties).unwrap();
+        assert_eq!(config.groups.offsets_topic_partitions, 3);
+        assert_eq!(config.groups.initial_rebalance_delay_ms, 0);
+    }
 }

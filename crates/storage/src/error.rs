@@ -109,6 +109,22 @@ pub enum StorageError {
         line: usize,
         reason: String,
     },
+    /// An idempotent producer's batch does not follow its last one (Kafka's
+    /// OUT_OF_ORDER_SEQUENCE_NUMBER).
+    #[error("producer {producer_id}: sequence {received} where {expected} was expected")]
+    OutOfOrderSequence {
+        producer_id: i64,
+        expected: i32,
+        received: i32,
+    },
+    /// A batch from an older epoch of its producer: a newer instance has taken over (Kafka's
+    /// INVALID_PRODUCER_EPOCH).
+    #[error("producer {producer_id}: epoch {epoch} is older than the current epoch {current}")]
+    InvalidProducerEpoch {
+        producer_id: i64,
+        epoch: i16,
+        current: i16,
+    },
     /// Startup or an operation cannot go on; the message says why and what to do.
     #[error("{0}")]
     Fatal(String),

@@ -17,6 +17,27 @@ pub fn fsync_dir(dir: &Path) -> Result<()> {
 /// Replaces `target` with `contents` so that a crash leaves either the old or the new file:
 /// write `<target>.tmp`, fsync it, rename it over `target`, fsync the parent directory.
 pub fn atomic_write(target: &Path, contents: &[u8]) -> Result<()> {
+    replace(target, contents, true)
+}
+
+/// Replaces `target` through a temp file and a rename, like [`atomic_write`], but without the
+/// fsyncs: readers never see a partial file, and a crash may leave an empty or torn one, so the
+/// contents must carry their own checksum. The caller fsyncs later ([`fsync_file_if_exists`]
+/// and [`fsync_dir`]) when it wants the file durable.
+pub fn replace_unsynced(target: &Path, contents: &[u8]) -> Result<()> {
+    replace(target, contents, false)
+}
+
+/// fsyncs `path` if it still exists.
+pub fn fsync_file_if_exists(path: &Path) -> Result<()> {
+    match File::open(path) {
+        Ok(file) => file.sync_all().map_err(StorageError::io("fsync", path)),
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(error) => Err(StorageError::io("open", path)(error)),
+    }
+}
+
+fn replace(target: &Path, contents: &[u8], durable: bool) -> Result<()> {
     let mut tmp_name = target.as_os_str().to_owned();
     tmp_name.push(".tmp");
     let tmp = Path::new(&tmp_name);
@@ -28,10 +49,12 @@ pub fn atomic_write(target: &Path, contents: &[u8]) -> Result<()> {
         .map_err(StorageError::io("create", tmp))?;
     file.write_all(contents)
         .map_err(StorageError::io("write", tmp))?;
-    file.sync_all().map_err(StorageError::io("fsync", tmp))?;
+    if durable {
+        file.sync_all().map_err(StorageError::io("fsync", tmp))?;
+    }
     drop(file);
     fs::rename(tmp, target).map_err(StorageError::io("rename into place", target))?;
-    if let Some(parent) = target.parent() {
+    if durable && let Some(parent) = target.parent() {
         fsync_dir(parent)?;
     }
     Ok(())

@@ -16,6 +16,7 @@ pub mod fs;
 pub mod health;
 pub mod log;
 pub mod manager;
+pub mod producer;
 pub mod scheduler;
 pub mod segment;
 pub mod types;

@@ -36,6 +36,7 @@ fn setup(defaults: LogConfig) -> Setup {
             flush_check_interval_ms: 1_000,
             recovery_point_checkpoint_interval_ms: 60_000,
             log_start_offset_checkpoint_interval_ms: 60_000,
+            ..BackgroundConfig::default()
         },
         ..ManagerConfig::default()
     };

@@ -61,6 +61,8 @@ fn concurrent_appends_and_reads_with_background_maintenance() {
             flush_check_interval_ms: 10,
             recovery_point_checkpoint_interval_ms: 30,
             log_start_offset_checkpoint_interval_ms: 30,
+            producer_id_expiration_ms: 86_400_000,
+            producer_id_expiration_check_interval_ms: 25,
         },
         ..ManagerConfig::default()
     };

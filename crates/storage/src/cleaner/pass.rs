@@ -95,7 +95,7 @@ pub fn clean(
         .filter(|segment| !Arc::ptr_eq(segment, view.active_segment()))
         .cloned()
         .collect();
-    let producers = last_batch_of_each_producer(&view.segments)?;
+    let producers = last_batch_of_active_producers(log);
     let context = PassContext {
         config: &config,
         now_ms,
@@ -114,25 +114,19 @@ pub fn clean(
 struct PassContext<'a> {
     config: &'a LogConfig,
     now_ms: i64,
-    /// The last offset of each producer's last batch in the whole log.
+    /// The last offset of each active producer's last batch.
     producers: &'a HashMap<i64, i64>,
 }
 
-/// The last batch of every producer id in the log: such a batch is kept (empty if need be) so
-/// the producer's last sequence and epoch survive compaction.
-fn last_batch_of_each_producer(segments: &[Arc<Segment>]) -> Result<HashMap<i64, i64>> {
-    let mut last = HashMap::new();
-    for segment in segments {
-        segment
-            .log_file()
-            .walk_headers(0, segment.size(), |entry| {
-                if entry.producer_id >= 0 {
-                    last.insert(entry.producer_id, entry.last_offset);
-                }
-                ControlFlow::Continue(())
-            })?;
-    }
-    Ok(last)
+/// The last batch of every producer the log's producer state still holds (not expired, not
+/// below the log start): such a batch is kept, empty if need be, so the producer's last
+/// sequence and epoch survive compaction and a restart rebuilds the same state (Kafka's rule).
+fn last_batch_of_active_producers(log: &Log) -> HashMap<i64, i64> {
+    log.producer_state()
+        .entries()
+        .into_iter()
+        .map(|entry| (entry.producer_id, entry.last_offset()))
+        .collect()
 }
 
 /// Puts every keyed record of the dirty section into the map until it is full.

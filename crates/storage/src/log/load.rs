@@ -21,6 +21,7 @@ use crate::config::LogConfig;
 use crate::error::{Result, StorageError};
 use crate::fs::{remove_if_exists, rename_if_exists};
 use crate::health::DirHealth;
+use crate::producer::ProducerState;
 use crate::segment::{
     CLEANED_SUFFIX, DELETED_SUFFIX, INDEX_SUFFIX, LOG_SUFFIX, SWAP_SUFFIX, Segment,
     TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX, parse_base_offset, segment_path, without_suffix,
@@ -60,6 +61,8 @@ pub struct LoadReport {
     pub removed_files: Vec<PathBuf>,
     /// `.swap` files completed.
     pub completed_swaps: Vec<PathBuf>,
+    /// Where the idempotent producers' state came from.
+    pub producer_state: super::ProducerStateSource,
 }
 
 impl LoadReport {
@@ -213,6 +216,19 @@ impl Log {
         } else {
             params.recovery_point.min(log_end_offset)
         };
+        let producer_state = if kind == PartitionDirKind::Delete {
+            ProducerState::default()
+        } else {
+            let (state, source) = super::producers::load(
+                dir,
+                &segments,
+                log_start_offset,
+                log_end_offset,
+                params.had_clean_shutdown,
+            )?;
+            report.producer_state = source;
+            state
+        };
         let view = LogView {
             log_end: LogOffsetMetadata {
                 offset: log_end_offset,
@@ -237,6 +253,7 @@ impl Log {
             view: ArcSwap::from_pointee(view),
             health,
             reaper: Mutex::new(None),
+            producers: Mutex::new(producer_state),
         };
         Ok((log, report))
     }

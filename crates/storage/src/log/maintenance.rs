@@ -78,6 +78,7 @@ impl Log {
             // directory from under the renames.
             let deleted_bytes = removed.iter().map(|segment| segment.size()).sum();
             self.retire(&removed)?;
+            self.on_log_start_moved(log_start_offset)?;
             drop(writer);
             for (reason, segments) in &plan.steps {
                 tracing::info!(

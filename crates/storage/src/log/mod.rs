@@ -13,6 +13,7 @@
 mod append;
 mod load;
 mod maintenance;
+mod producers;
 mod read;
 pub mod retention;
 
@@ -25,6 +26,7 @@ use parking_lot::Mutex;
 pub use append::AppendInfo;
 pub use load::{LoadParams, LoadReport, RecoveredSegment};
 pub use maintenance::RetentionOutcome;
+pub use producers::ProducerStateSource;
 pub use read::{FetchBound, FetchData, FetchParams, LogOffsetMetadata, special_timestamps};
 
 use crate::clock::Clock;
@@ -32,6 +34,7 @@ use crate::config::LogConfig;
 use crate::error::{Result, StorageError};
 use crate::fs::{fsync_dir, remove_if_exists};
 use crate::health::DirHealth;
+use crate::producer::{ProducerBatch, ProducerState, snapshot};
 use crate::segment::{
     DELETED_SUFFIX, INDEX_SUFFIX, LOG_SUFFIX, RollParams, Segment, TIME_INDEX_SUFFIX, segment_path,
 };
@@ -83,6 +86,8 @@ pub struct Log {
     view: ArcSwap<LogView>,
     health: Arc<DirHealth>,
     reaper: Mutex<Option<Arc<dyn SegmentReaper>>>,
+    /// Idempotent producers' state; taken after `writer` when both are held.
+    producers: Mutex<ProducerState>,
 }
 
 /// Removes the files of deleted segments after a delay (the LogManager's deleter thread).
@@ -212,7 +217,24 @@ impl Log {
                     partition_leader_epoch,
                 },
             )?;
-            self.write_validated(writer, &config, bytes, validated)
+            let producer_batches = producers::producer_batches(
+                bytes,
+                validated.batches.iter().map(|b| b.size as usize),
+            );
+            if let Some(original) = self.producers.lock().check(&producer_batches)? {
+                // A retry of a batch already written: answered with where it went, as Kafka does.
+                return Ok(AppendInfo {
+                    first_offset: original.first_offset,
+                    last_offset: original.last_offset,
+                    max_timestamp: original.timestamp,
+                    offset_of_max_timestamp: original.last_offset,
+                    log_append_time_ms: -1,
+                    record_count: 0,
+                    batch_count: 0,
+                    valid_bytes: 0,
+                });
+            }
+            self.write_validated(writer, &config, bytes, validated, &producer_batches)
         })
     }
 
@@ -224,7 +246,11 @@ impl Log {
             let writer = self.writer.lock();
             self.ensure_open(&writer)?;
             let validated = append::validate_follower_append(bytes, self.log_end_offset())?;
-            self.write_validated(writer, &config, bytes, validated)
+            let producer_batches = producers::producer_batches(
+                bytes,
+                validated.batches.iter().map(|b| b.size as usize),
+            );
+            self.write_validated(writer, &config, bytes, validated, &producer_batches)
         })
     }
 
@@ -234,6 +260,7 @@ impl Log {
         config: &LogConfig,
         bytes: &[u8],
         validated: append::ValidatedAppend,
+        producer_batches: &[ProducerBatch],
     ) -> Result<AppendInfo> {
         let info = validated.info;
         if bytes.len() as u64 > config.segment_bytes {
@@ -270,6 +297,12 @@ impl Log {
             position: active.size(),
         };
         let unflushed = next.log_end.offset - next.recovery_point;
+        {
+            let mut producers = self.producers.lock();
+            for batch in producer_batches {
+                producers.apply(batch);
+            }
+        }
         self.publish(next);
         drop(writer);
 
@@ -277,6 +310,7 @@ impl Log {
             // Kafka flushes the segments before a new one asynchronously; here the appender
             // that rolled pays it, outside the writer lock so other appends go on.
             self.flush_up_to(new_base)?;
+            snapshot::sync(&self.dir(), new_base)?;
         }
         if unflushed >= config.flush_messages {
             self.flush()?;
@@ -329,6 +363,8 @@ impl Log {
                 tracing::warn!(path = %stale.display(), "removed a stale file in the way of a new segment");
             }
         }
+        // The state as of the new base: every batch below it, none above.
+        self.write_producer_snapshot(new_base, false)?;
         let segment = Arc::new(Segment::create(
             &dir,
             new_base,
@@ -361,6 +397,7 @@ impl Log {
             let new_base = self.roll_locked(&config, None)?;
             drop(writer);
             self.flush_up_to(new_base)?;
+            snapshot::sync(&self.dir(), new_base)?;
             Ok(new_base)
         })
     }
@@ -478,6 +515,7 @@ impl Log {
         let mut next = (*view).clone();
         next.log_start_offset = offset;
         self.publish(next);
+        self.on_log_start_moved(offset)?;
         Ok(true)
     }
 
@@ -524,6 +562,7 @@ impl Log {
             next.recovery_point = next.recovery_point.min(target);
             self.publish(next);
             self.retire(&removed)?;
+            self.rebuild_producer_state(target)?;
             drop(writer);
             Ok(true)
         })
@@ -557,6 +596,10 @@ impl Log {
             next.high_watermark = offset;
             next.recovery_point = offset;
             self.publish(next);
+            *self.producers.lock() = ProducerState::default();
+            for (_, path) in snapshot::list(&self.dir())? {
+                remove_if_exists(&path)?;
+            }
             self.dispose_renamed(&old)
         })
     }
@@ -581,6 +624,8 @@ impl Log {
             let view = self.view();
             view.active_segment().on_becoming_inactive()?;
             view.active_segment().flush()?;
+            // The next clean start loads this instead of reading the log.
+            self.write_producer_snapshot(view.log_end.offset, true)?;
             Ok(())
         })
     }

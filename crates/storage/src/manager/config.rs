@@ -56,6 +56,11 @@ pub struct BackgroundConfig {
     /// `log.flush.start.offset.checkpoint.interval.ms`: log-start-offset checkpoints.
     /// Default 60000.
     pub log_start_offset_checkpoint_interval_ms: i64,
+    /// `producer.id.expiration.ms`: an idempotent producer idle this long is forgotten.
+    /// Default 86400000 (a day).
+    pub producer_id_expiration_ms: i64,
+    /// `producer.id.expiration.check.interval.ms`: how often that is checked. Default 600000.
+    pub producer_id_expiration_check_interval_ms: i64,
 }
 
 impl Default for BackgroundConfig {
@@ -66,6 +71,8 @@ impl Default for BackgroundConfig {
             flush_check_interval_ms: i64::MAX,
             recovery_point_checkpoint_interval_ms: 60_000,
             log_start_offset_checkpoint_interval_ms: 60_000,
+            producer_id_expiration_ms: 86_400_000,
+            producer_id_expiration_check_interval_ms: 600_000,
         }
     }
 }
@@ -177,6 +184,8 @@ const INTERVAL_KEYS: &[&str] = &[
     "log.retention.check.interval.ms",
     "log.flush.offset.checkpoint.interval.ms",
     "log.flush.start.offset.checkpoint.interval.ms",
+    "producer.id.expiration.ms",
+    "producer.id.expiration.check.interval.ms",
 ];
 
 /// The cleaner's keys.
@@ -245,6 +254,8 @@ pub fn known_keys() -> impl Iterator<Item = &'static str> {
                 .iter()
                 .flat_map(|(_, variants)| variants.iter().map(|(key, _)| *key)),
         )
+        .chain(INTERVAL_KEYS.iter().copied())
+        .chain(CLEANER_KEYS.iter().copied())
         .chain([
             "log.dirs",
             "log.dir",
@@ -334,7 +345,11 @@ impl ManagerConfig {
                 "log.flush.offset.checkpoint.interval.ms" => {
                     background.recovery_point_checkpoint_interval_ms = ms
                 }
-                _ => background.log_start_offset_checkpoint_interval_ms = ms,
+                "log.flush.start.offset.checkpoint.interval.ms" => {
+                    background.log_start_offset_checkpoint_interval_ms = ms
+                }
+                "producer.id.expiration.ms" => background.producer_id_expiration_ms = ms,
+                _ => background.producer_id_expiration_check_interval_ms = ms,
             }
         }
         if let Some(value) = properties.get("log.flush.scheduler.interval.ms") {

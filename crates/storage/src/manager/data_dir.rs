@@ -169,6 +169,15 @@ impl DataDir {
         ))
     }
 
+    /// Records `reserved_up_to` as the first producer id not yet reserved.
+    pub(crate) fn write_producer_ids(&self, reserved_up_to: i64) -> Result<()> {
+        self.health.ensure_online()?;
+        self.observed(atomic_write(
+            &self.path.join(super::producer_ids::PRODUCER_IDS_FILE),
+            super::producer_ids::format(reserved_up_to).as_bytes(),
+        ))
+    }
+
     pub(crate) fn write_log_start_offsets(&self, entries: &OffsetMap) -> Result<()> {
         self.health.ensure_online()?;
         self.observed(write_offset_checkpoint(

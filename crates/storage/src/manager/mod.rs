@@ -14,6 +14,7 @@ mod data_dir;
 mod deleter;
 mod load;
 mod meta_properties;
+mod producer_ids;
 mod tasks;
 mod topic_configs;
 mod topic_overrides;
@@ -29,6 +30,7 @@ pub use config::{BackgroundConfig, ManagerConfig, PlacementPolicy, known_keys, p
 pub use data_dir::{CLEAN_SHUTDOWN_FILE, DataDir, LOCK_FILE};
 pub use deleter::Deleter;
 pub use meta_properties::{META_PROPERTIES, MetaProperties, parse_properties, random_uuid};
+pub use producer_ids::PRODUCER_IDS_FILE;
 use topic_configs::StoredTopicConfigs;
 pub use topic_configs::TOPIC_CONFIGS_FILE;
 use topic_overrides::{effective_config, newest_topic_configs};
@@ -75,6 +77,7 @@ pub struct LogManager {
     /// Topic-level overrides and the generation of their file (see `topic_configs`); the write
     /// lock is held while the file is rewritten so copies never go out of order.
     topic_overrides: RwLock<StoredTopicConfigs>,
+    producer_ids: Mutex<producer_ids::ProducerIdBlock>,
     /// Serializes creations and deletions so two callers never create the same log twice.
     create_lock: Mutex<()>,
     shut_down: AtomicBool,
@@ -177,7 +180,20 @@ impl LogManager {
                 dir.mark_loaded();
             }
         }
+        // Producer ids start above every reserved block and every id the logs still hold.
+        let mut first_producer_id = 0i64;
+        for dir in dirs.iter().filter(|dir| !dir.is_offline()) {
+            if let Some(next) = producer_ids::read(dir.path())? {
+                first_producer_id = first_producer_id.max(next);
+            }
+        }
+        for entry in logs.values() {
+            if let Some(highest) = entry.log.active_producer_ids().into_iter().max() {
+                first_producer_id = first_producer_id.max(highest.saturating_add(1));
+            }
+        }
         let manager = Self {
+            producer_ids: producer_ids::ProducerIdBlock::starting_at(first_producer_id),
             config,
             clock,
             dirs,

@@ -60,6 +60,15 @@ impl LogManager {
         self.for_each_log(|log| log.roll_if_idle().map(|_| ()))
     }
 
+    /// Forgets, in every log, idempotent producers idle for `producer.id.expiration.ms`.
+    pub fn expire_producer_ids(&self) -> Result<()> {
+        let expiration_ms = self.config.background.producer_id_expiration_ms;
+        self.for_each_log(|log| {
+            log.remove_expired_producers(expiration_ms);
+            Ok(())
+        })
+    }
+
     /// Flushes every log whose `flush.ms` has passed.
     pub fn flush_due_logs(&self) -> Result<()> {
         self.for_each_log(|log| log.flush_if_due().map(|_| ()))
@@ -107,6 +116,11 @@ impl LogManager {
             "log-start-offset-checkpoint",
             background.log_start_offset_checkpoint_interval_ms,
             LogManager::checkpoint_log_start_offsets,
+        );
+        add(
+            "producer-id-expiration",
+            background.producer_id_expiration_check_interval_ms,
+            LogManager::expire_producer_ids,
         );
         (scheduler, stats)
     }

@@ -1,0 +1,184 @@
+//! The log's side of producer state (see [`crate::producer`]): building it at open, keeping it
+//! through appends, rolls, truncation and log-start moves, and its snapshot files.
+//!
+//! Snapshots, as Kafka keeps them: one at each roll (named for the new segment's base, written
+//! under the writer lock without an fsync, which the flush after the roll then does), one at
+//! close (at the log end, fsynced), none above the log end, none below the log start. A
+//! snapshot that does not decode is never trusted: it is deleted with a warning and an older one
+//! (or the log itself) is used.
+
+use std::ops::ControlFlow;
+use std::path::Path;
+use std::sync::Arc;
+
+use ferrolog_records::FileEntry;
+
+use super::Log;
+use crate::error::{Result, StorageError};
+use crate::fs::remove_if_exists;
+use crate::producer::{ProducerBatch, ProducerState, snapshot};
+use crate::segment::Segment;
+
+/// How the producer state was found at open.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ProducerStateSource {
+    /// A snapshot at this offset, then the log after it replayed.
+    Snapshot(i64),
+    /// No usable snapshot after an unclean shutdown: the whole log replayed.
+    FullReplay,
+    /// No snapshot after a clean shutdown (data from a Kafka without producer snapshots):
+    /// Kafka's shortcut, an empty state, no scan.
+    #[default]
+    EmptyAfterCleanShutdown,
+}
+
+/// Replays the producer batches with offsets in `[from, to)` into `state`.
+pub(super) fn replay(
+    segments: &[Arc<Segment>],
+    state: &mut ProducerState,
+    from: i64,
+    to: i64,
+) -> Result<()> {
+    for (index, segment) in segments.iter().enumerate() {
+        let next_base = segments
+            .get(index + 1)
+            .map_or(i64::MAX, |next| next.base_offset());
+        if next_base <= from || segment.base_offset() >= to {
+            continue;
+        }
+        let file = segment.log_file();
+        file.scan(0, segment.size(), |_, entry| {
+            if let FileEntry::V2(batch) = entry
+                && batch.last_offset() >= from
+                && batch.base_offset() < to
+                && let Some(producer_batch) = ProducerBatch::of(batch)
+            {
+                state.apply(&producer_batch);
+            }
+            ControlFlow::Continue(())
+        })?;
+    }
+    Ok(())
+}
+
+/// The producer state of a log being opened: stray snapshots (above the log end, below the log
+/// start) are removed, then the newest valid snapshot is loaded and the log after it replayed.
+pub(super) fn load(
+    dir: &Path,
+    segments: &[Arc<Segment>],
+    log_start_offset: i64,
+    log_end_offset: i64,
+    had_clean_shutdown: bool,
+) -> Result<(ProducerState, ProducerStateSource)> {
+    let mut candidates = Vec::new();
+    for (offset, path) in snapshot::list(dir)? {
+        if offset > log_end_offset || offset < log_start_offset {
+            remove_if_exists(&path)?;
+        } else {
+            candidates.push((offset, path));
+        }
+    }
+    while let Some((offset, path)) = candidates.pop() {
+        let bytes = std::fs::read(&path).map_err(StorageError::io("read", &path))?;
+        match snapshot::decode(&path, &bytes) {
+            Ok(entries) => {
+                let mut state = ProducerState::from_entries(entries);
+                replay(segments, &mut state, offset, log_end_offset)?;
+                state.evict_below(log_start_offset);
+                return Ok((state, ProducerStateSource::Snapshot(offset)));
+            }
+            Err(error) => {
+                tracing::warn!(%error, "ignoring a damaged producer snapshot; deleting it");
+                remove_if_exists(&path)?;
+            }
+        }
+    }
+    if had_clean_shutdown {
+        return Ok((
+            ProducerState::default(),
+            ProducerStateSource::EmptyAfterCleanShutdown,
+        ));
+    }
+    let mut state = ProducerState::default();
+    replay(segments, &mut state, log_start_offset, log_end_offset)?;
+    Ok((state, ProducerStateSource::FullReplay))
+}
+
+impl Log {
+    /// The ids of the producers this partition remembers (not expired, not below the start).
+    pub fn active_producer_ids(&self) -> std::collections::HashSet<i64> {
+        self.producers.lock().producer_ids()
+    }
+
+    /// A copy of the producer state, for tools and tests.
+    pub fn producer_state(&self) -> ProducerState {
+        self.producers.lock().clone()
+    }
+
+    /// Forgets producers idle for `producer.id.expiration.ms`; returns how many.
+    pub fn remove_expired_producers(&self, expiration_ms: i64) -> usize {
+        let now_ms = self.clock.now_ms();
+        let removed = self.producers.lock().remove_expired(now_ms, expiration_ms);
+        if removed > 0 {
+            tracing::debug!(partition = %self.topic_partition, removed, "producer ids expired");
+        }
+        removed
+    }
+
+    /// Writes the snapshot at `offset` of the current state, with or without an fsync.
+    pub(super) fn write_producer_snapshot(&self, offset: i64, durable: bool) -> Result<()> {
+        let bytes = snapshot::encode(self.producers.lock().entries().into_iter());
+        let dir = self.dir();
+        if durable {
+            snapshot::write(&dir, offset, &bytes)
+        } else {
+            snapshot::write_unsynced(&dir, offset, &bytes)
+        }
+    }
+
+    /// After the log start moved up: producers whose data is gone are forgotten, and snapshots
+    /// below the new start deleted.
+    pub(super) fn on_log_start_moved(&self, log_start_offset: i64) -> Result<()> {
+        self.producers.lock().evict_below(log_start_offset);
+        for (offset, path) in snapshot::list(&self.dir())? {
+            if offset < log_start_offset {
+                remove_if_exists(&path)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// After a truncation to `log_end_offset`: snapshots above it go and the state is rebuilt
+    /// from the newest one left (Kafka rebuilds it the same way).
+    pub(super) fn rebuild_producer_state(&self, log_end_offset: i64) -> Result<()> {
+        let view = self.view();
+        let (state, _) = load(
+            &self.dir(),
+            &view.segments,
+            view.log_start_offset,
+            log_end_offset,
+            false,
+        )?;
+        *self.producers.lock() = state;
+        Ok(())
+    }
+}
+
+/// The producer batches among the validated batches of an append, whose sizes are `sizes`.
+pub(super) fn producer_batches(
+    bytes: &[u8],
+    sizes: impl Iterator<Item = usize>,
+) -> Vec<ProducerBatch> {
+    let mut position = 0;
+    let mut found = Vec::new();
+    for size in sizes {
+        let end = (position + size).min(bytes.len());
+        if let Ok(batch) = ferrolog_records::RecordBatch::new(&bytes[position..end])
+            && let Some(producer_batch) = ProducerBatch::of(&batch)
+        {
+            found.push(producer_batch);
+        }
+        position = end;
+    }
+    found
+}

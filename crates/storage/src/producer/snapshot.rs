@@ -1,0 +1,155 @@
+//! Producer snapshot files, `<offset>.snapshot`: the producer state as of `offset` (exclusive),
+//! in Kafka's format so snapshots move between Kafka and ferrolog.
+//!
+//! | field   | type  | note                                        |
+//! |---------|-------|---------------------------------------------|
+//! | version | i16   | 1                                           |
+//! | crc     | u32   | CRC-32C of every byte after this field      |
+//! | count   | i32   | entries                                     |
+//! | entries | 46 B  | see below, `count` times                    |
+//!
+//! Entry: `producerId i64, epoch i16, lastSequence i32, lastOffset i64, offsetDelta i32,
+//! timestamp i64, coordinatorEpoch i32, currentTxnFirstOffset i64` (−1: no open transaction).
+//! Only each producer's last batch is kept, as Kafka keeps it.
+
+use std::path::{Path, PathBuf};
+
+use ferrolog_records::batch::crc32c;
+
+use super::{BatchMetadata, ProducerEntry};
+use crate::error::{Result, StorageError};
+use crate::fs;
+use crate::segment::{SNAPSHOT_SUFFIX, parse_base_offset, segment_path};
+
+const VERSION: i16 = 1;
+const HEADER_BYTES: usize = 2 + 4 + 4;
+const ENTRY_BYTES: usize = 46;
+
+pub fn snapshot_path(dir: &Path, offset: i64) -> PathBuf {
+    segment_path(dir, offset, SNAPSHOT_SUFFIX)
+}
+
+/// The snapshot files in `dir` by offset, oldest first.
+pub fn list(dir: &Path) -> Result<Vec<(i64, PathBuf)>> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir(dir).map_err(StorageError::io("list", dir))? {
+        let entry = entry.map_err(StorageError::io("list", dir))?;
+        let name = entry.file_name();
+        let Some(name) = name.to_str() else { continue };
+        if name.ends_with(SNAPSHOT_SUFFIX)
+            && let Some(offset) = parse_base_offset(name)
+        {
+            found.push((offset, entry.path()));
+        }
+    }
+    found.sort();
+    Ok(found)
+}
+
+pub fn encode<'a>(entries: impl Iterator<Item = &'a ProducerEntry>) -> Vec<u8> {
+    let mut body = Vec::new();
+    let mut count = 0i32;
+    for entry in entries {
+        let Some(last) = entry.batches.back() else {
+            continue;
+        };
+        body.extend_from_slice(&entry.producer_id.to_be_bytes());
+        body.extend_from_slice(&entry.epoch.to_be_bytes());
+        body.extend_from_slice(&last.last_seq.to_be_bytes());
+        body.extend_from_slice(&last.last_offset.to_be_bytes());
+        body.extend_from_slice(&last.offset_delta().to_be_bytes());
+        body.extend_from_slice(&last.timestamp.to_be_bytes());
+        body.extend_from_slice(&entry.coordinator_epoch.to_be_bytes());
+        body.extend_from_slice(&(-1i64).to_be_bytes());
+        count += 1;
+    }
+    let mut covered = Vec::with_capacity(4 + body.len());
+    covered.extend_from_slice(&count.to_be_bytes());
+    covered.extend_from_slice(&body);
+    let mut out = Vec::with_capacity(HEADER_BYTES + body.len());
+    out.extend_from_slice(&VERSION.to_be_bytes());
+    out.extend_from_slice(&crc32c(&covered).to_be_bytes());
+    out.extend_from_slice(&covered);
+    out
+}
+
+/// Decodes a snapshot; any damage (version, CRC, length) is an error naming the file.
+pub fn decode(path: &Path, bytes: &[u8]) -> Result<Vec<ProducerEntry>> {
+    let corrupt = |position: usize, reason: String| StorageError::Corrupt {
+        path: path.to_path_buf(),
+        position: position as u64,
+        reason,
+    };
+    if bytes.len() < HEADER_BYTES {
+        return Err(corrupt(
+            0,
+            format!("{} bytes, shorter than a snapshot header", bytes.len()),
+        ));
+    }
+    let version = i16::from_be_bytes([bytes[0], bytes[1]]);
+    if version != VERSION {
+        return Err(corrupt(
+            0,
+            format!("snapshot version {version}, expected {VERSION}"),
+        ));
+    }
+    let stored = u32::from_be_bytes([bytes[2], bytes[3], bytes[4], bytes[5]]);
+    let computed = crc32c(&bytes[6..]);
+    if stored != computed {
+        return Err(corrupt(
+            2,
+            format!("CRC {stored:#010x}, computed {computed:#010x}"),
+        ));
+    }
+    let count = i32::from_be_bytes([bytes[6], bytes[7], bytes[8], bytes[9]]);
+    let expected = usize::try_from(count)
+        .ok()
+        .and_then(|count| count.checked_mul(ENTRY_BYTES))
+        .map(|body| body + HEADER_BYTES);
+    if expected != Some(bytes.len()) {
+        return Err(corrupt(
+            6,
+            format!("{count} entries do not fill {} bytes", bytes.len()),
+        ));
+    }
+    let mut entries = Vec::with_capacity(count as usize);
+    for chunk in bytes[HEADER_BYTES..].chunks_exact(ENTRY_BYTES) {
+        let i64_at = |at: usize| i64::from_be_bytes(chunk[at..at + 8].try_into().unwrap_or([0; 8]));
+        let i32_at = |at: usize| i32::from_be_bytes(chunk[at..at + 4].try_into().unwrap_or([0; 4]));
+        let producer_id = i64_at(0);
+        let epoch = i16::from_be_bytes([chunk[8], chunk[9]]);
+        let last_seq = i32_at(10);
+        let last_offset = i64_at(14);
+        let offset_delta = i32_at(22);
+        let timestamp = i64_at(26);
+        let coordinator_epoch = i32_at(34);
+        let mut entry = ProducerEntry::new(producer_id, epoch);
+        entry.coordinator_epoch = coordinator_epoch;
+        entry.batches.push_back(BatchMetadata {
+            first_seq: last_seq.wrapping_sub(offset_delta),
+            last_seq,
+            last_offset,
+            first_offset: last_offset - i64::from(offset_delta),
+            timestamp,
+        });
+        entries.push(entry);
+    }
+    Ok(entries)
+}
+
+/// Writes a snapshot atomically (temp file, fsync, rename, directory fsync).
+pub fn write(dir: &Path, offset: i64, bytes: &[u8]) -> Result<()> {
+    fs::atomic_write(&snapshot_path(dir, offset), bytes)
+}
+
+/// Writes a snapshot through a temp file and a rename, without fsync ([`sync`] later): its CRC
+/// tells a torn one apart after a crash.
+pub fn write_unsynced(dir: &Path, offset: i64, bytes: &[u8]) -> Result<()> {
+    fs::replace_unsynced(&snapshot_path(dir, offset), bytes)
+}
+
+/// fsyncs the snapshot at `offset` (if it is still there) and its directory.
+pub fn sync(dir: &Path, offset: i64) -> Result<()> {
+    fs::fsync_file_if_exists(&snapshot_path(dir, offset))?;
+    fs::fsync_dir(dir)
+}
