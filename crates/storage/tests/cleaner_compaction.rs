@@ -479,3 +479,60 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn an_expired_producer_s_emptied_batch_is_not_kept() {
+    let setup = setup(1_000_000);
+    for (producer, key) in [(7, "a"), (9, "b")] {
+        let mut builder = BatchBuilder::new(0).producer(producer, 0, 0);
+        builder
+            .append(START, Some(key.as_bytes()), Some(b"old"), &[])
+            .unwrap();
+        setup
+            .log
+            .append_as_leader(&mut builder.build().unwrap(), 0)
+            .unwrap();
+    }
+    for key in ["a", "b"] {
+        put(&setup.log, key, "new");
+    }
+    // Producer 9 stays active; producer 7 has been idle for longer than its expiry.
+    setup.clock.advance_ms(DAY);
+    let mut builder = BatchBuilder::new(0).producer(9, 0, 1);
+    builder
+        .append(START + DAY, Some(b"c"), Some(b"live"), &[])
+        .unwrap();
+    setup
+        .log
+        .append_as_leader(&mut builder.build().unwrap(), 0)
+        .unwrap();
+    assert_eq!(setup.log.remove_expired_producers(DAY), 1);
+    setup
+        .log
+        .maybe_increment_high_watermark(setup.log.log_end_offset());
+    setup.log.roll().unwrap();
+    clean_until_quiet(&setup, 1 << 20);
+    let bytes = setup
+        .log
+        .read(FetchParams {
+            start_offset: 0,
+            max_bytes: 1 << 20,
+            bound: FetchBound::LogEnd,
+            min_one_batch: true,
+        })
+        .unwrap()
+        .read_bytes()
+        .unwrap();
+    let producers: Vec<i64> = EntryIter::new(&bytes)
+        .map(|entry| match entry.unwrap().1 {
+            ferrolog_records::FileEntry::V2(batch) => batch.producer_id(),
+            ferrolog_records::FileEntry::Legacy(_) => panic!("v2 only"),
+        })
+        .filter(|id| *id >= 0)
+        .collect();
+    assert_eq!(
+        producers,
+        vec![9],
+        "only the active producer's batch is kept"
+    );
+}
