@@ -31,6 +31,11 @@ impl Server {
 
     /// Starts with `--override key=value` for each of `overrides`.
     pub fn start_with(data_dir: &Path, overrides: &[&str]) -> Self {
+        Self::start_logging(data_dir, overrides, "warn")
+    }
+
+    /// Starts with `overrides` and `FERROLOG_LOG=log_filter`; see [`Server::stderr`].
+    pub fn start_logging(data_dir: &Path, overrides: &[&str], log_filter: &str) -> Self {
         let port = free_port();
         let stderr = tempfile::NamedTempFile::new().unwrap();
         let child = Command::new(env!("CARGO_BIN_EXE_ferrolog"))
@@ -42,7 +47,7 @@ impl Server {
             ])
             .arg(data_dir)
             .args(overrides.iter().flat_map(|o| ["--override", o]))
-            .env("FERROLOG_LOG", "warn")
+            .env("FERROLOG_LOG", log_filter)
             .stdout(Stdio::null())
             .stderr(stderr.reopen().unwrap())
             .spawn()
@@ -60,6 +65,11 @@ impl Server {
             port,
             stderr,
         }
+    }
+
+    /// What the broker has logged so far.
+    pub fn stderr(&self) -> String {
+        std::fs::read_to_string(self.stderr.path()).unwrap_or_default()
     }
 
     /// SIGTERM, then wait for the clean shutdown to finish.

@@ -223,6 +223,11 @@ impl Log {
             );
             if let Some(original) = self.producers.lock().check(&producer_batches)? {
                 // A retry of a batch already written: answered with where it went, as Kafka does.
+                tracing::debug!(
+                    partition = %self.topic_partition,
+                    first_offset = original.first_offset,
+                    "duplicate producer batch acknowledged without writing it"
+                );
                 return Ok(AppendInfo {
                     first_offset: original.first_offset,
                     last_offset: original.last_offset,
