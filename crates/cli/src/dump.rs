@@ -3,17 +3,15 @@
 //! position; the dump goes on with the next file.
 
 use std::fmt::Write as _;
-use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, bail};
+use anyhow::bail;
 use clap::Args;
 use ferrolog_records::control::{ControlType, marker_coordinator_epoch};
 use ferrolog_records::{DEFAULT_MAX_DECOMPRESSED_BYTES, FileEntry, Record};
-use ferrolog_storage::segment::{
-    EntrySummary, INDEX_SUFFIX, LOG_SUFFIX, RecordsFile, ScanEnd, TIME_INDEX_SUFFIX,
-    parse_base_offset,
-};
+use ferrolog_storage::segment::{INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX};
+
+use crate::check::{self, base_offset_of};
 
 #[derive(Debug, Args)]
 pub struct DumpArgs {
@@ -57,34 +55,17 @@ pub fn run(args: &DumpArgs) -> anyhow::Result<bool> {
     Ok(all_good)
 }
 
-fn base_offset_of(path: &Path) -> anyhow::Result<i64> {
-    let name = path
-        .file_name()
-        .and_then(|name| name.to_str())
-        .unwrap_or_default();
-    parse_base_offset(name)
-        .with_context(|| format!("{} does not start with a base offset", path.display()))
-}
-
-fn open_records(path: &Path) -> anyhow::Result<RecordsFile> {
-    if !path.is_file() {
-        bail!("no such file");
-    }
-    Ok(RecordsFile::open(path, None)?)
-}
-
 fn dump_log(path: &Path, print_data: bool) -> anyhow::Result<bool> {
     let base = base_offset_of(path)?;
     println!("Log starting offset: {base}");
-    let file = open_records(path)?;
-    let end = file.size();
-    let mut problems = 0usize;
-    let scan = file.scan(0, end, |position, entry| {
-        let valid = entry.validate();
+    if !path.is_file() {
+        bail!("no such file");
+    }
+    let mut unreadable_records = 0usize;
+    let check = check::log_file(path, |position, entry, valid| {
         println!("{}", batch_line(position, entry, valid.is_ok()));
         if let Err(error) = &valid {
             println!("  invalid batch at position {position}: {error}");
-            problems += 1;
         }
         if print_data {
             match entry
@@ -102,30 +83,15 @@ fn dump_log(path: &Path, print_data: bool) -> anyhow::Result<bool> {
                     println!(
                         "  cannot read the records of the batch at position {position}: {error}"
                     );
-                    problems += 1;
+                    unreadable_records += 1;
                 }
             }
         }
-        ControlFlow::Continue(())
     })?;
-    match scan {
-        ScanEnd::Clean { position } if position < end => {
-            println!(
-                "Found {} bytes at position {position} that do not hold a whole batch (a torn write or a preallocated tail)",
-                end - position
-            );
-            problems += 1;
-        }
-        ScanEnd::Corrupt { position, reason } => {
-            println!(
-                "Found a corrupt entry at position {position}: {reason}; the rest of the file ({} bytes) was not read",
-                end - position
-            );
-            problems += 1;
-        }
-        _ => {}
+    for problem in &check.problems {
+        println!("Found: {problem}");
     }
-    Ok(problems == 0)
+    Ok(check.problems.is_empty() && unreadable_records == 0)
 }
 
 fn batch_line(position: u64, entry: &FileEntry<'_>, valid: bool) -> String {
@@ -257,140 +223,28 @@ fn record_line(entry: &FileEntry<'_>, record: &Record<'_>) -> String {
 }
 
 /// Reads a whole index file as raw entries (not memory-mapped: a dump must not grow or change it).
-fn read_entries(path: &Path, entry_size: usize) -> anyhow::Result<(Vec<Vec<u8>>, usize)> {
-    let bytes = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
-    let trailing = bytes.len() % entry_size;
-    let entries = bytes.chunks_exact(entry_size).map(<[u8]>::to_vec).collect();
-    Ok((entries, trailing))
-}
-
-fn be_i32(bytes: &[u8], at: usize) -> i32 {
-    let mut buf = [0u8; 4];
-    buf.copy_from_slice(&bytes[at..at + 4]);
-    i32::from_be_bytes(buf)
-}
-
-fn be_i64(bytes: &[u8], at: usize) -> i64 {
-    let mut buf = [0u8; 8];
-    buf.copy_from_slice(&bytes[at..at + 8]);
-    i64::from_be_bytes(buf)
-}
-
-/// The `.log` beside an index file, when it exists.
-fn log_beside(index_path: &Path, suffix: &str) -> Option<RecordsFile> {
-    let text = index_path.to_str()?;
-    let log = PathBuf::from(format!("{}{LOG_SUFFIX}", text.strip_suffix(suffix)?));
-    log.is_file()
-        .then(|| RecordsFile::open(&log, None).ok())
-        .flatten()
-}
-
 fn dump_offset_index(path: &Path) -> anyhow::Result<bool> {
-    let base = base_offset_of(path)?;
-    let (entries, trailing) = read_entries(path, 8)?;
-    let log = log_beside(path, INDEX_SUFFIX);
-    let mut problems = Vec::new();
-    if trailing != 0 {
-        problems.push(format!(
-            "the file ends with {trailing} bytes that are not a whole 8-byte entry"
-        ));
-    }
-    let mut previous = None;
-    for (slot, entry) in entries.iter().enumerate() {
-        let offset = base + i64::from(be_i32(entry, 0));
-        let position = be_i32(entry, 4) as u32;
-        if offset == base && position == 0 && slot > 0 {
-            // Zero-filled preallocated tail of an active segment's index: no more entries.
-            println!(
-                "({} zero entries follow: the preallocated tail of an active index)",
-                entries.len() - slot
-            );
-            break;
-        }
+    let check = check::offset_index(path)?;
+    for (offset, position) in &check.entries {
         println!("offset: {offset} position: {position}");
-        if previous.is_some_and(|previous| offset <= previous) {
-            problems.push(format!(
-                "entry {slot} (byte {}): offset {offset} does not increase",
-                slot * 8
-            ));
-        }
-        previous = Some(offset);
-        if let Some(log) = &log {
-            match log.read_entry_header(u64::from(position), log.size()) {
-                Ok(Some(EntrySummary { last_offset, .. })) if last_offset == offset => {}
-                Ok(Some(summary)) => problems.push(format!(
-                    "entry {slot} (byte {}): offset {offset} points at position {position}, where the batch's last offset is {}",
-                    slot * 8,
-                    summary.last_offset
-                )),
-                Ok(None) => problems.push(format!(
-                    "entry {slot} (byte {}): position {position} is past the end of the log ({} bytes)",
-                    slot * 8,
-                    log.size()
-                )),
-                Err(error) => problems.push(format!("entry {slot} (byte {}): {error}", slot * 8)),
-            }
-        }
     }
-    report(path, log.is_some(), &problems)
+    zero_tail_note(check.zero_tail);
+    report(path, check.had_log, &check.problems)
 }
 
 fn dump_time_index(path: &Path) -> anyhow::Result<bool> {
-    let base = base_offset_of(path)?;
-    let (entries, trailing) = read_entries(path, 12)?;
-    let log = log_beside(path, TIME_INDEX_SUFFIX);
-    let mut problems = Vec::new();
-    if trailing != 0 {
-        problems.push(format!(
-            "the file ends with {trailing} bytes that are not a whole 12-byte entry"
-        ));
-    }
-    let mut previous: Option<(i64, i64)> = None;
-    let batches = match &log {
-        Some(log) => {
-            let mut all = Vec::new();
-            log.walk_headers(0, log.size(), |summary| {
-                all.push(*summary);
-                ControlFlow::Continue(())
-            })?;
-            all
-        }
-        None => Vec::new(),
-    };
-    for (slot, entry) in entries.iter().enumerate() {
-        let timestamp = be_i64(entry, 0);
-        let offset = base + i64::from(be_i32(entry, 8));
-        if timestamp == 0 && offset == base && slot > 0 {
-            println!(
-                "({} zero entries follow: the preallocated tail of an active index)",
-                entries.len() - slot
-            );
-            break;
-        }
+    let check = check::time_index(path)?;
+    for (timestamp, offset) in &check.entries {
         println!("timestamp: {timestamp} offset: {offset}");
-        if let Some((previous_timestamp, previous_offset)) = previous
-            && (timestamp <= previous_timestamp || offset < previous_offset)
-        {
-            problems.push(format!("entry {slot} (byte {}): out of order after ({previous_timestamp}, {previous_offset})", slot * 12));
-        }
-        previous = Some((timestamp, offset));
-        if log.is_some() {
-            // The entry says: the largest timestamp up to `offset` is `timestamp`.
-            let actual = batches
-                .iter()
-                .filter(|summary| summary.last_offset <= offset)
-                .map(|summary| summary.max_timestamp)
-                .max();
-            if actual != Some(timestamp) {
-                problems.push(format!(
-                    "entry {slot} (byte {}): indexed timestamp {timestamp} at offset {offset}, but the log's largest timestamp up to that offset is {}",
-                    slot * 12,
-                    actual.map_or_else(|| "none".to_owned(), |t| t.to_string())
-                ));
-            }
-        }
     }
-    report(path, log.is_some(), &problems)
+    zero_tail_note(check.zero_tail);
+    report(path, check.had_log, &check.problems)
+}
+
+fn zero_tail_note(zero_tail: usize) {
+    if zero_tail > 0 {
+        println!("({zero_tail} zero entries follow: the preallocated tail of an active index)");
+    }
 }
 
 fn report(path: &Path, had_log: bool, problems: &[String]) -> anyhow::Result<bool> {

@@ -1,8 +1,11 @@
 //! The `ferrolog` command.
 
+mod check;
 mod demo;
 mod dump;
+mod recover;
 mod serve;
+mod verify;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -27,6 +30,11 @@ enum Command {
     Serve(serve::ServeArgs),
     /// Print the contents of .log, .index and .timeindex files, as kafka-dump-log.sh does.
     DumpLog(dump::DumpArgs),
+    /// Check whole data directories offline: checksums, offsets, indexes, snapshots,
+    /// checkpoints, leftover files. Exits non-zero when anything is wrong.
+    Verify(verify::VerifyArgs),
+    /// Run the startup recovery offline and report what it cut.
+    Recover(recover::RecoverArgs),
     /// Write records to a partition log in a data directory, reopen it, and read them back.
     Demo {
         /// Data directory to create the log in.
@@ -53,6 +61,8 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Serve(args) => serve::run(&args).map(|()| true),
         Command::DumpLog(args) => dump::run(&args),
+        Command::Verify(args) => verify::run(&args),
+        Command::Recover(args) => recover::run(&args),
         Command::Demo {
             data_dir,
             records,

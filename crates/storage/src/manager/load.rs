@@ -29,7 +29,7 @@ pub(crate) struct LoadedLog {
     pub topic_partition: TopicPartition,
     pub dir_index: usize,
     pub log: Arc<Log>,
-    pub segments_recovered: usize,
+    pub report: crate::log::LoadReport,
 }
 
 /// What loading one directory found.
@@ -170,11 +170,11 @@ fn load_dir(
                         };
                         match load_one(path, config_for(&topic_partition.topic), params, clock, dir)
                         {
-                            Ok((log, segments_recovered)) => loaded.lock().push(LoadedLog {
+                            Ok((log, report)) => loaded.lock().push(LoadedLog {
                                 topic_partition: topic_partition.clone(),
                                 dir_index,
                                 log: Arc::new(log),
-                                segments_recovered,
+                                report,
                             }),
                             Err(error) => {
                                 failure.lock().get_or_insert(error);
@@ -220,7 +220,7 @@ fn load_one(
     params: LoadParams,
     clock: &Arc<dyn Clock>,
     dir: &DataDir,
-) -> Result<(Log, usize)> {
+) -> Result<(Log, crate::log::LoadReport)> {
     let (log, report) = Log::open_in(
         path,
         config,
@@ -244,7 +244,7 @@ fn load_one(
             "recovery cut damaged data"
         );
     }
-    Ok((log, report.recovered.len()))
+    Ok((log, report))
 }
 
 /// Counts per partition, for duplicate detection across directories.

@@ -57,6 +57,9 @@ pub struct StartupReport {
     pub segments_recovered: usize,
     /// Directories that could not be used at startup.
     pub offline_dirs: Vec<PathBuf>,
+    /// The logs whose loading changed something on disk: data cut by recovery, segments or
+    /// leftover files removed, swaps completed.
+    pub changed: Vec<(TopicPartition, crate::log::LoadReport)>,
 }
 
 /// The running background threads.
@@ -161,7 +164,17 @@ impl LogManager {
         let deleter = Arc::new(Deleter::new(Arc::clone(&clock)));
         let mut logs = HashMap::with_capacity(loaded.len());
         for loaded_log in loaded {
-            startup.segments_recovered += loaded_log.segments_recovered;
+            startup.segments_recovered += loaded_log.report.recovered.len();
+            let report = &loaded_log.report;
+            if report.truncated_bytes() > 0
+                || !report.removed_segments.is_empty()
+                || !report.removed_files.is_empty()
+                || !report.completed_swaps.is_empty()
+            {
+                startup
+                    .changed
+                    .push((loaded_log.topic_partition.clone(), report.clone()));
+            }
             loaded_log
                 .log
                 .set_reaper(Arc::clone(&deleter) as Arc<dyn SegmentReaper>);

@@ -1,0 +1,279 @@
+//! Checks of segment files against each other, shared by `dump-log` (which prints what it
+//! finds) and `verify` (which only counts and reports problems). Every problem names its byte
+//! position; nothing here panics on damaged input.
+
+use std::ops::ControlFlow;
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+use ferrolog_records::FileEntry;
+use ferrolog_storage::segment::{
+    EntrySummary, INDEX_SUFFIX, LOG_SUFFIX, RecordsFile, ScanEnd, TIME_INDEX_SUFFIX,
+    parse_base_offset,
+};
+
+/// The base offset in a segment file's name.
+pub fn base_offset_of(path: &Path) -> anyhow::Result<i64> {
+    let name = path
+        .file_name()
+        .and_then(|name| name.to_str())
+        .unwrap_or_default();
+    parse_base_offset(name)
+        .with_context(|| format!("{} does not start with a base offset", path.display()))
+}
+
+/// An index file's entries and what is wrong with them.
+#[derive(Debug, Default)]
+pub struct IndexCheck<E> {
+    pub entries: Vec<E>,
+    /// Zero entries after the last real one: the preallocated tail of an active index.
+    pub zero_tail: usize,
+    /// Whether a `.log` was beside it to check the entries against.
+    pub had_log: bool,
+    pub problems: Vec<String>,
+}
+
+fn read_entries(path: &Path, entry_size: usize) -> anyhow::Result<(Vec<Vec<u8>>, usize)> {
+    let bytes = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
+    let trailing = bytes.len() % entry_size;
+    let entries = bytes.chunks_exact(entry_size).map(<[u8]>::to_vec).collect();
+    Ok((entries, trailing))
+}
+
+fn be_i32(bytes: &[u8], at: usize) -> i32 {
+    let mut buf = [0u8; 4];
+    buf.copy_from_slice(&bytes[at..at + 4]);
+    i32::from_be_bytes(buf)
+}
+
+fn be_i64(bytes: &[u8], at: usize) -> i64 {
+    let mut buf = [0u8; 8];
+    buf.copy_from_slice(&bytes[at..at + 8]);
+    i64::from_be_bytes(buf)
+}
+
+/// The `.log` beside an index file, when it exists.
+pub fn log_beside(index_path: &Path, suffix: &str) -> Option<PathBuf> {
+    let text = index_path.to_str()?;
+    let log = PathBuf::from(format!("{}{LOG_SUFFIX}", text.strip_suffix(suffix)?));
+    log.is_file().then_some(log)
+}
+
+fn open_log_beside(index_path: &Path, suffix: &str) -> Option<RecordsFile> {
+    log_beside(index_path, suffix).and_then(|log| RecordsFile::open(&log, None).ok())
+}
+
+/// An `.index`: (offset, position) entries, each checked to point at the batch that ends at
+/// that offset in the `.log` beside it.
+pub fn offset_index(path: &Path) -> anyhow::Result<IndexCheck<(i64, u32)>> {
+    let base = base_offset_of(path)?;
+    let (entries, trailing) = read_entries(path, 8)?;
+    let log = open_log_beside(path, INDEX_SUFFIX);
+    let mut check = IndexCheck {
+        had_log: log.is_some(),
+        ..IndexCheck::default()
+    };
+    if trailing != 0 {
+        check.problems.push(format!(
+            "the file ends with {trailing} bytes that are not a whole 8-byte entry"
+        ));
+    }
+    let mut previous = None;
+    for (slot, entry) in entries.iter().enumerate() {
+        let offset = base + i64::from(be_i32(entry, 0));
+        let position = be_i32(entry, 4) as u32;
+        if offset == base && position == 0 && slot > 0 {
+            check.zero_tail = entries.len() - slot;
+            break;
+        }
+        check.entries.push((offset, position));
+        let at = slot * 8;
+        if previous.is_some_and(|previous| offset <= previous) {
+            check.problems.push(format!(
+                "entry {slot} (byte {at}): offset {offset} does not increase"
+            ));
+        }
+        previous = Some(offset);
+        if let Some(log) = &log {
+            match log.read_entry_header(u64::from(position), log.size()) {
+                Ok(Some(EntrySummary { last_offset, .. })) if last_offset == offset => {}
+                Ok(Some(summary)) => check.problems.push(format!(
+                    "entry {slot} (byte {at}): offset {offset} points at position {position}, where the batch's last offset is {}",
+                    summary.last_offset
+                )),
+                Ok(None) => check.problems.push(format!(
+                    "entry {slot} (byte {at}): position {position} is past the end of the log ({} bytes)",
+                    log.size()
+                )),
+                Err(error) => check.problems.push(format!("entry {slot} (byte {at}): {error}")),
+            }
+        }
+    }
+    Ok(check)
+}
+
+/// A `.timeindex`: (timestamp, offset) entries, each checked against the largest timestamp
+/// of the `.log` beside it up to that offset.
+pub fn time_index(path: &Path) -> anyhow::Result<IndexCheck<(i64, i64)>> {
+    let base = base_offset_of(path)?;
+    let (entries, trailing) = read_entries(path, 12)?;
+    let log = open_log_beside(path, TIME_INDEX_SUFFIX);
+    let mut check = IndexCheck {
+        had_log: log.is_some(),
+        ..IndexCheck::default()
+    };
+    if trailing != 0 {
+        check.problems.push(format!(
+            "the file ends with {trailing} bytes that are not a whole 12-byte entry"
+        ));
+    }
+    let batches = match &log {
+        Some(log) => {
+            let mut all = Vec::new();
+            log.walk_headers(0, log.size(), |summary| {
+                all.push(*summary);
+                ControlFlow::Continue(())
+            })?;
+            all
+        }
+        None => Vec::new(),
+    };
+    let mut previous: Option<(i64, i64)> = None;
+    for (slot, entry) in entries.iter().enumerate() {
+        let timestamp = be_i64(entry, 0);
+        let offset = base + i64::from(be_i32(entry, 8));
+        if timestamp == 0 && offset == base && slot > 0 {
+            check.zero_tail = entries.len() - slot;
+            break;
+        }
+        check.entries.push((timestamp, offset));
+        let at = slot * 12;
+        if let Some((previous_timestamp, previous_offset)) = previous
+            && (timestamp <= previous_timestamp || offset < previous_offset)
+        {
+            check.problems.push(format!(
+                "entry {slot} (byte {at}): out of order after ({previous_timestamp}, {previous_offset})"
+            ));
+        }
+        previous = Some((timestamp, offset));
+        if log.is_some() {
+            // The entry says: the largest timestamp up to `offset` is `timestamp`.
+            let actual = batches
+                .iter()
+                .filter(|summary| summary.last_offset <= offset)
+                .map(|summary| summary.max_timestamp)
+                .max();
+            if actual != Some(timestamp) {
+                check.problems.push(format!(
+                    "entry {slot} (byte {at}): indexed timestamp {timestamp} at offset {offset}, but the log's largest timestamp up to that offset is {}",
+                    actual.map_or_else(|| "none".to_owned(), |t| t.to_string())
+                ));
+            }
+        }
+    }
+    Ok(check)
+}
+
+/// A `.log`'s batches: checksums, offsets within the segment and increasing, a whole tail.
+#[derive(Debug, Default)]
+pub struct LogCheck {
+    pub batches: u64,
+    pub bytes: u64,
+    /// One past the last offset of the last whole batch (`None` when there is none).
+    pub next_offset: Option<i64>,
+    pub problems: Vec<String>,
+}
+
+/// Checks every batch of a segment's `.log`. `visit` sees each batch (for printing).
+pub fn log_file(
+    path: &Path,
+    mut visit: impl FnMut(u64, &FileEntry<'_>, Result<(), String>),
+) -> anyhow::Result<LogCheck> {
+    let base = base_offset_of(path)?;
+    let file =
+        RecordsFile::open(path, None).with_context(|| format!("opening {}", path.display()))?;
+    let end = file.size();
+    let mut check = LogCheck {
+        bytes: end,
+        ..LogCheck::default()
+    };
+    let mut previous_last: Option<i64> = None;
+    let scan = file.scan(0, end, |position, entry| {
+        let valid = entry.validate().map_err(|error| error.to_string());
+        if let Err(error) = &valid {
+            check
+                .problems
+                .push(format!("batch at position {position}: {error}"));
+        }
+        let first = entry.last_offset() - i64::from(entry_offset_span(entry));
+        if first < base {
+            check.problems.push(format!(
+                "batch at position {position}: offset {first} is below the segment's base offset {base}"
+            ));
+        }
+        if let Some(previous) = previous_last
+            && first <= previous
+        {
+            check.problems.push(format!(
+                "batch at position {position}: offset {first} does not follow the previous batch's last offset {previous}"
+            ));
+        }
+        previous_last = Some(entry.last_offset());
+        check.batches += 1;
+        visit(position, entry, valid);
+        ControlFlow::Continue(())
+    })?;
+    if let Some(problem) = tail_problem(&scan, end, &file)? {
+        check.problems.push(problem);
+    }
+    check.next_offset = previous_last.map(|last| last + 1);
+    Ok(check)
+}
+
+/// How many offsets before its last one a batch starts (0 for legacy single messages).
+fn entry_offset_span(entry: &FileEntry<'_>) -> i32 {
+    match entry {
+        FileEntry::V2(batch) => batch.last_offset_delta(),
+        FileEntry::Legacy(_) => 0,
+    }
+}
+
+/// Whether `[from, end)` of the file holds only zeros, read a MiB at a time.
+fn all_zero(file: &RecordsFile, from: u64, end: u64) -> anyhow::Result<bool> {
+    let mut position = from;
+    while position < end {
+        let length = (end - position).min(1 << 20);
+        let chunk = file.read_bytes(position, length as usize)?;
+        if chunk.iter().any(|byte| *byte != 0) {
+            return Ok(false);
+        }
+        position += length;
+    }
+    Ok(true)
+}
+
+/// What a scan's end says about the file: a torn or corrupt tail. Trailing zeros (a
+/// preallocated segment's unused space) are not a problem.
+pub fn tail_problem(
+    scan: &ScanEnd,
+    end: u64,
+    file: &RecordsFile,
+) -> anyhow::Result<Option<String>> {
+    Ok(match scan {
+        ScanEnd::Clean { position } if *position < end => {
+            if all_zero(file, *position, end)? {
+                None
+            } else {
+                Some(format!(
+                    "{} bytes at position {position} do not hold a whole batch (a torn write)",
+                    end - position
+                ))
+            }
+        }
+        ScanEnd::Corrupt { position, reason } => Some(format!(
+            "corrupt entry at position {position}: {reason}; the rest of the file ({} bytes) cannot be read",
+            end - position
+        )),
+        ScanEnd::Clean { .. } | ScanEnd::Stopped { .. } => None,
+    })
+}
