@@ -361,6 +361,10 @@ fn the_offsets_topic_stays_bounded_under_commit_traffic() {
         written * 60 > 20 * bound,
         "the traffic is far larger than what stays"
     );
+    println!(
+        "{written} offset commits (~{} KiB of records) left {on_disk} bytes on disk (bound {bound})",
+        written * 60 / 1024
+    );
 
     // Every group's latest offsets survive a reload.
     drop(coordinator);
