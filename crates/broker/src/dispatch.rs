@@ -72,9 +72,27 @@ fn malformed(what: impl std::fmt::Display) -> MalformedRequest {
     MalformedRequest(what.to_string())
 }
 
-/// Decodes one request frame and returns the response frame (without its size prefix), or
-/// `None` when no response is due (produce with acks=0).
+/// Decodes one request frame and returns the response frame, or `None` when no response is
+/// due (produce with acks=0). Each request is counted and timed per API.
 pub async fn dispatch(
+    context: &Arc<Context>,
+    frame: Bytes,
+    peer: SocketAddr,
+) -> Result<Option<ResponseFrame>, MalformedRequest> {
+    let started = std::time::Instant::now();
+    let api = frame
+        .get(..2)
+        .and_then(|key| ApiKey::try_from(i16::from_be_bytes([key[0], key[1]])).ok());
+    let result = dispatch_inner(context, frame, peer).await;
+    let name = api.map_or_else(|| "Unknown".to_owned(), |api| format!("{api:?}"));
+    crate::metrics::record_request(&name, started.elapsed().as_secs_f64() * 1000.0);
+    if result.is_err() {
+        crate::metrics::record_error(&name, crate::errors::INVALID_REQUEST);
+    }
+    result
+}
+
+async fn dispatch_inner(
     context: &Arc<Context>,
     mut frame: Bytes,
     peer: SocketAddr,

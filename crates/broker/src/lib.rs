@@ -11,6 +11,7 @@ pub mod dispatch;
 pub mod errors;
 pub mod group;
 pub mod handlers;
+pub mod metrics;
 pub mod response;
 pub mod transfer;
 

@@ -47,6 +47,8 @@ const BROKER_KEYS: &[&str] = &[
     "socket.request.max.bytes",
     // Not a Kafka key: how fetched bytes reach the socket, `copy` (default) or `sendfile`.
     "ferrolog.fetch.transfer",
+    // Not a Kafka key: where the Prometheus endpoint listens (off unless set).
+    "metrics.listener",
     "offsets.topic.num.partitions",
     "offsets.topic.segment.bytes",
     "offsets.retention.minutes",
@@ -181,6 +183,15 @@ fn broker_config(
     Ok((listen, config))
 }
 
+/// `metrics.listener`: `http://host:port` or `host:port`, an IP address.
+fn parse_metrics_listener(value: &str) -> anyhow::Result<SocketAddr> {
+    let address = value.trim();
+    let address = address.strip_prefix("http://").unwrap_or(address);
+    address.parse().with_context(|| {
+        format!("invalid value {value:?} for metrics.listener: expected http://host:port with an IP address")
+    })
+}
+
 /// `PLAINTEXT://host:port` (the only listener kind served), or a bare `host:port`.
 fn parse_listener(key: &str, value: &str) -> anyhow::Result<SocketAddr> {
     let first = value.split(',').next().unwrap_or("").trim();
@@ -246,14 +257,36 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<()> {
     let properties = merged_properties(args)?;
     let manager_config = ManagerConfig::from_properties(&properties)?;
     let (listen, mut broker_config) = broker_config(&properties)?;
+    let metrics_listen = match properties.get("metrics.listener") {
+        Some(value) => Some(parse_metrics_listener(value)?),
+        None => None,
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    // The metrics endpoint is up before the logs load, so recovery progress can be watched.
+    let opened_manager = Arc::new(std::sync::OnceLock::new());
+    if let Some(address) = metrics_listen {
+        let handle = ferrolog_broker::metrics::install().map_err(anyhow::Error::msg)?;
+        let listener = runtime
+            .block_on(tokio::net::TcpListener::bind(address))
+            .with_context(|| format!("metrics.listener: listening on {address}"))?;
+        tracing::info!(%address, "serving Prometheus metrics");
+        let manager_cell = Arc::clone(&opened_manager);
+        runtime.spawn(async move {
+            if let Err(error) =
+                ferrolog_broker::metrics::serve(listener, handle, manager_cell).await
+            {
+                tracing::error!(%error, "the metrics endpoint stopped");
+            }
+        });
+    }
     let manager = Arc::new(
         LogManager::open(manager_config, Arc::new(SystemClock))
             .context("opening the data directories")?,
     );
+    let _ = opened_manager.set(Arc::clone(&manager));
     manager.start_background()?;
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()?;
     let outcome = runtime.block_on(async {
         let listener = tokio::net::TcpListener::bind(listen)
             .await

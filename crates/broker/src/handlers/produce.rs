@@ -29,14 +29,21 @@ pub fn handle(
                         PartitionProduceResponse::default().with_index(partition.index);
                     let tp = TopicPartition::new(name.clone(), partition.index);
                     let Some(log) = context.manager.get(&tp) else {
+                        crate::metrics::record_error("Produce", errors::UNKNOWN_TOPIC_OR_PARTITION);
                         return response.with_error_code(errors::UNKNOWN_TOPIC_OR_PARTITION);
                     };
                     let mut bytes = partition
                         .records
                         .map(|records| records.to_vec())
                         .unwrap_or_default();
+                    let appended_bytes = bytes.len() as u64;
                     match log.append_as_leader(&mut bytes, 0) {
                         Ok(info) => {
+                            crate::metrics::record_produced(
+                                &name,
+                                appended_bytes,
+                                info.record_count as u64,
+                            );
                             log.maybe_increment_high_watermark(log.log_end_offset());
                             response = response
                                 .with_base_offset(info.first_offset)
@@ -48,6 +55,7 @@ pub fn handle(
                         }
                         Err(error) => {
                             tracing::debug!(partition = %tp, error = %error, "produce refused");
+                            crate::metrics::record_error("Produce", errors::code_of(&error));
                             response = response.with_error_code(errors::code_of(&error));
                             if version >= 8 {
                                 response = response.with_error_message(Some(

@@ -431,6 +431,18 @@ impl Log {
     }
 
     fn flush_range_unguarded(&self, up_to: i64, inclusive: bool) -> Result<()> {
+        let started = std::time::Instant::now();
+        let result = self.flush_segments(up_to, inclusive);
+        if let Ok(true) = result {
+            // Kafka's kafka.log:type=LogFlushStats,name=LogFlushRateAndTimeMs.
+            metrics::histogram!("kafka_log_logflushstats_logflushrateandtimems")
+                .record(started.elapsed().as_secs_f64() * 1000.0);
+        }
+        result.map(|_| ())
+    }
+
+    /// Flushes; returns whether anything was fsynced.
+    fn flush_segments(&self, up_to: i64, inclusive: bool) -> Result<bool> {
         let view = self.view();
         let up_to = up_to.min(view.log_end.offset);
         let from = view.recovery_point;
@@ -459,7 +471,7 @@ impl Log {
             }
         }
         if !flushed_any && up_to <= from {
-            return Ok(());
+            return Ok(false);
         }
         let mut writer = self.writer.lock();
         // Under the lock: a log being deleted has its directory renamed under that lock.
@@ -474,7 +486,7 @@ impl Log {
             self.publish(next);
         }
         writer.last_flush_ms = self.clock.now_ms();
-        Ok(())
+        Ok(flushed_any)
     }
 
     /// Raises the high watermark (never past the LEO, never down).

@@ -135,6 +135,7 @@ fn load_dir(
     let log_starts = dir.read_checkpoint_or_empty(LOG_START_OFFSET_CHECKPOINT);
     let total = jobs.logs.len();
     dir.progress.remaining_logs.store(total, Ordering::Relaxed);
+    publish_progress(dir, total);
     tracing::info!(
         dir = %dir.path().display(),
         logs = total,
@@ -183,6 +184,7 @@ fn load_dir(
                         }
                         let remaining =
                             dir.progress.remaining_logs.fetch_sub(1, Ordering::Relaxed) - 1;
+                        publish_progress(dir, remaining);
                         let mut last = last_report.lock();
                         if last.elapsed() >= PROGRESS_INTERVAL {
                             *last = Instant::now();
@@ -212,6 +214,16 @@ fn load_dir(
         "loaded logs"
     );
     Ok(())
+}
+
+/// Kafka's `remainingLogsToRecover` and `remainingSegmentsToRecover` for one directory, for a
+/// metrics endpoint that is already up while the logs load.
+fn publish_progress(dir: &DataDir, remaining_logs: usize) {
+    let path = dir.path().display().to_string();
+    metrics::gauge!("kafka_log_logmanager_remaininglogstorecover", "dir" => path.clone())
+        .set(remaining_logs as f64);
+    metrics::gauge!("kafka_log_logmanager_remainingsegmentstorecover", "dir" => path)
+        .set(dir.remaining_segments_to_recover() as f64);
 }
 
 fn load_one(

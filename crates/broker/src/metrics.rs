@@ -1,0 +1,129 @@
+//! The Prometheus endpoint (`metrics.listener`): Kafka's metrics under Kafka's names, turned
+//! into Prometheus names the way the common JMX exporter rules do — `kafka.log:type=Log,
+//! name=LogEndOffset,topic=T,partition=P` becomes `kafka_log_log_logendoffset{topic="T",
+//! partition="P"}`; per-second rates become `_total` counters (Prometheus derives the rate).
+//!
+//! Counters and histograms are recorded where things happen (requests in `dispatch`, bytes in
+//! produce and fetch, flushes in the storage layer, startup recovery progress in the
+//! LogManager); gauges that describe state (offsets, sizes, cleaner figures, offline
+//! directories) are read from the LogManager when the endpoint is scraped, so they are never
+//! stale. The endpoint is a minimal HTTP/1.1 responder: any `GET` gets the text exposition.
+
+use std::sync::{Arc, OnceLock};
+
+use ferrolog_storage::manager::LogManager;
+use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpListener;
+
+/// Installs the process-wide recorder. Call once, before anything records.
+pub fn install() -> Result<PrometheusHandle, String> {
+    PrometheusBuilder::new()
+        .set_buckets(&[
+            0.1, 0.5, 1.0, 2.5, 5.0, 10.0, 25.0, 50.0, 100.0, 250.0, 500.0, 1000.0, 5000.0,
+        ])
+        .map_err(|error| error.to_string())?
+        .install_recorder()
+        .map_err(|error| format!("installing the metrics recorder: {error}"))
+}
+
+/// Serves scrapes until the future is dropped. `manager` is filled in once the LogManager has
+/// opened; until then only the startup figures (recovery progress) are there.
+pub async fn serve(
+    listener: TcpListener,
+    handle: PrometheusHandle,
+    manager: Arc<OnceLock<Arc<LogManager>>>,
+) -> std::io::Result<()> {
+    loop {
+        let (mut stream, _) = listener.accept().await?;
+        let handle = handle.clone();
+        let manager = Arc::clone(&manager);
+        tokio::spawn(async move {
+            // The request itself does not matter; read what arrived and answer.
+            let mut request = [0u8; 4096];
+            let _ = stream.read(&mut request).await;
+            if let Some(manager) = manager.get() {
+                let manager = Arc::clone(manager);
+                let _ = tokio::task::spawn_blocking(move || refresh(&manager)).await;
+            }
+            let body = handle.render();
+            let head = format!(
+                "HTTP/1.1 200 OK\r\nContent-Type: text/plain; version=0.0.4\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                body.len()
+            );
+            let _ = stream.write_all(head.as_bytes()).await;
+            let _ = stream.write_all(body.as_bytes()).await;
+            let _ = stream.shutdown().await;
+        });
+    }
+}
+
+/// Sets the state gauges from the LogManager.
+pub fn refresh(manager: &LogManager) {
+    for (topic_partition, log) in manager.logs() {
+        let labels = [
+            ("topic", topic_partition.topic.clone()),
+            ("partition", topic_partition.partition.to_string()),
+        ];
+        metrics::gauge!("kafka_log_log_logstartoffset", &labels).set(log.log_start_offset() as f64);
+        metrics::gauge!("kafka_log_log_logendoffset", &labels).set(log.log_end_offset() as f64);
+        metrics::gauge!("kafka_log_log_size", &labels).set(log.size_in_bytes() as f64);
+        metrics::gauge!("kafka_log_log_numlogsegments", &labels).set(log.segment_count() as f64);
+    }
+    metrics::gauge!("kafka_log_logmanager_offlinelogdirectorycount")
+        .set(manager.offline_dir_count() as f64);
+    if let Some(cleaner) = manager.cleaner() {
+        use std::sync::atomic::Ordering::Relaxed;
+        let stats = &cleaner.stats;
+        metrics::gauge!("kafka_log_logcleaner_max_dirty_percent")
+            .set(stats.max_dirty_percent.load(Relaxed) as f64);
+        metrics::gauge!("kafka_log_logcleaner_max_clean_time_secs")
+            .set(stats.max_clean_time_ms.load(Relaxed) as f64 / 1000.0);
+        metrics::gauge!("kafka_log_logcleaner_max_compaction_delay_secs")
+            .set(stats.max_compaction_delay_ms.load(Relaxed) as f64 / 1000.0);
+        metrics::gauge!("kafka_log_logcleaner_cleaner_recopy_percent")
+            .set(stats.recopy_percent.load(Relaxed) as f64);
+        metrics::gauge!("kafka_log_logcleaner_max_buffer_utilization_percent")
+            .set(stats.buffer_utilization_percent.load(Relaxed) as f64);
+        metrics::gauge!("kafka_log_logcleaner_deadthreadcount")
+            .set(stats.dead_threads.load(Relaxed) as f64);
+        metrics::gauge!("kafka_log_logcleanermanager_uncleanable_partitions_count")
+            .set(cleaner.uncleanable_partitions().len() as f64);
+        metrics::gauge!("kafka_log_logcleanermanager_uncleanable_bytes")
+            .set(cleaner.uncleanable_bytes() as f64);
+        metrics::counter!("ferrolog_log_cleaner_passes_total").absolute(stats.passes.load(Relaxed));
+    }
+}
+
+/// Counts one request and its time (Kafka's `RequestsPerSec` and `TotalTimeMs`).
+pub fn record_request(api: &str, millis: f64) {
+    metrics::counter!("kafka_network_requestmetrics_requests_total", "request" => api.to_owned())
+        .increment(1);
+    metrics::histogram!("kafka_network_requestmetrics_totaltimems", "request" => api.to_owned())
+        .record(millis);
+}
+
+/// Counts an error answered to a request (Kafka's `ErrorsPerSec`), by Kafka's error name.
+pub fn record_error(api: &str, code: i16) {
+    metrics::counter!(
+        "kafka_network_requestmetrics_errors_total",
+        "request" => api.to_owned(),
+        "error" => crate::errors::name_of(code)
+    )
+    .increment(1);
+}
+
+/// Bytes and messages a produce appended to `topic` (Kafka's `BytesInPerSec`,
+/// `MessagesInPerSec`).
+pub fn record_produced(topic: &str, bytes: u64, messages: u64) {
+    metrics::counter!("kafka_server_brokertopicmetrics_bytesin_total", "topic" => topic.to_owned())
+        .increment(bytes);
+    metrics::counter!("kafka_server_brokertopicmetrics_messagesin_total", "topic" => topic.to_owned())
+        .increment(messages);
+}
+
+/// Bytes a fetch returned from `topic` (Kafka's `BytesOutPerSec`).
+pub fn record_fetched(topic: &str, bytes: u64) {
+    metrics::counter!("kafka_server_brokertopicmetrics_bytesout_total", "topic" => topic.to_owned())
+        .increment(bytes);
+}

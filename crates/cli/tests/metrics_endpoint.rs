@@ -1,0 +1,174 @@
+//! The Prometheus endpoint of a running broker: its figures move as kcat produces and fetches,
+//! as segments roll, as retention deletes and as the cleaner compacts.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests")]
+
+mod common;
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{Server, free_port, kcat};
+
+fn scrape(port: u16) -> String {
+    let mut stream = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    stream
+        .write_all(b"GET /metrics HTTP/1.1\r\nHost: localhost\r\n\r\n")
+        .unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).unwrap();
+    assert!(response.starts_with("HTTP/1.1 200 OK"), "{response}");
+    response
+}
+
+/// The value of the sample whose name and labels start with `prefix`, if any.
+fn value(metrics: &str, prefix: &str) -> Option<f64> {
+    metrics
+        .lines()
+        .find(|line| line.starts_with(prefix))
+        .and_then(|line| line.rsplit(' ').next())
+        .and_then(|value| value.parse().ok())
+}
+
+fn produce(kcat: &std::path::Path, port: u16, from: usize, count: usize) {
+    let mut producer = Command::new(kcat)
+        .args(["-b", &format!("127.0.0.1:{port}"), "-P", "-t", "m", "-K:"])
+        .stdin(Stdio::piped())
+        .spawn()
+        .unwrap();
+    {
+        let stdin = producer.stdin.as_mut().unwrap();
+        for i in from..from + count {
+            // Ten keys, each overwritten again and again: work for the cleaner.
+            writeln!(stdin, "k{}:{:0>100}", i % 10, i).unwrap();
+        }
+    }
+    assert!(producer.wait().unwrap().success());
+}
+
+#[test]
+fn figures_move_with_produce_fetch_roll_retention_and_cleaning() {
+    let Some(kcat) = kcat() else { return };
+    let temp = tempfile::tempdir().unwrap();
+    let metrics_port = free_port();
+    let listener = format!("metrics.listener=http://127.0.0.1:{metrics_port}");
+    let server = Server::start_with(
+        &temp.path().join("data"),
+        &[
+            &listener,
+            "log.segment.bytes=32768",
+            "log.cleanup.policy=compact,delete",
+            "log.retention.ms=1000",
+            "log.retention.check.interval.ms=200",
+            "log.initial.task.delay.ms=0",
+            "log.cleaner.backoff.ms=100",
+            "log.cleaner.min.cleanable.ratio=0.01",
+        ],
+    );
+    let before = scrape(metrics_port);
+    assert_eq!(
+        value(&before, "kafka_log_log_logendoffset{topic=\"m\""),
+        None
+    );
+
+    produce(&kcat, server.port, 0, 2000);
+    let fetched = Command::new(&kcat)
+        .args(["-b", &format!("127.0.0.1:{}", server.port)])
+        .args(["-C", "-t", "m", "-o", "beginning", "-e", "-q"])
+        .output()
+        .unwrap();
+    assert!(fetched.status.success());
+
+    let first = scrape(metrics_port);
+    let bytes_in = value(
+        &first,
+        "kafka_server_brokertopicmetrics_bytesin_total{topic=\"m\"}",
+    );
+    assert!(bytes_in.unwrap() > 200_000.0, "{first}");
+    assert_eq!(
+        value(
+            &first,
+            "kafka_server_brokertopicmetrics_messagesin_total{topic=\"m\"}"
+        ),
+        Some(2000.0)
+    );
+    assert!(
+        value(
+            &first,
+            "kafka_server_brokertopicmetrics_bytesout_total{topic=\"m\"}"
+        )
+        .unwrap()
+            > 0.0
+    );
+    assert!(
+        value(
+            &first,
+            "kafka_network_requestmetrics_requests_total{request=\"Produce\"}"
+        )
+        .unwrap()
+            >= 1.0
+    );
+    assert_eq!(
+        value(
+            &first,
+            "kafka_log_log_logendoffset{topic=\"m\",partition=\"0\"}"
+        ),
+        Some(2000.0)
+    );
+    assert!(
+        value(
+            &first,
+            "kafka_log_logflushstats_logflushrateandtimems_count"
+        )
+        .unwrap()
+            >= 1.0,
+        "a roll flushes the segment before it: {first}"
+    );
+
+    // Retention deletes old segments (the log start moves up) and the cleaner compacts.
+    produce(&kcat, server.port, 2000, 2000);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let settled = loop {
+        let now = scrape(metrics_port);
+        let start = value(
+            &now,
+            "kafka_log_log_logstartoffset{topic=\"m\",partition=\"0\"}",
+        );
+        let passes = value(&now, "ferrolog_log_cleaner_passes_total");
+        if start.is_some_and(|s| s > 0.0) && passes.is_some_and(|p| p > 0.0) {
+            break now;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "retention or cleaning never showed:\n{now}"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    assert_eq!(
+        value(
+            &settled,
+            "kafka_log_log_logendoffset{topic=\"m\",partition=\"0\"}"
+        ),
+        Some(4000.0)
+    );
+    assert!(
+        value(&settled, "kafka_log_log_size{topic=\"m\",partition=\"0\"}").unwrap()
+            < 4000.0 * 100.0,
+        "{settled}"
+    );
+    assert!(
+        value(
+            &settled,
+            "kafka_log_log_numlogsegments{topic=\"m\",partition=\"0\"}"
+        )
+        .unwrap()
+            >= 1.0
+    );
+    assert_eq!(
+        value(&settled, "kafka_log_logmanager_offlinelogdirectorycount"),
+        Some(0.0)
+    );
+    server.stop();
+}
