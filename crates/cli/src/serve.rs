@@ -386,6 +386,21 @@ mod tests {
     }
 
     #[test]
+    fn the_operator_guide_documents_every_key() {
+        let guide = include_str!("../../../docs/operations.md");
+        let undocumented: Vec<&str> = known_keys()
+            .chain(BROKER_KEYS.iter().copied())
+            .chain(IGNORED_KAFKA_KEYS.iter().copied())
+            .chain(ferrolog_storage::config::TOPIC_CONFIG_KEYS.iter().copied())
+            .filter(|key| !guide.contains(&format!("`{key}`")))
+            .collect();
+        assert!(
+            undocumented.is_empty(),
+            "docs/operations.md lacks {undocumented:?}"
+        );
+    }
+
+    #[test]
     fn every_key_the_storage_and_the_coordinator_read_is_accepted() {
         let properties = merged_properties(&args(&[
             "log.cleaner.threads=2",
