@@ -29,6 +29,36 @@ def gbs(value):
     return "%.2f GB/s" % (value / 1e9)
 
 
+def bar_chart(path, title, bars):
+    """Writes a horizontal bar chart as SVG: bars are (label, value in GB/s, kind), kind being
+    "ferrolog" or "limit" (the machine's own ceiling, measured in the same run)."""
+    width, left, bar_height, gap, top = 760, 300, 22, 10, 40
+    height = top + len(bars) * (bar_height + gap) + 30
+    largest = max(value for _, value, _ in bars) or 1.0
+    scale = (width - left - 90) / largest
+    colours = {"ferrolog": "#2b6cb0", "limit": "#a0aec0"}
+    out = ['<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" '
+           'font-family="sans-serif" font-size="13">' % (width, height),
+           '<rect width="100%%" height="100%%" fill="white"/>',
+           '<text x="10" y="24" font-size="15" font-weight="bold">%s</text>' % title]
+    for index, (label, value, kind) in enumerate(bars):
+        y = top + index * (bar_height + gap)
+        out.append('<text x="%d" y="%d" text-anchor="end">%s</text>'
+                   % (left - 8, y + bar_height - 6, label))
+        out.append('<rect x="%d" y="%d" width="%.1f" height="%d" fill="%s"/>'
+                   % (left, y, value * scale, bar_height, colours[kind]))
+        out.append('<text x="%.1f" y="%d">%.2f GB/s</text>'
+                   % (left + value * scale + 6, y + bar_height - 6, value))
+    legend_y = height - 12
+    out.append('<rect x="%d" y="%d" width="12" height="12" fill="%s"/>' % (left, legend_y - 10, colours["ferrolog"]))
+    out.append('<text x="%d" y="%d">ferrolog</text>' % (left + 18, legend_y))
+    out.append('<rect x="%d" y="%d" width="12" height="12" fill="%s"/>' % (left + 100, legend_y - 10, colours["limit"]))
+    out.append('<text x="%d" y="%d">this machine\'s limit, same run</text>' % (left + 118, legend_y))
+    out.append('</svg>')
+    with open(path, "w") as f:
+        f.write("\n".join(out) + "\n")
+
+
 def main(baseline_path):
     baseline = {}
     with open(baseline_path) as f:
@@ -67,6 +97,17 @@ def main(baseline_path):
         ("offset index lookup, full 10 MiB index, random", "%.0f ns" % lookup, "", "", ""),
         ("offset → file position (index + header walk), random", "%.0f ns" % translate, "", "", ""),
     ]
+    bar_chart("docs/bench-storage.svg", "Storage engine against the machine (page cache, no fsync)", [
+        ("append, 1 MiB batches", append_1m / 1e9, "ferrolog"),
+        ("raw pwrite of the same batches", raw_1m / 1e9, "limit"),
+        ("dd bs=1M", baseline["dd_1M"] / 1e9, "limit"),
+        ("append, 16 KiB batches", append_16k / 1e9, "ferrolog"),
+        ("raw pwrite of the same batches", raw_16k / 1e9, "limit"),
+        ("dd bs=16k", baseline["dd_16k"] / 1e9, "limit"),
+        ("read, 1 MiB fetches", read / 1e9, "ferrolog"),
+        ("dd read of a cached file", baseline["dd_read"] / 1e9, "limit"),
+        ("segment recovery, one thread", recover / 1e9, "ferrolog"),
+    ])
     print("# Benchmarks\n")
     print("Regenerate with `scripts/bench.sh` (criterion benches in `crates/storage/benches/storage.rs`,")
     print("the `dd` baseline measured in the same run by the script, then this page written by")
@@ -76,6 +117,7 @@ def main(baseline_path):
           % (cpu, cores, platform.system() + " " + platform.release(), fs))
     print("- baseline: `dd if=/dev/zero bs=1M count=256` (and `bs=16k count=16384`) to a new file,"
           " median of 5 runs after 2 warm-ups; `dd of=/dev/null bs=1M` from a cached file for reads\n")
+    print("![Storage figures against the machine's limits](bench-storage.svg)\n")
     print("| bench | ferrolog | machine limit, same run | ratio | note |")
     print("|---|---|---|---|---|")
     for row in rows:
@@ -151,7 +193,15 @@ def main(baseline_path):
                 key, value = line.split()
                 network[key] = float(value)
         loopback = network["iperf3"]
+        bar_chart("docs/bench-network.svg", "A real client (librdkafka) over loopback", [
+            ("produce, 1 KiB messages", network["produce"] / 1e9, "ferrolog"),
+            ("consume (pread + write)", network["consume_copy"] / 1e9, "ferrolog"),
+            ("consume (sendfile)", network["consume_sendfile"] / 1e9, "ferrolog"),
+            ("loopback TCP, iperf3", loopback / 1e9, "limit"),
+            ("dd of the produced gigabyte", network["dd"] / 1e9, "limit"),
+        ])
         print("## A real client over loopback (`ferrolog serve`)\n")
+        print("![Loopback figures against the machine's limits](bench-network.svg)\n")
         print("`scripts/bench_network.sh`: librdkafka 2.12 (`tools/loadgen`, a Rust program over the")
         print("`rdkafka` crate) producing 1,000,000 messages of 1 KiB (acks=1, linger.ms=5, batch.size")
         print("1 MB, no compression) to one partition, then consuming them from the start; median of")
