@@ -18,6 +18,7 @@ use kafka_protocol::messages::{
 use kafka_protocol::protocol::{Decodable, Encodable};
 
 use crate::Context;
+use crate::error_codes::ErrorCodes;
 use crate::handlers;
 use crate::response::{FileRegion, ResponseFrame, SplicingBuf};
 
@@ -262,7 +263,7 @@ async fn dispatch_inner(
     }
 }
 
-fn encode<R: Encodable>(
+fn encode<R: Encodable + ErrorCodes>(
     header: &RequestHeader,
     api: ApiKey,
     version: i16,
@@ -271,14 +272,25 @@ fn encode<R: Encodable>(
     encode_spliced(header, api, version, response, Vec::new())
 }
 
-/// Encodes a response whose placeholders stand for `regions`, in encoding order.
-fn encode_spliced<R: Encodable>(
+/// Encodes a response whose placeholders stand for `regions`, in encoding order, and counts
+/// the errors it carries.
+fn encode_spliced<R: Encodable + ErrorCodes>(
     header: &RequestHeader,
     api: ApiKey,
     version: i16,
     response: &R,
     regions: Vec<FileRegion>,
 ) -> Result<ResponseFrame, MalformedRequest> {
+    let codes = response.error_codes();
+    if codes.iter().any(|code| *code != crate::errors::NONE) {
+        let name = format!("{api:?}");
+        for code in codes
+            .into_iter()
+            .filter(|code| *code != crate::errors::NONE)
+        {
+            crate::metrics::record_error(&name, code);
+        }
+    }
     let mut out = SplicingBuf::new(regions);
     let header_version = if api == ApiKey::ApiVersions {
         0

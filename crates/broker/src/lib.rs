@@ -8,6 +8,7 @@
 
 pub mod allocator;
 pub mod dispatch;
+pub mod error_codes;
 pub mod errors;
 pub mod group;
 pub mod handlers;

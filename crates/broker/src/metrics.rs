@@ -3,8 +3,8 @@
 //! name=LogEndOffset,topic=T,partition=P` becomes `kafka_log_log_logendoffset{topic="T",
 //! partition="P"}`; per-second rates become `_total` counters (Prometheus derives the rate).
 //!
-//! Counters and histograms are recorded where things happen (requests in `dispatch`, bytes in
-//! produce and fetch, flushes in the storage layer, startup recovery progress in the
+//! Counters and histograms are recorded where things happen (requests and the error codes of
+//! every response in `dispatch`, bytes in produce and fetch, flushes in the storage layer, startup recovery progress in the
 //! LogManager); gauges that describe state (offsets, sizes, cleaner figures, offline
 //! directories) are read from the LogManager when the endpoint is scraped, so they are never
 //! stale. The endpoint is a minimal HTTP/1.1 responder: any `GET` gets the text exposition.

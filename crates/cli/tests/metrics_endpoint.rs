@@ -35,6 +35,8 @@ fn value(metrics: &str, prefix: &str) -> Option<f64> {
 fn produce(kcat: &std::path::Path, port: u16, from: usize, count: usize) {
     let mut producer = Command::new(kcat)
         .args(["-b", &format!("127.0.0.1:{port}"), "-P", "-t", "m", "-K:"])
+        // Batches well under the 32 KiB segments (a batch must fit a segment).
+        .args(["-X", "batch.size=8192"])
         .stdin(Stdio::piped())
         .spawn()
         .unwrap();

@@ -86,46 +86,50 @@ fn clean_kafka_and_ferrolog_dirs_pass() {
     }
 }
 
-#[test]
-fn every_planted_fault_is_found_with_its_file_and_position() {
-    let Some(fixtures) = kafka_fixtures() else {
-        return;
-    };
-    let copy = copy_to_temp(&fixtures.join("LDI-POC"));
-    let dir = copy.path();
-    let partition = dir.join("__consumer_offsets-6");
-    let log = partition.join("00000000000000000000.log");
-    // A flipped byte inside the batch at position 4730 (base offset 3).
-    flip_byte(&log, 4730 + 100);
-    // A torn tail: half a batch header after the last batch.
+/// Plants the five faults in `dir`: a flipped byte in the batch at `batch_position` of
+/// `partition`'s first segment, a torn tail on it, an index entry past its end, a recovery point
+/// beyond the end of `checkpointed` (whose log ends at `end`), and a stray `.swap` in
+/// `swap_partition`. Then verify must name each, with its file and position.
+fn plant_and_verify(
+    dir: &Path,
+    partition: &str,
+    batch_position: u64,
+    checkpointed: (&str, i32, i64),
+    swap_partition: &str,
+) {
+    let log = dir.join(partition).join("00000000000000000000.log");
+    flip_byte(&log, batch_position + 70);
     let log_length = std::fs::metadata(&log).unwrap().len();
     append(&log, &[0, 0, 0, 0, 0, 0, 0, 13, 0, 0, 1, 0, 0, 0, 0, 0, 9]);
-    // An index entry pointing past the log: relative offset 20 at position 99,999.
-    let index = partition.join("00000000000000000000.index");
-    append(&index, &[0, 0, 0, 20, 0, 1, 0x86, 0x9f]);
-    // A recovery point beyond TestTopicPatient-0's end (3).
+    let index = dir.join(partition).join("00000000000000000000.index");
+    let entries = std::fs::metadata(&index).unwrap().len() / 8;
+    // Relative offset 0x7fff0000 at position 99,999: after every real entry, past the log.
+    append(&index, &[0x7f, 0xff, 0, 0, 0, 1, 0x86, 0x9f]);
     let checkpoint = dir.join("recovery-point-offset-checkpoint");
+    let (topic, number, end) = checkpointed;
     let text = std::fs::read_to_string(&checkpoint).unwrap();
-    let planted: Vec<&str> = text
+    let planted: Vec<String> = text
         .lines()
         .map(|line| {
-            if line == "TestTopicPatient 0 0" {
-                "TestTopicPatient 0 77"
+            let fields: Vec<&str> = line.split(' ').collect();
+            if fields.len() == 3 && fields[0] == topic && fields[1] == number.to_string() {
+                format!("{topic} {number} {}", end + 74)
             } else {
-                line
+                line.to_owned()
             }
         })
         .collect();
     std::fs::write(&checkpoint, planted.join("\n") + "\n").unwrap();
-    // A stray .swap from an interrupted cleaning.
-    let swap = dir.join("TestTopicPatient-0/00000000000000000000.log.swap");
+    let swap = dir
+        .join(swap_partition)
+        .join("00000000000000000000.log.swap");
     std::fs::write(&swap, b"").unwrap();
 
     let (ok, out) = verify(dir);
     assert!(!ok, "{out}");
     let expect = |needle: String| assert!(out.contains(&needle), "missing {needle:?} in\n{out}");
     expect(format!(
-        "{}: batch at position 4730: checksum mismatch",
+        "{}: batch at position {batch_position}: checksum mismatch",
         log.display()
     ));
     expect(format!(
@@ -133,15 +137,65 @@ fn every_planted_fault_is_found_with_its_file_and_position() {
         log.display()
     ));
     expect(format!(
-        "{}: entry 2 (byte 16): position 99999 is past the end of the log",
-        index.display()
+        "{}: entry {entries} (byte {}): position 99999 is past the end of the log",
+        index.display(),
+        entries * 8
     ));
     expect(format!(
-        "{}: TestTopicPatient-0: recovery point 77 is beyond the log end offset 3",
-        checkpoint.display()
+        "{}: {topic}-{number}: recovery point {} is beyond the log end offset {end}",
+        checkpoint.display(),
+        end + 74
     ));
     expect(format!("{}: a leftover .swap file", swap.display()));
     assert!(out.contains("5 problem(s)"), "{out}");
+}
+
+#[test]
+fn every_planted_fault_is_found_in_a_kafka_dir() {
+    let Some(fixtures) = kafka_fixtures() else {
+        return;
+    };
+    let copy = copy_to_temp(&fixtures.join("LDI-POC"));
+    // The batch at position 4730 of __consumer_offsets-6 holds offset 3.
+    plant_and_verify(
+        copy.path(),
+        "__consumer_offsets-6",
+        4730,
+        ("TestTopicPatient", 0, 3),
+        "TestTopicPatient-0",
+    );
+}
+
+#[test]
+fn every_planted_fault_is_found_in_a_ferrolog_dir() {
+    let (_temp, dir) = ferrolog_dir();
+    let (ok, out) = verify(&dir);
+    assert!(ok, "{out}");
+    plant_and_verify(
+        &dir,
+        "demo-0",
+        0,
+        ("demo", 1, log_end(&dir, "demo-1")),
+        "demo-2",
+    );
+}
+
+/// The log end offset of a partition of a ferrolog dir, from `dump-log`'s last batch line.
+fn log_end(dir: &Path, partition: &str) -> i64 {
+    let log = dir.join(partition).join("00000000000000000000.log");
+    let output = Command::new(env!("CARGO_BIN_EXE_ferrolog"))
+        .args(["dump-log", "--files"])
+        .arg(&log)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&output.stdout);
+    let last = text
+        .lines()
+        .filter_map(|line| line.split("lastOffset: ").nth(1))
+        .filter_map(|rest| rest.split(' ').next()?.parse::<i64>().ok())
+        .last()
+        .unwrap();
+    last + 1
 }
 
 #[test]

@@ -60,15 +60,12 @@ pub async fn handle(
     }
 }
 
-/// Bytes out per topic and partition errors, for the response actually sent.
+/// Bytes out per topic, for the response actually sent.
 fn record_metrics(response: &FetchResponse) {
     for topic in &response.responses {
         let mut bytes = 0u64;
         for partition in &topic.partitions {
             bytes += partition.records.as_ref().map_or(0, |r| r.len() as u64);
-            if partition.error_code != errors::NONE {
-                crate::metrics::record_error("Fetch", partition.error_code);
-            }
         }
         if bytes > 0 {
             crate::metrics::record_fetched(&topic.topic.0, bytes);

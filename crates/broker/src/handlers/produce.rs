@@ -29,7 +29,6 @@ pub fn handle(
                         PartitionProduceResponse::default().with_index(partition.index);
                     let tp = TopicPartition::new(name.clone(), partition.index);
                     let Some(log) = context.manager.get(&tp) else {
-                        crate::metrics::record_error("Produce", errors::UNKNOWN_TOPIC_OR_PARTITION);
                         return response.with_error_code(errors::UNKNOWN_TOPIC_OR_PARTITION);
                     };
                     let mut bytes = partition
@@ -55,7 +54,6 @@ pub fn handle(
                         }
                         Err(error) => {
                             tracing::debug!(partition = %tp, error = %error, "produce refused");
-                            crate::metrics::record_error("Produce", errors::code_of(&error));
                             response = response.with_error_code(errors::code_of(&error));
                             if version >= 8 {
                                 response = response.with_error_message(Some(

@@ -1,0 +1,193 @@
+//! The error codes a response carries, wherever its schema puts them (top level, per topic,
+//! per partition, per member), so every API's errors are counted the same way for the
+//! `ErrorsPerSec` metric.
+
+use kafka_protocol::messages::{
+    AlterConfigsResponse, ApiVersionsResponse, CreatePartitionsResponse, CreateTopicsResponse,
+    DeleteGroupsResponse, DeleteRecordsResponse, DeleteTopicsResponse, DescribeClusterResponse,
+    DescribeConfigsResponse, DescribeGroupsResponse, DescribeLogDirsResponse, FetchResponse,
+    FindCoordinatorResponse, HeartbeatResponse, IncrementalAlterConfigsResponse,
+    InitProducerIdResponse, JoinGroupResponse, LeaveGroupResponse, ListGroupsResponse,
+    ListOffsetsResponse, MetadataResponse, OffsetCommitResponse, OffsetDeleteResponse,
+    OffsetFetchResponse, ProduceResponse, SyncGroupResponse,
+};
+
+/// The error codes in a response, `NONE` included.
+pub trait ErrorCodes {
+    fn error_codes(&self) -> Vec<i16>;
+}
+
+macro_rules! top_level {
+    ($($response:ty),*) => {$(
+        impl ErrorCodes for $response {
+            fn error_codes(&self) -> Vec<i16> {
+                vec![self.error_code]
+            }
+        }
+    )*};
+}
+
+top_level!(
+    ApiVersionsResponse,
+    DescribeClusterResponse,
+    InitProducerIdResponse,
+    JoinGroupResponse,
+    SyncGroupResponse,
+    HeartbeatResponse,
+    ListGroupsResponse
+);
+
+impl ErrorCodes for MetadataResponse {
+    fn error_codes(&self) -> Vec<i16> {
+        let mut codes = vec![self.error_code];
+        for topic in &self.topics {
+            codes.push(topic.error_code);
+            codes.extend(topic.partitions.iter().map(|p| p.error_code));
+        }
+        codes
+    }
+}
+
+impl ErrorCodes for ProduceResponse {
+    fn error_codes(&self) -> Vec<i16> {
+        self.responses
+            .iter()
+            .flat_map(|t| t.partition_responses.iter().map(|p| p.error_code))
+            .collect()
+    }
+}
+
+impl ErrorCodes for FetchResponse {
+    fn error_codes(&self) -> Vec<i16> {
+        let mut codes = vec![self.error_code];
+        for topic in &self.responses {
+            codes.extend(topic.partitions.iter().map(|p| p.error_code));
+        }
+        codes
+    }
+}
+
+impl ErrorCodes for ListOffsetsResponse {
+    fn error_codes(&self) -> Vec<i16> {
+        self.topics
+            .iter()
+            .flat_map(|t| t.partitions.iter().map(|p| p.error_code))
+            .collect()
+    }
+}
+
+impl ErrorCodes for DeleteRecordsResponse {
+    fn error_codes(&self) -> Vec<i16> {
+        self.topics
+            .iter()
+            .flat_map(|t| t.partitions.iter().map(|p| p.error_code))
+            .collect()
+    }
+}
+
+impl ErrorCodes for OffsetCommitResponse {
+    fn error_codes(&self) -> Vec<i16> {
+        self.topics
+            .iter()
+            .flat_map(|t| t.partitions.iter().map(|p| p.error_code))
+            .collect()
+    }
+}
+
+impl ErrorCodes for CreateTopicsResponse {
+    fn error_codes(&self) -> Vec<i16> {
+        self.topics.iter().map(|t| t.error_code).collect()
+    }
+}
+
+impl ErrorCodes for DeleteTopicsResponse {
+    fn error_codes(&self) -> Vec<i16> {
+        self.responses.iter().map(|t| t.error_code).collect()
+    }
+}
+
+impl ErrorCodes for CreatePartitionsResponse {
+    fn error_codes(&self) -> Vec<i16> {
+        self.results.iter().map(|t| t.error_code).collect()
+    }
+}
+
+impl ErrorCodes for DescribeConfigsResponse {
+    fn error_codes(&self) -> Vec<i16> {
+        self.results.iter().map(|r| r.error_code).collect()
+    }
+}
+
+impl ErrorCodes for AlterConfigsResponse {
+    fn error_codes(&self) -> Vec<i16> {
+        self.responses.iter().map(|r| r.error_code).collect()
+    }
+}
+
+impl ErrorCodes for IncrementalAlterConfigsResponse {
+    fn error_codes(&self) -> Vec<i16> {
+        self.responses.iter().map(|r| r.error_code).collect()
+    }
+}
+
+impl ErrorCodes for DescribeLogDirsResponse {
+    fn error_codes(&self) -> Vec<i16> {
+        let mut codes = vec![self.error_code];
+        codes.extend(self.results.iter().map(|r| r.error_code));
+        codes
+    }
+}
+
+impl ErrorCodes for FindCoordinatorResponse {
+    fn error_codes(&self) -> Vec<i16> {
+        let mut codes = vec![self.error_code];
+        codes.extend(self.coordinators.iter().map(|c| c.error_code));
+        codes
+    }
+}
+
+impl ErrorCodes for LeaveGroupResponse {
+    fn error_codes(&self) -> Vec<i16> {
+        let mut codes = vec![self.error_code];
+        codes.extend(self.members.iter().map(|m| m.error_code));
+        codes
+    }
+}
+
+impl ErrorCodes for OffsetFetchResponse {
+    fn error_codes(&self) -> Vec<i16> {
+        let mut codes = vec![self.error_code];
+        for topic in &self.topics {
+            codes.extend(topic.partitions.iter().map(|p| p.error_code));
+        }
+        for group in &self.groups {
+            codes.push(group.error_code);
+            for topic in &group.topics {
+                codes.extend(topic.partitions.iter().map(|p| p.error_code));
+            }
+        }
+        codes
+    }
+}
+
+impl ErrorCodes for DescribeGroupsResponse {
+    fn error_codes(&self) -> Vec<i16> {
+        self.groups.iter().map(|g| g.error_code).collect()
+    }
+}
+
+impl ErrorCodes for DeleteGroupsResponse {
+    fn error_codes(&self) -> Vec<i16> {
+        self.results.iter().map(|r| r.error_code).collect()
+    }
+}
+
+impl ErrorCodes for OffsetDeleteResponse {
+    fn error_codes(&self) -> Vec<i16> {
+        let mut codes = vec![self.error_code];
+        for topic in &self.topics {
+            codes.extend(topic.partitions.iter().map(|p| p.error_code));
+        }
+        codes
+    }
+}
