@@ -191,9 +191,9 @@ fn log_end(dir: &Path, partition: &str) -> i64 {
     let text = String::from_utf8_lossy(&output.stdout);
     let last = text
         .lines()
+        .rev()
         .filter_map(|line| line.split("lastOffset: ").nth(1))
-        .filter_map(|rest| rest.split(' ').next()?.parse::<i64>().ok())
-        .last()
+        .find_map(|rest| rest.split(' ').next()?.parse::<i64>().ok())
         .unwrap();
     last + 1
 }
