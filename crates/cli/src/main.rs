@@ -49,13 +49,36 @@ enum Command {
     },
 }
 
+/// Lets `serve` apply `ferrolog.log.level` from its configuration once it has read it.
+static LOG_FILTER: std::sync::OnceLock<
+    tracing_subscriber::reload::Handle<tracing_subscriber::EnvFilter, tracing_subscriber::Registry>,
+> = std::sync::OnceLock::new();
+
+/// Sets the log filter (`ferrolog.log.level`), unless `FERROLOG_LOG` is set: the environment
+/// wins, so an operator can raise the level without editing the configuration.
+pub fn set_log_level(directives: &str) -> anyhow::Result<()> {
+    if std::env::var_os("FERROLOG_LOG").is_some() {
+        return Ok(());
+    }
+    let filter = tracing_subscriber::EnvFilter::try_new(directives).map_err(|error| {
+        anyhow::anyhow!("invalid value {directives:?} for ferrolog.log.level: {error}")
+    })?;
+    if let Some(handle) = LOG_FILTER.get() {
+        handle.reload(filter)?;
+    }
+    Ok(())
+}
+
 fn main() -> ExitCode {
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_env("FERROLOG_LOG")
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
-        )
-        .with_writer(std::io::stderr)
+    use tracing_subscriber::layer::SubscriberExt as _;
+    use tracing_subscriber::util::SubscriberInitExt as _;
+    let filter = tracing_subscriber::EnvFilter::try_from_env("FERROLOG_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let (filter, handle) = tracing_subscriber::reload::Layer::new(filter);
+    let _ = LOG_FILTER.set(handle);
+    tracing_subscriber::registry()
+        .with(filter)
+        .with(tracing_subscriber::fmt::layer().with_writer(std::io::stderr))
         .init();
     let cli = Cli::parse();
     let result = match cli.command {

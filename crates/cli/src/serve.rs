@@ -49,6 +49,8 @@ const BROKER_KEYS: &[&str] = &[
     "ferrolog.fetch.transfer",
     // Not a Kafka key: where the Prometheus endpoint listens (off unless set).
     "metrics.listener",
+    // Not a Kafka key: the log filter (`info`, `warn`, `info,ferrolog_storage=debug`, ...).
+    "ferrolog.log.level",
     "offsets.topic.num.partitions",
     "offsets.topic.segment.bytes",
     "offsets.retention.minutes",
@@ -255,6 +257,9 @@ fn merged_properties(args: &ServeArgs) -> anyhow::Result<BTreeMap<String, String
 
 pub fn run(args: &ServeArgs) -> anyhow::Result<()> {
     let properties = merged_properties(args)?;
+    if let Some(level) = properties.get("ferrolog.log.level") {
+        crate::set_log_level(level)?;
+    }
     let manager_config = ManagerConfig::from_properties(&properties)?;
     let (listen, mut broker_config) = broker_config(&properties)?;
     let metrics_listen = match properties.get("metrics.listener") {
