@@ -36,10 +36,13 @@ enum Command {
         #[arg(long, default_value_t = 1024)]
         size: usize,
     },
-    /// Reads `messages` messages from the start of every partition.
+    /// Reads `messages` messages from the start of partitions `0..partitions`, or of
+    /// `--partition` alone.
     Consume {
         #[arg(long, default_value_t = 1)]
         partitions: i32,
+        #[arg(long)]
+        partition: Option<i32>,
     },
 }
 
@@ -66,7 +69,10 @@ fn main() -> Result<()> {
             }
             produce(&config, &args.topic, args.messages, size)?
         }
-        Command::Consume { partitions } => {
+        Command::Consume {
+            partitions,
+            partition,
+        } => {
             config
                 .set("group.id", "ferrolog-loadgen")
                 .set("enable.auto.commit", "false")
@@ -76,7 +82,11 @@ fn main() -> Result<()> {
             for (key, value) in &args.properties {
                 config.set(key, value);
             }
-            consume(&config, &args.topic, args.messages, partitions)?
+            let assigned: Vec<i32> = match partition {
+                Some(partition) => vec![partition],
+                None => (0..partitions).collect(),
+            };
+            consume(&config, &args.topic, args.messages, &assigned)?
         }
     };
     let seconds = elapsed.as_secs_f64();
@@ -135,11 +145,11 @@ fn consume(
     config: &ClientConfig,
     topic: &str,
     messages: u64,
-    partitions: i32,
+    partitions: &[i32],
 ) -> Result<(u64, u64, Duration)> {
     let consumer: BaseConsumer = config.create().context("creating the consumer")?;
     let mut assignment = TopicPartitionList::new();
-    for partition in 0..partitions {
+    for &partition in partitions {
         assignment.add_partition_offset(topic, partition, Offset::Beginning)?;
     }
     consumer.assign(&assignment)?;
