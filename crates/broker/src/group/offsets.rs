@@ -1,0 +1,274 @@
+//! Committed offsets: OffsetCommit, OffsetFetch, OffsetDelete, DeleteGroups, and the expiry of
+//! empty groups' offsets after `offsets.retention.minutes`.
+
+use std::collections::HashMap;
+
+use ferrolog_records::consumer_offsets::{OffsetValue, OffsetsKey};
+
+use super::membership::check_member;
+use super::offsets_topic::OffsetsRecord;
+use super::state::{Group, GroupState};
+use super::{CommitEntry, GroupCoordinator};
+use crate::errors;
+
+impl GroupCoordinator {
+    /// OffsetCommit: one error per entry (a group-level problem applies to all of them).
+    pub fn commit(
+        &self,
+        group_id: &str,
+        generation: i32,
+        member_id: &str,
+        group_instance_id: Option<&str>,
+        retention_ms: Option<i64>,
+        entries: &[CommitEntry],
+    ) -> Vec<i16> {
+        let all = |code| vec![code; entries.len()];
+        if group_id.is_empty() {
+            return all(errors::INVALID_GROUP_ID);
+        }
+        let now = self.now();
+        let mut groups = self.groups.lock();
+        let group = match groups.get_mut(group_id) {
+            Some(group) => group,
+            None if generation < 0 => groups
+                .entry(group_id.to_owned())
+                .or_insert_with(|| Group::new(group_id, now)),
+            None => return all(errors::ILLEGAL_GENERATION),
+        };
+        let standalone = generation < 0 && group.state == GroupState::Empty;
+        if !standalone {
+            if let Err(code) = check_member(group, member_id, group_instance_id, generation) {
+                return all(code);
+            }
+            if group.state == GroupState::CompletingRebalance {
+                return all(errors::REBALANCE_IN_PROGRESS);
+            }
+            if let Some(member) = group.member_mut(member_id) {
+                member.session_deadline_ms = now + i64::from(member.session_timeout_ms);
+            }
+        }
+        let mut results = Vec::with_capacity(entries.len());
+        let mut records = Vec::new();
+        let mut values = Vec::new();
+        for entry in entries {
+            if entry.metadata.len() > self.config.offset_metadata_max_bytes {
+                results.push(errors::OFFSET_METADATA_TOO_LARGE);
+                continue;
+            }
+            let value = OffsetValue {
+                offset: entry.offset,
+                leader_epoch: entry.leader_epoch,
+                metadata: entry.metadata.clone(),
+                commit_timestamp: now,
+                expire_timestamp: retention_ms.map(|retention| now + retention),
+            };
+            records.push((
+                OffsetsKey::Offset {
+                    group: group_id.to_owned(),
+                    topic: entry.topic.clone(),
+                    partition: entry.partition,
+                },
+                Some(value.encode()),
+            ));
+            values.push(((entry.topic.clone(), entry.partition), value));
+            results.push(errors::NONE);
+        }
+        if let Err(error) = self.topic.append(group_id, &records, now) {
+            tracing::warn!(group = group_id, %error, "storing committed offsets failed");
+            return results
+                .into_iter()
+                .map(|code| {
+                    if code == errors::NONE {
+                        errors::COORDINATOR_NOT_AVAILABLE
+                    } else {
+                        code
+                    }
+                })
+                .collect();
+        }
+        group.offsets.extend(values);
+        results
+    }
+
+    /// OffsetFetch for `topics` (all of the group's partitions when `None`): each partition's
+    /// committed offset, or `None` when there is none.
+    pub fn fetch_offsets(
+        &self,
+        group_id: &str,
+        topics: Option<&[(String, Vec<i32>)]>,
+    ) -> Vec<(String, i32, Option<OffsetValue>)> {
+        let groups = self.groups.lock();
+        let group = groups.get(group_id);
+        match topics {
+            Some(topics) => topics
+                .iter()
+                .flat_map(|(topic, partitions)| {
+                    partitions.iter().map(move |partition| {
+                        let value = group
+                            .and_then(|g| g.offsets.get(&(topic.clone(), *partition)).cloned());
+                        (topic.clone(), *partition, value)
+                    })
+                })
+                .collect(),
+            None => group
+                .map(|g| {
+                    g.offsets
+                        .iter()
+                        .map(|((topic, partition), value)| {
+                            (topic.clone(), *partition, Some(value.clone()))
+                        })
+                        .collect()
+                })
+                .unwrap_or_default(),
+        }
+    }
+
+    /// DeleteGroups: only empty groups go; their offsets and metadata are tombstoned.
+    pub fn delete_group(&self, group_id: &str) -> i16 {
+        let now = self.now();
+        let mut groups = self.groups.lock();
+        let Some(group) = groups.get(group_id) else {
+            return errors::GROUP_ID_NOT_FOUND;
+        };
+        if group.state != GroupState::Empty {
+            return errors::NON_EMPTY_GROUP;
+        }
+        let mut records: Vec<OffsetsRecord> = group
+            .offsets
+            .keys()
+            .map(|(topic, partition)| (offset_key(group_id, topic, *partition), None))
+            .collect();
+        records.push((
+            OffsetsKey::Group {
+                group: group_id.to_owned(),
+            },
+            None,
+        ));
+        if let Err(error) = self.topic.append(group_id, &records, now) {
+            tracing::warn!(group = group_id, %error, "deleting a group failed");
+            return errors::COORDINATOR_NOT_AVAILABLE;
+        }
+        groups.remove(group_id);
+        tracing::info!(group = group_id, "group deleted");
+        errors::NONE
+    }
+
+    /// OffsetDelete: returns the group's error and one error per `(topic, partition)`. Offsets
+    /// of topics the group's members subscribe to stay (GROUP_SUBSCRIBED_TO_TOPIC).
+    pub fn delete_offsets(
+        &self,
+        group_id: &str,
+        partitions: &[(String, i32)],
+        subscribed: impl Fn(&str, &[u8]) -> Vec<String>,
+    ) -> (i16, Vec<i16>) {
+        let now = self.now();
+        let mut groups = self.groups.lock();
+        let Some(group) = groups.get_mut(group_id) else {
+            return (errors::GROUP_ID_NOT_FOUND, Vec::new());
+        };
+        let protocol_type = group.protocol_type.clone().unwrap_or_default();
+        let protocol = group.protocol.clone().unwrap_or_default();
+        let topics: Vec<String> = if group.state == GroupState::Empty {
+            Vec::new()
+        } else {
+            group
+                .members
+                .iter()
+                .flat_map(|m| subscribed(&protocol_type, &m.metadata_for(&protocol)))
+                .collect()
+        };
+        let mut records = Vec::new();
+        let results: Vec<i16> = partitions
+            .iter()
+            .map(|(topic, partition)| {
+                if topics.contains(topic) {
+                    return errors::GROUP_SUBSCRIBED_TO_TOPIC;
+                }
+                if group.offsets.contains_key(&(topic.clone(), *partition)) {
+                    records.push((offset_key(group_id, topic, *partition), None));
+                }
+                errors::NONE
+            })
+            .collect();
+        if let Err(error) = self.topic.append(group_id, &records, now) {
+            tracing::warn!(group = group_id, %error, "deleting offsets failed");
+            return (errors::COORDINATOR_NOT_AVAILABLE, Vec::new());
+        }
+        for (key, _) in &records {
+            if let OffsetsKey::Offset {
+                topic, partition, ..
+            } = key
+            {
+                group.offsets.remove(&(topic.clone(), *partition));
+            }
+        }
+        (errors::NONE, results)
+    }
+
+    /// Offsets of empty groups older than `offsets.retention.minutes` (counted from when the
+    /// group emptied, or from the commit for groups that never had members) are tombstoned; an
+    /// empty group left with no offsets is removed.
+    pub(super) fn expire_offsets(&self, groups: &mut HashMap<String, Group>, now: i64) {
+        let retention = self.config.offsets_retention_ms;
+        let mut dead = Vec::new();
+        for group in groups.values_mut() {
+            if group.state != GroupState::Empty {
+                continue;
+            }
+            let expired: Vec<(String, i32)> = group
+                .offsets
+                .iter()
+                .filter(|(_, value)| match value.expire_timestamp {
+                    Some(expire) => now >= expire,
+                    None if group.protocol_type.is_some() => {
+                        now - group.state_timestamp_ms >= retention
+                    }
+                    None => now - value.commit_timestamp >= retention,
+                })
+                .map(|(key, _)| key.clone())
+                .collect();
+            // An empty group left without offsets is dead: its metadata is tombstoned too.
+            let dies = expired.len() == group.offsets.len();
+            if expired.is_empty() && !dies {
+                continue;
+            }
+            let mut records: Vec<OffsetsRecord> = expired
+                .iter()
+                .map(|(topic, partition)| (offset_key(&group.id, topic, *partition), None))
+                .collect();
+            if dies {
+                records.push((
+                    OffsetsKey::Group {
+                        group: group.id.clone(),
+                    },
+                    None,
+                ));
+            }
+            match self.topic.append(&group.id, &records, now) {
+                Ok(()) => {
+                    tracing::info!(group = %group.id, offsets = expired.len(), "expired committed offsets");
+                    for key in &expired {
+                        group.offsets.remove(key);
+                    }
+                    if dies {
+                        dead.push(group.id.clone());
+                    }
+                }
+                Err(error) => {
+                    tracing::warn!(group = %group.id, %error, "expiring offsets failed");
+                }
+            }
+        }
+        for id in dead {
+            groups.remove(&id);
+        }
+    }
+}
+
+fn offset_key(group: &str, topic: &str, partition: i32) -> OffsetsKey {
+    OffsetsKey::Offset {
+        group: group.to_owned(),
+        topic: topic.to_owned(),
+        partition,
+    }
+}
