@@ -5,11 +5,12 @@ Usage: groups_confluent_kafka.py PORT PHASE [N]
 """
 
 import sys
-import threading
 import time
 
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
+
+from group_split import run_split
 
 B = "127.0.0.1:%s" % sys.argv[1]
 PHASE = sys.argv[2]
@@ -73,63 +74,18 @@ elif PHASE in ("consume", "rest"):
 
 elif PHASE == "split":
     create("ck-split", 6)
-    produce("ck-split", 600, 6)
-    seen = []
-    lock = threading.Lock()
-    stop = {}
-    assignments = {}
 
-    def run(name):
+    def consume(name, stop, record):
         c = consumer("ck-split-group", name)
         c.subscribe(["ck-split"])
         while not stop.get(name):
             batch = c.consume(num_messages=100, timeout=0.2)
-            with lock:
-                for m in batch:
-                    assert m.error() is None, m.error()
-                    seen.append((m.partition(), m.offset(), name))
-                assignments[name] = sorted(tp.partition for tp in c.assignment())
+            for m in batch:
+                assert m.error() is None, m.error()
+            record(name, [(m.partition(), m.offset()) for m in batch],
+                   [tp.partition for tp in c.assignment()])
             if batch:
                 c.commit(asynchronous=False)
         c.close()
 
-    def wait_for(names, partitions_each):
-        deadline = time.time() + 60
-        while time.time() < deadline:
-            with lock:
-                sizes = [len(assignments.get(n, [])) for n in names]
-                union = set().union(*(assignments.get(n, []) for n in names))
-            if sizes == partitions_each and union == set(range(6)):
-                return
-            time.sleep(0.1)
-        raise AssertionError("no balanced assignment for %s: %s" % (names, assignments))
-
-    threads = {}
-    for name in ["a", "b"]:
-        threads[name] = threading.Thread(target=run, args=(name,))
-        threads[name].start()
-    wait_for(["a", "b"], [3, 3])
-    produce("ck-split", 300, 6, start=600)
-    threads["c"] = threading.Thread(target=run, args=("c",))
-    threads["c"].start()
-    wait_for(["a", "b", "c"], [2, 2, 2])
-    produce("ck-split", 300, 6, start=900)
-    stop["a"] = True
-    threads["a"].join()
-    assignments.pop("a")
-    wait_for(["b", "c"], [3, 3])
-    produce("ck-split", 300, 6, start=1200)
-    deadline = time.time() + 60
-    while time.time() < deadline:
-        with lock:
-            if len(seen) >= 1500:
-                break
-        time.sleep(0.1)
-    time.sleep(1)
-    for name in ["b", "c"]:
-        stop[name] = True
-        threads[name].join()
-    keys = [(p, o) for p, o, _ in seen]
-    assert len(set(keys)) == 1500, ("distinct messages", len(set(keys)))
-    assert len(keys) == 1500, ("messages read twice", len(keys) - len(set(keys)))
-    print("split ok: 1500 messages, each once, across %s" % sorted({n for _, _, n in seen}))
+    run_split("ck-split", produce, consume)

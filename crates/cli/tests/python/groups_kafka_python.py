@@ -10,11 +10,12 @@ Usage: groups_kafka_python.py PORT PHASE
 """
 
 import sys
-import threading
 import time
 
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.admin import KafkaAdminClient, NewTopic
+
+from group_split import run_split
 
 B = "127.0.0.1:%s" % sys.argv[1]
 PHASE = sys.argv[2]
@@ -78,66 +79,19 @@ elif PHASE in ("consume", "rest"):
 
 elif PHASE == "split":
     create("split", 6)
-    produce("split", 600, 6)
-    seen = []
-    lock = threading.Lock()
-    stop = {}
-    assignments = {}
 
-    def run(name):
+    def consume(name, stop, record):
         c = consumer("split-group", client_id=name)
         c.subscribe(["split"])
         while not stop.get(name):
             batch = c.poll(timeout_ms=200)
-            with lock:
-                for records in batch.values():
-                    for m in records:
-                        seen.append((m.partition, m.offset, name))
-                assignments[name] = sorted(tp.partition for tp in c.assignment())
+            messages = [(m.partition, m.offset) for records in batch.values() for m in records]
+            record(name, messages, [tp.partition for tp in c.assignment()])
             if batch:
                 c.commit()
         c.close()
 
-    def wait_for(names, partitions_each):
-        deadline = time.time() + 60
-        while time.time() < deadline:
-            with lock:
-                sizes = [len(assignments.get(n, [])) for n in names]
-                union = set().union(*(assignments.get(n, []) for n in names))
-            if sizes == partitions_each and union == set(range(6)):
-                return
-            time.sleep(0.1)
-        raise AssertionError("no balanced assignment for %s: %s" % (names, assignments))
-
-    threads = {}
-    for name in ["a", "b"]:
-        threads[name] = threading.Thread(target=run, args=(name,))
-        threads[name].start()
-    wait_for(["a", "b"], [3, 3])
-    produce("split", 300, 6, start=600)
-    threads["c"] = threading.Thread(target=run, args=("c",))
-    threads["c"].start()
-    wait_for(["a", "b", "c"], [2, 2, 2])
-    produce("split", 300, 6, start=900)
-    stop["a"] = True
-    threads["a"].join()
-    assignments.pop("a")
-    wait_for(["b", "c"], [3, 3])
-    produce("split", 300, 6, start=1200)
-    deadline = time.time() + 60
-    while time.time() < deadline:
-        with lock:
-            if len(seen) >= 1500:
-                break
-        time.sleep(0.1)
-    time.sleep(1)
-    for name in ["b", "c"]:
-        stop[name] = True
-        threads[name].join()
-    keys = [(p, o) for p, o, _ in seen]
-    assert len(set(keys)) == 1500, ("distinct messages", len(set(keys)))
-    assert len(keys) == 1500, ("messages read twice", len(keys) - len(set(keys)))
-    print("split ok: 1500 messages, each once, across %s" % sorted({n for _, _, n in seen}))
+    run_split("split", produce, consume)
 
 elif PHASE == "admin":
     # Run after the phases above: resume-group is empty with 100 committed per partition.
