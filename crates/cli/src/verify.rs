@@ -52,13 +52,36 @@ struct Totals {
     batches: u64,
     bytes: u64,
     problems: Vec<String>,
+    /// Problems counted in a "more problems" line rather than listed one by one.
+    unlisted: usize,
     /// Worth knowing, not wrong.
     notes: Vec<String>,
 }
 
+/// Problems listed per file; the rest of a badly damaged file's are counted, not listed.
+const LISTED_PER_FILE: usize = 10;
+
 impl Totals {
     fn problem(&mut self, path: &Path, what: impl std::fmt::Display) {
         self.problems.push(format!("{}: {what}", path.display()));
+    }
+
+    /// Adds one file's problems: the first few listed, the others counted in one line.
+    fn file_problems(&mut self, path: &Path, problems: Vec<String>) {
+        let total = problems.len();
+        for problem in problems.into_iter().take(LISTED_PER_FILE) {
+            self.problem(path, problem);
+        }
+        if total > LISTED_PER_FILE {
+            self.problem(
+                path,
+                format!(
+                    "... and {} more problems in this file",
+                    total - LISTED_PER_FILE
+                ),
+            );
+            self.unlisted += total - LISTED_PER_FILE - 1;
+        }
     }
 }
 
@@ -110,7 +133,7 @@ pub fn run(args: &VerifyArgs) -> anyhow::Result<bool> {
         println!("No problems found.");
         return Ok(true);
     }
-    println!("{} problem(s):", totals.problems.len());
+    println!("{} problem(s):", totals.problems.len() + totals.unlisted);
     for problem in &totals.problems {
         println!("  {problem}");
     }
@@ -220,13 +243,19 @@ fn verify_partition(
         end_offset: logs.first().map_or(0, |(base, _)| *base),
     };
     for (index, (base, log)) in logs.iter().enumerate() {
-        let checked = check::log_file(log, |_, _, _| {})?;
         totals.segments += 1;
+        let checked = match check::log_file(log, |_, _, _| {}) {
+            Ok(checked) => checked,
+            Err(error) => {
+                // Damage the scan cannot step over: reported, and the next segment checked.
+                totals.problem(log, format!("{error:#}"));
+                progress.tick(totals);
+                continue;
+            }
+        };
         totals.batches += checked.batches;
         totals.bytes += checked.bytes;
-        for problem in checked.problems {
-            totals.problem(log, problem);
-        }
+        totals.file_problems(log, checked.problems);
         let next_base = logs.get(index + 1).map(|(next, _)| *next);
         if let (Some(next_offset), Some(next_base)) = (checked.next_offset, next_base)
             && next_offset > next_base
@@ -253,13 +282,12 @@ fn verify_partition(
             if !path.exists() {
                 continue;
             }
-            let problems = match check {
-                IndexKind::Offset => check::offset_index(&path)?.problems,
-                IndexKind::Time => check::time_index(&path)?.problems,
+            let checked = match check {
+                IndexKind::Offset => check::offset_index(&path).map(|c| c.problems),
+                IndexKind::Time => check::time_index(&path).map(|c| c.problems),
             };
-            for problem in problems {
-                totals.problem(&path, problem);
-            }
+            let problems = checked.unwrap_or_else(|error| vec![format!("{error:#}")]);
+            totals.file_problems(&path, problems);
         }
         progress.tick(totals);
     }
@@ -296,8 +324,13 @@ fn verify_top_level(
     ];
     for (name, meaning) in checkpoints {
         let path = dir.join(name);
-        let Ok(text) = std::fs::read_to_string(&path) else {
-            continue;
+        let text = match std::fs::read_to_string(&path) {
+            Ok(text) => text,
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => continue,
+            Err(error) => {
+                totals.problem(&path, format!("cannot be read as a checkpoint: {error}"));
+                continue;
+            }
         };
         if text.is_empty() {
             continue; // Kafka leaves some checkpoints empty until first written.

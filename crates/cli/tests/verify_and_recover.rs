@@ -229,3 +229,45 @@ fn recover_cuts_what_verify_found_and_the_dir_then_verifies() {
     let (ok, out) = verify(&dir);
     assert!(ok, "after recovery: {out}");
 }
+
+#[test]
+fn garbage_is_reported_file_by_file_never_panicked_on() {
+    let temp = tempfile::tempdir().unwrap();
+    let dir = temp.path();
+    let partition = dir.join("t-0");
+    std::fs::create_dir(&partition).unwrap();
+    std::fs::create_dir(dir.join("no_partition_number")).unwrap();
+    // Deterministic noise (xorshift), so failures reproduce.
+    let mut state = 0x9e37_79b9_7f4a_7c15u64;
+    let mut noise = |length: usize| -> Vec<u8> {
+        (0..length)
+            .map(|_| {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                (state >> 24) as u8
+            })
+            .collect()
+    };
+    for (name, length) in [
+        ("00000000000000000000.log", 5000),
+        ("00000000000000000000.index", 1001),
+        ("00000000000000000000.timeindex", 77),
+        ("00000000000000000005.snapshot", 99),
+    ] {
+        std::fs::write(partition.join(name), noise(length)).unwrap();
+    }
+    std::fs::write(dir.join("recovery-point-offset-checkpoint"), noise(300)).unwrap();
+    let (ok, out) = verify(dir);
+    assert!(!ok, "{out}");
+    for needle in [
+        "no_partition_number: ",
+        "00000000000000000000.log: ",
+        "00000000000000000000.index: the file ends with 1 bytes",
+        "more problems in this file",
+        "00000000000000000005.snapshot",
+        "recovery-point-offset-checkpoint: ",
+    ] {
+        assert!(out.contains(needle), "missing {needle:?} in\n{out}");
+    }
+}
