@@ -78,7 +78,10 @@ fn main() -> Result<()> {
                 .set("enable.auto.commit", "false")
                 .set("fetch.max.bytes", "52428800")
                 .set("max.partition.fetch.bytes", "10485760")
-                .set("fetch.wait.max.ms", "100");
+                .set("fetch.wait.max.ms", "100")
+                // No pause before the next fetch when the local queue is full: the benchmark
+                // drains it at once, so waiting (1 s by default) only idles the connection.
+                .set("fetch.queue.backoff.ms", "0");
             for (key, value) in &args.properties {
                 config.set(key, value);
             }
