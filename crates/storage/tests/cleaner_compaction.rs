@@ -109,6 +109,38 @@ fn records(log: &Log) -> Vec<(i64, Option<String>, Option<String>)> {
     out
 }
 
+/// (producer id, epoch, last sequence, record count) of every idempotent producer's batch in
+/// the first MiB of the log, each batch's checksum verified.
+fn producer_batches(log: &Log) -> Vec<(i64, i16, i32, i32)> {
+    let bytes = log
+        .read(FetchParams {
+            start_offset: 0,
+            max_bytes: 1 << 20,
+            bound: FetchBound::LogEnd,
+            min_one_batch: true,
+        })
+        .unwrap()
+        .read_bytes()
+        .unwrap();
+    let mut producers = Vec::new();
+    for entry in EntryIter::new(&bytes) {
+        let (_, entry) = entry.unwrap();
+        entry.validate().unwrap();
+        let ferrolog_records::FileEntry::V2(batch) = entry else {
+            panic!("ferrolog writes v2 batches only")
+        };
+        if batch.producer_id() >= 0 {
+            producers.push((
+                batch.producer_id(),
+                batch.producer_epoch(),
+                batch.last_sequence(),
+                batch.records_count(),
+            ));
+        }
+    }
+    producers
+}
+
 /// The latest value per key, as a reader of the whole log sees it.
 fn latest(log: &Log) -> BTreeMap<String, Option<String>> {
     records(log)
@@ -338,35 +370,8 @@ fn the_last_batch_of_every_producer_survives_cleaning_even_when_emptied() {
         .maybe_increment_high_watermark(setup.log.log_end_offset());
     setup.log.roll().unwrap();
     clean_until_quiet(&setup, 1 << 20);
-    let bytes = setup
-        .log
-        .read(FetchParams {
-            start_offset: 0,
-            max_bytes: 1 << 20,
-            bound: FetchBound::LogEnd,
-            min_one_batch: true,
-        })
-        .unwrap()
-        .read_bytes()
-        .unwrap();
-    let mut producers = Vec::new();
-    for entry in EntryIter::new(&bytes) {
-        let (_, entry) = entry.unwrap();
-        entry.validate().unwrap();
-        let ferrolog_records::FileEntry::V2(batch) = entry else {
-            panic!()
-        };
-        if batch.producer_id() >= 0 {
-            producers.push((
-                batch.producer_id(),
-                batch.producer_epoch(),
-                batch.last_sequence(),
-                batch.records_count(),
-            ));
-        }
-    }
     assert_eq!(
-        producers,
+        producer_batches(&setup.log),
         vec![(7, 3, 3, 0), (9, 3, 1, 0)],
         "each producer's last batch, emptied"
     );
@@ -512,23 +517,9 @@ fn an_expired_producer_s_emptied_batch_is_not_kept() {
         .maybe_increment_high_watermark(setup.log.log_end_offset());
     setup.log.roll().unwrap();
     clean_until_quiet(&setup, 1 << 20);
-    let bytes = setup
-        .log
-        .read(FetchParams {
-            start_offset: 0,
-            max_bytes: 1 << 20,
-            bound: FetchBound::LogEnd,
-            min_one_batch: true,
-        })
-        .unwrap()
-        .read_bytes()
-        .unwrap();
-    let producers: Vec<i64> = EntryIter::new(&bytes)
-        .map(|entry| match entry.unwrap().1 {
-            ferrolog_records::FileEntry::V2(batch) => batch.producer_id(),
-            ferrolog_records::FileEntry::Legacy(_) => panic!("v2 only"),
-        })
-        .filter(|id| *id >= 0)
+    let producers: Vec<i64> = producer_batches(&setup.log)
+        .into_iter()
+        .map(|(id, ..)| id)
         .collect();
     assert_eq!(
         producers,
