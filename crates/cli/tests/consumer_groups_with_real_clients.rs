@@ -11,7 +11,7 @@ mod common;
 use std::io::Write;
 use std::process::{Command, Stdio};
 
-use common::{Server, kcat, python, python_with_confluent_kafka, run_script};
+use common::{Server, kcat, kcat_lines, python, python_with_confluent_kafka, run_script};
 
 /// The first rebalance of a group would otherwise wait 3 s for more members (Kafka's default).
 const NO_INITIAL_DELAY: &[&str] = &["group.initial.rebalance.delay.ms=0"];
@@ -65,24 +65,28 @@ fn confluent_kafka_groups_resume_after_restarts_and_rebalance_without_loss() {
     resume_across_restarts_then_split(&python, "groups_confluent_kafka.py", &temp).stop();
 }
 
-/// Offsets `kcat -G` printed, consuming `count` messages of `topic` in `group`.
+/// Offsets `kcat -G` printed, consuming `count` messages of `grouped` in `group`.
 fn kcat_group_consume(kcat: &std::path::Path, port: u16, group: &str, count: usize) -> Vec<i64> {
-    let output = Command::new(kcat)
-        .args(["-b", &format!("127.0.0.1:{port}"), "-G", group])
-        .args(["-X", "auto.offset.reset=earliest", "-q", "-f", "%o\\n"])
-        .args(["-c", &count.to_string(), "grouped"])
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    String::from_utf8(output.stdout)
-        .unwrap()
-        .lines()
-        .map(|line| line.parse().unwrap())
-        .collect()
+    let count = count.to_string();
+    kcat_lines(
+        kcat,
+        port,
+        &[
+            "-G",
+            group,
+            "-X",
+            "auto.offset.reset=earliest",
+            "-q",
+            "-f",
+            "%o\\n",
+            "-c",
+            &count,
+            "grouped",
+        ],
+    )
+    .iter()
+    .map(|line| line.parse().unwrap())
+    .collect()
 }
 
 #[test]

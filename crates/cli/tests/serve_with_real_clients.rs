@@ -12,7 +12,7 @@ use std::process::{Command, Stdio};
 
 mod common;
 
-use common::{Server, kcat, python, python_with_confluent_kafka};
+use common::{Server, kcat, kcat_lines, python, python_with_confluent_kafka};
 
 fn script() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python/kafka_python_clients.py")
@@ -78,10 +78,10 @@ fn confluent_kafka_creates_produces_with_each_acks_consumes_and_configs_survive_
 }
 
 fn kcat_consume(kcat: &Path, port: u16, topic: &str) -> Vec<String> {
-    let output = Command::new(kcat)
-        .args([
-            "-b",
-            &format!("127.0.0.1:{port}"),
+    kcat_lines(
+        kcat,
+        port,
+        &[
             "-C",
             "-t",
             topic,
@@ -91,19 +91,8 @@ fn kcat_consume(kcat: &Path, port: u16, topic: &str) -> Vec<String> {
             "-q",
             "-f",
             "%k=%s\\n",
-        ])
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    String::from_utf8(output.stdout)
-        .unwrap()
-        .lines()
-        .map(str::to_owned)
-        .collect()
+        ],
+    )
 }
 
 #[test]

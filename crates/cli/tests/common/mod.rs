@@ -136,6 +136,25 @@ pub fn kcat() -> Option<PathBuf> {
     None
 }
 
+/// Runs kcat with `args` against the broker on `port`; returns its output lines, failing the
+/// test with kcat's stderr when it fails.
+pub fn kcat_lines(kcat: &Path, port: u16, args: &[&str]) -> Vec<String> {
+    let output = Command::new(kcat)
+        .args(["-b", &format!("127.0.0.1:{port}")])
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "kcat {args:?}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .map(str::to_owned)
+        .collect()
+}
+
 /// A python that also has confluent-kafka (`None`, after a message, when it lacks it).
 pub fn python_with_confluent_kafka() -> Option<String> {
     let python = python()?;
