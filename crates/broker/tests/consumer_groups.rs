@@ -520,3 +520,41 @@ fn sync_now_or_ready(reply: Reply<SyncResult>) -> SyncResult {
         Reply::Later(mut receiver) => receiver.try_recv().unwrap(),
     }
 }
+
+#[test]
+fn a_deleted_topic_s_offsets_leave_every_group() {
+    let temp = tempfile::tempdir().unwrap();
+    let clock = Arc::new(ManualClock::new(1_700_000_000_000));
+    let manager = open_manager(temp.path(), clock);
+    let config = GroupConfig {
+        offsets_topic_partitions: 2,
+        ..GroupConfig::default()
+    };
+    let coordinator = GroupCoordinator::open(Arc::clone(&manager), config.clone()).unwrap();
+    let entry = |topic: &str, partition| CommitEntry {
+        topic: topic.into(),
+        partition,
+        offset: 9,
+        leader_epoch: -1,
+        metadata: String::new(),
+    };
+    for group in ["g1", "g2"] {
+        let entries = [entry("gone", 0), entry("gone", 1), entry("kept", 0)];
+        let results = coordinator.commit(group, -1, "", None, None, &entries);
+        assert_eq!(results, vec![errors::NONE; 3]);
+    }
+    assert_eq!(coordinator.forget_topic("gone"), 4);
+    let topics_of = |coordinator: &GroupCoordinator, group: &str| -> Vec<String> {
+        coordinator
+            .fetch_offsets(group, None)
+            .into_iter()
+            .map(|(topic, ..)| topic)
+            .collect()
+    };
+    assert_eq!(topics_of(&coordinator, "g1"), vec!["kept"]);
+    // Tombstones were written: a reload agrees.
+    drop(coordinator);
+    let reloaded = GroupCoordinator::open(Arc::clone(&manager), config).unwrap();
+    assert_eq!(topics_of(&reloaded, "g2"), vec!["kept"]);
+    manager.shutdown().unwrap();
+}

@@ -153,6 +153,36 @@ impl GroupCoordinator {
         errors::NONE
     }
 
+    /// A deleted topic's committed offsets go from every group (tombstoned), as Kafka removes
+    /// them when a topic is deleted: a topic created again under the name starts afresh.
+    /// Returns how many offsets were removed.
+    pub fn forget_topic(&self, topic: &str) -> usize {
+        let now = self.now();
+        let mut groups = self.groups.lock();
+        let mut removed = 0;
+        for group in groups.values_mut() {
+            let records: Vec<OffsetsRecord> = group
+                .offsets
+                .keys()
+                .filter(|(t, _)| t == topic)
+                .map(|(t, partition)| (offset_key(&group.id, t, *partition), None))
+                .collect();
+            if records.is_empty() {
+                continue;
+            }
+            match self.topic.append(&group.id, &records, now) {
+                Ok(()) => {
+                    removed += records.len();
+                    group.offsets.retain(|(t, _), _| t != topic);
+                }
+                Err(error) => {
+                    tracing::warn!(group = %group.id, topic, %error, "removing a deleted topic's offsets failed");
+                }
+            }
+        }
+        removed
+    }
+
     /// OffsetDelete: returns the group's error and one error per `(topic, partition)`. Offsets
     /// of topics the group's members subscribe to stay (GROUP_SUBSCRIBED_TO_TOPIC).
     pub fn delete_offsets(

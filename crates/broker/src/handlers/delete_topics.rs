@@ -1,5 +1,6 @@
 //! DeleteTopics (by name): every partition's log is removed through the LogManager (renamed
-//! `-delete` at once, its files removed after `file.delete.delay.ms`).
+//! `-delete` at once, its files removed after `file.delete.delay.ms`), the topic's configs
+//! forgotten, and every group's committed offsets for it removed.
 
 use kafka_protocol::messages::delete_topics_response::DeletableTopicResult;
 use kafka_protocol::messages::{DeleteTopicsRequest, DeleteTopicsResponse, RequestHeader};
@@ -42,7 +43,8 @@ pub fn handle(
             if let Err(error) = context.manager.forget_topic_overrides(&topic) {
                 return result.with_error_code(errors::code_of(&error));
             }
-            tracing::info!(topic, "deleted topic");
+            let offsets = context.groups.forget_topic(&topic);
+            tracing::info!(topic, removed_group_offsets = offsets, "deleted topic");
             result
         })
         .collect();
