@@ -16,9 +16,14 @@ use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
 
+/// A gauge not set for this long is dropped from the output: the state gauges are set at every
+/// scrape for the partitions that exist, so a deleted partition's disappear.
+const STALE_GAUGE: std::time::Duration = std::time::Duration::from_secs(60);
+
 /// Installs the process-wide recorder. Call once, before anything records.
 pub fn install() -> Result<PrometheusHandle, String> {
     PrometheusBuilder::new()
+        .idle_timeout(metrics_util::MetricKindMask::GAUGE, Some(STALE_GAUGE))
         .set_buckets(&[
             0.1, 0.5, 1.0, 2.5, 5.0, 10.0, 25.0, 50.0, 100.0, 250.0, 500.0, 1000.0, 5000.0,
         ])

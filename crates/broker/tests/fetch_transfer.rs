@@ -141,3 +141,64 @@ async fn fetch(
     assert!(body.is_empty(), "the frame holds exactly one response");
     response
 }
+
+/// A segment cut shorter after a fetch chose its bytes (a truncation) cannot be sent: the size
+/// prefix has promised them, so the write fails, naming the segment, and the connection is
+/// closed rather than left out of step.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_region_past_the_segment_end_fails_the_write_in_both_transfers() {
+    use ferrolog_broker::response::{Chunk, FileRegion, ResponseFrame};
+    use ferrolog_broker::transfer::FrameWriter;
+
+    let temp = tempfile::tempdir().unwrap();
+    let manager = LogManager::open(
+        ManagerConfig {
+            log_dirs: vec![temp.path().to_path_buf()],
+            ..ManagerConfig::default()
+        },
+        Arc::new(SystemClock),
+    )
+    .unwrap();
+    let log = manager
+        .get_or_create(&TopicPartition::new("short", 0))
+        .unwrap();
+    log.append_as_leader(
+        &mut ferrolog_testkit::numbered_batch(0, 5, 1_700_000_000_000),
+        0,
+    )
+    .unwrap();
+    let segment = Arc::clone(&log.view().segments[0]);
+    let size = usize::try_from(segment.size()).unwrap();
+    for transfer in [FetchTransfer::Copy, FetchTransfer::Sendfile] {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let address = listener.local_addr().unwrap();
+        let reader = tokio::spawn(async move {
+            let (mut stream, _) = listener.accept().await.unwrap();
+            let mut received = Vec::new();
+            let _ = stream.read_to_end(&mut received).await;
+            received.len()
+        });
+        let mut stream = tokio::net::TcpStream::connect(address).await.unwrap();
+        let frame = ResponseFrame {
+            chunks: vec![Chunk::File(FileRegion {
+                segment: Arc::clone(&segment),
+                position: 0,
+                length: size + 100,
+            })],
+        };
+        let error = FrameWriter::new(transfer)
+            .write(&mut stream, frame)
+            .await
+            .unwrap_err();
+        assert!(
+            error.to_string().contains("shrank"),
+            "{transfer:?}: {error}"
+        );
+        drop(stream);
+        assert!(
+            reader.await.unwrap() <= size,
+            "no bytes beyond the segment were invented"
+        );
+    }
+    manager.shutdown().unwrap();
+}
