@@ -9,12 +9,18 @@ baseline="target/bench-data/baseline.txt"
 
 # The file system's buffered sequential write bandwidth, the way the append bench writes: a new
 # 256 MiB file each run, no fsync. Two warm-up runs, then five measured; the median is used.
-dd_rate() { # block size, count
+# With `reserved`, the file's blocks are first reserved with `fallocate --keep-size`, as the log
+# reserves them ahead of its appends: the same kind of write's own ceiling.
+dd_rate() { # block size, count, [reserved]
   local rates=()
   for run in 1 2 3 4 5 6 7; do
     rm -f target/bench-data/dd.bin
+    if [ "${3:-}" = reserved ]; then
+      touch target/bench-data/dd.bin
+      fallocate --keep-size --length 256MiB target/bench-data/dd.bin
+    fi
     local line
-    line=$(dd if=/dev/zero of=target/bench-data/dd.bin bs="$1" count="$2" 2>&1 | tail -1)
+    line=$(dd if=/dev/zero of=target/bench-data/dd.bin bs="$1" count="$2" conv=notrunc 2>&1 | tail -1)
     [ "$run" -gt 2 ] && rates+=("$(echo "$line" | awk -F', ' '{split($3, t, " "); print 268435456 / t[1]}')")
   done
   rm -f target/bench-data/dd.bin
@@ -22,6 +28,8 @@ dd_rate() { # block size, count
 }
 echo "dd_1M $(dd_rate 1M 256)" >> "$baseline"
 echo "dd_16k $(dd_rate 16k 16384)" >> "$baseline"
+echo "dd_1M_reserved $(dd_rate 1M 256 reserved)" >> "$baseline"
+echo "dd_16k_reserved $(dd_rate 16k 16384 reserved)" >> "$baseline"
 # Page-cache read bandwidth of a cached 256 MiB file.
 dd if=/dev/zero of=target/bench-data/cached.bin bs=1M count=256 status=none
 cat target/bench-data/cached.bin > /dev/null

@@ -1128,3 +1128,29 @@ fn closed_log_refuses_appends() {
         Err(StorageError::LogClosed(_))
     ));
 }
+
+#[test]
+fn rolled_and_closed_segments_hold_no_blocks_past_their_data() {
+    let fixture = Fixture::new();
+    let log = fixture.create(small_segments(2048));
+    for i in 0..40 {
+        append_value(&log, &format!("value {i:04} {}", "x".repeat(100)));
+    }
+    let view = log.view();
+    assert!(view.segments.len() > 3);
+    let block_rounded = |bytes: u64| bytes.div_ceil(4096) * 4096;
+    let (active, rolled) = view.segments.split_last().unwrap();
+    for segment in rolled {
+        assert_eq!(
+            segment.log_file().allocated_bytes().unwrap(),
+            block_rounded(segment.size()),
+            "{}",
+            segment.log_path().display()
+        );
+    }
+    log.close().unwrap();
+    assert_eq!(
+        active.log_file().allocated_bytes().unwrap(),
+        block_rounded(active.size())
+    );
+}

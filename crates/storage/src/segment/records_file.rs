@@ -4,6 +4,13 @@
 //! any thread) and the single appender never share a file cursor. The published size only
 //! grows after the bytes are written, so a reader bounded by it never sees a partial batch.
 //!
+//! Disk blocks are reserved ahead of the data with `fallocate(FALLOC_FL_KEEP_SIZE)`: a write
+//! into blocks the file system has already allocated skips its delayed-allocation bookkeeping,
+//! which is most of what a buffered append costs the kernel. The file's size stays the size of
+//! its data, so nothing on disk or seen by readers changes; the reservation (at most
+//! [`MAX_RESERVE_AHEAD_BYTES`], and never more than the data already written) is released by
+//! [`RecordsFile::trim`] when the segment rolls or closes.
+//!
 //! Two ways to walk the file: [`RecordsFile::read_entry_header`] reads just the first bytes of
 //! one entry (offset lookups touch only headers), and [`RecordsFile::scan`] streams whole
 //! entries through a reusable buffer (recovery, timestamp search, dumping).
@@ -12,7 +19,7 @@ use std::fs::{File, OpenOptions};
 use std::ops::ControlFlow;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use ferrolog_records::batch::{BATCH_HEADER_LEN, MAGIC_V2, field};
 use ferrolog_records::{EntryHeader, FileEntry, HEADER_SIZE_UP_TO_MAGIC};
@@ -49,11 +56,26 @@ impl EntrySummary {
 /// Read size for streaming scans; entries larger than this grow the buffer to fit.
 const SCAN_CHUNK_BYTES: usize = 1 << 20;
 
+/// The most disk space reserved past the data of one file. Ahead of small files the
+/// reservation is as large as the data written so far (at least [`MIN_RESERVE_AHEAD_BYTES`]), so
+/// thousands of quiet partitions hold little and a busy one makes one `fallocate` call per
+/// 4 MiB appended.
+pub const MAX_RESERVE_AHEAD_BYTES: u64 = 4 << 20;
+const MIN_RESERVE_AHEAD_BYTES: u64 = 64 << 10;
+/// `reserved_end` once reserving has failed for this file: appends never reach it.
+const RESERVATION_OFF: u64 = u64::MAX;
+
 #[derive(Debug)]
 pub struct RecordsFile {
     path: Mutex<PathBuf>,
     file: File,
     size: AtomicU64,
+    /// File position up to which blocks are reserved (or [`RESERVATION_OFF`]). Only the single
+    /// appender moves it, so relaxed ordering suffices.
+    reserved_end: AtomicU64,
+    /// Whether blocks may be allocated past the data: reserved by this process, or by one that
+    /// stopped without trimming (set when recovery decides the size).
+    blocks_past_end: AtomicBool,
 }
 
 impl RecordsFile {
@@ -84,6 +106,8 @@ impl RecordsFile {
             path: Mutex::new(path.to_path_buf()),
             file,
             size: AtomicU64::new(size),
+            reserved_end: AtomicU64::new(0),
+            blocks_past_end: AtomicBool::new(false),
         })
     }
 
@@ -112,12 +136,48 @@ impl RecordsFile {
     /// the segment's single appender calls this.
     pub fn append(&self, bytes: &[u8]) -> Result<u64> {
         let position = self.size();
+        let end = position + bytes.len() as u64;
+        if end > self.reserved_end.load(Ordering::Relaxed) {
+            self.reserve_ahead(end);
+        }
         self.file
             .write_all_at(bytes, position)
             .map_err(StorageError::io("append to", self.path()))?;
         self.size
             .store(position + bytes.len() as u64, Ordering::Release);
         Ok(position)
+    }
+
+    /// Reserves blocks from the current reservation (or `end`'s block) to past `end`. A failure
+    /// (a file system without `fallocate`, a full disk) only turns reserving off for this file:
+    /// the write that follows reports a real problem itself.
+    fn reserve_ahead(&self, end: u64) {
+        const BLOCK: u64 = 4096;
+        let from = self
+            .reserved_end
+            .load(Ordering::Relaxed)
+            .max(end / BLOCK * BLOCK);
+        let ahead = end.clamp(MIN_RESERVE_AHEAD_BYTES, MAX_RESERVE_AHEAD_BYTES);
+        let to = (end + ahead).div_ceil(BLOCK) * BLOCK;
+        match rustix::fs::fallocate(
+            &self.file,
+            rustix::fs::FallocateFlags::KEEP_SIZE,
+            from,
+            to - from,
+        ) {
+            Ok(()) => {
+                self.blocks_past_end.store(true, Ordering::Relaxed);
+                self.reserved_end.store(to, Ordering::Relaxed);
+            }
+            Err(error) => {
+                tracing::debug!(
+                    path = %self.path().display(),
+                    %error,
+                    "reserving disk space ahead of appends failed; appending without"
+                );
+                self.reserved_end.store(RESERVATION_OFF, Ordering::Relaxed);
+            }
+        }
     }
 
     /// Reads exactly `buf.len()` bytes at `position`.
@@ -145,27 +205,54 @@ impl RecordsFile {
             });
         }
         if size < self.file_length()? {
+            // Frees every block past `size`, reserved ones included.
             self.file
                 .set_len(size)
                 .map_err(StorageError::io("truncate", self.path()))?;
+            self.blocks_past_end.store(false, Ordering::Relaxed);
+            self.forget_reservation();
         }
         self.size.store(size, Ordering::Release);
         Ok(current - size)
     }
 
     /// Declares how many bytes are valid, for recovery, which decides it by scanning.
+    /// Recovery runs after an unclean stop, which may have left reserved blocks behind.
     pub(crate) fn set_size_for_recovery(&self, size: u64) {
         self.size.store(size, Ordering::Release);
+        self.blocks_past_end.store(true, Ordering::Relaxed);
     }
 
-    /// Shrinks a preallocated file to its valid data.
+    /// Shrinks a preallocated file to its valid data and releases the blocks reserved past it
+    /// (truncating to the same size frees a file's blocks past its end).
     pub fn trim(&self) -> Result<()> {
-        if self.file_length()? > self.size() {
+        if self.file_length()? > self.size() || self.blocks_past_end.load(Ordering::Relaxed) {
             self.file
                 .set_len(self.size())
                 .map_err(StorageError::io("trim", self.path()))?;
+            self.blocks_past_end.store(false, Ordering::Relaxed);
+            self.forget_reservation();
         }
         Ok(())
+    }
+
+    /// After a truncation the reserved blocks are gone; appends reserve afresh (unless
+    /// reserving has failed for this file).
+    fn forget_reservation(&self) {
+        let _ = self
+            .reserved_end
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |end| {
+                (end != RESERVATION_OFF).then_some(0)
+            });
+    }
+
+    /// Bytes of disk the file occupies (allocated blocks), reservation included.
+    pub fn allocated_bytes(&self) -> Result<u64> {
+        use std::os::unix::fs::MetadataExt;
+        self.file
+            .metadata()
+            .map(|metadata| metadata.blocks() * 512)
+            .map_err(StorageError::io("stat", self.path()))
     }
 
     /// fdatasync: the data and the file's size are durable when this returns.

@@ -458,3 +458,111 @@ fn roll_jitter_brings_the_time_roll_forward() {
             .unwrap()
     );
 }
+
+/// Bytes of disk the segment's `.log` occupies.
+fn allocated(segment: &Segment) -> u64 {
+    segment.log_file().allocated_bytes().unwrap()
+}
+
+/// Whether the file system under `dir` reserves blocks with `fallocate(KEEP_SIZE)`; the
+/// reservation tests have nothing to check where it does not.
+fn reserves_blocks(dir: &tempfile::TempDir) -> bool {
+    let probe = std::fs::File::create(dir.path().join("probe")).unwrap();
+    let supported =
+        rustix::fs::fallocate(&probe, rustix::fs::FallocateFlags::KEEP_SIZE, 0, 4096).is_ok();
+    if !supported {
+        println!("skipped: this file system does not reserve blocks with fallocate");
+    }
+    supported
+}
+
+fn block_rounded(bytes: u64) -> u64 {
+    bytes.div_ceil(4096) * 4096
+}
+
+#[test]
+fn appends_reserve_blocks_ahead_and_the_file_length_stays_the_data() {
+    let dir = tempfile::tempdir().unwrap();
+    if !reserves_blocks(&dir) {
+        return;
+    }
+    let segment = create(&dir, 0);
+    append(&segment, &records_at(0, NOW, &["a", "b"]));
+    let size = segment.size();
+    // Readers, `ls` and Kafka see only the data; the disk holds the data and the reservation.
+    assert_eq!(segment.log_file().file_length().unwrap(), size);
+    assert!(
+        allocated(&segment) >= size + 64 * 1024,
+        "{}",
+        allocated(&segment)
+    );
+    // Rolling (or closing) releases the reservation.
+    segment.on_becoming_inactive().unwrap();
+    assert_eq!(segment.log_file().file_length().unwrap(), size);
+    assert_eq!(allocated(&segment), block_rounded(size));
+}
+
+#[test]
+fn the_reservation_is_bounded_by_the_data_written_and_by_4_mib() {
+    let dir = tempfile::tempdir().unwrap();
+    if !reserves_blocks(&dir) {
+        return;
+    }
+    let segment = create(&dir, 0);
+    let value = "v".repeat(100_000);
+    let mut offset = 0;
+    while segment.size() < 12 << 20 {
+        let values = vec![value.as_str(); 10];
+        append(&segment, &records_at(offset, NOW, &values));
+        offset += 10;
+        let size = segment.size();
+        let reserved = allocated(&segment) - block_rounded(size);
+        assert!(
+            reserved <= size.max(64 * 1024) + 4096,
+            "{reserved} reserved past {size}"
+        );
+        assert!(
+            reserved <= (4 << 20) + 4096,
+            "{reserved} reserved past {size}"
+        );
+    }
+}
+
+#[test]
+fn truncation_releases_the_reservation_and_appends_reserve_again() {
+    let dir = tempfile::tempdir().unwrap();
+    if !reserves_blocks(&dir) {
+        return;
+    }
+    let segment = create(&dir, 0);
+    append(&segment, &records_at(0, NOW, &["a", "b"]));
+    let first_size = segment.size();
+    append(&segment, &records_at(2, NOW, &["c"]));
+    segment.truncate_to(2, NOW).unwrap();
+    assert_eq!(segment.log_file().file_length().unwrap(), first_size);
+    assert_eq!(allocated(&segment), block_rounded(first_size));
+    append(&segment, &records_at(2, NOW, &["c"]));
+    assert!(allocated(&segment) > block_rounded(segment.size()));
+}
+
+#[test]
+fn blocks_reserved_before_an_unclean_stop_are_released_after_recovery() {
+    let dir = tempfile::tempdir().unwrap();
+    if !reserves_blocks(&dir) {
+        return;
+    }
+    let segment = create(&dir, 0);
+    append(&segment, &records_at(0, NOW, &["a", "b"]));
+    let size = segment.size();
+    drop(segment); // no roll, no close: the reservation stays on disk
+    let reopened = Segment::open(dir.path(), 0, &config(), NOW, "").unwrap();
+    assert!(allocated(&reopened) > block_rounded(size));
+    let outcome = reopened.recover().unwrap();
+    assert_eq!(outcome.valid_bytes, size);
+    assert_eq!(
+        outcome.corruption, None,
+        "reserved blocks are past the end, never read"
+    );
+    reopened.on_becoming_inactive().unwrap();
+    assert_eq!(allocated(&reopened), block_rounded(size));
+}
