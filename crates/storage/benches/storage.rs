@@ -94,7 +94,7 @@ fn append(c: &mut Criterion) {
 
 /// The ceiling for any engine that writes each batch with one call: the same bytes, in the
 /// same sizes, written with `pwrite` to a new file whose blocks are all reserved up front (the
-/// log reserves them 4 MiB at a time), with no validation and no indexes.
+/// log reserves them 16 MiB at a time), with no validation and no indexes.
 fn time_raw_writes(records_per_batch: usize) -> Duration {
     use std::os::unix::fs::FileExt;
     let template = producer_batch(records_per_batch);

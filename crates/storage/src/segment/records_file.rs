@@ -59,8 +59,8 @@ const SCAN_CHUNK_BYTES: usize = 1 << 20;
 /// The most disk space reserved past the data of one file. Ahead of small files the
 /// reservation is as large as the data written so far (at least [`MIN_RESERVE_AHEAD_BYTES`]), so
 /// thousands of quiet partitions hold little and a busy one makes one `fallocate` call per
-/// 4 MiB appended.
-pub const MAX_RESERVE_AHEAD_BYTES: u64 = 4 << 20;
+/// 16 MiB appended.
+pub const MAX_RESERVE_AHEAD_BYTES: u64 = 16 << 20;
 const MIN_RESERVE_AHEAD_BYTES: u64 = 64 << 10;
 /// `reserved_end` once reserving has failed for this file: appends never reach it.
 const RESERVATION_OFF: u64 = u64::MAX;

@@ -503,7 +503,7 @@ fn appends_reserve_blocks_ahead_and_the_file_length_stays_the_data() {
 }
 
 #[test]
-fn the_reservation_is_bounded_by_the_data_written_and_by_4_mib() {
+fn the_reservation_is_bounded_by_the_data_written_and_by_its_cap() {
     let dir = tempfile::tempdir().unwrap();
     if !reserves_blocks(&dir) {
         return;
@@ -511,7 +511,8 @@ fn the_reservation_is_bounded_by_the_data_written_and_by_4_mib() {
     let segment = create(&dir, 0);
     let value = "v".repeat(100_000);
     let mut offset = 0;
-    while segment.size() < 12 << 20 {
+    let mut most_reserved = 0;
+    while segment.size() < 2 * records_file::MAX_RESERVE_AHEAD_BYTES + (4 << 20) {
         let values = vec![value.as_str(); 10];
         append(&segment, &records_at(offset, NOW, &values));
         offset += 10;
@@ -522,10 +523,16 @@ fn the_reservation_is_bounded_by_the_data_written_and_by_4_mib() {
             "{reserved} reserved past {size}"
         );
         assert!(
-            reserved <= (4 << 20) + 4096,
+            reserved <= records_file::MAX_RESERVE_AHEAD_BYTES + 4096,
             "{reserved} reserved past {size}"
         );
+        most_reserved = most_reserved.max(reserved);
     }
+    // A segment past the cap reserves the whole cap ahead (less what the last write used).
+    assert!(
+        most_reserved > records_file::MAX_RESERVE_AHEAD_BYTES - (2 << 20),
+        "{most_reserved}"
+    );
 }
 
 #[test]
