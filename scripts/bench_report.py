@@ -165,10 +165,10 @@ def main(baseline_path):
             if line.startswith("append "):
                 fields = dict(part.split("=") for part in line.split()[1:])
                 print()
-                print("Append alone: %s MB/s (mean of a run before, %s MB/s, and one after, %s MB/s); with"
-                      " the inspecting jobs running: %s MB/s (%s%% slower); with every job including the"
-                      " checkpoint writes: %s MB/s (%s%% slower)."
-                      % (fields["alone_mb_s"], fields.get("alone_before_mb_s", "?"), fields.get("alone_after_mb_s", "?"),
+                print("Medians of %s rounds, the three cases taking turns in each. Append alone: %s MB/s;"
+                      " with the inspecting jobs running: %s MB/s (%s%% slower); with every job"
+                      " including the checkpoint writes: %s MB/s (%s%% slower)."
+                      % (fields["rounds"], fields["alone_mb_s"],
                          fields["with_inspecting_jobs_mb_s"], fields["inspecting_slowdown_percent"],
                          fields["with_all_jobs_mb_s"], fields["all_slowdown_percent"]))
         print()
@@ -234,11 +234,17 @@ def main(baseline_path):
         print()
         print("""Neither target is met on this machine. What bounds each figure:
 
-- **Produce is bounded by the client.** A system-wide profile of the produce
-  (`perf record -a -g` while `tools/loadgen` runs, 2026-11-30) puts librdkafka's two threads at
-  58% of the machine's CPU time (copying each message into its batch, CRC-32C of every batch),
-  the broker at 21% (batch validation, the `pwrite` into the page cache, socket reads) and 19%
-  idle. The `dd` column shows that the page cache alone would take the gigabyte faster.
+- **Produce is bounded by the client and by this VM's memory.** A system-wide profile of the
+  produce (`perf record -a -g` while `tools/loadgen` runs, 2026-11-30) puts librdkafka's two
+  threads at 58% of the machine's CPU time (copying each message into its batch, CRC-32C of
+  every batch), the broker at 21% (batch validation, the `pwrite` into the page cache, socket
+  reads) and 19% idle. And every produced byte lands in page-cache memory the VM must back
+  first: the `dd` of the same gigabyte in the same memory state is that ceiling, and it moves
+  from run to run (1.3–1.9 GB/s in the runs of 2026-11-30). Producing three gigabytes back to
+  back to one broker (`ferrolog-loadgen --topic benchN --messages 1000000 produce` for N = 1, 2,
+  3) gave 1.31, 0.41 and 0.37 GB/s: once the memory freed just before is used up, the page cache
+  grows into memory the VM has not touched, which it writes at 0.3–0.5 GB/s
+  (`../shared/notes/machine.md`). Half of loopback TCP is above both ceilings here.
 - **Consume is bounded by the client's fetch pipeline.** The same profile of the consume
   shows the machine 40% idle, librdkafka's threads using 36% and the broker 22%: librdkafka
   keeps one fetch in flight per broker connection and parses a response before it asks for the
