@@ -264,9 +264,9 @@ def main(baseline_path):
   record's framing, timestamps), in-place offset assignment, the write, and index upkeep, 256 MiB
   into a new log per iteration.
 - **Why appends can beat plain `dd`:** the log reserves disk blocks ahead of its writes with
-  `fallocate(FALLOC_FL_KEEP_SIZE)`, 16 MiB at a time (less for small segments), and a buffered
-  write into blocks already allocated skips ext4's delayed-allocation bookkeeping, which is
-  most of what a plain buffered write costs the kernel. File sizes do not change (they stay
+  `fallocate(FALLOC_FL_KEEP_SIZE)`, up to 16 MiB at a time once a segment holds 1 MiB, and a
+  buffered write into blocks already allocated skips ext4's delayed-allocation bookkeeping,
+  which is most of what a plain buffered write costs the kernel. File sizes do not change (they stay
   the size of the data), and the reservation is released when a segment rolls or closes
   (ARCHITECTURE.md, "Reserving blocks ahead of appends"). So two ceilings of that same kind of
   write are measured beside plain `dd`: `dd` into reserved blocks, and a raw `pwrite` loop

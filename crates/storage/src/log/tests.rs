@@ -1132,14 +1132,26 @@ fn closed_log_refuses_appends() {
 #[test]
 fn rolled_and_closed_segments_hold_no_blocks_past_their_data() {
     let fixture = Fixture::new();
-    let log = fixture.create(small_segments(2048));
-    for i in 0..40 {
-        append_value(&log, &format!("value {i:04} {}", "x".repeat(100)));
+    if !crate::segment::records_file::file_system_reserves_blocks(&fixture.data_dir) {
+        return;
+    }
+    // Segments large enough to reserve blocks ahead of their data.
+    let segment_bytes = 2 * crate::segment::RESERVE_AFTER_BYTES;
+    let log = fixture.create(LogConfig {
+        segment_bytes,
+        ..LogConfig::default()
+    });
+    let value = vec![b'v'; 100_000];
+    let records: Vec<TestRecord> = (0..10)
+        .map(|_| TestRecord::new(NOW, Some(b"k"), Some(&value)))
+        .collect();
+    while log.view().segments.len() < 3 || log.view().active_segment().size() < segment_bytes / 2 {
+        append(&log, &batch(&records));
     }
     let view = log.view();
-    assert!(view.segments.len() > 3);
     let block_rounded = |bytes: u64| bytes.div_ceil(4096) * 4096;
     let (active, rolled) = view.segments.split_last().unwrap();
+    assert!(active.log_file().allocated_bytes().unwrap() > block_rounded(active.size()));
     for segment in rolled {
         assert_eq!(
             segment.log_file().allocated_bytes().unwrap(),

@@ -8,7 +8,7 @@
 mod file_name;
 mod index_file;
 mod offset_index;
-mod records_file;
+pub(crate) mod records_file;
 mod recover;
 mod time_index;
 
@@ -22,7 +22,9 @@ use parking_lot::{Mutex, RwLock};
 
 pub use file_name::*;
 pub use offset_index::{OFFSET_ENTRY_BYTES, OffsetIndex, OffsetPosition};
-pub use records_file::{EntrySummary, RecordsFile, ScanEnd};
+pub use records_file::{
+    EntrySummary, MAX_RESERVE_AHEAD_BYTES, RESERVE_AFTER_BYTES, RecordsFile, ScanEnd,
+};
 pub use time_index::{NO_TIMESTAMP, TIME_ENTRY_BYTES, TimeIndex, TimestampOffset};
 
 use crate::config::LogConfig;

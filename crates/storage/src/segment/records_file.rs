@@ -7,9 +7,9 @@
 //! Disk blocks are reserved ahead of the data with `fallocate(FALLOC_FL_KEEP_SIZE)`: a write
 //! into blocks the file system has already allocated skips its delayed-allocation bookkeeping,
 //! which is most of what a buffered append costs the kernel. The file's size stays the size of
-//! its data, so nothing on disk or seen by readers changes; the reservation (at most
-//! [`MAX_RESERVE_AHEAD_BYTES`], and never more than the data already written) is released by
-//! [`RecordsFile::trim`] when the segment rolls or closes.
+//! its data, so nothing on disk or seen by readers changes; the reservation (none below
+//! [`RESERVE_AFTER_BYTES`] of data, at most [`MAX_RESERVE_AHEAD_BYTES`], and never more than the
+//! data already written) is released by [`RecordsFile::trim`] when the segment rolls or closes.
 //!
 //! Two ways to walk the file: [`RecordsFile::read_entry_header`] reads just the first bytes of
 //! one entry (offset lookups touch only headers), and [`RecordsFile::scan`] streams whole
@@ -56,12 +56,13 @@ impl EntrySummary {
 /// Read size for streaming scans; entries larger than this grow the buffer to fit.
 const SCAN_CHUNK_BYTES: usize = 1 << 20;
 
-/// The most disk space reserved past the data of one file. Ahead of small files the
-/// reservation is as large as the data written so far (at least [`MIN_RESERVE_AHEAD_BYTES`]), so
-/// thousands of quiet partitions hold little and a busy one makes one `fallocate` call per
-/// 16 MiB appended.
+/// A file starts reserving once its data reaches this size, so thousands of quiet partitions
+/// hold no reserved blocks at all.
+pub const RESERVE_AFTER_BYTES: u64 = 1 << 20;
+/// The most disk space reserved past the data of one file. A reservation reaches as far past
+/// the data as the data is long, up to this cap, so a busy partition makes one `fallocate` call
+/// per 16 MiB appended.
 pub const MAX_RESERVE_AHEAD_BYTES: u64 = 16 << 20;
-const MIN_RESERVE_AHEAD_BYTES: u64 = 64 << 10;
 /// `reserved_end` once reserving has failed for this file: appends never reach it.
 const RESERVATION_OFF: u64 = u64::MAX;
 
@@ -137,7 +138,7 @@ impl RecordsFile {
     pub fn append(&self, bytes: &[u8]) -> Result<u64> {
         let position = self.size();
         let end = position + bytes.len() as u64;
-        if end > self.reserved_end.load(Ordering::Relaxed) {
+        if end >= RESERVE_AFTER_BYTES && end > self.reserved_end.load(Ordering::Relaxed) {
             self.reserve_ahead(end);
         }
         self.file
@@ -157,7 +158,7 @@ impl RecordsFile {
             .reserved_end
             .load(Ordering::Relaxed)
             .max(end / BLOCK * BLOCK);
-        let ahead = end.clamp(MIN_RESERVE_AHEAD_BYTES, MAX_RESERVE_AHEAD_BYTES);
+        let ahead = end.min(MAX_RESERVE_AHEAD_BYTES);
         let to = (end + ahead).div_ceil(BLOCK) * BLOCK;
         match rustix::fs::fallocate(
             &self.file,
@@ -412,6 +413,27 @@ impl RecordsFile {
             reason,
         }
     }
+}
+
+/// Whether the file system under `dir` reserves blocks with `fallocate(KEEP_SIZE)`; tests of
+/// the reservation have nothing to check where it does not, and say so.
+#[cfg(test)]
+pub(crate) fn file_system_reserves_blocks(dir: &Path) -> bool {
+    let probe = dir.join("fallocate-probe");
+    let supported = File::create(&probe)
+        .and_then(|file| {
+            rustix::fs::fallocate(&file, rustix::fs::FallocateFlags::KEEP_SIZE, 0, 4096)
+                .map_err(std::io::Error::from)
+        })
+        .is_ok();
+    let _ = std::fs::remove_file(&probe);
+    if !supported {
+        println!(
+            "skipped: the file system under {} does not reserve blocks",
+            dir.display()
+        );
+    }
+    supported
 }
 
 /// A reusable read buffer over a stretch of the file: `buf[consumed..len]` holds the bytes

@@ -464,20 +464,31 @@ fn allocated(segment: &Segment) -> u64 {
     segment.log_file().allocated_bytes().unwrap()
 }
 
-/// Whether the file system under `dir` reserves blocks with `fallocate(KEEP_SIZE)`; the
-/// reservation tests have nothing to check where it does not.
 fn reserves_blocks(dir: &tempfile::TempDir) -> bool {
-    let probe = std::fs::File::create(dir.path().join("probe")).unwrap();
-    let supported =
-        rustix::fs::fallocate(&probe, rustix::fs::FallocateFlags::KEEP_SIZE, 0, 4096).is_ok();
-    if !supported {
-        println!("skipped: this file system does not reserve blocks with fallocate");
-    }
-    supported
+    records_file::file_system_reserves_blocks(dir.path())
 }
 
 fn block_rounded(bytes: u64) -> u64 {
     bytes.div_ceil(4096) * 4096
+}
+
+/// Appends batches of ten 100 kB records from `offset` until the segment holds `bytes`;
+/// returns the next offset.
+fn fill_to(segment: &Segment, mut offset: i64, bytes: u64) -> i64 {
+    let value = "v".repeat(100_000);
+    while segment.size() < bytes {
+        append(segment, &records_at(offset, NOW, &[value.as_str(); 10]));
+        offset += 10;
+    }
+    offset
+}
+
+#[test]
+fn a_segment_under_1_mib_reserves_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let segment = create(&dir, 0);
+    append(&segment, &records_at(0, NOW, &["a", "b"]));
+    assert_eq!(allocated(&segment), block_rounded(segment.size()));
 }
 
 #[test]
@@ -487,15 +498,12 @@ fn appends_reserve_blocks_ahead_and_the_file_length_stays_the_data() {
         return;
     }
     let segment = create(&dir, 0);
-    append(&segment, &records_at(0, NOW, &["a", "b"]));
+    fill_to(&segment, 0, records_file::RESERVE_AFTER_BYTES);
     let size = segment.size();
     // Readers, `ls` and Kafka see only the data; the disk holds the data and the reservation.
     assert_eq!(segment.log_file().file_length().unwrap(), size);
-    assert!(
-        allocated(&segment) >= size + 64 * 1024,
-        "{}",
-        allocated(&segment)
-    );
+    let reserved = allocated(&segment) - block_rounded(size);
+    assert!(reserved >= size - 4096, "{reserved} reserved past {size}");
     // Rolling (or closing) releases the reservation.
     segment.on_becoming_inactive().unwrap();
     assert_eq!(segment.log_file().file_length().unwrap(), size);
@@ -509,19 +517,13 @@ fn the_reservation_is_bounded_by_the_data_written_and_by_its_cap() {
         return;
     }
     let segment = create(&dir, 0);
-    let value = "v".repeat(100_000);
     let mut offset = 0;
     let mut most_reserved = 0;
     while segment.size() < 2 * records_file::MAX_RESERVE_AHEAD_BYTES + (4 << 20) {
-        let values = vec![value.as_str(); 10];
-        append(&segment, &records_at(offset, NOW, &values));
-        offset += 10;
+        offset = fill_to(&segment, offset, segment.size() + 1);
         let size = segment.size();
         let reserved = allocated(&segment) - block_rounded(size);
-        assert!(
-            reserved <= size.max(64 * 1024) + 4096,
-            "{reserved} reserved past {size}"
-        );
+        assert!(reserved <= size + 4096, "{reserved} reserved past {size}");
         assert!(
             reserved <= records_file::MAX_RESERVE_AHEAD_BYTES + 4096,
             "{reserved} reserved past {size}"
@@ -542,13 +544,13 @@ fn truncation_releases_the_reservation_and_appends_reserve_again() {
         return;
     }
     let segment = create(&dir, 0);
-    append(&segment, &records_at(0, NOW, &["a", "b"]));
-    let first_size = segment.size();
-    append(&segment, &records_at(2, NOW, &["c"]));
-    segment.truncate_to(2, NOW).unwrap();
-    assert_eq!(segment.log_file().file_length().unwrap(), first_size);
-    assert_eq!(allocated(&segment), block_rounded(first_size));
-    append(&segment, &records_at(2, NOW, &["c"]));
+    let next = fill_to(&segment, 0, records_file::RESERVE_AFTER_BYTES);
+    let kept_size = segment.size();
+    fill_to(&segment, next, kept_size + 1);
+    segment.truncate_to(next, NOW).unwrap();
+    assert_eq!(segment.log_file().file_length().unwrap(), kept_size);
+    assert_eq!(allocated(&segment), block_rounded(kept_size));
+    fill_to(&segment, next, kept_size + 1);
     assert!(allocated(&segment) > block_rounded(segment.size()));
 }
 
@@ -559,7 +561,7 @@ fn blocks_reserved_before_an_unclean_stop_are_released_after_recovery() {
         return;
     }
     let segment = create(&dir, 0);
-    append(&segment, &records_at(0, NOW, &["a", "b"]));
+    fill_to(&segment, 0, records_file::RESERVE_AFTER_BYTES);
     let size = segment.size();
     drop(segment); // no roll, no close: the reservation stays on disk
     let reopened = Segment::open(dir.path(), 0, &config(), NOW, "").unwrap();
