@@ -216,7 +216,8 @@ def main(baseline_path):
         print("`scripts/bench_network.sh`: librdkafka 2.12 (`tools/loadgen`, a Rust program over the")
         print("`rdkafka` crate) producing 1,000,000 messages of 1 KiB (acks=1, linger.ms=5, batch.size")
         print("1 MB, no compression) to one partition, then consuming them from the start")
-        print("(max.partition.fetch.bytes 10 MiB, fetch.queue.backoff.ms 0); median of")
+        print("(max.partition.fetch.bytes 4 MiB, fetch.queue.backoff.ms 0, queued.max.messages.kbytes")
+        print("256 MiB, queued.min.messages 1,000,000, socket.receive.buffer.bytes 8 MiB); median of")
         print("5 rounds, each from an empty data dir. The loopback limit is one `iperf3` TCP stream")
         print("(median of 3, 5 s each); the write reference is `dd bs=1M count=1000` to a new file in")
         print("the same memory state as the produce (right after the previous round's data was")
@@ -238,20 +239,25 @@ def main(baseline_path):
   produce (`perf record -a -g` while `tools/loadgen` runs, 2026-11-30) puts librdkafka's two
   threads at 58% of the machine's CPU time (copying each message into its batch, CRC-32C of
   every batch), the broker at 21% (batch validation, the `pwrite` into the page cache, socket
-  reads) and 19% idle. And every produced byte lands in page-cache memory the VM must back
-  first: the `dd` of the same gigabyte in the same memory state is that ceiling, and it moves
-  from run to run (1.3–1.9 GB/s in the runs of 2026-11-30). Producing three gigabytes back to
+  reads) and 19% idle: together they need about 1.3 cores per GB/s, which caps two cores near
+  1.5 GB/s even with no idle time. And every produced byte lands in page-cache memory the VM
+  must back first: the `dd` of the same gigabyte in the same memory state is that ceiling, and
+  it moves from run to run (1.3–1.9 GB/s in the runs of 2026-11-30). Producing three gigabytes back to
   back to one broker (`ferrolog-loadgen --topic benchN --messages 1000000 produce` for N = 1, 2,
   3) gave 1.31, 0.41 and 0.37 GB/s: once the memory freed just before is used up, the page cache
   grows into memory the VM has not touched, which it writes at 0.3–0.5 GB/s
   (`../shared/notes/machine.md`). Half of loopback TCP is above both ceilings here.
-- **Consume is bounded by the client's fetch pipeline.** The same profile of the consume
-  shows the machine 40% idle, librdkafka's threads using 36% and the broker 22%: librdkafka
-  keeps one fetch in flight per broker connection and parses a response before it asks for the
-  next, so broker and client mostly take turns. Taking messages from librdkafka in batches of
-  10,000 (`rd_kafka_consume_batch_queue`) instead of one `poll` each changed nothing, so the
-  per-message hand-over is not the limit. The broker answers as soon as data
-  is there (no added wait) and sends the bytes as they lie in the segment.
+- **Consume is bounded by the client.** A system-wide profile of consuming 3 GB from one
+  partition (`perf record -a` around `ferrolog-loadgen --messages 3000000 consume`, 2.1 GB/s,
+  2026-11-30) shows librdkafka's threads using 48% of the machine's CPU time, the broker 21%
+  and 29% idle (the client's start-up included). librdkafka keeps one fetch in flight per broker
+  connection and parses a response before it asks for the next, so broker and client partly
+  take turns; even with no turns at all, the two together would need about 0.64 of a core per
+  GB/s, which caps two cores near 3.1 GB/s, about the 70% target. Giving the client a larger
+  local queue and socket buffer (the settings above) took it from 1.6–1.7 to 2.1–2.2 GB/s; taking
+  messages in batches of 10,000 (`rd_kafka_consume_batch_queue`) instead of one `poll` each
+  changed nothing. The broker answers as soon as data is there (no added wait) and sends the
+  bytes as they lie in the segment.
 - **sendfile is slower than pread + write here**, as plain C programs on this machine show
   for loopback with 2 cores (a `sendfile` loop moved 1.54 GB/s, `read` + `write` with a 1 MiB
   buffer 2.57 GB/s): the receiver copies either way, so sendfile saves only the
