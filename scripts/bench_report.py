@@ -219,9 +219,9 @@ def main(baseline_path):
         print("(max.partition.fetch.bytes 4 MiB, fetch.queue.backoff.ms 0, queued.max.messages.kbytes")
         print("256 MiB, queued.min.messages 1,000,000, socket.receive.buffer.bytes 8 MiB); median of")
         print("5 rounds, each from an empty data dir. The loopback limit is one `iperf3` TCP stream")
-        print("(median of 3, 5 s each); the write reference is `dd bs=1M count=1000` to a new file in")
-        print("the same memory state as the produce (right after the previous round's data was")
-        print("deleted). Client and broker share the machine's 2 cores. Targets: produce ≥ 50% and")
+        print("(median of 3, 5 s each); the write reference is `dd bs=1M count=1000` to a new file,")
+        print("written right after the previous round's data was deleted and removed just before the")
+        print("produce. Client and broker share the machine's 2 cores. Targets: produce ≥ 50% and")
         print("consume ≥ 70% of loopback TCP.\n")
         print("| figure | rate | of loopback TCP (%s) | note |" % gbs(loopback))
         print("|---|---|---|---|")
@@ -241,12 +241,13 @@ def main(baseline_path):
   every batch), the broker at 21% (batch validation, the `pwrite` into the page cache, socket
   reads) and 19% idle: together they need about 1.3 cores per GB/s, which caps two cores near
   1.5 GB/s even with no idle time. And every produced byte lands in page-cache memory the VM
-  must back first: the `dd` of the same gigabyte in the same memory state is that ceiling, and
-  it moves from run to run (1.3–1.9 GB/s in the runs of 2026-11-30). Producing three gigabytes back to
-  back to one broker (`ferrolog-loadgen --topic benchN --messages 1000000 produce` for N = 1, 2,
-  3) gave 1.31, 0.41 and 0.37 GB/s: once the memory freed just before is used up, the page cache
-  grows into memory the VM has not touched, which it writes at 0.3–0.5 GB/s
-  (`../shared/notes/machine.md`). Half of loopback TCP is above both ceilings here.
+  must back first. Each round here produces into memory that the `dd` beside it touched and
+  freed moments before, the best case this VM offers. Producing three gigabytes back to back to
+  one broker (`ferrolog-loadgen --topic benchN --messages 1000000 produce` for N = 1, 2, 3)
+  gave 1.31, 0.41 and 0.37 GB/s: once that memory is used up, the page cache grows into memory
+  the VM has not touched, which it writes at 0.3–0.5 GB/s (`../shared/notes/machine.md`). Half
+  of loopback TCP is above the first ceiling, and the second allows it only while freshly freed
+  memory lasts.
 - **Consume is bounded by the client.** A system-wide profile of consuming 3 GB from one
   partition (`perf record -a` around `ferrolog-loadgen --messages 3000000 consume`, 2.1 GB/s,
   2026-11-30) shows librdkafka's threads using 48% of the machine's CPU time, the broker 21%
