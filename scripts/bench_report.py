@@ -74,6 +74,7 @@ def main(baseline_path):
 
     append_16k = rate("append/1KiB_records/16KiB_batches")
     append_1m = rate("append/1KiB_records/1MiB_batches")
+    append_1m_two = rate("append/1KiB_records_2_appenders/1MiB_batches")
     raw_16k = rate("append/raw_pwrite_into_reserved_blocks/16KiB_batches")
     raw_1m = rate("append/raw_pwrite_into_reserved_blocks/1MiB_batches")
     read = rate("read/sequential_1MiB_fetches")
@@ -95,6 +96,8 @@ def main(baseline_path):
                    "%.0f%% of dd bs=1M" % (100 * append_16k / baseline["dd_1M"])),
         append_row("append, 1 KiB records in 1 MiB batches", append_1m, "1M", raw_1m,
                    "target ≥ 80% of dd"),
+        append_row("append, 1 MiB batches, two threads into one partition", append_1m_two, "1M",
+                   raw_1m, "batch checks run outside the log's lock"),
         ("read, sequential 1 MiB fetches (pread into a buffer)", gbs(read),
          "dd read of a cached file: %s" % gbs(baseline["dd_read"]), "%.0f%%" % (100 * read / baseline["dd_read"]), ""),
         ("segment recovery (CRC + reindex), one thread", gbs(recover),

@@ -48,12 +48,13 @@ fn config() -> LogConfig {
     LogConfig::default()
 }
 
-/// Appends `APPEND_BYTES` in batches of `records_per_batch` to a fresh log; returns the time.
-fn time_append(records_per_batch: usize) -> Duration {
+/// Appends `APPEND_BYTES` in batches of `records_per_batch` to a fresh log from `appenders`
+/// threads at once (producers sharing a partition); returns the time.
+fn time_append(records_per_batch: usize, appenders: usize) -> Duration {
     // A broker appends bytes it has just read from a socket, so they are in the CPU cache. One
     // buffer, written again each time, keeps that true, as `dd` and the raw-write ceiling below
     // write one buffer again and again.
-    let mut buffer = producer_batch(records_per_batch);
+    let buffer = producer_batch(records_per_batch);
     let dir = bench_dir();
     let log = Log::create(
         dir.path(),
@@ -62,13 +63,22 @@ fn time_append(records_per_batch: usize) -> Duration {
         Arc::new(SystemClock),
     )
     .expect("log");
-    let batches = APPEND_BYTES / buffer.len();
+    let batches_each = APPEND_BYTES / buffer.len() / appenders;
     let started = Instant::now();
-    for _ in 0..batches {
-        // The log patches offsets in place; a producer's batch arrives with base offset 0.
-        set_base_offset(&mut buffer, 0);
-        log.append_as_leader(&mut buffer, 0).expect("append");
-    }
+    std::thread::scope(|scope| {
+        for _ in 0..appenders {
+            let mut buffer = buffer.clone();
+            let log = &log;
+            scope.spawn(move || {
+                for _ in 0..batches_each {
+                    // The log patches offsets in place; a producer's batch arrives with base
+                    // offset 0.
+                    set_base_offset(&mut buffer, 0);
+                    log.append_as_leader(&mut buffer, 0).expect("append");
+                }
+            });
+        }
+    });
     started.elapsed()
 }
 
@@ -82,13 +92,22 @@ fn append(c: &mut Criterion) {
         let bytes = (APPEND_BYTES / batch_len * batch_len) as u64;
         group.throughput(Throughput::Bytes(bytes));
         group.bench_function(BenchmarkId::new("1KiB_records", name), |b| {
-            b.iter_custom(|iterations| (0..iterations).map(|_| time_append(records)).sum())
+            b.iter_custom(|iterations| (0..iterations).map(|_| time_append(records, 1)).sum())
         });
         group.bench_function(
             BenchmarkId::new("raw_pwrite_into_reserved_blocks", name),
             |b| b.iter_custom(|iterations| (0..iterations).map(|_| time_raw_writes(records)).sum()),
         );
     }
+    // Two producers sharing one partition: batch checks run outside the log's append lock.
+    let batch_len = producer_batch(1000).len();
+    group.throughput(Throughput::Bytes(
+        (APPEND_BYTES / batch_len / 2 * 2 * batch_len) as u64,
+    ));
+    group.bench_function(
+        BenchmarkId::new("1KiB_records_2_appenders", "1MiB_batches"),
+        |b| b.iter_custom(|iterations| (0..iterations).map(|_| time_append(1000, 2)).sum()),
+    );
     group.finish();
 }
 

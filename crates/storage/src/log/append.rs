@@ -1,5 +1,7 @@
 //! Validation of appended bytes and offset assignment, as pure functions over the bytes: no
-//! file I/O, no locks. The log calls these under its append lock, then writes the result.
+//! file I/O, no locks. The log checks producer batches before it takes its append lock
+//! ([`check_leader_append`]), then assigns offsets ([`assign_leader_offsets`]) and writes the
+//! result under the lock.
 //!
 //! Leader appends (from producers) are checked as Kafka's `LogValidator` checks them and get
 //! offsets from the log end offset; batches are patched in place (base offset, leader epoch,
@@ -93,26 +95,39 @@ fn invalid(
     }
 }
 
-/// Validates producer batches and assigns offsets from `context.next_offset`, rewriting `bytes`
-/// in place (or rebuilding batches when the topic recompresses).
-pub(crate) fn validate_leader_append(
-    bytes: &mut Vec<u8>,
-    context: LeaderContext<'_>,
-) -> Result<ValidatedAppend> {
-    let config = context.config;
+/// What the checks that need no lock learned about one producer batch.
+#[derive(Debug)]
+struct CheckedBatch {
+    start: usize,
+    end: usize,
+    /// Largest record timestamp.
+    max_timestamp: i64,
+    codec: Compression,
+}
+
+/// Producer batches that passed every check that does not depend on the log's state: framing,
+/// size, magic, CRC, header rules and every record. Made by [`check_leader_append`] before the
+/// append lock is taken, as Kafka validates before taking its log lock, so concurrent producers
+/// to one partition checksum in parallel; only offset assignment waits for the lock.
+#[derive(Debug)]
+pub(crate) struct CheckedLeaderAppend {
+    batches: Vec<CheckedBatch>,
+    /// Length of the bytes checked: they must reach [`assign_leader_offsets`] unchanged.
+    checked_len: usize,
+}
+
+/// Checks producer batches against `config`, with `now_ms` bounding CreateTime timestamps.
+pub(crate) fn check_leader_append(
+    bytes: &[u8],
+    config: &LogConfig,
+    now_ms: i64,
+) -> Result<CheckedLeaderAppend> {
     let ranges = batch_ranges(bytes)?;
     if ranges.is_empty() {
         return Err(invalid(0, None, "the append holds no batches"));
     }
-    let mut rebuilt: Vec<u8> = Vec::new();
-    let mut needs_rebuild = false;
     let mut batches = Vec::with_capacity(ranges.len());
-    let mut next_offset = context.next_offset;
-    let mut record_count = 0usize;
-    let (mut max_timestamp, mut offset_of_max_timestamp) = (-1i64, -1i64);
-    let log_append_time = config.message_timestamp_type == TimestampType::LogAppendTime;
-
-    for (batch_index, &(start, end)) in ranges.iter().enumerate() {
+    for (batch_index, (start, end)) in ranges.into_iter().enumerate() {
         let size = end - start;
         if size > config.max_message_bytes as usize {
             return Err(StorageError::RecordTooLarge {
@@ -121,7 +136,7 @@ pub(crate) fn validate_leader_append(
                 max_message_bytes: config.max_message_bytes as usize,
             });
         }
-        let slice = &mut bytes[start..end];
+        let slice = &bytes[start..end];
         if slice[batch::field::MAGIC] != MAGIC_V2 {
             return Err(invalid(
                 batch_index,
@@ -132,69 +147,91 @@ pub(crate) fn validate_leader_append(
                 ),
             ));
         }
-        let batch = RecordBatch::new(slice).map_err(|source| StorageError::CorruptRecord {
+        let corrupt = |source| StorageError::CorruptRecord {
             batch_index,
             source,
-        })?;
-        batch
-            .validate()
-            .map_err(|source| StorageError::CorruptRecord {
-                batch_index,
-                source,
-            })?;
+        };
+        let batch = RecordBatch::new(slice).map_err(corrupt)?;
+        batch.validate().map_err(corrupt)?;
         check_batch_header(&batch, batch_index)?;
-        let batch_max_timestamp = check_records(&batch, batch_index, context)?;
+        batches.push(CheckedBatch {
+            start,
+            end,
+            max_timestamp: check_records(&batch, batch_index, config, now_ms)?,
+            codec: batch.compression().map_err(corrupt)?,
+        });
+    }
+    Ok(CheckedLeaderAppend {
+        batches,
+        checked_len: bytes.len(),
+    })
+}
 
-        let source_codec = batch
-            .compression()
-            .map_err(|source| StorageError::CorruptRecord {
-                batch_index,
-                source,
-            })?;
+/// Assigns offsets from `context.next_offset` to checked producer batches, rewriting `bytes`
+/// in place (or rebuilding batches when the topic recompresses). Runs under the append lock.
+pub(crate) fn assign_leader_offsets(
+    bytes: &mut Vec<u8>,
+    checked: CheckedLeaderAppend,
+    context: LeaderContext<'_>,
+) -> Result<ValidatedAppend> {
+    if bytes.len() != checked.checked_len {
+        return Err(invalid(
+            0,
+            None,
+            "the append changed between its checks and its offset assignment",
+        ));
+    }
+    let config = context.config;
+    let mut rebuilt: Vec<u8> = Vec::new();
+    let mut needs_rebuild = false;
+    let mut batches = Vec::with_capacity(checked.batches.len());
+    let mut next_offset = context.next_offset;
+    let mut record_count = 0usize;
+    let (mut max_timestamp, mut offset_of_max_timestamp) = (-1i64, -1i64);
+    let log_append_time = config.message_timestamp_type == TimestampType::LogAppendTime;
+
+    for (batch_index, checked_batch) in checked.batches.iter().enumerate() {
+        let (start, end) = (checked_batch.start, checked_batch.end);
+        let corrupt = |source| StorageError::CorruptRecord {
+            batch_index,
+            source,
+        };
         let target_codec = match config.compression_type {
-            TargetCompression::Producer => source_codec,
+            TargetCompression::Producer => checked_batch.codec,
             TargetCompression::Codec(codec) => codec,
         };
         let base_offset = next_offset;
+        let batch = RecordBatch::new(&bytes[start..end]).map_err(corrupt)?;
         let last_offset = base_offset + i64::from(batch.last_offset_delta());
+        let count = batch.records_count() as usize;
         let stored_max = if log_append_time {
             context.now_ms
         } else {
-            batch_max_timestamp
+            checked_batch.max_timestamp
         };
-        let count = batch.records_count() as usize;
 
         let meta_size;
-        if target_codec == source_codec && !needs_rebuild {
-            let slice = &mut bytes[start..end];
-            batch::set_base_offset(slice, base_offset);
-            batch::set_partition_leader_epoch(slice, context.partition_leader_epoch);
+        if target_codec == checked_batch.codec && !needs_rebuild {
             let timestamp_type = if log_append_time {
                 TimestampType::LogAppendTime
             } else {
                 TimestampType::CreateTime
             };
-            let current =
-                RecordBatch::new(slice).map_err(|source| StorageError::CorruptRecord {
-                    batch_index,
-                    source,
-                })?;
-            if current.max_timestamp() != stored_max || current.timestamp_type() != timestamp_type {
+            let rewrite_max =
+                batch.max_timestamp() != stored_max || batch.timestamp_type() != timestamp_type;
+            let slice = &mut bytes[start..end];
+            batch::set_base_offset(slice, base_offset);
+            batch::set_partition_leader_epoch(slice, context.partition_leader_epoch);
+            if rewrite_max {
                 batch::set_max_timestamp(slice, timestamp_type, stored_max);
             }
-            meta_size = size;
+            meta_size = end - start;
         } else {
             if !needs_rebuild {
                 // Everything before this batch was patched in place; carry it over.
                 rebuilt.extend_from_slice(&bytes[..start]);
                 needs_rebuild = true;
             }
-            let batch = RecordBatch::new(&bytes[start..end]).map_err(|source| {
-                StorageError::CorruptRecord {
-                    batch_index,
-                    source,
-                }
-            })?;
             let rebuilt_batch = rebuild_batch(
                 &batch,
                 batch_index,
@@ -301,21 +338,17 @@ fn check_batch_header(batch: &RecordBatch<'_>, batch_index: usize) -> Result<()>
 fn check_records(
     batch: &RecordBatch<'_>,
     batch_index: usize,
-    context: LeaderContext<'_>,
+    config: &LogConfig,
+    now_ms: i64,
 ) -> Result<i64> {
-    let config = context.config;
     let records = batch
         .records(DEFAULT_MAX_DECOMPRESSED_BYTES)
         .map_err(|source| StorageError::CorruptRecord {
             batch_index,
             source,
         })?;
-    let lower = context
-        .now_ms
-        .saturating_sub(config.message_timestamp_before_max_ms);
-    let upper = context
-        .now_ms
-        .saturating_add(config.message_timestamp_after_max_ms);
+    let lower = now_ms.saturating_sub(config.message_timestamp_before_max_ms);
+    let upper = now_ms.saturating_add(config.message_timestamp_after_max_ms);
     let check_time = config.message_timestamp_type == TimestampType::CreateTime;
     let mut max_timestamp = -1i64;
     let base_timestamp = batch.base_timestamp();

@@ -205,15 +205,19 @@ impl Log {
     ) -> Result<AppendInfo> {
         self.guarded(|| {
             let config = self.config();
+            let now_ms = self.clock.now_ms();
+            // CRC and record checks before the lock: appenders to one partition overlap there.
+            let checked = append::check_leader_append(bytes, &config, now_ms)?;
             let writer = self.writer.lock();
             self.ensure_open(&writer)?;
             let view = self.view();
-            let validated = append::validate_leader_append(
+            let validated = append::assign_leader_offsets(
                 bytes,
+                checked,
                 append::LeaderContext {
                     config: &config,
                     next_offset: view.log_end.offset,
-                    now_ms: self.clock.now_ms(),
+                    now_ms,
                     partition_leader_epoch,
                 },
             )?;
