@@ -168,12 +168,15 @@ def main(baseline_path):
             if line.startswith("append "):
                 fields = dict(part.split("=") for part in line.split()[1:])
                 print()
+                def change(percent):
+                    value = float(percent)
+                    return "%.1f%% %s" % (abs(value), "slower" if value >= 0 else "faster")
                 print("Medians of %s rounds, the three cases taking turns in each. Append alone: %s MB/s;"
-                      " with the inspecting jobs running: %s MB/s (%s%% slower); with every job"
-                      " including the checkpoint writes: %s MB/s (%s%% slower)."
+                      " with the inspecting jobs running: %s MB/s (%s); with every job"
+                      " including the checkpoint writes: %s MB/s (%s)."
                       % (fields["rounds"], fields["alone_mb_s"],
-                         fields["with_inspecting_jobs_mb_s"], fields["inspecting_slowdown_percent"],
-                         fields["with_all_jobs_mb_s"], fields["all_slowdown_percent"]))
+                         fields["with_inspecting_jobs_mb_s"], change(fields["inspecting_slowdown_percent"]),
+                         fields["with_all_jobs_mb_s"], change(fields["all_slowdown_percent"])))
         print()
     cleaner_path = "target/bench-data/cleaner.txt"
     if os.path.exists(cleaner_path):
