@@ -464,8 +464,15 @@ fn allocated(segment: &Segment) -> u64 {
     segment.log_file().allocated_bytes().unwrap()
 }
 
-fn reserves_blocks(dir: &tempfile::TempDir) -> bool {
-    records_file::file_system_reserves_blocks(dir.path())
+/// A new segment in a temp dir whose file system reserves blocks, or `None` (the test then has
+/// nothing to check).
+fn reserving_segment() -> Option<(tempfile::TempDir, Segment)> {
+    let dir = tempfile::tempdir().unwrap();
+    if !records_file::file_system_reserves_blocks(dir.path()) {
+        return None;
+    }
+    let segment = create(&dir, 0);
+    Some((dir, segment))
 }
 
 fn block_rounded(bytes: u64) -> u64 {
@@ -493,11 +500,9 @@ fn a_segment_under_1_mib_reserves_nothing() {
 
 #[test]
 fn appends_reserve_blocks_ahead_and_the_file_length_stays_the_data() {
-    let dir = tempfile::tempdir().unwrap();
-    if !reserves_blocks(&dir) {
+    let Some((_dir, segment)) = reserving_segment() else {
         return;
-    }
-    let segment = create(&dir, 0);
+    };
     fill_to(&segment, 0, records_file::RESERVE_AFTER_BYTES);
     let size = segment.size();
     // Readers, `ls` and Kafka see only the data; the disk holds the data and the reservation.
@@ -512,11 +517,9 @@ fn appends_reserve_blocks_ahead_and_the_file_length_stays_the_data() {
 
 #[test]
 fn the_reservation_is_bounded_by_the_data_written_and_by_its_cap() {
-    let dir = tempfile::tempdir().unwrap();
-    if !reserves_blocks(&dir) {
+    let Some((_dir, segment)) = reserving_segment() else {
         return;
-    }
-    let segment = create(&dir, 0);
+    };
     let mut offset = 0;
     let mut most_reserved = 0;
     while segment.size() < 2 * records_file::MAX_RESERVE_AHEAD_BYTES + (4 << 20) {
@@ -539,11 +542,9 @@ fn the_reservation_is_bounded_by_the_data_written_and_by_its_cap() {
 
 #[test]
 fn truncation_releases_the_reservation_and_appends_reserve_again() {
-    let dir = tempfile::tempdir().unwrap();
-    if !reserves_blocks(&dir) {
+    let Some((_dir, segment)) = reserving_segment() else {
         return;
-    }
-    let segment = create(&dir, 0);
+    };
     let next = fill_to(&segment, 0, records_file::RESERVE_AFTER_BYTES);
     let kept_size = segment.size();
     fill_to(&segment, next, kept_size + 1);
@@ -556,11 +557,9 @@ fn truncation_releases_the_reservation_and_appends_reserve_again() {
 
 #[test]
 fn blocks_reserved_before_an_unclean_stop_are_released_after_recovery() {
-    let dir = tempfile::tempdir().unwrap();
-    if !reserves_blocks(&dir) {
+    let Some((dir, segment)) = reserving_segment() else {
         return;
-    }
-    let segment = create(&dir, 0);
+    };
     fill_to(&segment, 0, records_file::RESERVE_AFTER_BYTES);
     let size = segment.size();
     drop(segment); // no roll, no close: the reservation stays on disk
