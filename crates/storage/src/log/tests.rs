@@ -1166,3 +1166,47 @@ fn rolled_and_closed_segments_hold_no_blocks_past_their_data() {
         block_rounded(active.size())
     );
 }
+
+#[test]
+fn appenders_sharing_a_partition_get_consecutive_offsets_and_lose_nothing() {
+    // Batches are checked outside the append lock; offsets are assigned under it.
+    const APPENDERS: usize = 4;
+    const BATCHES_EACH: usize = 200;
+    let fixture = Fixture::new();
+    let log = fixture.create(small_segments(64 * 1024));
+    std::thread::scope(|scope| {
+        for appender in 0..APPENDERS {
+            let log = &log;
+            scope.spawn(move || {
+                for sequence in 0..BATCHES_EACH {
+                    let value = format!("{appender}:{sequence}");
+                    let records = [
+                        TestRecord::new(NOW, Some(b"k"), Some(value.as_bytes())),
+                        TestRecord::new(NOW, Some(b"k"), Some(value.as_bytes())),
+                    ];
+                    log.append_as_leader(&mut batch(&records), 0).unwrap();
+                }
+            });
+        }
+    });
+    log.maybe_increment_high_watermark(log.log_end_offset());
+    let read = read_all(&log, 0);
+    let offsets: Vec<i64> = read.iter().map(|(offset, _)| *offset).collect();
+    let expected: Vec<i64> = (0..(APPENDERS * BATCHES_EACH * 2) as i64).collect();
+    assert_eq!(offsets, expected);
+    // Each appender's batches appear whole (both records together) and in its own order.
+    let mut next_sequence = [0usize; APPENDERS];
+    for pair in read.chunks(2) {
+        assert_eq!(
+            pair[0].1, pair[1].1,
+            "a batch was split at offset {}",
+            pair[0].0
+        );
+        let value = String::from_utf8(pair[0].1.clone().unwrap()).unwrap();
+        let (appender, sequence) = value.split_once(':').unwrap();
+        let appender: usize = appender.parse().unwrap();
+        assert_eq!(sequence.parse::<usize>().unwrap(), next_sequence[appender]);
+        next_sequence[appender] += 1;
+    }
+    assert_eq!(next_sequence, [BATCHES_EACH; APPENDERS]);
+}
