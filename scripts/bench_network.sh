@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# The loopback benchmark: a real Kafka client (librdkafka, through tools/loadgen) producing and
-# consuming 1 KiB messages against `ferrolog serve`, beside the loopback TCP bandwidth (iperf3)
-# and a buffered write of the same volume, all measured in this run. Writes
-# target/bench-data/network.txt for scripts/bench_report.py. Called by scripts/bench.sh; takes
-# about 2 minutes after the first build of the load generator (~1 minute).
+# The loopback benchmark: real Kafka clients (librdkafka, and rskafka for produce, through
+# tools/loadgen) producing and consuming 1 KiB messages against `ferrolog serve`, beside the
+# loopback TCP bandwidth (iperf3) and a buffered write of the same volume, all measured in this
+# run. Each transfer also records the CPU time the client and the broker spent per gigabyte,
+# since client and broker share the machine's cores. Writes target/bench-data/network.txt for
+# scripts/bench_report.py. Called by scripts/bench.sh; takes about 2 minutes after the first
+# build of the load generator (~1 minute).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mkdir -p target/bench-data
@@ -23,7 +25,7 @@ port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); p
 messages=1000000
 data=target/bench-data/network-data
 median() { sort -g | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'; }
-field() { python3 -c 'import json,sys; print(json.loads(sys.stdin.readline())[sys.argv[1]])' "$1"; }
+clock_ticks=$(getconf CLK_TCK)
 
 # Loopback TCP, one stream, 5 s; three runs.
 for run in 1 2 3; do
@@ -46,6 +48,25 @@ serve() { # transfer mode
   exit 1
 }
 stop() { kill -INT "$server"; wait "$server" || true; }
+# CPU seconds the broker has used so far (user + system, all threads).
+broker_cpu() { awk -v hz="$clock_ticks" '{print ($14 + $15) / hz}' "/proc/$server/stat"; }
+# One transfer, `load NAME LOADGEN-ARGS...`: appends to the runs file the rate (NAME), and the
+# client's CPU seconds per gigabyte in the timed part (NAME_client_cpu) and the broker's over the
+# whole client run, connecting included (NAME_broker_cpu).
+load() {
+  local name=$1 before result
+  shift
+  before=$(broker_cpu)
+  result=$("$loadgen" --brokers "127.0.0.1:$port" "$@")
+  python3 -c '
+import json, sys
+name, before, after, result = sys.argv[1], float(sys.argv[2]), float(sys.argv[3]), json.loads(sys.argv[4])
+gigabytes = result["bytes"] / 1e9
+print(name, result["bytes_per_second"])
+print(name + "_client_cpu", result["cpu_seconds"] / gigabytes)
+print(name + "_broker_cpu", (after - before) / gigabytes)' "$name" "$before" "$(broker_cpu)" "$result" \
+    >> target/bench-data/network-runs.txt
+}
 
 # Five rounds. Each starts from an empty data dir, so the produced gigabyte is written into
 # page-cache memory freed moments before, as is the dd reference beside it (this VM's fresh
@@ -57,19 +78,22 @@ for run in 1 2 3 4 5; do
     | awk -F', ' '{split($3, t, " "); print "dd " 1048576000 / t[1]}' >> target/bench-data/network-runs.txt
   rm -f target/bench-data/dd-net.bin
   serve copy
-  echo "produce $("$loadgen" --brokers "127.0.0.1:$port" --topic bench --messages $messages produce | field bytes_per_second)" \
-    >> target/bench-data/network-runs.txt
+  load produce --topic bench --messages $messages produce
   # Consumes the warm-up message too, so every one of the produced messages is counted.
-  echo "consume_copy $("$loadgen" --brokers "127.0.0.1:$port" --topic bench --messages $((messages + 1)) consume | field bytes_per_second)" \
-    >> target/bench-data/network-runs.txt
+  load consume_copy --topic bench --messages $((messages + 1)) consume
   stop
   serve sendfile
-  echo "consume_sendfile $("$loadgen" --brokers "127.0.0.1:$port" --topic bench --messages $((messages + 1)) consume | field bytes_per_second)" \
-    >> target/bench-data/network-runs.txt
+  load consume_sendfile --topic bench --messages $((messages + 1)) consume
+  stop
+  # A second client of another design (no local queue; whole batches of 1,000 records, four
+  # requests outstanding) producing the same volume, into the memory the first gigabyte freed.
+  rm -rf "$data"
+  serve copy
+  load produce_rskafka --client rskafka --topic bench --messages $messages produce
   stop
 done
 rm -rf "$data"
-for figure in dd produce consume_copy consume_sendfile; do
+for figure in $(awk '{print $1}' target/bench-data/network-runs.txt | awk '!seen[$0]++'); do
   echo "$figure $(awk -v f="$figure" '$1 == f {print $2}' target/bench-data/network-runs.txt | median)" >> "$out"
 done
 cat "$out"

@@ -210,8 +210,9 @@ def main(baseline_path):
                 key, value = line.split()
                 network[key] = float(value)
         loopback = network["iperf3"]
-        bar_chart("docs/bench-network.svg", "A real client (librdkafka) over loopback", [
+        bar_chart("docs/bench-network.svg", "Real clients over loopback", [
             ("produce, 1 KiB messages", network["produce"] / 1e9, "ferrolog"),
+            ("produce, rskafka", network["produce_rskafka"] / 1e9, "ferrolog"),
             ("consume (pread + write)", network["consume_copy"] / 1e9, "ferrolog"),
             ("consume (sendfile)", network["consume_sendfile"] / 1e9, "ferrolog"),
             ("loopback TCP, iperf3", loopback / 1e9, "limit"),
@@ -223,50 +224,81 @@ def main(baseline_path):
         print("`rdkafka` crate) producing 1,000,000 messages of 1 KiB (acks=1, linger.ms=5, batch.size")
         print("1 MB, no compression) to one partition, then consuming them from the start")
         print("(max.partition.fetch.bytes 4 MiB, fetch.queue.backoff.ms 0, queued.max.messages.kbytes")
-        print("256 MiB, queued.min.messages 1,000,000, socket.receive.buffer.bytes 8 MiB); median of")
-        print("5 rounds, each from an empty data dir. The loopback limit is one `iperf3` TCP stream")
-        print("(median of 3, 5 s each); the write reference is `dd bs=1M count=1000` to a new file,")
-        print("written right after the previous round's data was deleted and removed just before the")
-        print("produce. Client and broker share the machine's 2 cores. Targets: produce ≥ 50% and")
-        print("consume ≥ 70% of loopback TCP.\n")
+        print("256 MiB, queued.min.messages 1,000,000, socket.receive.buffer.bytes 8 MiB); and, as a")
+        print("second client of another design, rskafka 0.6 producing the same messages in batches of")
+        print("1,000 with four requests outstanding (`--client rskafka`). Median of 5 rounds, each")
+        print("from an empty data dir. The loopback limit is one `iperf3` TCP stream (median of 3, 5 s")
+        print("each); the write reference is `dd bs=1M count=1000` to a new file, written right after")
+        print("the previous round's data was deleted and removed just before the produce. Client and")
+        print("broker share the machine's 2 cores. Targets: produce ≥ 50% and consume ≥ 70% of")
+        print("loopback TCP.\n")
         print("| figure | rate | of loopback TCP (%s) | note |" % gbs(loopback))
         print("|---|---|---|---|")
-        print("| produce | %s | %.0f%% | dd of the same gigabyte in the same run: %s (%.0f%%) |"
+        print("| produce, librdkafka | %s | %.0f%% | dd of the same gigabyte in the same run: %s (%.0f%%) |"
               % (gbs(network["produce"]), 100 * network["produce"] / loopback, gbs(network["dd"]),
                  100 * network["produce"] / network["dd"]))
+        print("| produce, rskafka | %s | %.0f%% | |"
+              % (gbs(network["produce_rskafka"]), 100 * network["produce_rskafka"] / loopback))
         print("| consume, `ferrolog.fetch.transfer=copy` (default) | %s | %.0f%% | |"
               % (gbs(network["consume_copy"]), 100 * network["consume_copy"] / loopback))
         print("| consume, `ferrolog.fetch.transfer=sendfile` | %s | %.0f%% | |"
               % (gbs(network["consume_sendfile"]), 100 * network["consume_sendfile"] / loopback))
         print()
-        print("""Neither target is met on this machine. What bounds each figure:
+        print("CPU time per gigabyte moved, from the same rounds (medians): the client's is its whole")
+        print("process's CPU time while the clock ran (`clock_gettime(CLOCK_PROCESS_CPUTIME_ID)`, the")
+        print("client library's threads and the kernel's work on its socket included); the broker's is")
+        print("the `ferrolog serve` process's user + system time (`/proc/PID/stat`) across the client's")
+        print("whole run. With two cores, no arrangement of the work can move more than 2 ÷ (client +")
+        print("broker) GB/s: the column “two cores allow at most”.\n")
+        print("| transfer | client CPU s/GB | broker CPU s/GB | two cores allow at most | target | rate ÷ that ceiling |")
+        print("|---|---|---|---|---|---|")
+        for name, label, target in [
+            ("produce", "produce, librdkafka", 0.5),
+            ("produce_rskafka", "produce, rskafka", 0.5),
+            ("consume_copy", "consume, copy", 0.7),
+            ("consume_sendfile", "consume, sendfile", 0.7),
+        ]:
+            client = network[name + "_client_cpu"]
+            broker = network[name + "_broker_cpu"]
+            ceiling = 2e9 / (client + broker)
+            print("| %s | %.2f | %.2f | %s | %s | %.0f%% |"
+                  % (label, client, broker, gbs(ceiling), gbs(target * loopback),
+                     100 * network[name] / ceiling))
+        print()
+        print("""Neither target is met on this machine; the CPU table shows why.
 
-- **Produce is bounded by the client and by this VM's memory.** A system-wide profile of the
-  produce (`perf record -a -g` while `tools/loadgen` runs, 2026-11-30) puts librdkafka's two
-  threads at 58% of the machine's CPU time (copying each message into its batch, CRC-32C of
-  every batch), the broker at 21% (batch validation, the `pwrite` into the page cache, socket
-  reads) and 19% idle: together they need about 1.3 cores per GB/s, which caps two cores near
-  1.5 GB/s even with no idle time. And every produced byte lands in page-cache memory the VM
-  must back first. Each round here produces into memory that the `dd` beside it touched and
-  freed moments before, the best case this VM offers. Producing three gigabytes back to back to
-  one broker (`ferrolog-loadgen --topic benchN --messages 1000000 produce` for N = 1, 2, 3)
-  gave 1.31, 0.41 and 0.37 GB/s: once that memory is used up, the page cache grows into memory
-  the VM has not touched, which it writes at 0.3–0.5 GB/s (`../shared/notes/machine.md`). Half
-  of loopback TCP is above the first ceiling, and the second allows it only while freshly freed
-  memory lasts.
-- **Consume is bounded by the client.** A system-wide profile of consuming 3 GB from one
-  partition (`perf record -a` around `ferrolog-loadgen --messages 3000000 consume`, 2.1 GB/s,
-  2026-11-30) shows librdkafka's threads using 48% of the machine's CPU time, the broker 21%
-  and 29% idle (the client's start-up included). librdkafka keeps one fetch in flight per broker
-  connection and parses a response before it asks for the next, so broker and client partly
-  take turns; even with no turns at all, the two together would need about 0.64 of a core per
-  GB/s, which caps two cores near 3.1 GB/s, about the 70% target. Giving the client a larger
-  local queue and socket buffer (the settings above) took it from 1.6–1.7 to 2.1–2.2 GB/s; taking
-  messages in batches of 10,000 (`rd_kafka_consume_batch_queue`) instead of one `poll` each
-  changed nothing. Two consumers reading two partitions at once (`serve --override
-  num.partitions=2`, `ferrolog-loadgen ... consume --partition 0` and `--partition 1` side by
-  side, 1 GB each, by hand) moved 2.4–2.7 GB/s together, median 2.69 GB/s of 5 rounds: about
-  65% of loopback. The broker answers as soon as data is there (no added wait) and sends the
+- **Produce needs more CPU than two cores have, with either client.** librdkafka spends about
+  1.0 CPU-second per gigabyte it produces (a copy of each message at `produce()`, another into
+  its batch, CRC-32C of each batch, and two threads handing messages over through locked
+  queues); rskafka, which has no local queue but allocates each record, spends about the same.
+  The broker spends 0.35–0.45: one kernel copy out of the socket, CRC-32C and the framing checks
+  of every record, and the `pwrite` into the page cache (a second copy). Those two copies
+  alone cost about 0.25 s/GB on this machine (`iperf3`'s receiving side used 44% of a core for
+  4.07 GB/s and `dd` writes the page cache at about 6 GB/s, by hand on 2026-11-30), so the
+  broker is near its floor. Reaching half of loopback TCP would need a client spending at most
+  about 0.6 s/GB, which is little more than what sending alone costs (`iperf3`'s sending
+  side used 97% of a core for 4.07 GB/s: 0.24 s/GB). And every produced byte lands in
+  page-cache memory the VM must back first. Each round here produces into memory that the
+  `dd` beside it touched and freed moments before, the best case this VM offers. Producing
+  three gigabytes back to back to one broker (`ferrolog-loadgen --topic benchN --messages
+  1000000 produce` for N = 1, 2, 3) gave 1.31, 0.41 and 0.37 GB/s: once that memory is used
+  up, the page cache grows into memory the VM has not touched, which it writes at 0.3–0.5
+  GB/s (`../shared/notes/machine.md`). Neither more producers nor other librdkafka settings
+  helped: two producers side by side moved 1.06 GB/s together; `delivery.report.only.error`,
+  `message.copy.max.bytes=0` and `linger.ms=20` with larger batches were each slower than
+  the settings above (1.07–1.21 GB/s against 1.17–1.29 GB/s in alternating runs, by hand).
+- **Consume's ceiling is about the target itself.** librdkafka spends about 0.5 s/GB and the
+  broker 0.2–0.25 (reading the page cache and the socket write), so two cores allow about
+  2.8 GB/s, about 70% of loopback, and only if client and broker never wait for each other.
+  But librdkafka keeps one fetch in flight per broker connection and parses a response before
+  it asks for the next, so they partly take turns. Giving the client a larger local queue and
+  socket buffer (the settings above) took it from 1.6–1.7 to 2.1–2.2 GB/s; taking messages in
+  batches of 10,000 (`rd_kafka_consume_batch_queue`) instead of one `poll` each changed
+  nothing. Two consumers reading two partitions at once (`serve --override num.partitions=2`,
+  `ferrolog-loadgen ... consume --partition 0` and `--partition 1` side by side, 1 GB each, by
+  hand) moved 2.4–2.7 GB/s together, median 2.69 GB/s of 5 rounds: about 65% of loopback.
+  rskafka consumes at about 0.65 GB/s (it decodes every record into vectors of its own), so it
+  is not run here. The broker answers as soon as data is there (no added wait) and sends the
   bytes as they lie in the segment.
 - **sendfile is slower than pread + write here**, as plain C programs on this machine show
   for loopback with 2 cores (a `sendfile` loop moved 1.54 GB/s, `read` + `write` with a 1 MiB

@@ -1,8 +1,10 @@
-//! Produces or consumes fixed-size messages through librdkafka as fast as it can and prints one
-//! JSON line with the figures. Used by `scripts/bench.sh` for the loopback benchmark: the Python
-//! clients top out near 0.5 GB/s on this class of machine, far below the broker.
+//! Produces or consumes fixed-size messages through a real Kafka client as fast as it can and
+//! prints one JSON line with the figures, the client's CPU time among them. Used by
+//! `scripts/bench.sh` for the loopback benchmark: the Python clients top out near 0.5 GB/s on
+//! this class of machine, far below the broker, so the clients here are librdkafka (the default)
+//! and rskafka.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 use clap::{Parser, Subcommand};
@@ -11,6 +13,11 @@ use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
 use rdkafka::{Message, Offset, TopicPartitionList};
+
+mod rskafka_client;
+mod stopwatch;
+
+use stopwatch::{Outcome, Stopwatch};
 
 #[derive(Parser)]
 struct Args {
@@ -25,8 +32,26 @@ struct Args {
     /// Extra librdkafka properties, `key=value`.
     #[arg(long = "set", value_parser = parse_property)]
     properties: Vec<(String, String)>,
+    /// The client library: librdkafka (`rdkafka`) or `rskafka`.
+    #[arg(long, default_value = "rdkafka")]
+    client: Client,
+    /// rskafka only: records per produce request.
+    #[arg(long, default_value_t = 1000)]
+    batch: u64,
+    /// rskafka only: produce requests kept outstanding.
+    #[arg(long, default_value_t = 4)]
+    in_flight: usize,
+    /// rskafka only: the most bytes one fetch returns.
+    #[arg(long, default_value_t = 4 << 20)]
+    fetch_bytes: i32,
     #[command(subcommand)]
     command: Command,
+}
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum Client {
+    Rdkafka,
+    Rskafka,
 }
 
 #[derive(Subcommand)]
@@ -56,8 +81,19 @@ fn main() -> Result<()> {
     let args = Args::parse();
     let mut config = ClientConfig::new();
     config.set("bootstrap.servers", &args.brokers);
-    let (messages, bytes, elapsed) = match args.command {
-        Command::Produce { size } => {
+    let outcome = match (args.client, args.command) {
+        (Client::Rskafka, Command::Produce { size }) => rskafka_client::produce(
+            &args.brokers,
+            &args.topic,
+            args.messages,
+            size,
+            args.batch,
+            args.in_flight,
+        )?,
+        (Client::Rskafka, Command::Consume { .. }) => {
+            rskafka_client::consume(&args.brokers, &args.topic, args.messages, args.fetch_bytes)?
+        }
+        (Client::Rdkafka, Command::Produce { size }) => {
             config
                 .set("acks", "1")
                 .set("linger.ms", "5")
@@ -69,10 +105,13 @@ fn main() -> Result<()> {
             }
             produce(&config, &args.topic, args.messages, size)?
         }
-        Command::Consume {
-            partitions,
-            partition,
-        } => {
+        (
+            Client::Rdkafka,
+            Command::Consume {
+                partitions,
+                partition,
+            },
+        ) => {
             config
                 .set("group.id", "ferrolog-loadgen")
                 .set("enable.auto.commit", "false")
@@ -99,20 +138,22 @@ fn main() -> Result<()> {
             consume(&config, &args.topic, args.messages, &assigned)?
         }
     };
+    let Outcome {
+        messages,
+        bytes,
+        elapsed,
+        cpu,
+    } = outcome;
     let seconds = elapsed.as_secs_f64();
+    let cpu_seconds = cpu.as_secs_f64();
     println!(
-        "{{\"messages\": {messages}, \"bytes\": {bytes}, \"seconds\": {seconds:.3}, \"bytes_per_second\": {:.0}}}",
+        "{{\"messages\": {messages}, \"bytes\": {bytes}, \"seconds\": {seconds:.3}, \"bytes_per_second\": {:.0}, \"cpu_seconds\": {cpu_seconds:.3}}}",
         bytes as f64 / seconds
     );
     Ok(())
 }
 
-fn produce(
-    config: &ClientConfig,
-    topic: &str,
-    messages: u64,
-    size: usize,
-) -> Result<(u64, u64, Duration)> {
+fn produce(config: &ClientConfig, topic: &str, messages: u64, size: usize) -> Result<Outcome> {
     let producer: BaseProducer = config.create().context("creating the producer")?;
     let value = vec![b'x'; size];
     // One message first, so the connection and the topic's metadata are in place before the
@@ -124,7 +165,7 @@ fn produce(
     producer
         .flush(Duration::from_secs(30))
         .context("waiting for the warm-up message")?;
-    let started = Instant::now();
+    let stopwatch = Stopwatch::start();
     for index in 0..messages {
         let key = index.to_be_bytes();
         let mut record = BaseRecord::<[u8], [u8]>::to(topic)
@@ -147,8 +188,7 @@ fn produce(
     producer
         .flush(Duration::from_secs(120))
         .context("waiting for acknowledgements")?;
-    let elapsed = started.elapsed();
-    Ok((messages, messages * size as u64, elapsed))
+    Ok(stopwatch.finish(messages, messages * size as u64))
 }
 
 fn consume(
@@ -156,7 +196,7 @@ fn consume(
     topic: &str,
     messages: u64,
     partitions: &[i32],
-) -> Result<(u64, u64, Duration)> {
+) -> Result<Outcome> {
     let consumer: BaseConsumer = config.create().context("creating the consumer")?;
     let mut assignment = TopicPartitionList::new();
     for &partition in partitions {
@@ -165,13 +205,13 @@ fn consume(
     consumer.assign(&assignment)?;
     // The clock starts at the first message, so connecting and finding the start offsets (a few
     // hundred milliseconds of fixed cost) do not count against the transfer rate.
-    let mut started = Instant::now();
+    let mut stopwatch = Stopwatch::start();
     let (mut received, mut bytes) = (0u64, 0u64);
     while received < messages {
         match consumer.poll(Duration::from_secs(10)) {
             Some(Ok(message)) => {
                 if received == 0 {
-                    started = Instant::now();
+                    stopwatch = Stopwatch::start();
                 }
                 received += 1;
                 bytes += message.payload().map_or(0, |payload| payload.len() as u64);
@@ -180,5 +220,5 @@ fn consume(
             None => bail!("no message for 10 s after {received} of {messages}"),
         }
     }
-    Ok((received, bytes, started.elapsed()))
+    Ok(stopwatch.finish(received, bytes))
 }
