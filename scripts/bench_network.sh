@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # The loopback benchmark: real Kafka clients (librdkafka, and rskafka for produce, through
-# tools/loadgen) producing and consuming 1 KiB messages against `ferrolog serve`, beside the
-# loopback TCP bandwidth (iperf3) and a buffered write of the same volume, all measured in this
-# run. Each transfer also records the CPU time the client and the broker spent per gigabyte,
-# since client and broker share the machine's cores. Writes target/bench-data/network.txt for
-# scripts/bench_report.py. Called by scripts/bench.sh; takes about 2 minutes after the first
-# build of the load generator (~1 minute).
+# tools/loadgen) producing and consuming 1 KiB messages against `ferrolog serve` and against a
+# stand-in broker that does next to nothing, beside the loopback TCP bandwidth (iperf3) and a
+# buffered write of the same volume, all measured in this run. Each transfer also records the
+# CPU time the client and the broker spent per gigabyte, since client and broker share the
+# machine's cores. Writes target/bench-data/network.txt for scripts/bench_report.py. Called by
+# scripts/bench.sh; takes about 3 minutes after the first build of the load generator (~1
+# minute).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mkdir -p target/bench-data
@@ -40,11 +41,14 @@ serve() { # transfer mode
   "$ferrolog" serve --listen "127.0.0.1:$port" --log-dirs "$data" \
     --override ferrolog.fetch.transfer="$1" >target/bench-data/network-serve.log 2>&1 &
   server=$!
-  for _ in $(seq 50); do
+  wait_for_port
+}
+wait_for_port() {
+  for _ in $(seq 100); do
     (echo >"/dev/tcp/127.0.0.1/$port") 2>/dev/null && return
     sleep 0.1
   done
-  echo "ferrolog serve did not start" >&2
+  echo "the broker on port $port did not start" >&2
   exit 1
 }
 stop() { kill -INT "$server"; wait "$server" || true; }
@@ -91,6 +95,19 @@ for run in 1 2 3 4 5; do
   serve copy
   load produce_rskafka --client rskafka --topic bench --messages $messages produce
   stop
+  # The same clients against a stand-in broker that keeps nothing and answers fetches from
+  # memory (`ferrolog-loadgen sink`): what they reach when the broker costs next to nothing.
+  rm -rf "$data"
+  "$loadgen" sink --listen "127.0.0.1:$port" >>target/bench-data/network-serve.log 2>&1 &
+  server=$!
+  wait_for_port
+  load sink_produce --topic bench --messages $messages produce
+  load sink_consume --topic bench --messages $((messages + 1)) consume
+  load sink_produce_rskafka --client rskafka --topic bench --messages $messages produce
+  # SIGTERM: a background job of a script starts with SIGINT ignored, and the sink, unlike
+  # `ferrolog serve`, installs no handler of its own.
+  kill "$server"
+  wait "$server" || true
 done
 rm -rf "$data"
 for figure in $(awk '{print $1}' target/bench-data/network-runs.txt | awk '!seen[$0]++'); do

@@ -15,6 +15,7 @@ use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
 use rdkafka::{Message, Offset, TopicPartitionList};
 
 mod rskafka_client;
+mod sink;
 mod stopwatch;
 
 use stopwatch::{Outcome, Stopwatch};
@@ -24,10 +25,11 @@ struct Args {
     /// Bootstrap servers.
     #[arg(long, default_value = "127.0.0.1:9092")]
     brokers: String,
-    #[arg(long)]
+    /// The topic to produce to or consume from.
+    #[arg(long, default_value = "bench")]
     topic: String,
     /// Messages to produce or consume.
-    #[arg(long)]
+    #[arg(long, default_value_t = 1_000_000)]
     messages: u64,
     /// Extra librdkafka properties, `key=value`.
     #[arg(long = "set", value_parser = parse_property)]
@@ -69,6 +71,24 @@ enum Command {
         #[arg(long)]
         partition: Option<i32>,
     },
+    /// Stands in for the broker, doing as little as one can (see sink.rs), so the clients can be
+    /// measured against it; serves until killed.
+    Sink {
+        #[arg(long, default_value = "127.0.0.1:9092")]
+        listen: String,
+        /// Size of each record value fetches return.
+        #[arg(long, default_value_t = 1024)]
+        size: usize,
+        /// Records in each batch fetches return.
+        #[arg(long, default_value_t = 1000)]
+        batch_records: i64,
+        /// Records built into the in-memory log that fetches read (about 1 GB by default).
+        #[arg(long, default_value_t = 1_001_000)]
+        log_records: i64,
+        /// Where the log ends before anything is produced.
+        #[arg(long, default_value_t = 0)]
+        log_end: i64,
+    },
 }
 
 fn parse_property(text: &str) -> Result<(String, String), String> {
@@ -82,6 +102,16 @@ fn main() -> Result<()> {
     let mut config = ClientConfig::new();
     config.set("bootstrap.servers", &args.brokers);
     let outcome = match (args.client, args.command) {
+        (
+            _,
+            Command::Sink {
+                listen,
+                size,
+                batch_records,
+                log_records,
+                log_end,
+            },
+        ) => return sink::serve(&listen, size, batch_records, log_records, log_end),
         (Client::Rskafka, Command::Produce { size }) => rskafka_client::produce(
             &args.brokers,
             &args.topic,
