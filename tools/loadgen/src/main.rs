@@ -120,7 +120,16 @@ fn main() -> Result<()> {
             args.batch,
             args.in_flight,
         )?,
-        (Client::Rskafka, Command::Consume { .. }) => {
+        (
+            Client::Rskafka,
+            Command::Consume {
+                partitions,
+                partition,
+            },
+        ) => {
+            if partitions != 1 || partition.unwrap_or(0) != 0 {
+                bail!("with --client rskafka, consume reads partition 0 only");
+            }
             rskafka_client::consume(&args.brokers, &args.topic, args.messages, args.fetch_bytes)?
         }
         (Client::Rdkafka, Command::Produce { size }) => {
