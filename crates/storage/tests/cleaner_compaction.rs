@@ -70,20 +70,25 @@ fn delete(log: &Log, key: &str) {
     append(log, &[(Some(key), None)], Compression::None);
 }
 
+/// Up to a MiB of the log's stored bytes from `offset`, whole batches.
+fn mib_from(log: &Log, offset: i64) -> Vec<u8> {
+    log.read(FetchParams {
+        start_offset: offset,
+        max_bytes: 1 << 20,
+        bound: FetchBound::LogEnd,
+        min_one_batch: true,
+    })
+    .unwrap()
+    .read_bytes()
+    .unwrap()
+}
+
 /// Every record as (offset, key, value).
 fn records(log: &Log) -> Vec<(i64, Option<String>, Option<String>)> {
     let mut out = Vec::new();
     let mut offset = log.log_start_offset();
     while offset < log.log_end_offset() {
-        let data = log
-            .read(FetchParams {
-                start_offset: offset,
-                max_bytes: 1 << 20,
-                bound: FetchBound::LogEnd,
-                min_one_batch: true,
-            })
-            .unwrap();
-        let bytes = data.read_bytes().unwrap();
+        let bytes = mib_from(log, offset);
         if bytes.is_empty() {
             break;
         }
@@ -112,16 +117,7 @@ fn records(log: &Log) -> Vec<(i64, Option<String>, Option<String>)> {
 /// (producer id, epoch, last sequence, record count) of every idempotent producer's batch in
 /// the first MiB of the log, each batch's checksum verified.
 fn producer_batches(log: &Log) -> Vec<(i64, i16, i32, i32)> {
-    let bytes = log
-        .read(FetchParams {
-            start_offset: 0,
-            max_bytes: 1 << 20,
-            bound: FetchBound::LogEnd,
-            min_one_batch: true,
-        })
-        .unwrap()
-        .read_bytes()
-        .unwrap();
+    let bytes = mib_from(log, 0);
     let mut producers = Vec::new();
     for entry in EntryIter::new(&bytes) {
         let (_, entry) = entry.unwrap();
@@ -296,17 +292,7 @@ fn compressed_batches_are_recompressed_with_their_codec() {
     }
     setup.log.roll().unwrap();
     clean_until_quiet(&setup, 1 << 20);
-    let bytes = setup
-        .log
-        .read(FetchParams {
-            start_offset: 0,
-            max_bytes: 1 << 20,
-            bound: FetchBound::LogEnd,
-            min_one_batch: true,
-        })
-        .unwrap()
-        .read_bytes()
-        .unwrap();
+    let bytes = mib_from(&setup.log, 0);
     for entry in EntryIter::new(&bytes) {
         let (_, entry) = entry.unwrap();
         let ferrolog_records::FileEntry::V2(batch) = entry else {

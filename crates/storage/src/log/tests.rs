@@ -64,6 +64,19 @@ fn append_value(log: &Log, value: &str) -> AppendInfo {
 
 type OffsetsAndValues = Vec<(i64, Option<Vec<u8>>)>;
 
+/// Up to a MiB of the log's stored bytes from offset 0, whole batches.
+fn first_mib(log: &Log) -> Vec<u8> {
+    log.read(FetchParams {
+        start_offset: 0,
+        max_bytes: 1 << 20,
+        bound: FetchBound::LogEnd,
+        min_one_batch: true,
+    })
+    .unwrap()
+    .read_bytes()
+    .unwrap()
+}
+
 /// Every record offset and value readable from `start` to the LEO.
 fn read_all(log: &Log, start: i64) -> OffsetsAndValues {
     let mut out = Vec::new();
@@ -566,16 +579,7 @@ fn log_append_time_stamps_the_broker_time() {
     });
     let info = append(&log, &batch(&[TestRecord::new(5, None, Some(b"x"))]));
     assert_eq!(info.log_append_time_ms, NOW);
-    let bytes = log
-        .read(FetchParams {
-            start_offset: 0,
-            max_bytes: 1 << 20,
-            bound: FetchBound::LogEnd,
-            min_one_batch: true,
-        })
-        .unwrap()
-        .read_bytes()
-        .unwrap();
+    let bytes = first_mib(&log);
     let batch = RecordBatch::new(&bytes).unwrap();
     batch.validate().unwrap();
     assert_eq!(batch.timestamp_type(), TimestampType::LogAppendTime);
@@ -591,16 +595,7 @@ fn topic_compression_type_recompresses_batches() {
     });
     append(&log, &numbered_batch(0, 20, NOW));
     append(&log, &numbered_batch(20, 5, NOW));
-    let bytes = log
-        .read(FetchParams {
-            start_offset: 0,
-            max_bytes: 1 << 20,
-            bound: FetchBound::LogEnd,
-            min_one_batch: true,
-        })
-        .unwrap()
-        .read_bytes()
-        .unwrap();
+    let bytes = first_mib(&log);
     for entry in EntryIter::new(&bytes) {
         let (_, entry) = entry.unwrap();
         entry.validate().unwrap();
