@@ -15,10 +15,12 @@ use std::sync::atomic::{AtomicI64, Ordering};
 
 use anyhow::{Context, Result, bail};
 use bytes::{Buf, Bytes, BytesMut};
+use ferrolog_broker::dispatch::supported_range;
+use ferrolog_broker::handlers::api_versions::advertising;
 use ferrolog_records::{BatchBuilder, RecordBatch};
-use kafka_protocol::messages::api_versions_response::ApiVersion;
 use kafka_protocol::messages::create_topics_response::CreatableTopicResult;
 use kafka_protocol::messages::fetch_response::{FetchableTopicResponse, PartitionData};
+use kafka_protocol::messages::find_coordinator_response::Coordinator;
 use kafka_protocol::messages::list_offsets_response::{
     ListOffsetsPartitionResponse, ListOffsetsTopicResponse,
 };
@@ -27,8 +29,8 @@ use kafka_protocol::messages::metadata_response::{
 };
 use kafka_protocol::messages::produce_response::{PartitionProduceResponse, TopicProduceResponse};
 use kafka_protocol::messages::{
-    ApiKey, ApiVersionsResponse, BrokerId, CreateTopicsRequest, CreateTopicsResponse, FetchRequest,
-    FetchResponse, FindCoordinatorResponse, ListOffsetsRequest, ListOffsetsResponse,
+    ApiKey, BrokerId, CreateTopicsRequest, CreateTopicsResponse, FetchRequest, FetchResponse,
+    FindCoordinatorRequest, FindCoordinatorResponse, ListOffsetsRequest, ListOffsetsResponse,
     MetadataRequest, MetadataResponse, ProduceRequest, ProduceResponse, RequestHeader,
     ResponseHeader,
 };
@@ -36,17 +38,24 @@ use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
-/// The versions answered; the same ranges `ferrolog serve` advertises for these APIs, so the
-/// clients take the same paths against both.
-const SUPPORTED: &[(ApiKey, i16, i16)] = &[
-    (ApiKey::Produce, 3, 9),
-    (ApiKey::Fetch, 4, 12),
-    (ApiKey::ListOffsets, 1, 7),
-    (ApiKey::Metadata, 0, 12),
-    (ApiKey::ApiVersions, 0, 3),
-    (ApiKey::FindCoordinator, 0, 3),
-    (ApiKey::CreateTopics, 0, 5),
+/// The APIs answered, at the versions `ferrolog serve` advertises for them, so the clients take
+/// the same paths against both.
+const ANSWERED: &[ApiKey] = &[
+    ApiKey::Produce,
+    ApiKey::Fetch,
+    ApiKey::ListOffsets,
+    ApiKey::Metadata,
+    ApiKey::ApiVersions,
+    ApiKey::FindCoordinator,
+    ApiKey::CreateTopics,
 ];
+
+fn answered_versions() -> Vec<(ApiKey, i16, i16)> {
+    ANSWERED
+        .iter()
+        .filter_map(|&api| supported_range(api).map(|(min, max)| (api, min, max)))
+        .collect()
+}
 
 const NODE: BrokerId = BrokerId(0);
 
@@ -184,10 +193,9 @@ async fn answer(sink: &Sink, mut frame: Bytes, out: &mut BytesMut) -> Result<boo
     let version = i16::from_be_bytes([frame[2], frame[3]]);
     let api = ApiKey::try_from(key).map_err(|_| anyhow::anyhow!("unknown API key {key}"))?;
     let header = RequestHeader::decode(&mut frame, api.request_header_version(version))?;
-    if !SUPPORTED
-        .iter()
-        .any(|(supported, min, max)| *supported == api && (*min..=*max).contains(&version))
-    {
+    let answered = ANSWERED.contains(&api)
+        && supported_range(api).is_some_and(|(min, max)| (min..=max).contains(&version));
+    if !answered {
         bail!("{api:?} v{version} is not answered");
     }
     let header_version = if api == ApiKey::ApiVersions {
@@ -200,15 +208,16 @@ async fn answer(sink: &Sink, mut frame: Bytes, out: &mut BytesMut) -> Result<boo
         .with_correlation_id(header.correlation_id)
         .encode(out, header_version)?;
     match api {
-        ApiKey::ApiVersions => api_versions().encode(out, version)?,
+        ApiKey::ApiVersions => advertising(&answered_versions()).encode(out, version)?,
         ApiKey::Metadata => {
             metadata(sink, MetadataRequest::decode(&mut frame, version)?).encode(out, version)?
         }
-        ApiKey::FindCoordinator => FindCoordinatorResponse::default()
-            .with_node_id(NODE)
-            .with_host(StrBytes::from_string(sink.address.ip().to_string()))
-            .with_port(i32::from(sink.address.port()))
-            .encode(out, version)?,
+        ApiKey::FindCoordinator => find_coordinator(
+            sink,
+            FindCoordinatorRequest::decode(&mut frame, version)?,
+            version,
+        )
+        .encode(out, version)?,
         ApiKey::CreateTopics => {
             create_topics(CreateTopicsRequest::decode(&mut frame, version)?).encode(out, version)?
         }
@@ -232,20 +241,6 @@ async fn answer(sink: &Sink, mut frame: Bytes, out: &mut BytesMut) -> Result<boo
     let size = i32::try_from(out.len() - 4).context("response over 2 GiB")?;
     out[..4].copy_from_slice(&size.to_be_bytes());
     Ok(true)
-}
-
-fn api_versions() -> ApiVersionsResponse {
-    ApiVersionsResponse::default().with_api_keys(
-        SUPPORTED
-            .iter()
-            .map(|(key, min, max)| {
-                ApiVersion::default()
-                    .with_api_key(*key as i16)
-                    .with_min_version(*min)
-                    .with_max_version(*max)
-            })
-            .collect(),
-    )
 }
 
 fn metadata(sink: &Sink, request: MetadataRequest) -> MetadataResponse {
@@ -276,6 +271,35 @@ fn metadata(sink: &Sink, request: MetadataRequest) -> MetadataResponse {
                 })
                 .collect(),
         )
+}
+
+/// This broker coordinates everything; from v4 on, each key asked about gets its own answer.
+fn find_coordinator(
+    sink: &Sink,
+    request: FindCoordinatorRequest,
+    version: i16,
+) -> FindCoordinatorResponse {
+    let host = StrBytes::from_string(sink.address.ip().to_string());
+    let port = i32::from(sink.address.port());
+    if version >= 4 {
+        return FindCoordinatorResponse::default().with_coordinators(
+            request
+                .coordinator_keys
+                .into_iter()
+                .map(|key| {
+                    Coordinator::default()
+                        .with_key(key)
+                        .with_node_id(NODE)
+                        .with_host(host.clone())
+                        .with_port(port)
+                })
+                .collect(),
+        );
+    }
+    FindCoordinatorResponse::default()
+        .with_node_id(NODE)
+        .with_host(host)
+        .with_port(port)
 }
 
 /// Every topic "exists" already: the answer is success.
