@@ -19,6 +19,7 @@ use kafka_protocol::protocol::{Decodable, Encodable};
 
 use crate::Context;
 use crate::error_codes::ErrorCodes;
+use crate::frame_shape::CheckedFrame;
 use crate::handlers;
 use crate::response::{FileRegion, ResponseFrame, SplicingBuf};
 
@@ -33,20 +34,22 @@ impl std::fmt::Display for MalformedRequest {
 }
 
 /// The APIs and version ranges this broker implements: ApiVersions advertises exactly these.
+/// Each lies within what the codec decodes, which excludes what Kafka 4 removed (KIP-896):
+/// CreateTopics v0–1, DeleteTopics v0, DescribeLogDirs v0.
 pub const SUPPORTED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::Produce, 3, 9),
     (ApiKey::Fetch, 4, 12),
     (ApiKey::ListOffsets, 1, 7),
     (ApiKey::Metadata, 0, 12),
     (ApiKey::ApiVersions, 0, 3),
-    (ApiKey::CreateTopics, 0, 5),
+    (ApiKey::CreateTopics, 2, 5),
     (ApiKey::CreatePartitions, 0, 3),
     (ApiKey::DescribeConfigs, 1, 4),
     (ApiKey::AlterConfigs, 0, 2),
     (ApiKey::IncrementalAlterConfigs, 0, 1),
     (ApiKey::DescribeCluster, 0, 1),
-    (ApiKey::DescribeLogDirs, 0, 4),
-    (ApiKey::DeleteTopics, 0, 5),
+    (ApiKey::DescribeLogDirs, 1, 4),
+    (ApiKey::DeleteTopics, 1, 5),
     (ApiKey::DeleteRecords, 0, 2),
     (ApiKey::InitProducerId, 0, 4),
     (ApiKey::FindCoordinator, 0, 4),
@@ -73,13 +76,14 @@ fn malformed(what: impl std::fmt::Display) -> MalformedRequest {
     MalformedRequest(what.to_string())
 }
 
-/// Decodes one request frame and returns the response frame, or `None` when no response is
-/// due (produce with acks=0). Each request is counted and timed per API.
+/// Decodes one checked request frame and returns the response frame, or `None` when no
+/// response is due (produce with acks=0). Each request is counted and timed per API.
 pub async fn dispatch(
     context: &Arc<Context>,
-    frame: Bytes,
+    frame: CheckedFrame,
     peer: SocketAddr,
 ) -> Result<Option<ResponseFrame>, MalformedRequest> {
+    let frame = frame.into_bytes();
     let started = std::time::Instant::now();
     let api = frame
         .get(..2)
@@ -306,4 +310,22 @@ fn encode_spliced<R: Encodable + ErrorCodes>(
         .map_err(|error| malformed(format!("encoding the {api:?} v{version} response: {error}")))?;
     out.finish()
         .map_err(|error| malformed(format!("encoding the {api:?} v{version} response: {error}")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_advertised_version_is_one_the_codec_decodes() {
+        for (api, min, max) in SUPPORTED {
+            let valid = api.valid_versions();
+            assert!(
+                valid.min <= *min && *max <= valid.max,
+                "{api:?} {min}-{max} is advertised; the codec decodes {}-{}",
+                valid.min,
+                valid.max
+            );
+        }
+    }
 }

@@ -2,11 +2,12 @@
 
 use ferrolog_storage::StorageError;
 
-pub const NONE: i16 = 0;
 pub const UNKNOWN_SERVER_ERROR: i16 = -1;
+pub const NONE: i16 = 0;
 pub const OFFSET_OUT_OF_RANGE: i16 = 1;
 pub const CORRUPT_MESSAGE: i16 = 2;
 pub const UNKNOWN_TOPIC_OR_PARTITION: i16 = 3;
+pub const LEADER_NOT_AVAILABLE: i16 = 5;
 pub const MESSAGE_TOO_LARGE: i16 = 10;
 pub const OFFSET_METADATA_TOO_LARGE: i16 = 12;
 pub const COORDINATOR_NOT_AVAILABLE: i16 = 15;
@@ -25,12 +26,14 @@ pub const INVALID_PARTITIONS: i16 = 37;
 pub const INVALID_REPLICATION_FACTOR: i16 = 38;
 pub const INVALID_CONFIG: i16 = 40;
 pub const INVALID_REQUEST: i16 = 42;
+pub const POLICY_VIOLATION: i16 = 44;
 pub const OUT_OF_ORDER_SEQUENCE_NUMBER: i16 = 45;
 pub const INVALID_PRODUCER_EPOCH: i16 = 47;
 pub const TRANSACTIONAL_ID_AUTHORIZATION_FAILED: i16 = 53;
 pub const KAFKA_STORAGE_ERROR: i16 = 56;
 pub const NON_EMPTY_GROUP: i16 = 68;
 pub const GROUP_ID_NOT_FOUND: i16 = 69;
+pub const TOPIC_DELETION_DISABLED: i16 = 73;
 pub const MEMBER_ID_REQUIRED: i16 = 79;
 pub const FENCED_INSTANCE_ID: i16 = 82;
 pub const GROUP_SUBSCRIBED_TO_TOPIC: i16 = 86;
@@ -43,6 +46,7 @@ pub fn name_of(code: i16) -> &'static str {
         OFFSET_OUT_OF_RANGE => "OFFSET_OUT_OF_RANGE",
         CORRUPT_MESSAGE => "CORRUPT_MESSAGE",
         UNKNOWN_TOPIC_OR_PARTITION => "UNKNOWN_TOPIC_OR_PARTITION",
+        LEADER_NOT_AVAILABLE => "LEADER_NOT_AVAILABLE",
         MESSAGE_TOO_LARGE => "MESSAGE_TOO_LARGE",
         OFFSET_METADATA_TOO_LARGE => "OFFSET_METADATA_TOO_LARGE",
         COORDINATOR_NOT_AVAILABLE => "COORDINATOR_NOT_AVAILABLE",
@@ -70,6 +74,8 @@ pub fn name_of(code: i16) -> &'static str {
         MEMBER_ID_REQUIRED => "MEMBER_ID_REQUIRED",
         FENCED_INSTANCE_ID => "FENCED_INSTANCE_ID",
         GROUP_SUBSCRIBED_TO_TOPIC => "GROUP_SUBSCRIBED_TO_TOPIC",
+        POLICY_VIOLATION => "POLICY_VIOLATION",
+        TOPIC_DELETION_DISABLED => "TOPIC_DELETION_DISABLED",
         INVALID_RECORD => "INVALID_RECORD",
         _ => "UNKNOWN_SERVER_ERROR",
     }
@@ -80,16 +86,31 @@ pub fn code_of(error: &StorageError) -> i16 {
     match error {
         StorageError::OffsetOutOfRange { .. } => OFFSET_OUT_OF_RANGE,
         StorageError::CorruptRecord { .. } | StorageError::Corrupt { .. } => CORRUPT_MESSAGE,
-        StorageError::RecordTooLarge { .. } => MESSAGE_TOO_LARGE,
+        StorageError::RecordTooLarge { .. } | StorageError::DecompressedTooLarge { .. } => {
+            MESSAGE_TOO_LARGE
+        }
         StorageError::RecordBatchTooLarge { .. } => RECORD_LIST_TOO_LARGE,
         StorageError::InvalidTimestamp { .. } => INVALID_TIMESTAMP,
         StorageError::InvalidRecord { .. } => INVALID_RECORD,
-        StorageError::Io { .. } | StorageError::LogDirOffline { .. } => KAFKA_STORAGE_ERROR,
+        StorageError::Io { .. }
+        | StorageError::LogDirOffline { .. }
+        | StorageError::NoSpace { .. }
+        | StorageError::OutOfResources { .. }
+        | StorageError::DamagedEnd { .. } => KAFKA_STORAGE_ERROR,
         StorageError::OutOfOrderSequence { .. } => OUT_OF_ORDER_SEQUENCE_NUMBER,
         StorageError::InvalidProducerEpoch { .. } => INVALID_PRODUCER_EPOCH,
+        StorageError::PartitionLimit { .. } => POLICY_VIOLATION,
         _ => UNKNOWN_SERVER_ERROR,
     }
 }
+
+/// The most partitions one CreateTopics or CreatePartitions request may create, as in Kafka
+/// (`MAX_PARTITIONS_PER_BATCH`).
+pub const MAX_PARTITIONS_PER_REQUEST: i64 = 10_000;
+
+/// Kafka's message when a request asks for more.
+pub const TOO_MANY_PARTITIONS_PER_REQUEST: &str =
+    "Excessively large number of partitions per request.";
 
 /// Kafka's rule for topic names: 1 to 249 of `[a-zA-Z0-9._-]`, not `.` or `..`.
 pub fn is_valid_topic_name(name: &str) -> bool {

@@ -77,6 +77,8 @@ pub fn refresh(manager: &LogManager) {
     }
     metrics::gauge!("kafka_log_logmanager_offlinelogdirectorycount")
         .set(manager.offline_dir_count() as f64);
+    metrics::gauge!("kafka_server_socket_server_metrics_connection_count")
+        .set(OPEN_CONNECTIONS.load(std::sync::atomic::Ordering::Relaxed) as f64);
     if let Some(cleaner) = manager.cleaner() {
         use std::sync::atomic::Ordering::Relaxed;
         let stats = &cleaner.stats;
@@ -131,4 +133,33 @@ pub fn record_produced(topic: &str, bytes: u64, messages: u64) {
 pub fn record_fetched(topic: &str, bytes: u64) {
     metrics::counter!("kafka_server_brokertopicmetrics_bytesout_total", "topic" => topic.to_owned())
         .increment(bytes);
+}
+
+/// Client connections open now; read into a gauge at every scrape.
+static OPEN_CONNECTIONS: std::sync::atomic::AtomicI64 = std::sync::atomic::AtomicI64::new(0);
+
+/// A client connection, counted while it lives (Kafka's `connection-count` and
+/// `connection-creation-total` of `socket-server-metrics`), also if its task panics.
+#[derive(Debug)]
+pub struct OpenConnection(());
+
+impl OpenConnection {
+    #[allow(clippy::new_without_default, reason = "each one counts a connection")]
+    pub fn new() -> Self {
+        OPEN_CONNECTIONS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        metrics::counter!("kafka_server_socket_server_metrics_connection_creation_total")
+            .increment(1);
+        Self(())
+    }
+}
+
+impl Drop for OpenConnection {
+    fn drop(&mut self) {
+        OPEN_CONNECTIONS.fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
+/// An `accept` that failed (out of file descriptors, say); the listener goes on after a pause.
+pub fn record_accept_failure() {
+    metrics::counter!("ferrolog_network_accept_failures_total").increment(1);
 }

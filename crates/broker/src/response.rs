@@ -2,12 +2,13 @@
 //! bytes of a Fetch left in the segment files and spliced in only when the frame is written.
 //!
 //! The codec encodes a partition's `records` with a single `put_slice`. A fetch hands it a
-//! *placeholder* — a slice of [`PLACEHOLDER`], a static zero region that is never read — and
+//! *placeholder* — a slice of a reserved region of address space that is never read — and
 //! [`SplicingBuf`] recognises that slice by its address: instead of copying it, it closes the
 //! current chunk of encoded bytes and records the file region that belongs there. The codec
 //! still writes every length prefix itself, so nothing of the wire format is hand-written.
 
-#![allow(unsafe_code)] // `BufMut` is an unsafe trait; SplicingBuf forwards it to a BytesMut.
+#![allow(unsafe_code)] // `BufMut` is an unsafe trait; SplicingBuf forwards it to a BytesMut. The
+// placeholder region is an anonymous mapping.
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -17,11 +18,33 @@ use bytes::{BufMut, Bytes, BytesMut};
 use ferrolog_storage::segment::Segment;
 use kafka_protocol::protocol::buf::ByteBufMut;
 
-/// Record bytes larger than this are read into memory instead of spliced (a fetch this large is
-/// rare: `fetch.max.bytes` defaults to 50 MiB). The region lives in `.bss`, so it costs address
-/// space, not memory.
-const PLACEHOLDER_BYTES: usize = 64 << 20;
-static PLACEHOLDER: [u8; PLACEHOLDER_BYTES] = [0; PLACEHOLDER_BYTES];
+/// The most record bytes one partition of a response can carry (the protocol's `i32` length).
+const PLACEHOLDER_BYTES: usize = i32::MAX as usize;
+
+/// The region placeholders are cut from: a read-only anonymous mapping as long as any record
+/// bytes can be, made once. It is address space only (never read, never written, and, being
+/// read-only, not counted against memory even under strict overcommit), so a fetch of any
+/// size is spliced and none is copied into memory. `None` if the mapping could not be made.
+fn placeholder_region() -> Option<&'static [u8]> {
+    static REGION: std::sync::OnceLock<Option<usize>> = std::sync::OnceLock::new();
+    let address = *REGION.get_or_init(|| {
+        // SAFETY: a fresh private anonymous read-only mapping; no existing memory is touched.
+        let address = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                PLACEHOLDER_BYTES,
+                libc::PROT_READ,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
+                -1,
+                0,
+            )
+        };
+        (address != libc::MAP_FAILED).then_some(address as usize)
+    });
+    let address = address?;
+    // SAFETY: the mapping is PLACEHOLDER_BYTES long, readable (as zeros), and never unmapped.
+    Some(unsafe { std::slice::from_raw_parts(address as *const u8, PLACEHOLDER_BYTES) })
+}
 
 /// A byte range of one segment's `.log`, sent from the file when the response is written.
 #[derive(Debug, Clone)]
@@ -32,10 +55,11 @@ pub struct FileRegion {
 }
 
 impl FileRegion {
-    /// What the codec is given in place of this region's bytes, or `None` when the region is
-    /// too large to splice.
+    /// What the codec is given in place of this region's bytes, or `None` when no placeholder
+    /// region could be mapped.
     pub fn placeholder(&self) -> Option<Bytes> {
-        (self.length <= PLACEHOLDER_BYTES).then(|| Bytes::from_static(&PLACEHOLDER[..self.length]))
+        let region = placeholder_region()?;
+        region.get(..self.length).map(Bytes::from_static)
     }
 }
 
@@ -53,19 +77,16 @@ pub struct ResponseFrame {
 }
 
 impl ResponseFrame {
-    /// Bytes on the wire, size prefix included.
-    pub fn len(&self) -> usize {
+    /// Bytes of the frame held in memory: its encoded chunks. File regions are not counted:
+    /// they go to the socket from the files, a piece at a time.
+    pub fn encoded_len(&self) -> usize {
         self.chunks
             .iter()
             .map(|chunk| match chunk {
                 Chunk::Encoded(bytes) => bytes.len(),
-                Chunk::File(region) => region.length,
+                Chunk::File(_) => 0,
             })
             .sum()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.chunks.is_empty()
     }
 }
 
@@ -129,7 +150,9 @@ impl SplicingBuf {
     }
 
     fn is_placeholder(slice: &[u8]) -> bool {
-        !slice.is_empty() && std::ptr::eq(slice.as_ptr(), PLACEHOLDER.as_ptr())
+        !slice.is_empty()
+            && placeholder_region()
+                .is_some_and(|region| std::ptr::eq(slice.as_ptr(), region.as_ptr()))
     }
 }
 

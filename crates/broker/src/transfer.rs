@@ -9,6 +9,8 @@
 use std::io;
 use std::os::fd::AsFd;
 use std::os::unix::fs::FileExt;
+use std::sync::Arc;
+use std::time::Duration;
 
 use tokio::io::{AsyncWriteExt, Interest};
 use tokio::net::TcpStream;
@@ -38,47 +40,125 @@ impl std::str::FromStr for FetchTransfer {
     }
 }
 
-/// Largest piece of a file region read into memory at once in [`FetchTransfer::Copy`].
-const COPY_BUFFER_BYTES: usize = 1 << 20;
+/// Largest piece of a file region read into memory at once in [`FetchTransfer::Copy`], and the
+/// largest piece of encoded bytes written in one go (each piece must make progress within
+/// `connections.max.idle.ms`).
+const PIECE_BYTES: usize = 1 << 20;
+/// The most copy buffers lent at once; a response written while all are lent goes by
+/// `sendfile`, which needs none.
+const COPY_BUFFERS: usize = 16;
 
-/// Writes frames to one connection; keeps the copy buffer between responses.
+/// The buffers that carry fetched bytes from a segment to a socket, lent to a connection only
+/// while it writes a response: idle connections hold none, a steady load reuses them, and
+/// clients that stop reading their responses hold at most [`COPY_BUFFERS`] of them.
+#[derive(Debug, Default)]
+pub struct CopyBuffers {
+    state: parking_lot::Mutex<Lent>,
+}
+
+#[derive(Debug, Default)]
+struct Lent {
+    spare: Vec<Vec<u8>>,
+    out: usize,
+}
+
+impl CopyBuffers {
+    /// A buffer, or `None` when every buffer is lent. It comes back when the loan is dropped,
+    /// also when the write it served is cancelled.
+    fn take(self: &Arc<Self>) -> Option<Loan> {
+        let mut state = self.state.lock();
+        if state.out >= COPY_BUFFERS {
+            return None;
+        }
+        state.out += 1;
+        let buffer = state.spare.pop().unwrap_or_else(|| vec![0; PIECE_BYTES]);
+        Some(Loan {
+            buffers: Arc::clone(self),
+            buffer,
+        })
+    }
+}
+
+/// A lent copy buffer.
 #[derive(Debug)]
-pub struct FrameWriter {
-    transfer: FetchTransfer,
+struct Loan {
+    buffers: Arc<CopyBuffers>,
     buffer: Vec<u8>,
 }
 
+impl Drop for Loan {
+    fn drop(&mut self) {
+        let mut state = self.buffers.state.lock();
+        state.out -= 1;
+        state.spare.push(std::mem::take(&mut self.buffer));
+    }
+}
+
+/// Writes frames to one connection. A write that makes no progress for the idle limit
+/// (`connections.max.idle.ms`: a client that stopped reading) fails, closing the connection.
+#[derive(Debug)]
+pub struct FrameWriter {
+    transfer: FetchTransfer,
+    idle_limit: Option<Duration>,
+    buffers: Arc<CopyBuffers>,
+}
+
 impl FrameWriter {
-    pub fn new(transfer: FetchTransfer) -> Self {
+    pub fn new(
+        transfer: FetchTransfer,
+        idle_limit: Option<Duration>,
+        buffers: Arc<CopyBuffers>,
+    ) -> Self {
         Self {
             transfer,
-            buffer: Vec::new(),
+            idle_limit,
+            buffers,
         }
     }
 
     pub async fn write(&mut self, stream: &mut TcpStream, frame: ResponseFrame) -> io::Result<()> {
+        let has_regions = frame
+            .chunks
+            .iter()
+            .any(|chunk| matches!(chunk, Chunk::File(_)));
+        let mut loan = match self.transfer {
+            FetchTransfer::Copy if has_regions => self.buffers.take(),
+            _ => None,
+        };
         for chunk in frame.chunks {
-            match chunk {
-                Chunk::Encoded(bytes) => stream.write_all(&bytes).await?,
-                Chunk::File(region) => match self.transfer {
-                    FetchTransfer::Copy => self.copy(stream, &region).await?,
-                    FetchTransfer::Sendfile => send_file(stream, &region).await?,
-                },
+            match (chunk, &mut loan) {
+                (Chunk::Encoded(bytes), _) => self.write_pieces(stream, &bytes).await?,
+                (Chunk::File(region), Some(loan)) => {
+                    self.copy(stream, &region, &mut loan.buffer).await?;
+                }
+                (Chunk::File(region), None) => send_file(stream, &region, self.idle_limit).await?,
             }
         }
         Ok(())
     }
 
-    async fn copy(&mut self, stream: &mut TcpStream, region: &FileRegion) -> io::Result<()> {
+    /// Writes `bytes` a piece at a time, each within the idle limit.
+    async fn write_pieces(&self, stream: &mut TcpStream, bytes: &[u8]) -> io::Result<()> {
+        for piece in bytes.chunks(PIECE_BYTES) {
+            within(self.idle_limit, stream.write_all(piece)).await?;
+        }
+        Ok(())
+    }
+
+    async fn copy(
+        &self,
+        stream: &mut TcpStream,
+        region: &FileRegion,
+        buffer: &mut [u8],
+    ) -> io::Result<()> {
         let file = region.segment.log_file().file();
         let mut position = region.position;
         let mut remaining = region.length;
         while remaining > 0 {
-            let piece = remaining.min(COPY_BUFFER_BYTES);
-            self.buffer.resize(piece, 0);
-            file.read_exact_at(&mut self.buffer, position)
+            let piece = remaining.min(buffer.len());
+            file.read_exact_at(&mut buffer[..piece], position)
                 .map_err(|error| shrank(region, error))?;
-            stream.write_all(&self.buffer).await?;
+            within(self.idle_limit, stream.write_all(&buffer[..piece])).await?;
             position += piece as u64;
             remaining -= piece;
         }
@@ -86,12 +166,35 @@ impl FrameWriter {
     }
 }
 
-async fn send_file(stream: &TcpStream, region: &FileRegion) -> io::Result<()> {
+/// Runs a write, failing it when it makes no progress within `limit`.
+async fn within<T>(
+    limit: Option<Duration>,
+    write: impl std::future::Future<Output = io::Result<T>>,
+) -> io::Result<T> {
+    match limit {
+        Some(limit) => tokio::time::timeout(limit, write).await.map_err(|_| {
+            io::Error::new(
+                io::ErrorKind::TimedOut,
+                format!(
+                    "the client read nothing for connections.max.idle.ms ({} ms)",
+                    limit.as_millis()
+                ),
+            )
+        })?,
+        None => write.await,
+    }
+}
+
+async fn send_file(
+    stream: &TcpStream,
+    region: &FileRegion,
+    idle_limit: Option<Duration>,
+) -> io::Result<()> {
     let file = region.segment.log_file().file();
     let mut position = region.position;
     let mut remaining = region.length;
     while remaining > 0 {
-        stream.writable().await?;
+        within(idle_limit, stream.writable()).await?;
         let sent = stream.try_io(Interest::WRITABLE, || {
             rustix::fs::sendfile(stream.as_fd(), file.as_fd(), Some(&mut position), remaining)
                 .map_err(io::Error::from)

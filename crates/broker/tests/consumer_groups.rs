@@ -57,7 +57,8 @@ async fn offset_fetch(context: &Arc<Context>, version: i16, group: &str) -> Offs
         )
         .unwrap();
     request.encode(&mut frame, version).unwrap();
-    let response = dispatch::dispatch(context, frame.freeze(), PEER)
+    let checked = ferrolog_broker::frame_shape::scan(frame.freeze()).unwrap();
+    let response = dispatch::dispatch(context, checked, PEER)
         .await
         .unwrap()
         .unwrap();

@@ -1,7 +1,8 @@
 //! Fetch responses splice record bytes from the segment files into the encoded frame. With
 //! either transfer (copy or sendfile) and in both the classic and the flexible encodings, a
 //! client must decode exactly the bytes in the `.log`, for every partition of a response, and
-//! the next response on the connection must start where this one ended.
+//! the next response on the connection must start where this one ended, also after a response
+//! whose limit left a partition nothing.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests")]
 
@@ -85,12 +86,27 @@ async fn fetches_carry_the_segment_bytes(transfer: FetchTransfer) {
     // Several requests on one connection: classic (v11) and flexible (v12) encodings, each with
     // an unknown partition between the two real ones.
     for (correlation_id, version) in [(1, 11), (2, 12), (3, 11), (4, 12)] {
-        let response = fetch(&mut stream, correlation_id, version).await;
+        let response = fetch(&mut stream, correlation_id, version, 4 << 20).await;
         let partitions = &response.responses[0].partitions;
         assert_eq!(partitions.len(), 3);
         assert_eq!(partitions[0].records.as_deref(), Some(&expected[0][..]));
         assert_eq!(partitions[1].error_code, 3, "UNKNOWN_TOPIC_OR_PARTITION");
         assert_eq!(partitions[2].records.as_deref(), Some(&expected[1][..]));
+    }
+    // A response limit the first batch alone exceeds: that batch is sent whole, as Kafka does,
+    // and the later partition's share is nothing: an empty record set, on a connection that
+    // goes on serving.
+    let first_batch =
+        usize::try_from(i32::from_be_bytes(expected[0][8..12].try_into().unwrap())).unwrap() + 12;
+    for (correlation_id, version) in [(5, 11), (6, 12)] {
+        let response = fetch(&mut stream, correlation_id, version, 1).await;
+        let partitions = &response.responses[0].partitions;
+        assert_eq!(
+            partitions[0].records.as_deref(),
+            Some(&expected[0][..first_batch])
+        );
+        assert_eq!(partitions[2].error_code, 0);
+        assert_eq!(partitions[2].records.as_deref(), Some(&[][..]));
     }
     server.abort();
     manager.shutdown().unwrap();
@@ -100,6 +116,7 @@ async fn fetch(
     stream: &mut tokio::net::TcpStream,
     correlation_id: i32,
     version: i16,
+    max_bytes: i32,
 ) -> FetchResponse {
     let partition = |index: i32| {
         FetchPartition::default()
@@ -110,7 +127,7 @@ async fn fetch(
     let request = FetchRequest::default()
         .with_max_wait_ms(0)
         .with_min_bytes(1)
-        .with_max_bytes(4 << 20)
+        .with_max_bytes(max_bytes)
         .with_topics(vec![
             FetchTopic::default()
                 .with_topic(TopicName(StrBytes::from_static_str(TOPIC)))
@@ -186,7 +203,7 @@ async fn a_region_past_the_segment_end_fails_the_write_in_both_transfers() {
                 length: size + 100,
             })],
         };
-        let error = FrameWriter::new(transfer)
+        let error = FrameWriter::new(transfer, None, Arc::default())
             .write(&mut stream, frame)
             .await
             .unwrap_err();

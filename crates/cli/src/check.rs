@@ -7,8 +7,9 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use ferrolog_records::FileEntry;
+use ferrolog_storage::StorageError;
 use ferrolog_storage::segment::{
-    EntrySummary, INDEX_SUFFIX, LOG_SUFFIX, RecordsFile, ScanEnd, TIME_INDEX_SUFFIX,
+    Damage, DamageKind, EntrySummary, INDEX_SUFFIX, LOG_SUFFIX, RecordsFile, TIME_INDEX_SUFFIX,
     parse_base_offset,
 };
 
@@ -33,11 +34,23 @@ pub struct IndexCheck<E> {
     pub problems: Vec<String>,
 }
 
-fn read_entries(path: &Path, entry_size: usize) -> anyhow::Result<(Vec<Vec<u8>>, usize)> {
+/// An index file's entries, without its zero tail; the count of zero entries in that tail; and
+/// the count of bytes after the last whole entry.
+fn read_entries(path: &Path, entry_size: usize) -> anyhow::Result<(Vec<Vec<u8>>, usize, usize)> {
     let bytes = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
     let trailing = bytes.len() % entry_size;
-    let entries = bytes.chunks_exact(entry_size).map(<[u8]>::to_vec).collect();
-    Ok((entries, trailing))
+    let mut entries: Vec<Vec<u8>> = bytes.chunks_exact(entry_size).map(<[u8]>::to_vec).collect();
+    // An active segment's index is preallocated with zeros, which stay past its last entry (on
+    // disk after a crash, too). No real entry is all zeros: the first offset-index entry lies
+    // past position 0, and a time-index entry for timestamp 0 at the base offset, if a
+    // producer ever wrote one, is only skipped, never misread.
+    let zeros = entries
+        .iter()
+        .rev()
+        .take_while(|entry| entry.iter().all(|byte| *byte == 0))
+        .count();
+    entries.truncate(entries.len() - zeros);
+    Ok((entries, zeros, trailing))
 }
 
 fn be_i32(bytes: &[u8], at: usize) -> i32 {
@@ -67,10 +80,11 @@ fn open_log_beside(index_path: &Path, suffix: &str) -> Option<RecordsFile> {
 /// that offset in the `.log` beside it.
 pub fn offset_index(path: &Path) -> anyhow::Result<IndexCheck<(i64, u32)>> {
     let base = base_offset_of(path)?;
-    let (entries, trailing) = read_entries(path, 8)?;
+    let (entries, zero_tail, trailing) = read_entries(path, 8)?;
     let log = open_log_beside(path, INDEX_SUFFIX);
     let mut check = IndexCheck {
         had_log: log.is_some(),
+        zero_tail,
         ..IndexCheck::default()
     };
     if trailing != 0 {
@@ -82,10 +96,6 @@ pub fn offset_index(path: &Path) -> anyhow::Result<IndexCheck<(i64, u32)>> {
     for (slot, entry) in entries.iter().enumerate() {
         let offset = base + i64::from(be_i32(entry, 0));
         let position = be_i32(entry, 4) as u32;
-        if offset == base && position == 0 && slot > 0 {
-            check.zero_tail = entries.len() - slot;
-            break;
-        }
         check.entries.push((offset, position));
         let at = slot * 8;
         if previous.is_some_and(|previous| offset <= previous) {
@@ -116,10 +126,11 @@ pub fn offset_index(path: &Path) -> anyhow::Result<IndexCheck<(i64, u32)>> {
 /// of the `.log` beside it up to that offset.
 pub fn time_index(path: &Path) -> anyhow::Result<IndexCheck<(i64, i64)>> {
     let base = base_offset_of(path)?;
-    let (entries, trailing) = read_entries(path, 12)?;
+    let (entries, zero_tail, trailing) = read_entries(path, 12)?;
     let log = open_log_beside(path, TIME_INDEX_SUFFIX);
     let mut check = IndexCheck {
         had_log: log.is_some(),
+        zero_tail,
         ..IndexCheck::default()
     };
     if trailing != 0 {
@@ -130,10 +141,16 @@ pub fn time_index(path: &Path) -> anyhow::Result<IndexCheck<(i64, i64)>> {
     let batches = match &log {
         Some(log) => {
             let mut all = Vec::new();
-            log.walk_headers(0, log.size(), |summary| {
-                all.push(*summary);
+            // Entries are checked against the batch headers before any damage; the damage
+            // itself is the `.log` check's to report.
+            let walked = log.walk_headers(0, log.size(), |entry| {
+                all.push((entry.last_offset, entry.max_timestamp));
                 ControlFlow::Continue(())
-            })?;
+            });
+            match walked {
+                Ok(_) | Err(StorageError::Corrupt { .. }) => {}
+                Err(error) => return Err(error.into()),
+            }
             all
         }
         None => Vec::new(),
@@ -142,10 +159,6 @@ pub fn time_index(path: &Path) -> anyhow::Result<IndexCheck<(i64, i64)>> {
     for (slot, entry) in entries.iter().enumerate() {
         let timestamp = be_i64(entry, 0);
         let offset = base + i64::from(be_i32(entry, 8));
-        if timestamp == 0 && offset == base && slot > 0 {
-            check.zero_tail = entries.len() - slot;
-            break;
-        }
         check.entries.push((timestamp, offset));
         let at = slot * 12;
         if let Some((previous_timestamp, previous_offset)) = previous
@@ -160,8 +173,8 @@ pub fn time_index(path: &Path) -> anyhow::Result<IndexCheck<(i64, i64)>> {
             // The entry says: the largest timestamp up to `offset` is `timestamp`.
             let actual = batches
                 .iter()
-                .filter(|summary| summary.last_offset <= offset)
-                .map(|summary| summary.max_timestamp)
+                .filter(|(last_offset, _)| *last_offset <= offset)
+                .map(|(_, max_timestamp)| *max_timestamp)
                 .max();
             if actual != Some(timestamp) {
                 check.problems.push(format!(
@@ -174,7 +187,8 @@ pub fn time_index(path: &Path) -> anyhow::Result<IndexCheck<(i64, i64)>> {
     Ok(check)
 }
 
-/// A `.log`'s batches: checksums, offsets within the segment and increasing, a whole tail.
+/// A `.log`'s batches: checksums, offsets within the segment and increasing, and where the
+/// scan stopped early, what stopped it.
 #[derive(Debug, Default)]
 pub struct LogCheck {
     pub batches: u64,
@@ -182,6 +196,55 @@ pub struct LogCheck {
     /// One past the last offset of the last whole batch (`None` when there is none).
     pub next_offset: Option<i64>,
     pub problems: Vec<String>,
+    /// Bytes that are not whole batches, from the first of them to the end of the file.
+    pub tail: Option<Tail>,
+}
+
+/// What follows the last whole batch of a `.log`, when the file does not end there.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Tail {
+    /// Zeros to the end of the file: a file a crash extended before its data arrived (or space
+    /// preallocated and never trimmed). Recovery cuts it when it ends the last segment after an
+    /// unclean stop; anywhere else it is damage, as appends would go after it.
+    Zeros { position: u64, bytes: u64 },
+    /// A batch running past the end of the file, or too few bytes for a header: a write torn
+    /// by a crash when it ends the last segment, damage anywhere else.
+    Cut {
+        position: u64,
+        bytes: u64,
+        reason: String,
+    },
+    /// Bytes that are not a batch at all: damage. Nothing after them can be read from this file.
+    Damaged {
+        position: u64,
+        bytes: u64,
+        reason: String,
+    },
+}
+
+impl Tail {
+    /// The tail described for a report.
+    pub fn describe(&self) -> String {
+        match self {
+            Self::Zeros { position, bytes } => {
+                format!("{bytes} zero bytes from position {position} on hold no batch")
+            }
+            Self::Cut {
+                position,
+                bytes,
+                reason,
+            } => format!(
+                "the last {bytes} bytes, from position {position}, are not a whole batch: {reason}"
+            ),
+            Self::Damaged {
+                position,
+                bytes,
+                reason,
+            } => format!(
+                "damaged batch at position {position}: {reason}; the {bytes} bytes from there to the end of the file cannot be read"
+            ),
+        }
+    }
 }
 
 /// Checks every batch of a segment's `.log`. `visit` sees each batch (for printing).
@@ -198,7 +261,7 @@ pub fn log_file(
         ..LogCheck::default()
     };
     let mut previous_last: Option<i64> = None;
-    let scan = file.scan(0, end, |position, entry| {
+    let scan = file.scan_to_damage(0, end, |position, entry| {
         let valid = entry.validate().map_err(|error| error.to_string());
         if let Err(error) = &valid {
             check
@@ -223,9 +286,7 @@ pub fn log_file(
         visit(position, entry, valid);
         ControlFlow::Continue(())
     })?;
-    if let Some(problem) = tail_problem(&scan, end, &file)? {
-        check.problems.push(problem);
-    }
+    check.tail = tail(scan.damage, end, &file)?;
     check.next_offset = previous_last.map(|last| last + 1);
     Ok(check)
 }
@@ -252,28 +313,31 @@ fn all_zero(file: &RecordsFile, from: u64, end: u64) -> anyhow::Result<bool> {
     Ok(true)
 }
 
-/// What a scan's end says about the file: a torn or corrupt tail. Trailing zeros (a
-/// preallocated segment's unused space) are not a problem.
-pub fn tail_problem(
-    scan: &ScanEnd,
-    end: u64,
-    file: &RecordsFile,
-) -> anyhow::Result<Option<String>> {
-    Ok(match scan {
-        ScanEnd::Clean { position } if *position < end => {
-            if all_zero(file, *position, end)? {
-                None
-            } else {
-                Some(format!(
-                    "{} bytes at position {position} do not hold a whole batch (a torn write)",
-                    end - position
-                ))
-            }
+/// Classifies the damage a scan stopped at.
+fn tail(damage: Option<Damage>, end: u64, file: &RecordsFile) -> anyhow::Result<Option<Tail>> {
+    let Some(Damage {
+        position,
+        kind,
+        reason,
+    }) = damage
+    else {
+        return Ok(None);
+    };
+    let bytes = end - position;
+    Ok(Some(if all_zero(file, position, end)? {
+        Tail::Zeros { position, bytes }
+    } else {
+        match kind {
+            DamageKind::Truncated => Tail::Cut {
+                position,
+                bytes,
+                reason,
+            },
+            DamageKind::Malformed => Tail::Damaged {
+                position,
+                bytes,
+                reason,
+            },
         }
-        ScanEnd::Corrupt { position, reason } => Some(format!(
-            "corrupt entry at position {position}: {reason}; the rest of the file ({} bytes) cannot be read",
-            end - position
-        )),
-        ScanEnd::Clean { .. } | ScanEnd::Stopped { .. } => None,
-    })
+    }))
 }

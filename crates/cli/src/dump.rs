@@ -91,7 +91,18 @@ fn dump_log(path: &Path, print_data: bool) -> anyhow::Result<bool> {
     for problem in &check.problems {
         println!("Found: {problem}");
     }
-    Ok(check.problems.is_empty() && unreadable_records == 0)
+    let damaged = match &check.tail {
+        Some(tail @ check::Tail::Zeros { .. }) => {
+            println!("Note: {}", tail.describe());
+            false
+        }
+        Some(tail) => {
+            println!("Found: {}", tail.describe());
+            true
+        }
+        None => false,
+    };
+    Ok(check.problems.is_empty() && !damaged && unreadable_records == 0)
 }
 
 fn batch_line(position: u64, entry: &FileEntry<'_>, valid: bool) -> String {

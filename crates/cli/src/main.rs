@@ -12,11 +12,6 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
-/// Hostile size fields in requests must not abort the broker (see the allocator's docs).
-#[global_allocator]
-static ALLOCATOR: ferrolog_broker::allocator::HugeAllocationsReserveLazily =
-    ferrolog_broker::allocator::HugeAllocationsReserveLazily;
-
 #[derive(Debug, Parser)]
 #[command(name = "ferrolog", version, about = "Kafka-compatible log storage")]
 struct Cli {
@@ -78,7 +73,12 @@ fn main() -> ExitCode {
     let _ = LOG_FILTER.set(handle);
     tracing_subscriber::registry()
         .with(filter)
-        .with(tracing_subscriber::fmt::layer().with_writer(std::io::stderr))
+        .with(
+            tracing_subscriber::fmt::layer()
+                .with_writer(std::io::stderr)
+                // Colour codes only on a terminal, never in a file, a pipe or a journal.
+                .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr())),
+        )
         .init();
     let cli = Cli::parse();
     let result = match cli.command {

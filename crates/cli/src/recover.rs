@@ -73,11 +73,25 @@ pub fn run(args: &RecoverArgs) -> anyhow::Result<bool> {
         for path in &load.completed_swaps {
             println!("  completed swap {}", path.display());
         }
+        for damaged in &load.damaged {
+            println!(
+                "  damaged, left in place: {} at byte {}: {}",
+                damaged.log_file.display(),
+                damaged.position,
+                damaged.reason
+            );
+        }
     }
     if changed.is_empty() {
         println!("Nothing was cut or removed.");
     }
     manager.shutdown().context("shutting down cleanly")?;
     println!("Shut down cleanly: checkpoints and clean-shutdown markers written.");
-    Ok(report.offline_dirs.is_empty())
+    let damage_left = changed.iter().any(|(_, load)| !load.damaged.is_empty());
+    if damage_left {
+        println!(
+            "Damaged bytes were left in place; `ferrolog verify` lists every damaged place. A directory that was shut down cleanly is not recovered: `--force` recovers it, cutting damage at the end of a log."
+        );
+    }
+    Ok(report.offline_dirs.is_empty() && !damage_left)
 }

@@ -45,6 +45,12 @@ const BROKER_KEYS: &[&str] = &[
     "num.partitions",
     "auto.create.topics.enable",
     "socket.request.max.bytes",
+    "queued.max.request.bytes",
+    "max.connections",
+    "max.connections.per.ip",
+    "max.connections.per.ip.overrides",
+    "connections.max.idle.ms",
+    "fetch.max.bytes",
     // Not a Kafka key: how fetched bytes reach the socket, `copy` (default) or `sendfile`.
     "ferrolog.fetch.transfer",
     // Not a Kafka key: where the Prometheus endpoint listens (off unless set).
@@ -176,6 +182,7 @@ fn broker_config(
             .filter(|n| *n >= 1)
             .with_context(|| format!("invalid value {value:?} for socket.request.max.bytes: must be a positive integer"))?;
     }
+    network_limits(properties, &mut config)?;
     if let Some(value) = properties.get("ferrolog.fetch.transfer") {
         config.fetch_transfer = value.trim().parse().map_err(|error| {
             anyhow::anyhow!("invalid value {value:?} for ferrolog.fetch.transfer: {error}")
@@ -183,6 +190,68 @@ fn broker_config(
     }
     config.groups = group_config(properties)?;
     Ok((listen, config))
+}
+
+/// The limits on what clients can make the broker hold: connections, request memory, fetch
+/// size, idle time. Checked as Kafka checks them.
+fn network_limits(
+    properties: &BTreeMap<String, String>,
+    config: &mut BrokerConfig,
+) -> anyhow::Result<()> {
+    if let Some(max) = number::<usize>(properties, "max.connections", 1)? {
+        config.limits.max_connections = max;
+    }
+    if let Some(max) = number::<usize>(properties, "max.connections.per.ip", 0)? {
+        config.limits.max_per_ip = max;
+    }
+    if let Some(value) = properties.get("max.connections.per.ip.overrides") {
+        config.limits.per_ip_overrides =
+            ferrolog_broker::network::limits::ConnectionLimits::parse_overrides(value).map_err(
+                |reason| {
+                    anyhow::anyhow!(
+                        "invalid value {value:?} for max.connections.per.ip.overrides: {reason}"
+                    )
+                },
+            )?;
+    }
+    if config.limits.max_per_ip == 0 && config.limits.per_ip_overrides.is_empty() {
+        bail!(
+            "max.connections.per.ip=0 refuses every connection; it is allowed only with max.connections.per.ip.overrides"
+        );
+    }
+    if let Some(value) = properties.get("connections.max.idle.ms") {
+        let millis: i64 = value.trim().parse().with_context(|| {
+            format!("invalid value {value:?} for connections.max.idle.ms: expected milliseconds")
+        })?;
+        // Kafka: a negative value turns the idle check off. Zero would close every connection
+        // before its first request arrived.
+        if millis == 0 {
+            bail!(
+                "connections.max.idle.ms=0 would close every connection at once: give a positive number of milliseconds, or -1 for no limit"
+            );
+        }
+        config.connections_max_idle =
+            (millis >= 0).then(|| std::time::Duration::from_millis(millis as u64));
+    }
+    if let Some(value) = properties.get("queued.max.request.bytes") {
+        let bytes: i64 = value.trim().parse().with_context(|| {
+            format!("invalid value {value:?} for queued.max.request.bytes: expected bytes")
+        })?;
+        // Kafka: zero or less means unlimited.
+        config.queued_max_request_bytes = (bytes > 0).then_some(bytes as u64);
+    }
+    if let Some(pool) = config.queued_max_request_bytes
+        && pool < config.socket_request_max_bytes as u64
+    {
+        bail!(
+            "queued.max.request.bytes ({pool}) must be at least socket.request.max.bytes ({})",
+            config.socket_request_max_bytes
+        );
+    }
+    if let Some(bytes) = number::<i32>(properties, "fetch.max.bytes", 1024)? {
+        config.fetch_max_bytes = bytes;
+    }
+    Ok(())
 }
 
 /// `metrics.listener`: `http://host:port` or `host:port`, an IP address.
@@ -266,6 +335,12 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<()> {
         Some(value) => Some(parse_metrics_listener(value)?),
         None => None,
     };
+    let file_limit = ferrolog_broker::network::raise_file_limit();
+    tracing::info!(
+        open_files = file_limit,
+        max_connections = broker_config.limits.max_connections,
+        "file descriptors this process may open"
+    );
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
@@ -383,6 +458,23 @@ mod tests {
                 .unwrap_err()
                 .to_string()
                 .contains("PLAINTEXT")
+        );
+        for (setting, key) in [
+            ("connections.max.idle.ms=0", "connections.max.idle.ms=0"),
+            (
+                "queued.max.request.bytes=1000",
+                "queued.max.request.bytes (1000)",
+            ),
+            ("max.connections=0", "max.connections"),
+        ] {
+            let bad = merged_properties(&args(&[setting])).unwrap();
+            let error = broker_config(&bad).unwrap_err().to_string();
+            assert!(error.contains(key), "{setting}: {error}");
+        }
+        let unlimited = merged_properties(&args(&["connections.max.idle.ms=-1"])).unwrap();
+        assert_eq!(
+            broker_config(&unlimited).unwrap().1.connections_max_idle,
+            None
         );
         assert!(
             merged_properties(&args(&["zookeeper.connect=localhost:2181"])).is_ok(),

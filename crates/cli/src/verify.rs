@@ -15,6 +15,7 @@ use ferrolog_storage::checkpoint::{
     CLEANER_OFFSET_CHECKPOINT, LOG_START_OFFSET_CHECKPOINT, RECOVERY_POINT_CHECKPOINT,
     parse_offset_checkpoint,
 };
+use ferrolog_storage::manager::CLEAN_SHUTDOWN_FILE;
 use ferrolog_storage::producer::snapshot;
 use ferrolog_storage::segment::{
     INDEX_SUFFIX, LOG_SUFFIX, SNAPSHOT_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX,
@@ -34,8 +35,9 @@ pub struct VerifyArgs {
 /// Kafka's high-watermark checkpoint, checked like the others.
 const REPLICATION_OFFSET_CHECKPOINT: &str = "replication-offset-checkpoint";
 
-/// Suffixes of files an interrupted operation leaves; startup settles them, but a healthy
-/// stopped directory has none.
+/// Suffixes of files an interrupted or pending operation leaves; startup settles them, so they
+/// are notes, not problems (`.deleted` files wait out `file.delete.delay.ms` even after a clean
+/// stop).
 const LEFTOVER_SUFFIXES: &[(&str, &str)] = &[
     (".swap", "an interrupted cleaner swap"),
     (".cleaned", "an interrupted cleaning"),
@@ -64,6 +66,10 @@ const LISTED_PER_FILE: usize = 10;
 impl Totals {
     fn problem(&mut self, path: &Path, what: impl std::fmt::Display) {
         self.problems.push(format!("{}: {what}", path.display()));
+    }
+
+    fn note(&mut self, path: &Path, what: impl std::fmt::Display) {
+        self.notes.push(format!("{}: {what}", path.display()));
     }
 
     /// Adds one file's problems: the first few listed, the others counted in one line.
@@ -107,10 +113,11 @@ pub fn run(args: &VerifyArgs) -> anyhow::Result<bool> {
     let mut progress = Progress::new();
     for (dir, partition_dirs) in &partitions {
         totals.dirs += 1;
+        let stopped_cleanly = dir.join(CLEAN_SHUTDOWN_FILE).exists();
         let mut extents = BTreeMap::new();
         for partition_dir in partition_dirs {
             if let Some((topic_partition, extent)) =
-                verify_partition(partition_dir, &mut totals, &mut progress)?
+                verify_partition(partition_dir, stopped_cleanly, &mut totals, &mut progress)?
             {
                 extents.insert(topic_partition, extent);
             }
@@ -184,6 +191,7 @@ fn file_name(path: &Path) -> String {
 
 fn verify_partition(
     dir: &Path,
+    stopped_cleanly: bool,
     totals: &mut Totals,
     progress: &mut Progress,
 ) -> anyhow::Result<Option<(TopicPartition, LogExtent)>> {
@@ -207,9 +215,9 @@ fn verify_partition(
             .iter()
             .find(|(suffix, _)| name.ends_with(suffix))
         {
-            totals.problem(
+            totals.note(
                 path,
-                format!("a leftover {suffix} file ({what}); startup settles it"),
+                format!("a {suffix} file ({what}); startup settles it"),
             );
             continue;
         }
@@ -257,6 +265,31 @@ fn verify_partition(
         totals.bytes += checked.bytes;
         totals.file_problems(log, checked.problems);
         let next_base = logs.get(index + 1).map(|(next, _)| *next);
+        if let Some(tail) = &checked.tail {
+            let last_segment = next_base.is_none();
+            match tail {
+                // A crash's torn last write (a batch cut short, or a file extended with zeros
+                // the data never reached): startup recovery cuts it, and nothing acknowledged
+                // and readable is lost by that. Anywhere else, or after a clean stop (which
+                // skips recovery, so appends would go after the bytes), it is damage.
+                check::Tail::Zeros { .. } | check::Tail::Cut { .. }
+                    if last_segment && !stopped_cleanly =>
+                {
+                    totals.note(
+                        log,
+                        format!(
+                            "{} (a write torn by an unclean stop; startup recovery cuts it)",
+                            tail.describe()
+                        ),
+                    );
+                }
+                check::Tail::Zeros { .. }
+                | check::Tail::Cut { .. }
+                | check::Tail::Damaged { .. } => {
+                    totals.problem(log, tail.describe());
+                }
+            }
+        }
         if let (Some(next_offset), Some(next_base)) = (checked.next_offset, next_base)
             && next_offset > next_base
         {
@@ -309,9 +342,9 @@ fn verify_top_level(
     for path in sorted_files(dir)? {
         let name = file_name(&path);
         if path.is_file() && name.ends_with(".tmp") {
-            totals.problem(
+            totals.note(
                 &path,
-                "a leftover .tmp file (an interrupted checkpoint or config write)",
+                "a .tmp file (an interrupted checkpoint or config write); startup removes it",
             );
         }
     }

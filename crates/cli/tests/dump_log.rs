@@ -92,7 +92,7 @@ fn reports_a_flipped_byte_and_a_torn_tail_with_their_positions() {
     let (ok, out) = dump(&[], &[&log]);
     assert!(!ok);
     assert!(out.contains("invalid batch at position 4730"), "{out}");
-    assert!(out.contains("do not hold a whole batch"), "{out}");
+    assert!(out.contains("are not a whole batch"), "{out}");
 }
 
 #[test]

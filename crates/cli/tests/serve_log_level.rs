@@ -40,6 +40,16 @@ fn the_configured_level_filters_and_the_environment_wins() {
 }
 
 #[test]
+fn log_lines_written_to_a_pipe_carry_no_colour_codes() {
+    let (_, lines) = serve_with_level("info", None);
+    assert!(lines.contains("INFO"), "{lines}");
+    assert!(
+        !lines.contains('\u{1b}'),
+        "terminal escape codes in a pipe:\n{lines:?}"
+    );
+}
+
+#[test]
 fn an_invalid_level_stops_startup_naming_the_key() {
     let (ok, stderr) = serve_with_level("info,=[", None);
     assert!(!ok);

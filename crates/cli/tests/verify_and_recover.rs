@@ -9,7 +9,11 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use ferrolog_testkit::{copy_to_temp, kafka_fixtures};
+use std::sync::Arc;
+
+use ferrolog_storage::manager::{LogManager, ManagerConfig};
+use ferrolog_storage::{LogConfig, SystemClock, TopicPartition};
+use ferrolog_testkit::{copy_to_temp, kafka_fixtures, numbered_batch};
 
 fn ferrolog(args: &[&str], dir: &Path) -> (bool, String) {
     let output = Command::new(env!("CARGO_BIN_EXE_ferrolog"))
@@ -86,10 +90,13 @@ fn clean_kafka_and_ferrolog_dirs_pass() {
     }
 }
 
-/// Plants the five faults in `dir`: a flipped byte in the batch at `batch_position` of
-/// `partition`'s first segment, a torn tail on it, an index entry past its end, a recovery point
-/// beyond the end of `checkpointed` (whose log ends at `end`), and a stray `.swap` in
-/// `swap_partition`. Then verify must name each, with its file and position.
+/// Plants five faults in `dir`: a flipped byte in the batch at `batch_position` of
+/// `partition`'s first (and only) segment, a torn tail on it, an index entry past its end, a
+/// recovery point beyond the end of `checkpointed` (whose log ends at `end`), and a stray
+/// `.swap` in `swap_partition`. Then verify must name each, with its file and position: the
+/// damage as problems, the `.swap` as a note (startup settles it), and the torn tail as a
+/// problem after a clean stop but a note after an unclean one (a crash tears the last write,
+/// and startup recovery cuts it).
 fn plant_and_verify(
     dir: &Path,
     partition: &str,
@@ -97,6 +104,7 @@ fn plant_and_verify(
     checkpointed: (&str, i32, i64),
     swap_partition: &str,
 ) {
+    let stopped_cleanly = dir.join(".kafka_cleanshutdown").exists();
     let log = dir.join(partition).join("00000000000000000000.log");
     flip_byte(&log, batch_position + 70);
     let log_length = std::fs::metadata(&log).unwrap().len();
@@ -127,27 +135,43 @@ fn plant_and_verify(
 
     let (ok, out) = verify(dir);
     assert!(!ok, "{out}");
-    let expect = |needle: String| assert!(out.contains(&needle), "missing {needle:?} in\n{out}");
-    expect(format!(
-        "{}: batch at position {batch_position}: checksum mismatch",
-        log.display()
-    ));
-    expect(format!(
-        "{}: 17 bytes at position {log_length} do not hold a whole batch",
-        log.display()
-    ));
-    expect(format!(
-        "{}: entry {entries} (byte {}): position 99999 is past the end of the log",
-        index.display(),
-        entries * 8
-    ));
-    expect(format!(
-        "{}: {topic}-{number}: recovery point {} is beyond the log end offset {end}",
-        checkpoint.display(),
-        end + 74
-    ));
-    expect(format!("{}: a leftover .swap file", swap.display()));
-    assert!(out.contains("5 problem(s)"), "{out}");
+    let (notes, problems) = out.split_once("problem(s):").unwrap();
+    let expect = |within: &str, needle: String| {
+        assert!(within.contains(&needle), "missing {needle:?} in\n{out}");
+    };
+    expect(
+        problems,
+        format!(
+            "{}: batch at position {batch_position}: checksum mismatch",
+            log.display()
+        ),
+    );
+    expect(
+        if stopped_cleanly { problems } else { notes },
+        format!(
+            "{}: the last 17 bytes, from position {log_length}, are not a whole batch",
+            log.display()
+        ),
+    );
+    expect(
+        problems,
+        format!(
+            "{}: entry {entries} (byte {}): position 99999 is past the end of the log",
+            index.display(),
+            entries * 8
+        ),
+    );
+    expect(
+        problems,
+        format!(
+            "{}: {topic}-{number}: recovery point {} is beyond the log end offset {end}",
+            checkpoint.display(),
+            end + 74
+        ),
+    );
+    expect(notes, format!("note: {}: a .swap file", swap.display()));
+    let count = if stopped_cleanly { 4 } else { 3 };
+    assert!(out.contains(&format!("{count} problem(s)")), "{out}");
 }
 
 #[test]
@@ -270,4 +294,131 @@ fn garbage_is_reported_file_by_file_never_panicked_on() {
     ] {
         assert!(out.contains(needle), "missing {needle:?} in\n{out}");
     }
+}
+
+/// A data dir written through the LogManager: `partitions` logs of 2 KiB segments, 60 batches
+/// each, so every log has several sealed segments.
+fn written_dir(dir: &Path) -> Arc<LogManager> {
+    let config = ManagerConfig {
+        log_dirs: vec![dir.to_path_buf()],
+        log_defaults: LogConfig {
+            segment_bytes: 2048,
+            ..LogConfig::default()
+        },
+        ..ManagerConfig::default()
+    };
+    let manager = Arc::new(LogManager::open(config, Arc::new(SystemClock)).unwrap());
+    for partition in 0..2 {
+        let log = manager
+            .get_or_create(&TopicPartition::new("events", partition))
+            .unwrap();
+        for i in 0..60 {
+            let mut batch = numbered_batch(i, 2, 1_700_000_000_000);
+            log.append_as_leader(&mut batch, 0).unwrap();
+        }
+    }
+    manager
+}
+
+#[test]
+fn an_unclean_stop_and_pending_deletions_are_notes_not_problems() {
+    let temp = tempfile::tempdir().unwrap();
+    // Retention has renamed the oldest segments `.deleted`; the deleter has not removed them
+    // yet (file.delete.delay.ms). Then a clean stop.
+    let pending = temp.path().join("pending");
+    let manager = written_dir(&pending);
+    let log = manager.get(&TopicPartition::new("events", 0)).unwrap();
+    log.maybe_increment_high_watermark(log.log_end_offset());
+    log.maybe_increment_log_start_offset(40).unwrap();
+    assert!(log.delete_old_segments().unwrap().plan.delete_count() > 0);
+    drop(log);
+    manager.shutdown().unwrap();
+    let (ok, out) = verify(&pending);
+    assert!(ok, "{out}");
+    assert!(out.contains(".log.deleted: a .deleted file"), "{out}");
+
+    // The process dies: nothing is closed, trimmed or checkpointed, and the active segments'
+    // indexes keep their preallocated zero tails.
+    let crashed = temp.path().join("crashed");
+    let manager = written_dir(&crashed);
+    std::mem::forget(manager);
+    assert!(!crashed.join(".kafka_cleanshutdown").exists());
+    let (ok, out) = verify(&crashed);
+    assert!(ok, "{out}");
+    assert!(out.contains("No problems found."), "{out}");
+}
+
+#[test]
+fn damage_in_the_middle_of_a_sealed_segment_is_a_problem_whatever_the_stop() {
+    let temp = tempfile::tempdir().unwrap();
+    let dir = temp.path().join("data");
+    let manager = written_dir(&dir);
+    let sealed = manager
+        .get(&TopicPartition::new("events", 1))
+        .unwrap()
+        .view()
+        .segments[1]
+        .log_path();
+    std::mem::forget(manager);
+    // The length field of the second batch: far past the end of the file.
+    let mut bytes = std::fs::read(&sealed).unwrap();
+    let second = u64::from(u32::from_be_bytes(bytes[8..12].try_into().unwrap())) + 12;
+    bytes[second as usize + 8..second as usize + 12].copy_from_slice(&0x7fff_0000u32.to_be_bytes());
+    std::fs::write(&sealed, bytes).unwrap();
+    let (ok, out) = verify(&dir);
+    assert!(!ok, "{out}");
+    assert!(
+        out.contains(&format!(
+            "{}: the last {} bytes, from position {second}, are not a whole batch",
+            sealed.display(),
+            std::fs::metadata(&sealed).unwrap().len() - second
+        )),
+        "{out}"
+    );
+    assert!(out.contains("1 problem(s)"), "{out}");
+}
+
+#[test]
+fn a_zero_tail_is_a_torn_write_only_at_the_end_of_an_unclean_log() {
+    let temp = tempfile::tempdir().unwrap();
+    let dir = temp.path().join("data");
+    let manager = written_dir(&dir);
+    let segments = manager
+        .get(&TopicPartition::new("events", 0))
+        .unwrap()
+        .view()
+        .segments
+        .clone();
+    let (sealed, active) = (segments[0].log_path(), segments.last().unwrap().log_path());
+    std::mem::forget(manager);
+    // A crash extended the active segment before its data arrived: recovery cuts that.
+    let active_length = std::fs::metadata(&active).unwrap().len();
+    append(&active, &[0; 300]);
+    let (ok, out) = verify(&dir);
+    assert!(ok, "{out}");
+    assert!(
+        out.contains(&format!(
+            "note: {}: 300 zero bytes from position {active_length} on hold no batch (a write torn by an unclean stop",
+            active.display()
+        )),
+        "{out}"
+    );
+    // The same in a sealed segment is damage: cutting it there would take every later
+    // segment with it.
+    let sealed_length = std::fs::metadata(&sealed).unwrap().len();
+    append(&sealed, &[0; 300]);
+    let (ok, out) = verify(&dir);
+    assert!(!ok, "{out}");
+    assert!(
+        out.contains(&format!(
+            "{}: 300 zero bytes from position {sealed_length} on hold no batch",
+            sealed.display()
+        )) && out.contains("1 problem(s)"),
+        "{out}"
+    );
+    // After a clean stop, nothing cuts the active segment's zeros: damage too.
+    std::fs::write(dir.join(".kafka_cleanshutdown"), b"").unwrap();
+    let (ok, out) = verify(&dir);
+    assert!(!ok, "{out}");
+    assert!(out.contains("2 problem(s)"), "{out}");
 }

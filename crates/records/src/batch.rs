@@ -370,6 +370,22 @@ pub struct Records<'a> {
 }
 
 impl Records<'_> {
+    /// The same records owning their bytes (copied only if they were borrowed).
+    pub fn into_owned(self) -> Records<'static> {
+        Records {
+            data: Cow::Owned(self.data.into_owned()),
+            count: self.count,
+            base_offset: self.base_offset,
+            base_timestamp: self.base_timestamp,
+            log_append_time: self.log_append_time,
+        }
+    }
+
+    /// Whether the records were decompressed into memory of their own.
+    pub fn is_owned(&self) -> bool {
+        matches!(self.data, Cow::Owned(_))
+    }
+
     /// Iterates over the records; each item is an error if that record is malformed, after which
     /// iteration ends.
     pub fn iter(&self) -> RecordIter<'_> {

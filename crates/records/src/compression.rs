@@ -116,11 +116,23 @@ impl Compression {
     }
 
     /// Decompresses a stream in this codec's Kafka framing, refusing to produce more than
-    /// `max_bytes`.
+    /// `max_bytes` ([`RecordsError::DecompressedTooLarge`]). No size the stream declares is
+    /// trusted beyond the limit: output is produced as the stream yields it (a snappy block
+    /// takes the size it declares only once that fits within the limit), and decompression
+    /// stops as soon as it passes the limit.
     pub fn decompress(self, data: &[u8], max_bytes: usize) -> Result<Vec<u8>, RecordsError> {
-        let failed = |source: std::io::Error| RecordsError::Compression {
-            codec: self,
-            source,
+        let failed = |source: std::io::Error| {
+            if source.get_ref().is_some_and(|inner| inner.is::<TooLarge>()) {
+                RecordsError::DecompressedTooLarge {
+                    codec: self,
+                    limit: max_bytes,
+                }
+            } else {
+                RecordsError::Compression {
+                    codec: self,
+                    source,
+                }
+            }
         };
         let out = match self {
             Self::None => Ok(data.to_vec()),
@@ -155,11 +167,20 @@ fn read_bounded(reader: impl Read, max_bytes: usize) -> std::io::Result<Vec<u8>>
     Ok(out)
 }
 
+/// The marker inside the I/O error a bounded decompression fails with.
+#[derive(Debug)]
+struct TooLarge(usize);
+
+impl fmt::Display for TooLarge {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "decompressed data exceeds the limit of {} bytes", self.0)
+    }
+}
+
+impl std::error::Error for TooLarge {}
+
 fn too_large(max_bytes: usize) -> std::io::Error {
-    std::io::Error::new(
-        std::io::ErrorKind::InvalidData,
-        format!("decompressed data exceeds the limit of {max_bytes} bytes"),
-    )
+    std::io::Error::new(std::io::ErrorKind::InvalidData, TooLarge(max_bytes))
 }
 
 fn xerial_snappy_compress(data: &[u8]) -> std::io::Result<Vec<u8>> {
@@ -261,10 +282,47 @@ mod tests {
         for codec in ALL.into_iter().skip(1) {
             let compressed = codec.compress(&data).unwrap();
             assert!(
-                codec.decompress(&compressed, data.len() - 1).is_err(),
+                matches!(
+                    codec.decompress(&compressed, data.len() - 1),
+                    Err(RecordsError::DecompressedTooLarge { limit, .. }) if limit == data.len() - 1
+                ),
                 "{codec}"
             );
         }
+    }
+
+    #[test]
+    fn bombs_stop_at_the_limit_without_taking_what_they_declare() {
+        // 32 MiB of zeros in every codec: from a few KiB (zstd) to 1.5 MiB (xerial snappy).
+        let zeros = vec![0u8; 32 << 20];
+        for codec in ALL.into_iter().skip(1) {
+            let bomb = codec.compress(&zeros).unwrap();
+            assert!(
+                bomb.len() < zeros.len() / 20,
+                "{codec}: {} bytes",
+                bomb.len()
+            );
+            assert!(
+                matches!(
+                    codec.decompress(&bomb, 1 << 20),
+                    Err(RecordsError::DecompressedTooLarge { .. })
+                ),
+                "{codec}"
+            );
+        }
+        // A raw snappy block declaring 250 MiB in a few bytes is refused before any output.
+        let mut declared = Vec::new();
+        let mut length = 250u64 << 20;
+        while length >= 0x80 {
+            declared.push((length as u8) | 0x80);
+            length >>= 7;
+        }
+        declared.push(length as u8);
+        declared.extend_from_slice(&[0, 0, 0]);
+        assert!(matches!(
+            Compression::Snappy.decompress(&declared, 1 << 20),
+            Err(RecordsError::DecompressedTooLarge { .. })
+        ));
     }
 
     #[test]

@@ -32,6 +32,9 @@ pub enum RecordsError {
         #[source]
         source: std::io::Error,
     },
+    /// A compressed stream holds more than the caller allows a batch to decompress to.
+    #[error("{codec} stream decompresses to more than {limit} bytes")]
+    DecompressedTooLarge { codec: Compression, limit: usize },
     /// One record inside a batch does not parse.
     #[error("record {index} of the batch: {reason}")]
     InvalidRecord { index: usize, reason: String },

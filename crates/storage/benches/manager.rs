@@ -31,6 +31,8 @@ fn config(dir: &Path, threads: usize) -> ManagerConfig {
     ManagerConfig {
         log_dirs: vec![dir.to_path_buf()],
         recovery_threads_per_data_dir: threads,
+        // The benches create 10,000 partitions and then some.
+        max_partitions: 100_000,
         ..ManagerConfig::default()
     }
 }

@@ -20,9 +20,40 @@ pub enum StorageError {
         #[source]
         source: io::Error,
     },
+    /// The disk (or the quota) is full. The write failed before anything it carried was
+    /// acknowledged; the directory stays online, reads go on, and writes succeed again once
+    /// space is freed (Kafka's KAFKA_STORAGE_ERROR to the producer).
+    #[error("{op} {}: no space left: {source}", path.display())]
+    NoSpace {
+        op: &'static str,
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+    /// The process ran out of something that is not the disk's: file descriptors
+    /// (EMFILE, ENFILE) or memory and memory maps (ENOMEM). Nothing is wrong with the
+    /// directory; the operation may succeed once the process holds less.
+    #[error("{op} {}: out of resources: {source}", path.display())]
+    OutOfResources {
+        op: &'static str,
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
     /// A file's bytes are not what its format requires.
     #[error("corrupt {} at byte {position}: {reason}", path.display())]
     Corrupt {
+        path: PathBuf,
+        position: u64,
+        reason: String,
+    },
+    /// The active segment is damaged before the end of its data, and no recovery cut it (the
+    /// last stop was clean): where the log ends is not known, so it takes no appends (Kafka's
+    /// KAFKA_STORAGE_ERROR to the producer) until `ferrolog recover --force` cuts the damage.
+    #[error(
+        "{} is damaged at byte {position} ({reason}), before the end of its data: the log's end is not known past it, so appends are refused until `ferrolog recover --force` cuts the damage; reads below it are served", path.display()
+    )]
+    DamagedEnd {
         path: PathBuf,
         position: u64,
         reason: String,
@@ -43,6 +74,13 @@ pub enum StorageError {
         size: usize,
         max_message_bytes: usize,
     },
+    /// The compressed batches of an append decompress to more than the broker takes: the
+    /// topic's `max.message.bytes`, or 1 MiB if that is smaller (Kafka's MESSAGE_TOO_LARGE, on
+    /// which the Java producer splits the batch and sends it again).
+    #[error(
+        "batch {batch_index} takes the append's records past {limit} bytes decompressed (max.message.bytes, at least 1 MiB)"
+    )]
+    DecompressedTooLarge { batch_index: usize, limit: usize },
     /// The whole append is larger than `segment.bytes` (Kafka's RECORD_LIST_TOO_LARGE).
     #[error("append of {size} bytes is larger than segment.bytes={segment_bytes}")]
     RecordBatchTooLarge { size: usize, segment_bytes: u64 },
@@ -125,14 +163,38 @@ pub enum StorageError {
         epoch: i16,
         current: i16,
     },
+    /// Creating these partitions would take the node past `ferrolog.max.partitions`.
+    #[error(
+        "this node holds {held} partitions and ferrolog.max.partitions is {limit}: {requested} more cannot be created"
+    )]
+    PartitionLimit {
+        held: usize,
+        requested: usize,
+        limit: usize,
+    },
     /// Startup or an operation cannot go on; the message says why and what to do.
     #[error("{0}")]
     Fatal(String),
 }
 
 impl StorageError {
-    /// Wraps an I/O error with the operation and the file it concerned.
+    /// Wraps an I/O error with the operation and the file it concerned, telling a full disk
+    /// and an exhausted process apart from a failing file system.
     pub fn io(op: &'static str, path: impl Into<PathBuf>) -> impl FnOnce(io::Error) -> Self {
+        let path = path.into();
+        move |source| match source.raw_os_error() {
+            Some(libc::ENOSPC | libc::EDQUOT) => Self::NoSpace { op, path, source },
+            Some(libc::EMFILE | libc::ENFILE | libc::ENOMEM) => {
+                Self::OutOfResources { op, path, source }
+            }
+            _ => Self::Io { op, path, source },
+        }
+    }
+
+    /// Wraps a failed fsync, fdatasync or msync. Whatever its cause (ENOSPC and EIO included),
+    /// the kernel may have dropped the dirty pages it could not write, so the data is not known
+    /// to be anywhere: the directory goes offline, and the sync is never retried.
+    pub fn sync(op: &'static str, path: impl Into<PathBuf>) -> impl FnOnce(io::Error) -> Self {
         let path = path.into();
         move |source| Self::Io { op, path, source }
     }

@@ -9,9 +9,10 @@ use crate::error::{Result, StorageError};
 
 /// fsyncs a directory so that creations, renames and deletions of its entries are durable.
 pub fn fsync_dir(dir: &Path) -> Result<()> {
-    File::open(dir)
-        .and_then(|handle| handle.sync_all())
-        .map_err(StorageError::io("fsync directory", dir))
+    let handle = File::open(dir).map_err(StorageError::io("open directory", dir))?;
+    crate::fault::point("fs.fsync_dir")
+        .and_then(|()| handle.sync_all())
+        .map_err(StorageError::sync("fsync directory", dir))
 }
 
 /// Replaces `target` with `contents` so that a crash leaves either the old or the new file:
@@ -31,7 +32,9 @@ pub fn replace_unsynced(target: &Path, contents: &[u8]) -> Result<()> {
 /// fsyncs `path` if it still exists.
 pub fn fsync_file_if_exists(path: &Path) -> Result<()> {
     match File::open(path) {
-        Ok(file) => file.sync_all().map_err(StorageError::io("fsync", path)),
+        Ok(file) => crate::fault::point("fs.fsync")
+            .and_then(|()| file.sync_all())
+            .map_err(StorageError::sync("fsync", path)),
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(()),
         Err(error) => Err(StorageError::io("open", path)(error)),
     }
@@ -47,13 +50,16 @@ fn replace(target: &Path, contents: &[u8], durable: bool) -> Result<()> {
         .truncate(true)
         .open(tmp)
         .map_err(StorageError::io("create", tmp))?;
-    file.write_all(contents)
+    crate::fault::point("fs.write")
+        .and_then(|()| file.write_all(contents))
         .map_err(StorageError::io("write", tmp))?;
     if durable {
-        file.sync_all().map_err(StorageError::io("fsync", tmp))?;
+        crate::fault::point("fs.fsync")
+            .and_then(|()| file.sync_all())
+            .map_err(StorageError::sync("fsync", tmp))?;
     }
     drop(file);
-    fs::rename(tmp, target).map_err(StorageError::io("rename into place", target))?;
+    rename(tmp, target).map_err(StorageError::io("rename into place", target))?;
     if durable && let Some(parent) = target.parent() {
         fsync_dir(parent)?;
     }
@@ -63,7 +69,7 @@ fn replace(target: &Path, contents: &[u8], durable: bool) -> Result<()> {
 /// Renames `from` to `to`; a missing `from` is not an error (lazily created index files may
 /// never have existed).
 pub fn rename_if_exists(from: &Path, to: &Path) -> Result<bool> {
-    match fs::rename(from, to) {
+    match rename(from, to) {
         Ok(()) => Ok(true),
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(false),
         Err(error) => Err(StorageError::io("rename", from)(error)),
@@ -93,4 +99,10 @@ pub fn read_text_if_exists(path: &Path) -> Result<Option<String>> {
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(None),
         Err(error) => Err(StorageError::io("read", path)(error)),
     }
+}
+
+/// `rename(2)`, with the `fs.rename` fault point in front.
+pub(crate) fn rename(from: &Path, to: &Path) -> std::io::Result<()> {
+    crate::fault::point("fs.rename")?;
+    fs::rename(from, to)
 }

@@ -12,6 +12,7 @@ pub mod cleaner;
 pub mod clock;
 pub mod config;
 pub mod error;
+mod fault;
 pub mod fs;
 pub mod health;
 pub mod log;

@@ -25,6 +25,7 @@ struct Job {
     task: Task,
     runs: Arc<AtomicU64>,
     failures: Arc<AtomicU64>,
+    panics: Arc<AtomicU64>,
 }
 
 impl std::fmt::Debug for Job {
@@ -43,15 +44,30 @@ pub struct JobStats {
     pub name: &'static str,
     runs: Arc<AtomicU64>,
     failures: Arc<AtomicU64>,
+    panics: Arc<AtomicU64>,
 }
 
 impl JobStats {
     pub fn runs(&self) -> u64 {
         self.runs.load(Ordering::Relaxed)
     }
+    /// Runs that failed, panics included.
     pub fn failures(&self) -> u64 {
         self.failures.load(Ordering::Relaxed)
     }
+    /// Runs that panicked.
+    pub fn panics(&self) -> u64 {
+        self.panics.load(Ordering::Relaxed)
+    }
+}
+
+/// The message a panic carried, for the log.
+fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
+    panic
+        .downcast_ref::<&str>()
+        .map(|message| (*message).to_owned())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "a panic without a message".to_owned())
 }
 
 #[derive(Debug, Default)]
@@ -77,6 +93,7 @@ impl Scheduler {
             name,
             runs: Arc::new(AtomicU64::new(0)),
             failures: Arc::new(AtomicU64::new(0)),
+            panics: Arc::new(AtomicU64::new(0)),
         };
         self.jobs.push(Job {
             name,
@@ -89,6 +106,7 @@ impl Scheduler {
             task: Box::new(task),
             runs: Arc::clone(&stats.runs),
             failures: Arc::clone(&stats.failures),
+            panics: Arc::clone(&stats.panics),
         });
         stats
     }
@@ -102,9 +120,30 @@ impl Scheduler {
             if job.next_run_ms > now_ms {
                 continue;
             }
-            if let Err(error) = (job.task)(now_ms) {
-                job.failures.fetch_add(1, Ordering::Relaxed);
-                tracing::error!(job = job.name, error = %error, "scheduled job failed");
+            // A panic in a job is a bug, but it must not stop the job (or the others) for good:
+            // it is caught, logged and counted like a failure, and the job runs again next time.
+            let task = &mut job.task;
+            match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| task(now_ms))) {
+                Ok(Ok(())) => {}
+                Ok(Err(error)) => {
+                    job.failures.fetch_add(1, Ordering::Relaxed);
+                    metrics::counter!("ferrolog_scheduler_job_failures_total", "job" => job.name)
+                        .increment(1);
+                    tracing::error!(job = job.name, error = %error, "scheduled job failed");
+                }
+                Err(panic) => {
+                    job.failures.fetch_add(1, Ordering::Relaxed);
+                    job.panics.fetch_add(1, Ordering::Relaxed);
+                    metrics::counter!("ferrolog_scheduler_job_failures_total", "job" => job.name)
+                        .increment(1);
+                    metrics::counter!("ferrolog_scheduler_job_panics_total", "job" => job.name)
+                        .increment(1);
+                    tracing::error!(
+                        job = job.name,
+                        panic = panic_message(panic.as_ref()),
+                        "scheduled job panicked; it runs again at its next time"
+                    );
+                }
             }
             job.runs.fetch_add(1, Ordering::Relaxed);
             let finished_ms = clock.now_ms();
@@ -184,7 +223,20 @@ impl BackgroundThread {
             .name(name.to_owned())
             .spawn(move || {
                 while !thread_wakeup.is_stopped() {
-                    let wait = step().min(MAX_SLEEP);
+                    // A panicking step is logged and the thread goes on: a background thread
+                    // that dies quietly stops its work for good.
+                    let wait =
+                        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(&mut step)) {
+                            Ok(wait) => wait,
+                            Err(panic) => {
+                                tracing::error!(
+                                    panic = panic_message(panic.as_ref()),
+                                    "a background step panicked; it runs again"
+                                );
+                                MAX_SLEEP
+                            }
+                        };
+                    let wait = wait.min(MAX_SLEEP);
                     if !wait.is_zero() {
                         thread_wakeup.sleep(wait);
                     }
@@ -295,6 +347,28 @@ mod tests {
         scheduler.run_due(&clock);
         assert_eq!((failing.failures(), failing.runs()), (2, 2));
         assert_eq!((working.failures(), working.runs()), (0, 2));
+    }
+
+    #[test]
+    fn a_panicking_job_is_counted_and_runs_again() {
+        let clock = ManualClock::new(0);
+        let mut scheduler = Scheduler::new();
+        let mut first = true;
+        let panicking = scheduler.add("panics once", 0, 0, 1_000, move |_| {
+            if std::mem::take(&mut first) {
+                panic!("a bug in the job");
+            }
+            Ok(())
+        });
+        let other = scheduler.add("other", 0, 0, 1_000, |_| Ok(()));
+        scheduler.run_due(&clock);
+        clock.set_ms(1_000);
+        scheduler.run_due(&clock);
+        assert_eq!(
+            (panicking.runs(), panicking.failures(), panicking.panics()),
+            (2, 1, 1)
+        );
+        assert_eq!(other.runs(), 2);
     }
 
     #[test]

@@ -21,6 +21,8 @@ const PARTITIONS: i32 = 16;
 const SEGMENT_BYTES: u64 = 32 * 1024;
 const RETENTION_BYTES: i64 = 128 * 1024;
 const RUN_FOR: Duration = Duration::from_secs(3);
+/// The most the soak runs while waiting for enough appends.
+const GIVE_UP_AFTER: Duration = Duration::from_secs(60);
 
 fn value_for(partition: i32, offset: i64) -> Vec<u8> {
     let mut value = format!("{partition}/{offset}|").into_bytes();
@@ -74,6 +76,9 @@ fn concurrent_appends_and_reads_with_background_maintenance() {
     for tp in &partitions {
         manager.get_or_create(tp).unwrap();
     }
+    // Retention keeps about RETENTION_BYTES per partition plus the active segment; deleted
+    // segments linger up to file.delete.delay.ms, and appends go on between passes.
+    let bound = PARTITIONS as u64 * (RETENTION_BYTES as u64 + 4 * SEGMENT_BYTES);
     let stop = AtomicBool::new(false);
     let appended = AtomicU64::new(0);
     let read = AtomicU64::new(0);
@@ -159,17 +164,19 @@ fn concurrent_appends_and_reads_with_background_maintenance() {
                 }
             });
         }
+        // Runs for RUN_FOR, and on until twice the bound has been appended (a loaded machine
+        // appends less in the same time), so retention always has work.
         let started = Instant::now();
-        while started.elapsed() < RUN_FOR {
+        while started.elapsed() < RUN_FOR
+            || (appended.load(Ordering::Relaxed) * 200 <= 2 * bound
+                && started.elapsed() < GIVE_UP_AFTER)
+        {
             std::thread::sleep(Duration::from_millis(50));
             largest_on_disk.fetch_max(log_bytes(temp.path()), Ordering::Relaxed);
         }
         stop.store(true, Ordering::Relaxed);
     });
 
-    // Retention keeps about RETENTION_BYTES per partition plus the active segment; deleted
-    // segments linger up to file.delete.delay.ms, and appends go on between passes.
-    let bound = PARTITIONS as u64 * (RETENTION_BYTES as u64 + 4 * SEGMENT_BYTES);
     let largest = largest_on_disk.load(Ordering::Relaxed);
     let appended = appended.load(Ordering::Relaxed);
     assert!(

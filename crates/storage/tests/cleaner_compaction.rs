@@ -7,11 +7,12 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
-use ferrolog_records::{BatchBuilder, Compression, DEFAULT_MAX_DECOMPRESSED_BYTES, EntryIter};
+use ferrolog_records::{BatchBuilder, Compression, EntryIter};
 use ferrolog_storage::cleaner::offset_map::OffsetMap;
 use ferrolog_storage::log::{FetchBound, FetchParams, Log};
 use ferrolog_storage::manager::{LogManager, ManagerConfig};
 use ferrolog_storage::{CleanupPolicy, LogConfig, ManualClock, TopicPartition};
+use ferrolog_testkit::fetched_records;
 use proptest::prelude::*;
 
 const START: i64 = 1_700_000_000_000;
@@ -88,28 +89,17 @@ fn records(log: &Log) -> Vec<(i64, Option<String>, Option<String>)> {
     let mut out = Vec::new();
     let mut offset = log.log_start_offset();
     while offset < log.log_end_offset() {
-        let bytes = mib_from(log, offset);
-        if bytes.is_empty() {
+        let (records, after) = fetched_records(&mib_from(log, offset));
+        let Some(after) = after else {
             break;
-        }
-        for entry in EntryIter::new(&bytes) {
-            let (_, entry) = entry.unwrap();
-            entry.validate().unwrap();
-            for record in entry
-                .records(DEFAULT_MAX_DECOMPRESSED_BYTES)
-                .unwrap()
-                .to_vec()
-                .unwrap()
-            {
-                if record.offset >= offset {
-                    let text = |bytes: Option<&[u8]>| {
-                        bytes.map(|b| String::from_utf8(b.to_vec()).unwrap())
-                    };
-                    out.push((record.offset, text(record.key), text(record.value)));
-                }
-            }
-            offset = offset.max(entry.next_offset());
-        }
+        };
+        out.extend(
+            records
+                .into_iter()
+                .filter(|record| record.offset >= offset)
+                .map(|record| (record.offset, record.key_text(), record.value_text())),
+        );
+        offset = offset.max(after);
     }
     out
 }

@@ -6,9 +6,9 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use ferrolog_records::consumer_offsets::{OffsetsKey, partition_for_group};
-use ferrolog_records::{BatchBuilder, EntryIter, FileEntry};
+use ferrolog_records::{BatchBuilder, DEFAULT_MAX_DECOMPRESSED_BYTES, EntryIter, FileEntry};
 use ferrolog_storage::TopicPartition;
-use ferrolog_storage::log::{FetchBound, FetchParams};
+use ferrolog_storage::log::{FetchBound, FetchParams, Log};
 use ferrolog_storage::manager::LogManager;
 use ferrolog_storage::{Result, StorageError};
 
@@ -54,13 +54,10 @@ impl OffsetsTopic {
             ]);
             self.manager.set_topic_overrides(OFFSETS_TOPIC, overrides)?;
         }
-        for partition in 0..self.partitions {
-            let topic_partition = TopicPartition::new(OFFSETS_TOPIC, partition);
-            if self.manager.get(&topic_partition).is_none() {
-                self.manager.get_or_create(&topic_partition)?;
-            }
-        }
-        Ok(())
+        let all: Vec<TopicPartition> = (0..self.partitions)
+            .map(|partition| TopicPartition::new(OFFSETS_TOPIC, partition))
+            .collect();
+        self.manager.create_all(&all)
     }
 
     /// Appends `records` for `group` as one batch, and makes them visible (high watermark).
@@ -83,7 +80,11 @@ impl OffsetsTopic {
     }
 
     /// Every record of every partition that exists, oldest first within a partition. Records
-    /// that do not decode are skipped with a warning naming the partition and offset.
+    /// that do not decode are skipped with a warning naming the partition and offset. Damaged
+    /// data is reported at ERROR with its file and position and stepped over: a batch failing
+    /// its checksum alone, a damaged frame with the rest of its segment (whose batches cannot be
+    /// found past it); loading goes on with what follows, so one damaged place costs the groups
+    /// only the commits written there.
     pub fn load(&self, mut visit: impl FnMut(OffsetsRecord)) -> Result<usize> {
         let mut loaded = 0;
         for partition in 0..self.partitions {
@@ -94,30 +95,93 @@ impl OffsetsTopic {
             let mut next = log.log_start_offset();
             let end = log.log_end_offset();
             while next < end {
-                let data = log.read(FetchParams {
+                let read = log.read(FetchParams {
                     start_offset: next,
                     max_bytes: 1 << 20,
                     bound: FetchBound::LogEnd,
                     min_one_batch: true,
-                })?;
+                });
+                let data = match read {
+                    Ok(data) => data,
+                    Err(error @ StorageError::Corrupt { .. }) => {
+                        next = skip_damaged_segment(&log, &topic_partition, next, &error);
+                        continue;
+                    }
+                    Err(error) => return Err(error),
+                };
                 let bytes = data.read_bytes()?;
                 if bytes.is_empty() {
                     break;
                 }
+                let before = next;
+                // The slice may end inside a batch (max_bytes): the iterator stops before it,
+                // and the next read starts there.
                 for item in EntryIter::new(&bytes) {
-                    let Ok((_, entry)) = item else {
-                        break;
+                    let entry = match item {
+                        Ok((_, entry)) => entry,
+                        Err((position, error)) => {
+                            let error = StorageError::Corrupt {
+                                path: data.segment_path().unwrap_or_default(),
+                                position: data.offset_metadata.position + position as u64,
+                                reason: error.to_string(),
+                            };
+                            next = skip_damaged_segment(&log, &topic_partition, next, &error);
+                            break;
+                        }
                     };
                     let entry_next = entry.next_offset();
-                    if entry_next > next {
-                        loaded += visit_entry(&topic_partition, &entry, next, &mut visit);
-                        next = entry_next;
+                    if entry_next <= next {
+                        continue;
                     }
+                    if let Err(error) = entry.validate() {
+                        tracing::error!(
+                            partition = %topic_partition,
+                            offset = entry.last_offset(),
+                            %error,
+                            "skipping a damaged batch of the offsets topic: the group records in it are lost"
+                        );
+                    } else {
+                        loaded += visit_entry(&topic_partition, &entry, next, &mut visit);
+                    }
+                    next = entry_next;
+                }
+                if next == before {
+                    // Nothing whole was read where a batch should start.
+                    let error = StorageError::Corrupt {
+                        path: data.segment_path().unwrap_or_default(),
+                        position: data.offset_metadata.position,
+                        reason: "no whole batch where the read started".into(),
+                    };
+                    next = skip_damaged_segment(&log, &topic_partition, next, &error);
                 }
             }
         }
         Ok(loaded)
     }
+}
+
+/// Where loading goes on after damage at `offset`: the next segment's base, or the log end.
+fn skip_damaged_segment(
+    log: &Log,
+    topic_partition: &TopicPartition,
+    offset: i64,
+    error: &StorageError,
+) -> i64 {
+    let view = log.view();
+    let resume = view
+        .segments
+        .iter()
+        .map(|segment| segment.base_offset())
+        .find(|base| *base > offset)
+        .unwrap_or(view.log_end.offset);
+    tracing::error!(
+        partition = %topic_partition,
+        offset,
+        resume_at = resume,
+        %error,
+        "damaged data in the offsets topic: the group records from here to the next segment cannot be read and are skipped"
+    );
+    resume
 }
 
 fn invalid(error: ferrolog_records::RecordsError) -> StorageError {
@@ -140,7 +204,7 @@ fn visit_entry(
     {
         return 0;
     }
-    let records = match entry.records(usize::MAX).and_then(|r| {
+    let records = match entry.records(DEFAULT_MAX_DECOMPRESSED_BYTES).and_then(|r| {
         r.to_vec().map(|v| {
             v.into_iter()
                 .map(|record| {

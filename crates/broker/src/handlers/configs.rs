@@ -20,7 +20,7 @@ use kafka_protocol::protocol::StrBytes;
 
 use ferrolog_storage::config::TOPIC_CONFIG_KEYS;
 
-use super::partitions_of;
+use super::{internal_topics, partitions_of};
 use crate::{Context, errors};
 
 const TOPIC: i8 = 2;
@@ -36,6 +36,7 @@ pub fn describe(
     _header: &RequestHeader,
     request: DescribeConfigsRequest,
 ) -> DescribeConfigsResponse {
+    let mut seen = std::collections::HashSet::new();
     let results = request
         .resources
         .into_iter()
@@ -44,6 +45,15 @@ pub fn describe(
             let result = DescribeConfigsResult::default()
                 .with_resource_type(resource.resource_type)
                 .with_resource_name(resource.resource_name.clone());
+            // A resource named again is not described again: each answer lists every config,
+            // and a request repeating a name must not multiply it.
+            if !seen.insert((resource.resource_type, name.clone())) {
+                return result
+                    .with_error_code(errors::INVALID_REQUEST)
+                    .with_error_message(Some(StrBytes::from_string(format!(
+                        "resource {name} is named more than once"
+                    ))));
+            }
             match resource.resource_type {
                 TOPIC if !partitions_of(context, &name).is_empty() => {
                     let config = context.manager.topic_config(&name);
@@ -212,6 +222,9 @@ fn alter_topic(
         ));
     }
     let overrides = change(context.manager.topic_overrides(name))?;
+    if let Some(refusal) = internal_topics::config_refusal(name, &overrides) {
+        return Err(refusal);
+    }
     context
         .manager
         .validate_topic_overrides(name, &overrides)

@@ -6,7 +6,7 @@ use kafka_protocol::protocol::StrBytes;
 
 use ferrolog_storage::TopicPartition;
 
-use super::partitions_of;
+use super::{internal_topics, partitions_of};
 use crate::{Context, errors};
 
 pub fn handle(
@@ -14,10 +14,23 @@ pub fn handle(
     _header: &RequestHeader,
     request: CreatePartitionsRequest,
 ) -> CreatePartitionsResponse {
+    let existing: Vec<i32> = request
+        .topics
+        .iter()
+        .map(|topic| partitions_of(context, &topic.name.0).len() as i32)
+        .collect();
+    let requested: i64 = request
+        .topics
+        .iter()
+        .zip(&existing)
+        .map(|(topic, existing)| (i64::from(topic.count) - i64::from(*existing)).max(0))
+        .sum();
+    let too_many = requested > errors::MAX_PARTITIONS_PER_REQUEST;
     let results = request
         .topics
         .into_iter()
-        .map(|topic| {
+        .zip(existing)
+        .map(|(topic, existing)| {
             let name = topic.name.0.to_string();
             let result = CreatePartitionsTopicResult::default().with_name(topic.name);
             let fail = |code: i16, message: String| {
@@ -26,12 +39,20 @@ pub fn handle(
                     .with_error_code(code)
                     .with_error_message(Some(StrBytes::from_string(message)))
             };
-            let existing = partitions_of(context, &name).len() as i32;
+            if too_many {
+                return fail(
+                    errors::POLICY_VIOLATION,
+                    errors::TOO_MANY_PARTITIONS_PER_REQUEST.to_owned(),
+                );
+            }
             if existing == 0 {
                 return fail(
                     errors::UNKNOWN_TOPIC_OR_PARTITION,
                     format!("topic {name} does not exist"),
                 );
+            }
+            if let Some((code, message)) = internal_topics::repartition_refusal(&name) {
+                return fail(code, message);
             }
             if topic.count <= existing {
                 return fail(
@@ -39,16 +60,20 @@ pub fn handle(
                     format!("topic {name} has {existing} partitions; the count can only grow"),
                 );
             }
+            if let Err(error) = context
+                .manager
+                .check_room_for((topic.count - existing) as usize)
+            {
+                return fail(errors::code_of(&error), error.to_string());
+            }
             if request.validate_only {
                 return result;
             }
-            for partition in existing..topic.count {
-                if let Err(error) = context
-                    .manager
-                    .get_or_create(&TopicPartition::new(name.clone(), partition))
-                {
-                    return fail(errors::code_of(&error), error.to_string());
-                }
+            let added: Vec<TopicPartition> = (existing..topic.count)
+                .map(|partition| TopicPartition::new(name.clone(), partition))
+                .collect();
+            if let Err(error) = context.manager.create_all(&added) {
+                return fail(errors::code_of(&error), error.to_string());
             }
             tracing::info!(topic = name, partitions = topic.count, "added partitions");
             result

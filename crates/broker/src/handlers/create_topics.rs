@@ -9,7 +9,7 @@ use kafka_protocol::protocol::StrBytes;
 
 use ferrolog_storage::TopicPartition;
 
-use super::partitions_of;
+use super::{internal_topics, partitions_of};
 use crate::{Context, errors};
 
 pub fn handle(
@@ -18,6 +18,18 @@ pub fn handle(
     request: CreateTopicsRequest,
 ) -> CreateTopicsResponse {
     let version = header.request_api_version;
+    let default_partitions = context.config.num_partitions;
+    let requested: i64 = request
+        .topics
+        .iter()
+        .map(|topic| match topic.num_partitions {
+            -1 => i64::from(default_partitions),
+            count if count > 0 => i64::from(count),
+            _ => 0,
+        })
+        .sum();
+    // As Kafka: a request creating too many partitions is refused whole, every topic alike.
+    let too_many = requested > errors::MAX_PARTITIONS_PER_REQUEST;
     let topics = request
         .topics
         .into_iter()
@@ -38,20 +50,27 @@ pub fn handle(
                         .map(|value| (config.name.to_string(), value.to_string()))
                 })
                 .collect();
-            let outcome = create(
-                context,
-                &name,
-                partitions,
-                topic.replication_factor,
-                overrides,
-                request.validate_only,
-            );
+            let outcome = if too_many {
+                Err((
+                    errors::POLICY_VIOLATION,
+                    errors::TOO_MANY_PARTITIONS_PER_REQUEST.to_owned(),
+                ))
+            } else {
+                create(
+                    context,
+                    &name,
+                    partitions,
+                    topic.replication_factor,
+                    overrides,
+                    request.validate_only,
+                )
+            };
             let mut result = CreatableTopicResult::default().with_name(topic.name);
             if let Err((code, message)) = outcome {
-                result = result.with_error_code(code);
-                if version >= 1 {
-                    result = result.with_error_message(Some(StrBytes::from_string(message)));
-                }
+                // Every version served (2 and later) carries the message.
+                result = result
+                    .with_error_code(code)
+                    .with_error_message(Some(StrBytes::from_string(message)));
             } else if version >= 5 {
                 result = result
                     .with_num_partitions(partitions)
@@ -83,6 +102,9 @@ fn create(
             format!("topic {name} already exists"),
         ));
     }
+    if let Some(refusal) = internal_topics::creation_refusal(name) {
+        return Err(refusal);
+    }
     if partitions <= 0 {
         return Err((
             errors::INVALID_PARTITIONS,
@@ -99,6 +121,10 @@ fn create(
         .manager
         .validate_topic_overrides(name, &overrides)
         .map_err(|error| (errors::INVALID_CONFIG, error.to_string()))?;
+    context
+        .manager
+        .check_room_for(partitions as usize)
+        .map_err(|error| (errors::code_of(&error), error.to_string()))?;
     if validate_only {
         return Ok(());
     }
@@ -106,12 +132,13 @@ fn create(
         .manager
         .set_topic_overrides(name, overrides)
         .map_err(|error| (errors::INVALID_CONFIG, error.to_string()))?;
-    for partition in 0..partitions {
-        context
-            .manager
-            .get_or_create(&TopicPartition::new(name, partition))
-            .map_err(|error| (errors::code_of(&error), error.to_string()))?;
-    }
+    let all: Vec<TopicPartition> = (0..partitions)
+        .map(|partition| TopicPartition::new(name, partition))
+        .collect();
+    context
+        .manager
+        .create_all(&all)
+        .map_err(|error| (errors::code_of(&error), error.to_string()))?;
     tracing::info!(topic = name, partitions, "created topic");
     Ok(())
 }

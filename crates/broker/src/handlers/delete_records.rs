@@ -1,5 +1,7 @@
 //! DeleteRecords: raises each partition's log start offset (−1 means the high watermark; never
-//! past it), then drops the segments wholly below it.
+//! past it), then drops the segments wholly below it. As Kafka: another negative offset, or one
+//! past the high watermark, is OFFSET_OUT_OF_RANGE; a compact-only topic is POLICY_VIOLATION;
+//! an internal topic is INVALID_TOPIC_EXCEPTION; each with low watermark −1.
 
 use kafka_protocol::messages::delete_records_response::{
     DeleteRecordsPartitionResult, DeleteRecordsTopicResult,
@@ -8,7 +10,11 @@ use kafka_protocol::messages::{DeleteRecordsRequest, DeleteRecordsResponse, Requ
 
 use ferrolog_storage::TopicPartition;
 
+use super::internal_topics;
 use crate::{Context, errors};
+
+/// The offset that means "up to the high watermark".
+const HIGH_WATERMARK: i64 = -1;
 
 pub fn handle(
     context: &Context,
@@ -34,19 +40,26 @@ pub fn handle(
                             .with_error_code(errors::UNKNOWN_TOPIC_OR_PARTITION)
                             .with_low_watermark(-1);
                     };
-                    let offset = if partition.offset == -1 {
-                        log.high_watermark()
-                    } else {
-                        partition.offset
+                    let refused =
+                        |code| result.clone().with_error_code(code).with_low_watermark(-1);
+                    if let Some((code, _)) = internal_topics::delete_records_refusal(&name) {
+                        return refused(code);
+                    }
+                    if !log.config().cleanup_policy.delete {
+                        // Kafka: records of a compact-only topic are not deleted by offset.
+                        return refused(errors::POLICY_VIOLATION);
+                    }
+                    let offset = match partition.offset {
+                        HIGH_WATERMARK => log.high_watermark(),
+                        offset if offset < 0 => return refused(errors::OFFSET_OUT_OF_RANGE),
+                        offset => offset,
                     };
                     let outcome = log
                         .maybe_increment_log_start_offset(offset)
                         .and_then(|_| log.delete_old_segments().map(|_| ()));
                     match outcome {
                         Ok(()) => result.with_low_watermark(log.log_start_offset()),
-                        Err(error) => result
-                            .with_error_code(errors::code_of(&error))
-                            .with_low_watermark(-1),
+                        Err(error) => refused(errors::code_of(&error)),
                     }
                 })
                 .collect();

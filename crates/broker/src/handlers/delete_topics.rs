@@ -8,7 +8,7 @@ use kafka_protocol::protocol::StrBytes;
 
 use ferrolog_storage::TopicPartition;
 
-use super::partitions_of;
+use super::{internal_topics, partitions_of};
 use crate::{Context, errors};
 
 pub fn handle(
@@ -26,6 +26,13 @@ pub fn handle(
             let mut result = DeletableTopicResult::default().with_name(Some(name));
             if partitions.is_empty() {
                 return result.with_error_code(errors::UNKNOWN_TOPIC_OR_PARTITION);
+            }
+            if let Some((code, message)) = internal_topics::deletion_refusal(&topic, version) {
+                result = result.with_error_code(code);
+                if version >= 5 {
+                    result = result.with_error_message(Some(StrBytes::from_string(message)));
+                }
+                return result;
             }
             for partition in partitions {
                 if let Err(error) = context

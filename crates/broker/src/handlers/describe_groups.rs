@@ -1,22 +1,31 @@
 //! DescribeGroups: each group's state, protocol and members. An unknown group is reported as
-//! `Dead` with no error, as Kafka does.
+//! `Dead` with no error, as Kafka does; a group named twice is described once, and the repeat
+//! answered INVALID_REQUEST.
 
 use kafka_protocol::messages::describe_groups_response::{DescribedGroup, DescribedGroupMember};
 use kafka_protocol::messages::{DescribeGroupsRequest, DescribeGroupsResponse, RequestHeader};
 use kafka_protocol::protocol::StrBytes;
 
-use crate::Context;
+use crate::{Context, errors};
 
 pub fn handle(
     context: &Context,
     _header: &RequestHeader,
     request: DescribeGroupsRequest,
 ) -> DescribeGroupsResponse {
+    let mut seen = std::collections::HashSet::new();
     let groups = request
         .groups
         .into_iter()
         .map(|group_id| {
             let described = DescribedGroup::default().with_authorized_operations(i32::MIN);
+            // A group named again is not described again: its members, answered once per
+            // name, would let a small request build a response of any size.
+            if !seen.insert(group_id.0.clone()) {
+                return described
+                    .with_group_id(group_id)
+                    .with_error_code(errors::INVALID_REQUEST);
+            }
             let Some(description) = context.groups.describe(&group_id.0) else {
                 return described
                     .with_group_id(group_id)

@@ -80,7 +80,8 @@ fn read_once(
     request: &FetchRequest,
     version: i16,
 ) -> (FetchResponse, Vec<FileRegion>, i64) {
-    let mut budget = i64::from(request.max_bytes.max(0));
+    // Kafka's broker-side cap (`fetch.max.bytes`) on what one fetch may ask for.
+    let mut budget = i64::from(request.max_bytes.clamp(0, context.config.fetch_max_bytes));
     let mut total = 0i64;
     let mut regions = Vec::new();
     let mut first = true;
@@ -142,9 +143,13 @@ fn read_once(
 }
 
 /// What the codec gets for one partition's records: a placeholder for a region left in the
-/// file (queued in `regions`), or, for a region too large to splice, the bytes themselves.
+/// file (queued in `regions`), or the bytes themselves if no placeholder region could be
+/// mapped at all.
 fn records(data: FetchData, regions: &mut Vec<FileRegion>) -> ferrolog_storage::Result<Bytes> {
-    let Some((segment, slice)) = data.slice else {
+    // An empty slice (the response's limit was spent by earlier partitions) is an empty
+    // record set, not a region: an empty placeholder could not be told from the codec's own
+    // empty writes.
+    let Some((segment, slice)) = data.slice.filter(|(_, slice)| slice.length > 0) else {
         return Ok(Bytes::new());
     };
     let region = FileRegion {

@@ -9,7 +9,10 @@ use kafka_protocol::messages::{
 };
 use kafka_protocol::protocol::StrBytes;
 
-use super::{partitions_of, partitions_or_create};
+use ferrolog_storage::TopicPartition;
+
+use super::internal_topics::is_internal;
+use super::partitions_or_create;
 use crate::{Context, errors};
 
 pub fn handle(
@@ -19,32 +22,30 @@ pub fn handle(
 ) -> MetadataResponse {
     let version = header.request_api_version;
     let node = BrokerId(context.manager.node_id());
-    let names: Vec<String> = match &request.topics {
-        Some(topics) => topics
-            .iter()
-            .filter_map(|topic| topic.name.as_ref().map(|name| name.0.to_string()))
-            .collect(),
-        None => {
-            let mut all: Vec<String> = context
-                .manager
-                .logs()
-                .into_iter()
-                .map(|(tp, _)| tp.topic)
-                .collect();
-            all.dedup();
-            all
-        }
-    };
     // Before v4 there is no allow_auto_topic_creation field: Kafka creates.
     let allow_create = version < 4 || request.allow_auto_topic_creation;
-    let topics = names
+    let named: Vec<(String, Vec<i32>)> = match &request.topics {
+        // Each topic once, however often it is named (as Kafka answers): the answer to a
+        // topic is all its partitions, and a request repeating a name must not multiply it.
+        Some(topics) => {
+            let mut seen = std::collections::HashSet::new();
+            topics
+                .iter()
+                .filter_map(|topic| topic.name.as_ref().map(|name| name.0.to_string()))
+                .filter(|name| seen.insert(name.clone()))
+                .map(|name| {
+                    let partitions = partitions_or_create(context, &name, allow_create);
+                    (name, partitions)
+                })
+                .collect()
+        }
+        None => context.manager.topics(),
+    };
+    // Which partitions sit in an offline directory is looked up only when one is offline.
+    let any_dir_offline = context.manager.offline_dir_count() > 0;
+    let topics = named
         .into_iter()
-        .map(|name| {
-            let partitions = if request.topics.is_some() {
-                partitions_or_create(context, &name, allow_create)
-            } else {
-                partitions_of(context, &name)
-            };
+        .map(|(name, partitions)| {
             let error_code = if !errors::is_valid_topic_name(&name) {
                 errors::INVALID_TOPIC_EXCEPTION
             } else if partitions.is_empty() {
@@ -55,20 +56,17 @@ pub fn handle(
             MetadataResponseTopic::default()
                 .with_error_code(error_code)
                 .with_name(Some(TopicName(StrBytes::from_string(name.clone()))))
-                .with_is_internal(name.starts_with("__"))
+                .with_is_internal(is_internal(&name))
                 .with_partitions(
                     partitions
                         .into_iter()
                         .map(|partition| {
-                            let mut partition = MetadataResponsePartition::default()
-                                .with_partition_index(partition)
-                                .with_leader_id(node)
-                                .with_replica_nodes(vec![node])
-                                .with_isr_nodes(vec![node]);
-                            if version >= 7 {
-                                partition = partition.with_leader_epoch(0);
-                            }
-                            partition
+                            let offline = any_dir_offline
+                                && context
+                                    .manager
+                                    .dir_of(&TopicPartition::new(&name, partition))
+                                    .is_some_and(|dir| dir.is_offline());
+                            describe_partition(node, partition, offline, version)
                         })
                         .collect(),
                 )
@@ -93,4 +91,33 @@ pub fn handle(
         )));
     }
     response
+}
+
+/// One partition as Kafka describes it: led by this node, or, when its data directory is
+/// offline, without a leader (LEADER_NOT_AVAILABLE, leader −1) and with this node among the
+/// offline replicas, which is what clients act on: they stop sending it requests and refresh.
+fn describe_partition(
+    node: BrokerId,
+    partition: i32,
+    offline: bool,
+    version: i16,
+) -> MetadataResponsePartition {
+    let mut described = MetadataResponsePartition::default()
+        .with_partition_index(partition)
+        .with_replica_nodes(vec![node])
+        .with_isr_nodes(vec![node]);
+    described = if offline {
+        described
+            .with_error_code(errors::LEADER_NOT_AVAILABLE)
+            .with_leader_id(BrokerId(-1))
+    } else {
+        described.with_leader_id(node)
+    };
+    if version >= 5 && offline {
+        described = described.with_offline_replicas(vec![node]);
+    }
+    if version >= 7 {
+        described = described.with_leader_epoch(0);
+    }
+    described
 }

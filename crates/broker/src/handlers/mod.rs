@@ -14,6 +14,7 @@ pub mod fetch;
 pub mod find_coordinator;
 pub mod heartbeat;
 pub mod init_producer_id;
+pub mod internal_topics;
 pub mod join_group;
 pub mod leave_group;
 pub mod list_groups;
@@ -31,15 +32,7 @@ use crate::Context;
 
 /// The partitions a topic has on this broker, in order.
 pub fn partitions_of(context: &Context, topic: &str) -> Vec<i32> {
-    let mut partitions: Vec<i32> = context
-        .manager
-        .logs()
-        .into_iter()
-        .filter(|(tp, _)| tp.topic == topic)
-        .map(|(tp, _)| tp.partition)
-        .collect();
-    partitions.sort_unstable();
-    partitions
+    context.manager.partitions_of(topic)
 }
 
 /// The topic's partitions, creating the topic with `num.partitions` partitions when it does not
@@ -50,16 +43,17 @@ pub fn partitions_or_create(context: &Context, topic: &str, allow_create: bool) 
         || !allow_create
         || !context.config.auto_create_topics
         || !crate::errors::is_valid_topic_name(topic)
+        // Internal topics are made by the broker, with their own settings.
+        || internal_topics::is_internal(topic)
     {
         return existing;
     }
-    for partition in 0..context.config.num_partitions {
-        if let Err(error) = context
-            .manager
-            .get_or_create(&TopicPartition::new(topic, partition))
-        {
-            tracing::error!(topic, partition, error = %error, "could not create a partition");
-        }
+    let all: Vec<TopicPartition> = (0..context.config.num_partitions)
+        .map(|partition| TopicPartition::new(topic, partition))
+        .collect();
+    if let Err(error) = context.manager.create_all(&all) {
+        tracing::warn!(topic, %error, "could not create a topic on first use");
+        return partitions_of(context, topic);
     }
     tracing::info!(
         topic,

@@ -1,6 +1,7 @@
 //! OffsetFetch: a group's committed offsets, for the listed partitions or (topics null) for all
 //! of them. A partition without a commit answers offset -1. Versions 1–7 name one group; 8 and
-//! later a list.
+//! later a list, in which a group named again is answered INVALID_REQUEST: its offsets, answered
+//! once per name, would let a small request build a response of any size.
 
 use std::collections::BTreeMap;
 
@@ -12,7 +13,7 @@ use kafka_protocol::messages::offset_fetch_response::{
 use kafka_protocol::messages::{OffsetFetchRequest, OffsetFetchResponse, RequestHeader, TopicName};
 use kafka_protocol::protocol::StrBytes;
 
-use crate::Context;
+use crate::{Context, errors};
 
 /// One partition's answer: offset, leader epoch, metadata.
 type Committed = (i64, i32, String);
@@ -45,10 +46,16 @@ pub fn handle(
     request: OffsetFetchRequest,
 ) -> OffsetFetchResponse {
     if header.request_api_version >= 8 {
+        let mut seen = std::collections::HashSet::new();
         let groups = request
             .groups
             .into_iter()
             .map(|group| {
+                if !seen.insert(group.group_id.0.clone()) {
+                    return OffsetFetchResponseGroup::default()
+                        .with_group_id(group.group_id)
+                        .with_error_code(errors::INVALID_REQUEST);
+                }
                 let topics = group.topics.map(|topics| {
                     topics
                         .into_iter()

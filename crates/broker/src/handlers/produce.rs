@@ -1,6 +1,13 @@
 //! Produce: each partition's records are appended through the LogManager; the high watermark
 //! follows the log end at once (a single replica). acks=0, 1 and all are answered alike once the
 //! append is done (the dispatcher sends nothing for acks=0).
+//!
+//! A partition named again in the same request is refused with INVALID_REQUEST (Kafka keeps
+//! the last and drops the others unanswered); so each partition is appended at most once per
+//! request, which bounds what one request can make the broker decompress by the partitions
+//! that exist.
+
+use std::collections::HashSet;
 
 use kafka_protocol::messages::produce_response::{PartitionProduceResponse, TopicProduceResponse};
 use kafka_protocol::messages::{ProduceRequest, ProduceResponse, RequestHeader};
@@ -8,6 +15,7 @@ use kafka_protocol::protocol::StrBytes;
 
 use ferrolog_storage::TopicPartition;
 
+use super::internal_topics;
 use crate::{Context, errors};
 
 pub fn handle(
@@ -16,6 +24,7 @@ pub fn handle(
     request: ProduceRequest,
 ) -> ProduceResponse {
     let version = header.request_api_version;
+    let mut seen = HashSet::new();
     let responses = request
         .topic_data
         .into_iter()
@@ -28,9 +37,24 @@ pub fn handle(
                     let mut response =
                         PartitionProduceResponse::default().with_index(partition.index);
                     let tp = TopicPartition::new(name.clone(), partition.index);
+                    if !seen.insert(tp.clone()) {
+                        response = response.with_error_code(errors::INVALID_REQUEST);
+                        if version >= 8 {
+                            response = response.with_error_message(Some(StrBytes::from_string(
+                                format!("partition {tp} appears more than once in the request"),
+                            )));
+                        }
+                        return response;
+                    }
                     let Some(log) = context.manager.get(&tp) else {
                         return response.with_error_code(errors::UNKNOWN_TOPIC_OR_PARTITION);
                     };
+                    if let Some((code, _)) =
+                        internal_topics::produce_refusal(&name, header.client_id.as_deref())
+                    {
+                        // Kafka answers this one without an error message.
+                        return response.with_error_code(code);
+                    }
                     let mut bytes = partition
                         .records
                         .map(|records| records.to_vec())

@@ -36,9 +36,28 @@ impl Server {
 
     /// Starts with `overrides` and `FERROLOG_LOG=log_filter`; see [`Server::stderr`].
     pub fn start_logging(data_dir: &Path, overrides: &[&str], log_filter: &str) -> Self {
+        Self::start_under(&[], data_dir, overrides, log_filter)
+    }
+
+    /// Starts as an argument of `wrapper` (say, `prlimit --nofile=N`), with `overrides`.
+    pub fn start_under(
+        wrapper: &[&str],
+        data_dir: &Path,
+        overrides: &[&str],
+        log_filter: &str,
+    ) -> Self {
         let port = free_port();
         let stderr = tempfile::NamedTempFile::new().unwrap();
-        let child = Command::new(env!("CARGO_BIN_EXE_ferrolog"))
+        let program = env!("CARGO_BIN_EXE_ferrolog");
+        let mut command = match wrapper.split_first() {
+            Some((first, rest)) => {
+                let mut command = Command::new(first);
+                command.args(rest).arg(program);
+                command
+            }
+            None => Command::new(program),
+        };
+        let child = command
             .args([
                 "serve",
                 "--listen",
@@ -65,6 +84,16 @@ impl Server {
             port,
             stderr,
         }
+    }
+
+    /// The broker's process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Whether the broker process is still running.
+    pub fn is_running(&mut self) -> bool {
+        matches!(self.child.try_wait(), Ok(None))
     }
 
     /// What the broker has logged so far.

@@ -201,8 +201,19 @@ impl LogCleaner {
             {
                 continue;
             }
-            let Ok((segments, log_start, log_end, high_watermark)) = describe(&log) else {
-                continue;
+            let (segments, log_start, log_end, high_watermark) = match describe(&log) {
+                Ok(described) => described,
+                Err(error @ StorageError::Corrupt { .. }) => {
+                    tracing::error!(
+                        partition = %topic_partition,
+                        %error,
+                        "cannot tell how dirty the log is: it is marked uncleanable until restart"
+                    );
+                    state.uncleanable.insert(topic_partition);
+                    continue;
+                }
+                // An offline directory or a log being deleted: nothing to clean now.
+                Err(_) => continue,
             };
             let config = log.config();
             let info = LogInfo {
@@ -280,6 +291,10 @@ impl LogCleaner {
             }
             Err(error @ (StorageError::Io { .. } | StorageError::LogDirOffline { .. })) => {
                 tracing::error!(partition = %topic_partition, error = %error, "cleaning failed on a storage error");
+            }
+            // Not the partition's fault: a later pass tries again once there is room.
+            Err(error @ (StorageError::NoSpace { .. } | StorageError::OutOfResources { .. })) => {
+                tracing::warn!(partition = %topic_partition, error = %error, "cleaning failed for lack of space or resources; it is tried again later");
             }
             Err(StorageError::LogClosed(reason)) => {
                 tracing::info!(partition = %topic_partition, reason, "cleaning pass dropped");

@@ -8,11 +8,11 @@
 //! max timestamp with a new CRC when it changes) unless `compression.type` asks for another
 //! codec, in which case each batch is rebuilt. Follower appends keep their offsets.
 
+use ferrolog_records::batch::Records;
 use ferrolog_records::batch::{self, MAGIC_V2};
 use ferrolog_records::record::walk_record_summaries;
 use ferrolog_records::{
-    BatchBuilder, Compression, DEFAULT_MAX_DECOMPRESSED_BYTES, EntryHeader, RecordBatch,
-    TimestampType,
+    BatchBuilder, Compression, EntryHeader, RecordBatch, RecordsError, TimestampType,
 };
 
 use crate::config::{LogConfig, TargetCompression};
@@ -103,6 +103,21 @@ struct CheckedBatch {
     /// Largest record timestamp.
     max_timestamp: i64,
     codec: Compression,
+    /// The batch is written anew (in the topic's codec) rather than patched in place: it is
+    /// in another codec, or an earlier batch of the append is rebuilt.
+    rebuild: bool,
+    /// The decompressed records, kept when the batch will be rebuilt, so that it is
+    /// decompressed once.
+    records: Option<Records<'static>>,
+}
+
+/// The most bytes the compressed batches of one append (a produce request's batches for one
+/// partition: one batch, from every maintained client) may decompress to, together: the
+/// topic's `max.message.bytes`, and never less than 1 MiB, which the clients' own batch limits
+/// stay within. Decompression stops there, so hostile batches cannot make the broker inflate,
+/// allocate, or spend CPU on more, however many of them one append carries.
+fn decompression_limit(config: &LogConfig) -> usize {
+    (config.max_message_bytes as usize).max(1 << 20)
 }
 
 /// Producer batches that passed every check that does not depend on the log's state: framing,
@@ -127,6 +142,8 @@ pub(crate) fn check_leader_append(
         return Err(invalid(0, None, "the append holds no batches"));
     }
     let mut batches = Vec::with_capacity(ranges.len());
+    let mut budget = DecompressionBudget::new(config);
+    let mut rebuilding = false;
     for (batch_index, (start, end)) in ranges.into_iter().enumerate() {
         let size = end - start;
         if size > config.max_message_bytes as usize {
@@ -154,11 +171,22 @@ pub(crate) fn check_leader_append(
         let batch = RecordBatch::new(slice).map_err(corrupt)?;
         batch.validate().map_err(corrupt)?;
         check_batch_header(&batch, batch_index)?;
+        let codec = batch.compression().map_err(corrupt)?;
+        let records = budget.decompress(&batch, batch_index)?;
+        let max_timestamp = check_records(&batch, &records, batch_index, config, now_ms)?;
+        // Once one batch of the append is rebuilt, every later one is too (the append's bytes
+        // are written anew from there).
+        rebuilding |= match config.compression_type {
+            TargetCompression::Producer => false,
+            TargetCompression::Codec(target) => target != codec,
+        };
         batches.push(CheckedBatch {
             start,
             end,
-            max_timestamp: check_records(&batch, batch_index, config, now_ms)?,
-            codec: batch.compression().map_err(corrupt)?,
+            max_timestamp,
+            codec,
+            rebuild: rebuilding,
+            records: (rebuilding && records.is_owned()).then(|| records.into_owned()),
         });
     }
     Ok(CheckedLeaderAppend {
@@ -211,7 +239,7 @@ pub(crate) fn assign_leader_offsets(
         };
 
         let meta_size;
-        if target_codec == checked_batch.codec && !needs_rebuild {
+        if !checked_batch.rebuild {
             let timestamp_type = if log_append_time {
                 TimestampType::LogAppendTime
             } else {
@@ -232,8 +260,25 @@ pub(crate) fn assign_leader_offsets(
                 rebuilt.extend_from_slice(&bytes[..start]);
                 needs_rebuild = true;
             }
+            // A compressed batch was decompressed by the check; an uncompressed one is read
+            // where it lies.
+            let read_again;
+            let records = match &checked_batch.records {
+                Some(records) => records,
+                None => {
+                    read_again =
+                        batch
+                            .records(0)
+                            .map_err(|source| StorageError::CorruptRecord {
+                                batch_index,
+                                source,
+                            })?;
+                    &read_again
+                }
+            };
             let rebuilt_batch = rebuild_batch(
                 &batch,
+                records,
                 batch_index,
                 target_codec,
                 base_offset,
@@ -333,20 +378,50 @@ fn check_batch_header(batch: &RecordBatch<'_>, batch_index: usize) -> Result<()>
     Ok(())
 }
 
+/// What the batches of one append may still decompress to ([`decompression_limit`]).
+struct DecompressionBudget {
+    limit: usize,
+    left: usize,
+}
+
+impl DecompressionBudget {
+    fn new(config: &LogConfig) -> Self {
+        let limit = decompression_limit(config);
+        Self { limit, left: limit }
+    }
+
+    /// The records of a produced batch, decompressed within what is left of the budget.
+    fn decompress<'a>(
+        &mut self,
+        batch: &RecordBatch<'a>,
+        batch_index: usize,
+    ) -> Result<Records<'a>> {
+        let records = batch.records(self.left).map_err(|source| match source {
+            RecordsError::DecompressedTooLarge { .. } => StorageError::DecompressedTooLarge {
+                batch_index,
+                limit: self.limit,
+            },
+            source => StorageError::CorruptRecord {
+                batch_index,
+                source,
+            },
+        })?;
+        if records.is_owned() {
+            self.left -= records.data().len();
+        }
+        Ok(records)
+    }
+}
+
 /// Checks every record (offset deltas, keys on compacted topics, timestamps) and returns the
 /// batch's largest record timestamp.
 fn check_records(
     batch: &RecordBatch<'_>,
+    records: &Records<'_>,
     batch_index: usize,
     config: &LogConfig,
     now_ms: i64,
 ) -> Result<i64> {
-    let records = batch
-        .records(DEFAULT_MAX_DECOMPRESSED_BYTES)
-        .map_err(|source| StorageError::CorruptRecord {
-            batch_index,
-            source,
-        })?;
     let lower = now_ms.saturating_sub(config.message_timestamp_before_max_ms);
     let upper = now_ms.saturating_add(config.message_timestamp_after_max_ms);
     let check_time = config.message_timestamp_type == TimestampType::CreateTime;
@@ -392,6 +467,7 @@ fn check_records(
 
 fn rebuild_batch(
     batch: &RecordBatch<'_>,
+    records: &Records<'_>,
     batch_index: usize,
     codec: Compression,
     base_offset: i64,
@@ -413,9 +489,6 @@ fn rebuild_batch(
     if log_append_time {
         builder = builder.log_append_time(context.now_ms);
     }
-    let records = batch
-        .records(DEFAULT_MAX_DECOMPRESSED_BYTES)
-        .map_err(corrupt)?;
     for record in records.iter() {
         builder
             .append_record(&record.map_err(corrupt)?)

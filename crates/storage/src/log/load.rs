@@ -63,6 +63,30 @@ pub struct LoadReport {
     pub completed_swaps: Vec<PathBuf>,
     /// Where the idempotent producers' state came from.
     pub producer_state: super::ProducerStateSource,
+    /// Damaged bytes met while loading and left in place: by the producer state's rebuild,
+    /// which goes on past them, and where the active segment's data should end (the log then
+    /// takes no appends until they are cut; [`super::LogView::damaged_end`]).
+    pub damaged: Vec<DamagedBytes>,
+}
+
+/// Bytes of a `.log` that are not a whole, well-formed batch, found while loading.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DamagedBytes {
+    pub log_file: PathBuf,
+    pub position: u64,
+    pub reason: String,
+}
+
+impl DamagedBytes {
+    /// What an append, a roll, or a read past the end of a log whose end these bytes damage
+    /// is refused with.
+    pub fn refusal(&self) -> StorageError {
+        StorageError::DamagedEnd {
+            path: self.log_file.clone(),
+            position: self.position,
+            reason: self.reason.clone(),
+        }
+    }
 }
 
 impl LoadReport {
@@ -184,9 +208,28 @@ impl Log {
             )?;
         }
 
-        let mut log_end_offset = match segments.values().next_back() {
-            Some(last) => last.read_next_offset()?,
-            None => params.log_start_offset,
+        let (mut log_end_offset, damaged_end) = match segments.values().next_back() {
+            Some(last) => match last.read_next_offset()? {
+                (next, None) => (next, None),
+                (next, Some((position, reason))) => {
+                    // Only a load without recovery gets here: recovery cuts such damage.
+                    let damaged = DamagedBytes {
+                        log_file: last.log_path(),
+                        position,
+                        reason,
+                    };
+                    tracing::error!(
+                        path = %damaged.log_file.display(),
+                        position = damaged.position,
+                        reason = %damaged.reason,
+                        "the active segment is damaged before the end of its data: the log serves what lies before the damage and takes no appends until `ferrolog recover --force` cuts it"
+                    );
+                    // The data below the checkpointed start is gone already; nothing is
+                    // readable, and nothing is deleted.
+                    (next.max(params.log_start_offset), Some(damaged))
+                }
+            },
+            None => (params.log_start_offset, None),
         };
         if log_end_offset < params.log_start_offset && !segments.is_empty() {
             // The data ends below the checkpointed start (corruption cut it): restart at the start.
@@ -219,7 +262,7 @@ impl Log {
         let producer_state = if kind == PartitionDirKind::Delete {
             ProducerState::default()
         } else {
-            let (state, source) = super::producers::load(
+            let (state, source, damaged) = super::producers::load(
                 dir,
                 &segments,
                 log_start_offset,
@@ -227,19 +270,33 @@ impl Log {
                 params.had_clean_shutdown,
             )?;
             report.producer_state = source;
+            report.damaged = damaged;
             state
         };
+        // The producer state's rebuild may have met the same place.
+        if let Some(damaged) = &damaged_end
+            && !report
+                .damaged
+                .iter()
+                .any(|met| (&met.log_file, met.position) == (&damaged.log_file, damaged.position))
+        {
+            report.damaged.push(damaged.clone());
+        }
         let view = LogView {
             log_end: LogOffsetMetadata {
                 offset: log_end_offset,
                 segment_base_offset: active.base_offset(),
-                position: active.size(),
+                // Reads stop where the damage starts.
+                position: damaged_end
+                    .as_ref()
+                    .map_or(active.size(), |damaged| damaged.position),
             },
             segments: Arc::new(segments),
             log_start_offset,
             // A single-replica log commits everything it holds.
             high_watermark: log_end_offset,
             recovery_point,
+            damaged_end: damaged_end.map(Arc::new),
         };
         let log = Self {
             dir: Mutex::new(dir.to_path_buf()),
@@ -254,6 +311,7 @@ impl Log {
             health,
             reaper: Mutex::new(None),
             producers: Mutex::new(producer_state),
+            reported_damage: Mutex::new(std::collections::HashSet::new()),
         };
         Ok((log, report))
     }

@@ -32,10 +32,20 @@ impl Log {
                 .segments
                 .iter()
                 .map(|segment| {
+                    let largest_timestamp_ms = match segment.largest_timestamp() {
+                        Ok(timestamp) => Some(timestamp),
+                        Err(error) => match &error {
+                            StorageError::Corrupt { path, position, .. } => {
+                                self.report_damage(path, *position, &error);
+                                None
+                            }
+                            _ => return Err(error),
+                        },
+                    };
                     Ok(SegmentSummary {
                         base_offset: segment.base_offset(),
                         size_bytes: segment.size(),
-                        largest_timestamp_ms: segment.largest_timestamp()?,
+                        largest_timestamp_ms,
                     })
                 })
                 .collect::<Result<Vec<_>>>()?;
@@ -56,7 +66,11 @@ impl Log {
                     "a segment's largest timestamp is in the future: time retention keeps it and every later segment until then"
                 );
             }
-            let count = plan.delete_count();
+            let mut count = plan.delete_count();
+            if count == view.segments.len() && view.damaged_end.is_some() {
+                // No roll past damage: the damaged active segment stays.
+                count -= 1;
+            }
             if count == 0 {
                 return Ok(RetentionOutcome {
                     plan,
@@ -107,7 +121,7 @@ impl Log {
             self.ensure_open(&writer)?;
             let view = self.view();
             let active = view.active_segment();
-            if active.is_empty() {
+            if active.is_empty() || view.damaged_end.is_some() {
                 return Ok(None);
             }
             let now_ms = self.clock.now_ms();
@@ -174,13 +188,23 @@ impl Log {
                 return Ok(false);
             };
             let dir = self.dir();
-            cleaned.change_file_suffixes(CLEANED_SUFFIX, SWAP_SUFFIX)?;
-            fsync_dir(&dir)?;
-            for old in replaced {
-                old.change_file_suffixes("", DELETED_SUFFIX)?;
+            // From the first rename the files are between the old state and the new, which only
+            // loading settles (it completes the swap). A failure now, of whatever kind, must
+            // not let the log go on over them: the directory goes offline until the next start.
+            let swapped = cleaned
+                .change_file_suffixes(CLEANED_SUFFIX, SWAP_SUFFIX)
+                .and_then(|()| fsync_dir(&dir))
+                .and_then(|()| {
+                    replaced
+                        .iter()
+                        .try_for_each(|old| old.change_file_suffixes("", DELETED_SUFFIX))
+                })
+                .and_then(|()| cleaned.change_file_suffixes(SWAP_SUFFIX, ""))
+                .and_then(|()| fsync_dir(&dir));
+            if let Err(error) = swapped {
+                self.health.mark_offline(&error);
+                return Err(error);
             }
-            cleaned.change_file_suffixes(SWAP_SUFFIX, "")?;
-            fsync_dir(&dir)?;
             let mut segments: Vec<Arc<Segment>> = view.segments[..start].to_vec();
             segments.push(Arc::new(cleaned));
             segments.extend_from_slice(&view.segments[start + replaced.len()..]);

@@ -17,6 +17,7 @@ mod producers;
 mod read;
 pub mod retention;
 
+use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -24,7 +25,7 @@ use arc_swap::ArcSwap;
 use parking_lot::Mutex;
 
 pub use append::AppendInfo;
-pub use load::{LoadParams, LoadReport, RecoveredSegment};
+pub use load::{DamagedBytes, LoadParams, LoadReport, RecoveredSegment};
 pub use maintenance::RetentionOutcome;
 pub use producers::ProducerStateSource;
 pub use read::{FetchBound, FetchData, FetchParams, LogOffsetMetadata, special_timestamps};
@@ -49,6 +50,13 @@ pub struct LogView {
     pub log_start_offset: i64,
     pub high_watermark: i64,
     pub recovery_point: i64,
+    /// Damage in the active segment that no recovery cut (the last stop was clean), found
+    /// while looking for the log's end: the log ends before it and takes no appends until it
+    /// is cut. Kafka takes the last whole batch before such damage for the end and appends
+    /// after the damaged bytes, giving the offsets past it twice; ferrolog serves what lies
+    /// before the damage and refuses appends until `ferrolog recover --force`, or a truncation
+    /// below it, cuts it.
+    pub damaged_end: Option<Arc<DamagedBytes>>,
 }
 
 impl LogView {
@@ -88,6 +96,9 @@ pub struct Log {
     reaper: Mutex<Option<Arc<dyn SegmentReaper>>>,
     /// Idempotent producers' state; taken after `writer` when both are held.
     producers: Mutex<ProducerState>,
+    /// Damaged places of this log's files already logged, so a consumer retrying a fetch over
+    /// damage does not flood the log (each read is still refused and counted).
+    reported_damage: Mutex<HashSet<(PathBuf, u64)>>,
 }
 
 /// Removes the files of deleted segments after a delay (the LogManager's deleter thread).
@@ -176,13 +187,40 @@ impl Log {
 
     /// Runs a file-touching operation: refused at once when the directory is offline, and an
     /// I/O failure takes the directory offline.
+    /// Damaged bytes in a segment refuse the operation (they are never taken for the end of
+    /// the data) and are reported: logged at ERROR once per place, counted every time.
     fn guarded<T>(&self, operation: impl FnOnce() -> Result<T>) -> Result<T> {
         self.health.ensure_online()?;
         let result = operation();
         if let Err(error) = &result {
             self.health.observe(error);
+            if let StorageError::Corrupt { path, position, .. } = error {
+                self.report_damage(path, *position, error);
+            }
         }
         result
+    }
+
+    fn report_damage(&self, path: &Path, position: u64, error: &StorageError) {
+        metrics::counter!(
+            "ferrolog_log_damaged_reads_total",
+            "topic" => self.topic_partition.topic.clone(),
+            "partition" => self.topic_partition.partition.to_string()
+        )
+        .increment(1);
+        let first = self
+            .reported_damage
+            .lock()
+            .insert((path.to_path_buf(), position));
+        if first {
+            tracing::error!(
+                partition = %self.topic_partition,
+                path = %path.display(),
+                position,
+                %error,
+                "damaged data in a segment: reads that reach it are refused with CORRUPT_MESSAGE; `ferrolog verify` lists every damaged place"
+            );
+        }
     }
 
     fn publish(&self, view: LogView) {
@@ -271,6 +309,7 @@ impl Log {
         validated: append::ValidatedAppend,
         producer_batches: &[ProducerBatch],
     ) -> Result<AppendInfo> {
+        refuse_past_damaged_end(&self.view())?;
         let info = validated.info;
         if bytes.len() as u64 > config.segment_bytes {
             return Err(StorageError::RecordBatchTooLarge {
@@ -342,14 +381,14 @@ impl Log {
     }
 
     /// Starts a new active segment at `max(expected_next_offset, LEO)`; the caller holds the
-    /// writer lock. An empty active segment at that base is replaced rather than kept beside.
+    /// writer lock. An empty active segment already at that base is kept as it is.
     fn roll_locked(&self, config: &LogConfig, expected_next_offset: Option<i64>) -> Result<i64> {
         let view = self.view();
+        refuse_past_damaged_end(&view)?;
         let dir = self.dir();
         let new_base = expected_next_offset.unwrap_or(0).max(view.log_end.offset);
         let active = view.active_segment();
         let mut segments: Vec<Arc<Segment>> = view.segments.iter().cloned().collect();
-        let mut replaced = None;
         if active.base_offset() == new_base {
             if !active.is_empty() {
                 return Err(StorageError::InvalidIndexAppend {
@@ -359,13 +398,15 @@ impl Log {
                     ),
                 });
             }
-            replaced = segments.pop();
-        } else {
-            active.on_becoming_inactive()?;
+            // An empty segment already at the new base is what the roll would make: it stays,
+            // as an active segment (its indexes may have been trimmed by a roll that then
+            // failed to create its successor).
+            active.resize_indexes(config.segment_index_bytes)?;
+            return Ok(new_base);
         }
-        if let Some(old) = &replaced {
-            old.change_file_suffixes("", DELETED_SUFFIX)?;
-        }
+        // The snapshot and the new segment's files come first, the old segment's trimming
+        // after: a failure on the way (a full disk, no file descriptors) leaves the log as it
+        // was, and at worst files of the new segment, which the next roll removes.
         for suffix in [LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX] {
             let stale = segment_path(&dir, new_base, suffix);
             if remove_if_exists(&stale)? {
@@ -380,15 +421,13 @@ impl Log {
             config,
             self.clock.now_ms(),
         )?);
+        active.on_becoming_inactive()?;
         segments.push(Arc::clone(&segment));
         let mut next = (*view).clone();
         next.segments = Arc::new(segments);
         next.log_end.segment_base_offset = new_base;
         next.log_end.position = 0;
         self.publish(next);
-        if let Some(old) = replaced {
-            self.dispose_renamed(&[old])?;
-        }
         tracing::info!(
             partition = %self.topic_partition,
             new_base,
@@ -578,6 +617,8 @@ impl Log {
                 position: active.size(),
             };
             next.segments = Arc::new(kept);
+            // The cut is below the end, so below any damage there.
+            next.damaged_end = None;
             next.log_start_offset = next.log_start_offset.min(target);
             next.high_watermark = next.high_watermark.min(target);
             next.recovery_point = next.recovery_point.min(target);
@@ -608,6 +649,7 @@ impl Log {
             )?);
             let mut next = (*view).clone();
             next.segments = Arc::new(vec![Arc::clone(&segment)]);
+            next.damaged_end = None;
             next.log_end = LogOffsetMetadata {
                 offset,
                 segment_base_offset: offset,
@@ -655,6 +697,15 @@ impl Log {
 /// The directory of a partition's log under a data directory.
 pub fn partition_dir(data_dir: &Path, topic_partition: &TopicPartition) -> PathBuf {
     data_dir.join(topic_partition.dir_name())
+}
+
+/// Refuses what would go past the end of a log whose end is damaged
+/// ([`LogView::damaged_end`]): a write, a roll.
+fn refuse_past_damaged_end(view: &LogView) -> Result<()> {
+    match &view.damaged_end {
+        Some(damaged) => Err(damaged.refusal()),
+        None => Ok(()),
+    }
 }
 
 #[cfg(test)]

@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 use ferrolog_records::FileEntry;
 
-use super::Log;
+use super::{DamagedBytes, Log};
 use crate::error::{Result, StorageError};
 use crate::fs::remove_if_exists;
 use crate::producer::{ProducerBatch, ProducerState, snapshot};
@@ -32,13 +32,15 @@ pub enum ProducerStateSource {
     EmptyAfterCleanShutdown,
 }
 
-/// Replays the producer batches with offsets in `[from, to)` into `state`.
+/// Replays the producer batches with offsets in `[from, to)` into `state`. Returns the damage
+/// met: each damaged segment is replayed up to its damage, and replay goes on with the next.
 pub(super) fn replay(
     segments: &[Arc<Segment>],
     state: &mut ProducerState,
     from: i64,
     to: i64,
-) -> Result<()> {
+) -> Result<Vec<DamagedBytes>> {
+    let mut damaged = Vec::new();
     for (index, segment) in segments.iter().enumerate() {
         let next_base = segments
             .get(index + 1)
@@ -47,7 +49,7 @@ pub(super) fn replay(
             continue;
         }
         let file = segment.log_file();
-        file.scan(0, segment.size(), |_, entry| {
+        let scanned = file.scan_to_damage(0, segment.size(), |_, entry| {
             if let FileEntry::V2(batch) = entry
                 && batch.last_offset() >= from
                 && batch.base_offset() < to
@@ -57,8 +59,24 @@ pub(super) fn replay(
             }
             ControlFlow::Continue(())
         })?;
+        if let Some(damage) = scanned.damage {
+            // The state only deduplicates retries: without the batches past the damage the log
+            // still opens and serves, and a producer whose latest batches lie past it is told
+            // OUT_OF_ORDER_SEQUENCE_NUMBER rather than having a retry written twice.
+            tracing::error!(
+                path = %file.path().display(),
+                position = damage.position,
+                reason = %damage.reason,
+                "damaged data in a segment: idempotent producer state was rebuilt without the batches after it"
+            );
+            damaged.push(DamagedBytes {
+                log_file: file.path(),
+                position: damage.position,
+                reason: damage.reason,
+            });
+        }
     }
-    Ok(())
+    Ok(damaged)
 }
 
 /// The producer state of a log being opened: stray snapshots (above the log end, below the log
@@ -69,7 +87,7 @@ pub(super) fn load(
     log_start_offset: i64,
     log_end_offset: i64,
     had_clean_shutdown: bool,
-) -> Result<(ProducerState, ProducerStateSource)> {
+) -> Result<(ProducerState, ProducerStateSource, Vec<DamagedBytes>)> {
     let mut candidates = Vec::new();
     for (offset, path) in snapshot::list(dir)? {
         if offset > log_end_offset || offset < log_start_offset {
@@ -83,9 +101,9 @@ pub(super) fn load(
         match snapshot::decode(&path, &bytes) {
             Ok(entries) => {
                 let mut state = ProducerState::from_entries(entries);
-                replay(segments, &mut state, offset, log_end_offset)?;
+                let damaged = replay(segments, &mut state, offset, log_end_offset)?;
                 state.evict_below(log_start_offset);
-                return Ok((state, ProducerStateSource::Snapshot(offset)));
+                return Ok((state, ProducerStateSource::Snapshot(offset), damaged));
             }
             Err(error) => {
                 tracing::warn!(%error, "ignoring a damaged producer snapshot; deleting it");
@@ -97,11 +115,12 @@ pub(super) fn load(
         return Ok((
             ProducerState::default(),
             ProducerStateSource::EmptyAfterCleanShutdown,
+            Vec::new(),
         ));
     }
     let mut state = ProducerState::default();
-    replay(segments, &mut state, log_start_offset, log_end_offset)?;
-    Ok((state, ProducerStateSource::FullReplay))
+    let damaged = replay(segments, &mut state, log_start_offset, log_end_offset)?;
+    Ok((state, ProducerStateSource::FullReplay, damaged))
 }
 
 impl Log {
@@ -152,7 +171,7 @@ impl Log {
     /// from the newest one left (Kafka rebuilds it the same way).
     pub(super) fn rebuild_producer_state(&self, log_end_offset: i64) -> Result<()> {
         let view = self.view();
-        let (state, _) = load(
+        let (state, _, _reported_when_met) = load(
             &self.dir(),
             &view.segments,
             view.log_start_offset,

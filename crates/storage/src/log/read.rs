@@ -56,6 +56,10 @@ impl FetchData {
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
+    /// The `.log` the slice is in, when there is one.
+    pub fn segment_path(&self) -> Option<std::path::PathBuf> {
+        self.slice.as_ref().map(|(segment, _)| segment.log_path())
+    }
     /// Copies the slice's bytes out of the file.
     pub fn read_bytes(&self) -> Result<Vec<u8>> {
         match &self.slice {
@@ -81,6 +85,13 @@ impl Log {
         self.guarded(|| {
             let view = self.view();
             let start = params.start_offset;
+            if start > view.log_end.offset
+                && let Some(damaged) = &view.damaged_end
+            {
+                // A consumer already past the damage: the offset may well exist beyond it, so
+                // it is told of the damage (and retries), not sent back to the start.
+                return Err(damaged.refusal());
+            }
             if start < view.log_start_offset || start > view.log_end.offset {
                 return Err(StorageError::OffsetOutOfRange {
                     offset: start,

@@ -14,8 +14,9 @@ use crate::config::LogConfig;
 pub struct SegmentSummary {
     pub base_offset: i64,
     pub size_bytes: u64,
-    /// The largest record timestamp, or the file's modification time when it has none.
-    pub largest_timestamp_ms: i64,
+    /// The largest record timestamp, or the file's modification time when it has none; `None`
+    /// when damaged bytes keep it from being read.
+    pub largest_timestamp_ms: Option<i64>,
 }
 
 /// Why segments were deleted.
@@ -37,6 +38,8 @@ pub struct RetentionPlan {
     /// A segment whose largest timestamp lies in the future stopped time retention: it and the
     /// segments after it stay until that time has passed plus `retention.ms`.
     pub blocked_by_future_timestamp: Option<SegmentSummary>,
+    /// A segment whose largest timestamp could not be read stopped time retention.
+    pub blocked_by_damage: Option<SegmentSummary>,
 }
 
 impl RetentionPlan {
@@ -101,19 +104,24 @@ pub fn plan(
     }
 
     if config.retention_ms >= 0 {
-        let mut future = None;
+        let (mut future, mut damaged) = (None, None);
         step(
             &mut plan,
             &mut remaining,
             DeletionReason::RetentionTime,
             &mut |segment, _| {
-                if segment.largest_timestamp_ms > now_ms {
+                let Some(largest_timestamp_ms) = segment.largest_timestamp_ms else {
+                    damaged = Some(*segment);
+                    return false;
+                };
+                if largest_timestamp_ms > now_ms {
                     future = Some(*segment);
                 }
-                now_ms.saturating_sub(segment.largest_timestamp_ms) > config.retention_ms
+                now_ms.saturating_sub(largest_timestamp_ms) > config.retention_ms
             },
         );
         plan.blocked_by_future_timestamp = future;
+        plan.blocked_by_damage = damaged;
     }
     plan
 }

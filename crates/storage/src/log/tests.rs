@@ -610,6 +610,52 @@ fn topic_compression_type_recompresses_batches() {
 }
 
 #[test]
+fn a_batch_decompressing_past_max_message_bytes_is_refused_before_it_is_inflated() {
+    let fixture = Fixture::new();
+    let log = fixture.create(LogConfig {
+        max_message_bytes: 200_000,
+        compression_type: TargetCompression::Codec(Compression::Gzip),
+        ..LogConfig::default()
+    });
+    let zeros = |bytes| vec![0u8; bytes];
+    for codec in [
+        Compression::Gzip,
+        Compression::Snappy,
+        Compression::Lz4,
+        Compression::Zstd,
+    ] {
+        // 2 MiB of zeros: a few KiB compressed, within max.message.bytes; over the 1 MiB floor
+        // decompressed.
+        let mut bomb = batch_at(
+            0,
+            codec,
+            &[TestRecord::new(NOW, None, Some(&zeros(2 << 20)))],
+        );
+        assert!(bomb.len() < 200_000, "{codec}: {}", bomb.len());
+        let refused = log.append_as_leader(&mut bomb, 0).unwrap_err();
+        assert!(
+            matches!(
+                refused,
+                StorageError::DecompressedTooLarge {
+                    limit: 1_048_576,
+                    ..
+                }
+            ),
+            "{codec}: {refused}"
+        );
+        // Just under the floor (a client's 1 MiB batch), and in another codec than the topic's:
+        // decompressed once, recompressed.
+        let mut fits = batch_at(
+            0,
+            codec,
+            &[TestRecord::new(NOW, None, Some(&zeros(1_000_000)))],
+        );
+        log.append_as_leader(&mut fits, 0).unwrap();
+    }
+    assert_eq!(log.log_end_offset(), 4);
+}
+
+#[test]
 fn producer_batches_must_be_well_formed() {
     let fixture = Fixture::new();
     let log = fixture.create(LogConfig::default());

@@ -39,6 +39,10 @@ pub struct ManagerConfig {
     pub background: BackgroundConfig,
     /// The log cleaner (`log.cleaner.*`).
     pub cleaner: CleanerConfig,
+    /// `ferrolog.max.partitions`: the most partition logs this node creates (logs already on
+    /// disk always load). Every partition holds at least one open file and its memory maps.
+    /// Default 10000.
+    pub max_partitions: usize,
 }
 
 /// Periods of the scheduler's jobs. Field docs give the broker key and default.
@@ -87,6 +91,7 @@ impl Default for ManagerConfig {
             log_defaults: LogConfig::default(),
             background: BackgroundConfig::default(),
             cleaner: CleanerConfig::default(),
+            max_partitions: 10_000,
         }
     }
 }
@@ -263,6 +268,7 @@ pub fn known_keys() -> impl Iterator<Item = &'static str> {
             "node.id",
             "broker.id",
             "ferrolog.log.dir.placement.policy",
+            "ferrolog.max.partitions",
         ])
 }
 
@@ -316,6 +322,20 @@ impl ManagerConfig {
                     ));
                 }
             };
+        }
+        if let Some(value) = properties.get("ferrolog.max.partitions") {
+            config.max_partitions = value
+                .trim()
+                .parse()
+                .ok()
+                .filter(|max| *max >= 1)
+                .ok_or_else(|| {
+                    invalid(
+                        "ferrolog.max.partitions",
+                        value,
+                        "must be an integer of at least 1",
+                    )
+                })?;
         }
         for key in INTERVAL_KEYS {
             let Some(value) = properties.get(*key) else {

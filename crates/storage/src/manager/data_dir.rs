@@ -195,7 +195,7 @@ impl DataDir {
             .and_then(|()| {
                 File::open(&marker)
                     .and_then(|file| file.sync_all())
-                    .map_err(StorageError::io("fsync", &marker))
+                    .map_err(StorageError::sync("fsync", &marker))
             })
             .and_then(|()| fsync_dir(&self.path));
         self.observed(result)

@@ -13,6 +13,7 @@ mod config;
 mod data_dir;
 mod deleter;
 mod load;
+mod log_map;
 mod meta_properties;
 mod producer_ids;
 mod tasks;
@@ -43,11 +44,7 @@ use crate::log::{Log, SegmentReaper, partition_dir};
 use crate::scheduler::SchedulerThread;
 use crate::types::{TopicPartition, delete_dir_name, random_unique_id};
 
-#[derive(Debug, Clone)]
-struct Entry {
-    log: Arc<Log>,
-    dir_index: usize,
-}
+use log_map::{Entry, LogMap};
 
 /// What startup found, for operators and tests.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -57,8 +54,8 @@ pub struct StartupReport {
     pub segments_recovered: usize,
     /// Directories that could not be used at startup.
     pub offline_dirs: Vec<PathBuf>,
-    /// The logs whose loading changed something on disk: data cut by recovery, segments or
-    /// leftover files removed, swaps completed.
+    /// The logs whose loading changed something on disk (data cut by recovery, segments or
+    /// leftover files removed, swaps completed) or met damaged bytes it left in place.
     pub changed: Vec<(TopicPartition, crate::log::LoadReport)>,
 }
 
@@ -76,7 +73,7 @@ pub struct LogManager {
     dirs: Vec<Arc<DataDir>>,
     /// Directories that failed before they could be opened.
     failed_at_start: Vec<PathBuf>,
-    logs: RwLock<HashMap<TopicPartition, Entry>>,
+    logs: RwLock<LogMap>,
     /// Topic-level overrides and the generation of their file (see `topic_configs`); the write
     /// lock is held while the file is rewritten so copies never go out of order.
     topic_overrides: RwLock<StoredTopicConfigs>,
@@ -162,7 +159,7 @@ impl LogManager {
             ..StartupReport::default()
         };
         let deleter = Arc::new(Deleter::new(Arc::clone(&clock)));
-        let mut logs = HashMap::with_capacity(loaded.len());
+        let mut logs = LogMap::with_capacity(loaded.len());
         for loaded_log in loaded {
             startup.segments_recovered += loaded_log.report.recovered.len();
             let report = &loaded_log.report;
@@ -170,6 +167,7 @@ impl LogManager {
                 || !report.removed_segments.is_empty()
                 || !report.removed_files.is_empty()
                 || !report.completed_swaps.is_empty()
+                || !report.damaged.is_empty()
             {
                 startup
                     .changed
@@ -287,6 +285,34 @@ impl LogManager {
         self.dirs.get(index)
     }
 
+    /// The partitions `topic` has on this node, in order.
+    pub fn partitions_of(&self, topic: &str) -> Vec<i32> {
+        self.logs.read().partitions_of(topic)
+    }
+
+    /// Every topic with its partitions, by name.
+    pub fn topics(&self) -> Vec<(String, Vec<i32>)> {
+        self.logs.read().topics()
+    }
+
+    /// How many partition logs this node holds.
+    pub fn partition_count(&self) -> usize {
+        self.logs.read().len()
+    }
+
+    /// Fails when creating `requested` more partitions would pass `ferrolog.max.partitions`.
+    pub fn check_room_for(&self, requested: usize) -> Result<()> {
+        let held = self.partition_count();
+        if held.saturating_add(requested) > self.config.max_partitions {
+            return Err(StorageError::PartitionLimit {
+                held,
+                requested,
+                limit: self.config.max_partitions,
+            });
+        }
+        Ok(())
+    }
+
     /// Every log with its partition, sorted by partition.
     pub fn logs(&self) -> Vec<(TopicPartition, Arc<Log>)> {
         let mut all: Vec<_> = self
@@ -311,10 +337,36 @@ impl LogManager {
         if let Some(log) = self.get(topic_partition) {
             return Ok(log);
         }
+        self.check_room_for(1)?;
+        self.create_locked(topic_partition)
+    }
+
+    /// Creates the logs of `partitions` that do not exist yet, all or none as far as
+    /// `ferrolog.max.partitions` goes: the room for them is checked, under the lock that
+    /// serializes creations, before the first is made. (A failing disk can still stop it
+    /// part way.)
+    pub fn create_all(&self, partitions: &[TopicPartition]) -> Result<()> {
+        self.ensure_running()?;
+        let _creating = self.create_lock.lock();
+        let missing: Vec<&TopicPartition> = partitions
+            .iter()
+            .filter(|topic_partition| self.get(topic_partition).is_none())
+            .collect();
+        self.check_room_for(missing.len())?;
+        for topic_partition in missing {
+            self.create_locked(topic_partition)?;
+        }
+        Ok(())
+    }
+
+    /// Creates `topic_partition`'s log; the caller holds `create_lock` and checked the room.
+    fn create_locked(&self, topic_partition: &TopicPartition) -> Result<Arc<Log>> {
         let config = self.topic_config(&topic_partition.topic);
         let mut last_error = None;
         for dir_index in self.placement_order() {
             let dir = &self.dirs[dir_index];
+            let partition_path = partition_dir(dir.path(), topic_partition);
+            let existed = partition_path.exists();
             let created = Log::create_in(
                 dir.path(),
                 topic_partition,
@@ -336,11 +388,28 @@ impl LogManager {
                     tracing::info!(partition = %topic_partition, dir = %dir.path().display(), "created log");
                     return Ok(log);
                 }
-                Err(error) if error.is_storage_failure() => {
-                    dir.health().mark_offline(&error);
+                Err(error) => {
+                    // A partition that could not be made leaves nothing behind, or the next
+                    // start would load a log that was never acknowledged as created. A
+                    // directory that was there before is not this call's to remove.
+                    if !existed
+                        && let Err(cleanup) = std::fs::remove_dir_all(&partition_path)
+                        && cleanup.kind() != std::io::ErrorKind::NotFound
+                    {
+                        tracing::warn!(path = %partition_path.display(), error = %cleanup, "could not remove a partly created partition directory");
+                    }
+                    match error {
+                        StorageError::Io { .. } => {
+                            dir.health().mark_offline(&error);
+                        }
+                        // Another directory may have the space or the file descriptors.
+                        StorageError::NoSpace { .. } | StorageError::OutOfResources { .. } => {
+                            tracing::warn!(partition = %topic_partition, dir = %dir.path().display(), %error, "could not create a log here");
+                        }
+                        error => return Err(error),
+                    }
                     last_error = Some(error);
                 }
-                Err(error) => return Err(error),
             }
         }
         self.ensure_some_dir_online()?;
@@ -386,7 +455,7 @@ impl LogManager {
         let to = dir
             .path()
             .join(delete_dir_name(topic_partition, &random_unique_id()));
-        let renamed = std::fs::rename(&from, &to)
+        let renamed = crate::fs::rename(&from, &to)
             .map_err(StorageError::io("rename for deletion", &from))
             .and_then(|()| fsync_dir(dir.path()));
         if let Err(error) = renamed {

@@ -1,36 +1,60 @@
 //! A memory-mapped file of fixed-size entries sorted by offset: the shared machinery of the
 //! offset index and the time index.
 //!
-//! A new file is preallocated (sparse) to `max_index_bytes` rounded down to whole entries, so
-//! appends never extend the file. An existing file is taken at its length: every whole entry
-//! in it counts, which is why inactive segments' indexes are trimmed to their valid entries,
-//! and why the active segment's indexes are grown back after loading.
+//! Every page of the mapping that an entry is written into has its disk block allocated first.
+//! A write through a mapping into a hole of a sparse file makes the kernel allocate the block
+//! at the page fault, and on a full file system that fault kills the process with SIGBUS. So
+//! the file grows in steps as entries are added, each step allocated with `fallocate` before it
+//! is mapped, and a step that finds no space fails as an error the caller can act on (the
+//! segment then simply adds no entry: an index with fewer entries is still correct, only its
+//! lookups walk further). Kafka instead sizes a new index to `segment.index.bytes` at once as a
+//! sparse file; allocating that much for every active segment would cost 20 MiB of disk per
+//! partition, so ferrolog keeps `segment.index.bytes` as the limit that rolls a segment and
+//! allocates only what the entries use, a page at first, doubling.
+//!
+//! An existing file is taken at its length: every whole entry in it counts, which is why
+//! inactive segments' indexes are trimmed to their valid entries, and why recovery rebuilds an
+//! active segment's. Its blocks are not assumed allocated (a file Kafka wrote may be sparse):
+//! the first write into it allocates them too.
 //!
 //! No file descriptor is kept once the file is mapped (the mapping stays valid without one),
-//! as in Kafka: a broker with many segments would otherwise run out of descriptors. Resizing and
-//! fsync reopen the file by path.
+//! as in Kafka: a broker with many segments would otherwise run out of descriptors. Growing,
+//! resizing and fsync reopen the file by path.
+//!
+//! On copy-on-write file systems (btrfs, ZFS) even a write into an allocated block needs a new
+//! one, so there no amount of allocation ahead makes a mapped write safe on a full disk; the
+//! data directories belong on ext4 or XFS, as Kafka's do.
 //!
 //! Not thread-safe by itself; [`crate::segment::Segment`] guards each index with a lock.
 
 use std::fs::{File, OpenOptions};
+use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
 use memmap2::MmapMut;
 
 use crate::error::{Result, StorageError};
 
+/// The first allocation step of an index that grows: one page.
+const FIRST_STEP_BYTES: u64 = 4096;
+
 #[derive(Debug)]
 pub(crate) struct IndexFile {
     path: PathBuf,
-    /// `None` when the file is empty (an empty mapping is not allowed).
+    /// `None` while the file is empty (an empty mapping is not allowed).
     mmap: Option<MmapMut>,
     entry_size: usize,
     entries: usize,
+    /// The limit from `segment.index.bytes`: a full index rolls its segment.
     max_entries: usize,
+    /// Entries the file (and the mapping) holds room for.
+    capacity: usize,
+    /// Entries whose bytes are known to have their disk blocks.
+    allocated: usize,
 }
 
 impl IndexFile {
-    /// Opens `path`, creating and preallocating it when missing.
+    /// Opens `path`, creating it empty when missing. A new index may grow to `max_index_bytes`.
     pub(crate) fn open(path: &Path, max_index_bytes: u32, entry_size: usize) -> Result<Self> {
         let file = OpenOptions::new()
             .read(true)
@@ -39,24 +63,24 @@ impl IndexFile {
             .truncate(false)
             .open(path)
             .map_err(StorageError::io("open index", path))?;
-        let mut length = file
+        let length = file
             .metadata()
             .map_err(StorageError::io("stat index", path))?
             .len();
-        let newly_created = length == 0;
-        if newly_created {
-            length = round_down(u64::from(max_index_bytes), entry_size);
-            file.set_len(length)
-                .map_err(StorageError::io("preallocate index", path))?;
-        }
-        let mmap = map(&file, length, path)?;
-        let max_entries = (length / entry_size as u64) as usize;
+        let entries = (length / entry_size as u64) as usize;
+        let max_entries = if length == 0 {
+            (u64::from(max_index_bytes) / entry_size as u64) as usize
+        } else {
+            entries
+        };
         Ok(Self {
             path: path.to_path_buf(),
-            mmap,
+            mmap: map(&file, length, path)?,
             entry_size,
-            entries: if newly_created { 0 } else { max_entries },
+            entries,
             max_entries,
+            capacity: entries,
+            allocated: 0,
         })
     }
 
@@ -72,6 +96,7 @@ impl IndexFile {
     pub(crate) fn max_entries(&self) -> usize {
         self.max_entries
     }
+    /// The size the index may reach, in bytes (its file is only as long as its entries need).
     pub(crate) fn length_bytes(&self) -> u64 {
         (self.max_entries * self.entry_size) as u64
     }
@@ -110,7 +135,7 @@ impl IndexFile {
             .map_err(StorageError::io("open index", &self.path))
     }
 
-    /// The bytes of entry `n`, which must be below [`Self::entries`] or the file's capacity.
+    /// The bytes of entry `n`, which must be below [`Self::entries`].
     pub(crate) fn slot(&self, n: usize) -> &[u8] {
         let start = n * self.entry_size;
         match &self.mmap {
@@ -119,13 +144,18 @@ impl IndexFile {
         }
     }
 
-    /// Writes one entry after the last. The caller has checked ordering and capacity.
+    /// Writes one entry after the last, first allocating room for it if needed. The caller has
+    /// checked ordering. Fails, writing nothing, when the index is full or no disk space can be
+    /// allocated for the entry ([`StorageError::NoSpace`]).
     pub(crate) fn push(&mut self, entry: &[u8]) -> Result<()> {
         if self.entries >= self.max_entries {
             return Err(StorageError::InvalidIndexAppend {
                 path: self.path.clone(),
                 reason: format!("the index is full at {} entries", self.max_entries),
             });
+        }
+        if self.entries >= self.allocated {
+            self.allocate_step()?;
         }
         let start = self.entries * self.entry_size;
         if let Some(mmap) = &mut self.mmap {
@@ -135,26 +165,63 @@ impl IndexFile {
         Ok(())
     }
 
+    /// Allocates disk blocks for the next step of entries (growing the file and the mapping
+    /// when the step reaches past them): twice what is allocated, at least a page, at most
+    /// the limit.
+    fn allocate_step(&mut self) -> Result<()> {
+        let entry = self.entry_size as u64;
+        let allocated_bytes = self.allocated as u64 * entry;
+        let wanted = (allocated_bytes * 2)
+            .max(FIRST_STEP_BYTES)
+            .min(self.max_entries as u64 * entry);
+        let end = round_down(wanted, self.entry_size).max((self.entries as u64 + 1) * entry);
+        let file = self.reopen()?;
+        // The entries already there hold data: only where `fallocate` is missing does this
+        // matter, and zeros must not be written over them.
+        let written_bytes = (self.entries * self.entry_size) as u64;
+        crate::fault::point("index.allocate")
+            .and_then(|()| allocate(&file, allocated_bytes, written_bytes, end))
+            .map_err(StorageError::io("allocate index", &self.path))?;
+        let allocated = (end / entry) as usize;
+        if allocated > self.capacity {
+            // The old mapping stays until the new one exists: a failure leaves the index as
+            // it was (the file may have grown, which only its next step reuses).
+            self.mmap = map(&file, end, &self.path)?;
+            self.capacity = allocated;
+        }
+        self.allocated = allocated;
+        Ok(())
+    }
+
     /// Forgets entries from `n` on.
     pub(crate) fn truncate_entries(&mut self, n: usize) {
         self.entries = self.entries.min(n);
     }
 
-    /// Sets the file to `new_bytes` rounded down to whole entries and remaps it. Returns
-    /// whether the size changed.
+    /// Sets the limit to `new_bytes` rounded down to whole entries; the file shrinks when it
+    /// holds more room than the new limit (entries past it are dropped). Returns whether the
+    /// limit or the file's size changed.
     pub(crate) fn resize(&mut self, new_bytes: u64) -> Result<bool> {
-        let length = round_down(new_bytes, self.entry_size);
-        if length == self.length_bytes() && length == self.file_length()? {
-            return Ok(false);
+        let max_entries =
+            (round_down(new_bytes, self.entry_size) / self.entry_size as u64) as usize;
+        let capacity = self.capacity.min(max_entries);
+        let length = (capacity * self.entry_size) as u64;
+        let file_changes = length != self.file_length()?;
+        let changed = max_entries != self.max_entries || file_changes;
+        if file_changes {
+            // The new mapping is made before the file changes, so a failure leaves the index
+            // as it was. A mapping may reach past the end of the file while nothing reads there.
+            let file = self.reopen()?;
+            let mmap = map(&file, length, &self.path)?;
+            file.set_len(length)
+                .map_err(StorageError::io("resize index", &self.path))?;
+            self.mmap = mmap;
+            self.capacity = capacity;
+            self.allocated = self.allocated.min(capacity);
         }
-        let file = self.reopen()?;
-        self.mmap = None;
-        file.set_len(length)
-            .map_err(StorageError::io("resize index", &self.path))?;
-        self.mmap = map(&file, length, &self.path)?;
-        self.max_entries = (length / self.entry_size as u64) as usize;
-        self.entries = self.entries.min(self.max_entries);
-        Ok(true)
+        self.max_entries = max_entries;
+        self.entries = self.entries.min(max_entries);
+        Ok(changed)
     }
 
     /// Shrinks the file to its valid entries (done when a segment stops being active).
@@ -166,12 +233,12 @@ impl IndexFile {
     pub(crate) fn flush(&self) -> Result<()> {
         if let Some(mmap) = &self.mmap {
             mmap.flush()
-                .map_err(StorageError::io("flush index", &self.path))?;
+                .map_err(StorageError::sync("flush index", &self.path))?;
         }
         match self.reopen() {
-            Ok(file) => file
-                .sync_all()
-                .map_err(StorageError::io("fsync index", &self.path)),
+            Ok(file) => crate::fault::point("index.fsync")
+                .and_then(|()| file.sync_all())
+                .map_err(StorageError::sync("fsync index", &self.path)),
             // The segment was deleted meanwhile (retention, compaction): nothing to make
             // durable. Flushes run outside the log's lock, so they can meet this race.
             Err(StorageError::Io { source, .. })
@@ -231,15 +298,38 @@ fn round_down(bytes: u64, entry_size: usize) -> u64 {
     bytes - bytes % entry_size as u64
 }
 
+/// Gives `[from, to)` of the file disk blocks (extending the file to `to` if shorter):
+/// `fallocate` where the file system has it; where it does not, zeros written from `written`
+/// (the bytes below it hold entries, which a write gave their blocks).
+fn allocate(file: &File, from: u64, written: u64, to: u64) -> std::io::Result<()> {
+    if to <= from {
+        return Ok(());
+    }
+    match rustix::fs::fallocate(file, rustix::fs::FallocateFlags::empty(), from, to - from) {
+        Ok(()) => Ok(()),
+        Err(rustix::io::Errno::OPNOTSUPP) => {
+            let start = from.max(written);
+            if to <= start {
+                return Ok(());
+            }
+            file.write_all_at(&vec![0u8; (to - start) as usize], start)
+        }
+        Err(error) => Err(error.into()),
+    }
+}
+
 #[allow(unsafe_code)]
 fn map(file: &File, length: u64, path: &Path) -> Result<Option<MmapMut>> {
     if length == 0 {
         return Ok(None);
     }
-    // SAFETY: the mapping is private to this IndexFile, which owns the file handle and is the
-    // only writer; every access is bounds-checked against `max_entries`, which never exceeds
-    // the mapped length. The data directory's lock keeps other ferrolog or Kafka processes
-    // from truncating the file underneath the mapping.
+    crate::fault::point("index.mmap").map_err(StorageError::io("mmap index", path))?;
+    // SAFETY: the mapping belongs to this IndexFile (no other code maps or writes the file);
+    // every read is of an entry below `entries` and every write of the entry at `entries`,
+    // both below `capacity`, the mapped length; a write goes only into an entry whose block
+    // was allocated first; a remap is made before the mapping it replaces is dropped. The data
+    // directory's lock keeps other ferrolog or Kafka processes from truncating the file
+    // underneath the mapping.
     let mmap = unsafe {
         memmap2::MmapOptions::new()
             .len(length as usize)

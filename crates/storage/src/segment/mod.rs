@@ -23,7 +23,8 @@ use parking_lot::{Mutex, RwLock};
 pub use file_name::*;
 pub use offset_index::{OFFSET_ENTRY_BYTES, OffsetIndex, OffsetPosition};
 pub use records_file::{
-    EntrySummary, MAX_RESERVE_AHEAD_BYTES, RESERVE_AFTER_BYTES, RecordsFile, ScanEnd,
+    Damage, DamageKind, EntrySummary, MAX_RESERVE_AHEAD_BYTES, RESERVE_AFTER_BYTES, RecordsFile,
+    ScanOutcome,
 };
 pub use time_index::{NO_TIMESTAMP, TIME_ENTRY_BYTES, TimeIndex, TimestampOffset};
 
@@ -97,6 +98,8 @@ pub struct Segment {
     /// Changed since the last flush: a flush of an unchanged segment costs no fsync, so
     /// shutting down or flushing thousands of idle logs stays cheap.
     dirty: AtomicBool,
+    /// An index entry was left out for lack of disk space (reported once).
+    index_entries_skipped: AtomicBool,
 }
 
 /// A fixed random share of `segment.jitter.ms` for one segment, capped at `segment.ms`.
@@ -161,6 +164,7 @@ impl Segment {
             segment_index_bytes: config.segment_index_bytes,
             roll_jitter_ms: roll_jitter(config),
             dirty: AtomicBool::new(preallocate.is_some() || !existed),
+            index_entries_skipped: AtomicBool::new(false),
         })
     }
 
@@ -215,6 +219,10 @@ impl Segment {
     /// Appends whole batches. `batches` describes each batch in `bytes`, in order. Adds an
     /// index entry before a batch once more than `index.interval.bytes` were appended since the
     /// last entry.
+    ///
+    /// The bytes become part of the segment (readers see them, the next append goes after
+    /// them) only once the indexes took their entries: an append that fails leaves the segment
+    /// as it was, and the next one writes over what it wrote.
     pub fn append(&self, bytes: &[u8], batches: &[BatchMeta]) -> Result<()> {
         let Some(last) = batches.last() else {
             return Ok(());
@@ -227,14 +235,12 @@ impl Segment {
         }
         let mut state = self.state.lock();
         let mut max_so_far = self.load_max_timestamp(&mut state)?;
-        let mut position = self.log.append(bytes)?;
+        let start = self.log.write_after_end(bytes)?;
         self.mark_dirty();
-        if state.rolling_based_timestamp == Some(None) || position == 0 {
-            state.rolling_based_timestamp =
-                Some(Some(batches[0].max_timestamp).filter(|ts| *ts >= 0));
-        }
         let mut offset_index = self.offset_index.write();
         let mut time_index = self.time_index.write();
+        let mut position = start;
+        let mut since_last_entry = state.bytes_since_last_index_entry;
         for batch in batches {
             if batch.max_timestamp > max_so_far.timestamp {
                 max_so_far = TimestampOffset {
@@ -242,16 +248,49 @@ impl Segment {
                     offset: batch.last_offset,
                 };
             }
-            if state.bytes_since_last_index_entry > u64::from(self.index_interval_bytes) {
-                offset_index.append(batch.last_offset, position as u32)?;
-                time_index.maybe_append(max_so_far.timestamp, max_so_far.offset, false)?;
-                state.bytes_since_last_index_entry = 0;
+            if since_last_entry > u64::from(self.index_interval_bytes) {
+                let indexed = offset_index
+                    .append(batch.last_offset, position as u32)
+                    .and_then(|()| {
+                        time_index.maybe_append(max_so_far.timestamp, max_so_far.offset, false)
+                    });
+                if let Err(error) = self.skip_index_entry_without_space(indexed) {
+                    // Entries of this append point at bytes that will not be published.
+                    offset_index.truncate_to(batches[0].last_offset);
+                    time_index.truncate_to(batches[0].last_offset);
+                    return Err(error);
+                }
+                since_last_entry = 0;
             }
             position += u64::from(batch.size);
-            state.bytes_since_last_index_entry += u64::from(batch.size);
+            since_last_entry += u64::from(batch.size);
         }
+        self.log.publish(position);
+        if state.rolling_based_timestamp == Some(None) || start == 0 {
+            state.rolling_based_timestamp =
+                Some(Some(batches[0].max_timestamp).filter(|ts| *ts >= 0));
+        }
+        state.bytes_since_last_index_entry = since_last_entry;
         state.max_timestamp_so_far = Some(max_so_far);
         Ok(())
+    }
+
+    /// An index entry that found no disk space (or no memory to map it) is left out: the index
+    /// stays correct with fewer entries (lookups walk a little further), and the append, whose
+    /// bytes are already in the `.log`, stands. Said once per segment.
+    fn skip_index_entry_without_space(&self, indexed: Result<()>) -> Result<()> {
+        match indexed {
+            Err(error @ (StorageError::NoSpace { .. } | StorageError::OutOfResources { .. })) => {
+                if !self.index_entries_skipped.swap(true, Ordering::Relaxed) {
+                    tracing::warn!(
+                        %error,
+                        "index entries left out: this segment's indexes stay sparser until space is freed"
+                    );
+                }
+                Ok(())
+            }
+            other => other,
+        }
     }
 
     /// The largest timestamp so far and its offset, loading it on first use from the time
@@ -358,16 +397,33 @@ impl Segment {
         }))
     }
 
-    /// The offset after the last batch (the base offset when empty).
-    pub fn read_next_offset(&self) -> Result<i64> {
-        let start = self.offset_index.read().lookup(i64::MAX).position;
+    /// The offset after the last batch (the base offset when empty), read from the headers
+    /// after the last index entries. Damage on the way ends the reading: then the offset after
+    /// the last whole batch before it, with the damage's position and what it is. The walk starts where either index
+    /// leaves off, the earlier of the two, so that it meets any damage a later reader of the
+    /// segment's end (the largest timestamp's) would.
+    pub fn read_next_offset(&self) -> Result<(i64, Option<(u64, String)>)> {
+        let offset_index = self.offset_index.read();
+        let start = offset_index.lookup(i64::MAX).position.min(
+            offset_index
+                .lookup(self.time_index.read().last_entry().offset)
+                .position,
+        );
+        drop(offset_index);
         let mut next = self.base_offset;
-        self.log
+        let walked = self
+            .log
             .walk_headers(u64::from(start), self.size(), |entry| {
                 next = entry.next_offset();
                 ControlFlow::Continue(())
-            })?;
-        Ok(next)
+            });
+        match walked {
+            Ok(_) => Ok((next, None)),
+            Err(StorageError::Corrupt {
+                position, reason, ..
+            }) => Ok((next, Some((position, reason)))),
+            Err(error) => Err(error),
+        }
     }
 
     /// The first record with timestamp ≥ `timestamp` and offset ≥ `starting_offset`.
@@ -493,10 +549,20 @@ impl Segment {
     /// valid size: done when the segment stops being active, and at close.
     pub fn on_becoming_inactive(&self) -> Result<()> {
         self.mark_dirty();
-        let max = self.max_timestamp_and_offset()?;
+        let max = match self.max_timestamp_and_offset() {
+            Ok(max) => Some(max),
+            // Damage hides the largest timestamp: no final entry, and the segment closes all
+            // the same (a log whose active segment is damaged still shuts down cleanly).
+            Err(StorageError::Corrupt { .. }) => None,
+            Err(error) => return Err(error),
+        };
         let mut time_index = self.time_index.write();
-        if max.timestamp >= 0 {
-            time_index.maybe_append(max.timestamp, max.offset, true)?;
+        if let Some(max) = max.filter(|max| max.timestamp >= 0) {
+            self.skip_index_entry_without_space(time_index.maybe_append(
+                max.timestamp,
+                max.offset,
+                true,
+            ))?;
         }
         time_index.trim_to_valid_size()?;
         drop(time_index);

@@ -330,7 +330,8 @@ mod tests {
         idx.truncate_to(BASE + 9);
         assert_eq!(idx.last_offset(), BASE + 8, "at an entry: it and later go");
         // Entries now at offsets BASE+1..=BASE+8; make a gap and truncate inside it.
-        let mut gappy = index(&tempfile::tempdir().unwrap(), 20);
+        let gappy_dir = tempfile::tempdir().unwrap();
+        let mut gappy = index(&gappy_dir, 20);
         for i in [2, 4, 6] {
             gappy.append(BASE + i, i as u32).unwrap();
         }
@@ -395,6 +396,31 @@ mod tests {
             Some(70)
         );
         assert_eq!(idx.fetch_upper_bound_offset(start, 301), None);
+    }
+
+    #[test]
+    fn the_file_grows_in_allocated_steps_and_shrinks_to_its_entries_when_trimmed() {
+        use std::os::unix::fs::MetadataExt;
+        let dir = tempfile::tempdir().unwrap();
+        let mut idx = index(&dir, 100_000);
+        let blocks = |idx: &OffsetIndex| std::fs::metadata(idx.path()).unwrap().blocks() * 512;
+        assert_eq!(
+            idx.file.file_length().unwrap(),
+            0,
+            "a new index holds no space"
+        );
+        idx.append(BASE + 1, 1).unwrap();
+        assert_eq!(idx.file.file_length().unwrap(), 4096, "a page at first");
+        assert!(blocks(&idx) >= 4096, "with its blocks allocated");
+        for i in 2..=600 {
+            idx.append(BASE + i, i as u32).unwrap();
+        }
+        assert_eq!(idx.file.file_length().unwrap(), 8192, "then twice as much");
+        assert!(blocks(&idx) >= 8192);
+        assert_eq!(idx.max_entries(), 100_000, "the limit is unchanged");
+        idx.trim_to_valid_size().unwrap();
+        assert_eq!(idx.file.file_length().unwrap(), 600 * 8);
+        assert_eq!(idx.lookup(BASE + 300).position, 300);
     }
 
     #[test]

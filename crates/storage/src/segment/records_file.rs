@@ -13,7 +13,13 @@
 //!
 //! Two ways to walk the file: [`RecordsFile::read_entry_header`] reads just the first bytes of
 //! one entry (offset lookups touch only headers), and [`RecordsFile::scan`] streams whole
-//! entries through a reusable buffer (recovery, timestamp search, dumping).
+//! entries through a reusable buffer (compaction, timestamp search, producer state).
+//!
+//! Every byte below the valid size belongs to a whole entry; that is what the appender
+//! publishes. So a walk that meets bytes which are not a whole, well-formed entry has met
+//! damage, never the end of the data, and both walks return it as an error naming the file and
+//! byte position. Only recovery expects a torn tail; it and the offline checks use
+//! [`RecordsFile::scan_to_damage`], which returns the damage as data to act on.
 
 use std::fs::{File, OpenOptions};
 use std::ops::ControlFlow;
@@ -84,12 +90,15 @@ impl RecordsFile {
     /// `preallocate_bytes` when given; its valid size starts at 0. An existing file's valid
     /// size is its length until recovery says otherwise.
     pub fn open(path: &Path, preallocate_bytes: Option<u64>) -> Result<Self> {
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(path)
+        let file = crate::fault::point("log.open")
+            .and_then(|()| {
+                OpenOptions::new()
+                    .read(true)
+                    .write(true)
+                    .create(true)
+                    .truncate(false)
+                    .open(path)
+            })
             .map_err(StorageError::io("open", path))?;
         let length = file
             .metadata()
@@ -133,20 +142,25 @@ impl RecordsFile {
             .map_err(StorageError::io("stat", self.path()))
     }
 
-    /// Appends `bytes` at the end of the valid data; returns the position they start at. Only
+    /// Writes `bytes` after the valid data without making them valid: readers, and the next
+    /// write, still see the old size until [`RecordsFile::publish`], so an append that fails
+    /// after this leaves nothing behind that counts. Returns the position they start at. Only
     /// the segment's single appender calls this.
-    pub fn append(&self, bytes: &[u8]) -> Result<u64> {
+    pub fn write_after_end(&self, bytes: &[u8]) -> Result<u64> {
         let position = self.size();
         let end = position + bytes.len() as u64;
         if end >= RESERVE_AFTER_BYTES && end > self.reserved_end.load(Ordering::Relaxed) {
             self.reserve_ahead(end);
         }
-        self.file
-            .write_all_at(bytes, position)
+        crate::fault::point("log.write")
+            .and_then(|()| self.file.write_all_at(bytes, position))
             .map_err(StorageError::io("append to", self.path()))?;
-        self.size
-            .store(position + bytes.len() as u64, Ordering::Release);
         Ok(position)
+    }
+
+    /// Makes the data up to `end`, written by [`RecordsFile::write_after_end`], valid.
+    pub fn publish(&self, end: u64) {
+        self.size.store(end, Ordering::Release);
     }
 
     /// Reserves blocks from the current reservation (or `end`'s block) to past `end`. A failure
@@ -160,12 +174,16 @@ impl RecordsFile {
             .max(end / BLOCK * BLOCK);
         let ahead = end.min(MAX_RESERVE_AHEAD_BYTES);
         let to = (end + ahead).div_ceil(BLOCK) * BLOCK;
-        match rustix::fs::fallocate(
-            &self.file,
-            rustix::fs::FallocateFlags::KEEP_SIZE,
-            from,
-            to - from,
-        ) {
+        let reserved = crate::fault::point("log.reserve").and_then(|()| {
+            rustix::fs::fallocate(
+                &self.file,
+                rustix::fs::FallocateFlags::KEEP_SIZE,
+                from,
+                to - from,
+            )
+            .map_err(std::io::Error::from)
+        });
+        match reserved {
             Ok(()) => {
                 self.blocks_past_end.store(true, Ordering::Relaxed);
                 self.reserved_end.store(to, Ordering::Relaxed);
@@ -258,18 +276,21 @@ impl RecordsFile {
 
     /// fdatasync: the data and the file's size are durable when this returns.
     pub fn flush(&self) -> Result<()> {
-        self.file
-            .sync_data()
-            .map_err(StorageError::io("fsync", self.path()))
+        crate::fault::point("log.fsync")
+            .and_then(|()| self.file.sync_data())
+            .map_err(StorageError::sync("fsync", self.path()))
     }
 
-    /// The header of the entry at `position`, reading no further than `end`. `Ok(None)` is a
-    /// quiet end (fewer than 17 bytes left, or the entry runs past `end`); a size no entry can
-    /// have is corruption.
+    /// The header of the entry at `position`, reading no further than `end`. `Ok(None)` only
+    /// when `position` is at (or past) `end`: bytes there that are not the start of an entry
+    /// lying wholly before `end` are damage, reported with their position.
     pub fn read_entry_header(&self, position: u64, end: u64) -> Result<Option<EntrySummary>> {
         let remaining = end.saturating_sub(position);
-        if remaining < HEADER_SIZE_UP_TO_MAGIC as u64 {
+        if remaining == 0 {
             return Ok(None);
+        }
+        if remaining < HEADER_SIZE_UP_TO_MAGIC as u64 {
+            return Err(self.corrupt(position, trailing_bytes(remaining)));
         }
         let mut buf = [0u8; BATCH_HEADER_LEN];
         let want = (remaining as usize).min(BATCH_HEADER_LEN);
@@ -278,7 +299,7 @@ impl RecordsFile {
             .map_err(|error| self.corrupt(position, error.to_string()))?
             .ok_or_else(|| self.corrupt(position, "short header".into()))?;
         if header.total_size as u64 > remaining {
-            return Ok(None);
+            return Err(self.corrupt(position, runs_past(header.total_size, remaining)));
         }
         let size = u32::try_from(header.total_size)
             .map_err(|_| self.corrupt(position, format!("entry of {} bytes", header.total_size)))?;
@@ -326,7 +347,8 @@ impl RecordsFile {
     }
 
     /// Walks entry headers from `position` to `end`, calling `visit` with each until it breaks.
-    /// Returns the position after the last entry visited and whether the walk stopped early.
+    /// Returns the entry the walk stopped at, or `None` when it reached `end`. Damage on the
+    /// way is an error naming its position.
     pub fn walk_headers(
         &self,
         mut position: u64,
@@ -343,64 +365,96 @@ impl RecordsFile {
     }
 
     /// Streams whole entries from `position` to `end` through a reusable buffer, calling
-    /// `visit(position, entry)` for each. Stops quietly at a partial tail. Returns the position
-    /// after the last whole entry visited (the valid length when scanning from the start), or
-    /// the corruption met, with its position.
+    /// `visit(position, entry)` for each, until the visitor breaks or `end` is reached. Bytes on
+    /// the way that are not a whole, well-formed entry (a damaged header, an entry running past
+    /// `end`, a few stray bytes before it) are an error naming their position: a reader of a
+    /// segment cannot mistake damage for the end of its data. Recovery, which expects a torn
+    /// tail, uses [`RecordsFile::scan_to_damage`] instead.
     pub fn scan(
         &self,
         position: u64,
         end: u64,
+        visit: impl FnMut(u64, &FileEntry<'_>) -> ControlFlow<()>,
+    ) -> Result<()> {
+        match self.scan_to_damage(position, end, visit)?.damage {
+            Some(damage) => Err(self.corrupt(damage.position, damage.reason)),
+            None => Ok(()),
+        }
+    }
+
+    /// Like [`RecordsFile::scan`], but damage ends the scan as data rather than as an error, for
+    /// the readers whose job is to find it: recovery (which cuts the file there) and the
+    /// offline checks (which report it).
+    pub fn scan_to_damage(
+        &self,
+        position: u64,
+        end: u64,
         mut visit: impl FnMut(u64, &FileEntry<'_>) -> ControlFlow<()>,
-    ) -> Result<ScanEnd> {
+    ) -> Result<ScanOutcome> {
         let mut window = ScanWindow {
             buf: Vec::new(),
             start: position,
             len: 0,
             consumed: 0,
         };
+        let outcome = |valid_end, damage| ScanOutcome { valid_end, damage };
         loop {
             let entry_position = window.position();
             let remaining = end.saturating_sub(entry_position);
-            if remaining < HEADER_SIZE_UP_TO_MAGIC as u64 {
-                return Ok(ScanEnd::Clean {
+            if remaining == 0 {
+                return Ok(outcome(entry_position, None));
+            }
+            let damage = |kind, reason| {
+                Some(Damage {
                     position: entry_position,
-                });
+                    kind,
+                    reason,
+                })
+            };
+            if remaining < HEADER_SIZE_UP_TO_MAGIC as u64 {
+                return Ok(outcome(
+                    entry_position,
+                    damage(DamageKind::Truncated, trailing_bytes(remaining)),
+                ));
             }
             window.ensure(self, HEADER_SIZE_UP_TO_MAGIC, end)?;
             let header = match EntryHeader::read(window.rest()) {
                 Ok(Some(header)) => header,
                 Ok(None) => {
-                    return Ok(ScanEnd::Clean {
-                        position: entry_position,
-                    });
+                    return Ok(outcome(
+                        entry_position,
+                        damage(DamageKind::Truncated, trailing_bytes(remaining)),
+                    ));
                 }
                 Err(error) => {
-                    return Ok(ScanEnd::Corrupt {
-                        position: entry_position,
-                        reason: error.to_string(),
-                    });
+                    return Ok(outcome(
+                        entry_position,
+                        damage(DamageKind::Malformed, error.to_string()),
+                    ));
                 }
             };
             if header.total_size as u64 > remaining {
-                return Ok(ScanEnd::Clean {
-                    position: entry_position,
-                });
+                return Ok(outcome(
+                    entry_position,
+                    damage(
+                        DamageKind::Truncated,
+                        runs_past(header.total_size, remaining),
+                    ),
+                ));
             }
             window.ensure(self, header.total_size, end)?;
             match FileEntry::parse_prefix(window.rest()) {
                 Ok(entry) => {
                     if visit(entry_position, &entry).is_break() {
-                        return Ok(ScanEnd::Stopped {
-                            position: entry_position,
-                        });
+                        return Ok(outcome(entry_position, None));
                     }
                     window.consumed += entry.size_in_bytes();
                 }
                 Err(error) => {
-                    return Ok(ScanEnd::Corrupt {
-                        position: entry_position,
-                        reason: error.to_string(),
-                    });
+                    return Ok(outcome(
+                        entry_position,
+                        damage(DamageKind::Malformed, error.to_string()),
+                    ));
                 }
             }
         }
@@ -474,13 +528,39 @@ impl ScanWindow {
     }
 }
 
-/// How a [`RecordsFile::scan`] ended.
+/// Bytes a scan found where a whole, well-formed entry should start.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ScanEnd {
-    /// Every whole entry up to `position` was visited; what follows is empty or a partial tail.
-    Clean { position: u64 },
-    /// The visitor stopped at the entry starting at `position`.
-    Stopped { position: u64 },
-    /// The entry at `position` is malformed.
-    Corrupt { position: u64, reason: String },
+pub struct Damage {
+    pub position: u64,
+    pub kind: DamageKind,
+    pub reason: String,
+}
+
+/// What kind of damage a scan met.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DamageKind {
+    /// The entry's header does not parse (a size no entry can have, an unknown magic, ...).
+    Malformed,
+    /// The entry runs past the end of the data, or fewer bytes than a header remain: a torn
+    /// write at the end of a file, or a damaged size field in its middle.
+    Truncated,
+}
+
+/// How a [`RecordsFile::scan_to_damage`] ended.
+#[must_use = "a scan's damage must be handled"]
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ScanOutcome {
+    /// The position after the last whole entry visited (the valid length when scanning from
+    /// the start), or the entry the visitor stopped at.
+    pub valid_end: u64,
+    /// What ended the scan early, if anything did.
+    pub damage: Option<Damage>,
+}
+
+fn trailing_bytes(remaining: u64) -> String {
+    format!("{remaining} bytes remain, fewer than an entry header")
+}
+
+fn runs_past(size: usize, remaining: u64) -> String {
+    format!("an entry of {size} bytes runs past the end of the data, {remaining} bytes away")
 }

@@ -4,7 +4,7 @@
 
 use std::ops::ControlFlow;
 
-use super::{NO_TIMESTAMP, ScanEnd, Segment, SegmentRecovery, TimestampOffset};
+use super::{NO_TIMESTAMP, Segment, SegmentRecovery, TimestampOffset};
 use crate::error::{Result, StorageError};
 
 impl Segment {
@@ -29,7 +29,7 @@ impl Segment {
         let mut failure: Option<(u64, String)> = None;
         let mut index_error = None;
         let end = self.log.file_length()?;
-        let scan = self.log.scan(0, end, |position, entry| {
+        let scan = self.log.scan_to_damage(0, end, |position, entry| {
             if let Err(error) = entry.validate() {
                 failure = Some((position, error.to_string()));
                 return ControlFlow::Break(());
@@ -77,7 +77,8 @@ impl Segment {
                     .and_then(|()| {
                         time_index.maybe_append(max_so_far.timestamp, max_so_far.offset, false)
                     });
-                if let Err(error) = appended {
+                // On a full disk the rebuilt index just has fewer entries.
+                if let Err(error) = self.skip_index_entry_without_space(appended) {
                     index_error = Some(error);
                     return ControlFlow::Break(());
                 }
@@ -88,14 +89,12 @@ impl Segment {
         if let Some(error) = index_error {
             return Err(error);
         }
-        let valid_bytes = match scan {
-            ScanEnd::Clean { position } => position,
-            ScanEnd::Stopped { position } => position,
-            ScanEnd::Corrupt { position, reason } => {
-                failure = Some((position, reason));
-                position
-            }
-        };
+        // A torn tail (an entry running past the end) is what a crash leaves; it is cut like any
+        // other damage, and named in the report.
+        let valid_bytes = scan.valid_end;
+        if let Some(damage) = scan.damage {
+            failure.get_or_insert((damage.position, damage.reason));
+        }
         // The log's valid size may have been its full (preallocated) length: cut to what we read.
         let truncated_bytes = end - valid_bytes;
         if truncated_bytes > 0 {
@@ -106,7 +105,11 @@ impl Segment {
         }
         offset_index.trim_to_valid_size()?;
         if max_so_far.timestamp >= 0 {
-            time_index.maybe_append(max_so_far.timestamp, max_so_far.offset, true)?;
+            self.skip_index_entry_without_space(time_index.maybe_append(
+                max_so_far.timestamp,
+                max_so_far.offset,
+                true,
+            ))?;
         }
         time_index.trim_to_valid_size()?;
 

@@ -180,7 +180,7 @@ fn truncate_to_a_gap_offset_drops_the_later_batch() {
     append(&segment, &records_at(50, NOW, &["c"]));
     segment.truncate_to(45, NOW).unwrap();
     assert_eq!(segment.size(), size_after_first);
-    assert_eq!(segment.read_next_offset().unwrap(), 42);
+    assert_eq!(segment.read_next_offset().unwrap(), (42, None));
 }
 
 #[test]
@@ -230,7 +230,7 @@ fn truncate_empty_segment_allows_reappending_the_same_offsets() {
     append(&segment, &records_at(40, NOW, &["a"]));
     segment.truncate_to(40, NOW).unwrap();
     append(&segment, &records_at(40, NOW, &["a"]));
-    assert_eq!(segment.read_next_offset().unwrap(), 41);
+    assert_eq!(segment.read_next_offset().unwrap(), (41, None));
 }
 
 #[test]
@@ -242,7 +242,7 @@ fn reload_largest_timestamp_and_next_offset_after_truncation() {
     }
     segment.truncate_to(45, NOW).unwrap();
     assert_eq!(segment.max_timestamp().unwrap(), 440);
-    assert_eq!(segment.read_next_offset().unwrap(), 45);
+    assert_eq!(segment.read_next_offset().unwrap(), (45, None));
 }
 
 #[test]
@@ -281,9 +281,9 @@ fn find_offset_by_timestamp() {
 fn next_offset_calculation() {
     let dir = tempfile::tempdir().unwrap();
     let segment = create(&dir, 40);
-    assert_eq!(segment.read_next_offset().unwrap(), 40);
+    assert_eq!(segment.read_next_offset().unwrap(), (40, None));
     append(&segment, &records_at(50, NOW, &["a", "b", "c"]));
-    assert_eq!(segment.read_next_offset().unwrap(), 53);
+    assert_eq!(segment.read_next_offset().unwrap(), (53, None));
 }
 
 #[test]
@@ -300,7 +300,7 @@ fn change_file_suffixes_renames_log_and_indexes() {
     segment.change_file_suffixes(DELETED_SUFFIX, "").unwrap();
     assert!(log.exists() && index.exists() && time.exists());
     // The segment still reads after the renames.
-    assert_eq!(segment.read_next_offset().unwrap(), 41);
+    assert_eq!(segment.read_next_offset().unwrap(), (41, None));
 }
 
 #[test]
@@ -363,7 +363,7 @@ fn recovery_with_corrupt_message_keeps_exactly_the_earlier_batches() {
             .unwrap();
         let outcome = segment.recover().unwrap();
         assert_eq!(outcome.valid_bytes, position, "victim {victim}");
-        assert_eq!(segment.read_next_offset().unwrap(), victim as i64);
+        assert_eq!(segment.read_next_offset().unwrap(), (victim as i64, None));
         assert!(outcome.corruption.is_some());
     }
 }
@@ -390,7 +390,7 @@ fn preallocated_segment_is_readable_and_trimmed_on_close() {
     drop(segment);
     let reopened = Segment::open(dir.path(), 40, &config, NOW, "").unwrap();
     assert_eq!(reopened.size(), size);
-    assert_eq!(reopened.read_next_offset().unwrap(), 42);
+    assert_eq!(reopened.read_next_offset().unwrap(), (42, None));
 }
 
 #[test]

@@ -10,7 +10,7 @@ fn segment(base_offset: i64, size_bytes: u64, largest_timestamp_ms: i64) -> Segm
     SegmentSummary {
         base_offset,
         size_bytes,
-        largest_timestamp_ms,
+        largest_timestamp_ms: Some(largest_timestamp_ms),
     }
 }
 
@@ -179,4 +179,22 @@ fn empty_segments_in_the_middle_count_as_nothing_for_size() {
     ];
     let plan = plan(&config(100, -1), &segments, 30, 30, 0, NOW);
     assert_eq!(plan.steps, vec![(DeletionReason::RetentionSize, 2)]);
+}
+
+#[test]
+fn a_segment_whose_age_cannot_be_read_stops_time_retention_not_size_retention() {
+    let old = NOW - 10_000;
+    let mut segments = [
+        segment(0, GB, old),
+        segment(100, GB, old),
+        segment(200, GB, old),
+        segment(300, GB, NOW),
+    ];
+    segments[1].largest_timestamp_ms = None;
+    let by_time = plan(&config(-1, 1_000), &segments, 350, 350, 0, NOW);
+    assert_eq!(by_time.steps, vec![(DeletionReason::RetentionTime, 1)]);
+    assert_eq!(by_time.blocked_by_damage, Some(segments[1]));
+    let by_size = plan(&config(GB as i64, -1), &segments, 350, 350, 0, NOW);
+    assert_eq!(by_size.steps, vec![(DeletionReason::RetentionSize, 3)]);
+    assert_eq!(by_size.blocked_by_damage, None);
 }

@@ -1,0 +1,242 @@
+//! One client connection: size-prefixed requests are read in turn, each dispatched and its
+//! response written before the next is read (Kafka's order).
+//!
+//! What a connection may hold is bounded: before a request's bytes are read, it is charged
+//! against the broker's request memory (its frame, then what decoding will make of it), and
+//! holds that charge until its response is written; a connection that sends nothing, or reads
+//! nothing of its response, for `connections.max.idle.ms` is closed, and so is one whose
+//! request has not all arrived that long after its size did (a request's frame charge is held
+//! while it arrives, so a client trickling bytes must not hold it longer); its read buffer
+//! shrinks back after a large request; the buffer that copies fetched bytes is lent from a
+//! shared pool only while a response is written.
+
+use std::io;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::{Bytes, BytesMut};
+use tokio::io::AsyncReadExt;
+use tokio::net::TcpStream;
+use tokio::time::Instant;
+
+use super::Shared;
+use crate::frame_shape;
+use crate::transfer::FrameWriter;
+use crate::{Context, dispatch};
+
+/// Bytes read ahead from the socket when waiting for a request's size.
+const READ_AHEAD: usize = 4 * 1024;
+/// A read buffer grown past this for one large request is dropped once that request is read.
+const KEEP_BUFFER_AT_MOST: usize = 64 * 1024;
+
+/// Why a connection closed, for the log (at debug: these are the client's doing).
+fn idle(idle: Duration) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::TimedOut,
+        format!("idle for connections.max.idle.ms ({} ms)", idle.as_millis()),
+    )
+}
+
+/// Reads and answers requests until the client closes, goes idle, or sends what this broker
+/// will not take.
+pub(super) async fn serve_connection(
+    mut stream: TcpStream,
+    peer: SocketAddr,
+    context: Arc<Context>,
+    shared: Arc<Shared>,
+) -> io::Result<()> {
+    stream.set_nodelay(true)?;
+    let config = &context.config;
+    let idle_limit = config.connections_max_idle;
+    let mut inbound = Inbound::default();
+    let mut writer = FrameWriter::new(
+        config.fetch_transfer,
+        idle_limit,
+        Arc::clone(&shared.copy_buffers),
+    );
+    loop {
+        let Some(size) = inbound.read_size(&mut stream, idle_limit).await? else {
+            return Ok(());
+        };
+        let Ok(size) = usize::try_from(size) else {
+            tracing::warn!(%peer, size, "closing a connection: negative request size");
+            return Ok(());
+        };
+        if size > config.socket_request_max_bytes {
+            tracing::warn!(%peer, size, limit = config.socket_request_max_bytes, "closing a connection: request larger than socket.request.max.bytes");
+            return Ok(());
+        }
+        // Charged before the bytes are read: with the pool spent, this connection reads no
+        // more until other requests are answered.
+        let mut charge = match shared.memory.charge_frame(size as u64).await {
+            Ok(charge) => charge,
+            Err(too_large) => {
+                tracing::warn!(%peer, size, capacity = too_large.capacity, "closing a connection: request larger than queued.max.request.bytes");
+                return Ok(());
+            }
+        };
+        let Some(frame) = inbound.read_frame(&mut stream, size, idle_limit).await? else {
+            return Ok(());
+        };
+        let frame = match frame_shape::scan(frame) {
+            Ok(frame) => frame,
+            Err(malformed) => {
+                crate::metrics::record_error(&malformed.api, crate::errors::INVALID_REQUEST);
+                tracing::warn!(%peer, error = %malformed, "closing a connection after a malformed request");
+                return Ok(());
+            }
+        };
+        if let Err(too_large) = shared
+            .memory
+            .charge_work(&mut charge, frame.work_bytes())
+            .await
+        {
+            tracing::warn!(
+                %peer,
+                size,
+                decoded_bytes = too_large.needed,
+                capacity = too_large.capacity,
+                "closing a connection: decoding the request would take more than queued.max.request.bytes"
+            );
+            return Ok(());
+        }
+        match dispatch::dispatch(&context, frame, peer).await {
+            Ok(Some(response)) => {
+                // A response held in memory beyond its request's charge (Metadata for every
+                // topic) is written even when the pool cannot cover it; such responses grow
+                // with the broker's state, not with what a client sends. Fetched record bytes
+                // are not held: they go from the files.
+                shared
+                    .memory
+                    .try_raise_work(&mut charge, response.encoded_len() as u64);
+                writer.write(&mut stream, response).await?;
+            }
+            Ok(None) => {} // acks=0 produce: no response
+            Err(error) => {
+                tracing::warn!(%peer, error = %error, "closing a connection after a malformed request");
+                return Ok(());
+            }
+        }
+        drop(charge);
+    }
+}
+
+/// How long a read may wait.
+#[derive(Debug, Clone, Copy)]
+enum Wait {
+    /// Each read, this long at most (waiting for a request to start).
+    EachRead(Duration),
+    /// Every read done by then (a request that has started).
+    Until(Instant, Duration),
+    Forever,
+}
+
+/// Bytes read from the socket and not yet taken as a request.
+#[derive(Debug, Default)]
+struct Inbound {
+    buffer: BytesMut,
+}
+
+impl Inbound {
+    /// Reads until `want` bytes are buffered. `false` when the client closed first.
+    async fn fill(&mut self, stream: &mut TcpStream, want: usize, wait: Wait) -> io::Result<bool> {
+        while self.buffer.len() < want {
+            self.buffer
+                .reserve((want - self.buffer.len()).max(READ_AHEAD));
+            let read = stream.read_buf(&mut self.buffer);
+            let count = match wait {
+                Wait::EachRead(limit) => tokio::time::timeout(limit, read)
+                    .await
+                    .map_err(|_| idle(limit))??,
+                Wait::Until(deadline, limit) => tokio::time::timeout_at(deadline, read)
+                    .await
+                    .map_err(|_| idle(limit))??,
+                Wait::Forever => read.await?,
+            };
+            if count == 0 {
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    }
+
+    /// The next request's size prefix, or `None` when the client closed.
+    async fn read_size(
+        &mut self,
+        stream: &mut TcpStream,
+        idle_limit: Option<Duration>,
+    ) -> io::Result<Option<i32>> {
+        let wait = idle_limit.map_or(Wait::Forever, Wait::EachRead);
+        if !self.fill(stream, 4, wait).await? {
+            return Ok(None);
+        }
+        let prefix = self.buffer.split_to(4);
+        Ok(Some(i32::from_be_bytes([
+            prefix[0], prefix[1], prefix[2], prefix[3],
+        ])))
+    }
+
+    /// The request of `size` bytes, or `None` when the client closed before sending it all.
+    /// It must all arrive within the idle limit.
+    async fn read_frame(
+        &mut self,
+        stream: &mut TcpStream,
+        size: usize,
+        idle_limit: Option<Duration>,
+    ) -> io::Result<Option<Bytes>> {
+        let wait = idle_limit.map_or(Wait::Forever, |limit| {
+            Wait::Until(Instant::now() + limit, limit)
+        });
+        if !self.fill(stream, size, wait).await? {
+            return Ok(None);
+        }
+        let frame = self.buffer.split_to(size).freeze();
+        if size > KEEP_BUFFER_AT_MOST {
+            // The buffer still shares the frame's large allocation, and would own it again once
+            // the frame is dropped: keep only a copy of what the client already sent of its
+            // next request.
+            self.buffer = BytesMut::from(&self.buffer[..]);
+        }
+        Ok(Some(frame))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use tokio::io::AsyncWriteExt;
+
+    use super::*;
+
+    #[tokio::test]
+    async fn a_large_request_leaves_no_large_buffer_behind() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let mut client = TcpStream::connect(listener.local_addr().unwrap())
+            .await
+            .unwrap();
+        let (mut server, _) = listener.accept().await.unwrap();
+        let size = 1 << 20;
+        let mut sent = vec![7u8; size];
+        sent.extend_from_slice(b"next");
+        client.write_all(&sent).await.unwrap();
+
+        let mut inbound = Inbound::default();
+        let frame = inbound
+            .read_frame(&mut server, size, None)
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(frame.len(), size);
+        drop(frame);
+        inbound.fill(&mut server, 4, Wait::Forever).await.unwrap();
+        assert_eq!(
+            &inbound.buffer[..4],
+            b"next",
+            "the next request's bytes are kept"
+        );
+        assert!(
+            !inbound.buffer.try_reclaim(KEEP_BUFFER_AT_MOST + 1),
+            "the buffer holds no allocation larger than {KEEP_BUFFER_AT_MOST} bytes"
+        );
+    }
+}

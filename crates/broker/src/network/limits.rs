@@ -1,0 +1,198 @@
+//! Connection limits, as Kafka's `ConnectionQuotas` applies them: a broker-wide maximum
+//! (`max.connections`), at which the broker stops accepting until a connection closes (new
+//! ones wait in the listen backlog), and a maximum per client address
+//! (`max.connections.per.ip`, with exceptions in `max.connections.per.ip.overrides`), beyond
+//! which a new connection is closed at once.
+
+use std::collections::HashMap;
+use std::net::{IpAddr, ToSocketAddrs};
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+
+/// The limits, from the broker's configuration.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConnectionLimits {
+    /// `max.connections`: connections open at once. ferrolog's default is 4096 (Kafka's is
+    /// unlimited); every connection holds a file descriptor and buffers.
+    pub max_connections: usize,
+    /// `max.connections.per.ip`: connections open at once from one address. Default
+    /// unlimited, as in Kafka.
+    pub max_per_ip: usize,
+    /// `max.connections.per.ip.overrides`: per-address exceptions.
+    pub per_ip_overrides: HashMap<IpAddr, usize>,
+}
+
+impl Default for ConnectionLimits {
+    fn default() -> Self {
+        Self {
+            max_connections: 4096,
+            max_per_ip: usize::MAX,
+            per_ip_overrides: HashMap::new(),
+        }
+    }
+}
+
+impl ConnectionLimits {
+    /// The most connections `ip` may hold.
+    pub fn max_for(&self, ip: IpAddr) -> usize {
+        self.per_ip_overrides
+            .get(&ip)
+            .copied()
+            .unwrap_or(self.max_per_ip)
+    }
+
+    /// Parses `max.connections.per.ip.overrides`: `host:count` pairs separated by commas, each
+    /// split at its last `:` (so IPv6 addresses work), as Kafka reads it. A host name is
+    /// resolved once, now, to its first address, as Kafka does.
+    pub fn parse_overrides(value: &str) -> Result<HashMap<IpAddr, usize>, String> {
+        let mut overrides = HashMap::new();
+        for pair in value
+            .split(',')
+            .map(str::trim)
+            .filter(|pair| !pair.is_empty())
+        {
+            let (host, count) = pair
+                .rsplit_once(':')
+                .ok_or_else(|| format!("{pair:?} is not host:count"))?;
+            let (host, count) = (host.trim(), count.trim());
+            let count: usize = count
+                .parse()
+                .map_err(|_| format!("{pair:?}: {count:?} is not a count of connections"))?;
+            let ip = match host
+                .trim_start_matches('[')
+                .trim_end_matches(']')
+                .parse::<IpAddr>()
+            {
+                Ok(ip) => ip,
+                Err(_) => (host, 0)
+                    .to_socket_addrs()
+                    .ok()
+                    .and_then(|mut addresses| addresses.next())
+                    .map(|address| address.ip())
+                    .ok_or_else(|| format!("{pair:?}: {host:?} does not resolve to an address"))?,
+            };
+            overrides.insert(ip, count);
+        }
+        Ok(overrides)
+    }
+}
+
+/// The connections open per client address. A connection holds an [`AddressSlot`] for its
+/// life; dropping it frees the slot.
+#[derive(Debug)]
+pub struct AddressQuotas {
+    limits: ConnectionLimits,
+    open: Mutex<HashMap<IpAddr, usize>>,
+}
+
+/// One connection's place in its address's count.
+#[derive(Debug)]
+pub struct AddressSlot {
+    quotas: Arc<AddressQuotas>,
+    ip: IpAddr,
+}
+
+impl AddressQuotas {
+    pub fn new(limits: ConnectionLimits) -> Arc<Self> {
+        Arc::new(Self {
+            limits,
+            open: Mutex::new(HashMap::new()),
+        })
+    }
+
+    /// A slot for a new connection from `ip`, or the limit it would exceed.
+    pub fn admit(self: &Arc<Self>, ip: IpAddr) -> Result<AddressSlot, usize> {
+        let max = self.limits.max_for(ip);
+        let mut open = self.open.lock();
+        let count = open.entry(ip).or_insert(0);
+        if *count >= max {
+            if *count == 0 {
+                open.remove(&ip);
+            }
+            return Err(max);
+        }
+        *count += 1;
+        Ok(AddressSlot {
+            quotas: Arc::clone(self),
+            ip,
+        })
+    }
+
+    /// Connections open from `ip`.
+    pub fn open_from(&self, ip: IpAddr) -> usize {
+        self.open.lock().get(&ip).copied().unwrap_or(0)
+    }
+}
+
+impl Drop for AddressSlot {
+    fn drop(&mut self) {
+        let mut open = self.quotas.open.lock();
+        if let Some(count) = open.get_mut(&self.ip) {
+            *count -= 1;
+            if *count == 0 {
+                open.remove(&self.ip);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, reason = "tests")]
+mod tests {
+    use super::*;
+
+    fn ip(text: &str) -> IpAddr {
+        text.parse().unwrap()
+    }
+
+    #[test]
+    fn overrides_parse_as_kafka_reads_them() {
+        let overrides =
+            ConnectionLimits::parse_overrides(" 127.0.0.2:5 , ::1:7,[fe80::1]:9, localhost:3 ")
+                .unwrap();
+        assert_eq!(overrides.get(&ip("127.0.0.2")), Some(&5));
+        assert_eq!(overrides.get(&ip("::1")), Some(&7));
+        assert_eq!(overrides.get(&ip("fe80::1")), Some(&9));
+        assert_eq!(overrides.len(), 4, "localhost resolved: {overrides:?}");
+        assert!(ConnectionLimits::parse_overrides("").unwrap().is_empty());
+        for bad in [
+            "127.0.0.1",
+            "127.0.0.1:x",
+            "127.0.0.1:-1",
+            "no.such.host.invalid:3",
+        ] {
+            assert!(ConnectionLimits::parse_overrides(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn an_address_gets_exactly_its_limit_and_slots_come_back() {
+        let limits = ConnectionLimits {
+            max_per_ip: 2,
+            per_ip_overrides: HashMap::from([(ip("10.0.0.9"), 1)]),
+            ..ConnectionLimits::default()
+        };
+        let quotas = AddressQuotas::new(limits);
+        let first = quotas.admit(ip("10.0.0.1")).unwrap();
+        let _second = quotas.admit(ip("10.0.0.1")).unwrap();
+        assert_eq!(quotas.admit(ip("10.0.0.1")).unwrap_err(), 2);
+        let _other = quotas.admit(ip("10.0.0.2")).unwrap();
+        let _special = quotas.admit(ip("10.0.0.9")).unwrap();
+        assert_eq!(quotas.admit(ip("10.0.0.9")).unwrap_err(), 1);
+        drop(first);
+        assert_eq!(quotas.open_from(ip("10.0.0.1")), 1);
+        let _again = quotas.admit(ip("10.0.0.1")).unwrap();
+    }
+
+    #[test]
+    fn a_zero_override_refuses_every_connection_from_that_address() {
+        let limits = ConnectionLimits {
+            per_ip_overrides: HashMap::from([(ip("10.0.0.9"), 0)]),
+            ..ConnectionLimits::default()
+        };
+        let quotas = AddressQuotas::new(limits);
+        assert_eq!(quotas.admit(ip("10.0.0.9")).unwrap_err(), 0);
+        assert_eq!(quotas.open_from(ip("10.0.0.9")), 0);
+    }
+}

@@ -1,0 +1,186 @@
+//! What the broker's in-process tests share: a broker serving on a free loopback port over a
+//! LogManager in a temp dir, and a client that sends any request and decodes its response.
+
+#![allow(dead_code, reason = "each test file uses part of this")]
+
+use std::path::Path;
+use std::sync::Arc;
+
+use bytes::{Bytes, BytesMut};
+use ferrolog_broker::{BrokerConfig, Context};
+use ferrolog_storage::SystemClock;
+use ferrolog_storage::manager::{LogManager, ManagerConfig};
+use kafka_protocol::messages::create_topics_request::{CreatableTopic, CreatableTopicConfig};
+use kafka_protocol::messages::create_topics_response::CreatableTopicResult;
+use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
+use kafka_protocol::messages::produce_response::PartitionProduceResponse;
+use kafka_protocol::messages::{
+    ApiKey, CreateTopicsRequest, CreateTopicsResponse, ProduceRequest, ProduceResponse,
+    RequestHeader, ResponseHeader, TopicName,
+};
+use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+/// A broker serving on `port` until dropped.
+pub struct Broker {
+    pub context: Arc<Context>,
+    pub port: u16,
+    pub server: tokio::task::JoinHandle<std::io::Result<()>>,
+}
+
+impl Broker {
+    /// A broker over one data directory `dir` with the default broker settings.
+    pub async fn start(dir: &Path) -> Self {
+        Self::start_with(
+            ManagerConfig {
+                log_dirs: vec![dir.to_path_buf()],
+                ..ManagerConfig::default()
+            },
+            BrokerConfig::default(),
+        )
+        .await
+    }
+
+    pub async fn start_with(manager: ManagerConfig, config: BrokerConfig) -> Self {
+        let manager = Arc::new(LogManager::open(manager, Arc::new(SystemClock)).unwrap());
+        let context = Arc::new(Context::new(manager, config).unwrap());
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let server = tokio::spawn(ferrolog_broker::serve(listener, Arc::clone(&context)));
+        Self {
+            context,
+            port,
+            server,
+        }
+    }
+
+    pub async fn client(&self) -> Client {
+        Client::connect(self.port).await
+    }
+}
+
+impl Drop for Broker {
+    fn drop(&mut self) {
+        self.server.abort();
+        let _ = self.context.manager.shutdown();
+    }
+}
+
+/// One connection speaking the Kafka protocol.
+pub struct Client {
+    pub stream: TcpStream,
+    correlation_id: i32,
+}
+
+impl Client {
+    pub async fn connect(port: u16) -> Self {
+        let stream = TcpStream::connect(("127.0.0.1", port)).await.unwrap();
+        stream.set_nodelay(true).unwrap();
+        Self {
+            stream,
+            correlation_id: 0,
+        }
+    }
+
+    /// Sends `request` as `api` at `version` and decodes the response.
+    pub async fn send<Req: Encodable, Resp: Decodable>(
+        &mut self,
+        api: ApiKey,
+        version: i16,
+        request: &Req,
+    ) -> Resp {
+        self.correlation_id += 1;
+        let frame = frame(api, version, self.correlation_id, request);
+        // One write: a size prefix sent alone waits out Nagle's algorithm against the broker's
+        // delayed acknowledgement, some 40 ms a request.
+        let mut framed = (frame.len() as i32).to_be_bytes().to_vec();
+        framed.extend_from_slice(&frame);
+        self.stream.write_all(&framed).await.unwrap();
+        let mut response = self.read_frame().await.expect("a response");
+        let header =
+            ResponseHeader::decode(&mut response, response_header_version(api, version)).unwrap();
+        assert_eq!(header.correlation_id, self.correlation_id);
+        Resp::decode(&mut response, version).unwrap()
+    }
+
+    /// CreateTopics (v5) of `topic` with `partitions` and `configs`; the topic's result.
+    pub async fn create_topic(
+        &mut self,
+        topic: &str,
+        partitions: i32,
+        configs: &[(&str, &str)],
+    ) -> CreatableTopicResult {
+        let text = |text: &str| StrBytes::from_string(text.to_owned());
+        let configs = configs
+            .iter()
+            .map(|(key, value)| {
+                CreatableTopicConfig::default()
+                    .with_name(text(key))
+                    .with_value(Some(text(value)))
+            })
+            .collect();
+        let request = CreateTopicsRequest::default().with_topics(vec![
+            CreatableTopic::default()
+                .with_name(TopicName(text(topic)))
+                .with_num_partitions(partitions)
+                .with_replication_factor(1)
+                .with_configs(configs),
+        ]);
+        let mut response: CreateTopicsResponse = self.send(ApiKey::CreateTopics, 5, &request).await;
+        response.topics.remove(0)
+    }
+
+    /// Produce (v9, acks=1) of `records` to `topic`-`partition`; the partition's answer.
+    pub async fn produce(
+        &mut self,
+        topic: &str,
+        partition: i32,
+        records: Bytes,
+    ) -> PartitionProduceResponse {
+        let request = ProduceRequest::default()
+            .with_acks(1)
+            .with_timeout_ms(5000)
+            .with_topic_data(vec![
+                TopicProduceData::default()
+                    .with_name(TopicName(StrBytes::from_string(topic.to_owned())))
+                    .with_partition_data(vec![
+                        PartitionProduceData::default()
+                            .with_index(partition)
+                            .with_records(Some(records)),
+                    ]),
+            ]);
+        let mut response: ProduceResponse = self.send(ApiKey::Produce, 9, &request).await;
+        response.responses.remove(0).partition_responses.remove(0)
+    }
+
+    /// The next response frame, or `None` when the broker closed the connection.
+    pub async fn read_frame(&mut self) -> Option<Bytes> {
+        let size = self.stream.read_i32().await.ok()?;
+        let mut body = vec![0u8; usize::try_from(size).ok()?];
+        self.stream.read_exact(&mut body).await.ok()?;
+        Some(Bytes::from(body))
+    }
+}
+
+fn response_header_version(api: ApiKey, version: i16) -> i16 {
+    if api == ApiKey::ApiVersions {
+        0
+    } else {
+        api.response_header_version(version)
+    }
+}
+
+/// A request frame (header and body, without the size prefix).
+pub fn frame<R: Encodable>(api: ApiKey, version: i16, correlation_id: i32, request: &R) -> Vec<u8> {
+    let mut body = BytesMut::new();
+    RequestHeader::default()
+        .with_request_api_key(api as i16)
+        .with_request_api_version(version)
+        .with_correlation_id(correlation_id)
+        .with_client_id(Some(StrBytes::from_static_str("test")))
+        .encode(&mut body, api.request_header_version(version))
+        .unwrap();
+    request.encode(&mut body, version).unwrap();
+    body.to_vec()
+}

@@ -1,0 +1,145 @@
+//! A data directory going offline, as clients see it: its partitions have no leader in
+//! Metadata (LEADER_NOT_AVAILABLE, leader −1, this node among the offline replicas), Produce
+//! to them answers KAFKA_STORAGE_ERROR, DescribeLogDirs reports the directory's error, the
+//! other directory serves on; and once every directory is offline the broker stops.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests")]
+
+mod common;
+
+use std::time::Duration;
+
+use bytes::Bytes;
+use common::Broker;
+use ferrolog_broker::BrokerConfig;
+use ferrolog_storage::manager::ManagerConfig;
+use ferrolog_storage::{StorageError, TopicPartition};
+use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
+use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
+use kafka_protocol::messages::{
+    ApiKey, BrokerId, DescribeLogDirsRequest, DescribeLogDirsResponse, MetadataRequest,
+    MetadataResponse, ProduceRequest, ProduceResponse, TopicName,
+};
+use kafka_protocol::protocol::StrBytes;
+
+const LEADER_NOT_AVAILABLE: i16 = 5;
+const KAFKA_STORAGE_ERROR: i16 = 56;
+
+fn topic_name(name: &str) -> TopicName {
+    TopicName(StrBytes::from_string(name.to_owned()))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_offline_directory_shows_in_metadata_and_the_broker_stops_when_all_are() {
+    let temp = tempfile::tempdir().unwrap();
+    let broker = Broker::start_with(
+        ManagerConfig {
+            log_dirs: vec![temp.path().join("a"), temp.path().join("b")],
+            ..ManagerConfig::default()
+        },
+        BrokerConfig::default(),
+    )
+    .await;
+    let mut client = broker.client().await;
+    assert_eq!(client.create_topic("events", 4, &[]).await.error_code, 0);
+
+    let manager = &broker.context.manager;
+    let failed = &manager.data_dirs()[0];
+    failed
+        .health()
+        .mark_offline(&StorageError::Fatal("a disk failure, for the test".into()));
+    let in_failed_dir = |partition: i32| {
+        std::sync::Arc::ptr_eq(
+            manager
+                .dir_of(&TopicPartition::new("events", partition))
+                .unwrap(),
+            failed,
+        )
+    };
+
+    let metadata: MetadataResponse = client
+        .send(
+            ApiKey::Metadata,
+            12,
+            &MetadataRequest::default().with_topics(Some(vec![
+                MetadataRequestTopic::default().with_name(Some(topic_name("events"))),
+            ])),
+        )
+        .await;
+    let partitions = &metadata.topics[0].partitions;
+    assert_eq!(partitions.len(), 4);
+    let node = BrokerId(manager.node_id());
+    for partition in partitions {
+        if in_failed_dir(partition.partition_index) {
+            assert_eq!(partition.error_code, LEADER_NOT_AVAILABLE);
+            assert_eq!(partition.leader_id, BrokerId(-1));
+            assert_eq!(partition.offline_replicas, vec![node]);
+        } else {
+            assert_eq!(partition.error_code, 0);
+            assert_eq!(partition.leader_id, node);
+            assert!(partition.offline_replicas.is_empty());
+        }
+    }
+    assert!(
+        (0..4).any(in_failed_dir) && !(0..4).all(in_failed_dir),
+        "the partitions are spread over both directories"
+    );
+
+    let batch = Bytes::from(ferrolog_testkit::numbered_batch(0, 1, 1_700_000_000_000));
+    let produced: ProduceResponse = client
+        .send(
+            ApiKey::Produce,
+            9,
+            &ProduceRequest::default()
+                .with_acks(1)
+                .with_timeout_ms(1000)
+                .with_topic_data(vec![
+                    TopicProduceData::default()
+                        .with_name(topic_name("events"))
+                        .with_partition_data(
+                            (0..4)
+                                .map(|index| {
+                                    PartitionProduceData::default()
+                                        .with_index(index)
+                                        .with_records(Some(batch.clone()))
+                                })
+                                .collect(),
+                        ),
+                ]),
+        )
+        .await;
+    for partition in &produced.responses[0].partition_responses {
+        let expected = if in_failed_dir(partition.index) {
+            KAFKA_STORAGE_ERROR
+        } else {
+            0
+        };
+        assert_eq!(
+            partition.error_code, expected,
+            "partition {}",
+            partition.index
+        );
+    }
+
+    let dirs: DescribeLogDirsResponse = client
+        .send(
+            ApiKey::DescribeLogDirs,
+            4,
+            &DescribeLogDirsRequest::default(),
+        )
+        .await;
+    let errors: Vec<i16> = dirs.results.iter().map(|dir| dir.error_code).collect();
+    assert_eq!(errors, vec![KAFKA_STORAGE_ERROR, 0]);
+
+    // The last directory fails: nothing can be served, and the broker stops.
+    manager.data_dirs()[1]
+        .health()
+        .mark_offline(&StorageError::Fatal("the other disk, for the test".into()));
+    let mut broker = broker;
+    let stopped = tokio::time::timeout(Duration::from_secs(5), &mut broker.server)
+        .await
+        .expect("the broker stops")
+        .unwrap();
+    let error = stopped.unwrap_err().to_string();
+    assert!(error.contains("every data directory is offline"), "{error}");
+}

@@ -1,0 +1,80 @@
+//! The LogManager's map of logs, indexed both by partition and by topic, so that a topic's
+//! partitions (Metadata, CreateTopics, DeleteTopics) are found without walking every log.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::Arc;
+
+use crate::log::Log;
+use crate::types::TopicPartition;
+
+/// A log and the index of the data directory holding it.
+#[derive(Debug, Clone)]
+pub(super) struct Entry {
+    pub log: Arc<Log>,
+    pub dir_index: usize,
+}
+
+#[derive(Debug, Default)]
+pub(super) struct LogMap {
+    by_partition: HashMap<TopicPartition, Entry>,
+    by_topic: BTreeMap<String, BTreeSet<i32>>,
+}
+
+impl LogMap {
+    pub fn with_capacity(capacity: usize) -> Self {
+        Self {
+            by_partition: HashMap::with_capacity(capacity),
+            by_topic: BTreeMap::new(),
+        }
+    }
+
+    pub fn insert(&mut self, topic_partition: TopicPartition, entry: Entry) {
+        self.by_topic
+            .entry(topic_partition.topic.clone())
+            .or_default()
+            .insert(topic_partition.partition);
+        self.by_partition.insert(topic_partition, entry);
+    }
+
+    pub fn remove(&mut self, topic_partition: &TopicPartition) -> Option<Entry> {
+        let removed = self.by_partition.remove(topic_partition)?;
+        if let Some(partitions) = self.by_topic.get_mut(&topic_partition.topic) {
+            partitions.remove(&topic_partition.partition);
+            if partitions.is_empty() {
+                self.by_topic.remove(&topic_partition.topic);
+            }
+        }
+        Some(removed)
+    }
+
+    pub fn get(&self, topic_partition: &TopicPartition) -> Option<&Entry> {
+        self.by_partition.get(topic_partition)
+    }
+
+    pub fn len(&self) -> usize {
+        self.by_partition.len()
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = (&TopicPartition, &Entry)> {
+        self.by_partition.iter()
+    }
+
+    pub fn values(&self) -> impl Iterator<Item = &Entry> {
+        self.by_partition.values()
+    }
+
+    /// The partitions of `topic`, in order.
+    pub fn partitions_of(&self, topic: &str) -> Vec<i32> {
+        self.by_topic
+            .get(topic)
+            .map_or_else(Vec::new, |partitions| partitions.iter().copied().collect())
+    }
+
+    /// Every topic with its partitions, by name.
+    pub fn topics(&self) -> Vec<(String, Vec<i32>)> {
+        self.by_topic
+            .iter()
+            .map(|(topic, partitions)| (topic.clone(), partitions.iter().copied().collect()))
+            .collect()
+    }
+}

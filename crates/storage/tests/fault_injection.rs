@@ -1,0 +1,379 @@
+//! Faults injected into the storage file layer (see `src/fault.rs`): each write, fsync,
+//! rename, index allocation or mapping that fails gives a clear error; the data directory goes
+//! offline only for a real I/O failure (never for a full disk or a process out of file
+//! descriptors); a failed fsync is never retried; and after a restart every acknowledged
+//! record is there, in order, once.
+//!
+//! Needs the `failpoints` feature: `cargo test -p ferrolog-storage --features failpoints`.
+//! The points are process-wide, so every test holds a `FailScenario` (one at a time).
+
+#![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests")]
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use fail::FailScenario;
+use ferrolog_records::BatchBuilder;
+use ferrolog_storage::cleaner::offset_map::OffsetMap;
+use ferrolog_storage::log::{FetchBound, FetchParams, Log};
+use ferrolog_storage::manager::{CLEAN_SHUTDOWN_FILE, LogManager, ManagerConfig};
+use ferrolog_storage::{CleanupPolicy, LogConfig, ManualClock, StorageError, TopicPartition};
+use ferrolog_testkit::fetched_records;
+
+const START: i64 = 1_700_000_000_000;
+
+fn tp(partition: i32) -> TopicPartition {
+    TopicPartition::new("events", partition)
+}
+
+fn open(dir: &Path, policy: CleanupPolicy) -> Arc<LogManager> {
+    let config = ManagerConfig {
+        log_dirs: vec![dir.to_path_buf()],
+        log_defaults: LogConfig {
+            cleanup_policy: policy,
+            segment_bytes: 16 * 1024,
+            index_interval_bytes: 512,
+            min_cleanable_dirty_ratio: 0.01,
+            file_delete_delay_ms: 0,
+            ..LogConfig::default()
+        },
+        ..ManagerConfig::default()
+    };
+    Arc::new(LogManager::open(config, Arc::new(ManualClock::new(START))).unwrap())
+}
+
+/// The records a test was told were written: (offset, value).
+#[derive(Debug, Default)]
+struct Acknowledged(Vec<(i64, String)>);
+
+impl Acknowledged {
+    /// Appends one batch holding `value` (keyed by `key`); remembers it when acknowledged.
+    fn produce(&mut self, log: &Log, key: &str, value: &str) -> ferrolog_storage::Result<i64> {
+        let mut builder = BatchBuilder::new(0);
+        builder
+            .append(START, Some(key.as_bytes()), Some(value.as_bytes()), &[])
+            .unwrap();
+        let info = log.append_as_leader(&mut builder.build().unwrap(), 0)?;
+        log.maybe_increment_high_watermark(log.log_end_offset());
+        self.0.push((info.first_offset, value.to_owned()));
+        Ok(info.first_offset)
+    }
+
+    fn produce_many(&mut self, log: &Log, from: usize, count: usize) {
+        for i in from..from + count {
+            self.produce(
+                log,
+                &format!("key-{}", i % 50),
+                &format!("value-{i:05}-{}", "x".repeat(200)),
+            )
+            .unwrap();
+        }
+    }
+
+    /// Every acknowledged record is in `log` at its offset, and nothing else is between them.
+    fn all_in(&self, log: &Log) {
+        let stored = records(log, self.0.first().map_or(0, |(offset, _)| *offset));
+        assert_eq!(
+            stored, self.0,
+            "the log holds exactly what was acknowledged"
+        );
+    }
+}
+
+/// Every (offset, value) of the log from `from` on.
+fn records(log: &Log, from: i64) -> Vec<(i64, String)> {
+    let mut out = Vec::new();
+    let mut next = from.max(log.log_start_offset());
+    while next < log.log_end_offset() {
+        let bytes = log
+            .read(FetchParams {
+                start_offset: next,
+                max_bytes: 1 << 20,
+                bound: FetchBound::LogEnd,
+                min_one_batch: true,
+            })
+            .unwrap()
+            .read_bytes()
+            .unwrap();
+        let (records, after) = fetched_records(&bytes);
+        let after =
+            after.unwrap_or_else(|| panic!("a read at {next} below the log end found nothing"));
+        out.extend(
+            records
+                .into_iter()
+                .filter(|record| record.offset >= next)
+                .map(|record| (record.offset, record.value_text().unwrap())),
+        );
+        next = next.max(after);
+    }
+    out
+}
+
+fn offline(manager: &LogManager) -> bool {
+    manager.data_dirs()[0].is_offline()
+}
+
+/// Stops as a crash would: nothing flushed, closed or checkpointed.
+fn crash(manager: Arc<LogManager>) {
+    std::mem::forget(manager);
+}
+
+/// Opens `dir` again after a crash (the lock of the crashed instance is released first: its
+/// process would have died).
+fn reopen_after_crash(dir: &Path, policy: CleanupPolicy) -> Arc<LogManager> {
+    release_lock_of_crashed_instance(dir);
+    let manager = open(dir, policy);
+    assert!(
+        manager.startup_report().offline_dirs.is_empty(),
+        "{:?}",
+        manager.startup_report()
+    );
+    manager
+}
+
+/// A forgotten LogManager still holds its directory's `flock`; a dead process would not. A
+/// new open file description of `.lock` cannot take over that lock, so the lock file is
+/// replaced (the old inode keeps the stale lock, the new one is free).
+fn release_lock_of_crashed_instance(dir: &Path) {
+    let lock = dir.join(".lock");
+    if lock.exists() {
+        std::fs::remove_file(&lock).unwrap();
+    }
+}
+
+fn data_dir() -> (tempfile::TempDir, PathBuf) {
+    let temp = tempfile::tempdir().unwrap();
+    let dir = temp.path().join("data");
+    (temp, dir)
+}
+
+#[test]
+fn a_write_without_space_is_refused_cleanly_and_reads_go_on() {
+    let scenario = FailScenario::setup();
+    let (_temp, dir) = data_dir();
+    let manager = open(&dir, CleanupPolicy::DELETE);
+    let log = manager.get_or_create(&tp(0)).unwrap();
+    let mut acknowledged = Acknowledged::default();
+    acknowledged.produce_many(&log, 0, 100);
+    let end = log.log_end_offset();
+
+    for errno in ["ENOSPC", "EDQUOT"] {
+        fail::cfg("log.write", &format!("return({errno})")).unwrap();
+        let refused = acknowledged.produce(&log, "k", "refused").unwrap_err();
+        assert!(matches!(refused, StorageError::NoSpace { .. }), "{refused}");
+        assert!(
+            refused.to_string().contains(".log"),
+            "names the file: {refused}"
+        );
+        assert!(!offline(&manager), "a full disk is not a failing disk");
+        assert_eq!(log.log_end_offset(), end, "nothing was appended");
+        acknowledged.all_in(&log);
+    }
+
+    fail::remove("log.write");
+    acknowledged.produce_many(&log, 100, 20);
+    acknowledged.all_in(&log);
+    drop(log);
+    manager.shutdown().unwrap();
+    let manager = open(&dir, CleanupPolicy::DELETE);
+    acknowledged.all_in(&manager.get(&tp(0)).unwrap());
+    scenario.teardown();
+}
+
+#[test]
+fn an_index_without_space_is_sparser_and_the_data_whole() {
+    let scenario = FailScenario::setup();
+    let (_temp, dir) = data_dir();
+    let manager = open(&dir, CleanupPolicy::DELETE);
+    let log = manager.get_or_create(&tp(0)).unwrap();
+    let mut acknowledged = Acknowledged::default();
+    acknowledged.produce_many(&log, 0, 10);
+
+    fail::cfg("index.allocate", "return(ENOSPC)").unwrap();
+    acknowledged.produce_many(&log, 10, 300);
+    assert!(!offline(&manager));
+    assert!(log.segment_count() > 3, "rolled several times");
+    acknowledged.all_in(&log);
+    for offset in [0, 57, 150, 299] {
+        let read = records(&log, offset);
+        assert_eq!(read.first().map(|(o, _)| *o), Some(offset));
+    }
+
+    // Restart after a crash with the disk still full: recovery rebuilds the active segment's
+    // indexes with what room there is.
+    crash(manager);
+    let manager = reopen_after_crash(&dir, CleanupPolicy::DELETE);
+    let log = manager.get(&tp(0)).unwrap();
+    acknowledged.all_in(&log);
+    fail::remove("index.allocate");
+    acknowledged.produce_many(&log, 310, 50);
+    acknowledged.all_in(&log);
+    scenario.teardown();
+}
+
+#[test]
+fn a_failed_fsync_takes_the_directory_offline_and_is_never_retried() {
+    for errno in ["EIO", "ENOSPC"] {
+        let scenario = FailScenario::setup();
+        let (_temp, dir) = data_dir();
+        let manager = open(&dir, CleanupPolicy::DELETE);
+        let log = manager.get_or_create(&tp(0)).unwrap();
+        let mut acknowledged = Acknowledged::default();
+        acknowledged.produce_many(&log, 0, 30);
+        let recovery_point = log.recovery_point();
+
+        fail::cfg("log.fsync", &format!("return({errno})")).unwrap();
+        let failed = log.flush().unwrap_err();
+        assert!(
+            matches!(failed, StorageError::Io { .. }),
+            "{errno}: {failed}"
+        );
+        assert!(
+            offline(&manager),
+            "{errno}: the pages it could not write may be gone"
+        );
+        assert_eq!(log.recovery_point(), recovery_point, "{errno}");
+
+        // The disk would take the fsync now; it is not tried again.
+        fail::remove("log.fsync");
+        let again = log.flush().unwrap_err();
+        assert!(
+            matches!(again, StorageError::LogDirOffline { .. }),
+            "{errno}: {again}"
+        );
+        let refused = acknowledged.produce(&log, "k", "refused").unwrap_err();
+        assert!(
+            matches!(refused, StorageError::LogDirOffline { .. }),
+            "{refused}"
+        );
+        assert_eq!(log.recovery_point(), recovery_point, "{errno}");
+
+        drop(log);
+        manager.shutdown().unwrap();
+        assert!(
+            !dir.join(CLEAN_SHUTDOWN_FILE).exists(),
+            "an offline dir is not shut down cleanly"
+        );
+        let manager = reopen_after_crash(&dir, CleanupPolicy::DELETE);
+        acknowledged.all_in(&manager.get(&tp(0)).unwrap());
+        scenario.teardown();
+    }
+}
+
+#[test]
+fn a_failed_rename_during_retention_or_compaction_loses_nothing() {
+    let scenario = FailScenario::setup();
+    let (_temp, dir) = data_dir();
+    let manager = open(&dir, CleanupPolicy::COMPACT);
+    let log = manager.get_or_create(&tp(0)).unwrap();
+    let mut acknowledged = Acknowledged::default();
+    acknowledged.produce_many(&log, 0, 400);
+    log.roll().unwrap();
+
+    // The cleaner's swap: `.cleaned` → `.swap` fails.
+    fail::cfg("fs.rename", "return(EIO)").unwrap();
+    let cleaner = manager.new_cleaner();
+    cleaner.clean_once(&mut OffsetMap::new(1 << 20, 0.9));
+    assert!(offline(&manager), "a rename that fails is a failing disk");
+    fail::remove("fs.rename");
+    drop(log);
+    drop(cleaner);
+    manager.shutdown().unwrap();
+    let manager = reopen_after_crash(&dir, CleanupPolicy::COMPACT);
+    let log = manager.get(&tp(0)).unwrap();
+    acknowledged.all_in(&log);
+
+    // Retention renaming the segments below a raised log start to `.deleted`.
+    let new_start = acknowledged.0[200].0;
+    log.maybe_increment_log_start_offset(new_start).unwrap();
+    fail::cfg("fs.rename", "return(EIO)").unwrap();
+    assert!(matches!(
+        log.delete_old_segments().unwrap_err(),
+        StorageError::Io { .. }
+    ));
+    assert!(offline(&manager));
+    fail::remove("fs.rename");
+    drop(log);
+    manager.shutdown().unwrap();
+    let manager = reopen_after_crash(&dir, CleanupPolicy::COMPACT);
+    let log = manager.get(&tp(0)).unwrap();
+    let kept: Vec<_> = acknowledged
+        .0
+        .iter()
+        .filter(|(offset, _)| *offset >= log.log_start_offset())
+        .cloned()
+        .collect();
+    assert!(log.log_start_offset() <= new_start);
+    assert_eq!(records(&log, 0), kept);
+    scenario.teardown();
+}
+
+#[test]
+fn checkpoints_without_space_fail_and_the_directory_stays_online() {
+    let scenario = FailScenario::setup();
+    let (_temp, dir) = data_dir();
+    let manager = open(&dir, CleanupPolicy::DELETE);
+    let log = manager.get_or_create(&tp(0)).unwrap();
+    let mut acknowledged = Acknowledged::default();
+    acknowledged.produce_many(&log, 0, 20);
+
+    fail::cfg("fs.write", "return(ENOSPC)").unwrap();
+    let failed = manager.checkpoint_all().unwrap_err();
+    assert!(matches!(failed, StorageError::NoSpace { .. }), "{failed}");
+    assert!(!offline(&manager));
+    fail::remove("fs.write");
+    acknowledged.produce_many(&log, 20, 5);
+    manager.checkpoint_all().unwrap();
+
+    // Its fsync failing is another matter: the directory is offline.
+    fail::cfg("fs.fsync", "return(EIO)").unwrap();
+    assert!(matches!(
+        manager.checkpoint_all().unwrap_err(),
+        StorageError::Io { .. }
+    ));
+    assert!(offline(&manager));
+    fail::remove("fs.fsync");
+    drop(log);
+    manager.shutdown().unwrap();
+    let manager = reopen_after_crash(&dir, CleanupPolicy::DELETE);
+    acknowledged.all_in(&manager.get(&tp(0)).unwrap());
+    scenario.teardown();
+}
+
+#[test]
+fn running_out_of_file_descriptors_or_maps_is_not_a_disk_failure() {
+    let scenario = FailScenario::setup();
+    let (_temp, dir) = data_dir();
+    let manager = open(&dir, CleanupPolicy::DELETE);
+    let log = manager.get_or_create(&tp(0)).unwrap();
+    let mut acknowledged = Acknowledged::default();
+    acknowledged.produce_many(&log, 0, 20);
+
+    for (point, errno) in [("log.open", "EMFILE"), ("log.open", "ENFILE")] {
+        fail::cfg(point, &format!("return({errno})")).unwrap();
+        let refused = manager.get_or_create(&tp(1)).unwrap_err();
+        assert!(
+            matches!(refused, StorageError::OutOfResources { .. }),
+            "{point} {errno}: {refused}"
+        );
+        assert!(!offline(&manager), "{point} {errno}");
+        assert!(
+            !dir.join(tp(1).dir_name()).exists(),
+            "{point} {errno}: no half-made partition is left to load at the next start"
+        );
+        fail::remove(point);
+    }
+    manager.get_or_create(&tp(1)).unwrap();
+
+    // No memory to map a growing index: from a fresh segment on, index entries are left out
+    // and the appends (and rolls) go on.
+    log.roll().unwrap();
+    fail::cfg("index.mmap", "return(ENOMEM)").unwrap();
+    acknowledged.produce_many(&log, 20, 200);
+    assert!(!offline(&manager));
+    assert!(log.segment_count() > 3, "rolled");
+    fail::remove("index.mmap");
+    acknowledged.produce_many(&log, 220, 5);
+    acknowledged.all_in(&log);
+    scenario.teardown();
+}
