@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Runs every ferrolog test, installing first what the tests need: a Python virtualenv with
 # kafka-python and its codecs (an independent implementation of Kafka's record formats and a
-# real Kafka client), and kcat from the distribution. Works on a fresh Debian-like machine with
-# Rust and Python 3 installed; CI runs exactly this.
+# real Kafka client), kcat from the distribution, and Apache Kafka 4.4.0 from Maven Central.
+# Works on a fresh Debian-like machine with Rust and Python 3 installed; CI runs exactly this.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -21,6 +21,16 @@ if ! command -v kcat >/dev/null 2>&1; then
   sudo_if_needed apt-get install -y -q kcat >/dev/null 2>&1 \
     || { sudo_if_needed apt-get update -q >/dev/null && sudo_if_needed apt-get install -y -q kcat >/dev/null; }
 fi
+
+# Apache Kafka 4.4.0 itself (its broker, tools and Java client; tools/kafka/pom.xml), the
+# reference the Kafka tests compare ferrolog with. Needs Java 17+ and Maven.
+if ! command -v java >/dev/null 2>&1 || ! command -v mvn >/dev/null 2>&1; then
+  echo "== installing Java and Maven"
+  sudo_if_needed() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
+  sudo_if_needed apt-get update -q >/dev/null
+  sudo_if_needed apt-get install -y -q openjdk-17-jdk-headless maven >/dev/null
+fi
+bash scripts/kafka.sh install
 
 echo "== formatting"
 cargo fmt --all -- --check

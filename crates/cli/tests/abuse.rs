@@ -16,7 +16,8 @@ use std::net::{IpAddr, SocketAddr, TcpStream};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
+use common::wire::{exchange, frame, send};
 use common::{Server, kcat};
 use ferrolog_records::{BatchBuilder, Compression};
 use kafka_protocol::messages::create_topics_request::CreatableTopic;
@@ -24,9 +25,9 @@ use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
 use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
 use kafka_protocol::messages::{
     ApiKey, ApiVersionsRequest, CreateTopicsRequest, CreateTopicsResponse, FetchRequest,
-    ProduceRequest, ProduceResponse, RequestHeader, ResponseHeader, TopicName,
+    ProduceRequest, ProduceResponse, TopicName,
 };
-use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
+use kafka_protocol::protocol::StrBytes;
 
 /// The request memory pool the broker runs with here (`queued.max.request.bytes`).
 const POOL_BYTES: u64 = 128 << 20;
@@ -55,43 +56,6 @@ fn connect_from(source: &str, port: u16) -> std::io::Result<TcpStream> {
     let stream: TcpStream = socket.into();
     stream.set_read_timeout(Some(Duration::from_secs(10)))?;
     Ok(stream)
-}
-
-fn frame<R: Encodable>(api: ApiKey, version: i16, request: &R) -> Vec<u8> {
-    let mut body = BytesMut::new();
-    RequestHeader::default()
-        .with_request_api_key(api as i16)
-        .with_request_api_version(version)
-        .with_correlation_id(1)
-        .with_client_id(Some(StrBytes::from_static_str("abuser")))
-        .encode(&mut body, api.request_header_version(version))
-        .unwrap();
-    request.encode(&mut body, version).unwrap();
-    let mut framed = (body.len() as i32).to_be_bytes().to_vec();
-    framed.extend_from_slice(&body);
-    framed
-}
-
-/// Sends a raw request body (after its header) and returns the response, or `None` when the
-/// broker closed the connection instead.
-fn exchange(stream: &mut TcpStream, framed: &[u8]) -> Option<Bytes> {
-    stream.write_all(framed).ok()?;
-    let mut size = [0u8; 4];
-    stream.read_exact(&mut size).ok()?;
-    let mut response = vec![0u8; i32::from_be_bytes(size) as usize];
-    stream.read_exact(&mut response).ok()?;
-    Some(Bytes::from(response))
-}
-
-fn send<Req: Encodable, Resp: Decodable>(
-    stream: &mut TcpStream,
-    api: ApiKey,
-    version: i16,
-    request: &Req,
-) -> Option<Resp> {
-    let mut response = exchange(stream, &frame(api, version, request))?;
-    ResponseHeader::decode(&mut response, api.response_header_version(version)).unwrap();
-    Some(Resp::decode(&mut response, version).unwrap())
 }
 
 /// Reads what the broker sends until it closes the connection (EOF or reset): `Some(bytes

@@ -6,12 +6,28 @@
 //! |-------------|----------------------------------------------|-------------------------------|
 //! | 0, 1        | group, topic, partition: an offset commit    | 0–4 (3; 1 when it expires)    |
 //! | 2           | group: the group's metadata                  | 0–4 (3)                       |
+//! | 3–21        | Kafka 4.4's consumer (KIP-848), share and streams groups: not served; kept on disk, skipped when groups load |
 //!
 //! A record with a null value is a tombstone: the offset or the group is gone. Versions 0–3 use
 //! classic strings (`i16` length) and bytes (`i32` length); version 4 is flexible (unsigned
 //! varint lengths + 1 and tagged fields), written by newer Kafka versions.
 
 use crate::error::RecordsError;
+
+/// Key versions (Kafka's coordinator record types) 3 to 21: the records Kafka 4.4 writes for
+/// consumer groups of the KIP-848 protocol, share groups and streams groups. ferrolog serves
+/// classic groups only; these records stay in the log as they are (so a directory moved back
+/// to Kafka keeps them) and are passed over when groups load. The offsets such groups commit
+/// are ordinary offset commits (key version 1) and load as any other.
+pub const OTHER_GROUP_RECORD_TYPES: std::ops::RangeInclusive<i16> = 3..=21;
+
+/// The record type (key version) a `__consumer_offsets` key starts with.
+pub fn record_type(key: &[u8]) -> Option<i16> {
+    match key {
+        [high, low, ..] => Some(i16::from_be_bytes([*high, *low])),
+        _ => None,
+    }
+}
 
 /// Which record a key names.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]

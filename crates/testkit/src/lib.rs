@@ -73,6 +73,7 @@ pub fn sized_batch(value_len: usize, timestamp: i64) -> Vec<u8> {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FetchedRecord {
     pub offset: i64,
+    pub timestamp: i64,
     pub key: Option<Vec<u8>>,
     pub value: Option<Vec<u8>>,
 }
@@ -107,6 +108,7 @@ pub fn fetched_records(bytes: &[u8]) -> (Vec<FetchedRecord>, Option<i64>) {
         {
             records.push(FetchedRecord {
                 offset: record.offset,
+                timestamp: record.timestamp,
                 key: record.key.map(<[u8]>::to_vec),
                 value: record.value.map(<[u8]>::to_vec),
             });

@@ -5,7 +5,9 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use ferrolog_records::consumer_offsets::{OffsetsKey, partition_for_group};
+use ferrolog_records::consumer_offsets::{
+    OTHER_GROUP_RECORD_TYPES, OffsetsKey, partition_for_group, record_type,
+};
 use ferrolog_records::{BatchBuilder, DEFAULT_MAX_DECOMPRESSED_BYTES, EntryIter, FileEntry};
 use ferrolog_storage::TopicPartition;
 use ferrolog_storage::log::{FetchBound, FetchParams, Log};
@@ -229,6 +231,9 @@ fn visit_entry(
             continue;
         }
         let Some(key) = key else { continue };
+        if record_type(&key).is_some_and(|kind| OTHER_GROUP_RECORD_TYPES.contains(&kind)) {
+            continue;
+        }
         match OffsetsKey::decode(&key) {
             Ok(key) => {
                 visit((key, value));

@@ -4,6 +4,9 @@
 
 #![allow(dead_code, reason = "each test file uses part of this")]
 
+pub mod kafka;
+pub mod wire;
+
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};

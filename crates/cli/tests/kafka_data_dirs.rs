@@ -1,0 +1,602 @@
+//! Data directories that Apache Kafka 4.4 itself wrote, opened by ferrolog: Kafka's own
+//! producer in every codec (idempotent, as its defaults are), keyed records in a compacted topic
+//! that Kafka's cleaner has cleaned, several segments per partition, committed offsets of a
+//! classic group, of a KIP-848 consumer group and of a simple committer, and DeleteRecords
+//! moving a log start. Kafka answers ListOffsets (earliest, latest, max timestamp, by
+//! timestamp), Fetch (every record byte, read from the log start to the end) and OffsetFetch;
+//! then ferrolog, on a copy of the directory, must answer the same, after a clean stop and
+//! after a SIGKILL. Kafka's files that ferrolog does not use stay byte for byte as they were.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests")]
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::Server;
+use common::kafka::{KafkaPeer, kafka_available, kafka_tool_ok};
+use common::wire::{connect, name, send};
+use ferrolog_records::batch::RecordBatch;
+use kafka_protocol::messages::create_topics_request::{CreatableTopic, CreatableTopicConfig};
+use kafka_protocol::messages::delete_records_request::{
+    DeleteRecordsPartition, DeleteRecordsTopic,
+};
+use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
+use kafka_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
+use kafka_protocol::messages::offset_commit_request::{
+    OffsetCommitRequestPartition, OffsetCommitRequestTopic,
+};
+use kafka_protocol::messages::offset_fetch_request::OffsetFetchRequestGroup;
+use kafka_protocol::messages::{
+    ApiKey, BrokerId, CreateTopicsRequest, CreateTopicsResponse, DeleteRecordsRequest,
+    DeleteRecordsResponse, FetchRequest, FetchResponse, GroupId, ListOffsetsRequest,
+    ListOffsetsResponse, OffsetCommitRequest, OffsetCommitResponse, OffsetFetchRequest,
+    OffsetFetchResponse, TopicName,
+};
+
+const CODECS: [&str; 5] = ["none", "gzip", "snappy", "lz4", "zstd"];
+const COMPACTED: &str = "keyed-compacted";
+const GROUPS: [&str; 3] = ["classic-readers", "kip848-readers", "simple-commits"];
+/// ListOffsets' special timestamps.
+const LATEST: i64 = -1;
+const EARLIEST: i64 = -2;
+const MAX_TIMESTAMP: i64 = -3;
+
+fn topics() -> Vec<(String, i32)> {
+    let mut topics: Vec<(String, i32)> = CODECS
+        .iter()
+        .map(|codec| (format!("codec-{codec}"), 2))
+        .collect();
+    topics.push((COMPACTED.to_owned(), 1));
+    topics
+}
+
+/// Lines `key:value` with `count` values of `width` characters that compress no better than
+/// real payloads do (base64-like, from a fixed xorshift sequence), keys cycling over `keys`.
+fn lines(count: usize, width: usize, keys: usize, seed: u64) -> Vec<u8> {
+    const ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut state = seed | 1;
+    let mut out = Vec::with_capacity(count * (width + 8));
+    for index in 0..count {
+        write!(out, "k{}:", index % keys).unwrap();
+        for _ in 0..width {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            out.push(ALPHABET[(state % 64) as usize]);
+        }
+        out.push(b'\n');
+    }
+    out
+}
+
+/// Kafka's console producer (its Java client, idempotent by default) writes `input` to `topic`.
+fn console_produce(bootstrap: &str, topic: &str, codec: &str, input: &[u8]) {
+    kafka_tool_ok(
+        "org.apache.kafka.tools.ConsoleProducer",
+        &[
+            "--bootstrap-server",
+            bootstrap,
+            "--topic",
+            topic,
+            "--compression-codec",
+            codec,
+            "--reader-property",
+            "parse.key=true",
+            "--reader-property",
+            "key.separator=:",
+            "--producer-property",
+            "linger.ms=20",
+        ],
+        input,
+    );
+}
+
+/// Kafka's console consumer reads `count` records of `topic` in `group` and commits.
+fn console_consume(bootstrap: &str, topic: &str, group: &str, protocol: &str, count: usize) {
+    kafka_tool_ok(
+        "org.apache.kafka.tools.consumer.ConsoleConsumer",
+        &[
+            "--bootstrap-server",
+            bootstrap,
+            "--topic",
+            topic,
+            "--group",
+            group,
+            "--from-beginning",
+            "--max-messages",
+            &count.to_string(),
+            "--consumer-property",
+            &format!("group.protocol={protocol}"),
+            "--formatter-property",
+            "print.value=false",
+        ],
+        b"",
+    );
+}
+
+fn create_topics(stream: &mut TcpStream) {
+    let config = |key: &str, value: &str| {
+        CreatableTopicConfig::default()
+            .with_name(name(key))
+            .with_value(Some(name(value)))
+    };
+    let mut request = CreateTopicsRequest::default().with_timeout_ms(30_000);
+    for (topic, partitions) in topics() {
+        let mut configs = vec![config("segment.bytes", "1048576")];
+        if topic == COMPACTED {
+            configs.push(config("cleanup.policy", "compact"));
+            configs.push(config("min.cleanable.dirty.ratio", "0.01"));
+        }
+        request.topics.push(
+            CreatableTopic::default()
+                .with_name(TopicName(name(&topic)))
+                .with_num_partitions(partitions)
+                .with_replication_factor(1)
+                .with_configs(configs),
+        );
+    }
+    let created: CreateTopicsResponse = send(stream, ApiKey::CreateTopics, 5, &request).unwrap();
+    for topic in created.topics {
+        assert_eq!(topic.error_code, 0, "{:?}", topic.name);
+    }
+}
+
+/// Commits offsets as a client outside any group generation does (a "simple" committer).
+fn simple_commit(stream: &mut TcpStream, offsets: [i64; 2]) {
+    let request = OffsetCommitRequest::default()
+        .with_group_id(GroupId(name("simple-commits")))
+        .with_generation_id_or_member_epoch(-1)
+        .with_topics(vec![
+            OffsetCommitRequestTopic::default()
+                .with_name(TopicName(name("codec-none")))
+                .with_partitions(
+                    offsets
+                        .iter()
+                        .enumerate()
+                        .map(|(partition, offset)| {
+                            OffsetCommitRequestPartition::default()
+                                .with_partition_index(partition as i32)
+                                .with_committed_offset(*offset)
+                                .with_committed_metadata(Some(name("simple")))
+                        })
+                        .collect(),
+                ),
+        ]);
+    let committed: OffsetCommitResponse = send(stream, ApiKey::OffsetCommit, 8, &request).unwrap();
+    for partition in &committed.topics[0].partitions {
+        assert_eq!(partition.error_code, 0);
+    }
+}
+
+fn delete_records(stream: &mut TcpStream, topic: &str, partition: i32, before: i64) {
+    let request = DeleteRecordsRequest::default()
+        .with_timeout_ms(30_000)
+        .with_topics(vec![
+            DeleteRecordsTopic::default()
+                .with_name(TopicName(name(topic)))
+                .with_partitions(vec![
+                    DeleteRecordsPartition::default()
+                        .with_partition_index(partition)
+                        .with_offset(before),
+                ]),
+        ]);
+    let deleted: DeleteRecordsResponse = send(stream, ApiKey::DeleteRecords, 2, &request).unwrap();
+    let answer = &deleted.topics[0].partitions[0];
+    assert_eq!((answer.error_code, answer.low_watermark), (0, before));
+}
+
+/// What a broker answers about one partition.
+#[derive(Debug, PartialEq, Eq)]
+struct PartitionAnswers {
+    /// (timestamp asked, error, offset, timestamp) for earliest, latest and max timestamp.
+    special_offsets: Vec<(i64, i16, i64, i64)>,
+    /// (timestamp asked, error, offset, timestamp) for record timestamps.
+    by_timestamp: Vec<(i64, i16, i64, i64)>,
+    high_watermark: i64,
+    log_start_offset: i64,
+    /// Every record batch from the log start to the end, as fetched.
+    records: Vec<u8>,
+}
+
+/// (topic, partition) -> (offset, metadata, error), as OffsetFetch answers.
+type CommittedOffsets = BTreeMap<(String, i32), (i64, Option<String>, i16)>;
+
+/// What a broker answers about every topic and group.
+#[derive(Debug, PartialEq, Eq)]
+struct Answers {
+    partitions: BTreeMap<(String, i32), PartitionAnswers>,
+    /// Per group, its committed offsets.
+    groups: BTreeMap<String, CommittedOffsets>,
+}
+
+fn list_offsets(
+    stream: &mut TcpStream,
+    topic: &str,
+    partition: i32,
+    timestamp: i64,
+) -> (i16, i64, i64) {
+    let request = ListOffsetsRequest::default()
+        .with_replica_id(BrokerId(-1))
+        .with_topics(vec![
+            ListOffsetsTopic::default()
+                .with_name(TopicName(name(topic)))
+                .with_partitions(vec![
+                    ListOffsetsPartition::default()
+                        .with_partition_index(partition)
+                        .with_timestamp(timestamp),
+                ]),
+        ]);
+    let answer: ListOffsetsResponse = send(stream, ApiKey::ListOffsets, 7, &request).unwrap();
+    let answer = &answer.topics[0].partitions[0];
+    (answer.error_code, answer.offset, answer.timestamp)
+}
+
+/// Fetches `topic`/`partition` from `offset`: (records, high watermark, log start).
+fn fetch(stream: &mut TcpStream, topic: &str, partition: i32, offset: i64) -> (Vec<u8>, i64, i64) {
+    let request = FetchRequest::default()
+        .with_replica_id(BrokerId(-1))
+        .with_max_wait_ms(0)
+        .with_min_bytes(1)
+        .with_max_bytes(64 << 20)
+        .with_topics(vec![
+            FetchTopic::default()
+                .with_topic(TopicName(name(topic)))
+                .with_partitions(vec![
+                    FetchPartition::default()
+                        .with_partition(partition)
+                        .with_fetch_offset(offset)
+                        .with_partition_max_bytes(64 << 20),
+                ]),
+        ]);
+    let answer: FetchResponse = send(stream, ApiKey::Fetch, 12, &request).unwrap();
+    let answer = &answer.responses[0].partitions[0];
+    assert_eq!(
+        answer.error_code, 0,
+        "fetch {topic}-{partition} at {offset}"
+    );
+    (
+        answer
+            .records
+            .as_ref()
+            .map(|r| r.to_vec())
+            .unwrap_or_default(),
+        answer.high_watermark,
+        answer.log_start_offset,
+    )
+}
+
+/// The batches in `records`: (base offset, first timestamp, next offset).
+fn batches(records: &[u8]) -> Vec<(i64, i64, i64)> {
+    let mut found = Vec::new();
+    let mut rest = records;
+    while let Ok(batch) = RecordBatch::parse_prefix(rest) {
+        found.push((
+            batch.base_offset(),
+            batch.base_timestamp(),
+            batch.next_offset(),
+        ));
+        rest = &rest[batch.size_in_bytes()..];
+    }
+    assert!(rest.is_empty(), "whole batches only");
+    found
+}
+
+fn partition_answers(stream: &mut TcpStream, topic: &str, partition: i32) -> PartitionAnswers {
+    let (_, earliest, _) = list_offsets(stream, topic, partition, EARLIEST);
+    let mut records = Vec::new();
+    let mut offset = earliest;
+    let (high_watermark, log_start_offset) = loop {
+        let (bytes, watermark, start) = fetch(stream, topic, partition, offset);
+        let Some(&(_, _, next)) = batches(&bytes).last() else {
+            break (watermark, start);
+        };
+        records.extend_from_slice(&bytes);
+        offset = next;
+    };
+    // Timestamps to look up: before everything, the first record of the middle batch, and
+    // after everything.
+    let all = batches(&records);
+    let middle = all.get(all.len() / 2).map_or(0, |batch| batch.1);
+    let mut ask = |timestamps: &[i64]| -> Vec<(i64, i16, i64, i64)> {
+        timestamps
+            .iter()
+            .map(|&timestamp| {
+                let (error, offset, found) = list_offsets(stream, topic, partition, timestamp);
+                (timestamp, error, offset, found)
+            })
+            .collect()
+    };
+    PartitionAnswers {
+        special_offsets: ask(&[EARLIEST, LATEST, MAX_TIMESTAMP]),
+        by_timestamp: ask(&[0, middle, i64::MAX / 2]),
+        high_watermark,
+        log_start_offset,
+        records,
+    }
+}
+
+fn answers(port: u16) -> Answers {
+    let mut stream = connect(port);
+    let mut partitions = BTreeMap::new();
+    for (topic, count) in topics() {
+        for partition in 0..count {
+            partitions.insert(
+                (topic.clone(), partition),
+                partition_answers(&mut stream, &topic, partition),
+            );
+        }
+    }
+    let request = OffsetFetchRequest::default().with_groups(
+        GROUPS
+            .iter()
+            .map(|group| {
+                OffsetFetchRequestGroup::default()
+                    .with_group_id(GroupId(name(group)))
+                    .with_topics(None)
+            })
+            .collect(),
+    );
+    let fetched: OffsetFetchResponse = send(&mut stream, ApiKey::OffsetFetch, 8, &request).unwrap();
+    let mut groups = BTreeMap::new();
+    for group in fetched.groups {
+        assert_eq!(group.error_code, 0, "{:?}", group.group_id);
+        let mut offsets = BTreeMap::new();
+        for topic in group.topics {
+            for partition in topic.partitions {
+                offsets.insert(
+                    (topic.name.to_string(), partition.partition_index),
+                    (
+                        partition.committed_offset,
+                        partition.metadata.map(|m| m.to_string()),
+                        partition.error_code,
+                    ),
+                );
+            }
+        }
+        groups.insert(group.group_id.to_string(), offsets);
+    }
+    Answers { partitions, groups }
+}
+
+/// Every file under `dir` (relative path -> bytes) that Kafka keeps and ferrolog does not use.
+fn kafka_only_files(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
+    let mut files = BTreeMap::new();
+    let mut pending = vec![dir.to_owned()];
+    while let Some(current) = pending.pop() {
+        for entry in std::fs::read_dir(&current).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                pending.push(path);
+                continue;
+            }
+            let relative = path.strip_prefix(dir).unwrap().to_owned();
+            let file_name = path.file_name().unwrap().to_string_lossy().into_owned();
+            let kept = relative.starts_with("__cluster_metadata-0")
+                || matches!(
+                    file_name.as_str(),
+                    "partition.metadata"
+                        | "leader-epoch-checkpoint"
+                        | "bootstrap.checkpoint"
+                        | "meta.properties"
+                )
+                || file_name.ends_with(".txnindex");
+            if kept {
+                files.insert(relative, std::fs::read(&path).unwrap());
+            }
+        }
+    }
+    files
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    let status = Command::new("cp")
+        .arg("-a")
+        .arg(from)
+        .arg(to)
+        .stdout(Stdio::null())
+        .status()
+        .unwrap();
+    assert!(status.success());
+}
+
+/// Waits until Kafka's cleaner has cleaned the compacted topic up to its active segment.
+fn wait_for_cleaning(data_dir: &Path) {
+    let started = Instant::now();
+    loop {
+        let checkpoint =
+            std::fs::read_to_string(data_dir.join("cleaner-offset-checkpoint")).unwrap_or_default();
+        if checkpoint
+            .lines()
+            .any(|line| line.starts_with(&format!("{COMPACTED} 0 ")))
+        {
+            return;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(90),
+            "Kafka's cleaner did not clean {COMPACTED}"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+/// The answer a timestamp lookup must give, read off the fetched records themselves: the first
+/// record from the log start on at or after `timestamp`, or none (offset and timestamp −1).
+fn first_record_at_or_after(records: &[u8], log_start: i64, timestamp: i64) -> (i16, i64, i64) {
+    let (records, _) = ferrolog_testkit::fetched_records(records);
+    records
+        .iter()
+        .find(|record| record.offset >= log_start && record.timestamp >= timestamp)
+        .map_or((0, -1, -1), |record| (0, record.offset, record.timestamp))
+}
+
+/// Checks ferrolog's answers about one partition against Kafka's. Every answer must be the
+/// same but one, a deliberate difference (docs/operations.md): Kafka 4.4 looks a timestamp up
+/// only in the first segment whose largest timestamp reaches it, and takes an empty segment's
+/// file time for its largest timestamp, so behind a segment its cleaner emptied it answers
+/// "none" although later records qualify. ferrolog answers the first record that qualifies.
+/// Both are checked against the records themselves.
+fn assert_same_answers(
+    key: &(String, i32),
+    kafka: &PartitionAnswers,
+    ours: &PartitionAnswers,
+    when: &str,
+) {
+    assert_eq!(
+        ours.special_offsets, kafka.special_offsets,
+        "{when}: {key:?} earliest, latest, max timestamp"
+    );
+    assert_eq!(
+        (ours.high_watermark, ours.log_start_offset),
+        (kafka.high_watermark, kafka.log_start_offset),
+        "{when}: {key:?} high watermark and log start"
+    );
+    assert!(
+        ours.records == kafka.records,
+        "{when}: {key:?} fetched records differ from Kafka's"
+    );
+    for (ours, theirs) in ours.by_timestamp.iter().zip(&kafka.by_timestamp) {
+        let (timestamp, error, offset, found) = *ours;
+        let truth = first_record_at_or_after(&kafka.records, kafka.log_start_offset, timestamp);
+        assert_eq!(
+            (error, offset, found),
+            truth,
+            "{when}: {key:?} ferrolog's offset for timestamp {timestamp}"
+        );
+        let kafka_answer = (theirs.1, theirs.2, theirs.3);
+        assert!(
+            kafka_answer == truth || (key.0 == COMPACTED && kafka_answer == (0, -1, -1)),
+            "{when}: {key:?} Kafka's offset for timestamp {timestamp}: {kafka_answer:?}, the records say {truth:?}"
+        );
+    }
+}
+
+/// ferrolog serves `copy`, a copy of a directory Kafka wrote, and must answer as Kafka did.
+fn ferrolog_answers_as_kafka(copy: &Path, expected: &Answers, when: &str) {
+    let before = kafka_only_files(copy);
+    let server = Server::start(copy);
+    let answered = answers(server.port);
+    let log = server.stderr();
+    server.stop();
+    assert!(
+        !log.contains("WARN") && !log.contains("ERROR"),
+        "{when}: ferrolog opened Kafka's directory without a warning:\n{log}"
+    );
+    assert_eq!(
+        answered.partitions.keys().collect::<Vec<_>>(),
+        expected.partitions.keys().collect::<Vec<_>>()
+    );
+    for (key, kafka) in &expected.partitions {
+        assert_same_answers(key, kafka, &answered.partitions[key], when);
+    }
+    assert_eq!(
+        answered.groups, expected.groups,
+        "{when}: committed offsets"
+    );
+    let after = kafka_only_files(copy);
+    assert_eq!(
+        before.keys().collect::<Vec<_>>(),
+        after.keys().collect::<Vec<_>>(),
+        "{when}: Kafka's own files"
+    );
+    assert!(
+        before == after,
+        "{when}: Kafka's own files are left byte for byte as they were"
+    );
+}
+
+#[test]
+fn a_data_dir_kafka_wrote_answers_the_same_in_ferrolog() {
+    if !kafka_available() {
+        return;
+    }
+    let temp = tempfile::tempdir().unwrap();
+    let kafka_dir = temp.path().join("kafka").join("data");
+    let mut kafka = KafkaPeer::start(
+        &kafka_dir,
+        &[
+            "log.cleaner.backoff.ms=100",
+            "offsets.topic.num.partitions=5",
+        ],
+    );
+    let bootstrap = kafka.bootstrap();
+    let mut admin = connect(kafka.port);
+    create_topics(&mut admin);
+    // 3 MiB per topic in 1 MiB segments: several segments per partition, every codec.
+    for (seed, codec) in CODECS.iter().enumerate() {
+        let input = lines(2000, 1500, 100, seed as u64 + 1);
+        console_produce(&bootstrap, &format!("codec-{codec}"), codec, &input);
+    }
+    // 20 keys written over and over: after cleaning, the sealed segments keep one of each.
+    console_produce(&bootstrap, COMPACTED, "lz4", &lines(2500, 1500, 20, 99));
+    wait_for_cleaning(&kafka_dir);
+    console_consume(&bootstrap, "codec-gzip", "classic-readers", "classic", 700);
+    console_consume(&bootstrap, "codec-zstd", "kip848-readers", "consumer", 900);
+    simple_commit(&mut admin, [17, 23]);
+    delete_records(&mut admin, "codec-snappy", 1, 150);
+    drop(admin);
+
+    let clean = answers(kafka.port);
+    // The answers are worth comparing: many segments, a moved log start, a cleaned log, and
+    // every group's offsets.
+    let segments = std::fs::read_dir(kafka_dir.join("codec-none-0"))
+        .unwrap()
+        .filter(|entry| {
+            entry
+                .as_ref()
+                .unwrap()
+                .path()
+                .extension()
+                .is_some_and(|e| e == "log")
+        })
+        .count();
+    assert!(segments >= 2, "codec-none-0 has {segments} segments");
+    assert_eq!(
+        clean.partitions[&("codec-snappy".to_owned(), 1)].log_start_offset,
+        150
+    );
+    let compacted = &clean.partitions[&(COMPACTED.to_owned(), 0)];
+    let compacted_batches = batches(&compacted.records);
+    assert!(
+        compacted_batches[0].0 > compacted.log_start_offset,
+        "Kafka's cleaner removed records of {COMPACTED}: {:?}\ncleaner checkpoint: {}",
+        compacted_batches.iter().take(20).collect::<Vec<_>>(),
+        std::fs::read_to_string(kafka_dir.join("cleaner-offset-checkpoint")).unwrap_or_default()
+    );
+    assert_eq!(
+        clean
+            .groups
+            .values()
+            .filter(|offsets| !offsets.is_empty())
+            .count(),
+        GROUPS.len(),
+        "{:?}",
+        clean.groups
+    );
+    kafka.stop();
+    let copy = temp.path().join("after-clean-stop");
+    copy_dir(&kafka_dir, &copy);
+    ferrolog_answers_as_kafka(&copy, &clean, "clean stop");
+
+    // Kafka again, more records and offsets, then SIGKILL: Kafka recovers the directory on its
+    // next start, and ferrolog, on a copy, answers as that recovered Kafka does.
+    kafka.restart();
+    console_produce(&bootstrap, "codec-lz4", "lz4", &lines(500, 1500, 100, 42));
+    simple_commit(&mut connect(kafka.port), [31, 37]);
+    kafka.kill();
+    let killed = temp.path().join("after-sigkill");
+    copy_dir(&kafka_dir, &killed);
+    kafka.restart();
+    let recovered = answers(kafka.port);
+    kafka.stop();
+    assert_eq!(
+        recovered.groups["simple-commits"][&("codec-none".to_owned(), 1)].0,
+        37
+    );
+    ferrolog_answers_as_kafka(&killed, &recovered, "SIGKILL");
+}

@@ -1,0 +1,121 @@
+#!/usr/bin/env bash
+# Apache Kafka 4.4.0 as a test peer, beside ferrolog.
+#
+#   scripts/kafka.sh install                 resolve Kafka's jars (tools/kafka/pom.xml) into
+#                                            target/kafka/libs; cached, so a second run is quick
+#   scripts/kafka.sh start DATA_DIR PORT [CONTROLLER_PORT]
+#                                            format DATA_DIR (first time only) and start a
+#                                            single-node KRaft broker (combined broker and
+#                                            controller) on 127.0.0.1:PORT, its controller on
+#                                            CONTROLLER_PORT (default PORT+1); waits until it
+#                                            answers, prints its PID
+#   scripts/kafka.sh stop PID                stop that broker (SIGTERM, then SIGKILL after 30 s)
+#   scripts/kafka.sh run CLASS ARGS...       run one of Kafka's main classes (its tools)
+#   scripts/kafka.sh classpath               print the classpath
+#
+# The broker's output goes to DATA_DIR/../kafka-<PORT>.log, its configuration to
+# DATA_DIR.properties; FERROLOG_KAFKA_EXTRA adds lines to it. Java 17 or newer is needed.
+set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+libs="${FERROLOG_KAFKA_LIBS:-$root/target/kafka/libs}"
+java="${JAVA_HOME:+$JAVA_HOME/bin/}java"
+
+install() {
+  if [ -f "$libs/.complete" ] && [ "$libs/.complete" -nt "$root/tools/kafka/pom.xml" ]; then
+    return
+  fi
+  echo "== resolving Apache Kafka 4.4.0 into $libs" >&2
+  rm -rf "$libs"
+  mvn -q -B -f "$root/tools/kafka/pom.xml" -Dmaven.repo.local="$root/target/m2" \
+    dependency:copy-dependencies -DoutputDirectory="$libs" >&2
+  touch "$libs/.complete"
+}
+
+run() {
+  local class="$1"
+  shift
+  exec "$java" -Xmx512m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 -Djava.awt.headless=true \
+    -Dlog4j2.configurationFile="$root/tools/kafka/log4j2-tools.properties" \
+    -cp "$libs/*" "$class" "$@"
+}
+
+start() {
+  local data="$1" port="$2"
+  local controller="${3:-$((port + 1))}"
+  mkdir -p "$data"
+  data="$(cd "$data" && pwd)"
+  local config="$data.properties" log="$data/../kafka-$port.log"
+  cat >"$config" <<PROPS
+process.roles=broker,controller
+node.id=1
+controller.quorum.voters=1@127.0.0.1:$controller
+listeners=PLAINTEXT://127.0.0.1:$port,CONTROLLER://127.0.0.1:$controller
+advertised.listeners=PLAINTEXT://127.0.0.1:$port
+controller.listener.names=CONTROLLER
+inter.broker.listener.name=PLAINTEXT
+listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT
+log.dirs=$data
+num.partitions=1
+offsets.topic.replication.factor=1
+offsets.topic.num.partitions=${FERROLOG_KAFKA_OFFSETS_PARTITIONS:-50}
+transaction.state.log.replication.factor=1
+transaction.state.log.min.isr=1
+share.coordinator.state.topic.replication.factor=1
+share.coordinator.state.topic.min.isr=1
+group.initial.rebalance.delay.ms=0
+PROPS
+  if [ -n "${FERROLOG_KAFKA_EXTRA:-}" ]; then
+    printf '%s\n' "$FERROLOG_KAFKA_EXTRA" >>"$config"
+  fi
+  if [ ! -f "$data/meta.properties" ]; then
+    "$java" -Xmx256m -Dlog4j2.configurationFile="$root/tools/kafka/log4j2-tools.properties" \
+      -cp "$libs/*" kafka.tools.StorageTool format \
+      -t "${FERROLOG_KAFKA_CLUSTER_ID:-ferrolog-peer-cluster0}" -c "$config" >>"$log" 2>&1 \
+      || { cat "$log" >&2; exit 1; }
+  fi
+  nohup "$java" -Xmx1g -Xms256m -XX:+UseSerialGC -Djava.awt.headless=true \
+    -Dlog4j2.configurationFile="$root/tools/kafka/log4j2-broker.properties" \
+    -cp "$libs/*" kafka.Kafka "$config" >>"$log" 2>&1 </dev/null &
+  local pid=$!
+  # Serving once the broker answers ApiVersions through Kafka's own tool.
+  for _ in $(seq 1 120); do
+    if ! kill -0 "$pid" 2>/dev/null; then
+      echo "Kafka exited while starting; its log ($log):" >&2
+      tail -50 "$log" >&2
+      exit 1
+    fi
+    if "$java" -Xmx128m -XX:TieredStopAtLevel=1 \
+      -Dlog4j2.configurationFile="$root/tools/kafka/log4j2-tools.properties" -cp "$libs/*" \
+      org.apache.kafka.tools.BrokerApiVersionsCommand --bootstrap-server "127.0.0.1:$port" \
+      >/dev/null 2>&1; then
+      echo "$pid"
+      return
+    fi
+    sleep 0.5
+  done
+  echo "Kafka did not answer on 127.0.0.1:$port within a minute; its log ($log):" >&2
+  tail -50 "$log" >&2
+  kill -9 "$pid" 2>/dev/null || true
+  exit 1
+}
+
+stop() {
+  local pid="$1"
+  kill "$pid" 2>/dev/null || return 0
+  for _ in $(seq 1 300); do
+    kill -0 "$pid" 2>/dev/null || return 0
+    sleep 0.1
+  done
+  kill -9 "$pid" 2>/dev/null || true
+}
+
+command="${1:-}"
+shift || true
+case "$command" in
+  install) install ;;
+  start) install; start "$@" ;;
+  stop) stop "$@" ;;
+  run) run "$@" ;;
+  classpath) echo "$libs/*" ;;
+  *) sed -n '2,/^set -euo/p' "$0" | sed '$d' >&2; exit 2 ;;
+esac
