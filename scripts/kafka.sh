@@ -47,8 +47,8 @@ start() {
   local config="$data.properties" log="$data/../kafka-$port.log"
   cat >"$config" <<PROPS
 process.roles=broker,controller
-node.id=1
-controller.quorum.voters=1@127.0.0.1:$controller
+node.id=${FERROLOG_KAFKA_NODE_ID:-0}
+controller.quorum.voters=${FERROLOG_KAFKA_NODE_ID:-0}@127.0.0.1:$controller
 listeners=PLAINTEXT://127.0.0.1:$port,CONTROLLER://127.0.0.1:$controller
 advertised.listeners=PLAINTEXT://127.0.0.1:$port
 controller.listener.names=CONTROLLER

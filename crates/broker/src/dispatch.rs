@@ -42,7 +42,7 @@ pub const SUPPORTED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::ListOffsets, 1, 7),
     (ApiKey::Metadata, 0, 12),
     (ApiKey::ApiVersions, 0, 3),
-    (ApiKey::CreateTopics, 2, 5),
+    (ApiKey::CreateTopics, 2, 7),
     (ApiKey::CreatePartitions, 0, 3),
     (ApiKey::DescribeConfigs, 1, 4),
     (ApiKey::AlterConfigs, 0, 2),

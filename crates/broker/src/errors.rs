@@ -38,6 +38,7 @@ pub const MEMBER_ID_REQUIRED: i16 = 79;
 pub const FENCED_INSTANCE_ID: i16 = 82;
 pub const GROUP_SUBSCRIBED_TO_TOPIC: i16 = 86;
 pub const INVALID_RECORD: i16 = 87;
+pub const UNKNOWN_TOPIC_ID: i16 = 100;
 
 /// Kafka's name of an error code, for metrics and logs.
 pub fn name_of(code: i16) -> &'static str {
@@ -77,6 +78,7 @@ pub fn name_of(code: i16) -> &'static str {
         POLICY_VIOLATION => "POLICY_VIOLATION",
         TOPIC_DELETION_DISABLED => "TOPIC_DELETION_DISABLED",
         INVALID_RECORD => "INVALID_RECORD",
+        UNKNOWN_TOPIC_ID => "UNKNOWN_TOPIC_ID",
         _ => "UNKNOWN_SERVER_ERROR",
     }
 }

@@ -4,8 +4,8 @@
 //! classic group, of a KIP-848 consumer group and of a simple committer, and DeleteRecords
 //! moving a log start. Kafka answers ListOffsets (earliest, latest, max timestamp, by
 //! timestamp), Fetch (every record byte, read from the log start to the end) and OffsetFetch;
-//! then ferrolog, on a copy of the directory, must answer the same, after a clean stop and
-//! after a SIGKILL. Kafka's files that ferrolog does not use stay byte for byte as they were.
+//! and Metadata (topic ids); then ferrolog, on a copy of the directory, must answer the same,
+//! after a clean stop and after a SIGKILL. Kafka's files that ferrolog does not use stay byte for byte as they were.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests")]
 
@@ -35,8 +35,8 @@ use kafka_protocol::messages::offset_fetch_request::OffsetFetchRequestGroup;
 use kafka_protocol::messages::{
     ApiKey, BrokerId, CreateTopicsRequest, CreateTopicsResponse, DeleteRecordsRequest,
     DeleteRecordsResponse, FetchRequest, FetchResponse, GroupId, ListOffsetsRequest,
-    ListOffsetsResponse, OffsetCommitRequest, OffsetCommitResponse, OffsetFetchRequest,
-    OffsetFetchResponse, TopicName,
+    ListOffsetsResponse, MetadataRequest, MetadataResponse, OffsetCommitRequest,
+    OffsetCommitResponse, OffsetFetchRequest, OffsetFetchResponse, TopicName,
 };
 
 const CODECS: [&str; 5] = ["none", "gzip", "snappy", "lz4", "zstd"];
@@ -213,6 +213,8 @@ struct Answers {
     partitions: BTreeMap<(String, i32), PartitionAnswers>,
     /// Per group, its committed offsets.
     groups: BTreeMap<String, CommittedOffsets>,
+    /// Every topic's id, as Metadata (v12) gives it.
+    topic_ids: BTreeMap<String, String>,
 }
 
 fn list_offsets(
@@ -361,7 +363,30 @@ fn answers(port: u16) -> Answers {
         }
         groups.insert(group.group_id.to_string(), offsets);
     }
-    Answers { partitions, groups }
+    let metadata: MetadataResponse = send(
+        &mut stream,
+        ApiKey::Metadata,
+        12,
+        &MetadataRequest::default().with_topics(None),
+    )
+    .unwrap();
+    let topic_ids = metadata
+        .topics
+        .iter()
+        .map(|topic| {
+            let name = topic
+                .name
+                .as_ref()
+                .map(|name| name.0.to_string())
+                .unwrap_or_default();
+            (name, topic.topic_id.to_string())
+        })
+        .collect();
+    Answers {
+        partitions,
+        groups,
+        topic_ids,
+    }
 }
 
 /// Every file under `dir` (relative path -> bytes) that Kafka keeps and ferrolog does not use.
@@ -577,6 +602,15 @@ fn a_data_dir_kafka_wrote_answers_the_same_in_ferrolog() {
         GROUPS.len(),
         "{:?}",
         clean.groups
+    );
+    assert!(
+        clean.topic_ids.len() == topics().len() + 1
+            && clean
+                .topic_ids
+                .values()
+                .all(|id| id != "00000000-0000-0000-0000-000000000000"),
+        "Kafka names every topic (and __consumer_offsets) with its id: {:?}",
+        clean.topic_ids
     );
     kafka.stop();
     let copy = temp.path().join("after-clean-stop");

@@ -75,6 +75,11 @@ pub fn handle(
                 result = result
                     .with_num_partitions(partitions)
                     .with_replication_factor(1);
+                if version >= 7
+                    && let Some(id) = context.manager.topic_id(&result.name.0)
+                {
+                    result = result.with_topic_id(uuid::Uuid::from_bytes(id.0));
+                }
             }
             result
         })

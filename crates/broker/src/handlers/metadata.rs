@@ -10,6 +10,8 @@ use kafka_protocol::messages::{
 use kafka_protocol::protocol::StrBytes;
 
 use ferrolog_storage::TopicPartition;
+use ferrolog_storage::manager::TopicId;
+use uuid::Uuid;
 
 use super::internal_topics::is_internal;
 use super::partitions_or_create;
@@ -24,17 +26,31 @@ pub fn handle(
     let node = BrokerId(context.manager.node_id());
     // Before v4 there is no allow_auto_topic_creation field: Kafka creates.
     let allow_create = version < 4 || request.allow_auto_topic_creation;
+    let mut unknown_ids = Vec::new();
     let named: Vec<(String, Vec<i32>)> = match &request.topics {
         // Each topic once, however often it is named (as Kafka answers): the answer to a
         // topic is all its partitions, and a request repeating a name must not multiply it.
+        // From v10 a topic may be named by its id instead (never created that way).
         Some(topics) => {
             let mut seen = std::collections::HashSet::new();
+            let mut seen_ids = std::collections::HashSet::new();
             topics
                 .iter()
-                .filter_map(|topic| topic.name.as_ref().map(|name| name.0.to_string()))
-                .filter(|name| seen.insert(name.clone()))
-                .map(|name| {
-                    let partitions = partitions_or_create(context, &name, allow_create);
+                .filter_map(|topic| match &topic.name {
+                    Some(name) => Some((name.0.to_string(), true)),
+                    None if !topic.topic_id.is_nil() => {
+                        let id = TopicId(*topic.topic_id.as_bytes());
+                        let found = context.manager.topic_with_id(id);
+                        if found.is_none() && seen_ids.insert(id) {
+                            unknown_ids.push(topic.topic_id);
+                        }
+                        found.map(|name| (name, false))
+                    }
+                    None => None,
+                })
+                .filter(|(name, _)| seen.insert(name.clone()))
+                .map(|(name, by_name)| {
+                    let partitions = partitions_or_create(context, &name, allow_create && by_name);
                     (name, partitions)
                 })
                 .collect()
@@ -43,7 +59,7 @@ pub fn handle(
     };
     // Which partitions sit in an offline directory is looked up only when one is offline.
     let any_dir_offline = context.manager.offline_dir_count() > 0;
-    let topics = named
+    let mut topics: Vec<MetadataResponseTopic> = named
         .into_iter()
         .map(|(name, partitions)| {
             let error_code = if !errors::is_valid_topic_name(&name) {
@@ -53,25 +69,36 @@ pub fn handle(
             } else {
                 errors::NONE
             };
-            MetadataResponseTopic::default()
+            let mut topic = MetadataResponseTopic::default()
                 .with_error_code(error_code)
                 .with_name(Some(TopicName(StrBytes::from_string(name.clone()))))
-                .with_is_internal(is_internal(&name))
-                .with_partitions(
-                    partitions
-                        .into_iter()
-                        .map(|partition| {
-                            let offline = any_dir_offline
-                                && context
-                                    .manager
-                                    .dir_of(&TopicPartition::new(&name, partition))
-                                    .is_some_and(|dir| dir.is_offline());
-                            describe_partition(node, partition, offline, version)
-                        })
-                        .collect(),
-                )
+                .with_is_internal(is_internal(&name));
+            if version >= 10
+                && let Some(id) = context.manager.topic_id(&name)
+            {
+                topic = topic.with_topic_id(Uuid::from_bytes(id.0));
+            }
+            topic.with_partitions(
+                partitions
+                    .into_iter()
+                    .map(|partition| {
+                        let offline = any_dir_offline
+                            && context
+                                .manager
+                                .dir_of(&TopicPartition::new(&name, partition))
+                                .is_some_and(|dir| dir.is_offline());
+                        describe_partition(node, partition, offline, version)
+                    })
+                    .collect(),
+            )
         })
         .collect();
+    topics.extend(unknown_ids.into_iter().map(|id| {
+        MetadataResponseTopic::default()
+            .with_error_code(errors::UNKNOWN_TOPIC_ID)
+            .with_name(None)
+            .with_topic_id(id)
+    }));
     let mut response = MetadataResponse::default()
         .with_brokers(vec![
             MetadataResponseBroker::default()

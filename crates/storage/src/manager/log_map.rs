@@ -1,9 +1,11 @@
 //! The LogManager's map of logs, indexed both by partition and by topic, so that a topic's
-//! partitions (Metadata, CreateTopics, DeleteTopics) are found without walking every log.
+//! partitions (Metadata, CreateTopics, DeleteTopics) are found without walking every log; and
+//! each topic's id, which lives exactly as long as the topic has a partition here.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 
+use super::topic_ids::TopicId;
 use crate::log::Log;
 use crate::types::TopicPartition;
 
@@ -18,6 +20,7 @@ pub(super) struct Entry {
 pub(super) struct LogMap {
     by_partition: HashMap<TopicPartition, Entry>,
     by_topic: BTreeMap<String, BTreeSet<i32>>,
+    topic_ids: HashMap<String, TopicId>,
 }
 
 impl LogMap {
@@ -25,6 +28,7 @@ impl LogMap {
         Self {
             by_partition: HashMap::with_capacity(capacity),
             by_topic: BTreeMap::new(),
+            topic_ids: HashMap::new(),
         }
     }
 
@@ -42,6 +46,7 @@ impl LogMap {
             partitions.remove(&topic_partition.partition);
             if partitions.is_empty() {
                 self.by_topic.remove(&topic_partition.topic);
+                self.topic_ids.remove(&topic_partition.topic);
             }
         }
         Some(removed)
@@ -68,6 +73,26 @@ impl LogMap {
         self.by_topic
             .get(topic)
             .map_or_else(Vec::new, |partitions| partitions.iter().copied().collect())
+    }
+
+    /// `topic`'s id, once it has one.
+    pub fn topic_id(&self, topic: &str) -> Option<TopicId> {
+        self.topic_ids.get(topic).copied()
+    }
+
+    /// The topic whose id is `id`.
+    pub fn topic_with_id(&self, id: TopicId) -> Option<String> {
+        self.topic_ids
+            .iter()
+            .find(|(_, topic_id)| **topic_id == id)
+            .map(|(topic, _)| topic.clone())
+    }
+
+    /// Gives `topic`, which has a partition here, its id.
+    pub fn set_topic_id(&mut self, topic: &str, id: TopicId) {
+        if self.by_topic.contains_key(topic) {
+            self.topic_ids.insert(topic.to_owned(), id);
+        }
     }
 
     /// Every topic with its partitions, by name.

@@ -18,6 +18,7 @@ mod meta_properties;
 mod producer_ids;
 mod tasks;
 mod topic_configs;
+mod topic_ids;
 mod topic_overrides;
 
 use std::collections::HashMap;
@@ -34,6 +35,7 @@ pub use meta_properties::{META_PROPERTIES, MetaProperties, parse_properties, ran
 pub use producer_ids::PRODUCER_IDS_FILE;
 use topic_configs::StoredTopicConfigs;
 pub use topic_configs::TOPIC_CONFIGS_FILE;
+pub use topic_ids::{PARTITION_METADATA_FILE, TopicId};
 use topic_overrides::{effective_config, newest_topic_configs};
 
 use crate::checkpoint::OffsetMap;
@@ -89,6 +91,40 @@ pub struct LogManager {
     cleaner: Mutex<Option<Arc<crate::cleaner::LogCleaner>>>,
     /// First dirty offset per compacted partition (`cleaner-offset-checkpoint`).
     cleaner_checkpoints: Mutex<HashMap<TopicPartition, i64>>,
+}
+
+/// Gives every loaded topic its id: the one in its partitions' `partition.metadata` (as Kafka
+/// or ferrolog wrote it), or, for a topic written before ids existed, a new one, written to
+/// each of its partition directories as Kafka does when it first assigns an id. A file that
+/// cannot be read is reported and left as it is.
+fn settle_topic_ids(logs: &mut LogMap) {
+    for (topic, partitions) in logs.topics() {
+        let mut found: Option<TopicId> = None;
+        let mut missing = Vec::new();
+        for partition in partitions {
+            let Some(entry) = logs.get(&TopicPartition::new(&topic, partition)) else {
+                continue;
+            };
+            let dir = entry.log.dir();
+            match topic_ids::read(&dir) {
+                Ok(Some(id)) if found.is_none_or(|first| first == id) => found = Some(id),
+                Ok(Some(id)) => {
+                    tracing::error!(%topic, partition, path = %dir.display(), %id, kept = %found.map(|id| id.to_string()).unwrap_or_default(), "a partition holds another topic id than the topic's other partitions; the first one found is used");
+                }
+                Ok(None) => missing.push(dir),
+                Err(error) => {
+                    tracing::error!(%topic, partition, error = %error, "unreadable topic id; the file is left as it is");
+                }
+            }
+        }
+        let id = found.unwrap_or_else(TopicId::random);
+        for dir in missing {
+            if let Err(error) = topic_ids::write(&dir, id) {
+                tracing::warn!(%topic, path = %dir.display(), error = %error, "could not write the topic id");
+            }
+        }
+        logs.set_topic_id(&topic, id);
+    }
 }
 
 fn absolute(path: &Path) -> PathBuf {
@@ -184,6 +220,7 @@ impl LogManager {
                 },
             );
         }
+        settle_topic_ids(&mut logs);
         for dir in &dirs {
             if dir.is_offline() {
                 startup.offline_dirs.push(dir.path().to_path_buf());
@@ -286,6 +323,16 @@ impl LogManager {
     }
 
     /// The partitions `topic` has on this node, in order.
+    /// `topic`'s id (every topic that has a partition here has one).
+    pub fn topic_id(&self, topic: &str) -> Option<TopicId> {
+        self.logs.read().topic_id(topic)
+    }
+
+    /// The topic whose id is `id`.
+    pub fn topic_with_id(&self, id: TopicId) -> Option<String> {
+        self.logs.read().topic_with_id(id)
+    }
+
     pub fn partitions_of(&self, topic: &str) -> Vec<i32> {
         self.logs.read().partitions_of(topic)
     }
@@ -362,6 +409,10 @@ impl LogManager {
     /// Creates `topic_partition`'s log; the caller holds `create_lock` and checked the room.
     fn create_locked(&self, topic_partition: &TopicPartition) -> Result<Arc<Log>> {
         let config = self.topic_config(&topic_partition.topic);
+        // A new partition of a topic takes the topic's id; a new topic gets one.
+        let topic_id = self
+            .topic_id(&topic_partition.topic)
+            .unwrap_or_else(TopicId::random);
         let mut last_error = None;
         for dir_index in self.placement_order() {
             let dir = &self.dirs[dir_index];
@@ -373,18 +424,25 @@ impl LogManager {
                 config.clone(),
                 Arc::clone(&self.clock),
                 Arc::clone(dir.health()),
-            );
+            )
+            .and_then(|log| {
+                topic_ids::write(&log.dir(), topic_id)?;
+                Ok(log)
+            });
             match created {
                 Ok(log) => {
                     log.set_reaper(Arc::clone(&self.deleter) as Arc<dyn SegmentReaper>);
                     let log = Arc::new(log);
-                    self.logs.write().insert(
+                    let mut logs = self.logs.write();
+                    logs.insert(
                         topic_partition.clone(),
                         Entry {
                             log: Arc::clone(&log),
                             dir_index,
                         },
                     );
+                    logs.set_topic_id(&topic_partition.topic, topic_id);
+                    drop(logs);
                     tracing::info!(partition = %topic_partition, dir = %dir.path().display(), "created log");
                     return Ok(log);
                 }

@@ -567,3 +567,71 @@ fn shutdown_writes_the_marker_in_every_dir_with_the_epoch_json() {
         assert_eq!(marker, r#"{"version":0,"brokerEpoch":-1}"#);
     }
 }
+
+#[test]
+fn a_topic_keeps_one_id_in_every_partition_and_across_restarts() {
+    let (_temp, dirs) = temp_dirs(2);
+    let manager = open(&dirs);
+    manager.create_all(&[tp("t", 0), tp("t", 1)]).unwrap();
+    manager.get_or_create(&tp("other", 0)).unwrap();
+    let id = manager.topic_id("t").unwrap();
+    assert_ne!(manager.topic_id("other"), Some(id));
+    assert_eq!(manager.topic_with_id(id).as_deref(), Some("t"));
+    // A partition added later takes the topic's id.
+    manager.get_or_create(&tp("t", 2)).unwrap();
+    for partition in 0..3 {
+        let dir = manager.get(&tp("t", partition)).unwrap().dir();
+        assert_eq!(topic_ids::read(&dir).unwrap(), Some(id), "t-{partition}");
+    }
+    manager.shutdown().unwrap();
+    drop(manager);
+
+    let manager = open(&dirs);
+    assert_eq!(manager.topic_id("t"), Some(id), "the id survives a restart");
+    manager.delete(&tp("t", 0)).unwrap();
+    assert_eq!(manager.topic_id("t"), Some(id));
+    manager.delete(&tp("t", 1)).unwrap();
+    manager.delete(&tp("t", 2)).unwrap();
+    assert_eq!(manager.topic_id("t"), None, "gone with its last partition");
+    assert_eq!(manager.topic_with_id(id), None);
+    manager.shutdown().unwrap();
+}
+
+#[test]
+fn a_topic_written_without_ids_gets_one_and_damaged_ids_are_left_alone() {
+    let (_temp, dirs) = temp_dirs(1);
+    let manager = open(&dirs);
+    manager
+        .create_all(&[tp("old", 0), tp("old", 1), tp("damaged", 0)])
+        .unwrap();
+    let damaged_dir = manager.get(&tp("damaged", 0)).unwrap().dir();
+    manager.shutdown().unwrap();
+    drop(manager);
+    // As a directory from before topic ids: no partition.metadata at all.
+    for partition in 0..2 {
+        std::fs::remove_file(dirs[0].join(format!("old-{partition}/{PARTITION_METADATA_FILE}")))
+            .unwrap();
+    }
+    std::fs::write(
+        damaged_dir.join(PARTITION_METADATA_FILE),
+        "version: 0\ntopic_id: ??",
+    )
+    .unwrap();
+
+    let manager = open(&dirs);
+    let id = manager.topic_id("old").unwrap();
+    for partition in 0..2 {
+        let dir = manager.get(&tp("old", partition)).unwrap().dir();
+        assert_eq!(topic_ids::read(&dir).unwrap(), Some(id), "written at load");
+    }
+    assert!(
+        manager.topic_id("damaged").is_some(),
+        "served with an id for now"
+    );
+    assert_eq!(
+        std::fs::read_to_string(damaged_dir.join(PARTITION_METADATA_FILE)).unwrap(),
+        "version: 0\ntopic_id: ??",
+        "a damaged file is not overwritten"
+    );
+    manager.shutdown().unwrap();
+}
