@@ -8,7 +8,7 @@
 use std::collections::BTreeMap;
 
 use kafka_protocol::messages::describe_configs_response::{
-    DescribeConfigsResourceResult, DescribeConfigsResult,
+    DescribeConfigsResourceResult, DescribeConfigsResult, DescribeConfigsSynonym,
 };
 use kafka_protocol::messages::incremental_alter_configs_response::AlterConfigsResourceResponse;
 use kafka_protocol::messages::{
@@ -33,9 +33,12 @@ const DELETE: i8 = 1;
 
 pub fn describe(
     context: &Context,
-    _header: &RequestHeader,
+    header: &RequestHeader,
     request: DescribeConfigsRequest,
 ) -> DescribeConfigsResponse {
+    // Synonyms exist from v1. Kafka 4.4 lists, for a topic config, only the topic's own
+    // override (its broker-level synonyms are dropped, as they carry other names).
+    let synonyms_wanted = header.request_api_version >= 1 && request.include_synonyms;
     let mut seen = std::collections::HashSet::new();
     let results = request
         .resources
@@ -69,14 +72,25 @@ pub fn describe(
                                 .is_none_or(|wanted| wanted.iter().any(|w| w == *key))
                         })
                         .map(|key| {
-                            DescribeConfigsResourceResult::default()
+                            let value = config.get(key).map(StrBytes::from_string);
+                            let overridden = overrides.contains_key(*key);
+                            let mut described = DescribeConfigsResourceResult::default()
                                 .with_name(StrBytes::from_static_str(key))
-                                .with_value(config.get(key).map(StrBytes::from_string))
-                                .with_config_source(if overrides.contains_key(*key) {
+                                .with_value(value.clone())
+                                .with_config_source(if overridden {
                                     DYNAMIC_TOPIC_CONFIG
                                 } else {
                                     DEFAULT_CONFIG
-                                })
+                                });
+                            if synonyms_wanted && overridden {
+                                described = described.with_synonyms(vec![
+                                    DescribeConfigsSynonym::default()
+                                        .with_name(StrBytes::from_static_str(key))
+                                        .with_value(value)
+                                        .with_source(DYNAMIC_TOPIC_CONFIG),
+                                ]);
+                            }
+                            described
                         })
                         .collect();
                     result.with_configs(configs)

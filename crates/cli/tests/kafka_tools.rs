@@ -1,0 +1,379 @@
+//! Apache Kafka 4.4's own command-line tools against `ferrolog serve`, each run the same way
+//! against a Kafka 4.4 broker beside it, with outputs compared once what must differ (topic
+//! ids, data directory paths) is masked: kafka-topics (create, list, describe, alter
+//! partitions, delete), kafka-configs (describe and alter a topic's configs, describe the
+//! broker's), the console producer and consumer, kafka-consumer-groups (list, describe with
+//! lag, reset offsets, delete), kafka-get-offsets, kafka-delete-records, kafka-log-dirs and
+//! kafka-broker-api-versions; and Kafka's correctness tools kafka-verifiable-producer and
+//! kafka-verifiable-consumer against ferrolog.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests")]
+
+mod common;
+
+use std::process::Output;
+
+use common::Server;
+use common::kafka::{KafkaPeer, kafka_available, kafka_tool, kafka_tool_ok};
+
+const TOPICS: &str = "org.apache.kafka.tools.TopicCommand";
+const CONFIGS: &str = "org.apache.kafka.tools.ConfigCommand";
+const GROUPS: &str = "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand";
+
+/// The two brokers, by bootstrap address.
+struct Brokers {
+    kafka: String,
+    ferrolog: String,
+}
+
+/// What a tool printed, with what may differ between two brokers masked: topic ids, the data
+/// directory's path, and two differences docs/operations.md names: Kafka 4.4 sets
+/// `min.insync.replicas=1` for the cluster (a single ferrolog node has no replicas to count),
+/// and ferrolog does not serve DescribeTopicPartitions, so kafka-topics prints the eligible
+/// leader replicas (which a single node never has) as `N/A` instead of an empty list.
+fn normalized(output: &Output, data_dirs: &[&str]) -> String {
+    let mut text = String::from_utf8_lossy(&output.stdout).into_owned();
+    for dir in data_dirs {
+        text = text.replace(dir, "<data dir>");
+    }
+    text = text
+        .replace("Configs: min.insync.replicas=1,", "Configs: ")
+        .replace("Configs: min.insync.replicas=1\n", "Configs: \n")
+        .replace("Elr: N/A\tLastKnownElr: N/A", "Elr: \tLastKnownElr: ");
+    // A log's size in bytes depends on how the producer happened to batch the records.
+    let mut masked = String::with_capacity(text.len());
+    let mut rest = text.as_str();
+    while let Some(at) = rest.find("\"size\":") {
+        masked.push_str(&rest[..at + 7]);
+        rest = rest[at + 7..].trim_start_matches(|c: char| c.is_ascii_digit());
+        masked.push_str("<n>");
+    }
+    masked.push_str(rest);
+    masked
+        .split('\t')
+        .map(|field| match field.strip_prefix("TopicId: ") {
+            Some(_) => "TopicId: <id>",
+            None => field,
+        })
+        .collect::<Vec<_>>()
+        .join("\t")
+}
+
+impl Brokers {
+    /// Runs `class` with `args` (after `--bootstrap-server <broker>`) against both brokers and
+    /// checks both succeed with the same output; returns it.
+    fn same(&self, class: &str, args: &[&str], stdin: &[u8], data_dirs: &[&str]) -> String {
+        self.compare(class, args, stdin, data_dirs, |text| text)
+    }
+
+    /// As [`Brokers::same`], for tools whose lines come in no set order (records of several
+    /// partitions): the lines are compared sorted.
+    fn same_lines(&self, class: &str, args: &[&str], stdin: &[u8], data_dirs: &[&str]) -> String {
+        self.compare(class, args, stdin, data_dirs, |text| {
+            sorted_lines(&text).join("\n")
+        })
+    }
+
+    fn compare(
+        &self,
+        class: &str,
+        args: &[&str],
+        stdin: &[u8],
+        data_dirs: &[&str],
+        arrange: impl Fn(String) -> String,
+    ) -> String {
+        let run = |bootstrap: &str| {
+            let mut all = vec!["--bootstrap-server", bootstrap];
+            all.extend_from_slice(args);
+            let output = kafka_tool(class, &all, stdin);
+            assert!(
+                output.status.success(),
+                "{class} {args:?} against {bootstrap} failed:\n{}{}",
+                String::from_utf8_lossy(&output.stdout),
+                String::from_utf8_lossy(&output.stderr)
+            );
+            arrange(normalized(&output, data_dirs))
+        };
+        let kafka = run(&self.kafka);
+        let ferrolog = run(&self.ferrolog);
+        assert_eq!(
+            ferrolog, kafka,
+            "{class} {args:?}: ferrolog (left) and Kafka (right)"
+        );
+        kafka
+    }
+}
+
+fn sorted_lines(text: &str) -> Vec<String> {
+    let mut lines: Vec<String> = text.lines().map(str::to_owned).collect();
+    lines.sort();
+    lines
+}
+
+#[test]
+fn kafkas_tools_answer_the_same_against_ferrolog() {
+    if !kafka_available() {
+        return;
+    }
+    let temp = tempfile::tempdir().unwrap();
+    let kafka_dir = temp.path().join("kafka").join("data");
+    let ferrolog_dir = temp.path().join("ferrolog");
+    let kafka = KafkaPeer::start(&kafka_dir, &[]);
+    let server = Server::start(&ferrolog_dir);
+    let brokers = Brokers {
+        kafka: kafka.bootstrap(),
+        ferrolog: format!("127.0.0.1:{}", server.port),
+    };
+    let dirs = [kafka_dir.to_str().unwrap(), ferrolog_dir.to_str().unwrap()];
+    let same = |class: &str, args: &[&str]| brokers.same(class, args, b"", &dirs);
+
+    // Topics.
+    let created = same(
+        TOPICS,
+        &[
+            "--create",
+            "--topic",
+            "tools",
+            "--partitions",
+            "3",
+            "--config",
+            "retention.ms=100000",
+        ],
+    );
+    assert_eq!(created.trim(), "Created topic tools.");
+    assert_eq!(
+        same(TOPICS, &["--list", "--exclude-internal"]).trim(),
+        "tools"
+    );
+    same(
+        TOPICS,
+        &["--alter", "--topic", "tools", "--partitions", "4"],
+    );
+    let described = same(TOPICS, &["--describe", "--topic", "tools"]);
+    assert!(described.contains("PartitionCount: 4"), "{described}");
+
+    // Configs.
+    let configs = same(
+        CONFIGS,
+        &[
+            "--describe",
+            "--entity-type",
+            "topics",
+            "--entity-name",
+            "tools",
+        ],
+    );
+    assert!(configs.contains("retention.ms=100000"), "{configs}");
+    same(
+        CONFIGS,
+        &[
+            "--alter",
+            "--entity-type",
+            "topics",
+            "--entity-name",
+            "tools",
+            "--add-config",
+            "retention.ms=200000",
+        ],
+    );
+    let configs = same(
+        CONFIGS,
+        &[
+            "--describe",
+            "--entity-type",
+            "topics",
+            "--entity-name",
+            "tools",
+        ],
+    );
+    assert!(configs.contains("retention.ms=200000"), "{configs}");
+    same(
+        CONFIGS,
+        &[
+            "--describe",
+            "--entity-type",
+            "brokers",
+            "--entity-name",
+            "0",
+        ],
+    );
+
+    // Records in and out: keys pick the partitions, as the producer hashes them.
+    let input: String = (0..100).map(|i| format!("k{i}:v{i}\n")).collect();
+    brokers.same(
+        "org.apache.kafka.tools.ConsoleProducer",
+        &[
+            "--topic",
+            "tools",
+            "--reader-property",
+            "parse.key=true",
+            "--reader-property",
+            "key.separator=:",
+        ],
+        input.as_bytes(),
+        &dirs,
+    );
+    let consumed = brokers.same_lines(
+        "org.apache.kafka.tools.consumer.ConsoleConsumer",
+        &[
+            "--topic",
+            "tools",
+            "--group",
+            "tools-group",
+            "--from-beginning",
+            "--max-messages",
+            "100",
+            "--formatter-property",
+            "print.key=true",
+            "--formatter-property",
+            "print.partition=true",
+        ],
+        b"",
+        &dirs,
+    );
+    assert_eq!(consumed.lines().count(), 100);
+    let offsets = same(
+        "org.apache.kafka.tools.GetOffsetShell",
+        &["--topic", "tools"],
+    );
+    let total: i64 = offsets
+        .lines()
+        .map(|line| line.rsplit(':').next().unwrap().parse::<i64>().unwrap())
+        .sum();
+    assert_eq!(total, 100, "{offsets}");
+
+    // Groups.
+    assert_eq!(sorted_lines(&same(GROUPS, &["--list"])), ["tools-group"]);
+    let lag = same(GROUPS, &["--describe", "--group", "tools-group"]);
+    assert!(lag.contains("tools-group"), "{lag}");
+    let reset = same(
+        GROUPS,
+        &[
+            "--reset-offsets",
+            "--group",
+            "tools-group",
+            "--topic",
+            "tools",
+            "--to-earliest",
+            "--execute",
+        ],
+    );
+    assert_eq!(
+        reset
+            .lines()
+            .filter(|line| line.contains("tools-group"))
+            .count(),
+        4,
+        "{reset}"
+    );
+    same(GROUPS, &["--describe", "--group", "tools-group"]);
+
+    // DeleteRecords, then the log dirs.
+    let plan = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(
+        plan.path(),
+        r#"{"partitions":[{"topic":"tools","partition":0,"offset":3}],"version":1}"#,
+    )
+    .unwrap();
+    let deleted = same(
+        "org.apache.kafka.tools.DeleteRecordsCommand",
+        &["--offset-json-file", plan.path().to_str().unwrap()],
+    );
+    assert!(deleted.contains("low_watermark: 3"), "{deleted}");
+    same(
+        "org.apache.kafka.tools.GetOffsetShell",
+        &["--topic", "tools", "--time", "-2"],
+    );
+    same(
+        "org.apache.kafka.tools.LogDirsCommand",
+        &["--describe", "--topic-list", "tools"],
+    );
+
+    same(GROUPS, &["--delete", "--group", "tools-group"]);
+    same(TOPICS, &["--delete", "--topic", "tools"]);
+    assert_eq!(same(TOPICS, &["--list", "--exclude-internal"]).trim(), "");
+    drop(kafka);
+
+    // What ferrolog serves, each API at versions Kafka's own tool can use.
+    let versions = kafka_tool_ok(
+        "org.apache.kafka.tools.BrokerApiVersionsCommand",
+        &["--bootstrap-server", &brokers.ferrolog],
+        b"",
+    );
+    for api in [
+        "Produce(0)",
+        "Fetch(1)",
+        "Metadata(3)",
+        "CreateTopics(19)",
+        "OffsetFetch(9)",
+    ] {
+        let line = versions
+            .lines()
+            .find(|line| line.contains(api))
+            .unwrap_or_default();
+        assert!(line.contains("[usable: "), "{api}: {versions}");
+    }
+
+    // Kafka's correctness tools: every record the verifiable producer had acknowledged is
+    // read by the verifiable consumer, in its group, with its offsets committed. The topic is
+    // created on first use with the broker's default of one partition, so offsets name records.
+    let produced = kafka_tool_ok(
+        "org.apache.kafka.tools.VerifiableProducer",
+        &[
+            "--bootstrap-server",
+            &brokers.ferrolog,
+            "--topic",
+            "verified",
+            "--max-messages",
+            "3000",
+        ],
+        b"",
+    );
+    let summary = produced.lines().last().unwrap_or_default();
+    assert!(
+        summary.contains("\"sent\":3000") && summary.contains("\"acked\":3000"),
+        "{produced}"
+    );
+    let consumed = kafka_tool_ok(
+        "org.apache.kafka.tools.VerifiableConsumer",
+        &[
+            "--bootstrap-server",
+            &brokers.ferrolog,
+            "--topic",
+            "verified",
+            "--group-id",
+            "verifier",
+            "--max-messages",
+            "3000",
+            "--reset-policy",
+            "earliest",
+        ],
+        b"",
+    );
+    let mut values = std::collections::BTreeSet::new();
+    for line in consumed
+        .lines()
+        .filter(|line| line.contains("\"name\":\"records_consumed\""))
+    {
+        // Each event lists the partitions it read with their first and last offsets.
+        for range in line.split("\"minOffset\":").skip(1) {
+            let min: i64 = range.split(',').next().unwrap().parse().unwrap();
+            let max: i64 = range
+                .split("\"maxOffset\":")
+                .nth(1)
+                .unwrap()
+                .split('}')
+                .next()
+                .unwrap()
+                .parse()
+                .unwrap();
+            values.extend(min..=max);
+        }
+    }
+    assert_eq!(values.len(), 3000, "offsets read: {consumed}");
+    assert!(
+        consumed.contains("\"name\":\"offsets_committed\""),
+        "{consumed}"
+    );
+    server.stop();
+}
