@@ -2,7 +2,8 @@
 # Apache Kafka 4.4.0 as a test peer, beside ferrolog.
 #
 #   scripts/kafka.sh install                 resolve Kafka's jars (tools/kafka/pom.xml) into
-#                                            target/kafka/libs; cached, so a second run is quick
+#                                            target/kafka/libs (cached, so a second run is
+#                                            quick) and compile tools/kafka/apps against them
 #   scripts/kafka.sh start DATA_DIR PORT [CONTROLLER_PORT]
 #                                            format DATA_DIR (first time only) and start a
 #                                            single-node KRaft broker (combined broker and
@@ -10,7 +11,8 @@
 #                                            CONTROLLER_PORT (default PORT+1); waits until it
 #                                            answers, prints its PID
 #   scripts/kafka.sh stop PID                stop that broker (SIGTERM, then SIGKILL after 30 s)
-#   scripts/kafka.sh run CLASS ARGS...       run one of Kafka's main classes (its tools)
+#   scripts/kafka.sh run CLASS ARGS...       run one of Kafka's main classes (its tools) or
+#                                            of tools/kafka/apps
 #   scripts/kafka.sh classpath               print the classpath
 #
 # The broker's output goes to DATA_DIR/../kafka-<PORT>.log, its configuration to
@@ -18,9 +20,17 @@
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 libs="${FERROLOG_KAFKA_LIBS:-$root/target/kafka/libs}"
+# Small Java programs of the tests (tools/kafka/apps), compiled against Kafka's jars.
+apps="$root/target/kafka/apps"
 java="${JAVA_HOME:+$JAVA_HOME/bin/}java"
 
 install() {
+  resolve
+  mkdir -p "$apps"
+  "${JAVA_HOME:+$JAVA_HOME/bin/}javac" -nowarn -d "$apps" -cp "$libs/*" "$root"/tools/kafka/apps/*.java
+}
+
+resolve() {
   if [ -f "$libs/.complete" ] && [ "$libs/.complete" -nt "$root/tools/kafka/pom.xml" ]; then
     return
   fi
@@ -36,7 +46,7 @@ run() {
   shift
   exec "$java" -Xmx512m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 -Djava.awt.headless=true \
     -Dlog4j2.configurationFile="$root/tools/kafka/log4j2-tools.properties" \
-    -cp "$libs/*" "$class" "$@"
+    -cp "$libs/*:$apps" "$class" "$@"
 }
 
 start() {
@@ -113,7 +123,7 @@ command="${1:-}"
 shift || true
 case "$command" in
   install) install ;;
-  start) install; start "$@" ;;
+  start) resolve; start "$@" ;;
   stop) stop "$@" ;;
   run) run "$@" ;;
   classpath) echo "$libs/*" ;;

@@ -32,6 +32,17 @@ if ! command -v java >/dev/null 2>&1 || ! command -v mvn >/dev/null 2>&1; then
 fi
 bash scripts/kafka.sh install
 
+# The Go clients franz-go and sarama (tools/goclients), built into target/ with their modules
+# cached there.
+if ! command -v go >/dev/null 2>&1; then
+  echo "== installing Go"
+  sudo_if_needed() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
+  sudo_if_needed apt-get install -y -q golang-go >/dev/null
+fi
+echo "== building the Go clients"
+(cd tools/goclients && GOMODCACHE="$PWD/../../target/go/mod" GOCACHE="$PWD/../../target/go/cache" \
+  GOFLAGS=-mod=readonly go build -o ../../target/goclients/goclients .)
+
 echo "== formatting"
 cargo fmt --all -- --check
 # The storage crate's fault-injection points are compiled in for the tests that arm them

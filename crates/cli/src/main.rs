@@ -3,6 +3,7 @@
 mod check;
 mod demo;
 mod dump;
+mod move_to_kafka;
 mod recover;
 mod serve;
 mod verify;
@@ -30,6 +31,9 @@ enum Command {
     Verify(verify::VerifyArgs),
     /// Run the startup recovery offline and report what it cut.
     Recover(recover::RecoverArgs),
+    /// Carry a stopped ferrolog's data into an Apache Kafka (KRaft) cluster, in two steps:
+    /// `create-topics` (Kafka running), then `copy` (Kafka stopped).
+    MoveToKafka(move_to_kafka::MoveArgs),
     /// Write records to a partition log in a data directory, reopen it, and read them back.
     Demo {
         /// Data directory to create the log in.
@@ -86,6 +90,7 @@ fn main() -> ExitCode {
         Command::DumpLog(args) => dump::run(&args),
         Command::Verify(args) => verify::run(&args),
         Command::Recover(args) => recover::run(&args),
+        Command::MoveToKafka(args) => move_to_kafka::run(&args),
         Command::Demo {
             data_dir,
             records,

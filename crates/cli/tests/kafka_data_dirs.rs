@@ -19,34 +19,24 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::Server;
+use common::answers::{Answers, answers, assert_same_answers, batches};
 use common::kafka::{KafkaPeer, kafka_available, kafka_tool_ok};
 use common::wire::{connect, name, send};
-use ferrolog_records::batch::RecordBatch;
 use kafka_protocol::messages::create_topics_request::{CreatableTopic, CreatableTopicConfig};
 use kafka_protocol::messages::delete_records_request::{
     DeleteRecordsPartition, DeleteRecordsTopic,
 };
-use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
-use kafka_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
 use kafka_protocol::messages::offset_commit_request::{
     OffsetCommitRequestPartition, OffsetCommitRequestTopic,
 };
-use kafka_protocol::messages::offset_fetch_request::OffsetFetchRequestGroup;
 use kafka_protocol::messages::{
-    ApiKey, BrokerId, CreateTopicsRequest, CreateTopicsResponse, DeleteRecordsRequest,
-    DeleteRecordsResponse, FetchRequest, FetchResponse, GroupId, ListOffsetsRequest,
-    ListOffsetsResponse, MetadataRequest, MetadataResponse, OffsetCommitRequest,
-    OffsetCommitResponse, OffsetFetchRequest, OffsetFetchResponse, TopicName,
+    ApiKey, CreateTopicsRequest, CreateTopicsResponse, DeleteRecordsRequest, DeleteRecordsResponse,
+    GroupId, OffsetCommitRequest, OffsetCommitResponse, TopicName,
 };
 
 const CODECS: [&str; 5] = ["none", "gzip", "snappy", "lz4", "zstd"];
 const COMPACTED: &str = "keyed-compacted";
 const GROUPS: [&str; 3] = ["classic-readers", "kip848-readers", "simple-commits"];
-/// ListOffsets' special timestamps.
-const LATEST: i64 = -1;
-const EARLIEST: i64 = -2;
-const MAX_TIMESTAMP: i64 = -3;
-
 fn topics() -> Vec<(String, i32)> {
     let mut topics: Vec<(String, i32)> = CODECS
         .iter()
@@ -191,204 +181,6 @@ fn delete_records(stream: &mut TcpStream, topic: &str, partition: i32, before: i
     assert_eq!((answer.error_code, answer.low_watermark), (0, before));
 }
 
-/// What a broker answers about one partition.
-#[derive(Debug, PartialEq, Eq)]
-struct PartitionAnswers {
-    /// (timestamp asked, error, offset, timestamp) for earliest, latest and max timestamp.
-    special_offsets: Vec<(i64, i16, i64, i64)>,
-    /// (timestamp asked, error, offset, timestamp) for record timestamps.
-    by_timestamp: Vec<(i64, i16, i64, i64)>,
-    high_watermark: i64,
-    log_start_offset: i64,
-    /// Every record batch from the log start to the end, as fetched.
-    records: Vec<u8>,
-}
-
-/// (topic, partition) -> (offset, metadata, error), as OffsetFetch answers.
-type CommittedOffsets = BTreeMap<(String, i32), (i64, Option<String>, i16)>;
-
-/// What a broker answers about every topic and group.
-#[derive(Debug, PartialEq, Eq)]
-struct Answers {
-    partitions: BTreeMap<(String, i32), PartitionAnswers>,
-    /// Per group, its committed offsets.
-    groups: BTreeMap<String, CommittedOffsets>,
-    /// Every topic's id, as Metadata (v12) gives it.
-    topic_ids: BTreeMap<String, String>,
-}
-
-fn list_offsets(
-    stream: &mut TcpStream,
-    topic: &str,
-    partition: i32,
-    timestamp: i64,
-) -> (i16, i64, i64) {
-    let request = ListOffsetsRequest::default()
-        .with_replica_id(BrokerId(-1))
-        .with_topics(vec![
-            ListOffsetsTopic::default()
-                .with_name(TopicName(name(topic)))
-                .with_partitions(vec![
-                    ListOffsetsPartition::default()
-                        .with_partition_index(partition)
-                        .with_timestamp(timestamp),
-                ]),
-        ]);
-    let answer: ListOffsetsResponse = send(stream, ApiKey::ListOffsets, 7, &request).unwrap();
-    let answer = &answer.topics[0].partitions[0];
-    (answer.error_code, answer.offset, answer.timestamp)
-}
-
-/// Fetches `topic`/`partition` from `offset`: (records, high watermark, log start).
-fn fetch(stream: &mut TcpStream, topic: &str, partition: i32, offset: i64) -> (Vec<u8>, i64, i64) {
-    let request = FetchRequest::default()
-        .with_replica_id(BrokerId(-1))
-        .with_max_wait_ms(0)
-        .with_min_bytes(1)
-        .with_max_bytes(64 << 20)
-        .with_topics(vec![
-            FetchTopic::default()
-                .with_topic(TopicName(name(topic)))
-                .with_partitions(vec![
-                    FetchPartition::default()
-                        .with_partition(partition)
-                        .with_fetch_offset(offset)
-                        .with_partition_max_bytes(64 << 20),
-                ]),
-        ]);
-    let answer: FetchResponse = send(stream, ApiKey::Fetch, 12, &request).unwrap();
-    let answer = &answer.responses[0].partitions[0];
-    assert_eq!(
-        answer.error_code, 0,
-        "fetch {topic}-{partition} at {offset}"
-    );
-    (
-        answer
-            .records
-            .as_ref()
-            .map(|r| r.to_vec())
-            .unwrap_or_default(),
-        answer.high_watermark,
-        answer.log_start_offset,
-    )
-}
-
-/// The batches in `records`: (base offset, first timestamp, next offset).
-fn batches(records: &[u8]) -> Vec<(i64, i64, i64)> {
-    let mut found = Vec::new();
-    let mut rest = records;
-    while let Ok(batch) = RecordBatch::parse_prefix(rest) {
-        found.push((
-            batch.base_offset(),
-            batch.base_timestamp(),
-            batch.next_offset(),
-        ));
-        rest = &rest[batch.size_in_bytes()..];
-    }
-    assert!(rest.is_empty(), "whole batches only");
-    found
-}
-
-fn partition_answers(stream: &mut TcpStream, topic: &str, partition: i32) -> PartitionAnswers {
-    let (_, earliest, _) = list_offsets(stream, topic, partition, EARLIEST);
-    let mut records = Vec::new();
-    let mut offset = earliest;
-    let (high_watermark, log_start_offset) = loop {
-        let (bytes, watermark, start) = fetch(stream, topic, partition, offset);
-        let Some(&(_, _, next)) = batches(&bytes).last() else {
-            break (watermark, start);
-        };
-        records.extend_from_slice(&bytes);
-        offset = next;
-    };
-    // Timestamps to look up: before everything, the first record of the middle batch, and
-    // after everything.
-    let all = batches(&records);
-    let middle = all.get(all.len() / 2).map_or(0, |batch| batch.1);
-    let mut ask = |timestamps: &[i64]| -> Vec<(i64, i16, i64, i64)> {
-        timestamps
-            .iter()
-            .map(|&timestamp| {
-                let (error, offset, found) = list_offsets(stream, topic, partition, timestamp);
-                (timestamp, error, offset, found)
-            })
-            .collect()
-    };
-    PartitionAnswers {
-        special_offsets: ask(&[EARLIEST, LATEST, MAX_TIMESTAMP]),
-        by_timestamp: ask(&[0, middle, i64::MAX / 2]),
-        high_watermark,
-        log_start_offset,
-        records,
-    }
-}
-
-fn answers(port: u16) -> Answers {
-    let mut stream = connect(port);
-    let mut partitions = BTreeMap::new();
-    for (topic, count) in topics() {
-        for partition in 0..count {
-            partitions.insert(
-                (topic.clone(), partition),
-                partition_answers(&mut stream, &topic, partition),
-            );
-        }
-    }
-    let request = OffsetFetchRequest::default().with_groups(
-        GROUPS
-            .iter()
-            .map(|group| {
-                OffsetFetchRequestGroup::default()
-                    .with_group_id(GroupId(name(group)))
-                    .with_topics(None)
-            })
-            .collect(),
-    );
-    let fetched: OffsetFetchResponse = send(&mut stream, ApiKey::OffsetFetch, 8, &request).unwrap();
-    let mut groups = BTreeMap::new();
-    for group in fetched.groups {
-        assert_eq!(group.error_code, 0, "{:?}", group.group_id);
-        let mut offsets = BTreeMap::new();
-        for topic in group.topics {
-            for partition in topic.partitions {
-                offsets.insert(
-                    (topic.name.to_string(), partition.partition_index),
-                    (
-                        partition.committed_offset,
-                        partition.metadata.map(|m| m.to_string()),
-                        partition.error_code,
-                    ),
-                );
-            }
-        }
-        groups.insert(group.group_id.to_string(), offsets);
-    }
-    let metadata: MetadataResponse = send(
-        &mut stream,
-        ApiKey::Metadata,
-        12,
-        &MetadataRequest::default().with_topics(None),
-    )
-    .unwrap();
-    let topic_ids = metadata
-        .topics
-        .iter()
-        .map(|topic| {
-            let name = topic
-                .name
-                .as_ref()
-                .map(|name| name.0.to_string())
-                .unwrap_or_default();
-            (name, topic.topic_id.to_string())
-        })
-        .collect();
-    Answers {
-        partitions,
-        groups,
-        topic_ids,
-    }
-}
-
 /// Every file under `dir` (relative path -> bytes) that Kafka keeps and ferrolog does not use.
 fn kafka_only_files(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
     let mut files = BTreeMap::new();
@@ -450,62 +242,11 @@ fn wait_for_cleaning(data_dir: &Path) {
     }
 }
 
-/// The answer a timestamp lookup must give, read off the fetched records themselves: the first
-/// record from the log start on at or after `timestamp`, or none (offset and timestamp −1).
-fn first_record_at_or_after(records: &[u8], log_start: i64, timestamp: i64) -> (i16, i64, i64) {
-    let (records, _) = ferrolog_testkit::fetched_records(records);
-    records
-        .iter()
-        .find(|record| record.offset >= log_start && record.timestamp >= timestamp)
-        .map_or((0, -1, -1), |record| (0, record.offset, record.timestamp))
-}
-
-/// Checks ferrolog's answers about one partition against Kafka's. Every answer must be the
-/// same but one, a deliberate difference (docs/operations.md): Kafka 4.4 looks a timestamp up
-/// only in the first segment whose largest timestamp reaches it, and takes an empty segment's
-/// file time for its largest timestamp, so behind a segment its cleaner emptied it answers
-/// "none" although later records qualify. ferrolog answers the first record that qualifies.
-/// Both are checked against the records themselves.
-fn assert_same_answers(
-    key: &(String, i32),
-    kafka: &PartitionAnswers,
-    ours: &PartitionAnswers,
-    when: &str,
-) {
-    assert_eq!(
-        ours.special_offsets, kafka.special_offsets,
-        "{when}: {key:?} earliest, latest, max timestamp"
-    );
-    assert_eq!(
-        (ours.high_watermark, ours.log_start_offset),
-        (kafka.high_watermark, kafka.log_start_offset),
-        "{when}: {key:?} high watermark and log start"
-    );
-    assert!(
-        ours.records == kafka.records,
-        "{when}: {key:?} fetched records differ from Kafka's"
-    );
-    for (ours, theirs) in ours.by_timestamp.iter().zip(&kafka.by_timestamp) {
-        let (timestamp, error, offset, found) = *ours;
-        let truth = first_record_at_or_after(&kafka.records, kafka.log_start_offset, timestamp);
-        assert_eq!(
-            (error, offset, found),
-            truth,
-            "{when}: {key:?} ferrolog's offset for timestamp {timestamp}"
-        );
-        let kafka_answer = (theirs.1, theirs.2, theirs.3);
-        assert!(
-            kafka_answer == truth || (key.0 == COMPACTED && kafka_answer == (0, -1, -1)),
-            "{when}: {key:?} Kafka's offset for timestamp {timestamp}: {kafka_answer:?}, the records say {truth:?}"
-        );
-    }
-}
-
 /// ferrolog serves `copy`, a copy of a directory Kafka wrote, and must answer as Kafka did.
 fn ferrolog_answers_as_kafka(copy: &Path, expected: &Answers, when: &str) {
     let before = kafka_only_files(copy);
     let server = Server::start(copy);
-    let answered = answers(server.port);
+    let answered = answers(server.port, &topics(), &GROUPS);
     let log = server.stderr();
     server.stop();
     assert!(
@@ -517,7 +258,7 @@ fn ferrolog_answers_as_kafka(copy: &Path, expected: &Answers, when: &str) {
         expected.partitions.keys().collect::<Vec<_>>()
     );
     for (key, kafka) in &expected.partitions {
-        assert_same_answers(key, kafka, &answered.partitions[key], when);
+        assert_same_answers(key, kafka, &answered.partitions[key], &[COMPACTED], when);
     }
     assert_eq!(
         answered.groups, expected.groups,
@@ -566,7 +307,7 @@ fn a_data_dir_kafka_wrote_answers_the_same_in_ferrolog() {
     delete_records(&mut admin, "codec-snappy", 1, 150);
     drop(admin);
 
-    let clean = answers(kafka.port);
+    let clean = answers(kafka.port, &topics(), &GROUPS);
     // The answers are worth comparing: many segments, a moved log start, a cleaned log, and
     // every group's offsets.
     let segments = std::fs::read_dir(kafka_dir.join("codec-none-0"))
@@ -626,7 +367,7 @@ fn a_data_dir_kafka_wrote_answers_the_same_in_ferrolog() {
     let killed = temp.path().join("after-sigkill");
     copy_dir(&kafka_dir, &killed);
     kafka.restart();
-    let recovered = answers(kafka.port);
+    let recovered = answers(kafka.port, &topics(), &GROUPS);
     kafka.stop();
     assert_eq!(
         recovered.groups["simple-commits"][&("codec-none".to_owned(), 1)].0,

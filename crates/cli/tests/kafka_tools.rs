@@ -5,7 +5,8 @@
 //! broker's), the console producer and consumer, kafka-consumer-groups (list, describe with
 //! lag, reset offsets, delete), kafka-get-offsets, kafka-delete-records, kafka-log-dirs and
 //! kafka-broker-api-versions; and Kafka's correctness tools kafka-verifiable-producer and
-//! kafka-verifiable-consumer against ferrolog.
+//! kafka-verifiable-consumer against ferrolog. The Go clients franz-go and sarama run one
+//! scenario each (admin, every codec, a consumer group, committed offsets) against both.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests")]
 
@@ -14,7 +15,7 @@ mod common;
 use std::process::Output;
 
 use common::Server;
-use common::kafka::{KafkaPeer, kafka_available, kafka_tool, kafka_tool_ok};
+use common::kafka::{KafkaPeer, go_clients, kafka_available, kafka_tool, kafka_tool_ok};
 
 const TOPICS: &str = "org.apache.kafka.tools.TopicCommand";
 const CONFIGS: &str = "org.apache.kafka.tools.ConfigCommand";
@@ -375,5 +376,74 @@ fn kafkas_tools_answer_the_same_against_ferrolog() {
         consumed.contains("\"name\":\"offsets_committed\""),
         "{consumed}"
     );
+    server.stop();
+}
+
+#[test]
+fn clients_and_kafka_streams_work_against_ferrolog_as_against_kafka() {
+    let Some(go_clients) = go_clients() else {
+        return;
+    };
+    if !kafka_available() {
+        return;
+    }
+    let temp = tempfile::tempdir().unwrap();
+    let kafka = KafkaPeer::start(&temp.path().join("kafka").join("data"), &[]);
+    let server = Server::start(&temp.path().join("ferrolog"));
+    for broker in [kafka.bootstrap(), format!("127.0.0.1:{}", server.port)] {
+        for client in ["franz", "sarama"] {
+            let output = std::process::Command::new(&go_clients)
+                .args([client, &broker, &format!("{client}-topic")])
+                .output()
+                .unwrap();
+            let stdout = String::from_utf8_lossy(&output.stdout);
+            assert!(
+                output.status.success(),
+                "{client} against {broker}: {stdout}{}",
+                String::from_utf8_lossy(&output.stderr)
+            );
+            assert!(
+                stdout.ends_with("produced 1000, consumed 1000, committed 1000\n"),
+                "{client} against {broker}: {stdout}"
+            );
+        }
+        // A Kafka Streams word count: the Java producer with its defaults, a repartition
+        // topic, a state store with its changelog, the count read back.
+        let state = tempfile::tempdir().unwrap();
+        let counted = kafka_tool_ok(
+            "WordCountCheck",
+            &[&broker, "word-count", state.path().to_str().unwrap()],
+            b"",
+        );
+        assert!(counted.contains("every final count right"), "{counted}");
+    }
+    drop(kafka);
+    // The application's internal topics, made by Streams through CreateTopics, with the
+    // settings it asked for.
+    let ferrolog = format!("127.0.0.1:{}", server.port);
+    let topics = kafka_tool_ok(TOPICS, &["--bootstrap-server", &ferrolog, "--list"], b"");
+    for internal in [
+        "word-count-word-counts-changelog",
+        "word-count-word-counts-repartition",
+    ] {
+        assert!(
+            topics.lines().any(|line| line == internal),
+            "{internal}: {topics}"
+        );
+    }
+    let changelog = kafka_tool_ok(
+        CONFIGS,
+        &[
+            "--bootstrap-server",
+            &ferrolog,
+            "--describe",
+            "--entity-type",
+            "topics",
+            "--entity-name",
+            "word-count-word-counts-changelog",
+        ],
+        b"",
+    );
+    assert!(changelog.contains("cleanup.policy=compact"), "{changelog}");
     server.stop();
 }

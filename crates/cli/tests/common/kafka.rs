@@ -33,6 +33,21 @@ pub fn kafka_available() -> bool {
     false
 }
 
+/// The Go clients' scenario runner (tools/goclients, built by the test command), or `None`
+/// after saying why the test is skipped; under CI it is required.
+pub fn go_clients() -> Option<PathBuf> {
+    let binary = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/goclients/goclients");
+    if binary.exists() {
+        return Some(binary);
+    }
+    assert!(
+        std::env::var_os("CI").is_none(),
+        "the Go clients (target/goclients/goclients, built by scripts/test.sh) are required under CI"
+    );
+    eprintln!("skipped: the Go clients are not built (scripts/test.sh builds them)");
+    None
+}
+
 /// A running Kafka 4.4 broker; killed when dropped.
 pub struct KafkaPeer {
     pid: u32,

@@ -4,6 +4,7 @@
 
 #![allow(dead_code, reason = "each test file uses part of this")]
 
+pub mod answers;
 pub mod kafka;
 pub mod wire;
 

@@ -1,8 +1,10 @@
-//! Kafka 4.4's own `kafka-dump-log` (DumpLogSegments) reads every file ferrolog writes without
-//! a complaint: segments in every codec, from an idempotent producer, a compacted topic after
-//! ferrolog's cleaner ran, a log start moved by DeleteRecords, producer snapshots, indexes
-//! (checked against their segments, and by `--index-sanity-check`) and `__consumer_offsets`
-//! (through Kafka's offsets decoder).
+//! ferrolog's data in Kafka 4.4. Kafka's own `kafka-dump-log` (DumpLogSegments) reads every
+//! file ferrolog writes without a complaint: segments in every codec, from an idempotent
+//! producer, a compacted topic after ferrolog's cleaner ran, a log start moved by
+//! DeleteRecords, producer snapshots, indexes (checked against their segments, and by
+//! `--index-sanity-check`) and `__consumer_offsets` (through Kafka's offsets decoder). Then
+//! `ferrolog move-to-kafka` carries the stopped ferrolog's directory into a Kafka 4.4 broker,
+//! which answers ListOffsets, Fetch (every byte) and OffsetFetch as ferrolog did.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests")]
 
@@ -11,7 +13,8 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use common::kafka::{kafka_available, kafka_tool};
+use common::answers::{answers, assert_same_answers};
+use common::kafka::{KafkaPeer, kafka_available, kafka_tool, kafka_tool_ok};
 use common::wire::{connect, name, send};
 use common::{Server, kcat, kcat_lines};
 use kafka_protocol::messages::create_topics_request::{CreatableTopic, CreatableTopicConfig};
@@ -202,8 +205,39 @@ fn wait_for_cleaning(dir: &Path) {
     }
 }
 
+const GROUP: &str = "readers";
+
+fn topics() -> Vec<(String, i32)> {
+    let mut topics: Vec<(String, i32)> = CODECS
+        .iter()
+        .map(|codec| (format!("codec-{codec}"), 1))
+        .collect();
+    topics.push(("compacted".to_owned(), 1));
+    topics
+}
+
+/// Runs `ferrolog move-to-kafka` with `args`.
+fn move_to_kafka(args: &[&str]) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_ferrolog"))
+        .arg("move-to-kafka")
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+fn move_to_kafka_ok(args: &[&str]) -> String {
+    let output = move_to_kafka(args);
+    assert!(
+        output.status.success(),
+        "ferrolog move-to-kafka {args:?}:\n{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
 #[test]
-fn kafka_dump_log_reads_every_file_ferrolog_writes() {
+fn kafka_reads_ferrolog_files_and_serves_them_after_a_move() {
     let Some(kcat) = kcat() else {
         return;
     };
@@ -240,7 +274,7 @@ fn kafka_dump_log_reads_every_file_ferrolog_writes() {
         port,
         &[
             "-G",
-            "readers",
+            GROUP,
             "codec-zstd",
             "-o",
             "beginning",
@@ -250,6 +284,12 @@ fn kafka_dump_log_reads_every_file_ferrolog_writes() {
             "enable.auto.commit=true",
         ],
     );
+    let ferrolog_answers = answers(port, &topics(), &[GROUP]);
+    assert_eq!(
+        ferrolog_answers.partitions[&("codec-gzip".to_owned(), 0)].log_start_offset,
+        1000
+    );
+    assert!(!ferrolog_answers.groups[GROUP].is_empty());
     server.stop();
 
     let segments = files(&dir, "codec-", &["log"]);
@@ -305,5 +345,94 @@ fn kafka_dump_log_reads_every_file_ferrolog_writes() {
         &files(&dir, "__consumer_offsets-", &["log"]),
         &["--deep-iteration", "--offsets-decoder"],
     );
-    assert!(offsets.contains("readers"), "{offsets}");
+    assert!(offsets.contains(GROUP), "{offsets}");
+
+    // The move: topics created in a running Kafka, data copied while it is stopped.
+    let kafka_dir = temp.path().join("kafka").join("data");
+    let mut kafka = KafkaPeer::start(&kafka_dir, &["offsets.topic.num.partitions=3"]);
+    let data = dir.to_str().unwrap();
+    let bootstrap = kafka.bootstrap();
+    let create = [
+        "create-topics",
+        "--log-dirs",
+        data,
+        "--bootstrap-server",
+        &bootstrap,
+    ];
+    // Kafka 4.4 refuses segments under 1 MiB, which ferrolog allows: the topic's setting is
+    // named, and changed in ferrolog (with Kafka's own tool) before trying again.
+    let refused = move_to_kafka(&create);
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        !refused.status.success()
+            && stderr.contains("compacted")
+            && stderr.contains("segment.bytes"),
+        "{stderr}"
+    );
+    let server = Server::start(&dir);
+    kafka_tool_ok(
+        "org.apache.kafka.tools.ConfigCommand",
+        &[
+            "--bootstrap-server",
+            &format!("127.0.0.1:{}", server.port),
+            "--alter",
+            "--entity-type",
+            "topics",
+            "--entity-name",
+            "compacted",
+            "--delete-config",
+            "segment.bytes",
+        ],
+        b"",
+    );
+    server.stop();
+    let created = move_to_kafka_ok(&create);
+    assert!(
+        created.contains("codec-gzip already exists in Kafka"),
+        "{created}"
+    );
+    assert!(
+        created.contains("__consumer_offsets exists in Kafka with 3 partitions"),
+        "{created}"
+    );
+    let refused = move_to_kafka(&[
+        "copy",
+        "--log-dirs",
+        data,
+        "--kafka-log-dirs",
+        kafka_dir.to_str().unwrap(),
+    ]);
+    assert!(
+        !refused.status.success()
+            && String::from_utf8_lossy(&refused.stderr).contains("stop it cleanly first"),
+        "a running Kafka's directory is refused"
+    );
+    kafka.stop();
+    let copied = move_to_kafka_ok(&[
+        "copy",
+        "--log-dirs",
+        data,
+        "--kafka-log-dirs",
+        kafka_dir.to_str().unwrap(),
+    ]);
+    assert!(
+        copied.contains(&format!("copied {} partitions", topics().len() + 3)),
+        "{copied}"
+    );
+    kafka.restart();
+    let kafka_answers = answers(kafka.port, &topics(), &[GROUP]);
+    kafka.stop();
+    for (key, ours) in &ferrolog_answers.partitions {
+        assert_same_answers(
+            key,
+            &kafka_answers.partitions[key],
+            ours,
+            &["compacted"],
+            "moved",
+        );
+    }
+    assert_eq!(
+        kafka_answers.groups, ferrolog_answers.groups,
+        "committed offsets in Kafka"
+    );
 }

@@ -1,0 +1,196 @@
+//! `move-to-kafka create-topics`: each topic ferrolog holds is created in Kafka with its
+//! partition count and overrides, and Kafka is made to create `__consumer_offsets` (by asking
+//! for a group coordinator, as a consumer would), whose partition count is then checked.
+
+use std::collections::BTreeMap;
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, bail};
+use bytes::BytesMut;
+use kafka_protocol::messages::create_topics_request::{CreatableTopic, CreatableTopicConfig};
+use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
+use kafka_protocol::messages::{
+    ApiKey, CreateTopicsRequest, CreateTopicsResponse, FindCoordinatorRequest,
+    FindCoordinatorResponse, MetadataRequest, MetadataResponse, RequestHeader, ResponseHeader,
+    TopicName,
+};
+use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
+
+const OFFSETS_TOPIC: &str = "__consumer_offsets";
+const TOPIC_ALREADY_EXISTS: i16 = 36;
+const COORDINATOR_NOT_AVAILABLE: i16 = 15;
+/// How long Kafka may take to create `__consumer_offsets` and elect its leaders.
+const OFFSETS_TOPIC_WAIT: Duration = Duration::from_secs(60);
+
+pub fn run(log_dirs: &[PathBuf], bootstrap_server: &str) -> anyhow::Result<bool> {
+    let holdings = super::read_holdings(log_dirs)?;
+    let mut kafka = KafkaConnection::open(bootstrap_server)?;
+    for (topic, partitions, overrides) in &holdings.topics {
+        if topic == OFFSETS_TOPIC {
+            continue;
+        }
+        create_topic(&mut kafka, topic, *partitions, overrides)?;
+    }
+    if let Some((_, partitions, _)) = holdings.topics.iter().find(|t| t.0 == OFFSETS_TOPIC) {
+        create_offsets_topic(&mut kafka, *partitions)?;
+    }
+    println!(
+        "Kafka now holds every topic of {}; stop its brokers and run `ferrolog move-to-kafka copy`.",
+        log_dirs
+            .iter()
+            .map(|dir| dir.display().to_string())
+            .collect::<Vec<_>>()
+            .join(",")
+    );
+    Ok(true)
+}
+
+fn create_topic(
+    kafka: &mut KafkaConnection,
+    topic: &str,
+    partitions: i32,
+    overrides: &BTreeMap<String, String>,
+) -> anyhow::Result<()> {
+    let configs = overrides
+        .iter()
+        .map(|(key, value)| {
+            CreatableTopicConfig::default()
+                .with_name(StrBytes::from_string(key.clone()))
+                .with_value(Some(StrBytes::from_string(value.clone())))
+        })
+        .collect();
+    let request = CreateTopicsRequest::default()
+        .with_timeout_ms(60_000)
+        .with_topics(vec![
+            CreatableTopic::default()
+                .with_name(TopicName(StrBytes::from_string(topic.to_owned())))
+                .with_num_partitions(partitions)
+                // The cluster's default.replication.factor.
+                .with_replication_factor(-1)
+                .with_configs(configs),
+        ]);
+    let created: CreateTopicsResponse = kafka.send(ApiKey::CreateTopics, 5, &request)?;
+    let Some(result) = created.topics.first() else {
+        bail!("Kafka answered CreateTopics for {topic} with no result");
+    };
+    match result.error_code {
+        0 => println!("created {topic} ({partitions} partitions) in Kafka"),
+        TOPIC_ALREADY_EXISTS => {
+            let existing = partition_count(kafka, topic)?;
+            if existing != partitions {
+                bail!(
+                    "topic {topic} already exists in Kafka with {existing} partitions; ferrolog holds {partitions}"
+                );
+            }
+            println!("{topic} already exists in Kafka with {partitions} partitions");
+        }
+        code => bail!(
+            "Kafka refused to create {topic}: error {code}: {}",
+            result.error_message.as_deref().unwrap_or("")
+        ),
+    }
+    Ok(())
+}
+
+fn create_offsets_topic(kafka: &mut KafkaConnection, partitions: i32) -> anyhow::Result<()> {
+    let request = FindCoordinatorRequest::default()
+        .with_key(StrBytes::from_static_str("ferrolog-move-to-kafka"))
+        .with_key_type(0);
+    let started = Instant::now();
+    loop {
+        let found: FindCoordinatorResponse = kafka.send(ApiKey::FindCoordinator, 3, &request)?;
+        match found.error_code {
+            0 => break,
+            COORDINATOR_NOT_AVAILABLE if started.elapsed() < OFFSETS_TOPIC_WAIT => {
+                std::thread::sleep(Duration::from_millis(200));
+            }
+            code => bail!(
+                "Kafka did not create {OFFSETS_TOPIC}: FindCoordinator error {code}: {}",
+                found.error_message.as_deref().unwrap_or("")
+            ),
+        }
+    }
+    let existing = partition_count(kafka, OFFSETS_TOPIC)?;
+    if existing != partitions {
+        bail!(
+            "Kafka's {OFFSETS_TOPIC} has {existing} partitions and ferrolog's {partitions}: a group's committed offsets live in the partition its name hashes to, so both need the same offsets.topic.num.partitions (set it in Kafka before {OFFSETS_TOPIC} is first created)"
+        );
+    }
+    println!("{OFFSETS_TOPIC} exists in Kafka with {partitions} partitions");
+    Ok(())
+}
+
+fn partition_count(kafka: &mut KafkaConnection, topic: &str) -> anyhow::Result<i32> {
+    let request = MetadataRequest::default()
+        .with_topics(Some(vec![MetadataRequestTopic::default().with_name(Some(
+            TopicName(StrBytes::from_string(topic.to_owned())),
+        ))]))
+        .with_allow_auto_topic_creation(false);
+    let metadata: MetadataResponse = kafka.send(ApiKey::Metadata, 12, &request)?;
+    let described = metadata
+        .topics
+        .first()
+        .with_context(|| format!("Kafka's Metadata answer holds no {topic}"))?;
+    if described.error_code != 0 {
+        bail!(
+            "Kafka's Metadata for {topic}: error {}",
+            described.error_code
+        );
+    }
+    Ok(described.partitions.len() as i32)
+}
+
+/// A blocking connection to one Kafka broker, one request at a time.
+struct KafkaConnection {
+    stream: TcpStream,
+    address: String,
+    correlation_id: i32,
+}
+
+impl KafkaConnection {
+    fn open(address: &str) -> anyhow::Result<Self> {
+        let stream = TcpStream::connect(address)
+            .with_context(|| format!("connecting to Kafka at {address}"))?;
+        stream.set_read_timeout(Some(Duration::from_secs(120)))?;
+        Ok(Self {
+            stream,
+            address: address.to_owned(),
+            correlation_id: 0,
+        })
+    }
+
+    fn send<Req: Encodable, Resp: Decodable>(
+        &mut self,
+        api: ApiKey,
+        version: i16,
+        request: &Req,
+    ) -> anyhow::Result<Resp> {
+        self.correlation_id += 1;
+        let mut body = BytesMut::new();
+        RequestHeader::default()
+            .with_request_api_key(api as i16)
+            .with_request_api_version(version)
+            .with_correlation_id(self.correlation_id)
+            .with_client_id(Some(StrBytes::from_static_str("ferrolog-move-to-kafka")))
+            .encode(&mut body, api.request_header_version(version))?;
+        request.encode(&mut body, version)?;
+        let mut framed = (body.len() as i32).to_be_bytes().to_vec();
+        framed.extend_from_slice(&body);
+        let context = || format!("{api:?} v{version} to Kafka at {}", self.address);
+        self.stream.write_all(&framed).with_context(context)?;
+        let mut size = [0u8; 4];
+        self.stream.read_exact(&mut size).with_context(context)?;
+        let size = usize::try_from(i32::from_be_bytes(size)).with_context(context)?;
+        let mut response = vec![0u8; size];
+        self.stream
+            .read_exact(&mut response)
+            .with_context(context)?;
+        let mut response = bytes::Bytes::from(response);
+        ResponseHeader::decode(&mut response, api.response_header_version(version))
+            .with_context(context)?;
+        Resp::decode(&mut response, version).with_context(context)
+    }
+}

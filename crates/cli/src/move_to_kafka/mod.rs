@@ -1,0 +1,110 @@
+//! `ferrolog move-to-kafka`: carries a stopped ferrolog's data into an Apache Kafka (KRaft)
+//! cluster, with every record at the same offset and every group's committed offsets.
+//!
+//! A KRaft Kafka opens a partition directory only when its cluster metadata knows the topic
+//! with the id in the directory's `partition.metadata`; Kafka's CreateTopics cannot be given
+//! an id. So the move goes in two steps, around a restart of the Kafka brokers:
+//!
+//! 1. `create-topics`, with Kafka running: every topic is created in Kafka with the same
+//!    partition count and topic-level settings, and Kafka is made to create
+//!    `__consumer_offsets` (whose partition count must equal ferrolog's, since a group's
+//!    partition follows from it). Kafka then holds an empty directory for each partition, with
+//!    Kafka's topic id.
+//! 2. `copy`, with the Kafka brokers stopped: into each such empty partition directory go
+//!    ferrolog's segments, indexes and producer snapshots (Kafka's `partition.metadata` and
+//!    leader-epoch checkpoint stay), and the log start offsets (and the cleaner's progress) go
+//!    into Kafka's checkpoints. A partition whose Kafka directory already holds records is
+//!    refused, never overwritten.
+
+mod copy;
+mod create;
+
+use std::path::PathBuf;
+
+use clap::{Args, Subcommand};
+
+#[derive(Debug, Args)]
+pub struct MoveArgs {
+    #[command(subcommand)]
+    step: Step,
+}
+
+#[derive(Debug, Subcommand)]
+enum Step {
+    /// With Kafka running: create every topic of the ferrolog directories in Kafka (same
+    /// partitions and settings), and Kafka's `__consumer_offsets`.
+    CreateTopics {
+        /// ferrolog's data directories (comma-separated, as `log.dirs`); ferrolog stopped.
+        #[arg(long, required = true, value_delimiter = ',')]
+        log_dirs: Vec<PathBuf>,
+        /// A Kafka broker, host:port (PLAINTEXT).
+        #[arg(long)]
+        bootstrap_server: String,
+    },
+    /// With the Kafka brokers stopped: copy ferrolog's partitions into the empty partition
+    /// directories `create-topics` made Kafka create.
+    Copy {
+        /// ferrolog's data directories (comma-separated, as `log.dirs`); ferrolog stopped.
+        #[arg(long, required = true, value_delimiter = ',')]
+        log_dirs: Vec<PathBuf>,
+        /// The `log.dirs` of a stopped Kafka broker (comma-separated). Partitions that broker
+        /// does not hold are listed; run `copy` again with the other brokers' directories.
+        #[arg(long, required = true, value_delimiter = ',')]
+        kafka_log_dirs: Vec<PathBuf>,
+    },
+}
+
+pub fn run(args: &MoveArgs) -> anyhow::Result<bool> {
+    match &args.step {
+        Step::CreateTopics {
+            log_dirs,
+            bootstrap_server,
+        } => create::run(log_dirs, bootstrap_server),
+        Step::Copy {
+            log_dirs,
+            kafka_log_dirs,
+        } => copy::run(log_dirs, kafka_log_dirs),
+    }
+}
+
+/// What ferrolog holds, read by opening its directories (recovering them if ferrolog did not
+/// stop cleanly) and shutting them down cleanly again.
+struct Holdings {
+    /// Every topic with its partition count and topic-level overrides.
+    topics: Vec<(String, i32, std::collections::BTreeMap<String, String>)>,
+    /// Every partition: its directory, log start offset and log end offset.
+    partitions: Vec<(ferrolog_storage::TopicPartition, PathBuf, i64, i64)>,
+}
+
+fn read_holdings(log_dirs: &[PathBuf]) -> anyhow::Result<Holdings> {
+    use anyhow::Context as _;
+    use ferrolog_storage::manager::{LogManager, ManagerConfig};
+    let config = ManagerConfig {
+        log_dirs: log_dirs.to_vec(),
+        ..ManagerConfig::default()
+    };
+    let manager = LogManager::open(config, std::sync::Arc::new(ferrolog_storage::SystemClock))
+        .context("opening ferrolog's data directories (is ferrolog stopped?)")?;
+    let topics = manager
+        .topics()
+        .into_iter()
+        .map(|(topic, partitions)| {
+            let count = partitions.iter().max().map_or(0, |max| max + 1);
+            let overrides = manager.topic_overrides(&topic);
+            (topic, count, overrides)
+        })
+        .collect();
+    let mut partitions: Vec<_> = manager
+        .logs()
+        .into_iter()
+        .map(|(topic_partition, log)| {
+            let (start, end) = (log.log_start_offset(), log.log_end_offset());
+            (topic_partition, log.dir(), start, end)
+        })
+        .collect();
+    partitions.sort_by(|a, b| a.0.cmp(&b.0));
+    manager
+        .shutdown()
+        .context("closing ferrolog's data directories")?;
+    Ok(Holdings { topics, partitions })
+}
