@@ -13,6 +13,7 @@
 #   scripts/kafka.sh stop PID                stop that broker (SIGTERM, then SIGKILL after 30 s)
 #   scripts/kafka.sh run CLASS ARGS...       run one of Kafka's main classes (its tools) or
 #                                            of tools/kafka/apps
+#   scripts/kafka.sh mirror-maker CONFIG     run MirrorMaker 2 (dedicated mode) with CONFIG
 #   scripts/kafka.sh classpath               print the classpath
 #
 # The broker's output goes to DATA_DIR/../kafka-<PORT>.log, its configuration to
@@ -22,6 +23,8 @@ root="$(cd "$(dirname "$0")/.." && pwd)"
 libs="${FERROLOG_KAFKA_LIBS:-$root/target/kafka/libs}"
 # Small Java programs of the tests (tools/kafka/apps), compiled against Kafka's jars.
 apps="$root/target/kafka/apps"
+# MirrorMaker 2, from Kafka 4.3.1 (tools/kafka/mirror/pom.xml: 4.4.0's is not on Maven Central).
+mirror_libs="$root/target/kafka/mirror-libs"
 java="${JAVA_HOME:+$JAVA_HOME/bin/}java"
 
 install() {
@@ -31,14 +34,27 @@ install() {
 }
 
 resolve() {
-  if [ -f "$libs/.complete" ] && [ "$libs/.complete" -nt "$root/tools/kafka/pom.xml" ]; then
+  resolve_into "$root/tools/kafka/pom.xml" "$libs"
+  resolve_into "$root/tools/kafka/mirror/pom.xml" "$mirror_libs"
+}
+
+# Copies the dependencies of POM into DIR, unless DIR is complete and newer than POM.
+resolve_into() {
+  local pom="$1" dir="$2"
+  if [ -f "$dir/.complete" ] && [ "$dir/.complete" -nt "$pom" ]; then
     return
   fi
-  echo "== resolving Apache Kafka 4.4.0 into $libs" >&2
-  rm -rf "$libs"
-  mvn -q -B -f "$root/tools/kafka/pom.xml" -Dmaven.repo.local="$root/target/m2" \
-    dependency:copy-dependencies -DoutputDirectory="$libs" >&2
-  touch "$libs/.complete"
+  echo "== resolving $(basename "$(dirname "$pom")")/$(basename "$pom") into $dir" >&2
+  rm -rf "$dir"
+  mvn -q -B -f "$pom" -Dmaven.repo.local="$root/target/m2" \
+    dependency:copy-dependencies -DoutputDirectory="$dir" >&2
+  touch "$dir/.complete"
+}
+
+mirror_maker() {
+  exec "$java" -Xmx512m -XX:+UseSerialGC -Djava.awt.headless=true \
+    -Dlog4j2.configurationFile="${FERROLOG_KAFKA_LOG_CONFIG:-$root/tools/kafka/log4j2-tools.properties}" \
+    -cp "$mirror_libs/*" org.apache.kafka.connect.mirror.MirrorMaker "$@"
 }
 
 run() {
@@ -126,6 +142,7 @@ case "$command" in
   start) resolve; start "$@" ;;
   stop) stop "$@" ;;
   run) run "$@" ;;
+  mirror-maker) mirror_maker "$@" ;;
   classpath) echo "$libs/*" ;;
   *) sed -n '2,/^set -euo/p' "$0" | sed '$d' >&2; exit 2 ;;
 esac

@@ -172,35 +172,14 @@ pub fn answers(port: u16, topics: &[(String, i32)], groups: &[&str]) -> Answers 
             );
         }
     }
-    let request = OffsetFetchRequest::default().with_groups(
-        groups
-            .iter()
-            .map(|group| {
-                OffsetFetchRequestGroup::default()
-                    .with_group_id(GroupId(name(group)))
-                    .with_topics(None)
-            })
-            .collect(),
-    );
-    let fetched: OffsetFetchResponse = send(&mut stream, ApiKey::OffsetFetch, 8, &request).unwrap();
-    let mut groups = BTreeMap::new();
-    for group in fetched.groups {
-        assert_eq!(group.error_code, 0, "{:?}", group.group_id);
-        let mut offsets = BTreeMap::new();
-        for topic in group.topics {
-            for partition in topic.partitions {
-                offsets.insert(
-                    (topic.name.to_string(), partition.partition_index),
-                    (
-                        partition.committed_offset,
-                        partition.metadata.map(|m| m.to_string()),
-                        partition.error_code,
-                    ),
-                );
-            }
-        }
-        groups.insert(group.group_id.to_string(), offsets);
-    }
+    let groups = committed_offsets(&mut stream, groups)
+        .into_iter()
+        .map(|(group, offsets)| {
+            let offsets =
+                offsets.unwrap_or_else(|code| panic!("OffsetFetch of {group}: error {code}"));
+            (group, offsets)
+        })
+        .collect();
     let metadata: MetadataResponse = send(
         &mut stream,
         ApiKey::Metadata,
@@ -279,4 +258,45 @@ pub fn assert_same_answers(
             "{when}: {key:?} Kafka's offset for timestamp {timestamp}: {kafka_answer:?}, the records say {truth:?}"
         );
     }
+}
+
+/// Every group's committed offsets, as OffsetFetch (v8, all topics) answers, or the group's
+/// error code.
+pub fn committed_offsets(
+    stream: &mut TcpStream,
+    groups: &[&str],
+) -> BTreeMap<String, Result<CommittedOffsets, i16>> {
+    let request = OffsetFetchRequest::default().with_groups(
+        groups
+            .iter()
+            .map(|group| {
+                OffsetFetchRequestGroup::default()
+                    .with_group_id(GroupId(name(group)))
+                    .with_topics(None)
+            })
+            .collect(),
+    );
+    let fetched: OffsetFetchResponse = send(stream, ApiKey::OffsetFetch, 8, &request).unwrap();
+    let mut committed = BTreeMap::new();
+    for group in fetched.groups {
+        if group.error_code != 0 {
+            committed.insert(group.group_id.to_string(), Err(group.error_code));
+            continue;
+        }
+        let mut offsets = BTreeMap::new();
+        for topic in group.topics {
+            for partition in topic.partitions {
+                offsets.insert(
+                    (topic.name.to_string(), partition.partition_index),
+                    (
+                        partition.committed_offset,
+                        partition.metadata.map(|m| m.to_string()),
+                        partition.error_code,
+                    ),
+                );
+            }
+        }
+        committed.insert(group.group_id.to_string(), Ok(offsets));
+    }
+    committed
 }
