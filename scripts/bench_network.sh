@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The loopback benchmark: real Kafka clients (librdkafka, and rskafka for produce, through
-# tools/loadgen) producing and consuming 1 KiB messages against `ferrolog serve` and against a
-# stand-in broker that does next to nothing, beside the loopback TCP bandwidth (iperf3) and a
+# tools/loadgen) producing and consuming 1 KiB messages against `ferrolog serve`, against
+# Apache Kafka 4.4 (scripts/kafka.sh, with Kafka's own JVM settings) and against a stand-in
+# broker that does next to nothing, beside the loopback TCP bandwidth (iperf3) and a
 # buffered write of the same volume, all measured in this run. Each transfer also records the
 # CPU time the client and the broker spent per gigabyte, since client and broker share the
 # machine's cores. Writes target/bench-data/network.txt for scripts/bench_report.py. Called by
@@ -108,6 +109,14 @@ for run in 1 2 3 4 5; do
   # `ferrolog serve`, installs no handler of its own.
   kill "$server"
   wait "$server" || true
+  # Apache Kafka 4.4 on the same disk, started with the JVM settings of Kafka's own
+  # kafka-server-start.sh (1 GiB heap, G1), the same clients against it.
+  rm -rf "$data"
+  server=$(FERROLOG_KAFKA_JVM_OPTS="-Xmx1G -Xms1G -XX:+UseG1GC -XX:MaxGCPauseMillis=20 -XX:InitiatingHeapOccupancyPercent=35 -XX:+ExplicitGCInvokesConcurrent" \
+    scripts/kafka.sh start "$data/kafka" "$port")
+  load kafka_produce --topic bench --messages $messages produce
+  load kafka_consume --topic bench --messages $((messages + 1)) consume
+  scripts/kafka.sh stop "$server"
 done
 rm -rf "$data"
 for figure in $(awk '{print $1}' target/bench-data/network-runs.txt | awk '!seen[$0]++'); do

@@ -17,7 +17,8 @@
 #   scripts/kafka.sh classpath               print the classpath
 #
 # The broker's output goes to DATA_DIR/../kafka-<PORT>.log, its configuration to
-# DATA_DIR.properties; FERROLOG_KAFKA_EXTRA adds lines to it. Java 17 or newer is needed.
+# DATA_DIR.properties; FERROLOG_KAFKA_EXTRA adds lines to it, FERROLOG_KAFKA_JVM_OPTS sets
+# the broker's heap and collector. Java 17 or newer is needed.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 libs="${FERROLOG_KAFKA_LIBS:-$root/target/kafka/libs}"
@@ -99,7 +100,10 @@ PROPS
       -t "${FERROLOG_KAFKA_CLUSTER_ID:-ferrolog-peer-cluster0}" -c "$config" >>"$log" 2>&1 \
       || { cat "$log" >&2; exit 1; }
   fi
-  nohup "$java" -Xmx1g -Xms256m -XX:+UseSerialGC -Djava.awt.headless=true \
+  # FERROLOG_KAFKA_JVM_OPTS: the broker's heap and collector (the benchmark passes those of
+  # Kafka's own kafka-server-start.sh); by default a small heap for tests.
+  # shellcheck disable=SC2086
+  nohup "$java" ${FERROLOG_KAFKA_JVM_OPTS:--Xmx1g -Xms256m -XX:+UseSerialGC} -Djava.awt.headless=true \
     -Dlog4j2.configurationFile="$root/tools/kafka/log4j2-broker.properties" \
     -cp "$libs/*" kafka.Kafka "$config" >>"$log" 2>&1 </dev/null &
   local pid=$!
