@@ -9,11 +9,12 @@ use bytes::Bytes;
 use kafka_protocol::messages::{
     AlterConfigsRequest, ApiKey, ApiVersionsRequest, CreatePartitionsRequest, CreateTopicsRequest,
     DeleteGroupsRequest, DeleteRecordsRequest, DeleteTopicsRequest, DescribeClusterRequest,
-    DescribeConfigsRequest, DescribeGroupsRequest, DescribeLogDirsRequest, FetchRequest,
-    FindCoordinatorRequest, HeartbeatRequest, IncrementalAlterConfigsRequest,
-    InitProducerIdRequest, JoinGroupRequest, LeaveGroupRequest, ListGroupsRequest,
-    ListOffsetsRequest, MetadataRequest, OffsetCommitRequest, OffsetDeleteRequest,
-    OffsetFetchRequest, ProduceRequest, RequestHeader, ResponseHeader, SyncGroupRequest,
+    DescribeConfigsRequest, DescribeGroupsRequest, DescribeLogDirsRequest,
+    DescribeTopicPartitionsRequest, FetchRequest, FindCoordinatorRequest, HeartbeatRequest,
+    IncrementalAlterConfigsRequest, InitProducerIdRequest, JoinGroupRequest, LeaveGroupRequest,
+    ListGroupsRequest, ListOffsetsRequest, MetadataRequest, OffsetCommitRequest,
+    OffsetDeleteRequest, OffsetFetchRequest, ProduceRequest, RequestHeader, ResponseHeader,
+    SyncGroupRequest,
 };
 use kafka_protocol::protocol::{Decodable, Encodable};
 
@@ -63,6 +64,7 @@ pub const SUPPORTED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::DescribeGroups, 0, 5),
     (ApiKey::DeleteGroups, 0, 2),
     (ApiKey::OffsetDelete, 0, 0),
+    (ApiKey::DescribeTopicPartitions, 0, 0),
 ];
 
 pub fn supported_range(api_key: ApiKey) -> Option<(i16, i16)> {
@@ -204,6 +206,13 @@ async fn dispatch_inner(
             let response = blocking!(
                 IncrementalAlterConfigsRequest,
                 handlers::configs::incremental_alter
+            );
+            encode(&header, api, api_version, &response).map(Some)
+        }
+        ApiKey::DescribeTopicPartitions => {
+            let response = blocking!(
+                DescribeTopicPartitionsRequest,
+                handlers::describe_topic_partitions::handle
             );
             encode(&header, api, api_version, &response).map(Some)
         }

@@ -5,11 +5,11 @@
 use kafka_protocol::messages::{
     AlterConfigsResponse, ApiVersionsResponse, CreatePartitionsResponse, CreateTopicsResponse,
     DeleteGroupsResponse, DeleteRecordsResponse, DeleteTopicsResponse, DescribeClusterResponse,
-    DescribeConfigsResponse, DescribeGroupsResponse, DescribeLogDirsResponse, FetchResponse,
-    FindCoordinatorResponse, HeartbeatResponse, IncrementalAlterConfigsResponse,
-    InitProducerIdResponse, JoinGroupResponse, LeaveGroupResponse, ListGroupsResponse,
-    ListOffsetsResponse, MetadataResponse, OffsetCommitResponse, OffsetDeleteResponse,
-    OffsetFetchResponse, ProduceResponse, SyncGroupResponse,
+    DescribeConfigsResponse, DescribeGroupsResponse, DescribeLogDirsResponse,
+    DescribeTopicPartitionsResponse, FetchResponse, FindCoordinatorResponse, HeartbeatResponse,
+    IncrementalAlterConfigsResponse, InitProducerIdResponse, JoinGroupResponse, LeaveGroupResponse,
+    ListGroupsResponse, ListOffsetsResponse, MetadataResponse, OffsetCommitResponse,
+    OffsetDeleteResponse, OffsetFetchResponse, ProduceResponse, SyncGroupResponse,
 };
 
 /// The error codes in a response, `NONE` included.
@@ -40,6 +40,17 @@ top_level!(
 impl ErrorCodes for MetadataResponse {
     fn error_codes(&self) -> Vec<i16> {
         let mut codes = vec![self.error_code];
+        for topic in &self.topics {
+            codes.push(topic.error_code);
+            codes.extend(topic.partitions.iter().map(|p| p.error_code));
+        }
+        codes
+    }
+}
+
+impl ErrorCodes for DescribeTopicPartitionsResponse {
+    fn error_codes(&self) -> Vec<i16> {
+        let mut codes = Vec::new();
         for topic in &self.topics {
             codes.push(topic.error_code);
             codes.extend(topic.partitions.iter().map(|p| p.error_code));

@@ -395,26 +395,21 @@ fn kafka_reads_ferrolog_files_and_serves_them_after_a_move() {
         created.contains("__consumer_offsets exists in Kafka with 3 partitions"),
         "{created}"
     );
-    let refused = move_to_kafka(&[
+    let copy = [
         "copy",
         "--log-dirs",
         data,
         "--kafka-log-dirs",
         kafka_dir.to_str().unwrap(),
-    ]);
+    ];
+    let refused = move_to_kafka(&copy);
     assert!(
         !refused.status.success()
             && String::from_utf8_lossy(&refused.stderr).contains("stop it cleanly first"),
         "a running Kafka's directory is refused"
     );
     kafka.stop();
-    let copied = move_to_kafka_ok(&[
-        "copy",
-        "--log-dirs",
-        data,
-        "--kafka-log-dirs",
-        kafka_dir.to_str().unwrap(),
-    ]);
+    let copied = move_to_kafka_ok(&copy);
     assert!(
         copied.contains(&format!("copied {} partitions", topics().len() + 3)),
         "{copied}"

@@ -66,6 +66,9 @@ pub(crate) enum Kind {
     PrimitiveArray(&'static Kind),
     /// An array of structs with these fields.
     Array(&'static [Field]),
+    /// A struct that may be null: an `int8` marker (1 present, −1 null), then its fields.
+    /// (A struct that may not be null has no marker; none of the served schemas has one.)
+    NullableStruct(&'static [Field]),
 }
 
 /// One field of a message or struct: its kind, and the versions it is in, may be null in, and
@@ -242,12 +245,13 @@ impl Reader<'_> {
         Ok(())
     }
 
-    /// A big-endian signed integer of `width` bytes (2 or 4).
+    /// A big-endian signed integer of `width` bytes (1, 2 or 4).
     fn int(&mut self, width: usize, what: &str) -> Result<i64, String> {
         let start = self.position;
         self.skip(width, what)?;
         let bytes = &self.bytes[start..start + width];
         Ok(match width {
+            1 => i64::from(bytes[0] as i8),
             2 => i64::from(i16::from_be_bytes([bytes[0], bytes[1]])),
             _ => i64::from(i32::from_be_bytes([bytes[0], bytes[1], bytes[2], bytes[3]])),
         })
@@ -382,6 +386,17 @@ fn walk_value(
                 Ok(())
             }
         },
+        Kind::NullableStruct(fields) => {
+            let marker = reader.int(1, field.name)?;
+            match marker {
+                -1 => null("struct"),
+                1 => walk_fields(reader, fields, version, flexible, shape),
+                other => Err(format!(
+                    "{}: marker {other} is neither 1 (present) nor -1 (null)",
+                    field.name
+                )),
+            }
+        }
         Kind::Array(fields) => match reader.length(flexible, 4, field.name)? {
             None => null("array"),
             Some(count) => {
@@ -418,7 +433,7 @@ fn check_count(reader: &Reader<'_>, count: u64, min_size: u64, what: &str) -> Re
 fn min_size(kind: &Kind, flexible: bool) -> u64 {
     let length_prefix = |width: u64| if flexible { 1 } else { width };
     match kind {
-        Kind::Bool | Kind::Int8 => 1,
+        Kind::Bool | Kind::Int8 | Kind::NullableStruct(_) => 1,
         Kind::Int16 => 2,
         Kind::Int32 => 4,
         Kind::Int64 => 8,

@@ -536,6 +536,28 @@ pub(super) const OFFSET_DELETE: Message = Message {
 };
 
 /// Every message above.
+/// DescribeTopicPartitionsRequest v0.
+pub(super) const DESCRIBE_TOPIC_PARTITIONS: Message = Message {
+    api_key: 75,
+    fields: &[
+        Field::new(
+            "Topics",
+            Kind::Array(&[Field::new("Name", Kind::String, v(0, MAX))]),
+            v(0, MAX),
+        ),
+        Field::new("ResponsePartitionLimit", Kind::Int32, v(0, MAX)),
+        Field::new(
+            "Cursor",
+            Kind::NullableStruct(&[
+                Field::new("TopicName", Kind::String, v(0, MAX)),
+                Field::new("PartitionIndex", Kind::Int32, v(0, MAX)),
+            ]),
+            v(0, MAX),
+        )
+        .nullable(v(0, MAX)),
+    ],
+};
+
 pub(super) const ALL: &[&Message] = &[
     &PRODUCE,
     &FETCH,
@@ -563,4 +585,5 @@ pub(super) const ALL: &[&Message] = &[
     &DESCRIBE_GROUPS,
     &DELETE_GROUPS,
     &OFFSET_DELETE,
+    &DESCRIBE_TOPIC_PARTITIONS,
 ];

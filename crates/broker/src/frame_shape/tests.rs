@@ -173,6 +173,14 @@ fn generate_value(
                 }
             }
         }
+        Kind::NullableStruct(fields) => {
+            if null {
+                out.put_i8(-1);
+            } else {
+                out.put_i8(1);
+                generate(rng, out, fields, version, flexible, depth + 1, elements);
+            }
+        }
         Kind::Array(fields) => {
             if null {
                 put_length(out, flexible, 4, None);

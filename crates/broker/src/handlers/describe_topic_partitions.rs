@@ -1,0 +1,161 @@
+//! DescribeTopicPartitions (v0), which Kafka 4's admin client uses to describe topics: each
+//! requested topic (or every topic), sorted by name, with its partitions, in pages of at most
+//! `max.request.partition.size.limit` (2000) partitions, as Kafka pages them: a page that ends
+//! inside a topic, or just before one, names where the next starts (`next_cursor`).
+//!
+//! Every partition is led by this node, its only replica; it has no eligible leader replicas
+//! (a single node has no other replica to elect). A partition whose data directory is offline
+//! has no leader and this node among its offline replicas, as in Metadata.
+
+use kafka_protocol::messages::describe_topic_partitions_response::{
+    Cursor, DescribeTopicPartitionsResponsePartition, DescribeTopicPartitionsResponseTopic,
+};
+use kafka_protocol::messages::{
+    BrokerId, DescribeTopicPartitionsRequest, DescribeTopicPartitionsResponse, RequestHeader,
+    TopicName,
+};
+
+use kafka_protocol::protocol::StrBytes;
+
+use ferrolog_storage::TopicPartition;
+
+use super::internal_topics::is_internal;
+use crate::{Context, errors};
+
+/// Kafka's `max.request.partition.size.limit` default: the most partitions one answer holds.
+const MAX_PARTITIONS_PER_RESPONSE: i32 = 2000;
+/// The operations a topic supports, as Kafka reports them without an authorizer: READ, WRITE,
+/// CREATE, DELETE, ALTER, DESCRIBE, DESCRIBE_CONFIGS, ALTER_CONFIGS (bits 3–8, 10, 11).
+const TOPIC_OPERATIONS: i32 = (0b11_1111 << 3) | (1 << 10) | (1 << 11);
+
+pub fn handle(
+    context: &Context,
+    _header: &RequestHeader,
+    request: DescribeTopicPartitionsRequest,
+) -> DescribeTopicPartitionsResponse {
+    let every_topic = request.topics.is_empty();
+    let (cursor_topic, cursor_partition) = request
+        .cursor
+        .as_ref()
+        .map_or((String::new(), 0), |cursor| {
+            (cursor.topic_name.0.to_string(), cursor.partition_index)
+        });
+    let mut names: Vec<String> = if every_topic {
+        context
+            .manager
+            .topics()
+            .into_iter()
+            .map(|(name, _)| name)
+            .collect()
+    } else {
+        request
+            .topics
+            .iter()
+            .map(|topic| topic.name.0.to_string())
+            .collect()
+    };
+    names.retain(|name| *name >= cursor_topic);
+    names.sort();
+    names.dedup();
+    let cursor_missing = request.cursor.is_some() && !every_topic && !names.contains(&cursor_topic);
+    if cursor_missing || cursor_partition < 0 {
+        // Kafka refuses the whole request; every topic named carries the error.
+        let topics = request
+            .topics
+            .into_iter()
+            .map(|topic| {
+                DescribeTopicPartitionsResponseTopic::default()
+                    .with_error_code(errors::INVALID_REQUEST)
+                    .with_name(Some(topic.name))
+            })
+            .collect();
+        return DescribeTopicPartitionsResponse::default().with_topics(topics);
+    }
+
+    let node = BrokerId(context.manager.node_id());
+    let any_dir_offline = context.manager.offline_dir_count() > 0;
+    let mut remaining = request
+        .response_partition_limit
+        .clamp(1, MAX_PARTITIONS_PER_RESPONSE);
+    let mut topics = Vec::new();
+    let mut next_cursor = None;
+    for name in names {
+        if remaining == 0 {
+            next_cursor = Some(cursor_at(&name, 0));
+            break;
+        }
+        let partitions = context.manager.partitions_of(&name);
+        let topic = DescribeTopicPartitionsResponseTopic::default()
+            .with_name(Some(TopicName(StrBytes::from_string(name.clone()))))
+            .with_is_internal(is_internal(&name))
+            .with_topic_authorized_operations(TOPIC_OPERATIONS);
+        if partitions.is_empty() {
+            if !every_topic {
+                let code = if errors::is_valid_topic_name(&name) {
+                    errors::UNKNOWN_TOPIC_OR_PARTITION
+                } else {
+                    errors::INVALID_TOPIC_EXCEPTION
+                };
+                topics.push(topic.with_error_code(code));
+            }
+            continue;
+        }
+        let start = if name == cursor_topic {
+            cursor_partition
+        } else {
+            0
+        };
+        let count = partitions.len() as i32;
+        let end = count.min(start.saturating_add(remaining));
+        let described: Vec<_> = (start..end)
+            .filter(|partition| partitions.contains(partition))
+            .map(|partition| {
+                let offline = any_dir_offline
+                    && context
+                        .manager
+                        .dir_of(&TopicPartition::new(&name, partition))
+                        .is_some_and(|dir| dir.is_offline());
+                describe_partition(node, partition, offline)
+            })
+            .collect();
+        remaining -= described.len() as i32;
+        let id = context
+            .manager
+            .topic_id(&name)
+            .map(|id| uuid::Uuid::from_bytes(id.0));
+        topics.push(
+            topic
+                .with_topic_id(id.unwrap_or_default())
+                .with_partitions(described),
+        );
+        if end < count {
+            next_cursor = Some(cursor_at(&name, end));
+            break;
+        }
+    }
+    DescribeTopicPartitionsResponse::default()
+        .with_topics(topics)
+        .with_next_cursor(next_cursor)
+}
+
+fn cursor_at(topic: &str, partition: i32) -> Cursor {
+    Cursor::default()
+        .with_topic_name(TopicName(StrBytes::from_string(topic.to_owned())))
+        .with_partition_index(partition)
+}
+
+fn describe_partition(
+    node: BrokerId,
+    partition: i32,
+    offline: bool,
+) -> DescribeTopicPartitionsResponsePartition {
+    DescribeTopicPartitionsResponsePartition::default()
+        .with_partition_index(partition)
+        .with_leader_id(if offline { BrokerId(-1) } else { node })
+        .with_leader_epoch(0)
+        .with_replica_nodes(vec![node])
+        .with_isr_nodes(vec![node])
+        .with_eligible_leader_replicas(Some(Vec::new()))
+        .with_last_known_elr(Some(Vec::new()))
+        .with_offline_replicas(if offline { vec![node] } else { Vec::new() })
+}
