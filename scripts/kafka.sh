@@ -47,7 +47,7 @@ resolve_into() {
   fi
   echo "== resolving $(basename "$(dirname "$pom")")/$(basename "$pom") into $dir" >&2
   rm -rf "$dir"
-  mvn -q -B -f "$pom" -Dmaven.repo.local="$root/target/m2" \
+  mvn -q -B -Dstyle.color=never -f "$pom" -Dmaven.repo.local="$root/target/m2" \
     dependency:copy-dependencies -DoutputDirectory="$dir" >&2
   touch "$dir/.complete"
 }

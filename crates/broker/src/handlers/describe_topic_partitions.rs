@@ -17,8 +17,6 @@ use kafka_protocol::messages::{
 
 use kafka_protocol::protocol::StrBytes;
 
-use ferrolog_storage::TopicPartition;
-
 use super::internal_topics::is_internal;
 use crate::{Context, errors};
 
@@ -110,11 +108,7 @@ pub fn handle(
         let described: Vec<_> = (start..end)
             .filter(|partition| partitions.contains(partition))
             .map(|partition| {
-                let offline = any_dir_offline
-                    && context
-                        .manager
-                        .dir_of(&TopicPartition::new(&name, partition))
-                        .is_some_and(|dir| dir.is_offline());
+                let offline = super::in_offline_dir(context, any_dir_offline, &name, partition);
                 describe_partition(node, partition, offline)
             })
             .collect();

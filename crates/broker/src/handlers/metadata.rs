@@ -9,7 +9,6 @@ use kafka_protocol::messages::{
 };
 use kafka_protocol::protocol::StrBytes;
 
-use ferrolog_storage::TopicPartition;
 use ferrolog_storage::manager::TopicId;
 use uuid::Uuid;
 
@@ -82,11 +81,8 @@ pub fn handle(
                 partitions
                     .into_iter()
                     .map(|partition| {
-                        let offline = any_dir_offline
-                            && context
-                                .manager
-                                .dir_of(&TopicPartition::new(&name, partition))
-                                .is_some_and(|dir| dir.is_offline());
+                        let offline =
+                            super::in_offline_dir(context, any_dir_offline, &name, partition);
                         describe_partition(node, partition, offline, version)
                     })
                     .collect(),

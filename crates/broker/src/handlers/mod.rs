@@ -31,6 +31,21 @@ use ferrolog_storage::TopicPartition;
 
 use crate::Context;
 
+/// Whether `topic`-`partition` lies in an offline data directory; `any_dir_offline` (looked up
+/// once per request) spares the lookup in the usual case that none is.
+pub fn in_offline_dir(
+    context: &Context,
+    any_dir_offline: bool,
+    topic: &str,
+    partition: i32,
+) -> bool {
+    any_dir_offline
+        && context
+            .manager
+            .dir_of(&TopicPartition::new(topic, partition))
+            .is_some_and(|dir| dir.is_offline())
+}
+
 /// The partitions a topic has on this broker, in order.
 pub fn partitions_of(context: &Context, topic: &str) -> Vec<i32> {
     context.manager.partitions_of(topic)
