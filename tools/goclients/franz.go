@@ -39,12 +39,19 @@ func runFranz(broker, topic string) error {
 	if err := created.Error(); err != nil {
 		return fmt.Errorf("create topic: %w", err)
 	}
-	listed, err := adm.ListTopics(ctx)
-	if err != nil {
-		return fmt.Errorf("list topics: %w", err)
-	}
-	if details, ok := listed[topic]; !ok || len(details.Partitions) != 3 {
-		return fmt.Errorf("topic list: %v", listed.Names())
+	// A new topic reaches every broker's metadata a moment after CreateTopics answers
+	// (Kafka's KRaft brokers learn it from the controller), so the list is asked again.
+	if err := eventually(func() error {
+		listed, err := adm.ListTopics(ctx)
+		if err != nil {
+			return fmt.Errorf("list topics: %w", err)
+		}
+		if details, ok := listed[topic]; !ok || len(details.Partitions) != 3 {
+			return fmt.Errorf("topic list: %v", listed.Names())
+		}
+		return nil
+	}); err != nil {
+		return err
 	}
 
 	produced := expected(topic)

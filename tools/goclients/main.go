@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"os"
 	"sort"
+	"time"
 )
 
 // perCodec is how many records each codec's producer writes.
@@ -53,6 +54,18 @@ func sameRecords(produced, consumed []record) error {
 		}
 	}
 	return nil
+}
+
+// eventually retries check every 100 ms for up to 10 s; its last error if it never passes.
+func eventually(check func() error) error {
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		err := check()
+		if err == nil || time.Now().After(deadline) {
+			return err
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
 
 func main() {

@@ -63,12 +63,19 @@ func runSarama(broker, topic string) error {
 	if err := admin.CreateTopic(topic, &sarama.TopicDetail{NumPartitions: 3, ReplicationFactor: 1}, false); err != nil {
 		return fmt.Errorf("create topic: %w", err)
 	}
-	listed, err := admin.ListTopics()
-	if err != nil {
-		return fmt.Errorf("list topics: %w", err)
-	}
-	if detail, ok := listed[topic]; !ok || detail.NumPartitions != 3 {
-		return fmt.Errorf("topic list has no %s of 3 partitions", topic)
+	// A new topic reaches every broker's metadata a moment after CreateTopics answers
+	// (Kafka's KRaft brokers learn it from the controller), so the list is asked again.
+	if err := eventually(func() error {
+		listed, err := admin.ListTopics()
+		if err != nil {
+			return fmt.Errorf("list topics: %w", err)
+		}
+		if detail, ok := listed[topic]; !ok || detail.NumPartitions != 3 {
+			return fmt.Errorf("topic list has no %s of 3 partitions", topic)
+		}
+		return nil
+	}); err != nil {
+		return err
 	}
 
 	produced := expected(topic)
