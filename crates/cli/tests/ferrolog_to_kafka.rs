@@ -13,7 +13,7 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use common::answers::{answers, assert_same_answers};
+use common::answers::{answers, assert_same_answers, wait_until_serving};
 use common::kafka::{KafkaPeer, kafka_available, kafka_tool, kafka_tool_ok};
 use common::wire::{connect, name, send};
 use common::{Server, kcat, kcat_lines};
@@ -415,6 +415,7 @@ fn kafka_reads_ferrolog_files_and_serves_them_after_a_move() {
         "{copied}"
     );
     kafka.restart();
+    wait_until_serving(kafka.port, &topics(), &[GROUP]);
     let kafka_answers = answers(kafka.port, &topics(), &[GROUP]);
     kafka.stop();
     for (key, ours) in &ferrolog_answers.partitions {

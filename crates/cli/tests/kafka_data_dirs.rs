@@ -19,7 +19,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::Server;
-use common::answers::{Answers, answers, assert_same_answers, batches};
+use common::answers::{Answers, answers, assert_same_answers, batches, wait_until_serving};
 use common::kafka::{KafkaPeer, kafka_available, kafka_tool_ok};
 use common::wire::{connect, name, send};
 use kafka_protocol::messages::create_topics_request::{CreatableTopic, CreatableTopicConfig};
@@ -361,12 +361,14 @@ fn a_data_dir_kafka_wrote_answers_the_same_in_ferrolog() {
     // Kafka again, more records and offsets, then SIGKILL: Kafka recovers the directory on its
     // next start, and ferrolog, on a copy, answers as that recovered Kafka does.
     kafka.restart();
+    wait_until_serving(kafka.port, &topics(), &GROUPS);
     console_produce(&bootstrap, "codec-lz4", "lz4", &lines(500, 1500, 100, 42));
     simple_commit(&mut connect(kafka.port), [31, 37]);
     kafka.kill();
     let killed = temp.path().join("after-sigkill");
     copy_dir(&kafka_dir, &killed);
     kafka.restart();
+    wait_until_serving(kafka.port, &topics(), &GROUPS);
     let recovered = answers(kafka.port, &topics(), &GROUPS);
     kafka.stop();
     assert_eq!(

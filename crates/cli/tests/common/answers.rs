@@ -300,3 +300,27 @@ pub fn committed_offsets(
     }
     committed
 }
+
+/// Waits (a minute at most) until the broker on `port` leads every partition of `topics` and
+/// has loaded the offsets of `groups`: a Kafka broker just restarted answers ApiVersions a
+/// moment before its partitions have their leader and its group coordinator its offsets.
+pub fn wait_until_serving(port: u16, topics: &[(String, i32)], groups: &[&str]) {
+    let mut stream = connect(port);
+    let started = std::time::Instant::now();
+    loop {
+        let led = topics.iter().all(|(topic, count)| {
+            (0..*count).all(|partition| list_offsets(&mut stream, topic, partition, LATEST).0 == 0)
+        });
+        let loaded = committed_offsets(&mut stream, groups)
+            .values()
+            .all(Result::is_ok);
+        if led && loaded {
+            return;
+        }
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(60),
+            "the broker on {port} does not serve every partition and group"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+}
