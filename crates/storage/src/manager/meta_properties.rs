@@ -12,7 +12,9 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::Path;
+use std::sync::Arc;
 
+use super::data_dir::DataDir;
 use crate::error::{Result, StorageError};
 use crate::fs::atomic_write;
 
@@ -129,6 +131,75 @@ fn base64url(bytes: &[u8]) -> String {
         }
     }
     out
+}
+
+/// Checks every directory's `meta.properties` against each other and the configured node id,
+/// and writes one where a directory has none. Returns the cluster id and node id.
+pub(super) fn settle_identity(
+    dirs: &[Arc<DataDir>],
+    configured_node: Option<i32>,
+    now_ms: i64,
+) -> Result<(String, i32)> {
+    let mut metas = Vec::with_capacity(dirs.len());
+    for dir in dirs {
+        let meta = MetaProperties::read(dir.path()).map_err(|error| match error {
+            StorageError::Io { .. } => error,
+            other => StorageError::Fatal(other.to_string()),
+        })?;
+        metas.push(meta);
+    }
+    let mut cluster: Option<(String, &Path)> = None;
+    let mut node: Option<(i32, &Path)> = None;
+    for (dir, meta) in dirs.iter().zip(&metas) {
+        let Some(meta) = meta else { continue };
+        if let Some(id) = &meta.cluster_id {
+            match &cluster {
+                Some((existing, first)) if existing != id => {
+                    return Err(StorageError::Fatal(format!(
+                        "data directory {} belongs to cluster {id}, but {} belongs to cluster {existing}",
+                        dir.path().display(),
+                        first.display()
+                    )));
+                }
+                Some(_) => {}
+                None => cluster = Some((id.clone(), dir.path())),
+            }
+        }
+        if let Some(expected) = configured_node.filter(|expected| *expected != meta.node_id) {
+            return Err(StorageError::Fatal(format!(
+                "data directory {} belongs to node {}, but this node is configured as node.id={expected}",
+                dir.path().display(),
+                meta.node_id
+            )));
+        }
+        match node {
+            Some((existing, first)) if existing != meta.node_id => {
+                return Err(StorageError::Fatal(format!(
+                    "data directory {} belongs to node {}, but {} belongs to node {existing}",
+                    dir.path().display(),
+                    meta.node_id,
+                    first.display()
+                )));
+            }
+            Some(_) => {}
+            None => node = Some((meta.node_id, dir.path())),
+        }
+    }
+    let cluster_id = cluster.map_or_else(random_uuid, |(id, _)| id);
+    let node_id = configured_node.or(node.map(|(id, _)| id)).unwrap_or(0);
+    let written_at = format!("written by ferrolog at {now_ms} ms since the epoch");
+    for (dir, meta) in dirs.iter().zip(&metas) {
+        if meta.is_none() {
+            MetaProperties {
+                version: 1,
+                node_id,
+                cluster_id: Some(cluster_id.clone()),
+                directory_id: Some(random_uuid()),
+            }
+            .write(dir.path(), &written_at)?;
+        }
+    }
+    Ok((cluster_id, node_id))
 }
 
 #[cfg(test)]

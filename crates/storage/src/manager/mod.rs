@@ -8,6 +8,7 @@
 //! Threads: any thread may call it. The map of logs sits behind a read-write lock taken only to
 //! find, add or remove a log; work on a log goes through the [`Log`] itself.
 
+mod checkpoints;
 mod cleaning;
 mod config;
 mod data_dir;
@@ -38,7 +39,6 @@ pub use topic_configs::TOPIC_CONFIGS_FILE;
 pub use topic_ids::{PARTITION_METADATA_FILE, TopicId};
 use topic_overrides::{effective_config, newest_topic_configs};
 
-use crate::checkpoint::OffsetMap;
 use crate::clock::Clock;
 use crate::error::{Result, StorageError};
 use crate::fs::fsync_dir;
@@ -93,40 +93,6 @@ pub struct LogManager {
     cleaner_checkpoints: Mutex<HashMap<TopicPartition, i64>>,
 }
 
-/// Gives every loaded topic its id: the one in its partitions' `partition.metadata` (as Kafka
-/// or ferrolog wrote it), or, for a topic written before ids existed, a new one, written to
-/// each of its partition directories as Kafka does when it first assigns an id. A file that
-/// cannot be read is reported and left as it is.
-fn settle_topic_ids(logs: &mut LogMap) {
-    for (topic, partitions) in logs.topics() {
-        let mut found: Option<TopicId> = None;
-        let mut missing = Vec::new();
-        for partition in partitions {
-            let Some(entry) = logs.get(&TopicPartition::new(&topic, partition)) else {
-                continue;
-            };
-            let dir = entry.log.dir();
-            match topic_ids::read(&dir) {
-                Ok(Some(id)) if found.is_none_or(|first| first == id) => found = Some(id),
-                Ok(Some(id)) => {
-                    tracing::error!(%topic, partition, path = %dir.display(), %id, kept = %found.map(|id| id.to_string()).unwrap_or_default(), "a partition holds another topic id than the topic's other partitions; the first one found is used");
-                }
-                Ok(None) => missing.push(dir),
-                Err(error) => {
-                    tracing::error!(%topic, partition, error = %error, "unreadable topic id; the file is left as it is");
-                }
-            }
-        }
-        let id = found.unwrap_or_else(TopicId::random);
-        for dir in missing {
-            if let Err(error) = topic_ids::write(&dir, id) {
-                tracing::warn!(%topic, path = %dir.display(), error = %error, "could not write the topic id");
-            }
-        }
-        logs.set_topic_id(&topic, id);
-    }
-}
-
 fn absolute(path: &Path) -> PathBuf {
     std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf())
 }
@@ -174,7 +140,8 @@ impl LogManager {
                     .join(", ")
             )));
         }
-        let (cluster_id, node_id) = settle_identity(&dirs, config.node_id, clock.now_ms())?;
+        let (cluster_id, node_id) =
+            meta_properties::settle_identity(&dirs, config.node_id, clock.now_ms())?;
 
         let stored_configs = newest_topic_configs(&dirs)?;
         let defaults = config.log_defaults.clone();
@@ -220,7 +187,7 @@ impl LogManager {
                 },
             );
         }
-        settle_topic_ids(&mut logs);
+        topic_ids::settle(&mut logs);
         for dir in &dirs {
             if dir.is_offline() {
                 startup.offline_dirs.push(dir.path().to_path_buf());
@@ -544,71 +511,6 @@ impl LogManager {
         &self.deleter
     }
 
-    /// Rewrites one directory's recovery-point checkpoint.
-    fn checkpoint_recovery_points_of(&self, dir_index: usize) -> Result<()> {
-        let dir = &self.dirs[dir_index];
-        if dir.is_offline() {
-            return Ok(());
-        }
-        let entries: OffsetMap = self
-            .logs_in(dir_index)
-            .iter()
-            .map(|(topic_partition, log)| (topic_partition.clone(), log.recovery_point()))
-            .collect();
-        dir.write_recovery_points(&entries)
-    }
-
-    /// Rewrites one directory's log-start-offset checkpoint: only logs whose start offset is
-    /// above their first segment's base need an entry.
-    fn checkpoint_log_start_offsets_of(&self, dir_index: usize) -> Result<()> {
-        let dir = &self.dirs[dir_index];
-        if dir.is_offline() {
-            return Ok(());
-        }
-        let entries: OffsetMap = self
-            .logs_in(dir_index)
-            .iter()
-            .filter_map(|(topic_partition, log)| {
-                let view = log.view();
-                (view.log_start_offset > view.segments[0].base_offset())
-                    .then(|| (topic_partition.clone(), view.log_start_offset))
-            })
-            .collect();
-        dir.write_log_start_offsets(&entries)
-    }
-
-    fn checkpoint_dir(&self, dir_index: usize) -> Result<()> {
-        self.checkpoint_recovery_points_of(dir_index)?;
-        self.checkpoint_log_start_offsets_of(dir_index)
-    }
-
-    /// Runs `write` for every directory; a directory whose write fails goes offline and the
-    /// others are still written. Returns the first failure.
-    fn for_each_dir(&self, write: impl Fn(&Self, usize) -> Result<()>) -> Result<()> {
-        let mut first_error = None;
-        for index in 0..self.dirs.len() {
-            if let Err(error) = write(self, index) {
-                first_error.get_or_insert(error);
-            }
-        }
-        first_error.map_or(Ok(()), Err)
-    }
-
-    /// Rewrites every online directory's recovery-point checkpoint.
-    pub fn checkpoint_recovery_points(&self) -> Result<()> {
-        self.for_each_dir(Self::checkpoint_recovery_points_of)
-    }
-
-    /// Rewrites every online directory's log-start-offset checkpoint.
-    pub fn checkpoint_log_start_offsets(&self) -> Result<()> {
-        self.for_each_dir(Self::checkpoint_log_start_offsets_of)
-    }
-
-    /// Rewrites both checkpoints of every online directory.
-    pub fn checkpoint_all(&self) -> Result<()> {
-        self.for_each_dir(Self::checkpoint_dir)
-    }
-
     /// Flushes and closes every log, writes every checkpoint, writes the clean-shutdown marker in
     /// each directory whose logs all closed and which was fully loaded, and releases the locks.
     pub fn shutdown(&self) -> Result<()> {
@@ -686,75 +588,6 @@ impl LogManager {
         }
         Ok(())
     }
-}
-
-/// Checks every directory's `meta.properties` against each other and the configured node id,
-/// and writes one where a directory has none. Returns the cluster id and node id.
-fn settle_identity(
-    dirs: &[Arc<DataDir>],
-    configured_node: Option<i32>,
-    now_ms: i64,
-) -> Result<(String, i32)> {
-    let mut metas = Vec::with_capacity(dirs.len());
-    for dir in dirs {
-        let meta = MetaProperties::read(dir.path()).map_err(|error| match error {
-            StorageError::Io { .. } => error,
-            other => StorageError::Fatal(other.to_string()),
-        })?;
-        metas.push(meta);
-    }
-    let mut cluster: Option<(String, &Path)> = None;
-    let mut node: Option<(i32, &Path)> = None;
-    for (dir, meta) in dirs.iter().zip(&metas) {
-        let Some(meta) = meta else { continue };
-        if let Some(id) = &meta.cluster_id {
-            match &cluster {
-                Some((existing, first)) if existing != id => {
-                    return Err(StorageError::Fatal(format!(
-                        "data directory {} belongs to cluster {id}, but {} belongs to cluster {existing}",
-                        dir.path().display(),
-                        first.display()
-                    )));
-                }
-                Some(_) => {}
-                None => cluster = Some((id.clone(), dir.path())),
-            }
-        }
-        if let Some(expected) = configured_node.filter(|expected| *expected != meta.node_id) {
-            return Err(StorageError::Fatal(format!(
-                "data directory {} belongs to node {}, but this node is configured as node.id={expected}",
-                dir.path().display(),
-                meta.node_id
-            )));
-        }
-        match node {
-            Some((existing, first)) if existing != meta.node_id => {
-                return Err(StorageError::Fatal(format!(
-                    "data directory {} belongs to node {}, but {} belongs to node {existing}",
-                    dir.path().display(),
-                    meta.node_id,
-                    first.display()
-                )));
-            }
-            Some(_) => {}
-            None => node = Some((meta.node_id, dir.path())),
-        }
-    }
-    let cluster_id = cluster.map_or_else(random_uuid, |(id, _)| id);
-    let node_id = configured_node.or(node.map(|(id, _)| id)).unwrap_or(0);
-    let written_at = format!("written by ferrolog at {now_ms} ms since the epoch");
-    for (dir, meta) in dirs.iter().zip(&metas) {
-        if meta.is_none() {
-            MetaProperties {
-                version: 1,
-                node_id,
-                cluster_id: Some(cluster_id.clone()),
-                directory_id: Some(random_uuid()),
-            }
-            .write(dir.path(), &written_at)?;
-        }
-    }
-    Ok((cluster_id, node_id))
 }
 
 #[cfg(test)]

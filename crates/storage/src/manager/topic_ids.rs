@@ -18,8 +18,10 @@
 use std::fmt;
 use std::path::Path;
 
+use super::log_map::LogMap;
 use crate::error::{Result, StorageError};
 use crate::fs::{atomic_write, read_text_if_exists};
+use crate::types::TopicPartition;
 
 pub const PARTITION_METADATA_FILE: &str = "partition.metadata";
 
@@ -109,6 +111,40 @@ pub fn write(partition_dir: &Path, id: TopicId) -> Result<()> {
         &partition_dir.join(PARTITION_METADATA_FILE),
         contents.as_bytes(),
     )
+}
+
+/// Gives every loaded topic its id: the one in its partitions' `partition.metadata` (as Kafka
+/// or ferrolog wrote it), or, for a topic written before ids existed, a new one, written to
+/// each of its partition directories as Kafka does when it first assigns an id. A file that
+/// cannot be read is reported and left as it is.
+pub(super) fn settle(logs: &mut LogMap) {
+    for (topic, partitions) in logs.topics() {
+        let mut found: Option<TopicId> = None;
+        let mut missing = Vec::new();
+        for partition in partitions {
+            let Some(entry) = logs.get(&TopicPartition::new(&topic, partition)) else {
+                continue;
+            };
+            let dir = entry.log.dir();
+            match read(&dir) {
+                Ok(Some(id)) if found.is_none_or(|first| first == id) => found = Some(id),
+                Ok(Some(id)) => {
+                    tracing::error!(%topic, partition, path = %dir.display(), %id, kept = %found.map(|id| id.to_string()).unwrap_or_default(), "a partition holds another topic id than the topic's other partitions; the first one found is used");
+                }
+                Ok(None) => missing.push(dir),
+                Err(error) => {
+                    tracing::error!(%topic, partition, error = %error, "unreadable topic id; the file is left as it is");
+                }
+            }
+        }
+        let id = found.unwrap_or_else(TopicId::random);
+        for dir in missing {
+            if let Err(error) = write(&dir, id) {
+                tracing::warn!(%topic, path = %dir.display(), error = %error, "could not write the topic id");
+            }
+        }
+        logs.set_topic_id(&topic, id);
+    }
 }
 
 #[cfg(test)]
