@@ -9,16 +9,17 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests")]
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use fail::FailScenario;
 use ferrolog_records::BatchBuilder;
 use ferrolog_storage::cleaner::offset_map::OffsetMap;
-use ferrolog_storage::log::{FetchBound, FetchParams, Log};
+use ferrolog_storage::log::{FetchBound, Log};
 use ferrolog_storage::manager::{CLEAN_SHUTDOWN_FILE, LogManager, ManagerConfig};
 use ferrolog_storage::{CleanupPolicy, LogConfig, ManualClock, StorageError, TopicPartition};
-use ferrolog_testkit::fetched_records;
 
 const START: i64 = 1_700_000_000_000;
 
@@ -82,31 +83,10 @@ impl Acknowledged {
 
 /// Every (offset, value) of the log from `from` on.
 fn records(log: &Log, from: i64) -> Vec<(i64, String)> {
-    let mut out = Vec::new();
-    let mut next = from.max(log.log_start_offset());
-    while next < log.log_end_offset() {
-        let bytes = log
-            .read(FetchParams {
-                start_offset: next,
-                max_bytes: 1 << 20,
-                bound: FetchBound::LogEnd,
-                min_one_batch: true,
-            })
-            .unwrap()
-            .read_bytes()
-            .unwrap();
-        let (records, after) = fetched_records(&bytes);
-        let after =
-            after.unwrap_or_else(|| panic!("a read at {next} below the log end found nothing"));
-        out.extend(
-            records
-                .into_iter()
-                .filter(|record| record.offset >= next)
-                .map(|record| (record.offset, record.value_text().unwrap())),
-        );
-        next = next.max(after);
-    }
-    out
+    common::records_from(log, from, FetchBound::LogEnd)
+        .into_iter()
+        .map(|record| (record.offset, record.value_text().unwrap()))
+        .collect()
 }
 
 fn offline(manager: &LogManager) -> bool {

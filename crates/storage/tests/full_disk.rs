@@ -9,14 +9,16 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests")]
 
+mod common;
+
 use std::path::Path;
 use std::sync::Arc;
 
 use ferrolog_records::BatchBuilder;
-use ferrolog_storage::log::{FetchBound, FetchParams, Log};
+use ferrolog_storage::log::{FetchBound, Log};
 use ferrolog_storage::manager::{LogManager, ManagerConfig};
 use ferrolog_storage::{LogConfig, ManualClock, StorageError, TopicPartition};
-use ferrolog_testkit::{FileSystemKind, SmallFileSystem, fetched_records, fill_disk};
+use ferrolog_testkit::{FileSystemKind, SmallFileSystem, fill_disk};
 
 const START: i64 = 1_700_000_000_000;
 const PARTITIONS: i32 = 3;
@@ -91,28 +93,10 @@ fn produce_until_refused(
 }
 
 fn records(log: &Log) -> Vec<(i64, String)> {
-    let mut out = Vec::new();
-    let mut next = log.log_start_offset();
-    while next < log.log_end_offset() {
-        let bytes = log
-            .read(FetchParams {
-                start_offset: next,
-                max_bytes: 1 << 20,
-                bound: FetchBound::HighWatermark,
-                min_one_batch: true,
-            })
-            .unwrap()
-            .read_bytes()
-            .unwrap();
-        let (records, after) = fetched_records(&bytes);
-        out.extend(
-            records
-                .into_iter()
-                .map(|record| (record.offset, record.value_text().unwrap())),
-        );
-        next = after.expect("a read below the log end found something");
-    }
-    out
+    common::records_from(log, 0, FetchBound::HighWatermark)
+        .into_iter()
+        .map(|record| (record.offset, record.value_text().unwrap()))
+        .collect()
 }
 
 fn assert_all_there(manager: &LogManager, acknowledged: &Acknowledged, when: &str) {

@@ -1,0 +1,31 @@
+//! What several storage test files share.
+
+#![allow(dead_code, reason = "each test file uses part of this")]
+
+use ferrolog_storage::log::{FetchBound, FetchParams, Log};
+use ferrolog_testkit::{FetchedRecord, fetched_records};
+
+/// Every record of `log` from `from` (at least its log start) up to `bound`, read a MiB at a
+/// time, each batch's checksum verified; a read below the log end that finds nothing fails.
+pub fn records_from(log: &Log, from: i64, bound: FetchBound) -> Vec<FetchedRecord> {
+    let mut out = Vec::new();
+    let mut next = from.max(log.log_start_offset());
+    while next < log.log_end_offset() {
+        let bytes = log
+            .read(FetchParams {
+                start_offset: next,
+                max_bytes: 1 << 20,
+                bound,
+                min_one_batch: true,
+            })
+            .unwrap()
+            .read_bytes()
+            .unwrap();
+        let (records, after) = fetched_records(&bytes);
+        let after =
+            after.unwrap_or_else(|| panic!("a read at {next} below the log end found nothing"));
+        out.extend(records.into_iter().filter(|record| record.offset >= next));
+        next = next.max(after);
+    }
+    out
+}
