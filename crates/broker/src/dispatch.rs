@@ -1,6 +1,7 @@
 //! Request framing and routing: the header is decoded, the body decoded for its API and version,
-//! the handler run on the blocking pool (the one place the broker crosses into synchronous
-//! storage code), and the response encoded with the matching header version.
+//! the handler run as the API table says ([`served_apis!`]; storage work crosses into the
+//! blocking pool through [`crate::bridge`]), and the response encoded with the matching header
+//! version.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -34,38 +35,110 @@ impl std::fmt::Display for MalformedRequest {
     }
 }
 
-/// The APIs and version ranges this broker implements: ApiVersions advertises exactly these.
-/// Each lies within what the codec decodes, which excludes what Kafka 4 removed (KIP-896):
-/// CreateTopics v0–1, DeleteTopics v0, DescribeLogDirs v0.
-pub const SUPPORTED: &[(ApiKey, i16, i16)] = &[
-    (ApiKey::Produce, 3, 9),
-    (ApiKey::Fetch, 4, 12),
-    (ApiKey::ListOffsets, 1, 7),
-    (ApiKey::Metadata, 0, 12),
-    (ApiKey::ApiVersions, 0, 3),
-    (ApiKey::CreateTopics, 2, 7),
-    (ApiKey::CreatePartitions, 0, 3),
-    (ApiKey::DescribeConfigs, 1, 4),
-    (ApiKey::AlterConfigs, 0, 2),
-    (ApiKey::IncrementalAlterConfigs, 0, 1),
-    (ApiKey::DescribeCluster, 0, 1),
-    (ApiKey::DescribeLogDirs, 1, 4),
-    (ApiKey::DeleteTopics, 1, 5),
-    (ApiKey::DeleteRecords, 0, 2),
-    (ApiKey::InitProducerId, 0, 4),
-    (ApiKey::FindCoordinator, 0, 4),
-    (ApiKey::JoinGroup, 0, 9),
-    (ApiKey::SyncGroup, 0, 5),
-    (ApiKey::Heartbeat, 0, 4),
-    (ApiKey::LeaveGroup, 0, 5),
-    (ApiKey::OffsetCommit, 2, 8),
-    (ApiKey::OffsetFetch, 1, 8),
-    (ApiKey::ListGroups, 0, 4),
-    (ApiKey::DescribeGroups, 0, 5),
-    (ApiKey::DeleteGroups, 0, 2),
-    (ApiKey::OffsetDelete, 0, 0),
-    (ApiKey::DescribeTopicPartitions, 0, 0),
-];
+/// Every API this broker serves, declared once: its key, the versions it serves, its request
+/// type, how its handler runs and what it answers. The advertised list ([`SUPPORTED`], which
+/// ApiVersions sends) and the router are both generated from it, so they cannot disagree.
+///
+/// How a handler runs:
+/// * `inline`: on the connection's task; it touches no storage (`fn(header, &request)`);
+/// * `blocking`: on the blocking pool through [`crate::bridge`] (`fn(context, header, request)`);
+/// * `waiting`: an async handler that may wait for other requests (a fetch for data, a group
+///   for its members), crossing into storage through the bridge itself
+///   (`async fn(context, header, request, peer)`).
+///
+/// What it answers: `response` (always one), `optional` (`None`: no response, Produce with
+/// acks=0), `spliced` (a response and the file regions its placeholders stand for).
+///
+/// Each range lies within what the codec decodes, which excludes what Kafka 4 removed
+/// (KIP-896): CreateTopics v0–1, DeleteTopics v0, DescribeLogDirs v0.
+macro_rules! served_apis {
+    ($($key:ident $min:literal ..= $max:literal, $request:ty, $run:ident $handler:path => $answer:ident;)*) => {
+        /// The APIs and version ranges this broker implements: ApiVersions advertises exactly
+        /// these.
+        pub const SUPPORTED: &[(ApiKey, i16, i16)] = &[$((ApiKey::$key, $min, $max),)*];
+
+        /// Decodes the body of a supported request, runs its handler and encodes the answer.
+        async fn route(call: &Call<'_>, mut body: Bytes) -> Result<Option<ResponseFrame>, MalformedRequest> {
+            match call.api {
+                $(ApiKey::$key => {
+                    let request = decode::<$request>(call, &mut body)?;
+                    let answer = run!($run, $handler, call, request);
+                    answer!($answer, call, answer)
+                })*
+                other => Err(malformed(format!("{other:?} is not supported"))),
+            }
+        }
+    };
+}
+
+macro_rules! run {
+    (inline, $handler:path, $call:ident, $request:ident) => {
+        $handler(&$call.header, &$request)
+    };
+    (blocking, $handler:path, $call:ident, $request:ident) => {{
+        let (context, header) = (Arc::clone($call.context), $call.header.clone());
+        crate::bridge::blocking(move || $handler(&context, &header, $request))
+            .await
+            .map_err(malformed)?
+    }};
+    (waiting, $handler:path, $call:ident, $request:ident) => {
+        $handler($call.context, &$call.header, $request, $call.peer).await
+    };
+}
+
+macro_rules! answer {
+    (response, $call:ident, $answer:ident) => {
+        encode($call, &$answer, Vec::new()).map(Some)
+    };
+    (optional, $call:ident, $answer:ident) => {
+        $answer
+            .map(|response| encode($call, &response, Vec::new()))
+            .transpose()
+    };
+    (spliced, $call:ident, $answer:ident) => {{
+        let (response, regions) = $answer;
+        encode($call, &response, regions).map(Some)
+    }};
+}
+
+served_apis! {
+    Produce 3..=9, ProduceRequest, blocking handlers::produce::handle => optional;
+    Fetch 4..=12, FetchRequest, waiting handlers::fetch::handle => spliced;
+    ListOffsets 1..=7, ListOffsetsRequest, blocking handlers::list_offsets::handle => response;
+    Metadata 0..=12, MetadataRequest, blocking handlers::metadata::handle => response;
+    ApiVersions 0..=3, ApiVersionsRequest, inline handlers::api_versions::handle => response;
+    CreateTopics 2..=7, CreateTopicsRequest, blocking handlers::create_topics::handle => response;
+    CreatePartitions 0..=3, CreatePartitionsRequest, blocking handlers::create_partitions::handle => response;
+    DescribeConfigs 1..=4, DescribeConfigsRequest, blocking handlers::configs::describe => response;
+    AlterConfigs 0..=2, AlterConfigsRequest, blocking handlers::configs::alter => response;
+    IncrementalAlterConfigs 0..=1, IncrementalAlterConfigsRequest, blocking handlers::configs::incremental_alter => response;
+    DescribeCluster 0..=1, DescribeClusterRequest, blocking handlers::describe_cluster::handle => response;
+    DescribeLogDirs 1..=4, DescribeLogDirsRequest, blocking handlers::describe_log_dirs::handle => response;
+    DeleteTopics 1..=5, DeleteTopicsRequest, blocking handlers::delete_topics::handle => response;
+    DeleteRecords 0..=2, DeleteRecordsRequest, blocking handlers::delete_records::handle => response;
+    InitProducerId 0..=4, InitProducerIdRequest, blocking handlers::init_producer_id::handle => response;
+    FindCoordinator 0..=4, FindCoordinatorRequest, blocking handlers::find_coordinator::handle => response;
+    JoinGroup 0..=9, JoinGroupRequest, waiting handlers::join_group::handle => response;
+    SyncGroup 0..=5, SyncGroupRequest, waiting handlers::sync_group::handle => response;
+    Heartbeat 0..=4, HeartbeatRequest, blocking handlers::heartbeat::handle => response;
+    LeaveGroup 0..=5, LeaveGroupRequest, blocking handlers::leave_group::handle => response;
+    OffsetCommit 2..=8, OffsetCommitRequest, blocking handlers::offset_commit::handle => response;
+    OffsetFetch 1..=8, OffsetFetchRequest, blocking handlers::offset_fetch::handle => response;
+    ListGroups 0..=4, ListGroupsRequest, blocking handlers::list_groups::handle => response;
+    DescribeGroups 0..=5, DescribeGroupsRequest, blocking handlers::describe_groups::handle => response;
+    DeleteGroups 0..=2, DeleteGroupsRequest, blocking handlers::delete_groups::handle => response;
+    OffsetDelete 0..=0, OffsetDeleteRequest, blocking handlers::offset_delete::handle => response;
+    DescribeTopicPartitions 0..=0, DescribeTopicPartitionsRequest, blocking handlers::describe_topic_partitions::handle => response;
+}
+
+/// One request being served: who asked, what, at which version.
+struct Call<'a> {
+    context: &'a Arc<Context>,
+    header: RequestHeader,
+    api: ApiKey,
+    version: i16,
+    peer: SocketAddr,
+}
 
 pub fn supported_range(api_key: ApiKey) -> Option<(i16, i16)> {
     SUPPORTED
@@ -76,6 +149,11 @@ pub fn supported_range(api_key: ApiKey) -> Option<(i16, i16)> {
 
 fn malformed(what: impl std::fmt::Display) -> MalformedRequest {
     MalformedRequest(what.to_string())
+}
+
+fn decode<R: Decodable>(call: &Call<'_>, body: &mut Bytes) -> Result<R, MalformedRequest> {
+    R::decode(body, call.version)
+        .map_err(|error| malformed(format!("{:?} v{} body: {error}", call.api, call.version)))
 }
 
 /// Decodes one checked request frame and returns the response frame, or `None` when no
@@ -113,6 +191,13 @@ async fn dispatch_inner(
         ApiKey::try_from(api_key).map_err(|_| malformed(format!("unknown API key {api_key}")))?;
     let header = RequestHeader::decode(&mut frame, api.request_header_version(api_version))
         .map_err(|error| malformed(format!("request header: {error}")))?;
+    let call = Call {
+        context,
+        header,
+        api,
+        version: api_version,
+        peer,
+    };
     let supported =
         supported_range(api).is_some_and(|(min, max)| (min..=max).contains(&api_version));
     if !supported {
@@ -120,180 +205,23 @@ async fn dispatch_inner(
             // Kafka answers an unknown ApiVersions version with v0 and UNSUPPORTED_VERSION, so
             // the client can retry with a version it finds in the list.
             let response = handlers::api_versions::unsupported();
-            return encode(&header, api, 0, &response).map(Some);
+            return encode(&Call { version: 0, ..call }, &response, Vec::new()).map(Some);
         }
         return Err(malformed(format!(
             "{api:?} version {api_version} is not supported"
         )));
     }
-    macro_rules! blocking {
-        ($request:ty, $handler:path) => {{
-            let request = <$request>::decode(&mut frame, api_version)
-                .map_err(|error| malformed(format!("{api:?} v{api_version} body: {error}")))?;
-            let context = Arc::clone(context);
-            let header_copy = header.clone();
-            tokio::task::spawn_blocking(move || $handler(&context, &header_copy, request))
-                .await
-                .map_err(|error| malformed(format!("handler failed: {error}")))?
-        }};
-    }
-    match api {
-        ApiKey::ApiVersions => {
-            let request = ApiVersionsRequest::decode(&mut frame, api_version)
-                .map_err(|error| malformed(format!("ApiVersions body: {error}")))?;
-            let response = handlers::api_versions::handle(&header, &request);
-            encode(&header, api, api_version, &response).map(Some)
-        }
-        ApiKey::Metadata => {
-            let response = blocking!(MetadataRequest, handlers::metadata::handle);
-            encode(&header, api, api_version, &response).map(Some)
-        }
-        ApiKey::Produce => {
-            let request = ProduceRequest::decode(&mut frame, api_version)
-                .map_err(|error| malformed(format!("Produce body: {error}")))?;
-            let acks = request.acks;
-            let context_for_handler = Arc::clone(context);
-            let header_copy = header.clone();
-            let response = tokio::task::spawn_blocking(move || {
-                handlers::produce::handle(&context_for_handler, &header_copy, request)
-            })
-            .await
-            .map_err(|error| malformed(format!("handler failed: {error}")))?;
-            if acks == 0 {
-                return Ok(None);
-            }
-            encode(&header, api, api_version, &response).map(Some)
-        }
-        ApiKey::Fetch => {
-            let request = FetchRequest::decode(&mut frame, api_version)
-                .map_err(|error| malformed(format!("Fetch body: {error}")))?;
-            let (response, regions) = handlers::fetch::handle(context, &header, request).await;
-            encode_spliced(&header, api, api_version, &response, regions).map(Some)
-        }
-        ApiKey::ListOffsets => {
-            let response = blocking!(ListOffsetsRequest, handlers::list_offsets::handle);
-            encode(&header, api, api_version, &response).map(Some)
-        }
-        ApiKey::InitProducerId => {
-            let response = blocking!(InitProducerIdRequest, handlers::init_producer_id::handle);
-            encode(&header, api, api_version, &response).map(Some)
-        }
-        ApiKey::CreateTopics => {
-            let response = blocking!(CreateTopicsRequest, handlers::create_topics::handle);
-            encode(&header, api, api_version, &response).map(Some)
-        }
-        ApiKey::DeleteTopics => {
-            let response = blocking!(DeleteTopicsRequest, handlers::delete_topics::handle);
-            encode(&header, api, api_version, &response).map(Some)
-        }
-        ApiKey::DeleteRecords => {
-            let response = blocking!(DeleteRecordsRequest, handlers::delete_records::handle);
-            encode(&header, api, api_version, &response).map(Some)
-        }
-        ApiKey::CreatePartitions => {
-            let response = blocking!(CreatePartitionsRequest, handlers::create_partitions::handle);
-            encode(&header, api, api_version, &response).map(Some)
-        }
-        ApiKey::DescribeConfigs => {
-            let response = blocking!(DescribeConfigsRequest, handlers::configs::describe);
-            encode(&header, api, api_version, &response).map(Some)
-        }
-        ApiKey::AlterConfigs => {
-            let response = blocking!(AlterConfigsRequest, handlers::configs::alter);
-            encode(&header, api, api_version, &response).map(Some)
-        }
-        ApiKey::IncrementalAlterConfigs => {
-            let response = blocking!(
-                IncrementalAlterConfigsRequest,
-                handlers::configs::incremental_alter
-            );
-            encode(&header, api, api_version, &response).map(Some)
-        }
-        ApiKey::DescribeTopicPartitions => {
-            let response = blocking!(
-                DescribeTopicPartitionsRequest,
-                handlers::describe_topic_partitions::handle
-            );
-            encode(&header, api, api_version, &response).map(Some)
-        }
-        ApiKey::DescribeCluster => {
-            let response = blocking!(DescribeClusterRequest, handlers::describe_cluster::handle);
-            encode(&header, api, api_version, &response).map(Some)
-        }
-        ApiKey::DescribeLogDirs => {
-            let response = blocking!(DescribeLogDirsRequest, handlers::describe_log_dirs::handle);
-            encode(&header, api, api_version, &response).map(Some)
-        }
-        ApiKey::FindCoordinator => {
-            let response = blocking!(FindCoordinatorRequest, handlers::find_coordinator::handle);
-            encode(&header, api, api_version, &response).map(Some)
-        }
-        ApiKey::JoinGroup => {
-            let request = JoinGroupRequest::decode(&mut frame, api_version)
-                .map_err(|error| malformed(format!("JoinGroup body: {error}")))?;
-            let response = handlers::join_group::handle(context, &header, request, peer).await;
-            encode(&header, api, api_version, &response).map(Some)
-        }
-        ApiKey::SyncGroup => {
-            let request = SyncGroupRequest::decode(&mut frame, api_version)
-                .map_err(|error| malformed(format!("SyncGroup body: {error}")))?;
-            let response = handlers::sync_group::handle(context, &header, request).await;
-            encode(&header, api, api_version, &response).map(Some)
-        }
-        ApiKey::Heartbeat => {
-            let response = blocking!(HeartbeatRequest, handlers::heartbeat::handle);
-            encode(&header, api, api_version, &response).map(Some)
-        }
-        ApiKey::LeaveGroup => {
-            let response = blocking!(LeaveGroupRequest, handlers::leave_group::handle);
-            encode(&header, api, api_version, &response).map(Some)
-        }
-        ApiKey::OffsetCommit => {
-            let response = blocking!(OffsetCommitRequest, handlers::offset_commit::handle);
-            encode(&header, api, api_version, &response).map(Some)
-        }
-        ApiKey::OffsetFetch => {
-            let response = blocking!(OffsetFetchRequest, handlers::offset_fetch::handle);
-            encode(&header, api, api_version, &response).map(Some)
-        }
-        ApiKey::ListGroups => {
-            let response = blocking!(ListGroupsRequest, handlers::list_groups::handle);
-            encode(&header, api, api_version, &response).map(Some)
-        }
-        ApiKey::DescribeGroups => {
-            let response = blocking!(DescribeGroupsRequest, handlers::describe_groups::handle);
-            encode(&header, api, api_version, &response).map(Some)
-        }
-        ApiKey::DeleteGroups => {
-            let response = blocking!(DeleteGroupsRequest, handlers::delete_groups::handle);
-            encode(&header, api, api_version, &response).map(Some)
-        }
-        ApiKey::OffsetDelete => {
-            let response = blocking!(OffsetDeleteRequest, handlers::offset_delete::handle);
-            encode(&header, api, api_version, &response).map(Some)
-        }
-        other => Err(malformed(format!("{other:?} is not supported"))),
-    }
-}
-
-fn encode<R: Encodable + ErrorCodes>(
-    header: &RequestHeader,
-    api: ApiKey,
-    version: i16,
-    response: &R,
-) -> Result<ResponseFrame, MalformedRequest> {
-    encode_spliced(header, api, version, response, Vec::new())
+    route(&call, frame).await
 }
 
 /// Encodes a response whose placeholders stand for `regions`, in encoding order, and counts
 /// the errors it carries.
-fn encode_spliced<R: Encodable + ErrorCodes>(
-    header: &RequestHeader,
-    api: ApiKey,
-    version: i16,
+fn encode<R: Encodable + ErrorCodes>(
+    call: &Call<'_>,
     response: &R,
     regions: Vec<FileRegion>,
 ) -> Result<ResponseFrame, MalformedRequest> {
+    let (api, version) = (call.api, call.version);
     let codes = response.error_codes();
     if codes.iter().any(|code| *code != crate::errors::NONE) {
         let name = format!("{api:?}");
@@ -311,7 +239,7 @@ fn encode_spliced<R: Encodable + ErrorCodes>(
         api.response_header_version(version)
     };
     ResponseHeader::default()
-        .with_correlation_id(header.correlation_id)
+        .with_correlation_id(call.header.correlation_id)
         .encode(&mut out, header_version)
         .map_err(|error| malformed(format!("encoding the response header: {error}")))?;
     response

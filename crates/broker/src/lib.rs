@@ -1,11 +1,13 @@
 //! A single-node Kafka-protocol broker over ferrolog's [`LogManager`]: unmodified Kafka clients
 //! produce and fetch through it. Codecs come from the `kafka-protocol` crate; each API has its
-//! own handler in [`handlers`], all with one shape: a decoded request in, a response out.
+//! own handler in [`handlers`], all with one shape: a decoded request in, a response out. The
+//! table in [`dispatch`] declares each API once; the dispatcher and ApiVersions come from it.
 //!
 //! Threads: a tokio runtime accepts connections and reads frames ([`network`]); each connection
 //! answers its requests in order. Storage calls are synchronous; they cross into the blocking
-//! pool in one place, [`dispatch::dispatch`].
+//! pool in one place, [`bridge::blocking`].
 
+pub mod bridge;
 pub mod dispatch;
 pub mod error_codes;
 pub mod errors;

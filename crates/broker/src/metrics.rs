@@ -49,7 +49,9 @@ pub async fn serve(
             let _ = stream.read(&mut request).await;
             if let Some(manager) = manager.get() {
                 let manager = Arc::clone(manager);
-                let _ = tokio::task::spawn_blocking(move || refresh(&manager)).await;
+                if let Err(error) = crate::bridge::blocking(move || refresh(&manager)).await {
+                    tracing::warn!(%error, "the log gauges were not refreshed for this scrape");
+                }
             }
             let body = handle.render();
             let head = format!(

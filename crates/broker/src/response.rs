@@ -11,11 +11,10 @@
 // placeholder region is an anonymous mapping.
 
 use std::collections::VecDeque;
-use std::sync::Arc;
 
 use bytes::buf::UninitSlice;
 use bytes::{BufMut, Bytes, BytesMut};
-use ferrolog_storage::segment::Segment;
+use ferrolog_storage::log::FileSlice;
 use kafka_protocol::protocol::buf::ByteBufMut;
 
 /// The most record bytes one partition of a response can carry (the protocol's `i32` length).
@@ -49,9 +48,20 @@ fn placeholder_region() -> Option<&'static [u8]> {
 /// A byte range of one segment's `.log`, sent from the file when the response is written.
 #[derive(Debug, Clone)]
 pub struct FileRegion {
-    pub segment: Arc<Segment>,
-    pub position: u64,
+    pub slice: FileSlice,
+    /// The slice's length, as the codec counts it.
     pub length: usize,
+}
+
+impl FileRegion {
+    /// A region for a non-empty slice; `None` for an empty one, or one longer than any
+    /// response can carry.
+    pub fn of(slice: FileSlice) -> Option<Self> {
+        let length = usize::try_from(slice.len())
+            .ok()
+            .filter(|length| (1..=PLACEHOLDER_BYTES).contains(length))?;
+        Some(Self { slice, length })
+    }
 }
 
 impl FileRegion {

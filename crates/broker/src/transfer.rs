@@ -151,8 +151,8 @@ impl FrameWriter {
         region: &FileRegion,
         buffer: &mut [u8],
     ) -> io::Result<()> {
-        let file = region.segment.log_file().file();
-        let mut position = region.position;
+        let file = region.slice.file();
+        let mut position = region.slice.position();
         let mut remaining = region.length;
         while remaining > 0 {
             let piece = remaining.min(buffer.len());
@@ -190,8 +190,8 @@ async fn send_file(
     region: &FileRegion,
     idle_limit: Option<Duration>,
 ) -> io::Result<()> {
-    let file = region.segment.log_file().file();
-    let mut position = region.position;
+    let file = region.slice.file();
+    let mut position = region.slice.position();
     let mut remaining = region.length;
     while remaining > 0 {
         within(idle_limit, stream.writable()).await?;
@@ -221,9 +221,9 @@ fn shrank(region: &FileRegion, error: io::Error) -> io::Error {
         error.kind(),
         format!(
             "segment {} shrank below {} bytes at position {} while being sent: {error}",
-            region.segment.log_file().path().display(),
+            region.slice.path().display(),
             region.length,
-            region.position
+            region.slice.position()
         ),
     )
 }

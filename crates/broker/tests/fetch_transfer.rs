@@ -56,7 +56,7 @@ async fn fetches_carry_the_segment_bytes(transfer: FetchTransfer) {
             if partition == 0 {
                 batch = ferrolog_testkit::sized_batch(5_000, 1_700_000_000_000);
             }
-            log.append_as_leader(&mut batch, 0).unwrap();
+            log.append_as_leader(batch).unwrap();
         }
         log.maybe_increment_high_watermark(log.log_end_offset());
         let whole = log
@@ -179,13 +179,24 @@ async fn a_region_past_the_segment_end_fails_the_write_in_both_transfers() {
     let log = manager
         .get_or_create(&TopicPartition::new("short", 0))
         .unwrap();
-    log.append_as_leader(
-        &mut ferrolog_testkit::numbered_batch(0, 5, 1_700_000_000_000),
-        0,
-    )
-    .unwrap();
-    let segment = Arc::clone(&log.view().segments[0]);
-    let size = usize::try_from(segment.size()).unwrap();
+    log.append_as_leader(ferrolog_testkit::numbered_batch(0, 5, 1_700_000_000_000))
+        .unwrap();
+    let slice = log
+        .read(FetchParams {
+            start_offset: 0,
+            max_bytes: 1 << 20,
+            bound: FetchBound::LogEnd,
+            min_one_batch: true,
+        })
+        .unwrap()
+        .slice
+        .unwrap();
+    let size = usize::try_from(log.view().segments[0].size()).unwrap();
+    assert_eq!(
+        slice.len(),
+        size as u64,
+        "the slice covers the whole segment"
+    );
     for transfer in [FetchTransfer::Copy, FetchTransfer::Sendfile] {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let address = listener.local_addr().unwrap();
@@ -198,8 +209,7 @@ async fn a_region_past_the_segment_end_fails_the_write_in_both_transfers() {
         let mut stream = tokio::net::TcpStream::connect(address).await.unwrap();
         let frame = ResponseFrame {
             chunks: vec![Chunk::File(FileRegion {
-                segment: Arc::clone(&segment),
-                position: 0,
+                slice: slice.clone(),
                 length: size + 100,
             })],
         };

@@ -75,8 +75,8 @@ async fn a_waiting_fetch_is_answered_by_the_next_produce() {
     tokio::time::sleep(Duration::from_millis(200)).await;
     let producer = Arc::clone(&context);
     tokio::task::spawn_blocking(move || {
-        let mut batch = ferrolog_testkit::numbered_batch(0, 3, 1_700_000_000_000);
-        log.append_as_leader(&mut batch, 0).unwrap();
+        let batch = ferrolog_testkit::numbered_batch(0, 3, 1_700_000_000_000);
+        log.append_as_leader(batch).unwrap();
         log.maybe_increment_high_watermark(log.log_end_offset());
         producer.appended.notify_waiters();
     })

@@ -49,7 +49,7 @@ pub fn run(data_dir: &Path, records: usize, record_bytes: usize) -> anyhow::Resu
         }
         appended += builder.count() as usize;
         let log = &logs[batch_number % logs.len()];
-        log.append_as_leader(&mut builder.build()?, 0)?;
+        log.append_as_leader(builder.build()?)?;
         log.maybe_increment_high_watermark(log.log_end_offset());
         batch_number += 1;
     }

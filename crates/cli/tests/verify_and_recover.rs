@@ -313,8 +313,8 @@ fn written_dir(dir: &Path) -> Arc<LogManager> {
             .get_or_create(&TopicPartition::new("events", partition))
             .unwrap();
         for i in 0..60 {
-            let mut batch = numbered_batch(i, 2, 1_700_000_000_000);
-            log.append_as_leader(&mut batch, 0).unwrap();
+            let batch = numbered_batch(i, 2, 1_700_000_000_000);
+            log.append_as_leader(batch).unwrap();
         }
     }
     manager

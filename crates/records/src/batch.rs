@@ -23,6 +23,7 @@
 
 use std::borrow::Cow;
 
+use crate::be;
 use crate::compression::Compression;
 use crate::error::RecordsError;
 use crate::record::RecordIter;
@@ -136,23 +137,6 @@ impl Attributes {
     }
 }
 
-pub(crate) fn be_i64(bytes: &[u8], at: usize) -> i64 {
-    let mut buf = [0u8; 8];
-    buf.copy_from_slice(&bytes[at..at + 8]);
-    i64::from_be_bytes(buf)
-}
-pub(crate) fn be_i32(bytes: &[u8], at: usize) -> i32 {
-    let mut buf = [0u8; 4];
-    buf.copy_from_slice(&bytes[at..at + 4]);
-    i32::from_be_bytes(buf)
-}
-pub(crate) fn be_u32(bytes: &[u8], at: usize) -> u32 {
-    be_i32(bytes, at) as u32
-}
-pub(crate) fn be_i16(bytes: &[u8], at: usize) -> i16 {
-    i16::from_be_bytes([bytes[at], bytes[at + 1]])
-}
-
 /// CRC-32C of a v2 batch, computed over bytes 21..end.
 pub fn compute_crc(batch: &[u8]) -> u32 {
     crc32c(&batch[field::ATTRIBUTES..])
@@ -183,7 +167,7 @@ impl<'a> RecordBatch<'a> {
                 available: buf.len(),
             });
         }
-        let batch_length = be_i32(buf, field::BATCH_LENGTH);
+        let batch_length = be::i32_at(buf, field::BATCH_LENGTH);
         let total = i64::from(batch_length) + LOG_OVERHEAD as i64;
         if total < BATCH_HEADER_LEN as i64 {
             return Err(RecordsError::InvalidLength {
@@ -230,28 +214,28 @@ impl<'a> RecordBatch<'a> {
         self.bytes.len()
     }
     pub fn base_offset(&self) -> i64 {
-        be_i64(self.bytes, field::BASE_OFFSET)
+        be::i64_at(self.bytes, field::BASE_OFFSET)
     }
     pub fn batch_length(&self) -> i32 {
-        be_i32(self.bytes, field::BATCH_LENGTH)
+        be::i32_at(self.bytes, field::BATCH_LENGTH)
     }
     pub fn partition_leader_epoch(&self) -> i32 {
-        be_i32(self.bytes, field::PARTITION_LEADER_EPOCH)
+        be::i32_at(self.bytes, field::PARTITION_LEADER_EPOCH)
     }
     pub fn magic(&self) -> u8 {
         self.bytes[field::MAGIC]
     }
     pub fn stored_crc(&self) -> u32 {
-        be_u32(self.bytes, field::CRC)
+        be::u32_at(self.bytes, field::CRC)
     }
     pub fn computed_crc(&self) -> u32 {
         compute_crc(self.bytes)
     }
     pub fn attributes(&self) -> Attributes {
-        Attributes(be_i16(self.bytes, field::ATTRIBUTES) as u16)
+        Attributes(be::i16_at(self.bytes, field::ATTRIBUTES) as u16)
     }
     pub fn last_offset_delta(&self) -> i32 {
-        be_i32(self.bytes, field::LAST_OFFSET_DELTA)
+        be::i32_at(self.bytes, field::LAST_OFFSET_DELTA)
     }
     /// `baseOffset + lastOffsetDelta`.
     pub fn last_offset(&self) -> i64 {
@@ -265,7 +249,7 @@ impl<'a> RecordBatch<'a> {
     /// The raw `baseTimestamp` field: the first record's timestamp, or the delete horizon when
     /// attribute bit 6 is set.
     pub fn base_timestamp(&self) -> i64 {
-        be_i64(self.bytes, field::BASE_TIMESTAMP)
+        be::i64_at(self.bytes, field::BASE_TIMESTAMP)
     }
     /// The delete horizon (KIP-534), when the batch carries one.
     pub fn delete_horizon_ms(&self) -> Option<i64> {
@@ -274,16 +258,16 @@ impl<'a> RecordBatch<'a> {
             .then(|| self.base_timestamp())
     }
     pub fn max_timestamp(&self) -> i64 {
-        be_i64(self.bytes, field::MAX_TIMESTAMP)
+        be::i64_at(self.bytes, field::MAX_TIMESTAMP)
     }
     pub fn producer_id(&self) -> i64 {
-        be_i64(self.bytes, field::PRODUCER_ID)
+        be::i64_at(self.bytes, field::PRODUCER_ID)
     }
     pub fn producer_epoch(&self) -> i16 {
-        be_i16(self.bytes, field::PRODUCER_EPOCH)
+        be::i16_at(self.bytes, field::PRODUCER_EPOCH)
     }
     pub fn base_sequence(&self) -> i32 {
-        be_i32(self.bytes, field::BASE_SEQUENCE)
+        be::i32_at(self.bytes, field::BASE_SEQUENCE)
     }
     /// The sequence of the last record; sequences wrap from `i32::MAX` to 0.
     pub fn last_sequence(&self) -> i32 {
@@ -299,7 +283,7 @@ impl<'a> RecordBatch<'a> {
         }
     }
     pub fn records_count(&self) -> i32 {
-        be_i32(self.bytes, field::RECORDS_COUNT)
+        be::i32_at(self.bytes, field::RECORDS_COUNT)
     }
     pub fn compression(&self) -> Result<Compression, RecordsError> {
         self.attributes().compression()
@@ -419,7 +403,7 @@ pub fn set_partition_leader_epoch(batch: &mut [u8], epoch: i32) {
 
 /// Sets `maxTimestamp` and the timestamp type bit, then rewrites the CRC.
 pub fn set_max_timestamp(batch: &mut [u8], timestamp_type: TimestampType, max_timestamp: i64) {
-    let mut attributes = be_i16(batch, field::ATTRIBUTES) as u16;
+    let mut attributes = be::i16_at(batch, field::ATTRIBUTES) as u16;
     match timestamp_type {
         TimestampType::LogAppendTime => attributes |= Attributes::TIMESTAMP_TYPE,
         TimestampType::CreateTime => attributes &= !Attributes::TIMESTAMP_TYPE,

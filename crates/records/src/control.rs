@@ -6,7 +6,7 @@
 //! | key   | `version i16` (0), `type i16`                                |
 //! | value | for ABORT/COMMIT: `version i16` (0), `coordinatorEpoch i32`  |
 
-use crate::batch::{be_i16, be_i32};
+use crate::be;
 
 /// The type of a control record, from its key.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -25,7 +25,7 @@ impl ControlType {
         if key.len() < 4 {
             return None;
         }
-        Some(match be_i16(key, 2) {
+        Some(match be::i16_at(key, 2) {
             0 => Self::Abort,
             1 => Self::Commit,
             2 => Self::LeaderChange,
@@ -49,7 +49,7 @@ impl ControlType {
 
 /// The coordinator epoch of a transaction marker's value, when it has the expected layout.
 pub fn marker_coordinator_epoch(value: &[u8]) -> Option<i32> {
-    (value.len() >= 6).then(|| be_i32(value, 2))
+    (value.len() >= 6).then(|| be::i32_at(value, 2))
 }
 
 /// Builds the key of a control record of `kind` (0 ABORT, 1 COMMIT, …).

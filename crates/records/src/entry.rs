@@ -5,7 +5,8 @@
 //! an entry that runs past the end, is a quiet end of the data (a torn write or a zero-filled
 //! preallocated tail); a `size` below the smallest possible message is corruption.
 
-use crate::batch::{LOG_OVERHEAD, MAGIC_V2, RecordBatch, Records, TimestampType, be_i32, be_i64};
+use crate::batch::{LOG_OVERHEAD, MAGIC_V2, RecordBatch, Records, TimestampType};
+use crate::be;
 use crate::error::RecordsError;
 use crate::legacy::{LegacyEntry, LegacyRecords, MESSAGE_OVERHEAD_V0};
 use crate::record::Record;
@@ -30,7 +31,7 @@ impl EntryHeader {
         if buf.len() < HEADER_SIZE_UP_TO_MAGIC {
             return Ok(None);
         }
-        let size = be_i32(buf, 8);
+        let size = be::i32_at(buf, 8);
         if size < MESSAGE_OVERHEAD_V0 as i32 {
             return Err(RecordsError::InvalidLength {
                 what: "entry size",
@@ -38,7 +39,7 @@ impl EntryHeader {
             });
         }
         Ok(Some(Self {
-            offset_field: be_i64(buf, 0),
+            offset_field: be::i64_at(buf, 0),
             total_size: LOG_OVERHEAD + size as usize,
             magic: buf[16],
         }))

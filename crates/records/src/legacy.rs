@@ -18,7 +18,8 @@
 
 use std::borrow::Cow;
 
-use crate::batch::{LOG_OVERHEAD, NO_TIMESTAMP, TimestampType, be_i32, be_i64, be_u32};
+use crate::batch::{LOG_OVERHEAD, NO_TIMESTAMP, TimestampType};
+use crate::be;
 use crate::compression::Compression;
 use crate::error::RecordsError;
 use crate::record::Record;
@@ -66,7 +67,7 @@ impl<'a> LegacyEntry<'a> {
             1 => MESSAGE_OVERHEAD_V1,
             other => return Err(RecordsError::UnsupportedMagic(other)),
         };
-        let size = be_i32(buf, field::SIZE);
+        let size = be::i32_at(buf, field::SIZE);
         if size < minimum as i32 {
             return Err(RecordsError::InvalidLength {
                 what: "legacy message size",
@@ -94,7 +95,7 @@ impl<'a> LegacyEntry<'a> {
     }
     /// The entry's offset: the message's own, or for a wrapper the last inner message's.
     pub fn offset(&self) -> i64 {
-        be_i64(self.bytes, field::OFFSET)
+        be::i64_at(self.bytes, field::OFFSET)
     }
     pub fn magic(&self) -> u8 {
         self.bytes[field::MAGIC]
@@ -103,7 +104,7 @@ impl<'a> LegacyEntry<'a> {
         self.bytes[field::ATTRIBUTES]
     }
     pub fn stored_crc(&self) -> u32 {
-        be_u32(self.bytes, field::CRC)
+        be::u32_at(self.bytes, field::CRC)
     }
     pub fn computed_crc(&self) -> u32 {
         crc32fast::hash(&self.bytes[field::MAGIC..])
@@ -123,7 +124,7 @@ impl<'a> LegacyEntry<'a> {
         if self.magic() == 0 {
             NO_TIMESTAMP
         } else {
-            be_i64(self.bytes, field::TIMESTAMP_V1)
+            be::i64_at(self.bytes, field::TIMESTAMP_V1)
         }
     }
 
@@ -220,7 +221,7 @@ fn nullable_bytes<'a>(
             available: bytes.len(),
         });
     }
-    let len = be_i32(bytes, at);
+    let len = be::i32_at(bytes, at);
     let start = at + 4;
     match len {
         -1 => Ok((None, start)),

@@ -12,6 +12,7 @@
 //! Every parser checks lengths before it reads, so no input can make it panic.
 
 pub mod batch;
+pub mod be;
 pub mod builder;
 pub mod compression;
 pub mod consumer_offsets;

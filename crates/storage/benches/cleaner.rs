@@ -51,8 +51,7 @@ fn filled_log(dir: &Path, unique_percent: usize, codec: Compression) -> Log {
                 .append(1_700_000_000_000, Some(key.as_bytes()), Some(&value), &[])
                 .unwrap();
         }
-        log.append_as_leader(&mut builder.build().unwrap(), 0)
-            .unwrap();
+        log.append_as_leader(builder.build().unwrap()).unwrap();
         written += 16;
     }
     log.maybe_increment_high_watermark(log.log_end_offset());

@@ -137,6 +137,10 @@ pub enum StorageError {
     /// The log was closed, so it takes no more requests.
     #[error("log {0} is closed")]
     LogClosed(String),
+    /// Work given up on purpose, having changed nothing: a cleaning pass aborted, or overtaken
+    /// by a change of the log it was cleaning.
+    #[error("{0}")]
+    Dropped(String),
     /// The data directory failed earlier and is offline (Kafka's KAFKA_STORAGE_ERROR).
     #[error("data directory {} is offline", dir.display())]
     LogDirOffline { dir: PathBuf },

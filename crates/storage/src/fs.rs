@@ -3,16 +3,39 @@
 
 use std::fs::{self, File, OpenOptions};
 use std::io::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use crate::error::{Result, StorageError};
 
 /// fsyncs a directory so that creations, renames and deletions of its entries are durable.
 pub fn fsync_dir(dir: &Path) -> Result<()> {
-    let handle = File::open(dir).map_err(StorageError::io("open directory", dir))?;
-    crate::fault::point("fs.fsync_dir")
-        .and_then(|()| handle.sync_all())
-        .map_err(StorageError::sync("fsync directory", dir))
+    OpenDir::open(dir)?.fsync()
+}
+
+/// A directory opened for an fsync later: opened while its path is known to be right (under a
+/// lock that renames of it take), fsynced after that lock is released.
+#[derive(Debug)]
+pub struct OpenDir {
+    handle: File,
+    path: PathBuf,
+}
+
+impl OpenDir {
+    pub fn open(dir: &Path) -> Result<Self> {
+        let handle = File::open(dir).map_err(StorageError::io("open directory", dir))?;
+        Ok(Self {
+            handle,
+            path: dir.to_path_buf(),
+        })
+    }
+
+    /// fsyncs the directory so that creations, renames and deletions of its entries are
+    /// durable. The error names the path it was opened at.
+    pub fn fsync(&self) -> Result<()> {
+        crate::fault::point("fs.fsync_dir")
+            .and_then(|()| self.handle.sync_all())
+            .map_err(StorageError::sync("fsync directory", &self.path))
+    }
 }
 
 /// Replaces `target` with `contents` so that a crash leaves either the old or the new file:

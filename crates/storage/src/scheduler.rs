@@ -219,17 +219,24 @@ impl BackgroundThread {
         mut step: impl FnMut() -> Duration + Send + 'static,
     ) -> std::io::Result<Self> {
         let thread_wakeup = Arc::clone(&wakeup);
+        let thread_name = name.to_owned();
         let handle = std::thread::Builder::new()
             .name(name.to_owned())
             .spawn(move || {
                 while !thread_wakeup.is_stopped() {
-                    // A panicking step is logged and the thread goes on: a background thread
-                    // that dies quietly stops its work for good.
+                    // A panicking step is logged and counted, and the thread goes on: a
+                    // background thread that dies quietly stops its work for good.
                     let wait =
                         match std::panic::catch_unwind(std::panic::AssertUnwindSafe(&mut step)) {
                             Ok(wait) => wait,
                             Err(panic) => {
+                                metrics::counter!(
+                                    "ferrolog_background_thread_panics_total",
+                                    "thread" => thread_name.clone()
+                                )
+                                .increment(1);
                                 tracing::error!(
+                                    thread = thread_name,
                                     panic = panic_message(panic.as_ref()),
                                     "a background step panicked; it runs again"
                                 );

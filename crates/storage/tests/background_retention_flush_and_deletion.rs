@@ -56,7 +56,7 @@ fn append(log: &Log, records: usize, timestamp: i64) {
     let batch_records: Vec<TestRecord> = (0..records)
         .map(|_| TestRecord::new(timestamp, Some(b"k"), Some(&value)))
         .collect();
-    log.append_as_leader(&mut batch(&batch_records), 0).unwrap();
+    log.append_as_leader(batch(&batch_records)).unwrap();
     log.maybe_increment_high_watermark(log.log_end_offset());
 }
 
@@ -94,14 +94,11 @@ fn cannot_delete_segments_at_or_above_the_high_watermark() {
         .get_or_create(&TopicPartition::new("hw", 0))
         .unwrap();
     for _ in 0..100 {
-        log.append_as_leader(
-            &mut batch(&[TestRecord::new(
-                START - HOUR,
-                Some(b"k"),
-                Some(&[b'v'; 100]),
-            )]),
-            0,
-        )
+        log.append_as_leader(batch(&[TestRecord::new(
+            START - HOUR,
+            Some(b"k"),
+            Some(&[b'v'; 100]),
+        )]))
         .unwrap();
     }
     setup.clock.advance_ms(HOUR);
@@ -223,17 +220,17 @@ fn deleted_segments_stay_as_deleted_files_until_the_delay() {
     assert_eq!(log.delete_old_segments().unwrap().plan.delete_count(), 2);
     let partition_dir = log.dir();
     assert_eq!(
-        files_with_suffix(&partition_dir, ".deleted"),
+        files_with_suffix(partition_dir, ".deleted"),
         6,
         "3 files for each of 2 segments"
     );
     setup.clock.advance_ms(59_999);
     setup.manager.deleter().run_due();
-    assert_eq!(files_with_suffix(&partition_dir, ".deleted"), 6);
+    assert_eq!(files_with_suffix(partition_dir, ".deleted"), 6);
     setup.clock.advance_ms(1);
     setup.manager.deleter().run_due();
-    assert_eq!(files_with_suffix(&partition_dir, ".deleted"), 0);
-    assert_eq!(files_with_suffix(&partition_dir, ".log"), 1);
+    assert_eq!(files_with_suffix(partition_dir, ".deleted"), 0);
+    assert_eq!(files_with_suffix(partition_dir, ".log"), 1);
 }
 
 #[test]
@@ -266,10 +263,10 @@ fn cleanup_expired_segments_on_the_schedule_leaves_one_segment() {
         .advance_ms(LogConfig::default().file_delete_delay_ms);
     setup.manager.deleter().run_due();
     let partition_dir = log.dir();
-    assert_eq!(files_with_suffix(&partition_dir, ".log"), 1);
-    assert_eq!(files_with_suffix(&partition_dir, ".index"), 1);
-    assert_eq!(files_with_suffix(&partition_dir, ".timeindex"), 1);
-    assert_eq!(files_with_suffix(&partition_dir, ".deleted"), 0);
+    assert_eq!(files_with_suffix(partition_dir, ".log"), 1);
+    assert_eq!(files_with_suffix(partition_dir, ".index"), 1);
+    assert_eq!(files_with_suffix(partition_dir, ".timeindex"), 1);
+    assert_eq!(files_with_suffix(partition_dir, ".deleted"), 0);
 }
 
 #[test]

@@ -101,7 +101,7 @@ fn concurrent_appends_and_reads_with_background_maintenance() {
                         .collect();
                     // Two writers may race on a partition: a value then names an offset at or
                     // below the one it got, which is what readers check.
-                    log.append_as_leader(&mut batch(&records), 0).unwrap();
+                    log.append_as_leader(batch(&records)).unwrap();
                     log.maybe_increment_high_watermark(log.log_end_offset());
                     appended.fetch_add(4, Ordering::Relaxed);
                     round += 4;

@@ -58,8 +58,7 @@ fn append(log: &Log, records: &[(Option<&str>, Option<&str>)], codec: Compressio
             .append(START, key.map(str::as_bytes), value.map(str::as_bytes), &[])
             .unwrap();
     }
-    log.append_as_leader(&mut builder.build().unwrap(), 0)
-        .unwrap();
+    log.append_as_leader(builder.build().unwrap()).unwrap();
     log.maybe_increment_high_watermark(log.log_end_offset());
 }
 
@@ -333,7 +332,7 @@ fn the_last_batch_of_every_producer_survives_cleaning_even_when_emptied() {
     for (producer, sequence, key) in [(7, 0, "a"), (7, 2, "b"), (9, 0, "c")] {
         setup
             .log
-            .append_as_leader(&mut producer_batch(producer, sequence, key, "old"), 0)
+            .append_as_leader(producer_batch(producer, sequence, key, "old"))
             .unwrap();
     }
     // A non-idempotent producer overwrites every key, so producer 7's and 9's batches lose all
@@ -471,7 +470,7 @@ fn an_expired_producer_s_emptied_batch_is_not_kept() {
             .unwrap();
         setup
             .log
-            .append_as_leader(&mut builder.build().unwrap(), 0)
+            .append_as_leader(builder.build().unwrap())
             .unwrap();
     }
     for key in ["a", "b"] {
@@ -485,7 +484,7 @@ fn an_expired_producer_s_emptied_batch_is_not_kept() {
         .unwrap();
     setup
         .log
-        .append_as_leader(&mut builder.build().unwrap(), 0)
+        .append_as_leader(builder.build().unwrap())
         .unwrap();
     assert_eq!(setup.log.remove_expired_producers(DAY), 1);
     setup

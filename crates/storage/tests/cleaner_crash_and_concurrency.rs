@@ -11,7 +11,6 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -22,6 +21,7 @@ use ferrolog_storage::cleaner::offset_map::OffsetMap;
 use ferrolog_storage::log::{FetchBound, FetchParams, Log};
 use ferrolog_storage::manager::{BackgroundConfig, LogManager, ManagerConfig};
 use ferrolog_storage::{CleanupPolicy, LogConfig, StorageError, SystemClock, TopicPartition};
+use ferrolog_testkit::crash::{self, KillDelays};
 
 const CHILD_ENV: &str = "FERROLOG_CLEANER_CHILD";
 const KEYS: i64 = 40;
@@ -65,8 +65,7 @@ fn append_next(log: &Log, count: i64) {
             )
             .unwrap();
     }
-    log.append_as_leader(&mut builder.build().unwrap(), 0)
-        .unwrap();
+    log.append_as_leader(builder.build().unwrap()).unwrap();
     log.maybe_increment_high_watermark(log.log_end_offset());
 }
 
@@ -132,7 +131,7 @@ fn assert_latest_values_survive(latest: &BTreeMap<String, i64>, end: i64) {
 /// The child: append and compact forever.
 #[test]
 fn child_entry() {
-    let Some(root) = std::env::var_os(CHILD_ENV).map(PathBuf::from) else {
+    let Some(root) = crash::child_role(CHILD_ENV).map(PathBuf::from) else {
         return;
     };
     let manager = Arc::new(LogManager::open(config(&root), Arc::new(SystemClock)).unwrap());
@@ -153,22 +152,10 @@ fn child_entry() {
 #[test]
 fn every_key_keeps_its_latest_value_through_repeated_sigkill_during_compaction() {
     let temp = tempfile::tempdir().unwrap();
-    let mut state = 0xdead_beef_1234_5678u64;
+    let mut delays = KillDelays::new(0xdead_beef_1234_5678, 60, 200);
     let mut largest_end = 0;
     for kill in 0..KILLS {
-        let mut child = Command::new(std::env::current_exe().unwrap())
-            .args(["--exact", "child_entry", "--nocapture", "--test-threads=1"])
-            .env(CHILD_ENV, temp.path())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        std::thread::sleep(Duration::from_millis(60 + state % 200));
-        child.kill().unwrap();
-        child.wait().unwrap();
+        delays.run_and_kill("child_entry", CHILD_ENV, &temp.path().display().to_string());
 
         let manager = LogManager::open(config(temp.path()), Arc::new(SystemClock)).unwrap();
         if let Some(log) = manager.get(&TopicPartition::new("crash", 0)) {

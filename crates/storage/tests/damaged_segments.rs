@@ -117,8 +117,8 @@ fn write_batches(log: &Log) {
                 &[],
             )
             .unwrap();
-        let mut batch = builder.build().unwrap();
-        log.append_as_leader(&mut batch, 0).unwrap();
+        let batch = builder.build().unwrap();
+        log.append_as_leader(batch).unwrap();
         log.maybe_increment_high_watermark(log.log_end_offset());
     }
 }
@@ -433,8 +433,8 @@ fn a_damaged_active_segment_takes_no_appends_and_loses_nothing_until_recovery_cu
             } => assert_eq!((path, at), (active.clone(), position), "{damage:?}"),
             other => panic!("{damage:?}: expected the damaged end, got {other}"),
         };
-        let mut batch = ferrolog_testkit::numbered_batch(0, 1, START);
-        names_the_damage(log.append_as_leader(&mut batch, 0).unwrap_err());
+        let batch = ferrolog_testkit::numbered_batch(0, 1, START);
+        names_the_damage(log.append_as_leader(batch).unwrap_err());
         names_the_damage(log.roll().unwrap_err());
         // A consumer that had read everything is told of the damage, not sent back.
         names_the_damage(read(&log, end).unwrap_err());
@@ -468,8 +468,8 @@ fn a_damaged_active_segment_takes_no_appends_and_loses_nothing_until_recovery_cu
             active_base + whole_before,
             "{damage:?}"
         );
-        let mut batch = ferrolog_testkit::numbered_batch(0, 1, START);
-        let appended = log.append_as_leader(&mut batch, 0).unwrap();
+        let batch = ferrolog_testkit::numbered_batch(0, 1, START);
+        let appended = log.append_as_leader(batch).unwrap();
         assert_eq!(
             appended.first_offset,
             active_base + whole_before,

@@ -54,7 +54,7 @@ impl Acknowledged {
         builder
             .append(START, Some(key.as_bytes()), Some(value.as_bytes()), &[])
             .unwrap();
-        let info = log.append_as_leader(&mut builder.build().unwrap(), 0)?;
+        let info = log.append_as_leader(builder.build().unwrap())?;
         log.maybe_increment_high_watermark(log.log_end_offset());
         self.0.push((info.first_offset, value.to_owned()));
         Ok(info.first_offset)

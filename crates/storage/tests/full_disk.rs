@@ -49,7 +49,7 @@ fn produce(log: &Log, value: &str) -> ferrolog_storage::Result<i64> {
     builder
         .append(START, Some(b"k"), Some(value.as_bytes()), &[])
         .unwrap();
-    let info = log.append_as_leader(&mut builder.build().unwrap(), 0)?;
+    let info = log.append_as_leader(builder.build().unwrap())?;
     log.maybe_increment_high_watermark(log.log_end_offset());
     Ok(info.first_offset)
 }

@@ -58,7 +58,7 @@ fn append(
     sequence: i32,
     count: usize,
 ) -> Result<(i64, i64), StorageError> {
-    log.append_as_leader(&mut batch(id, epoch, sequence, count), 0)
+    log.append_as_leader(batch(id, epoch, sequence, count))
         .map(|info| (info.first_offset, info.last_offset))
 }
 

@@ -12,13 +12,12 @@
 )]
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 use std::sync::Arc;
-use std::time::Duration;
 
 use ferrolog_records::{DEFAULT_MAX_DECOMPRESSED_BYTES, EntryIter};
 use ferrolog_storage::log::{FetchBound, FetchParams, LoadParams, Log, partition_dir};
 use ferrolog_storage::{LogConfig, SystemClock, TopicPartition};
+use ferrolog_testkit::crash::{self, KillDelays};
 use ferrolog_testkit::{TestRecord, batch};
 
 const CHILD_ENV: &str = "FERROLOG_CRASH_CHILD";
@@ -99,7 +98,7 @@ fn verify(log: &Log) -> i64 {
 /// flushed offset durably.
 #[test]
 fn crash_child_entry() {
-    let Some(data_dir) = std::env::var_os(CHILD_ENV).map(PathBuf::from) else {
+    let Some(data_dir) = crash::child_role(CHILD_ENV).map(PathBuf::from) else {
         return; // not a child run
     };
     let log = open(&data_dir);
@@ -110,8 +109,7 @@ fn crash_child_entry() {
         let records: Vec<TestRecord> = (next..next + 7)
             .map(|offset| TestRecord::new(1_700_000_000_000, Some(b"k"), Some(&value_for(offset))))
             .collect();
-        log.append_as_leader(&mut batch(&records), 0)
-            .expect("append");
+        log.append_as_leader(batch(&records)).expect("append");
         appends += 1;
         if appends.is_multiple_of(5) {
             log.flush().expect("flush");
@@ -128,27 +126,14 @@ fn crash_child_entry() {
 fn log_survives_repeated_sigkill_mid_append() {
     let temp = tempfile::tempdir().expect("temp dir");
     let data_dir = temp.path();
-    let mut state = 0x9e37_79b9_7f4a_7c15u64;
+    let mut delays = KillDelays::new(0x9e37_79b9_7f4a_7c15, 30, 150);
     let mut last_end = 0;
     for kill in 0..KILLS {
-        let mut child = Command::new(std::env::current_exe().expect("test binary"))
-            .args([
-                "--exact",
-                "crash_child_entry",
-                "--nocapture",
-                "--test-threads=1",
-            ])
-            .env(CHILD_ENV, data_dir)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("spawn child");
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        std::thread::sleep(Duration::from_millis(30 + state % 150));
-        child.kill().expect("SIGKILL");
-        child.wait().expect("reap");
+        delays.run_and_kill(
+            "crash_child_entry",
+            CHILD_ENV,
+            &data_dir.display().to_string(),
+        );
 
         let flushed = read_progress(data_dir);
         let log = open(data_dir);

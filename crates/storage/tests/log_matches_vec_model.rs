@@ -123,9 +123,7 @@ fn run(ops: Vec<Op>) {
                         )
                     })
                     .collect();
-                let info = log
-                    .append_as_leader(&mut batch(&records), 0)
-                    .expect("append");
+                let info = log.append_as_leader(batch(&records)).expect("append");
                 assert_eq!(info.first_offset, next_offset);
                 let mut model_batch = Vec::new();
                 for record in records {

@@ -10,7 +10,6 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -18,6 +17,7 @@ use ferrolog_records::{DEFAULT_MAX_DECOMPRESSED_BYTES, EntryIter};
 use ferrolog_storage::log::{FetchBound, FetchParams, Log};
 use ferrolog_storage::manager::{LogManager, ManagerConfig};
 use ferrolog_storage::{LogConfig, SystemClock, TopicPartition};
+use ferrolog_testkit::crash::{self, KillDelays};
 use ferrolog_testkit::{TestRecord, batch};
 
 const CHILD_ENV: &str = "FERROLOG_MANAGER_CHILD";
@@ -80,20 +80,14 @@ fn verify(log: &Log, partition: i32) -> i64 {
     expected
 }
 
-fn spawn_child(root: &Path, mode: &str) -> Child {
-    Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", "child_entry", "--nocapture", "--test-threads=1"])
-        .env(CHILD_ENV, format!("{mode}:{}", root.display()))
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap()
+fn role(root: &Path, mode: &str) -> String {
+    format!("{mode}:{}", root.display())
 }
 
 /// The child: `append:<root>` appends forever; `hold:<root>` opens the manager and waits.
 #[test]
 fn child_entry() {
-    let Some(spec) = std::env::var(CHILD_ENV).ok() else {
+    let Some(spec) = crash::child_role(CHILD_ENV) else {
         return;
     };
     let (mode, root) = spec.split_once(':').unwrap();
@@ -121,7 +115,7 @@ fn child_entry() {
                 TestRecord::new(1_700_000_000_000, None, Some(&value_for(partition, offset)))
             })
             .collect();
-        log.append_as_leader(&mut batch(&records), 0).unwrap();
+        log.append_as_leader(batch(&records)).unwrap();
         round += 1;
         if round.is_multiple_of(23) {
             let mut text = String::new();
@@ -139,16 +133,10 @@ fn child_entry() {
 fn every_flushed_record_survives_repeated_sigkill() {
     let temp = tempfile::tempdir().unwrap();
     let root = temp.path();
-    let mut state = 0x2545_f491_4f6c_dd1du64;
+    let mut delays = KillDelays::new(0x2545_f491_4f6c_dd1d, 40, 160);
     let mut largest_end = 0;
     for kill in 0..KILLS {
-        let mut child = spawn_child(root, "append");
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        std::thread::sleep(Duration::from_millis(40 + state % 160));
-        child.kill().unwrap();
-        child.wait().unwrap();
+        delays.run_and_kill("child_entry", CHILD_ENV, &role(root, "append"));
 
         let flushed = flushed(root);
         let manager = LogManager::open(config(root), Arc::new(SystemClock)).unwrap();
@@ -177,7 +165,7 @@ fn every_flushed_record_survives_repeated_sigkill() {
 fn a_second_process_on_a_locked_dir_fails_naming_it() {
     let temp = tempfile::tempdir().unwrap();
     let root = temp.path();
-    let mut holder = spawn_child(root, "hold");
+    let holder = crash::spawn_child("child_entry", CHILD_ENV, &role(root, "hold"));
     let started = Instant::now();
     while !root.join("ready").exists() {
         assert!(
@@ -189,8 +177,7 @@ fn a_second_process_on_a_locked_dir_fails_naming_it() {
     let error = LogManager::open(config(root), Arc::new(SystemClock))
         .unwrap_err()
         .to_string();
-    holder.kill().unwrap();
-    holder.wait().unwrap();
+    crash::kill(holder);
     assert!(error.contains("another process"), "{error}");
     assert!(
         error.contains(&root.join("a").display().to_string()),

@@ -6,6 +6,8 @@
     reason = "test helpers fail loudly"
 )]
 
+pub mod crash;
+
 use std::path::{Path, PathBuf};
 
 use ferrolog_records::{BatchBuilder, Compression, DEFAULT_MAX_DECOMPRESSED_BYTES, EntryIter};

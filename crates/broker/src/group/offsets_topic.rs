@@ -62,7 +62,8 @@ impl OffsetsTopic {
         self.manager.create_all(&all)
     }
 
-    /// Appends `records` for `group` as one batch, and makes them visible (high watermark).
+    /// Appends `records` for `group` as one batch (visible at once: the log moves its high
+    /// watermark with every append).
     pub fn append(&self, group: &str, records: &[OffsetsRecord], now_ms: i64) -> Result<()> {
         if records.is_empty() {
             return Ok(());
@@ -75,9 +76,7 @@ impl OffsetsTopic {
                 .append(now_ms, Some(&key.encode()), value.as_deref(), &[])
                 .map_err(invalid)?;
         }
-        let mut batch = builder.build().map_err(invalid)?;
-        log.append_as_leader(&mut batch, 0)?;
-        log.maybe_increment_high_watermark(log.log_end_offset());
+        log.append_as_leader(builder.build().map_err(invalid)?)?;
         Ok(())
     }
 

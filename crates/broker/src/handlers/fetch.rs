@@ -7,6 +7,7 @@
 //! The response carries placeholders for the record bytes; the returned [`FileRegion`]s say
 //! which segment bytes replace them when the frame is written (see [`crate::response`]).
 
+use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -24,6 +25,7 @@ pub async fn handle(
     context: &Arc<Context>,
     header: &RequestHeader,
     request: FetchRequest,
+    _peer: SocketAddr,
 ) -> (FetchResponse, Vec<FileRegion>) {
     let deadline =
         Instant::now() + Duration::from_millis(u64::try_from(request.max_wait_ms).unwrap_or(0));
@@ -39,8 +41,7 @@ pub async fn handle(
             header.request_api_version,
         );
         let attempt =
-            tokio::task::spawn_blocking(move || read_once(&context_copy, &request_copy, version))
-                .await;
+            crate::bridge::blocking(move || read_once(&context_copy, &request_copy, version)).await;
         let (response, regions, bytes) = match attempt {
             Ok(result) => result,
             Err(_) => (
@@ -102,13 +103,6 @@ fn read_once(
                     else {
                         return response.with_error_code(errors::UNKNOWN_TOPIC_OR_PARTITION);
                     };
-                    let high_watermark = log.high_watermark();
-                    let mut response = response
-                        .with_high_watermark(high_watermark)
-                        .with_last_stable_offset(high_watermark);
-                    if version >= 5 {
-                        response = response.with_log_start_offset(log.log_start_offset());
-                    }
                     let max_bytes = i64::from(partition.partition_max_bytes.max(0)).min(budget);
                     let read = log.read(FetchParams {
                         start_offset: partition.fetch_offset,
@@ -116,7 +110,18 @@ fn read_once(
                         bound: FetchBound::HighWatermark,
                         min_one_batch: first,
                     });
-                    match read.and_then(|data| records(data, &mut regions)) {
+                    let (watermarks, outcome) = match read {
+                        Ok(data) => (data.watermarks, Ok(data)),
+                        // A refusal still says where the log lies.
+                        Err(error) => (log.watermarks(), Err(error)),
+                    };
+                    let mut response = response
+                        .with_high_watermark(watermarks.high_watermark)
+                        .with_last_stable_offset(watermarks.last_stable_offset);
+                    if version >= 5 {
+                        response = response.with_log_start_offset(watermarks.log_start_offset);
+                    }
+                    match outcome.and_then(|data| records(data, &mut regions)) {
                         Ok(records) => {
                             let length = records.len() as i64;
                             if length > 0 {
@@ -149,23 +154,14 @@ fn records(data: FetchData, regions: &mut Vec<FileRegion>) -> ferrolog_storage::
     // An empty slice (the response's limit was spent by earlier partitions) is an empty
     // record set, not a region: an empty placeholder could not be told from the codec's own
     // empty writes.
-    let Some((segment, slice)) = data.slice.filter(|(_, slice)| slice.length > 0) else {
+    let Some(region) = data.slice.and_then(FileRegion::of) else {
         return Ok(Bytes::new());
-    };
-    let region = FileRegion {
-        segment,
-        position: slice.position,
-        length: usize::try_from(slice.length).unwrap_or(usize::MAX),
     };
     match region.placeholder() {
         Some(placeholder) => {
             regions.push(region);
             Ok(placeholder)
         }
-        None => region
-            .segment
-            .log_file()
-            .read_bytes(region.position, region.length)
-            .map(Bytes::from),
+        None => region.slice.read_bytes().map(Bytes::from),
     }
 }

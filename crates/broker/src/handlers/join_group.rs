@@ -42,7 +42,7 @@ pub async fn handle(
     };
     let member_id = join.member_id.clone();
     let context = Arc::clone(context);
-    let reply = tokio::task::spawn_blocking(move || context.groups.join(join)).await;
+    let reply = crate::bridge::blocking(move || context.groups.join(join)).await;
     let result = match reply {
         Ok(Reply::Now(result)) => result,
         Ok(Reply::Later(receiver)) => receiver

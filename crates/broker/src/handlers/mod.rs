@@ -1,4 +1,6 @@
-//! One handler per API, each `fn handle(context, header, request) -> response`.
+//! One handler per API, each `fn handle(context, header, request) -> response` (async ones,
+//! which may wait for other requests, also get the client's address). How each runs is declared
+//! in the API table of [`crate::dispatch`].
 
 pub mod api_versions;
 pub mod configs;

@@ -1,6 +1,6 @@
-//! Produce: each partition's records are appended through the LogManager; the high watermark
-//! follows the log end at once (a single replica). acks=0, 1 and all are answered alike once the
-//! append is done (the dispatcher sends nothing for acks=0).
+//! Produce: each partition's records are appended through the LogManager; the log moves its
+//! high watermark to the new end in the same step (a single replica). acks=0, 1 and all are
+//! answered alike once the append is done (the dispatcher sends nothing for acks=0).
 //!
 //! A partition named again in the same request is refused with INVALID_REQUEST (Kafka keeps
 //! the last and drops the others unanswered); so each partition is appended at most once per
@@ -18,12 +18,14 @@ use ferrolog_storage::TopicPartition;
 use super::internal_topics;
 use crate::{Context, errors};
 
+/// The response, or `None` when the producer asked for none (acks=0).
 pub fn handle(
     context: &Context,
     header: &RequestHeader,
     request: ProduceRequest,
-) -> ProduceResponse {
+) -> Option<ProduceResponse> {
     let version = header.request_api_version;
+    let acks = request.acks;
     let mut seen = HashSet::new();
     let responses = request
         .topic_data
@@ -55,19 +57,18 @@ pub fn handle(
                         // Kafka answers this one without an error message.
                         return response.with_error_code(code);
                     }
-                    let mut bytes = partition
+                    let bytes = partition
                         .records
                         .map(|records| records.to_vec())
                         .unwrap_or_default();
                     let appended_bytes = bytes.len() as u64;
-                    match log.append_as_leader(&mut bytes, 0) {
+                    match log.append_as_leader(bytes) {
                         Ok(info) => {
                             crate::metrics::record_produced(
                                 &name,
                                 appended_bytes,
                                 info.record_count as u64,
                             );
-                            log.maybe_increment_high_watermark(log.log_end_offset());
                             response = response
                                 .with_base_offset(info.first_offset)
                                 .with_log_append_time_ms(info.log_append_time_ms);
@@ -95,5 +96,5 @@ pub fn handle(
         })
         .collect();
     context.appended.notify_waiters();
-    ProduceResponse::default().with_responses(responses)
+    (acks != 0).then(|| ProduceResponse::default().with_responses(responses))
 }

@@ -1,6 +1,7 @@
 //! SyncGroup: the leader hands over the assignment it computed; every member gets its own once
 //! the leader's arrives.
 
+use std::net::SocketAddr;
 use std::sync::Arc;
 
 use kafka_protocol::messages::{RequestHeader, SyncGroupRequest, SyncGroupResponse};
@@ -14,9 +15,10 @@ pub async fn handle(
     context: &Arc<Context>,
     _header: &RequestHeader,
     request: SyncGroupRequest,
+    _peer: SocketAddr,
 ) -> SyncGroupResponse {
     let context = Arc::clone(context);
-    let reply = tokio::task::spawn_blocking(move || {
+    let reply = crate::bridge::blocking(move || {
         let assignments = request
             .assignments
             .into_iter()

@@ -153,7 +153,9 @@ pub async fn serve(listener: TcpListener, context: Arc<Context>) -> std::io::Res
                     return Err(std::io::Error::other(message));
                 }
                 let context = Arc::clone(&context);
-                let _ = tokio::task::spawn_blocking(move || context.groups.tick()).await;
+                if let Err(error) = crate::bridge::blocking(move || context.groups.tick()).await {
+                    tracing::error!(%error, "the group coordinator's timers failed; they run again at the next tick");
+                }
             }
         }
     }

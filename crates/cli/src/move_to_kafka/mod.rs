@@ -99,7 +99,7 @@ fn read_holdings(log_dirs: &[PathBuf]) -> anyhow::Result<Holdings> {
         .into_iter()
         .map(|(topic_partition, log)| {
             let (start, end) = (log.log_start_offset(), log.log_end_offset());
-            (topic_partition, log.dir(), start, end)
+            (topic_partition, log.dir().to_path_buf(), start, end)
         })
         .collect();
     partitions.sort_by(|a, b| a.0.cmp(&b.0));

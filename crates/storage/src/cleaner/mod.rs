@@ -296,7 +296,7 @@ impl LogCleaner {
             Err(error @ (StorageError::NoSpace { .. } | StorageError::OutOfResources { .. })) => {
                 tracing::warn!(partition = %topic_partition, error = %error, "cleaning failed for lack of space or resources; it is tried again later");
             }
-            Err(StorageError::LogClosed(reason)) => {
+            Err(StorageError::LogClosed(reason) | StorageError::Dropped(reason)) => {
                 tracing::info!(partition = %topic_partition, reason, "cleaning pass dropped");
             }
             Err(error) => {

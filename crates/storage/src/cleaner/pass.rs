@@ -16,7 +16,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 use ferrolog_records::{
-    BatchBuilder, DEFAULT_MAX_DECOMPRESSED_BYTES, FileEntry, RecordBatch, TimestampType,
+    BatchBuilder, DEFAULT_MAX_DECOMPRESSED_BYTES, FileEntry, RecordBatch, RecordsError,
+    TimestampType,
 };
 
 use super::offset_map::OffsetMap;
@@ -50,7 +51,7 @@ pub struct PassStats {
 
 /// Why a pass stopped early on purpose.
 fn aborted(log: &Log) -> StorageError {
-    StorageError::LogClosed(format!("cleaning of {} was aborted", log.topic_partition()))
+    StorageError::Dropped(format!("cleaning of {} was aborted", log.topic_partition()))
 }
 
 /// Cleans `log` from `first_dirty_offset` up to (not past) `first_uncleanable_offset`.
@@ -313,11 +314,11 @@ fn clean_group(
     let base = group[0].base_offset();
     for suffix in [LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX] {
         remove_if_exists(&with_added_suffix(
-            &segment_path(&dir, base, suffix),
+            &segment_path(dir, base, suffix),
             CLEANED_SUFFIX,
         ))?;
     }
-    let output = Segment::open(&dir, base, config, now_ms, CLEANED_SUFFIX)?;
+    let output = Segment::open(dir, base, config, now_ms, CLEANED_SUFFIX)?;
     let result = copy_survivors(group, &output, map, context, stats, throttle, abort);
     if result.is_err() || abort.load(Ordering::Relaxed) {
         let _ = output.delete_files();
@@ -358,11 +359,11 @@ fn copy_survivors(
                         }
                     }
                     Ok(None) => {}
-                    Err(reason) => {
+                    Err(error) => {
                         failure = Some(StorageError::Corrupt {
                             path: path.clone(),
                             position,
-                            reason,
+                            reason: error.to_string(),
                         });
                         return ControlFlow::Break(());
                     }
@@ -383,9 +384,9 @@ fn filter_entry(
     latest: i64,
     context: &PassContext<'_>,
     stats: &mut PassStats,
-) -> std::result::Result<Option<(Vec<u8>, BatchMeta)>, String> {
+) -> std::result::Result<Option<(Vec<u8>, BatchMeta)>, RecordsError> {
     let (config, now_ms) = (context.config, context.now_ms);
-    entry.validate().map_err(|error| error.to_string())?;
+    entry.validate()?;
     let keep_whole = |stats: &mut PassStats, records: u64| {
         stats.records_read += records;
         stats.records_written += records;
@@ -406,13 +407,9 @@ fn filter_entry(
         // is newer than anything the map knows.
         return Ok(keep_whole(stats, batch.records_count().max(0) as u64));
     }
-    let records = batch
-        .records(DEFAULT_MAX_DECOMPRESSED_BYTES)
-        .map_err(|error| error.to_string())?;
-    let records: Vec<ferrolog_records::Record<'_>> = records
-        .iter()
-        .collect::<std::result::Result<_, _>>()
-        .map_err(|error| error.to_string())?;
+    let records = batch.records(DEFAULT_MAX_DECOMPRESSED_BYTES)?;
+    let records: Vec<ferrolog_records::Record<'_>> =
+        records.iter().collect::<std::result::Result<_, _>>()?;
     stats.records_read += records.len() as u64;
     let horizon = batch.delete_horizon_ms();
     let mut kept = Vec::with_capacity(records.len());
@@ -460,8 +457,8 @@ fn rebuild(
     batch: &RecordBatch<'_>,
     kept: &[&ferrolog_records::Record<'_>],
     horizon: Option<i64>,
-) -> std::result::Result<(Vec<u8>, BatchMeta), String> {
-    let codec = batch.compression().map_err(|error| error.to_string())?;
+) -> std::result::Result<(Vec<u8>, BatchMeta), RecordsError> {
+    let codec = batch.compression()?;
     let mut builder = BatchBuilder::new(batch.base_offset())
         .compression(codec)
         .producer(
@@ -480,12 +477,10 @@ fn rebuild(
         builder = builder.empty_batch_timestamp(batch.max_timestamp());
     }
     for record in kept {
-        builder
-            .append_record_at(record.offset, record)
-            .map_err(|error| error.to_string())?;
+        builder.append_record_at(record.offset, record)?;
     }
-    let bytes = builder.build().map_err(|error| error.to_string())?;
-    let rebuilt = RecordBatch::new(&bytes).map_err(|error| error.to_string())?;
+    let bytes = builder.build()?;
+    let rebuilt = RecordBatch::new(&bytes)?;
     let meta = BatchMeta {
         last_offset: rebuilt.last_offset(),
         max_timestamp: rebuilt.max_timestamp(),

@@ -1,7 +1,9 @@
 //! Validation of appended bytes and offset assignment, as pure functions over the bytes: no
 //! file I/O, no locks. The log checks producer batches before it takes its append lock
-//! ([`check_leader_append`]), then assigns offsets ([`assign_leader_offsets`]) and writes the
-//! result under the lock.
+//! ([`check_leader_append`], the one pass that parses them), then assigns offsets
+//! ([`assign_leader_offsets`], which works from what the check learned) and writes the result
+//! under the lock. The checked bytes travel inside [`CheckedLeaderAppend`], so nothing can
+//! change them between the check and the assignment.
 //!
 //! Leader appends (from producers) are checked as Kafka's `LogValidator` checks them and get
 //! offsets from the log end offset; batches are patched in place (base offset, leader epoch,
@@ -17,6 +19,7 @@ use ferrolog_records::{
 
 use crate::config::{LogConfig, TargetCompression};
 use crate::error::{Result, StorageError};
+use crate::producer::ProducerBatch;
 use crate::segment::BatchMeta;
 
 /// What an append wrote (or, for a validated but not yet written append, will write).
@@ -35,11 +38,20 @@ pub struct AppendInfo {
     pub valid_bytes: usize,
 }
 
-/// Validated bytes ready for a segment.
+/// What validation learned of bytes ready for a segment.
 #[derive(Debug)]
 pub(crate) struct ValidatedAppend {
     pub info: AppendInfo,
     pub batches: Vec<BatchMeta>,
+    /// The idempotent producers' batches among them, with their offsets.
+    pub producer_batches: Vec<ProducerBatch>,
+}
+
+/// A leader append with its offsets assigned: the bytes to write and what they hold.
+#[derive(Debug)]
+pub(crate) struct AssignedAppend {
+    pub bytes: Vec<u8>,
+    pub validated: ValidatedAppend,
 }
 
 /// Inputs a leader append is validated against.
@@ -95,13 +107,28 @@ fn invalid(
     }
 }
 
-/// What the checks that need no lock learned about one producer batch.
+/// The producer fields of a batch's header (producer id −1: not an idempotent producer).
+#[derive(Debug, Clone, Copy)]
+struct ProducerFields {
+    producer_id: i64,
+    epoch: i16,
+    base_sequence: i32,
+}
+
+/// What the checks that need no lock learned about one producer batch: everything offset
+/// assignment and the producer state need, so the batch is not parsed again.
 #[derive(Debug)]
 struct CheckedBatch {
     start: usize,
     end: usize,
     /// Largest record timestamp.
     max_timestamp: i64,
+    /// The header's max timestamp and timestamp type, as the producer sent them.
+    header_max_timestamp: i64,
+    header_timestamp_type: TimestampType,
+    last_offset_delta: i32,
+    record_count: usize,
+    producer: ProducerFields,
     codec: Compression,
     /// The batch is written anew (in the topic's codec) rather than patched in place: it is
     /// in another codec, or an earlier batch of the append is rebuilt.
@@ -126,18 +153,18 @@ fn decompression_limit(config: &LogConfig) -> usize {
 /// to one partition checksum in parallel; only offset assignment waits for the lock.
 #[derive(Debug)]
 pub(crate) struct CheckedLeaderAppend {
+    /// The bytes checked, owned so that they reach [`assign_leader_offsets`] unchanged.
+    bytes: Vec<u8>,
     batches: Vec<CheckedBatch>,
-    /// Length of the bytes checked: they must reach [`assign_leader_offsets`] unchanged.
-    checked_len: usize,
 }
 
 /// Checks producer batches against `config`, with `now_ms` bounding CreateTime timestamps.
 pub(crate) fn check_leader_append(
-    bytes: &[u8],
+    bytes: Vec<u8>,
     config: &LogConfig,
     now_ms: i64,
 ) -> Result<CheckedLeaderAppend> {
-    let ranges = batch_ranges(bytes)?;
+    let ranges = batch_ranges(&bytes)?;
     if ranges.is_empty() {
         return Err(invalid(0, None, "the append holds no batches"));
     }
@@ -184,54 +211,49 @@ pub(crate) fn check_leader_append(
             start,
             end,
             max_timestamp,
+            header_max_timestamp: batch.max_timestamp(),
+            header_timestamp_type: batch.timestamp_type(),
+            last_offset_delta: batch.last_offset_delta(),
+            // check_batch_header made sure it is positive.
+            record_count: batch.records_count() as usize,
+            producer: ProducerFields {
+                producer_id: batch.producer_id(),
+                epoch: batch.producer_epoch(),
+                base_sequence: batch.base_sequence(),
+            },
             codec,
             rebuild: rebuilding,
             records: (rebuilding && records.is_owned()).then(|| records.into_owned()),
         });
     }
-    Ok(CheckedLeaderAppend {
-        batches,
-        checked_len: bytes.len(),
-    })
+    Ok(CheckedLeaderAppend { bytes, batches })
 }
 
-/// Assigns offsets from `context.next_offset` to checked producer batches, rewriting `bytes`
-/// in place (or rebuilding batches when the topic recompresses). Runs under the append lock.
+/// Assigns offsets from `context.next_offset` to checked producer batches, patching their
+/// bytes in place (or rebuilding batches when the topic recompresses). Runs under the append
+/// lock.
 pub(crate) fn assign_leader_offsets(
-    bytes: &mut Vec<u8>,
     checked: CheckedLeaderAppend,
     context: LeaderContext<'_>,
-) -> Result<ValidatedAppend> {
-    if bytes.len() != checked.checked_len {
-        return Err(invalid(
-            0,
-            None,
-            "the append changed between its checks and its offset assignment",
-        ));
-    }
+) -> Result<AssignedAppend> {
+    let CheckedLeaderAppend {
+        mut bytes,
+        batches: checked_batches,
+    } = checked;
     let config = context.config;
     let mut rebuilt: Vec<u8> = Vec::new();
     let mut needs_rebuild = false;
-    let mut batches = Vec::with_capacity(checked.batches.len());
+    let mut batches = Vec::with_capacity(checked_batches.len());
+    let mut producer_batches = Vec::new();
     let mut next_offset = context.next_offset;
     let mut record_count = 0usize;
     let (mut max_timestamp, mut offset_of_max_timestamp) = (-1i64, -1i64);
     let log_append_time = config.message_timestamp_type == TimestampType::LogAppendTime;
 
-    for (batch_index, checked_batch) in checked.batches.iter().enumerate() {
+    for (batch_index, checked_batch) in checked_batches.iter().enumerate() {
         let (start, end) = (checked_batch.start, checked_batch.end);
-        let corrupt = |source| StorageError::CorruptRecord {
-            batch_index,
-            source,
-        };
-        let target_codec = match config.compression_type {
-            TargetCompression::Producer => checked_batch.codec,
-            TargetCompression::Codec(codec) => codec,
-        };
         let base_offset = next_offset;
-        let batch = RecordBatch::new(&bytes[start..end]).map_err(corrupt)?;
-        let last_offset = base_offset + i64::from(batch.last_offset_delta());
-        let count = batch.records_count() as usize;
+        let last_offset = base_offset + i64::from(checked_batch.last_offset_delta);
         let stored_max = if log_append_time {
             context.now_ms
         } else {
@@ -245,8 +267,8 @@ pub(crate) fn assign_leader_offsets(
             } else {
                 TimestampType::CreateTime
             };
-            let rewrite_max =
-                batch.max_timestamp() != stored_max || batch.timestamp_type() != timestamp_type;
+            let rewrite_max = checked_batch.header_max_timestamp != stored_max
+                || checked_batch.header_timestamp_type != timestamp_type;
             let slice = &mut bytes[start..end];
             batch::set_base_offset(slice, base_offset);
             batch::set_partition_leader_epoch(slice, context.partition_leader_epoch);
@@ -260,38 +282,15 @@ pub(crate) fn assign_leader_offsets(
                 rebuilt.extend_from_slice(&bytes[..start]);
                 needs_rebuild = true;
             }
-            // A compressed batch was decompressed by the check; an uncompressed one is read
-            // where it lies.
-            let read_again;
-            let records = match &checked_batch.records {
-                Some(records) => records,
-                None => {
-                    read_again =
-                        batch
-                            .records(0)
-                            .map_err(|source| StorageError::CorruptRecord {
-                                batch_index,
-                                source,
-                            })?;
-                    &read_again
-                }
-            };
             let rebuilt_batch = rebuild_batch(
-                &batch,
-                records,
+                &bytes[start..end],
+                checked_batch,
                 batch_index,
-                target_codec,
+                config,
                 base_offset,
                 context,
                 log_append_time,
             )?;
-            if rebuilt_batch.len() > config.max_message_bytes as usize {
-                return Err(StorageError::RecordTooLarge {
-                    batch_index,
-                    size: rebuilt_batch.len(),
-                    max_message_bytes: config.max_message_bytes as usize,
-                });
-            }
             meta_size = rebuilt_batch.len();
             rebuilt.extend_from_slice(&rebuilt_batch);
         }
@@ -304,24 +303,45 @@ pub(crate) fn assign_leader_offsets(
             max_timestamp: stored_max,
             size: meta_size as u32,
         });
-        record_count += count;
+        let producer = checked_batch.producer;
+        if producer.producer_id >= 0 {
+            producer_batches.push(ProducerBatch {
+                producer_id: producer.producer_id,
+                epoch: producer.epoch,
+                first_seq: producer.base_sequence,
+                // Sequences wrap at i32::MAX, as Kafka's do.
+                last_seq: producer
+                    .base_sequence
+                    .wrapping_add(checked_batch.last_offset_delta)
+                    & i32::MAX,
+                first_offset: base_offset,
+                last_offset,
+                timestamp: stored_max,
+            });
+        }
+        record_count += checked_batch.record_count;
         next_offset = last_offset + 1;
     }
     if needs_rebuild {
-        *bytes = rebuilt;
+        bytes = rebuilt;
     }
-    Ok(ValidatedAppend {
-        info: AppendInfo {
-            first_offset: context.next_offset,
-            last_offset: next_offset - 1,
-            max_timestamp,
-            offset_of_max_timestamp,
-            log_append_time_ms: if log_append_time { context.now_ms } else { -1 },
-            record_count,
-            batch_count: batches.len(),
-            valid_bytes: bytes.len(),
+    let info = AppendInfo {
+        first_offset: context.next_offset,
+        last_offset: next_offset - 1,
+        max_timestamp,
+        offset_of_max_timestamp,
+        log_append_time_ms: if log_append_time { context.now_ms } else { -1 },
+        record_count,
+        batch_count: batches.len(),
+        valid_bytes: bytes.len(),
+    };
+    Ok(AssignedAppend {
+        bytes,
+        validated: ValidatedAppend {
+            info,
+            batches,
+            producer_batches,
         },
-        batches,
     })
 }
 
@@ -465,11 +485,12 @@ fn check_records(
     Ok(max_timestamp)
 }
 
+/// Writes a checked batch anew in the topic's codec, with its offsets and leader epoch.
 fn rebuild_batch(
-    batch: &RecordBatch<'_>,
-    records: &Records<'_>,
+    original: &[u8],
+    checked: &CheckedBatch,
     batch_index: usize,
-    codec: Compression,
+    config: &LogConfig,
     base_offset: i64,
     context: LeaderContext<'_>,
     log_append_time: bool,
@@ -478,13 +499,25 @@ fn rebuild_batch(
         batch_index,
         source,
     };
+    let codec = match config.compression_type {
+        TargetCompression::Producer => checked.codec,
+        TargetCompression::Codec(codec) => codec,
+    };
+    let batch = RecordBatch::new(original).map_err(corrupt)?;
+    // A compressed batch was decompressed by the check; an uncompressed one is read where it
+    // lies.
+    let read_again;
+    let records = match &checked.records {
+        Some(records) => records,
+        None => {
+            read_again = batch.records(0).map_err(corrupt)?;
+            &read_again
+        }
+    };
+    let producer = checked.producer;
     let mut builder = BatchBuilder::new(base_offset)
         .compression(codec)
-        .producer(
-            batch.producer_id(),
-            batch.producer_epoch(),
-            batch.base_sequence(),
-        )
+        .producer(producer.producer_id, producer.epoch, producer.base_sequence)
         .partition_leader_epoch(context.partition_leader_epoch);
     if log_append_time {
         builder = builder.log_append_time(context.now_ms);
@@ -494,7 +527,15 @@ fn rebuild_batch(
             .append_record(&record.map_err(corrupt)?)
             .map_err(corrupt)?;
     }
-    builder.build().map_err(corrupt)
+    let rebuilt = builder.build().map_err(corrupt)?;
+    if rebuilt.len() > config.max_message_bytes as usize {
+        return Err(StorageError::RecordTooLarge {
+            batch_index,
+            size: rebuilt.len(),
+            max_message_bytes: config.max_message_bytes as usize,
+        });
+    }
+    Ok(rebuilt)
 }
 
 /// Validates batches a follower copies from a leader: offsets are kept and must increase from
@@ -508,6 +549,7 @@ pub(crate) fn validate_follower_append(
     let mut previous_last: Option<i64> = None;
     let (mut max_timestamp, mut offset_of_max_timestamp) = (-1i64, -1i64);
     let mut record_count = 0usize;
+    let mut producer_batches = Vec::new();
     for (batch_index, &(start, end)) in ranges.iter().enumerate() {
         let batch =
             RecordBatch::new(&bytes[start..end]).map_err(|source| StorageError::CorruptRecord {
@@ -539,6 +581,7 @@ pub(crate) fn validate_follower_append(
         }
         previous_last = Some(batch.last_offset());
         record_count += batch.records_count().max(0) as usize;
+        producer_batches.extend(ProducerBatch::of(&batch));
         batches.push(BatchMeta {
             last_offset: batch.last_offset(),
             max_timestamp: batch.max_timestamp(),
@@ -567,5 +610,6 @@ pub(crate) fn validate_follower_append(
             valid_bytes: bytes.len(),
         },
         batches,
+        producer_batches,
     })
 }

@@ -15,12 +15,11 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use arc_swap::ArcSwap;
 use parking_lot::Mutex;
 
-use super::{Log, LogOffsetMetadata, LogView, WriterState};
+use super::{Log, LogEnvironment, LogOffsetMetadata, LogView, WriterState};
 use crate::clock::Clock;
 use crate::config::LogConfig;
 use crate::error::{Result, StorageError};
 use crate::fs::{remove_if_exists, rename_if_exists};
-use crate::health::DirHealth;
 use crate::producer::ProducerState;
 use crate::segment::{
     CLEANED_SUFFIX, DELETED_SUFFIX, INDEX_SUFFIX, LOG_SUFFIX, SWAP_SUFFIX, Segment,
@@ -140,20 +139,25 @@ impl Log {
         params: LoadParams,
         clock: Arc<dyn Clock>,
     ) -> Result<(Self, LoadReport)> {
-        let health = Arc::new(DirHealth::new(dir.parent().unwrap_or(dir)));
-        Self::open_in(dir, config, params, clock, health, None)
+        let environment = LogEnvironment::standalone(dir.parent().unwrap_or(dir), clock);
+        Self::open_in(dir, config, params, environment, None)
     }
 
-    /// Opens the log in `dir` as part of a data directory whose `health` it shares. While
-    /// segments are recovered, `segments_to_recover` (if given) counts those still to go.
+    /// Opens the log in `dir` as part of a data directory (its health, clock and deleter in
+    /// `environment`). While segments are recovered, `segments_to_recover` (if given) counts
+    /// those still to go.
     pub fn open_in(
         dir: &Path,
         config: LogConfig,
         params: LoadParams,
-        clock: Arc<dyn Clock>,
-        health: Arc<DirHealth>,
+        environment: LogEnvironment,
         segments_to_recover: Option<&AtomicUsize>,
     ) -> Result<(Self, LoadReport)> {
+        let LogEnvironment {
+            clock,
+            health,
+            reaper,
+        } = environment;
         let (topic_partition, kind) = parse_partition_dir(dir)?;
         std::fs::create_dir_all(dir).map_err(StorageError::io("create", dir))?;
         let mut report = LoadReport::default();
@@ -299,7 +303,7 @@ impl Log {
             damaged_end: damaged_end.map(Arc::new),
         };
         let log = Self {
-            dir: Mutex::new(dir.to_path_buf()),
+            dir: dir.to_path_buf(),
             topic_partition,
             config: ArcSwap::from_pointee(config),
             clock: Arc::clone(&clock),
@@ -309,7 +313,7 @@ impl Log {
             }),
             view: ArcSwap::from_pointee(view),
             health,
-            reaper: Mutex::new(None),
+            reaper,
             producers: Mutex::new(producer_state),
             reported_damage: Mutex::new(std::collections::HashSet::new()),
         };
@@ -323,18 +327,17 @@ impl Log {
         config: LogConfig,
         clock: Arc<dyn Clock>,
     ) -> Result<Self> {
-        let health = Arc::new(DirHealth::new(data_dir));
-        Self::create_in(data_dir, topic_partition, config, clock, health)
+        let environment = LogEnvironment::standalone(data_dir, clock);
+        Self::create_in(data_dir, topic_partition, config, environment)
     }
 
-    /// Creates a new, empty log in a data directory whose `health` it shares. The partition
-    /// directory's entry is made durable before this returns.
+    /// Creates a new, empty log in a data directory (its health, clock and deleter in
+    /// `environment`). The partition directory's entry is made durable before this returns.
     pub fn create_in(
         data_dir: &Path,
         topic_partition: &TopicPartition,
         config: LogConfig,
-        clock: Arc<dyn Clock>,
-        health: Arc<DirHealth>,
+        environment: LogEnvironment,
     ) -> Result<Self> {
         let dir = super::partition_dir(data_dir, topic_partition);
         std::fs::create_dir_all(&dir).map_err(StorageError::io("create", &dir))?;
@@ -342,7 +345,7 @@ impl Log {
             had_clean_shutdown: true,
             ..LoadParams::default()
         };
-        let (log, _) = Self::open_in(&dir, config, params, clock, health, None)?;
+        let (log, _) = Self::open_in(&dir, config, params, environment, None)?;
         crate::fs::fsync_dir(data_dir)?;
         Ok(log)
     }

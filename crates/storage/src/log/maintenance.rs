@@ -193,14 +193,14 @@ impl Log {
             // not let the log go on over them: the directory goes offline until the next start.
             let swapped = cleaned
                 .change_file_suffixes(CLEANED_SUFFIX, SWAP_SUFFIX)
-                .and_then(|()| fsync_dir(&dir))
+                .and_then(|()| fsync_dir(dir))
                 .and_then(|()| {
                     replaced
                         .iter()
                         .try_for_each(|old| old.change_file_suffixes("", DELETED_SUFFIX))
                 })
                 .and_then(|()| cleaned.change_file_suffixes(SWAP_SUFFIX, ""))
-                .and_then(|()| fsync_dir(&dir));
+                .and_then(|()| fsync_dir(dir));
             if let Err(error) = swapped {
                 self.health.mark_offline(&error);
                 return Err(error);
@@ -216,7 +216,7 @@ impl Log {
         });
         match outcome {
             Ok(true) => Ok(()),
-            Ok(false) => Err(StorageError::LogClosed(format!(
+            Ok(false) => Err(StorageError::Dropped(format!(
                 "{}: the cleaned segments changed meanwhile; the pass is dropped",
                 self.topic_partition
             ))),

@@ -149,9 +149,9 @@ impl Log {
         let bytes = snapshot::encode(self.producers.lock().entries().into_iter());
         let dir = self.dir();
         if durable {
-            snapshot::write(&dir, offset, &bytes)
+            snapshot::write(dir, offset, &bytes)
         } else {
-            snapshot::write_unsynced(&dir, offset, &bytes)
+            snapshot::write_unsynced(dir, offset, &bytes)
         }
     }
 
@@ -159,7 +159,7 @@ impl Log {
     /// below the new start deleted.
     pub(super) fn on_log_start_moved(&self, log_start_offset: i64) -> Result<()> {
         self.producers.lock().evict_below(log_start_offset);
-        for (offset, path) in snapshot::list(&self.dir())? {
+        for (offset, path) in snapshot::list(self.dir())? {
             if offset < log_start_offset {
                 remove_if_exists(&path)?;
             }
@@ -172,7 +172,7 @@ impl Log {
     pub(super) fn rebuild_producer_state(&self, log_end_offset: i64) -> Result<()> {
         let view = self.view();
         let (state, _, _reported_when_met) = load(
-            &self.dir(),
+            self.dir(),
             &view.segments,
             view.log_start_offset,
             log_end_offset,
@@ -181,23 +181,4 @@ impl Log {
         *self.producers.lock() = state;
         Ok(())
     }
-}
-
-/// The producer batches among the validated batches of an append, whose sizes are `sizes`.
-pub(super) fn producer_batches(
-    bytes: &[u8],
-    sizes: impl Iterator<Item = usize>,
-) -> Vec<ProducerBatch> {
-    let mut position = 0;
-    let mut found = Vec::new();
-    for size in sizes {
-        let end = (position + size).min(bytes.len());
-        if let Ok(batch) = ferrolog_records::RecordBatch::new(&bytes[position..end])
-            && let Some(producer_batch) = ProducerBatch::of(&batch)
-        {
-            found.push(producer_batch);
-        }
-        position = end;
-    }
-    found
 }

@@ -8,7 +8,7 @@ use ferrolog_records::DEFAULT_MAX_DECOMPRESSED_BYTES;
 
 use super::{Log, LogView};
 use crate::error::{Result, StorageError};
-use crate::segment::{Segment, SegmentSlice, TimestampOffset};
+use crate::segment::{Segment, TimestampOffset};
 
 /// An offset with where it lies on disk.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -38,36 +38,94 @@ pub struct FetchParams {
     pub min_one_batch: bool,
 }
 
-/// What a fetch found: a slice of one segment's `.log`, handed on without decoding.
+/// Where a log's readable range starts and ends, all from one snapshot.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Watermarks {
+    pub log_start_offset: i64,
+    pub high_watermark: i64,
+    /// Where `read_committed` consumers stop. The log holds no transactions (transactional
+    /// batches are refused), so it is the high watermark.
+    pub last_stable_offset: i64,
+    pub log_end_offset: i64,
+}
+
+impl Watermarks {
+    pub(super) fn of(view: &LogView) -> Self {
+        Self {
+            log_start_offset: view.log_start_offset,
+            high_watermark: view.high_watermark,
+            last_stable_offset: view.high_watermark,
+            log_end_offset: view.log_end.offset,
+        }
+    }
+}
+
+/// A byte range of one segment's `.log`, to be sent as it lies. Holding it keeps the file open:
+/// a segment the log removes meanwhile can still be read through it.
+#[derive(Debug, Clone)]
+pub struct FileSlice {
+    segment: Arc<Segment>,
+    position: u64,
+    length: u64,
+}
+
+impl FileSlice {
+    /// Where the range starts in the file.
+    pub fn position(&self) -> u64 {
+        self.position
+    }
+    pub fn len(&self) -> u64 {
+        self.length
+    }
+    pub fn is_empty(&self) -> bool {
+        self.length == 0
+    }
+    /// The `.log` file, open for reading (`pread`, `sendfile`); only the range is the slice's.
+    pub fn file(&self) -> &std::fs::File {
+        self.segment.log_file().file()
+    }
+    /// The `.log`'s path, for messages.
+    pub fn path(&self) -> std::path::PathBuf {
+        self.segment.log_path()
+    }
+    /// Copies the range's bytes out of the file.
+    pub fn read_bytes(&self) -> Result<Vec<u8>> {
+        self.segment.log_file().read_bytes(
+            self.position,
+            usize::try_from(self.length).unwrap_or(usize::MAX),
+        )
+    }
+}
+
+/// What a fetch found: a slice of one segment's `.log`, handed on without decoding, and the
+/// log's watermarks from the same snapshot the slice was cut from.
 #[derive(Debug, Clone)]
 pub struct FetchData {
     /// Where the fetch started (the requested offset; the position of the batch holding it).
     pub offset_metadata: LogOffsetMetadata,
-    /// The segment and the byte range to send; `None` when there is nothing to return.
-    pub slice: Option<(Arc<Segment>, SegmentSlice)>,
+    /// The bytes to send; `None` when there is nothing to return.
+    pub slice: Option<FileSlice>,
     pub first_entry_incomplete: bool,
+    pub watermarks: Watermarks,
 }
 
 impl FetchData {
     /// Bytes the slice covers.
     pub fn len(&self) -> u64 {
-        self.slice.as_ref().map_or(0, |(_, slice)| slice.length)
+        self.slice.as_ref().map_or(0, FileSlice::len)
     }
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
     /// The `.log` the slice is in, when there is one.
     pub fn segment_path(&self) -> Option<std::path::PathBuf> {
-        self.slice.as_ref().map(|(segment, _)| segment.log_path())
+        self.slice.as_ref().map(FileSlice::path)
     }
     /// Copies the slice's bytes out of the file.
     pub fn read_bytes(&self) -> Result<Vec<u8>> {
-        match &self.slice {
-            None => Ok(Vec::new()),
-            Some((segment, slice)) => segment
-                .log_file()
-                .read_bytes(slice.position, slice.length as usize),
-        }
+        self.slice
+            .as_ref()
+            .map_or_else(|| Ok(Vec::new()), FileSlice::read_bytes)
     }
 }
 
@@ -103,10 +161,12 @@ impl Log {
                 FetchBound::LogEnd => view.log_end,
                 FetchBound::HighWatermark => offset_metadata(&view, view.high_watermark)?,
             };
+            let watermarks = Watermarks::of(&view);
             let empty = |metadata| FetchData {
                 offset_metadata: metadata,
                 slice: None,
                 first_entry_incomplete: false,
+                watermarks,
             };
             if start >= bound.offset {
                 let metadata = if start == bound.offset {
@@ -140,7 +200,12 @@ impl Log {
                             position: slice.position,
                         },
                         first_entry_incomplete: slice.first_entry_incomplete,
-                        slice: Some((Arc::clone(segment), slice)),
+                        slice: Some(FileSlice {
+                            segment: Arc::clone(segment),
+                            position: slice.position,
+                            length: slice.length,
+                        }),
+                        watermarks,
                     });
                 }
             }

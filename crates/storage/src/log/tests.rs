@@ -50,7 +50,7 @@ impl Fixture {
 
 /// Appends as the broker does for a single-replica partition: the HW follows the LEO.
 fn append(log: &Log, bytes: &[u8]) -> AppendInfo {
-    let info = log.append_as_leader(&mut bytes.to_vec(), 0).unwrap();
+    let info = log.append_as_leader(bytes.to_vec()).unwrap();
     log.maybe_increment_high_watermark(log.log_end_offset());
     info
 }
@@ -221,9 +221,7 @@ fn message_size_check() {
         ..LogConfig::default()
     });
     append(&log, &small);
-    let error = log
-        .append_as_leader(&mut sized_batch(100, NOW), 0)
-        .unwrap_err();
+    let error = log.append_as_leader(sized_batch(100, NOW)).unwrap_err();
     assert!(
         matches!(error, StorageError::RecordTooLarge { batch_index: 0, .. }),
         "{error}"
@@ -246,7 +244,7 @@ fn compacted_topic_rejects_unkeyed_records_naming_the_record() {
         TestRecord::new(NOW, Some(b"k"), Some(b"v")),
         TestRecord::new(NOW, None, Some(b"v")),
     ]);
-    let error = log.append_as_leader(&mut mixed.clone(), 0).unwrap_err();
+    let error = log.append_as_leader(mixed.clone()).unwrap_err();
     assert!(
         matches!(
             error,
@@ -551,7 +549,7 @@ fn timestamps_outside_the_allowed_window_are_rejected() {
     });
     for bad in [NOW - 1_001, NOW + 1_001] {
         let error = log
-            .append_as_leader(&mut batch(&[TestRecord::new(bad, None, Some(b"x"))]), 0)
+            .append_as_leader(batch(&[TestRecord::new(bad, None, Some(b"x"))]))
             .unwrap_err();
         assert!(
             matches!(
@@ -626,13 +624,13 @@ fn a_batch_decompressing_past_max_message_bytes_is_refused_before_it_is_inflated
     ] {
         // 2 MiB of zeros: a few KiB compressed, within max.message.bytes; over the 1 MiB floor
         // decompressed.
-        let mut bomb = batch_at(
+        let bomb = batch_at(
             0,
             codec,
             &[TestRecord::new(NOW, None, Some(&zeros(2 << 20)))],
         );
         assert!(bomb.len() < 200_000, "{codec}: {}", bomb.len());
-        let refused = log.append_as_leader(&mut bomb, 0).unwrap_err();
+        let refused = log.append_as_leader(bomb).unwrap_err();
         assert!(
             matches!(
                 refused,
@@ -645,12 +643,12 @@ fn a_batch_decompressing_past_max_message_bytes_is_refused_before_it_is_inflated
         );
         // Just under the floor (a client's 1 MiB batch), and in another codec than the topic's:
         // decompressed once, recompressed.
-        let mut fits = batch_at(
+        let fits = batch_at(
             0,
             codec,
             &[TestRecord::new(NOW, None, Some(&zeros(1_000_000)))],
         );
-        log.append_as_leader(&mut fits, 0).unwrap();
+        log.append_as_leader(fits).unwrap();
     }
     assert_eq!(log.log_end_offset(), 4);
 }
@@ -659,29 +657,29 @@ fn a_batch_decompressing_past_max_message_bytes_is_refused_before_it_is_inflated
 fn producer_batches_must_be_well_formed() {
     let fixture = Fixture::new();
     let log = fixture.create(LogConfig::default());
-    let mut nonzero_base = batch_at(
+    let nonzero_base = batch_at(
         7,
         Compression::None,
         &[TestRecord::new(NOW, None, Some(b"x"))],
     );
     assert!(matches!(
-        log.append_as_leader(&mut nonzero_base, 0),
+        log.append_as_leader(nonzero_base),
         Err(StorageError::InvalidRecord { .. })
     ));
     let mut corrupt = batch(&[TestRecord::new(NOW, None, Some(b"x"))]);
     let last = corrupt.len() - 1;
     corrupt[last] ^= 0xff;
     assert!(matches!(
-        log.append_as_leader(&mut corrupt, 0),
+        log.append_as_leader(corrupt),
         Err(StorageError::CorruptRecord { .. })
     ));
     let mut torn = batch(&[TestRecord::new(NOW, None, Some(b"x"))]);
     torn.pop();
     assert!(matches!(
-        log.append_as_leader(&mut torn, 0),
+        log.append_as_leader(torn),
         Err(StorageError::CorruptRecord { .. })
     ));
-    assert!(log.append_as_leader(&mut Vec::new(), 0).is_err());
+    assert!(log.append_as_leader(Vec::new()).is_err());
     assert_eq!(log.log_end_offset(), 0);
 }
 
@@ -692,15 +690,25 @@ fn appended_batches_carry_assigned_offsets_and_leader_epoch() {
     append_value(&log, "a");
     let mut two = numbered_batch(0, 2, NOW);
     two.extend(numbered_batch(0, 3, NOW));
-    let info = log.append_as_leader(&mut two, 7).unwrap();
+    let info = log.append_as_leader(two).unwrap();
     assert_eq!(
         (info.first_offset, info.last_offset, info.record_count),
         (1, 5, 5)
     );
-    let second = RecordBatch::parse_prefix(&two).unwrap();
+    let written = log
+        .read(FetchParams {
+            start_offset: 1,
+            max_bytes: 1 << 20,
+            bound: FetchBound::LogEnd,
+            min_one_batch: true,
+        })
+        .unwrap()
+        .read_bytes()
+        .unwrap();
+    let second = RecordBatch::parse_prefix(&written).unwrap();
     assert_eq!(
         (second.base_offset(), second.partition_leader_epoch()),
-        (1, 7)
+        (1, LEADER_EPOCH)
     );
     second.validate().unwrap();
 }
@@ -1154,7 +1162,7 @@ fn update_config_reaches_later_appends() {
         ..LogConfig::default()
     });
     assert!(
-        log.append_as_leader(&mut batch(&[TestRecord::new(NOW, None, Some(b"x"))]), 0)
+        log.append_as_leader(batch(&[TestRecord::new(NOW, None, Some(b"x"))]))
             .is_err()
     );
 }
@@ -1165,7 +1173,7 @@ fn closed_log_refuses_appends() {
     let log = fixture.create(LogConfig::default());
     log.close().unwrap();
     assert!(matches!(
-        log.append_as_leader(&mut batch(&[TestRecord::new(NOW, None, Some(b"x"))]), 0),
+        log.append_as_leader(batch(&[TestRecord::new(NOW, None, Some(b"x"))])),
         Err(StorageError::LogClosed(_))
     ));
 }
@@ -1225,7 +1233,7 @@ fn appenders_sharing_a_partition_get_consecutive_offsets_and_lose_nothing() {
                         TestRecord::new(NOW, Some(b"k"), Some(value.as_bytes())),
                         TestRecord::new(NOW, Some(b"k"), Some(value.as_bytes())),
                     ];
-                    log.append_as_leader(&mut batch(&records), 0).unwrap();
+                    log.append_as_leader(batch(&records)).unwrap();
                 }
             });
         }

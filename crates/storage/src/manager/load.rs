@@ -15,7 +15,7 @@ use crate::clock::Clock;
 use crate::config::LogConfig;
 use crate::error::{Result, StorageError};
 use crate::fs::remove_if_exists;
-use crate::log::{LoadParams, Log};
+use crate::log::{LoadParams, Log, LogEnvironment, SegmentReaper};
 use crate::segment::TMP_SUFFIX;
 use crate::types::{PartitionDirKind, TopicPartition, parse_partition_dir};
 
@@ -88,10 +88,28 @@ fn list_jobs(dir: &DataDir) -> Result<DirJobs> {
 
 /// Loads every log of every online directory. An I/O failure takes only its directory
 /// offline; anything else (a corrupt name, a log that cannot be opened safely) is fatal.
+/// What every log of the manager is given, besides its data directory's health.
+#[derive(Debug, Clone)]
+pub(crate) struct LogServices {
+    pub clock: Arc<dyn Clock>,
+    pub reaper: Arc<dyn SegmentReaper>,
+}
+
+impl LogServices {
+    /// The environment of a log in `dir`.
+    pub fn environment_in(&self, dir: &DataDir) -> LogEnvironment {
+        LogEnvironment {
+            clock: Arc::clone(&self.clock),
+            health: Arc::clone(dir.health()),
+            reaper: Some(Arc::clone(&self.reaper)),
+        }
+    }
+}
+
 pub(crate) fn load_all(
     dirs: &[Arc<DataDir>],
     threads_per_dir: usize,
-    clock: &Arc<dyn Clock>,
+    services: &LogServices,
     config_for: &(dyn Fn(&str) -> LogConfig + Sync),
 ) -> Result<Vec<LoadedLog>> {
     let loaded = Mutex::new(Vec::new());
@@ -103,9 +121,14 @@ pub(crate) fn load_all(
             }
             let (loaded, fatal) = (&loaded, &fatal);
             scope.spawn(move || {
-                if let Err(error) =
-                    load_dir(dir_index, dir, threads_per_dir, clock, config_for, loaded)
-                {
+                if let Err(error) = load_dir(
+                    dir_index,
+                    dir,
+                    threads_per_dir,
+                    services,
+                    config_for,
+                    loaded,
+                ) {
                     if error.is_storage_failure() {
                         dir.health().mark_offline(&error);
                     } else {
@@ -125,7 +148,7 @@ fn load_dir(
     dir_index: usize,
     dir: &DataDir,
     threads: usize,
-    clock: &Arc<dyn Clock>,
+    services: &LogServices,
     config_for: &(dyn Fn(&str) -> LogConfig + Sync),
     loaded: &Mutex<Vec<LoadedLog>>,
 ) -> Result<()> {
@@ -169,8 +192,13 @@ fn load_dir(
                             log_start_offset: log_starts.get(topic_partition).copied().unwrap_or(0),
                             had_clean_shutdown: dir.had_clean_shutdown(),
                         };
-                        match load_one(path, config_for(&topic_partition.topic), params, clock, dir)
-                        {
+                        match load_one(
+                            path,
+                            config_for(&topic_partition.topic),
+                            params,
+                            services,
+                            dir,
+                        ) {
                             Ok((log, report)) => loaded.lock().push(LoadedLog {
                                 topic_partition: topic_partition.clone(),
                                 dir_index,
@@ -230,15 +258,14 @@ fn load_one(
     path: &Path,
     config: LogConfig,
     params: LoadParams,
-    clock: &Arc<dyn Clock>,
+    services: &LogServices,
     dir: &DataDir,
 ) -> Result<(Log, crate::log::LoadReport)> {
     let (log, report) = Log::open_in(
         path,
         config,
         params,
-        Arc::clone(clock),
-        Arc::clone(dir.health()),
+        services.environment_in(dir),
         Some(&dir.progress.remaining_segments),
     )
     .map_err(|error| match error {

@@ -46,6 +46,7 @@ use crate::log::{Log, SegmentReaper, partition_dir};
 use crate::scheduler::SchedulerThread;
 use crate::types::{TopicPartition, delete_dir_name, random_unique_id};
 
+use load::LogServices;
 use log_map::{Entry, LogMap};
 
 /// What startup found, for operators and tests.
@@ -149,10 +150,15 @@ impl LogManager {
             let overrides = stored_configs.overrides.clone();
             move |topic: &str| effective_config(&defaults, overrides.get(topic))
         };
+        let deleter = Arc::new(Deleter::new(Arc::clone(&clock)));
+        let services = LogServices {
+            clock: Arc::clone(&clock),
+            reaper: Arc::clone(&deleter) as Arc<dyn SegmentReaper>,
+        };
         let loaded = load::load_all(
             &dirs,
             config.recovery_threads_per_data_dir,
-            &clock,
+            &services,
             &config_for,
         )?;
         load::find_duplicates(&loaded, &dirs)?;
@@ -161,7 +167,6 @@ impl LogManager {
             offline_dirs: failed_at_start.clone(),
             ..StartupReport::default()
         };
-        let deleter = Arc::new(Deleter::new(Arc::clone(&clock)));
         let mut logs = LogMap::with_capacity(loaded.len());
         for loaded_log in loaded {
             startup.segments_recovered += loaded_log.report.recovered.len();
@@ -176,9 +181,6 @@ impl LogManager {
                     .changed
                     .push((loaded_log.topic_partition.clone(), report.clone()));
             }
-            loaded_log
-                .log
-                .set_reaper(Arc::clone(&deleter) as Arc<dyn SegmentReaper>);
             logs.insert(
                 loaded_log.topic_partition,
                 Entry {
@@ -237,6 +239,14 @@ impl LogManager {
         &self.cluster_id
     }
     /// The clock every log of this manager uses.
+    /// What each of this manager's logs is given besides its directory's health.
+    fn log_services(&self) -> LogServices {
+        LogServices {
+            clock: Arc::clone(&self.clock),
+            reaper: Arc::clone(&self.deleter) as Arc<dyn SegmentReaper>,
+        }
+    }
+
     pub fn clock(&self) -> &Arc<dyn Clock> {
         &self.clock
     }
@@ -389,16 +399,14 @@ impl LogManager {
                 dir.path(),
                 topic_partition,
                 config.clone(),
-                Arc::clone(&self.clock),
-                Arc::clone(dir.health()),
+                self.log_services().environment_in(dir),
             )
             .and_then(|log| {
-                topic_ids::write(&log.dir(), topic_id)?;
+                topic_ids::write(log.dir(), topic_id)?;
                 Ok(log)
             });
             match created {
                 Ok(log) => {
-                    log.set_reaper(Arc::clone(&self.deleter) as Arc<dyn SegmentReaper>);
                     let log = Arc::new(log);
                     let mut logs = self.logs.write();
                     logs.insert(

@@ -37,7 +37,7 @@ fn temp_dirs(count: usize) -> (tempfile::TempDir, Vec<PathBuf>) {
 }
 
 fn append(log: &Log, records: usize) {
-    log.append_as_leader(&mut numbered_batch(0, records, NOW), 0)
+    log.append_as_leader(numbered_batch(0, records, NOW))
         .unwrap();
     log.maybe_increment_high_watermark(log.log_end_offset());
 }
@@ -203,7 +203,7 @@ fn a_failed_dir_refuses_its_logs_and_the_others_serve() {
         .health()
         .mark_offline(&StorageError::Fatal("simulated disk failure".into()));
     let error = first
-        .append_as_leader(&mut numbered_batch(0, 1, NOW), 0)
+        .append_as_leader(numbered_batch(0, 1, NOW))
         .unwrap_err();
     assert!(
         matches!(&error, StorageError::LogDirOffline { dir } if dir == &dirs[0]),
@@ -580,7 +580,11 @@ fn a_topic_keeps_one_id_in_every_partition_and_across_restarts() {
     // A partition added later takes the topic's id.
     manager.get_or_create(&tp("t", 2)).unwrap();
     for partition in 0..3 {
-        let dir = manager.get(&tp("t", partition)).unwrap().dir();
+        let dir = manager
+            .get(&tp("t", partition))
+            .unwrap()
+            .dir()
+            .to_path_buf();
         assert_eq!(topic_ids::read(&dir).unwrap(), Some(id), "t-{partition}");
     }
     manager.shutdown().unwrap();
@@ -604,7 +608,7 @@ fn a_topic_written_without_ids_gets_one_and_damaged_ids_are_left_alone() {
     manager
         .create_all(&[tp("old", 0), tp("old", 1), tp("damaged", 0)])
         .unwrap();
-    let damaged_dir = manager.get(&tp("damaged", 0)).unwrap().dir();
+    let damaged_dir = manager.get(&tp("damaged", 0)).unwrap().dir().to_path_buf();
     manager.shutdown().unwrap();
     drop(manager);
     // As a directory from before topic ids: no partition.metadata at all.
@@ -621,7 +625,11 @@ fn a_topic_written_without_ids_gets_one_and_damaged_ids_are_left_alone() {
     let manager = open(&dirs);
     let id = manager.topic_id("old").unwrap();
     for partition in 0..2 {
-        let dir = manager.get(&tp("old", partition)).unwrap().dir();
+        let dir = manager
+            .get(&tp("old", partition))
+            .unwrap()
+            .dir()
+            .to_path_buf();
         assert_eq!(topic_ids::read(&dir).unwrap(), Some(id), "written at load");
     }
     assert!(

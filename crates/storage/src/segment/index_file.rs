@@ -338,15 +338,3 @@ fn map(file: &File, length: u64, path: &Path) -> Result<Option<MmapMut>> {
     .map_err(StorageError::io("mmap index", path))?;
     Ok(Some(mmap))
 }
-
-pub(crate) fn be_i64_at(bytes: &[u8], at: usize) -> i64 {
-    let mut buf = [0u8; 8];
-    buf.copy_from_slice(&bytes[at..at + 8]);
-    i64::from_be_bytes(buf)
-}
-
-pub(crate) fn be_i32_at(bytes: &[u8], at: usize) -> i32 {
-    let mut buf = [0u8; 4];
-    buf.copy_from_slice(&bytes[at..at + 4]);
-    i32::from_be_bytes(buf)
-}

@@ -4,8 +4,12 @@
 //! Threads: one appender at a time (the owning log's append lock guarantees it); any number of
 //! readers concurrently. The `.log` is read with positional reads; each index sits behind its
 //! own read-write lock, taken briefly for a lookup or an append.
+//!
+//! Lock order, for every path that holds more than one: `state`, then `offset_index`, then
+//! `time_index`. The `.log`'s own lock ([`RecordsFile`]) is a leaf: nothing is taken under it.
 
 mod file_name;
+mod index;
 mod index_file;
 mod offset_index;
 pub(crate) mod records_file;
@@ -21,6 +25,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use parking_lot::{Mutex, RwLock};
 
 pub use file_name::*;
+pub use index::{Index, IndexEntry};
 pub use offset_index::{OFFSET_ENTRY_BYTES, OffsetIndex, OffsetPosition};
 pub use records_file::{
     Damage, DamageKind, EntrySummary, MAX_RESERVE_AHEAD_BYTES, RESERVE_AFTER_BYTES, RecordsFile,

@@ -9,9 +9,9 @@
 //! take the entry with the largest offset ≤ the target (or `(base, 0)`), then the caller scans
 //! batch headers forward from that position.
 
-use std::path::Path;
+use ferrolog_records::be;
 
-use super::index_file::{IndexFile, be_i32_at};
+use super::index::{Index, IndexEntry};
 use crate::error::{Result, StorageError};
 
 pub const OFFSET_ENTRY_BYTES: usize = 8;
@@ -23,88 +23,43 @@ pub struct OffsetPosition {
     pub position: u32,
 }
 
-#[derive(Debug)]
-pub struct OffsetIndex {
-    file: IndexFile,
-    base_offset: i64,
+impl IndexEntry for OffsetPosition {
+    const BYTES: usize = OFFSET_ENTRY_BYTES;
+    fn decode(slot: &[u8], base_offset: i64) -> Self {
+        Self {
+            offset: base_offset + i64::from(be::i32_at(slot, 0)),
+            position: be::u32_at(slot, 4),
+        }
+    }
+    fn encode(&self, relative_offset: i32, slot: &mut [u8]) {
+        slot[..4].copy_from_slice(&relative_offset.to_be_bytes());
+        slot[4..8].copy_from_slice(&self.position.to_be_bytes());
+    }
+    fn offset(&self) -> i64 {
+        self.offset
+    }
 }
 
-impl OffsetIndex {
-    pub fn open(path: &Path, base_offset: i64, max_index_bytes: u32) -> Result<Self> {
-        Ok(Self {
-            file: IndexFile::open(path, max_index_bytes, OFFSET_ENTRY_BYTES)?,
-            base_offset,
-        })
-    }
+/// The offset index of one segment.
+pub type OffsetIndex = Index<OffsetPosition>;
 
-    fn decode(&self, slot: &[u8]) -> OffsetPosition {
-        OffsetPosition {
-            offset: self.base_offset + i64::from(be_i32_at(slot, 0)),
-            position: be_i32_at(slot, 4) as u32,
-        }
-    }
-
-    fn relative_key(slot: &[u8]) -> i64 {
-        i64::from(be_i32_at(slot, 0))
-    }
-
-    pub fn base_offset(&self) -> i64 {
-        self.base_offset
-    }
-    pub fn path(&self) -> &Path {
-        self.file.path()
-    }
-    pub(crate) fn set_path(&mut self, path: std::path::PathBuf) {
-        self.file.set_path(path);
-    }
-    pub fn entries(&self) -> usize {
-        self.file.entries()
-    }
-    pub fn max_entries(&self) -> usize {
-        self.file.max_entries()
-    }
+impl Index<OffsetPosition> {
     pub fn is_full(&self) -> bool {
-        self.file.entries() >= self.file.max_entries()
-    }
-    pub fn size_in_bytes(&self) -> u64 {
-        (self.entries() * OFFSET_ENTRY_BYTES) as u64
-    }
-    pub fn length_bytes(&self) -> u64 {
-        self.file.length_bytes()
-    }
-
-    /// Entry `n`; an error past the last entry.
-    pub fn entry(&self, n: usize) -> Result<OffsetPosition> {
-        if n >= self.entries() {
-            return Err(StorageError::InvalidIndexAppend {
-                path: self.path().to_path_buf(),
-                reason: format!(
-                    "entry {n} requested from an index of {} entries",
-                    self.entries()
-                ),
-            });
-        }
-        Ok(self.decode(self.file.slot(n)))
+        self.entries() >= self.max_entries()
     }
 
     /// The last entry's offset, or the base offset when empty.
     pub fn last_offset(&self) -> i64 {
-        match self.entries() {
-            0 => self.base_offset,
-            n => self.decode(self.file.slot(n - 1)).offset,
-        }
+        self.last().map_or(self.base_offset(), |entry| entry.offset)
     }
 
     /// The entry with the largest offset ≤ `target`, or `(base, 0)`.
     pub fn lookup(&self, target: i64) -> OffsetPosition {
-        let relative = target - self.base_offset;
-        match self.file.largest_lower_bound(relative, Self::relative_key) {
-            Some(slot) => self.decode(self.file.slot(slot)),
-            None => OffsetPosition {
-                offset: self.base_offset,
+        self.largest_lower_bound(target, |entry| entry.offset)
+            .unwrap_or(OffsetPosition {
+                offset: self.base_offset(),
                 position: 0,
-            },
-        }
+            })
     }
 
     /// The first entry whose position is at or after `start + fetch_size`: the offset a fetch of
@@ -115,79 +70,34 @@ impl OffsetIndex {
         fetch_size: u32,
     ) -> Option<OffsetPosition> {
         let target = i64::from(start.position) + i64::from(fetch_size);
-        self.file
-            .smallest_upper_bound(target, |slot| i64::from(be_i32_at(slot, 4) as u32))
-            .map(|slot| self.decode(self.file.slot(slot)))
+        self.smallest_upper_bound(target, |entry| i64::from(entry.position))
     }
 
     /// Adds an entry; the offset must be above the last one and the index not full.
     pub fn append(&mut self, offset: i64, position: u32) -> Result<()> {
-        let invalid = |reason: String| StorageError::InvalidIndexAppend {
-            path: self.path().to_path_buf(),
-            reason,
-        };
         if self.entries() > 0 && offset <= self.last_offset() {
-            return Err(invalid(format!(
-                "offset {offset} is not larger than the last offset {}",
-                self.last_offset()
-            )));
+            return Err(StorageError::InvalidIndexAppend {
+                path: self.path().to_path_buf(),
+                reason: format!(
+                    "offset {offset} is not larger than the last offset {}",
+                    self.last_offset()
+                ),
+            });
         }
-        let relative = i32::try_from(offset - self.base_offset)
-            .ok()
-            .filter(|relative| *relative >= 0)
-            .ok_or(StorageError::OffsetOverflow {
-                offset,
-                base_offset: self.base_offset,
-            })?;
-        let mut entry = [0u8; OFFSET_ENTRY_BYTES];
-        entry[..4].copy_from_slice(&relative.to_be_bytes());
-        entry[4..].copy_from_slice(&position.to_be_bytes());
-        self.file.push(&entry)
-    }
-
-    /// Removes every entry with an offset ≥ `offset`.
-    pub fn truncate_to(&mut self, offset: i64) {
-        let relative = offset - self.base_offset;
-        let keep = match self.file.largest_lower_bound(relative, Self::relative_key) {
-            None => 0,
-            Some(slot) if Self::relative_key(self.file.slot(slot)) == relative => slot,
-            Some(slot) => slot + 1,
-        };
-        self.file.truncate_entries(keep);
-    }
-
-    /// Removes every entry.
-    pub fn truncate_all(&mut self) {
-        self.file.truncate_entries(0);
+        self.push(OffsetPosition { offset, position })
     }
 
     /// Kafka's sanity check: the last offset may not be below the base, and the file must hold
     /// whole entries.
     pub fn sanity_check(&self) -> Result<()> {
-        if self.entries() > 0 && self.last_offset() < self.base_offset {
-            return Err(self.file.corrupt(format!(
+        if self.entries() > 0 && self.last_offset() < self.base_offset() {
+            return Err(self.corrupt(format!(
                 "last offset {} is below the base offset {}",
                 self.last_offset(),
-                self.base_offset
+                self.base_offset()
             )));
         }
-        self.file.check_whole_entries()
-    }
-
-    pub fn resize(&mut self, max_index_bytes: u64) -> Result<bool> {
-        self.file.resize(max_index_bytes)
-    }
-    pub fn trim_to_valid_size(&mut self) -> Result<bool> {
-        self.file.trim_to_valid_size()
-    }
-    pub fn flush(&self) -> Result<()> {
-        self.file.flush()
-    }
-    /// All entries, in order.
-    pub fn all_entries(&self) -> Vec<OffsetPosition> {
-        (0..self.entries())
-            .map(|n| self.decode(self.file.slot(n)))
-            .collect()
+        self.check_whole_entries()
     }
 }
 
@@ -404,22 +314,18 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let mut idx = index(&dir, 100_000);
         let blocks = |idx: &OffsetIndex| std::fs::metadata(idx.path()).unwrap().blocks() * 512;
-        assert_eq!(
-            idx.file.file_length().unwrap(),
-            0,
-            "a new index holds no space"
-        );
+        assert_eq!(idx.file_length().unwrap(), 0, "a new index holds no space");
         idx.append(BASE + 1, 1).unwrap();
-        assert_eq!(idx.file.file_length().unwrap(), 4096, "a page at first");
+        assert_eq!(idx.file_length().unwrap(), 4096, "a page at first");
         assert!(blocks(&idx) >= 4096, "with its blocks allocated");
         for i in 2..=600 {
             idx.append(BASE + i, i as u32).unwrap();
         }
-        assert_eq!(idx.file.file_length().unwrap(), 8192, "then twice as much");
+        assert_eq!(idx.file_length().unwrap(), 8192, "then twice as much");
         assert!(blocks(&idx) >= 8192);
         assert_eq!(idx.max_entries(), 100_000, "the limit is unchanged");
         idx.trim_to_valid_size().unwrap();
-        assert_eq!(idx.file.file_length().unwrap(), 600 * 8);
+        assert_eq!(idx.file_length().unwrap(), 600 * 8);
         assert_eq!(idx.lookup(BASE + 300).position, 300);
     }
 

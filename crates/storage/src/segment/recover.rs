@@ -12,6 +12,8 @@ impl Segment {
     /// first invalid or partial batch.
     pub fn recover(&self) -> Result<SegmentRecovery> {
         self.mark_dirty();
+        // The module's lock order: state, then the offset index, then the time index.
+        let mut state = self.state.lock();
         let mut offset_index = self.offset_index.write();
         let mut time_index = self.time_index.write();
         offset_index.truncate_all();
@@ -113,7 +115,6 @@ impl Segment {
         }
         time_index.trim_to_valid_size()?;
 
-        let mut state = self.state.lock();
         state.bytes_since_last_index_entry = valid_bytes - last_index_entry;
         state.max_timestamp_so_far = Some(if max_so_far.timestamp >= 0 {
             max_so_far

@@ -10,9 +10,9 @@
 //! when its timestamp is larger than the last entry's; the last slot is reserved for that final
 //! entry, so the index counts as full one entry early.
 
-use std::path::Path;
+use ferrolog_records::be;
 
-use super::index_file::{IndexFile, be_i32_at, be_i64_at};
+use super::index::{Index, IndexEntry};
 use crate::error::{Result, StorageError};
 
 pub const TIME_ENTRY_BYTES: usize = 12;
@@ -26,72 +26,38 @@ pub struct TimestampOffset {
     pub offset: i64,
 }
 
-#[derive(Debug)]
-pub struct TimeIndex {
-    file: IndexFile,
-    base_offset: i64,
-}
-
-impl TimeIndex {
-    pub fn open(path: &Path, base_offset: i64, max_index_bytes: u32) -> Result<Self> {
-        Ok(Self {
-            file: IndexFile::open(path, max_index_bytes, TIME_ENTRY_BYTES)?,
-            base_offset,
-        })
-    }
-
-    fn decode(&self, slot: &[u8]) -> TimestampOffset {
-        TimestampOffset {
-            timestamp: be_i64_at(slot, 0),
-            offset: self.base_offset + i64::from(be_i32_at(slot, 8)),
+impl IndexEntry for TimestampOffset {
+    const BYTES: usize = TIME_ENTRY_BYTES;
+    fn decode(slot: &[u8], base_offset: i64) -> Self {
+        Self {
+            timestamp: be::i64_at(slot, 0),
+            offset: base_offset + i64::from(be::i32_at(slot, 8)),
         }
     }
+    fn encode(&self, relative_offset: i32, slot: &mut [u8]) {
+        slot[..8].copy_from_slice(&self.timestamp.to_be_bytes());
+        slot[8..12].copy_from_slice(&relative_offset.to_be_bytes());
+    }
+    fn offset(&self) -> i64 {
+        self.offset
+    }
+}
 
-    pub fn path(&self) -> &Path {
-        self.file.path()
-    }
-    pub(crate) fn set_path(&mut self, path: std::path::PathBuf) {
-        self.file.set_path(path);
-    }
-    pub fn entries(&self) -> usize {
-        self.file.entries()
-    }
-    pub fn max_entries(&self) -> usize {
-        self.file.max_entries()
-    }
+/// The time index of one segment.
+pub type TimeIndex = Index<TimestampOffset>;
+
+impl Index<TimestampOffset> {
     /// Full one entry early: the last slot is kept for the entry written at roll or close.
     pub fn is_full(&self) -> bool {
         self.entries() + 1 >= self.max_entries()
     }
-    pub fn size_in_bytes(&self) -> u64 {
-        (self.entries() * TIME_ENTRY_BYTES) as u64
-    }
-    pub fn length_bytes(&self) -> u64 {
-        self.file.length_bytes()
-    }
-
-    pub fn entry(&self, n: usize) -> Result<TimestampOffset> {
-        if n >= self.entries() {
-            return Err(StorageError::InvalidIndexAppend {
-                path: self.path().to_path_buf(),
-                reason: format!(
-                    "entry {n} requested from an index of {} entries",
-                    self.entries()
-                ),
-            });
-        }
-        Ok(self.decode(self.file.slot(n)))
-    }
 
     /// The last entry, or `(−1, base)` when empty.
     pub fn last_entry(&self) -> TimestampOffset {
-        match self.entries() {
-            0 => TimestampOffset {
-                timestamp: NO_TIMESTAMP,
-                offset: self.base_offset,
-            },
-            n => self.decode(self.file.slot(n - 1)),
-        }
+        self.last().unwrap_or(TimestampOffset {
+            timestamp: NO_TIMESTAMP,
+            offset: self.base_offset(),
+        })
     }
 
     /// Adds `(timestamp, offset)` if the timestamp is larger than the last entry's. Offsets and
@@ -129,83 +95,40 @@ impl TimeIndex {
         if timestamp <= last.timestamp {
             return Ok(());
         }
-        let relative = i32::try_from(offset - self.base_offset)
-            .ok()
-            .filter(|relative| *relative >= 0)
-            .ok_or(StorageError::OffsetOverflow {
-                offset,
-                base_offset: self.base_offset,
-            })?;
-        let mut entry = [0u8; TIME_ENTRY_BYTES];
-        entry[..8].copy_from_slice(&timestamp.to_be_bytes());
-        entry[8..].copy_from_slice(&relative.to_be_bytes());
-        self.file.push(&entry)
+        self.push(TimestampOffset { timestamp, offset })
     }
 
     /// The entry with the largest timestamp ≤ `target`, or `(−1, base)`.
     pub fn lookup(&self, target: i64) -> TimestampOffset {
-        match self
-            .file
-            .largest_lower_bound(target, |slot| be_i64_at(slot, 0))
-        {
-            Some(slot) => self.decode(self.file.slot(slot)),
-            None => TimestampOffset {
+        self.largest_lower_bound(target, |entry| entry.timestamp)
+            .unwrap_or(TimestampOffset {
                 timestamp: NO_TIMESTAMP,
-                offset: self.base_offset,
-            },
-        }
-    }
-
-    /// Removes every entry whose offset is ≥ `offset`.
-    pub fn truncate_to(&mut self, offset: i64) {
-        let relative = offset - self.base_offset;
-        let key = |slot: &[u8]| i64::from(be_i32_at(slot, 8));
-        let keep = match self.file.largest_lower_bound(relative, key) {
-            None => 0,
-            Some(slot) if key(self.file.slot(slot)) == relative => slot,
-            Some(slot) => slot + 1,
-        };
-        self.file.truncate_entries(keep);
-    }
-
-    pub fn truncate_all(&mut self) {
-        self.file.truncate_entries(0);
+                offset: self.base_offset(),
+            })
     }
 
     /// Kafka's sanity check: timestamps and offsets may not end below where they start.
     pub fn sanity_check(&self) -> Result<()> {
-        if self.entries() > 0 {
-            let first = self.decode(self.file.slot(0));
-            let last = self.last_entry();
+        if let (Some(first), Some(last)) = (self.all_first(), self.last()) {
             if last.timestamp < first.timestamp {
-                return Err(self.file.corrupt(format!(
+                return Err(self.corrupt(format!(
                     "last timestamp {} is below the first {}",
                     last.timestamp, first.timestamp
                 )));
             }
-            if last.offset < self.base_offset {
-                return Err(self.file.corrupt(format!(
+            if last.offset < self.base_offset() {
+                return Err(self.corrupt(format!(
                     "last offset {} is below the base offset {}",
-                    last.offset, self.base_offset
+                    last.offset,
+                    self.base_offset()
                 )));
             }
         }
-        self.file.check_whole_entries()
+        self.check_whole_entries()
     }
 
-    pub fn resize(&mut self, max_index_bytes: u64) -> Result<bool> {
-        self.file.resize(max_index_bytes)
-    }
-    pub fn trim_to_valid_size(&mut self) -> Result<bool> {
-        self.file.trim_to_valid_size()
-    }
-    pub fn flush(&self) -> Result<()> {
-        self.file.flush()
-    }
-    pub fn all_entries(&self) -> Vec<TimestampOffset> {
-        (0..self.entries())
-            .map(|n| self.decode(self.file.slot(n)))
-            .collect()
+    fn all_first(&self) -> Option<TimestampOffset> {
+        (self.entries() > 0).then(|| self.decode(0))
     }
 }
 

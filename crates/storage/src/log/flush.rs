@@ -1,0 +1,100 @@
+//! Flushes: the segments holding offsets from the recovery point up to a target are fsynced,
+//! then the recovery point moves there. Every fsync runs outside the writer lock, so a flush
+//! never stalls appends; the lock is taken only to open the partition directory (renames of it
+//! happen under that lock) and to publish the new recovery point.
+
+use super::Log;
+use crate::error::Result;
+use crate::fs::OpenDir;
+use crate::segment::Segment;
+
+impl Log {
+    /// fsyncs everything up to the LEO and moves the recovery point there.
+    pub fn flush(&self) -> Result<()> {
+        self.flush_range(self.log_end_offset(), false)
+    }
+
+    /// fsyncs the segments holding offsets in `[recovery point, up_to)` and raises the recovery
+    /// point to `up_to`.
+    pub fn flush_up_to(&self, up_to: i64) -> Result<()> {
+        self.flush_range(up_to, false)
+    }
+
+    /// Like [`Log::flush`], but also fsyncs an empty active segment (so its files exist on
+    /// disk), as Kafka's shutdown flush does.
+    pub fn flush_inclusive(&self) -> Result<()> {
+        self.flush_range(self.log_end_offset(), true)
+    }
+
+    /// The partition directory is fsynced too when one of the flushed segments was created
+    /// since the last flush (its directory entry is new).
+    fn flush_range(&self, up_to: i64, inclusive: bool) -> Result<()> {
+        self.guarded(|| self.flush_range_unguarded(up_to, inclusive))
+    }
+
+    fn flush_range_unguarded(&self, up_to: i64, inclusive: bool) -> Result<()> {
+        let started = std::time::Instant::now();
+        let result = self.flush_segments(up_to, inclusive);
+        if let Ok(true) = result {
+            // Kafka's kafka.log:type=LogFlushStats,name=LogFlushRateAndTimeMs.
+            metrics::histogram!("kafka_log_logflushstats_logflushrateandtimems")
+                .record(started.elapsed().as_secs_f64() * 1000.0);
+        }
+        result.map(|_| ())
+    }
+
+    /// Flushes; returns whether anything was fsynced.
+    fn flush_segments(&self, up_to: i64, inclusive: bool) -> Result<bool> {
+        let view = self.view();
+        let up_to = up_to.min(view.log_end.offset);
+        let from = view.recovery_point;
+        let overlaps = |index: usize, segment: &Segment| {
+            let next_base = view
+                .segments
+                .get(index + 1)
+                .map_or(i64::MAX, |next| next.base_offset());
+            let below_end =
+                segment.base_offset() < up_to || (inclusive && segment.base_offset() <= up_to);
+            below_end && next_base > from
+        };
+        let mut new_segment_included = false;
+        let mut flushed_any = false;
+        for (index, segment) in view.segments.iter().enumerate() {
+            if overlaps(index, segment) {
+                if let Err(error) = segment.flush() {
+                    // Index files are fsynced by path; a log deleted meanwhile has moved them.
+                    // That is the deletion winning the race, not a failing disk.
+                    let writer = self.writer.lock();
+                    self.ensure_open(&writer)?;
+                    return Err(error);
+                }
+                flushed_any = true;
+                new_segment_included |= segment.base_offset() >= from;
+            }
+        }
+        if !flushed_any && up_to <= from {
+            return Ok(false);
+        }
+        if new_segment_included {
+            // Opened under the lock, where a log being deleted has its directory renamed, so the
+            // path is right; fsynced after it. A rename meanwhile leaves the handle on the same
+            // directory, and the check below then finds the log closed.
+            let dir = {
+                let writer = self.writer.lock();
+                self.ensure_open(&writer)?;
+                OpenDir::open(self.dir())?
+            };
+            dir.fsync()?;
+        }
+        let mut writer = self.writer.lock();
+        self.ensure_open(&writer)?;
+        let current = self.view();
+        if up_to > current.recovery_point && up_to <= current.log_end.offset {
+            let mut next = (*current).clone();
+            next.recovery_point = up_to;
+            self.publish(next);
+        }
+        writer.last_flush_ms = self.clock.now_ms();
+        Ok(flushed_any)
+    }
+}

@@ -1,0 +1,242 @@
+//! The write path: appends and rolls, under the writer lock. Validation is in [`super::append`]
+//! (pure functions); this module takes the lock, writes the validated bytes to the active
+//! segment and publishes the next [`LogView`].
+
+use std::sync::Arc;
+
+use super::append::{self, AppendInfo, ValidatedAppend};
+use super::{LEADER_EPOCH, Log, LogOffsetMetadata, WriterState, refuse_past_damaged_end};
+use crate::config::LogConfig;
+use crate::error::{Result, StorageError};
+use crate::fs::remove_if_exists;
+use crate::producer::snapshot;
+use crate::segment::{
+    INDEX_SUFFIX, LOG_SUFFIX, RollParams, Segment, TIME_INDEX_SUFFIX, segment_path,
+};
+
+/// Who chose an append's offsets, which decides what it does to the high watermark.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum AppendOrigin {
+    /// This log assigned them: it is the partition's only replica, so what it writes is
+    /// committed at once and the high watermark moves to the new log end in the same view.
+    Leader,
+    /// They came with the batches (a replica copying a leader, tools, tests): the high
+    /// watermark moves only when told ([`Log::maybe_increment_high_watermark`]).
+    Follower,
+}
+
+impl Log {
+    /// Appends a producer's batches: checks them (before the writer lock, so appenders to one
+    /// partition checksum in parallel), assigns offsets from the log end, rolls first if
+    /// needed, writes them and moves the high watermark to the new log end. A retry of a batch
+    /// already written is answered with where it went and not written again.
+    pub fn append_as_leader(&self, records: Vec<u8>) -> Result<AppendInfo> {
+        self.guarded(|| {
+            let config = self.config();
+            let now_ms = self.clock.now_ms();
+            let checked = append::check_leader_append(records, &config, now_ms)?;
+            let writer = self.writer.lock();
+            self.ensure_open(&writer)?;
+            let assigned = append::assign_leader_offsets(
+                checked,
+                append::LeaderContext {
+                    config: &config,
+                    next_offset: self.view.load().log_end.offset,
+                    now_ms,
+                    partition_leader_epoch: LEADER_EPOCH,
+                },
+            )?;
+            if let Some(original) = self
+                .producers
+                .lock()
+                .check(&assigned.validated.producer_batches)?
+            {
+                // A retry of a batch already written: answered with where it went, as Kafka does.
+                tracing::debug!(
+                    partition = %self.topic_partition,
+                    first_offset = original.first_offset,
+                    "duplicate producer batch acknowledged without writing it"
+                );
+                return Ok(AppendInfo {
+                    first_offset: original.first_offset,
+                    last_offset: original.last_offset,
+                    max_timestamp: original.timestamp,
+                    offset_of_max_timestamp: original.last_offset,
+                    log_append_time_ms: -1,
+                    record_count: 0,
+                    batch_count: 0,
+                    valid_bytes: 0,
+                });
+            }
+            self.write_validated(
+                writer,
+                &config,
+                &assigned.bytes,
+                assigned.validated,
+                AppendOrigin::Leader,
+            )
+        })
+    }
+
+    /// Appends batches that already carry their offsets (replication, tools, tests). The first
+    /// must start at or after the LEO; offsets must increase. The high watermark stays.
+    pub fn append_as_follower(&self, bytes: &[u8]) -> Result<AppendInfo> {
+        self.guarded(|| {
+            let config = self.config();
+            let writer = self.writer.lock();
+            self.ensure_open(&writer)?;
+            let validated = append::validate_follower_append(bytes, self.log_end_offset())?;
+            self.write_validated(writer, &config, bytes, validated, AppendOrigin::Follower)
+        })
+    }
+
+    fn write_validated(
+        &self,
+        writer: parking_lot::MutexGuard<'_, WriterState>,
+        config: &LogConfig,
+        bytes: &[u8],
+        validated: ValidatedAppend,
+        origin: AppendOrigin,
+    ) -> Result<AppendInfo> {
+        refuse_past_damaged_end(&self.view())?;
+        let info = validated.info;
+        if bytes.len() as u64 > config.segment_bytes {
+            return Err(StorageError::RecordBatchTooLarge {
+                size: bytes.len(),
+                segment_bytes: config.segment_bytes,
+            });
+        }
+        let now_ms = self.clock.now_ms();
+        let max_timestamp_in_messages = if info.log_append_time_ms >= 0 {
+            now_ms
+        } else {
+            info.max_timestamp
+        };
+        let rolled = self.maybe_roll(
+            config,
+            RollParams {
+                segment_ms: config.segment_ms,
+                segment_bytes: config.segment_bytes,
+                max_timestamp_in_messages,
+                max_offset_in_messages: info.last_offset,
+                messages_size: bytes.len() as u64,
+                now_ms,
+            },
+            info.first_offset,
+        )?;
+        let view = self.view();
+        let active = view.active_segment();
+        active.append(bytes, &validated.batches)?;
+        let mut next = (*view).clone();
+        next.log_end = LogOffsetMetadata {
+            offset: info.last_offset + 1,
+            segment_base_offset: active.base_offset(),
+            position: active.size(),
+        };
+        if origin == AppendOrigin::Leader {
+            next.high_watermark = next.log_end.offset;
+        }
+        let unflushed = next.log_end.offset - next.recovery_point;
+        {
+            let mut producers = self.producers.lock();
+            for batch in &validated.producer_batches {
+                producers.apply(batch);
+            }
+        }
+        self.publish(next);
+        drop(writer);
+
+        if let Some(new_base) = rolled {
+            // Kafka flushes the segments before a new one asynchronously; here the appender
+            // that rolled pays it, outside the writer lock so other appends go on.
+            self.flush_up_to(new_base)?;
+            snapshot::sync(self.dir(), new_base)?;
+        }
+        if unflushed >= config.flush_messages {
+            self.flush()?;
+        }
+        Ok(info)
+    }
+
+    /// Rolls if the active segment should not take this append. Returns the new base offset.
+    fn maybe_roll(
+        &self,
+        config: &LogConfig,
+        params: RollParams,
+        first_offset: i64,
+    ) -> Result<Option<i64>> {
+        let view = self.view();
+        if !view.active_segment().should_roll(&params)? {
+            return Ok(None);
+        }
+        self.roll_locked(config, Some(first_offset)).map(Some)
+    }
+
+    /// writer lock. An empty active segment already at that base is kept as it is.
+    pub(super) fn roll_locked(
+        &self,
+        config: &LogConfig,
+        expected_next_offset: Option<i64>,
+    ) -> Result<i64> {
+        let view = self.view();
+        refuse_past_damaged_end(&view)?;
+        let dir = self.dir();
+        let new_base = expected_next_offset.unwrap_or(0).max(view.log_end.offset);
+        let active = view.active_segment();
+        let mut segments: Vec<Arc<Segment>> = view.segments.iter().cloned().collect();
+        if active.base_offset() == new_base {
+            if !active.is_empty() {
+                return Err(StorageError::InvalidIndexAppend {
+                    path: active.log_path(),
+                    reason: format!(
+                        "cannot roll to offset {new_base}: a non-empty segment already starts there"
+                    ),
+                });
+            }
+            // An empty segment already at the new base is what the roll would make: it stays,
+            // as an active segment (its indexes may have been trimmed by a roll that then
+            // failed to create its successor).
+            active.resize_indexes(config.segment_index_bytes)?;
+            return Ok(new_base);
+        }
+        // The snapshot and the new segment's files come first, the old segment's trimming
+        // after: a failure on the way (a full disk, no file descriptors) leaves the log as it
+        // was, and at worst files of the new segment, which the next roll removes.
+        for suffix in [LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX] {
+            let stale = segment_path(dir, new_base, suffix);
+            if remove_if_exists(&stale)? {
+                tracing::warn!(path = %stale.display(), "removed a stale file in the way of a new segment");
+            }
+        }
+        // The state as of the new base: every batch below it, none above.
+        self.write_producer_snapshot(new_base, false)?;
+        let segment = Arc::new(Segment::create(dir, new_base, config, self.clock.now_ms())?);
+        active.on_becoming_inactive()?;
+        segments.push(Arc::clone(&segment));
+        let mut next = (*view).clone();
+        next.segments = Arc::new(segments);
+        next.log_end.segment_base_offset = new_base;
+        next.log_end.position = 0;
+        self.publish(next);
+        tracing::info!(
+            partition = %self.topic_partition,
+            new_base,
+            "rolled to a new segment"
+        );
+        Ok(new_base)
+    }
+
+    /// Rolls now (the active segment stays if it is empty and already at the LEO).
+    pub fn roll(&self) -> Result<i64> {
+        self.guarded(|| {
+            let config = self.config();
+            let writer = self.writer.lock();
+            self.ensure_open(&writer)?;
+            let new_base = self.roll_locked(&config, None)?;
+            drop(writer);
+            self.flush_up_to(new_base)?;
+            snapshot::sync(self.dir(), new_base)?;
+            Ok(new_base)
+        })
+    }
+}
