@@ -1,86 +1,67 @@
-//! Kafka error codes, and the code for each storage error.
+//! Kafka error codes, and the code for each storage error. The codes come from the protocol
+//! crate's [`ResponseError`] (Kafka's `Errors`), named here as Kafka names them.
 
 use ferrolog_storage::StorageError;
+use kafka_protocol::error::ResponseError;
 
-pub const UNKNOWN_SERVER_ERROR: i16 = -1;
 pub const NONE: i16 = 0;
-pub const OFFSET_OUT_OF_RANGE: i16 = 1;
-pub const CORRUPT_MESSAGE: i16 = 2;
-pub const UNKNOWN_TOPIC_OR_PARTITION: i16 = 3;
-pub const LEADER_NOT_AVAILABLE: i16 = 5;
-pub const MESSAGE_TOO_LARGE: i16 = 10;
-pub const OFFSET_METADATA_TOO_LARGE: i16 = 12;
-pub const COORDINATOR_NOT_AVAILABLE: i16 = 15;
-pub const INVALID_TOPIC_EXCEPTION: i16 = 17;
-pub const RECORD_LIST_TOO_LARGE: i16 = 18;
-pub const ILLEGAL_GENERATION: i16 = 22;
-pub const INCONSISTENT_GROUP_PROTOCOL: i16 = 23;
-pub const INVALID_GROUP_ID: i16 = 24;
-pub const UNKNOWN_MEMBER_ID: i16 = 25;
-pub const INVALID_SESSION_TIMEOUT: i16 = 26;
-pub const REBALANCE_IN_PROGRESS: i16 = 27;
-pub const INVALID_TIMESTAMP: i16 = 32;
-pub const UNSUPPORTED_VERSION: i16 = 35;
-pub const TOPIC_ALREADY_EXISTS: i16 = 36;
-pub const INVALID_PARTITIONS: i16 = 37;
-pub const INVALID_REPLICATION_FACTOR: i16 = 38;
-pub const INVALID_CONFIG: i16 = 40;
-pub const INVALID_REQUEST: i16 = 42;
-pub const POLICY_VIOLATION: i16 = 44;
-pub const OUT_OF_ORDER_SEQUENCE_NUMBER: i16 = 45;
-pub const INVALID_PRODUCER_EPOCH: i16 = 47;
-pub const TRANSACTIONAL_ID_AUTHORIZATION_FAILED: i16 = 53;
-pub const KAFKA_STORAGE_ERROR: i16 = 56;
-pub const NON_EMPTY_GROUP: i16 = 68;
-pub const GROUP_ID_NOT_FOUND: i16 = 69;
-pub const TOPIC_DELETION_DISABLED: i16 = 73;
-pub const MEMBER_ID_REQUIRED: i16 = 79;
-pub const FENCED_INSTANCE_ID: i16 = 82;
-pub const GROUP_SUBSCRIBED_TO_TOPIC: i16 = 86;
-pub const INVALID_RECORD: i16 = 87;
-pub const UNKNOWN_TOPIC_ID: i16 = 100;
+pub const UNKNOWN_SERVER_ERROR: i16 = ResponseError::UnknownServerError.code();
+pub const OFFSET_OUT_OF_RANGE: i16 = ResponseError::OffsetOutOfRange.code();
+pub const CORRUPT_MESSAGE: i16 = ResponseError::CorruptMessage.code();
+pub const UNKNOWN_TOPIC_OR_PARTITION: i16 = ResponseError::UnknownTopicOrPartition.code();
+pub const LEADER_NOT_AVAILABLE: i16 = ResponseError::LeaderNotAvailable.code();
+pub const MESSAGE_TOO_LARGE: i16 = ResponseError::MessageTooLarge.code();
+pub const OFFSET_METADATA_TOO_LARGE: i16 = ResponseError::OffsetMetadataTooLarge.code();
+pub const COORDINATOR_NOT_AVAILABLE: i16 = ResponseError::CoordinatorNotAvailable.code();
+pub const INVALID_TOPIC_EXCEPTION: i16 = ResponseError::InvalidTopicException.code();
+pub const RECORD_LIST_TOO_LARGE: i16 = ResponseError::RecordListTooLarge.code();
+pub const ILLEGAL_GENERATION: i16 = ResponseError::IllegalGeneration.code();
+pub const INCONSISTENT_GROUP_PROTOCOL: i16 = ResponseError::InconsistentGroupProtocol.code();
+pub const INVALID_GROUP_ID: i16 = ResponseError::InvalidGroupId.code();
+pub const UNKNOWN_MEMBER_ID: i16 = ResponseError::UnknownMemberId.code();
+pub const INVALID_SESSION_TIMEOUT: i16 = ResponseError::InvalidSessionTimeout.code();
+pub const REBALANCE_IN_PROGRESS: i16 = ResponseError::RebalanceInProgress.code();
+pub const INVALID_TIMESTAMP: i16 = ResponseError::InvalidTimestamp.code();
+pub const UNSUPPORTED_VERSION: i16 = ResponseError::UnsupportedVersion.code();
+pub const TOPIC_ALREADY_EXISTS: i16 = ResponseError::TopicAlreadyExists.code();
+pub const INVALID_PARTITIONS: i16 = ResponseError::InvalidPartitions.code();
+pub const INVALID_REPLICATION_FACTOR: i16 = ResponseError::InvalidReplicationFactor.code();
+pub const INVALID_CONFIG: i16 = ResponseError::InvalidConfig.code();
+pub const INVALID_REQUEST: i16 = ResponseError::InvalidRequest.code();
+pub const POLICY_VIOLATION: i16 = ResponseError::PolicyViolation.code();
+pub const OUT_OF_ORDER_SEQUENCE_NUMBER: i16 = ResponseError::OutOfOrderSequenceNumber.code();
+pub const INVALID_PRODUCER_EPOCH: i16 = ResponseError::InvalidProducerEpoch.code();
+pub const TRANSACTIONAL_ID_AUTHORIZATION_FAILED: i16 =
+    ResponseError::TransactionalIdAuthorizationFailed.code();
+pub const KAFKA_STORAGE_ERROR: i16 = ResponseError::KafkaStorageError.code();
+pub const NON_EMPTY_GROUP: i16 = ResponseError::NonEmptyGroup.code();
+pub const GROUP_ID_NOT_FOUND: i16 = ResponseError::GroupIdNotFound.code();
+pub const TOPIC_DELETION_DISABLED: i16 = ResponseError::TopicDeletionDisabled.code();
+pub const MEMBER_ID_REQUIRED: i16 = ResponseError::MemberIdRequired.code();
+pub const FENCED_INSTANCE_ID: i16 = ResponseError::FencedInstanceId.code();
+pub const GROUP_SUBSCRIBED_TO_TOPIC: i16 = ResponseError::GroupSubscribedToTopic.code();
+pub const INVALID_RECORD: i16 = ResponseError::InvalidRecord.code();
+pub const UNKNOWN_TOPIC_ID: i16 = ResponseError::UnknownTopicId.code();
 
-/// Kafka's name of an error code, for metrics and logs.
-pub fn name_of(code: i16) -> &'static str {
-    match code {
-        NONE => "NONE",
-        OFFSET_OUT_OF_RANGE => "OFFSET_OUT_OF_RANGE",
-        CORRUPT_MESSAGE => "CORRUPT_MESSAGE",
-        UNKNOWN_TOPIC_OR_PARTITION => "UNKNOWN_TOPIC_OR_PARTITION",
-        LEADER_NOT_AVAILABLE => "LEADER_NOT_AVAILABLE",
-        MESSAGE_TOO_LARGE => "MESSAGE_TOO_LARGE",
-        OFFSET_METADATA_TOO_LARGE => "OFFSET_METADATA_TOO_LARGE",
-        COORDINATOR_NOT_AVAILABLE => "COORDINATOR_NOT_AVAILABLE",
-        INVALID_TOPIC_EXCEPTION => "INVALID_TOPIC_EXCEPTION",
-        RECORD_LIST_TOO_LARGE => "RECORD_LIST_TOO_LARGE",
-        ILLEGAL_GENERATION => "ILLEGAL_GENERATION",
-        INCONSISTENT_GROUP_PROTOCOL => "INCONSISTENT_GROUP_PROTOCOL",
-        INVALID_GROUP_ID => "INVALID_GROUP_ID",
-        UNKNOWN_MEMBER_ID => "UNKNOWN_MEMBER_ID",
-        INVALID_SESSION_TIMEOUT => "INVALID_SESSION_TIMEOUT",
-        REBALANCE_IN_PROGRESS => "REBALANCE_IN_PROGRESS",
-        INVALID_TIMESTAMP => "INVALID_TIMESTAMP",
-        UNSUPPORTED_VERSION => "UNSUPPORTED_VERSION",
-        TOPIC_ALREADY_EXISTS => "TOPIC_ALREADY_EXISTS",
-        INVALID_PARTITIONS => "INVALID_PARTITIONS",
-        INVALID_REPLICATION_FACTOR => "INVALID_REPLICATION_FACTOR",
-        INVALID_CONFIG => "INVALID_CONFIG",
-        INVALID_REQUEST => "INVALID_REQUEST",
-        OUT_OF_ORDER_SEQUENCE_NUMBER => "OUT_OF_ORDER_SEQUENCE_NUMBER",
-        INVALID_PRODUCER_EPOCH => "INVALID_PRODUCER_EPOCH",
-        TRANSACTIONAL_ID_AUTHORIZATION_FAILED => "TRANSACTIONAL_ID_AUTHORIZATION_FAILED",
-        KAFKA_STORAGE_ERROR => "KAFKA_STORAGE_ERROR",
-        NON_EMPTY_GROUP => "NON_EMPTY_GROUP",
-        GROUP_ID_NOT_FOUND => "GROUP_ID_NOT_FOUND",
-        MEMBER_ID_REQUIRED => "MEMBER_ID_REQUIRED",
-        FENCED_INSTANCE_ID => "FENCED_INSTANCE_ID",
-        GROUP_SUBSCRIBED_TO_TOPIC => "GROUP_SUBSCRIBED_TO_TOPIC",
-        POLICY_VIOLATION => "POLICY_VIOLATION",
-        TOPIC_DELETION_DISABLED => "TOPIC_DELETION_DISABLED",
-        INVALID_RECORD => "INVALID_RECORD",
-        UNKNOWN_TOPIC_ID => "UNKNOWN_TOPIC_ID",
-        _ => "UNKNOWN_SERVER_ERROR",
+/// Kafka's name of an error code (`UNKNOWN_TOPIC_OR_PARTITION`), for metrics and logs.
+pub fn name_of(code: i16) -> String {
+    match ResponseError::try_from_code(code) {
+        None => "NONE".to_owned(),
+        Some(ResponseError::Unknown(_)) => "UNKNOWN_SERVER_ERROR".to_owned(),
+        Some(error) => screaming_snake_case(&format!("{error:?}")),
     }
+}
+
+/// `UnknownTopicOrPartition` → `UNKNOWN_TOPIC_OR_PARTITION`.
+fn screaming_snake_case(name: &str) -> String {
+    let mut out = String::with_capacity(name.len() + 8);
+    for (index, c) in name.chars().enumerate() {
+        if c.is_ascii_uppercase() && index > 0 {
+            out.push('_');
+        }
+        out.push(c.to_ascii_uppercase());
+    }
+    out
 }
 
 /// The error code a client understands for a storage error.
@@ -123,4 +104,27 @@ pub fn is_valid_topic_name(name: &str) -> bool {
         && name
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || b == b'.' || b == b'_' || b == b'-')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn codes_are_kafkas_and_named_as_kafka_names_them() {
+        assert_eq!(UNKNOWN_TOPIC_OR_PARTITION, 3);
+        assert_eq!(KAFKA_STORAGE_ERROR, 56);
+        assert_eq!(UNKNOWN_SERVER_ERROR, -1);
+        for (code, name) in [
+            (NONE, "NONE"),
+            (UNKNOWN_SERVER_ERROR, "UNKNOWN_SERVER_ERROR"),
+            (UNKNOWN_TOPIC_OR_PARTITION, "UNKNOWN_TOPIC_OR_PARTITION"),
+            (INVALID_TOPIC_EXCEPTION, "INVALID_TOPIC_EXCEPTION"),
+            (KAFKA_STORAGE_ERROR, "KAFKA_STORAGE_ERROR"),
+            (OUT_OF_ORDER_SEQUENCE_NUMBER, "OUT_OF_ORDER_SEQUENCE_NUMBER"),
+            (30_000, "UNKNOWN_SERVER_ERROR"),
+        ] {
+            assert_eq!(name_of(code), name, "code {code}");
+        }
+    }
 }

@@ -403,7 +403,7 @@ fn kafka_s_offsets_topic_records_re_encode_to_the_same_bytes() {
             start_offset: 0,
             max_bytes: u64::MAX,
             bound: ferrolog_storage::log::FetchBound::LogEnd,
-            min_one_batch: true,
+            first_batch: ferrolog_storage::log::FirstBatch::Whole,
         })
         .unwrap()
         .read_bytes()

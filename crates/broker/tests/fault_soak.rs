@@ -24,7 +24,7 @@ use common::{Broker, Client};
 use ferrolog_broker::BrokerConfig;
 use ferrolog_records::{BatchBuilder, EntryIter};
 use ferrolog_storage::cleaner::CleanerConfig;
-use ferrolog_storage::log::{FetchBound, FetchParams};
+use ferrolog_storage::log::{FetchBound, FetchParams, FirstBatch};
 use ferrolog_storage::manager::{BackgroundConfig, LogManager, ManagerConfig};
 use ferrolog_storage::{LogConfig, SystemClock, TopicPartition};
 use ferrolog_testkit::fetched_records;
@@ -311,7 +311,7 @@ fn stored(manager: &LogManager, topic: &str, partition: i32) -> Vec<(i64, Option
                 start_offset: next,
                 max_bytes: 1 << 20,
                 bound: FetchBound::LogEnd,
-                min_one_batch: true,
+                first_batch: FirstBatch::Whole,
             })
             .unwrap()
             .read_bytes()

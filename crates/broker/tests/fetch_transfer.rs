@@ -11,7 +11,7 @@ use std::sync::Arc;
 use bytes::{Bytes, BytesMut};
 use ferrolog_broker::transfer::FetchTransfer;
 use ferrolog_broker::{BrokerConfig, Context};
-use ferrolog_storage::log::{FetchBound, FetchParams};
+use ferrolog_storage::log::{FetchBound, FetchParams, FirstBatch};
 use ferrolog_storage::manager::{LogManager, ManagerConfig};
 use ferrolog_storage::{SystemClock, TopicPartition};
 use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
@@ -64,7 +64,7 @@ async fn fetches_carry_the_segment_bytes(transfer: FetchTransfer) {
                 start_offset: 0,
                 max_bytes: u64::MAX,
                 bound: FetchBound::HighWatermark,
-                min_one_batch: true,
+                first_batch: FirstBatch::Whole,
             })
             .unwrap()
             .read_bytes()
@@ -186,7 +186,7 @@ async fn a_region_past_the_segment_end_fails_the_write_in_both_transfers() {
             start_offset: 0,
             max_bytes: 1 << 20,
             bound: FetchBound::LogEnd,
-            min_one_batch: true,
+            first_batch: FirstBatch::Whole,
         })
         .unwrap()
         .slice

@@ -9,8 +9,8 @@ use anyhow::Context;
 use ferrolog_records::FileEntry;
 use ferrolog_storage::StorageError;
 use ferrolog_storage::segment::{
-    Damage, DamageKind, EntrySummary, INDEX_SUFFIX, LOG_SUFFIX, RecordsFile, TIME_INDEX_SUFFIX,
-    parse_base_offset,
+    Damage, DamageKind, EntrySummary, INDEX_SUFFIX, IndexEntry, LOG_SUFFIX, OffsetPosition,
+    RecordsFile, TIME_INDEX_SUFFIX, TimestampOffset, parse_base_offset,
 };
 
 /// The base offset in a segment file's name.
@@ -53,18 +53,6 @@ fn read_entries(path: &Path, entry_size: usize) -> anyhow::Result<(Vec<Vec<u8>>,
     Ok((entries, zeros, trailing))
 }
 
-fn be_i32(bytes: &[u8], at: usize) -> i32 {
-    let mut buf = [0u8; 4];
-    buf.copy_from_slice(&bytes[at..at + 4]);
-    i32::from_be_bytes(buf)
-}
-
-fn be_i64(bytes: &[u8], at: usize) -> i64 {
-    let mut buf = [0u8; 8];
-    buf.copy_from_slice(&bytes[at..at + 8]);
-    i64::from_be_bytes(buf)
-}
-
 /// The `.log` beside an index file, when it exists.
 pub fn log_beside(index_path: &Path, suffix: &str) -> Option<PathBuf> {
     let text = index_path.to_str()?;
@@ -80,7 +68,8 @@ fn open_log_beside(index_path: &Path, suffix: &str) -> Option<RecordsFile> {
 /// that offset in the `.log` beside it.
 pub fn offset_index(path: &Path) -> anyhow::Result<IndexCheck<(i64, u32)>> {
     let base = base_offset_of(path)?;
-    let (entries, zero_tail, trailing) = read_entries(path, 8)?;
+    let entry_bytes = OffsetPosition::BYTES;
+    let (entries, zero_tail, trailing) = read_entries(path, entry_bytes)?;
     let log = open_log_beside(path, INDEX_SUFFIX);
     let mut check = IndexCheck {
         had_log: log.is_some(),
@@ -89,15 +78,14 @@ pub fn offset_index(path: &Path) -> anyhow::Result<IndexCheck<(i64, u32)>> {
     };
     if trailing != 0 {
         check.problems.push(format!(
-            "the file ends with {trailing} bytes that are not a whole 8-byte entry"
+            "the file ends with {trailing} bytes that are not a whole {entry_bytes}-byte entry"
         ));
     }
     let mut previous = None;
     for (slot, entry) in entries.iter().enumerate() {
-        let offset = base + i64::from(be_i32(entry, 0));
-        let position = be_i32(entry, 4) as u32;
+        let OffsetPosition { offset, position } = OffsetPosition::decode(entry, base);
         check.entries.push((offset, position));
-        let at = slot * 8;
+        let at = slot * entry_bytes;
         if previous.is_some_and(|previous| offset <= previous) {
             check.problems.push(format!(
                 "entry {slot} (byte {at}): offset {offset} does not increase"
@@ -126,7 +114,8 @@ pub fn offset_index(path: &Path) -> anyhow::Result<IndexCheck<(i64, u32)>> {
 /// of the `.log` beside it up to that offset.
 pub fn time_index(path: &Path) -> anyhow::Result<IndexCheck<(i64, i64)>> {
     let base = base_offset_of(path)?;
-    let (entries, zero_tail, trailing) = read_entries(path, 12)?;
+    let entry_bytes = TimestampOffset::BYTES;
+    let (entries, zero_tail, trailing) = read_entries(path, entry_bytes)?;
     let log = open_log_beside(path, TIME_INDEX_SUFFIX);
     let mut check = IndexCheck {
         had_log: log.is_some(),
@@ -135,7 +124,7 @@ pub fn time_index(path: &Path) -> anyhow::Result<IndexCheck<(i64, i64)>> {
     };
     if trailing != 0 {
         check.problems.push(format!(
-            "the file ends with {trailing} bytes that are not a whole 12-byte entry"
+            "the file ends with {trailing} bytes that are not a whole {entry_bytes}-byte entry"
         ));
     }
     let batches = match &log {
@@ -157,10 +146,9 @@ pub fn time_index(path: &Path) -> anyhow::Result<IndexCheck<(i64, i64)>> {
     };
     let mut previous: Option<(i64, i64)> = None;
     for (slot, entry) in entries.iter().enumerate() {
-        let timestamp = be_i64(entry, 0);
-        let offset = base + i64::from(be_i32(entry, 8));
+        let TimestampOffset { timestamp, offset } = TimestampOffset::decode(entry, base);
         check.entries.push((timestamp, offset));
-        let at = slot * 12;
+        let at = slot * entry_bytes;
         if let Some((previous_timestamp, previous_offset)) = previous
             && (timestamp <= previous_timestamp || offset < previous_offset)
         {

@@ -9,7 +9,7 @@ use std::time::Instant;
 
 use anyhow::{Context, ensure};
 use ferrolog_records::{BatchBuilder, DEFAULT_MAX_DECOMPRESSED_BYTES, EntryIter};
-use ferrolog_storage::log::{FetchBound, FetchParams, Log};
+use ferrolog_storage::log::{FetchBound, FetchParams, FirstBatch, Log};
 use ferrolog_storage::manager::{LogManager, ManagerConfig};
 use ferrolog_storage::{LogConfig, SystemClock, TopicPartition};
 
@@ -124,7 +124,7 @@ fn read_back(log: &Log, start: i64) -> anyhow::Result<usize> {
             start_offset: offset,
             max_bytes: 1024 * 1024,
             bound: FetchBound::HighWatermark,
-            min_one_batch: true,
+            first_batch: FirstBatch::Whole,
         })?;
         let bytes = data.read_bytes()?;
         for entry in EntryIter::new(&bytes) {

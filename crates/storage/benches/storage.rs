@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use ferrolog_records::BatchBuilder;
-use ferrolog_storage::log::{FetchBound, FetchParams, LoadParams, Log, partition_dir};
+use ferrolog_storage::log::{FetchBound, FetchParams, FirstBatch, LoadParams, Log, partition_dir};
 use ferrolog_storage::segment::{OffsetIndex, Segment};
 use ferrolog_storage::{LogConfig, SystemClock, TopicPartition};
 
@@ -193,7 +193,7 @@ fn read(c: &mut Criterion) {
                         start_offset: offset,
                         max_bytes: 1024 * 1024,
                         bound: FetchBound::HighWatermark,
-                        min_one_batch: true,
+                        first_batch: FirstBatch::Whole,
                     })
                     .expect("read");
                 let slice = data.slice.as_ref().expect("data");

@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use ferrolog_records::{BatchBuilder, DEFAULT_MAX_DECOMPRESSED_BYTES, EntryIter};
 use ferrolog_storage::cleaner::offset_map::OffsetMap;
-use ferrolog_storage::log::{FetchBound, FetchParams, Log};
+use ferrolog_storage::log::{FetchBound, FetchParams, FirstBatch, Log};
 use ferrolog_storage::manager::{LogManager, ManagerConfig};
 use ferrolog_storage::{CleanupPolicy, LogConfig, SystemClock, TopicPartition};
 
@@ -79,7 +79,7 @@ fn latest_values(log: &Log) -> Result<Vec<(i64, String, String)>, AnyError> {
             start_offset: offset,
             max_bytes: 1 << 20,
             bound: FetchBound::HighWatermark,
-            min_one_batch: true,
+            first_batch: FirstBatch::Whole,
         })?;
         if data.is_empty() {
             return Ok(found);

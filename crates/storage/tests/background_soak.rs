@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use ferrolog_records::{DEFAULT_MAX_DECOMPRESSED_BYTES, EntryIter};
-use ferrolog_storage::log::{FetchBound, FetchParams};
+use ferrolog_storage::log::{FetchBound, FetchParams, FirstBatch};
 use ferrolog_storage::manager::{BackgroundConfig, LogManager, ManagerConfig};
 use ferrolog_storage::{LogConfig, StorageError, SystemClock, TopicPartition};
 use ferrolog_testkit::{TestRecord, batch};
@@ -123,7 +123,7 @@ fn concurrent_appends_and_reads_with_background_maintenance() {
                         start_offset: start,
                         max_bytes: 16 * 1024,
                         bound: FetchBound::HighWatermark,
-                        min_one_batch: true,
+                        first_batch: FirstBatch::Whole,
                     }) {
                         Ok(data) => data,
                         Err(StorageError::OffsetOutOfRange { .. }) => {

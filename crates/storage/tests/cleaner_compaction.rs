@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use ferrolog_records::{BatchBuilder, Compression, EntryIter};
 use ferrolog_storage::cleaner::offset_map::OffsetMap;
-use ferrolog_storage::log::{FetchBound, FetchParams, Log};
+use ferrolog_storage::log::{FetchBound, FetchParams, FirstBatch, Log};
 use ferrolog_storage::manager::{LogManager, ManagerConfig};
 use ferrolog_storage::{CleanupPolicy, LogConfig, ManualClock, TopicPartition};
 use ferrolog_testkit::fetched_records;
@@ -76,7 +76,7 @@ fn mib_from(log: &Log, offset: i64) -> Vec<u8> {
         start_offset: offset,
         max_bytes: 1 << 20,
         bound: FetchBound::LogEnd,
-        min_one_batch: true,
+        first_batch: FirstBatch::Whole,
     })
     .unwrap()
     .read_bytes()

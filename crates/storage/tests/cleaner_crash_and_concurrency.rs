@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 use ferrolog_records::{BatchBuilder, DEFAULT_MAX_DECOMPRESSED_BYTES, EntryIter};
 use ferrolog_storage::cleaner::CleanerConfig;
 use ferrolog_storage::cleaner::offset_map::OffsetMap;
-use ferrolog_storage::log::{FetchBound, FetchParams, Log};
+use ferrolog_storage::log::{FetchBound, FetchParams, FirstBatch, Log};
 use ferrolog_storage::manager::{BackgroundConfig, LogManager, ManagerConfig};
 use ferrolog_storage::{CleanupPolicy, LogConfig, StorageError, SystemClock, TopicPartition};
 use ferrolog_testkit::crash::{self, KillDelays};
@@ -80,7 +80,7 @@ fn verify(log: &Log) -> BTreeMap<String, i64> {
                 start_offset: offset,
                 max_bytes: 64 * 1024,
                 bound: FetchBound::HighWatermark,
-                min_one_batch: true,
+                first_batch: FirstBatch::Whole,
             })
             .unwrap();
         let bytes = data.read_bytes().unwrap();
@@ -201,7 +201,7 @@ fn producers_and_consumers_run_while_the_cleaner_compacts() {
                         start_offset: offset,
                         max_bytes: 16 * 1024,
                         bound: FetchBound::HighWatermark,
-                        min_one_batch: true,
+                        first_batch: FirstBatch::Whole,
                     }) {
                         Ok(data) => data,
                         Err(StorageError::OffsetOutOfRange { .. }) => {

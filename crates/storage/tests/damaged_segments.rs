@@ -16,7 +16,7 @@ use std::sync::Arc;
 use ferrolog_records::BatchBuilder;
 use ferrolog_records::batch::crc32c;
 use ferrolog_storage::cleaner::offset_map::OffsetMap;
-use ferrolog_storage::log::{DamagedBytes, FetchBound, FetchParams, Log};
+use ferrolog_storage::log::{DamagedBytes, FetchBound, FetchParams, FirstBatch, Log};
 use ferrolog_storage::manager::{CLEAN_SHUTDOWN_FILE, LogManager, ManagerConfig};
 use ferrolog_storage::segment::RecordsFile;
 use ferrolog_storage::{CleanupPolicy, LogConfig, ManualClock, StorageError, TopicPartition};
@@ -199,7 +199,7 @@ fn read(log: &Log, offset: i64) -> ferrolog_storage::Result<Vec<u8>> {
         start_offset: offset,
         max_bytes: 1 << 20,
         bound: FetchBound::HighWatermark,
-        min_one_batch: true,
+        first_batch: FirstBatch::Whole,
     })?
     .read_bytes()
 }

@@ -7,7 +7,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use ferrolog_records::{DEFAULT_MAX_DECOMPRESSED_BYTES, EntryIter};
-use ferrolog_storage::log::{FetchBound, FetchParams, LoadParams, Log};
+use ferrolog_storage::log::{FetchBound, FetchParams, FirstBatch, LoadParams, Log};
 use ferrolog_storage::{LogConfig, SystemClock};
 use ferrolog_testkit::{copy_to_temp, kafka_fixtures};
 
@@ -48,7 +48,7 @@ fn open_and_read(dir: &Path) -> ReadBack {
                 start_offset: offset,
                 max_bytes: 64 * 1024,
                 bound: FetchBound::LogEnd,
-                min_one_batch: true,
+                first_batch: FirstBatch::Whole,
             })
             .unwrap();
         let bytes = data.read_bytes().unwrap();

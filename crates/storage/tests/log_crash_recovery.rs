@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use ferrolog_records::{DEFAULT_MAX_DECOMPRESSED_BYTES, EntryIter};
-use ferrolog_storage::log::{FetchBound, FetchParams, LoadParams, Log, partition_dir};
+use ferrolog_storage::log::{FetchBound, FetchParams, FirstBatch, LoadParams, Log, partition_dir};
 use ferrolog_storage::{LogConfig, SystemClock, TopicPartition};
 use ferrolog_testkit::crash::{self, KillDelays};
 use ferrolog_testkit::{TestRecord, batch};
@@ -65,7 +65,7 @@ fn verify(log: &Log) -> i64 {
                 start_offset: expected,
                 max_bytes: 256 * 1024,
                 bound: FetchBound::LogEnd,
-                min_one_batch: true,
+                first_batch: FirstBatch::Whole,
             })
             .expect("read");
         let bytes = data.read_bytes().expect("bytes");

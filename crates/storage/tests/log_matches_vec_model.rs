@@ -13,7 +13,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use ferrolog_records::{DEFAULT_MAX_DECOMPRESSED_BYTES, EntryIter};
-use ferrolog_storage::log::{FetchBound, FetchParams, LoadParams, Log, partition_dir};
+use ferrolog_storage::log::{FetchBound, FetchParams, FirstBatch, LoadParams, Log, partition_dir};
 use ferrolog_storage::{LogConfig, ManualClock, TopicPartition};
 use ferrolog_testkit::{TestRecord, batch};
 use proptest::prelude::*;
@@ -66,7 +66,7 @@ fn read_from(log: &Log, start: i64, max_bytes: u64) -> Vec<(i64, Vec<u8>)> {
                 start_offset: offset,
                 max_bytes,
                 bound: FetchBound::LogEnd,
-                min_one_batch: true,
+                first_batch: FirstBatch::Whole,
             })
             .expect("read in range");
         let bytes = data.read_bytes().expect("bytes");

@@ -14,7 +14,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use ferrolog_records::{DEFAULT_MAX_DECOMPRESSED_BYTES, EntryIter};
-use ferrolog_storage::log::{FetchBound, FetchParams, Log};
+use ferrolog_storage::log::{FetchBound, FetchParams, FirstBatch, Log};
 use ferrolog_storage::manager::{LogManager, ManagerConfig};
 use ferrolog_storage::{LogConfig, SystemClock, TopicPartition};
 use ferrolog_testkit::crash::{self, KillDelays};
@@ -59,7 +59,7 @@ fn verify(log: &Log, partition: i32) -> i64 {
                 start_offset: expected,
                 max_bytes: 64 * 1024,
                 bound: FetchBound::LogEnd,
-                min_one_batch: true,
+                first_batch: FirstBatch::Whole,
             })
             .unwrap();
         for entry in EntryIter::new(&data.read_bytes().unwrap()) {

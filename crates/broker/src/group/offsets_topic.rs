@@ -10,7 +10,7 @@ use ferrolog_records::consumer_offsets::{
 };
 use ferrolog_records::{BatchBuilder, DEFAULT_MAX_DECOMPRESSED_BYTES, EntryIter, FileEntry};
 use ferrolog_storage::TopicPartition;
-use ferrolog_storage::log::{FetchBound, FetchParams, Log};
+use ferrolog_storage::log::{FetchBound, FetchParams, FirstBatch, Log};
 use ferrolog_storage::manager::LogManager;
 use ferrolog_storage::{Result, StorageError};
 
@@ -100,7 +100,7 @@ impl OffsetsTopic {
                     start_offset: next,
                     max_bytes: 1 << 20,
                     bound: FetchBound::LogEnd,
-                    min_one_batch: true,
+                    first_batch: FirstBatch::Whole,
                 });
                 let data = match read {
                     Ok(data) => data,

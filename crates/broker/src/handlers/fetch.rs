@@ -16,7 +16,7 @@ use kafka_protocol::messages::fetch_response::{FetchableTopicResponse, Partition
 use kafka_protocol::messages::{FetchRequest, FetchResponse, RequestHeader};
 
 use ferrolog_storage::TopicPartition;
-use ferrolog_storage::log::{FetchBound, FetchData, FetchParams};
+use ferrolog_storage::log::{FetchBound, FetchData, FetchParams, FirstBatch};
 
 use crate::response::FileRegion;
 use crate::{Context, errors};
@@ -108,7 +108,11 @@ fn read_once(
                         start_offset: partition.fetch_offset,
                         max_bytes: u64::try_from(max_bytes).unwrap_or(0),
                         bound: FetchBound::HighWatermark,
-                        min_one_batch: first,
+                        first_batch: if first {
+                            FirstBatch::Whole
+                        } else {
+                            FirstBatch::WithinLimit
+                        },
                     });
                     let (watermarks, outcome) = match read {
                         Ok(data) => (data.watermarks, Ok(data)),

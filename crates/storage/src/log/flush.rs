@@ -8,33 +8,43 @@ use crate::error::Result;
 use crate::fs::OpenDir;
 use crate::segment::Segment;
 
+/// Which segments a flush to an offset covers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum FlushEnd {
+    /// Those holding offsets below the target.
+    Below,
+    /// Also a segment starting at the target (an empty active segment), so that its files
+    /// exist on disk, as Kafka's shutdown flush does.
+    Including,
+}
+
 impl Log {
     /// fsyncs everything up to the LEO and moves the recovery point there.
     pub fn flush(&self) -> Result<()> {
-        self.flush_range(self.log_end_offset(), false)
+        self.flush_range(self.log_end_offset(), FlushEnd::Below)
     }
 
     /// fsyncs the segments holding offsets in `[recovery point, up_to)` and raises the recovery
     /// point to `up_to`.
     pub fn flush_up_to(&self, up_to: i64) -> Result<()> {
-        self.flush_range(up_to, false)
+        self.flush_range(up_to, FlushEnd::Below)
     }
 
     /// Like [`Log::flush`], but also fsyncs an empty active segment (so its files exist on
     /// disk), as Kafka's shutdown flush does.
     pub fn flush_inclusive(&self) -> Result<()> {
-        self.flush_range(self.log_end_offset(), true)
+        self.flush_range(self.log_end_offset(), FlushEnd::Including)
     }
 
     /// The partition directory is fsynced too when one of the flushed segments was created
     /// since the last flush (its directory entry is new).
-    fn flush_range(&self, up_to: i64, inclusive: bool) -> Result<()> {
-        self.guarded(|| self.flush_range_unguarded(up_to, inclusive))
+    fn flush_range(&self, up_to: i64, end: FlushEnd) -> Result<()> {
+        self.guarded(|| self.flush_range_unguarded(up_to, end))
     }
 
-    fn flush_range_unguarded(&self, up_to: i64, inclusive: bool) -> Result<()> {
+    fn flush_range_unguarded(&self, up_to: i64, end: FlushEnd) -> Result<()> {
         let started = std::time::Instant::now();
-        let result = self.flush_segments(up_to, inclusive);
+        let result = self.flush_segments(up_to, end);
         if let Ok(true) = result {
             // Kafka's kafka.log:type=LogFlushStats,name=LogFlushRateAndTimeMs.
             metrics::histogram!("kafka_log_logflushstats_logflushrateandtimems")
@@ -44,7 +54,7 @@ impl Log {
     }
 
     /// Flushes; returns whether anything was fsynced.
-    fn flush_segments(&self, up_to: i64, inclusive: bool) -> Result<bool> {
+    fn flush_segments(&self, up_to: i64, end: FlushEnd) -> Result<bool> {
         let view = self.view();
         let up_to = up_to.min(view.log_end.offset);
         let from = view.recovery_point;
@@ -53,8 +63,8 @@ impl Log {
                 .segments
                 .get(index + 1)
                 .map_or(i64::MAX, |next| next.base_offset());
-            let below_end =
-                segment.base_offset() < up_to || (inclusive && segment.base_offset() <= up_to);
+            let below_end = segment.base_offset() < up_to
+                || (end == FlushEnd::Including && segment.base_offset() <= up_to);
             below_end && next_base > from
         };
         let mut new_segment_included = false;

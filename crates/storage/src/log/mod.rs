@@ -42,7 +42,7 @@ pub use load::{DamagedBytes, LoadParams, LoadReport, RecoveredSegment};
 pub use maintenance::RetentionOutcome;
 pub use producers::ProducerStateSource;
 pub use read::{
-    FetchBound, FetchData, FetchParams, FileSlice, LogOffsetMetadata, Watermarks,
+    FetchBound, FetchData, FetchParams, FileSlice, FirstBatch, LogOffsetMetadata, Watermarks,
     special_timestamps,
 };
 
@@ -340,7 +340,7 @@ impl Log {
             view.active_segment().on_becoming_inactive()?;
             view.active_segment().flush()?;
             // The next clean start loads this instead of reading the log.
-            self.write_producer_snapshot(view.log_end.offset, true)?;
+            self.write_producer_snapshot(view.log_end.offset, producers::SnapshotSync::Now)?;
             Ok(())
         })
     }

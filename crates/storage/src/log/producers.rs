@@ -19,6 +19,15 @@ use crate::fs::remove_if_exists;
 use crate::producer::{ProducerBatch, ProducerState, snapshot};
 use crate::segment::Segment;
 
+/// When a snapshot written is made durable.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum SnapshotSync {
+    /// fsynced before the write returns (at close).
+    Now,
+    /// Written without an fsync, under the writer lock; the flush after a roll fsyncs it.
+    Later,
+}
+
 /// How the producer state was found at open.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum ProducerStateSource {
@@ -144,14 +153,13 @@ impl Log {
         removed
     }
 
-    /// Writes the snapshot at `offset` of the current state, with or without an fsync.
-    pub(super) fn write_producer_snapshot(&self, offset: i64, durable: bool) -> Result<()> {
+    /// Writes the snapshot at `offset` of the current state.
+    pub(super) fn write_producer_snapshot(&self, offset: i64, sync: SnapshotSync) -> Result<()> {
         let bytes = snapshot::encode(self.producers.lock().entries().into_iter());
         let dir = self.dir();
-        if durable {
-            snapshot::write(dir, offset, &bytes)
-        } else {
-            snapshot::write_unsynced(dir, offset, &bytes)
+        match sync {
+            SnapshotSync::Now => snapshot::write(dir, offset, &bytes),
+            SnapshotSync::Later => snapshot::write_unsynced(dir, offset, &bytes),
         }
     }
 

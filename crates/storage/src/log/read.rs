@@ -28,14 +28,23 @@ pub enum FetchBound {
     HighWatermark,
 }
 
+/// Whether a fetch's first batch may exceed its byte limit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FirstBatch {
+    /// The first batch comes whole even past `max_bytes` (Kafka's `minOneMessage`: the first
+    /// partition of a fetch, so a batch larger than the limits is never stuck).
+    Whole,
+    /// Nothing past `max_bytes`, so possibly nothing at all.
+    WithinLimit,
+}
+
 /// A fetch request against one log.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct FetchParams {
     pub start_offset: i64,
     pub max_bytes: u64,
     pub bound: FetchBound,
-    /// Return the first batch whole even when it is larger than `max_bytes`.
-    pub min_one_batch: bool,
+    pub first_batch: FirstBatch,
 }
 
 /// Where a log's readable range starts and ends, all from one snapshot.
@@ -191,7 +200,7 @@ impl Log {
                     break;
                 }
                 if let Some(slice) =
-                    segment.read(start, params.max_bytes, max_position, params.min_one_batch)?
+                    segment.read(start, params.max_bytes, max_position, params.first_batch)?
                 {
                     return Ok(FetchData {
                         offset_metadata: LogOffsetMetadata {

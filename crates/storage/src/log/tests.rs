@@ -70,7 +70,7 @@ fn first_mib(log: &Log) -> Vec<u8> {
         start_offset: 0,
         max_bytes: 1 << 20,
         bound: FetchBound::LogEnd,
-        min_one_batch: true,
+        first_batch: FirstBatch::Whole,
     })
     .unwrap()
     .read_bytes()
@@ -87,7 +87,7 @@ fn read_all(log: &Log, start: i64) -> OffsetsAndValues {
                 start_offset: offset,
                 max_bytes: 1 << 20,
                 bound: FetchBound::LogEnd,
-                min_one_batch: true,
+                first_batch: FirstBatch::Whole,
             })
             .unwrap();
         let bytes = data.read_bytes().unwrap();
@@ -330,7 +330,7 @@ fn read_with_too_small_max_length() {
         start_offset: 0,
         max_bytes,
         bound: FetchBound::LogEnd,
-        min_one_batch: false,
+        first_batch: FirstBatch::WithinLimit,
     };
     assert!(log.read(params(0)).unwrap().is_empty());
     let one = log.read(params(1)).unwrap();
@@ -349,7 +349,7 @@ fn read_out_of_range() {
         start_offset,
         max_bytes: 1024,
         bound: FetchBound::LogEnd,
-        min_one_batch: true,
+        first_batch: FirstBatch::Whole,
     };
     let at_end = log.read(params(3)).unwrap();
     assert!(at_end.is_empty());
@@ -378,7 +378,7 @@ fn first_batch_is_returned_whole_past_max_bytes_and_reads_cross_segments() {
             start_offset: 7,
             max_bytes: 10,
             bound: FetchBound::LogEnd,
-            min_one_batch: true,
+            first_batch: FirstBatch::Whole,
         })
         .unwrap();
     let bytes = data.read_bytes().unwrap();
@@ -400,7 +400,7 @@ fn consumer_reads_stop_at_the_high_watermark() {
             start_offset: 0,
             max_bytes: 1 << 20,
             bound: FetchBound::HighWatermark,
-            min_one_batch: true,
+            first_batch: FirstBatch::Whole,
         })
         .unwrap();
     let bytes = data.read_bytes().unwrap();
@@ -414,7 +414,7 @@ fn consumer_reads_stop_at_the_high_watermark() {
             start_offset: 2,
             max_bytes: 1 << 20,
             bound: FetchBound::HighWatermark,
-            min_one_batch: true,
+            first_batch: FirstBatch::Whole,
         })
         .unwrap();
     assert!(past.is_empty());
@@ -700,7 +700,7 @@ fn appended_batches_carry_assigned_offsets_and_leader_epoch() {
             start_offset: 1,
             max_bytes: 1 << 20,
             bound: FetchBound::LogEnd,
-            min_one_batch: true,
+            first_batch: FirstBatch::Whole,
         })
         .unwrap()
         .read_bytes()
@@ -1142,7 +1142,7 @@ fn reader_holding_an_old_view_keeps_reading_after_truncation() {
             start_offset: 15,
             max_bytes: 1 << 20,
             bound: FetchBound::LogEnd,
-            min_one_batch: true,
+            first_batch: FirstBatch::Whole,
         })
         .unwrap();
     log.truncate_to(2).unwrap();

@@ -5,6 +5,7 @@
 use std::sync::Arc;
 
 use super::append::{self, AppendInfo, ValidatedAppend};
+use super::producers::SnapshotSync;
 use super::{LEADER_EPOCH, Log, LogOffsetMetadata, WriterState, refuse_past_damaged_end};
 use crate::config::LogConfig;
 use crate::error::{Result, StorageError};
@@ -209,7 +210,7 @@ impl Log {
             }
         }
         // The state as of the new base: every batch below it, none above.
-        self.write_producer_snapshot(new_base, false)?;
+        self.write_producer_snapshot(new_base, SnapshotSync::Later)?;
         let segment = Arc::new(Segment::create(dir, new_base, config, self.clock.now_ms())?);
         active.on_becoming_inactive()?;
         segments.push(Arc::clone(&segment));

@@ -29,6 +29,7 @@ impl CleanerHost for Host {
     fn cleaner_checkpoint(&self, topic_partition: &TopicPartition) -> Option<i64> {
         self.0
             .upgrade()?
+            .maintenance
             .cleaner_checkpoints
             .lock()
             .get(topic_partition)
@@ -44,6 +45,7 @@ impl CleanerHost for Host {
             return Ok(());
         };
         manager
+            .maintenance
             .cleaner_checkpoints
             .lock()
             .insert(topic_partition.clone(), offset);
@@ -60,7 +62,7 @@ impl LogManager {
                 all.extend(dir.read_checkpoint_or_empty(CLEANER_OFFSET_CHECKPOINT));
             }
         }
-        *self.cleaner_checkpoints.lock() = all;
+        *self.maintenance.cleaner_checkpoints.lock() = all;
     }
 
     /// Rewrites the cleaner checkpoint of the directory holding `topic_partition`.
@@ -80,7 +82,7 @@ impl LogManager {
             return Ok(());
         }
         let entries: OffsetMap = {
-            let checkpoints = self.cleaner_checkpoints.lock();
+            let checkpoints = self.maintenance.cleaner_checkpoints.lock();
             self.logs_in(dir_index)
                 .into_iter()
                 .filter_map(|(tp, _)| checkpoints.get(&tp).map(|offset| (tp, *offset)))
@@ -95,7 +97,8 @@ impl LogManager {
 
     /// The first dirty offset the cleaner recorded for `topic_partition`.
     pub fn cleaner_checkpoint(&self, topic_partition: &TopicPartition) -> Option<i64> {
-        self.cleaner_checkpoints
+        self.maintenance
+            .cleaner_checkpoints
             .lock()
             .get(topic_partition)
             .copied()
@@ -120,13 +123,13 @@ impl LogManager {
         cleaner.start().map_err(|error| {
             StorageError::Fatal(format!("cannot start the cleaner threads: {error}"))
         })?;
-        *self.cleaner.lock() = Some(cleaner);
+        *self.maintenance.cleaner.lock() = Some(cleaner);
         Ok(())
     }
 
     /// The running cleaner, if started.
     pub fn cleaner(&self) -> Option<Arc<LogCleaner>> {
-        self.cleaner.lock().clone()
+        self.maintenance.cleaner.lock().clone()
     }
 
     /// Stops any cleaning of `topic_partition` before it is deleted, and forgets its checkpoint.
@@ -135,6 +138,9 @@ impl LogManager {
             cleaner.abort_and_pause(topic_partition);
             cleaner.forget(topic_partition);
         }
-        self.cleaner_checkpoints.lock().remove(topic_partition);
+        self.maintenance
+            .cleaner_checkpoints
+            .lock()
+            .remove(topic_partition);
     }
 }

@@ -133,13 +133,20 @@ fn base64url(bytes: &[u8]) -> String {
     out
 }
 
+/// The cluster and node the data directories belong to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct Identity {
+    pub cluster_id: String,
+    pub node_id: i32,
+}
+
 /// Checks every directory's `meta.properties` against each other and the configured node id,
-/// and writes one where a directory has none. Returns the cluster id and node id.
+/// and writes one where a directory has none.
 pub(super) fn settle_identity(
     dirs: &[Arc<DataDir>],
     configured_node: Option<i32>,
     now_ms: i64,
-) -> Result<(String, i32)> {
+) -> Result<Identity> {
     let mut metas = Vec::with_capacity(dirs.len());
     for dir in dirs {
         let meta = MetaProperties::read(dir.path()).map_err(|error| match error {
@@ -199,7 +206,10 @@ pub(super) fn settle_identity(
             .write(dir.path(), &written_at)?;
         }
     }
-    Ok((cluster_id, node_id))
+    Ok(Identity {
+        cluster_id,
+        node_id,
+    })
 }
 
 #[cfg(test)]

@@ -13,6 +13,7 @@ mod cleaning;
 mod config;
 mod data_dir;
 mod deleter;
+mod dirs;
 mod load;
 mod log_map;
 mod meta_properties;
@@ -22,8 +23,7 @@ mod topic_configs;
 mod topic_ids;
 mod topic_overrides;
 
-use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -32,6 +32,7 @@ use parking_lot::{Mutex, RwLock};
 pub use config::{BackgroundConfig, ManagerConfig, PlacementPolicy, known_keys, parse_log_dirs};
 pub use data_dir::{CLEAN_SHUTDOWN_FILE, DataDir, LOCK_FILE};
 pub use deleter::Deleter;
+pub use dirs::DataDirs;
 pub use meta_properties::{META_PROPERTIES, MetaProperties, parse_properties, random_uuid};
 pub use producer_ids::PRODUCER_IDS_FILE;
 use topic_configs::StoredTopicConfigs;
@@ -43,11 +44,12 @@ use crate::clock::Clock;
 use crate::error::{Result, StorageError};
 use crate::fs::fsync_dir;
 use crate::log::{Log, SegmentReaper, partition_dir};
-use crate::scheduler::SchedulerThread;
 use crate::types::{TopicPartition, delete_dir_name, random_unique_id};
 
 use load::LogServices;
 use log_map::{Entry, LogMap};
+use meta_properties::Identity;
+use tasks::Maintenance;
 
 /// What startup found, for operators and tests.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -62,20 +64,15 @@ pub struct StartupReport {
     pub changed: Vec<(TopicPartition, crate::log::LoadReport)>,
 }
 
-/// The running background threads.
-#[derive(Debug)]
-struct Background {
-    scheduler: SchedulerThread,
-    deleter: crate::scheduler::BackgroundThread,
-}
-
+/// Every partition log of the node, across its data directories. Each part of its state has
+/// one owner: the directories ([`DataDirs`]), the logs and topic ids (`logs`, a [`LogMap`]),
+/// the node's identity, the topic overrides, the producer-id block, and what runs beside the
+/// logs ([`Maintenance`]: deleter, scheduler, cleaner and its checkpoints).
 #[derive(Debug)]
 pub struct LogManager {
     config: ManagerConfig,
     clock: Arc<dyn Clock>,
-    dirs: Vec<Arc<DataDir>>,
-    /// Directories that failed before they could be opened.
-    failed_at_start: Vec<PathBuf>,
+    dirs: DataDirs,
     logs: RwLock<LogMap>,
     /// Topic-level overrides and the generation of their file (see `topic_configs`); the write
     /// lock is held while the file is rewritten so copies never go out of order.
@@ -84,67 +81,19 @@ pub struct LogManager {
     /// Serializes creations and deletions so two callers never create the same log twice.
     create_lock: Mutex<()>,
     shut_down: AtomicBool,
-    cluster_id: String,
-    node_id: i32,
+    identity: Identity,
     startup: StartupReport,
-    deleter: Arc<Deleter>,
-    background: Mutex<Option<Background>>,
-    cleaner: Mutex<Option<Arc<crate::cleaner::LogCleaner>>>,
-    /// First dirty offset per compacted partition (`cleaner-offset-checkpoint`).
-    cleaner_checkpoints: Mutex<HashMap<TopicPartition, i64>>,
-}
-
-fn absolute(path: &Path) -> PathBuf {
-    std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf())
+    maintenance: Maintenance,
 }
 
 impl LogManager {
     /// Opens every data directory and loads every log in them.
     pub fn open(config: ManagerConfig, clock: Arc<dyn Clock>) -> Result<Self> {
-        if config.log_dirs.is_empty() {
-            return Err(StorageError::InvalidConfig {
-                key: "log.dirs".into(),
-                value: String::new(),
-                reason: "at least one data directory is required".into(),
-            });
-        }
-        let mut dirs: Vec<Arc<DataDir>> = Vec::new();
-        let mut failed_at_start = Vec::new();
-        let mut canonical: HashMap<PathBuf, PathBuf> = HashMap::new();
-        for configured in &config.log_dirs {
-            let path = absolute(configured);
-            let opened = DataDir::open(&path);
-            let key = std::fs::canonicalize(&path).unwrap_or_else(|_| path.clone());
-            if let Some(first) = canonical.insert(key, configured.clone()) {
-                return Err(StorageError::Fatal(format!(
-                    "log.dirs lists the same directory twice: {} and {}",
-                    first.display(),
-                    configured.display()
-                )));
-            }
-            match opened {
-                Ok(dir) => dirs.push(Arc::new(dir)),
-                Err(fatal @ StorageError::Fatal(_)) => return Err(fatal),
-                Err(error) => {
-                    tracing::error!(dir = %path.display(), error = %error, "data directory is offline at startup");
-                    failed_at_start.push(path);
-                }
-            }
-        }
-        if dirs.is_empty() {
-            return Err(StorageError::Fatal(format!(
-                "no data directory is usable: {}",
-                failed_at_start
-                    .iter()
-                    .map(|dir| dir.display().to_string())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            )));
-        }
-        let (cluster_id, node_id) =
-            meta_properties::settle_identity(&dirs, config.node_id, clock.now_ms())?;
+        let dirs = DataDirs::open(&config.log_dirs)?;
+        let identity =
+            meta_properties::settle_identity(dirs.all(), config.node_id, clock.now_ms())?;
 
-        let stored_configs = newest_topic_configs(&dirs)?;
+        let stored_configs = newest_topic_configs(dirs.all())?;
         let defaults = config.log_defaults.clone();
         let config_for = {
             let overrides = stored_configs.overrides.clone();
@@ -156,15 +105,15 @@ impl LogManager {
             reaper: Arc::clone(&deleter) as Arc<dyn SegmentReaper>,
         };
         let loaded = load::load_all(
-            &dirs,
+            dirs.all(),
             config.recovery_threads_per_data_dir,
             &services,
             &config_for,
         )?;
-        load::find_duplicates(&loaded, &dirs)?;
+        load::find_duplicates(&loaded, dirs.all())?;
         let mut startup = StartupReport {
             logs_loaded: loaded.len(),
-            offline_dirs: failed_at_start.clone(),
+            offline_dirs: dirs.failed_at_start().to_vec(),
             ..StartupReport::default()
         };
         let mut logs = LogMap::with_capacity(loaded.len());
@@ -214,20 +163,15 @@ impl LogManager {
             config,
             clock,
             dirs,
-            failed_at_start,
             logs: RwLock::new(logs),
             topic_overrides: RwLock::new(stored_configs),
             create_lock: Mutex::new(()),
             shut_down: AtomicBool::new(false),
-            cluster_id,
-            node_id,
+            identity,
             startup,
-            deleter,
-            background: Mutex::new(None),
-            cleaner: Mutex::new(None),
-            cleaner_checkpoints: Mutex::new(HashMap::new()),
+            maintenance: Maintenance::new(deleter),
         };
-        manager.ensure_some_dir_online()?;
+        manager.dirs.ensure_some_online()?;
         manager.load_cleaner_checkpoints();
         Ok(manager)
     }
@@ -236,53 +180,44 @@ impl LogManager {
         &self.config
     }
     pub fn cluster_id(&self) -> &str {
-        &self.cluster_id
+        &self.identity.cluster_id
     }
-    /// The clock every log of this manager uses.
     /// What each of this manager's logs is given besides its directory's health.
     fn log_services(&self) -> LogServices {
         LogServices {
             clock: Arc::clone(&self.clock),
-            reaper: Arc::clone(&self.deleter) as Arc<dyn SegmentReaper>,
+            reaper: Arc::clone(&self.maintenance.deleter) as Arc<dyn SegmentReaper>,
         }
     }
 
+    /// The clock every log of this manager uses.
     pub fn clock(&self) -> &Arc<dyn Clock> {
         &self.clock
     }
     pub fn node_id(&self) -> i32 {
-        self.node_id
+        self.identity.node_id
     }
     pub fn startup_report(&self) -> &StartupReport {
         &self.startup
     }
     /// The directories that opened at startup, in `log.dirs` order.
     pub fn data_dirs(&self) -> &[Arc<DataDir>] {
-        &self.dirs
+        self.dirs.all()
     }
     /// Directories offline now (failed at startup or since).
     pub fn offline_dir_count(&self) -> usize {
-        self.failed_at_start.len() + self.dirs.iter().filter(|dir| dir.is_offline()).count()
+        self.dirs.offline_count()
     }
     /// True once every directory is offline: nothing can be served any more.
     pub fn is_halted(&self) -> bool {
-        self.dirs.iter().all(|dir| dir.is_offline())
-    }
-
-    fn ensure_some_dir_online(&self) -> Result<()> {
-        if self.is_halted() {
-            return Err(StorageError::Fatal(
-                "every data directory is offline".into(),
-            ));
-        }
-        Ok(())
+        self.dirs.is_halted()
     }
 
     fn ensure_running(&self) -> Result<()> {
         if self.shut_down.load(Ordering::Acquire) {
             return Err(StorageError::Fatal("the log manager is shut down".into()));
         }
-        self.ensure_some_dir_online()
+        self.dirs.ensure_some_online()
     }
 
     /// The log of `topic_partition`, if this node has it.
@@ -299,7 +234,6 @@ impl LogManager {
         self.dirs.get(index)
     }
 
-    /// The partitions `topic` has on this node, in order.
     /// `topic`'s id (every topic that has a partition here has one).
     pub fn topic_id(&self, topic: &str) -> Option<TopicId> {
         self.logs.read().topic_id(topic)
@@ -310,6 +244,7 @@ impl LogManager {
         self.logs.read().topic_with_id(id)
     }
 
+    /// The partitions `topic` has on this node, in order.
     pub fn partitions_of(&self, topic: &str) -> Vec<i32> {
         self.logs.read().partitions_of(topic)
     }
@@ -445,7 +380,7 @@ impl LogManager {
                 }
             }
         }
-        self.ensure_some_dir_online()?;
+        self.dirs.ensure_some_online()?;
         Err(last_error.unwrap_or_else(|| StorageError::Fatal("no data directory is online".into())))
     }
 
@@ -455,19 +390,7 @@ impl LogManager {
         for entry in self.logs.read().values() {
             counts[entry.dir_index] += 1;
         }
-        let mut online: Vec<usize> = (0..self.dirs.len())
-            .filter(|&index| !self.dirs[index].is_offline())
-            .collect();
-        match self.config.placement {
-            PlacementPolicy::FewestPartitions => {
-                online.sort_by_key(|&index| (counts[index], index))
-            }
-            PlacementPolicy::MostFreeBytes => {
-                let free: Vec<u64> = self.dirs.iter().map(|dir| dir.free_bytes()).collect();
-                online.sort_by_key(|&index| (std::cmp::Reverse(free[index]), index));
-            }
-        }
-        online
+        self.dirs.placement_order(self.config.placement, &counts)
     }
 
     /// Removes `topic_partition`'s log: it leaves the map at once, its directory is renamed
@@ -498,7 +421,8 @@ impl LogManager {
         self.checkpoint_dir(entry.dir_index)?;
         self.write_cleaner_checkpoint(entry.dir_index)?;
         // The rename made the deletion durable and invisible; the files go after the delay.
-        self.deleter
+        self.maintenance
+            .deleter
             .schedule_dir(to, self.config.log_defaults.file_delete_delay_ms);
         tracing::info!(partition = %topic_partition, "deleted log");
         Ok(true)
@@ -516,7 +440,7 @@ impl LogManager {
 
     /// The deleter removing deleted segments and partitions after their delay.
     pub fn deleter(&self) -> &Arc<Deleter> {
-        &self.deleter
+        &self.maintenance.deleter
     }
 
     /// Flushes and closes every log, writes every checkpoint, writes the clean-shutdown marker in
@@ -526,13 +450,7 @@ impl LogManager {
             return Ok(());
         }
         tracing::info!("shutting down the log manager");
-        if let Some(cleaner) = self.cleaner.lock().take() {
-            cleaner.stop();
-        }
-        if let Some(mut background) = self.background.lock().take() {
-            background.scheduler.stop();
-            background.deleter.stop();
-        }
+        self.maintenance.stop();
         let threads = self.config.recovery_threads_per_data_dir.max(1);
         let mut first_error = None;
         std::thread::scope(|scope| {
@@ -553,12 +471,8 @@ impl LogManager {
                 }
             }
         });
-        for dir in &self.dirs {
-            if dir.is_offline() {
-                dir.drop_lock();
-            } else if let Err(error) = dir.release_lock() {
-                first_error.get_or_insert(error);
-            }
+        if let Err(error) = self.dirs.release_locks() {
+            first_error.get_or_insert(error);
         }
         first_error.map_or(Ok(()), Err)
     }

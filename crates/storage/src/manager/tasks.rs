@@ -9,16 +9,23 @@
 //! | `log-start-offset-checkpoint` | `log.flush.start.offset.checkpoint.interval.ms` | every dir's log start offsets |
 //!
 //! Each job only inspects and decides, one log at a time; removing files is the deleter's work.
+//! [`Maintenance`] owns what runs beside the logs (deleter, scheduler, cleaner).
 //! A log whose directory is offline is skipped; any other failure is logged, counted by the
 //! scheduler, and does not stop the job's pass over the other logs.
 
+use std::collections::HashMap;
 use std::sync::{Arc, Weak};
 use std::time::Instant;
 
-use super::LogManager;
+use parking_lot::Mutex;
+
+use super::{Deleter, LogManager};
+use crate::cleaner::LogCleaner;
 use crate::error::{Result, StorageError};
 use crate::log::Log;
+use crate::scheduler::{BackgroundThread, SchedulerThread};
 use crate::scheduler::{JobStats, Scheduler};
+use crate::types::TopicPartition;
 
 /// Logs handled between pauses of a long pass.
 const PACING_CHUNK: usize = 128;
@@ -135,9 +142,53 @@ impl LogManager {
         let scheduler = scheduler
             .start(Arc::clone(&self.clock))
             .map_err(cannot_start)?;
-        let deleter = self.deleter.start().map_err(cannot_start)?;
-        *self.background.lock() = Some(super::Background { scheduler, deleter });
+        let deleter = self.maintenance.deleter.start().map_err(cannot_start)?;
+        *self.maintenance.background.lock() = Some(Background { scheduler, deleter });
         self.start_cleaner()?;
         Ok(stats)
+    }
+}
+
+/// What runs beside the logs: the deleter, the scheduler's jobs, the cleaner and its
+/// checkpoints. Owned by the [`LogManager`]; started by [`LogManager::start_background`] and
+/// stopped first at shutdown.
+#[derive(Debug)]
+pub(super) struct Maintenance {
+    /// Removes deleted segments' files and deleted partitions after `file.delete.delay.ms`.
+    pub deleter: Arc<Deleter>,
+    /// The scheduler and deleter threads, once started.
+    pub background: Mutex<Option<Background>>,
+    /// The running cleaner, once started.
+    pub cleaner: Mutex<Option<Arc<LogCleaner>>>,
+    /// First dirty offset per compacted partition (`cleaner-offset-checkpoint`).
+    pub cleaner_checkpoints: Mutex<HashMap<TopicPartition, i64>>,
+}
+
+/// The running background threads.
+#[derive(Debug)]
+pub(super) struct Background {
+    scheduler: SchedulerThread,
+    deleter: BackgroundThread,
+}
+
+impl Maintenance {
+    pub fn new(deleter: Arc<Deleter>) -> Self {
+        Self {
+            deleter,
+            background: Mutex::new(None),
+            cleaner: Mutex::new(None),
+            cleaner_checkpoints: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// Stops the cleaner, then the scheduler and deleter threads.
+    pub fn stop(&self) {
+        if let Some(cleaner) = self.cleaner.lock().take() {
+            cleaner.stop();
+        }
+        if let Some(mut background) = self.background.lock().take() {
+            background.scheduler.stop();
+            background.deleter.stop();
+        }
     }
 }

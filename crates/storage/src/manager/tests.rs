@@ -13,7 +13,7 @@ use crate::checkpoint::{
     LOG_START_OFFSET_CHECKPOINT, RECOVERY_POINT_CHECKPOINT, read_offset_checkpoint,
 };
 use crate::clock::ManualClock;
-use crate::log::{FetchBound, FetchParams};
+use crate::log::{FetchBound, FetchParams, FirstBatch};
 
 const NOW: i64 = 1_700_000_000_000;
 
@@ -213,7 +213,7 @@ fn a_failed_dir_refuses_its_logs_and_the_others_serve() {
         start_offset: 0,
         max_bytes: 100,
         bound: FetchBound::LogEnd,
-        min_one_batch: true,
+        first_batch: FirstBatch::Whole,
     });
     assert!(matches!(read, Err(StorageError::LogDirOffline { .. })));
     append(&second, 2);
@@ -422,7 +422,7 @@ fn delete_renames_then_removes_the_dir_after_the_delay_and_rewrites_checkpoints(
             start_offset: 0,
             max_bytes: 1 << 20,
             bound: FetchBound::LogEnd,
-            min_one_batch: true,
+            first_batch: FirstBatch::Whole,
         })
         .unwrap();
     assert!(!data.read_bytes().unwrap().is_empty());

@@ -15,6 +15,7 @@
 use std::path::{Path, PathBuf};
 
 use ferrolog_records::batch::crc32c;
+use ferrolog_records::be;
 
 use super::{BatchMetadata, ProducerEntry};
 use crate::error::{Result, StorageError};
@@ -86,14 +87,14 @@ pub fn decode(path: &Path, bytes: &[u8]) -> Result<Vec<ProducerEntry>> {
             format!("{} bytes, shorter than a snapshot header", bytes.len()),
         ));
     }
-    let version = i16::from_be_bytes([bytes[0], bytes[1]]);
+    let version = be::i16_at(bytes, 0);
     if version != VERSION {
         return Err(corrupt(
             0,
             format!("snapshot version {version}, expected {VERSION}"),
         ));
     }
-    let stored = u32::from_be_bytes([bytes[2], bytes[3], bytes[4], bytes[5]]);
+    let stored = be::u32_at(bytes, 2);
     let computed = crc32c(&bytes[6..]);
     if stored != computed {
         return Err(corrupt(
@@ -101,7 +102,7 @@ pub fn decode(path: &Path, bytes: &[u8]) -> Result<Vec<ProducerEntry>> {
             format!("CRC {stored:#010x}, computed {computed:#010x}"),
         ));
     }
-    let count = i32::from_be_bytes([bytes[6], bytes[7], bytes[8], bytes[9]]);
+    let count = be::i32_at(bytes, 6);
     let expected = usize::try_from(count)
         .ok()
         .and_then(|count| count.checked_mul(ENTRY_BYTES))
@@ -114,15 +115,14 @@ pub fn decode(path: &Path, bytes: &[u8]) -> Result<Vec<ProducerEntry>> {
     }
     let mut entries = Vec::with_capacity(count as usize);
     for chunk in bytes[HEADER_BYTES..].chunks_exact(ENTRY_BYTES) {
-        let i64_at = |at: usize| i64::from_be_bytes(chunk[at..at + 8].try_into().unwrap_or([0; 8]));
-        let i32_at = |at: usize| i32::from_be_bytes(chunk[at..at + 4].try_into().unwrap_or([0; 4]));
-        let producer_id = i64_at(0);
-        let epoch = i16::from_be_bytes([chunk[8], chunk[9]]);
-        let last_seq = i32_at(10);
-        let last_offset = i64_at(14);
-        let offset_delta = i32_at(22);
-        let timestamp = i64_at(26);
-        let coordinator_epoch = i32_at(34);
+        // `chunks_exact` gives whole entries, so every field is within the chunk.
+        let producer_id = be::i64_at(chunk, 0);
+        let epoch = be::i16_at(chunk, 8);
+        let last_seq = be::i32_at(chunk, 10);
+        let last_offset = be::i64_at(chunk, 14);
+        let offset_delta = be::i32_at(chunk, 22);
+        let timestamp = be::i64_at(chunk, 26);
+        let coordinator_epoch = be::i32_at(chunk, 34);
         let mut entry = ProducerEntry::new(producer_id, epoch);
         entry.coordinator_epoch = coordinator_epoch;
         entry.batches.push_back(BatchMetadata {

@@ -31,11 +31,12 @@ pub use records_file::{
     Damage, DamageKind, EntrySummary, MAX_RESERVE_AHEAD_BYTES, RESERVE_AFTER_BYTES, RecordsFile,
     ScanOutcome,
 };
-pub use time_index::{NO_TIMESTAMP, TIME_ENTRY_BYTES, TimeIndex, TimestampOffset};
+pub use time_index::{NO_TIMESTAMP, TIME_ENTRY_BYTES, TimeEntry, TimeIndex, TimestampOffset};
 
 use crate::config::LogConfig;
 use crate::error::{Result, StorageError};
 use crate::fs::{remove_if_exists, rename_if_exists};
+use crate::log::FirstBatch;
 
 /// What the log appends to a segment, already validated: the bytes of whole batches and, per
 /// batch, what the indexes need.
@@ -257,7 +258,11 @@ impl Segment {
                 let indexed = offset_index
                     .append(batch.last_offset, position as u32)
                     .and_then(|()| {
-                        time_index.maybe_append(max_so_far.timestamp, max_so_far.offset, false)
+                        time_index.maybe_append(
+                            max_so_far.timestamp,
+                            max_so_far.offset,
+                            TimeEntry::Regular,
+                        )
                     });
                 if let Err(error) = self.skip_index_entry_without_space(indexed) {
                     // Entries of this append point at bytes that will not be published.
@@ -371,23 +376,22 @@ impl Segment {
             })
     }
 
-    /// Reads from the batch holding `start_offset`: at most `max_bytes` (or the whole first
-    /// batch when `min_one_batch`), never past `max_position`. `None` when the segment holds
-    /// nothing at or after `start_offset`.
+    /// Reads from the batch holding `start_offset`: at most `max_bytes` (or, with
+    /// [`FirstBatch::Whole`], at least the whole first batch), never past `max_position`.
+    /// `None` when the segment holds nothing at or after `start_offset`.
     pub fn read(
         &self,
         start_offset: i64,
         max_bytes: u64,
         max_position: Option<u64>,
-        min_one_batch: bool,
+        first_batch: FirstBatch,
     ) -> Result<Option<SegmentSlice>> {
         let Some(first) = self.translate_offset(start_offset, 0)? else {
             return Ok(None);
         };
-        let adjusted_max = if min_one_batch {
-            max_bytes.max(u64::from(first.size))
-        } else {
-            max_bytes
+        let adjusted_max = match first_batch {
+            FirstBatch::Whole => max_bytes.max(u64::from(first.size)),
+            FirstBatch::WithinLimit => max_bytes,
         };
         let length = match max_position {
             Some(max_position) if adjusted_max > 0 => max_position
@@ -566,7 +570,7 @@ impl Segment {
             self.skip_index_entry_without_space(time_index.maybe_append(
                 max.timestamp,
                 max.offset,
-                true,
+                TimeEntry::Final,
             ))?;
         }
         time_index.trim_to_valid_size()?;

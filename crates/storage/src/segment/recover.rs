@@ -4,7 +4,7 @@
 
 use std::ops::ControlFlow;
 
-use super::{NO_TIMESTAMP, Segment, SegmentRecovery, TimestampOffset};
+use super::{NO_TIMESTAMP, Segment, SegmentRecovery, TimeEntry, TimestampOffset};
 use crate::error::{Result, StorageError};
 
 impl Segment {
@@ -77,7 +77,7 @@ impl Segment {
                 let appended = offset_index
                     .append(last_offset, position as u32)
                     .and_then(|()| {
-                        time_index.maybe_append(max_so_far.timestamp, max_so_far.offset, false)
+                        time_index.maybe_append(max_so_far.timestamp, max_so_far.offset, TimeEntry::Regular)
                     });
                 // On a full disk the rebuilt index just has fewer entries.
                 if let Err(error) = self.skip_index_entry_without_space(appended) {
@@ -110,7 +110,7 @@ impl Segment {
             self.skip_index_entry_without_space(time_index.maybe_append(
                 max_so_far.timestamp,
                 max_so_far.offset,
-                true,
+                TimeEntry::Final,
             ))?;
         }
         time_index.trim_to_valid_size()?;

@@ -64,7 +64,9 @@ fn read_on_empty_segment_returns_none() {
     let dir = tempfile::tempdir().unwrap();
     let segment = create(&dir, 40);
     assert_eq!(
-        segment.read(40, 300, Some(segment.size()), false).unwrap(),
+        segment
+            .read(40, 300, Some(segment.size()), FirstBatch::WithinLimit)
+            .unwrap(),
         None
     );
 }
@@ -78,7 +80,7 @@ fn read_before_first_offset_returns_the_first_batch() {
         &records_at(50, NOW, &["hello", "there", "little", "bee"]),
     );
     let slice = segment
-        .read(41, 300, Some(segment.size()), false)
+        .read(41, 300, Some(segment.size()), FirstBatch::WithinLimit)
         .unwrap()
         .unwrap();
     assert_eq!(read_offsets(&segment, &slice), vec![50, 51, 52, 53]);
@@ -90,7 +92,9 @@ fn read_after_last_offset_returns_none() {
     let segment = create(&dir, 40);
     append(&segment, &records_at(50, NOW, &["hello", "there"]));
     assert_eq!(
-        segment.read(52, 200, Some(segment.size()), false).unwrap(),
+        segment
+            .read(52, 200, Some(segment.size()), FirstBatch::WithinLimit)
+            .unwrap(),
         None
     );
 }
@@ -102,7 +106,7 @@ fn read_from_gap_returns_the_next_batch() {
     append(&segment, &records_at(50, NOW, &["hello", "there"]));
     append(&segment, &records_at(60, NOW, &["alpha", "beta"]));
     let slice = segment
-        .read(55, 200, Some(segment.size()), false)
+        .read(55, 200, Some(segment.size()), FirstBatch::WithinLimit)
         .unwrap()
         .unwrap();
     assert_eq!(read_offsets(&segment, &slice), vec![60, 61]);
@@ -115,7 +119,10 @@ fn read_when_no_max_position_returns_empty_with_offset_position() {
     let first = records_at(50, NOW, &["hello", "there"]);
     append(&segment, &first);
     append(&segment, &records_at(52, NOW, &["alpha"]));
-    let slice = segment.read(52, 200, None, false).unwrap().unwrap();
+    let slice = segment
+        .read(52, 200, None, FirstBatch::WithinLimit)
+        .unwrap()
+        .unwrap();
     assert_eq!(slice.length, 0);
     assert_eq!(slice.position, first.len() as u64);
 }
@@ -126,18 +133,18 @@ fn read_with_too_small_max_length() {
     let segment = create(&dir, 40);
     append(&segment, &records_at(50, NOW, &["hello", "there"]));
     let nothing = segment
-        .read(50, 0, Some(segment.size()), false)
+        .read(50, 0, Some(segment.size()), FirstBatch::WithinLimit)
         .unwrap()
         .unwrap();
     assert_eq!(nothing.length, 0);
     let one = segment
-        .read(50, 1, Some(segment.size()), false)
+        .read(50, 1, Some(segment.size()), FirstBatch::WithinLimit)
         .unwrap()
         .unwrap();
     assert_eq!(one.length, 1);
     assert!(one.first_entry_incomplete);
     let whole = segment
-        .read(50, 1, Some(segment.size()), true)
+        .read(50, 1, Some(segment.size()), FirstBatch::Whole)
         .unwrap()
         .unwrap();
     assert_eq!(whole.length, segment.size());
@@ -154,13 +161,23 @@ fn truncate_keeps_earlier_batches_readable() {
         append(&segment, &first);
         append(&segment, &second);
         let slice = segment
-            .read(offset, 10_000, Some(segment.size()), false)
+            .read(
+                offset,
+                10_000,
+                Some(segment.size()),
+                FirstBatch::WithinLimit,
+            )
             .unwrap()
             .unwrap();
         assert_eq!(read_offsets(&segment, &slice).first(), Some(&offset));
         segment.truncate_to(offset + 1, NOW).unwrap();
         let slice = segment
-            .read(offset, 10_000, Some(segment.size()), false)
+            .read(
+                offset,
+                10_000,
+                Some(segment.size()),
+                FirstBatch::WithinLimit,
+            )
             .unwrap()
             .unwrap();
         assert_eq!(
@@ -334,7 +351,12 @@ fn recovery_fixes_corrupt_index() {
     assert_eq!(&time[..], &expected_time[..time.len()]);
     for offset in 0..100 {
         let slice = segment
-            .read(offset, 1 << 20, Some(segment.size()), false)
+            .read(
+                offset,
+                1 << 20,
+                Some(segment.size()),
+                FirstBatch::WithinLimit,
+            )
             .unwrap()
             .unwrap();
         assert_eq!(read_offsets(&segment, &slice)[0], offset);
@@ -381,7 +403,7 @@ fn preallocated_segment_is_readable_and_trimmed_on_close() {
     append(&segment, &records_at(40, NOW, &["hello", "there"]));
     let size = segment.size();
     let slice = segment
-        .read(40, 1 << 20, Some(size), false)
+        .read(40, 1 << 20, Some(size), FirstBatch::WithinLimit)
         .unwrap()
         .unwrap();
     assert_eq!(read_offsets(&segment, &slice), vec![40, 41]);

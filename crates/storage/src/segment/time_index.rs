@@ -46,6 +46,16 @@ impl IndexEntry for TimestampOffset {
 /// The time index of one segment.
 pub type TimeIndex = Index<TimestampOffset>;
 
+/// Which slots a time-index entry may take.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TimeEntry {
+    /// An entry beside an offset-index entry: refused once only the reserved slot is left.
+    Regular,
+    /// The final entry, at roll or close (or after recovery): it may take the reserved last
+    /// slot.
+    Final,
+}
+
 impl Index<TimestampOffset> {
     /// Full one entry early: the last slot is kept for the entry written at roll or close.
     pub fn is_full(&self) -> bool {
@@ -61,19 +71,14 @@ impl Index<TimestampOffset> {
     }
 
     /// Adds `(timestamp, offset)` if the timestamp is larger than the last entry's. Offsets and
-    /// timestamps going backwards are errors; so is a full index unless `skip_full_check` (the
-    /// final entry at roll or close, which uses the reserved slot).
-    pub fn maybe_append(
-        &mut self,
-        timestamp: i64,
-        offset: i64,
-        skip_full_check: bool,
-    ) -> Result<()> {
+    /// timestamps going backwards are errors; so is a full index for a
+    /// [`TimeEntry::Regular`] entry (a [`TimeEntry::Final`] one uses the reserved slot).
+    pub fn maybe_append(&mut self, timestamp: i64, offset: i64, kind: TimeEntry) -> Result<()> {
         let invalid = |reason: String| StorageError::InvalidIndexAppend {
             path: self.path().to_path_buf(),
             reason,
         };
-        if !skip_full_check && self.is_full() {
+        if kind == TimeEntry::Regular && self.is_full() {
             return Err(invalid(format!(
                 "the time index is full at {} entries",
                 self.entries()
@@ -160,7 +165,8 @@ mod tests {
             }
         );
         for (timestamp, offset) in [(100, 50), (200, 60), (300, 70)] {
-            idx.maybe_append(timestamp, offset, false).unwrap();
+            idx.maybe_append(timestamp, offset, TimeEntry::Regular)
+                .unwrap();
         }
         assert_eq!(
             idx.lookup(99),
@@ -199,7 +205,7 @@ mod tests {
             for (timestamp_step, offset_step) in steps {
                 timestamp += timestamp_step;
                 offset += offset_step;
-                idx.maybe_append(timestamp, offset, false).unwrap();
+                idx.maybe_append(timestamp, offset, TimeEntry::Regular).unwrap();
                 entries.push(TimestampOffset { timestamp, offset });
             }
             for target in targets {
@@ -218,11 +224,11 @@ mod tests {
     fn is_full_one_entry_early_and_forced_append_uses_the_last_slot() {
         let dir = tempfile::tempdir().unwrap();
         let mut idx = index(&dir, 3);
-        idx.maybe_append(10, 46, false).unwrap();
-        idx.maybe_append(20, 47, false).unwrap();
+        idx.maybe_append(10, 46, TimeEntry::Regular).unwrap();
+        idx.maybe_append(20, 47, TimeEntry::Regular).unwrap();
         assert!(idx.is_full());
-        assert!(idx.maybe_append(30, 48, false).is_err());
-        idx.maybe_append(30, 48, true).unwrap();
+        assert!(idx.maybe_append(30, 48, TimeEntry::Regular).is_err());
+        idx.maybe_append(30, 48, TimeEntry::Final).unwrap();
         assert_eq!(idx.entries(), 3);
     }
 
@@ -230,13 +236,16 @@ mod tests {
     fn append_rules() {
         let dir = tempfile::tempdir().unwrap();
         let mut idx = index(&dir, 10);
-        idx.maybe_append(100, 50, false).unwrap();
-        assert!(idx.maybe_append(200, 49, false).is_err(), "smaller offset");
+        idx.maybe_append(100, 50, TimeEntry::Regular).unwrap();
         assert!(
-            idx.maybe_append(90, 60, false).is_err(),
+            idx.maybe_append(200, 49, TimeEntry::Regular).is_err(),
+            "smaller offset"
+        );
+        assert!(
+            idx.maybe_append(90, 60, TimeEntry::Regular).is_err(),
             "smaller timestamp"
         );
-        idx.maybe_append(100, 60, false).unwrap();
+        idx.maybe_append(100, 60, TimeEntry::Regular).unwrap();
         assert_eq!(idx.entries(), 1, "equal timestamp is a no-op");
     }
 
@@ -294,7 +303,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let mut idx = index(&dir, 10);
         for (timestamp, offset) in [(1, 50), (2, 60), (3, 70)] {
-            idx.maybe_append(timestamp, offset, false).unwrap();
+            idx.maybe_append(timestamp, offset, TimeEntry::Regular)
+                .unwrap();
         }
         idx.truncate_to(60);
         assert_eq!(

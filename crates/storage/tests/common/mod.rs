@@ -2,7 +2,7 @@
 
 #![allow(dead_code, reason = "each test file uses part of this")]
 
-use ferrolog_storage::log::{FetchBound, FetchParams, Log};
+use ferrolog_storage::log::{FetchBound, FetchParams, FirstBatch, Log};
 use ferrolog_testkit::{FetchedRecord, fetched_records};
 
 /// Every record of `log` from `from` (at least its log start) up to `bound`, read a MiB at a
@@ -16,7 +16,7 @@ pub fn records_from(log: &Log, from: i64, bound: FetchBound) -> Vec<FetchedRecor
                 start_offset: next,
                 max_bytes: 1 << 20,
                 bound,
-                min_one_batch: true,
+                first_batch: FirstBatch::Whole,
             })
             .unwrap()
             .read_bytes()

@@ -1,0 +1,167 @@
+//! The data directories of `log.dirs` as a whole: which opened at startup and which failed,
+//! which are offline now, and in which order a new partition tries them. One directory's own
+//! state (its lock, health, markers) is [`DataDir`]'s.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use super::config::PlacementPolicy;
+use super::data_dir::DataDir;
+use crate::error::{Result, StorageError};
+
+/// Every data directory of the node, in `log.dirs` order.
+#[derive(Debug)]
+pub struct DataDirs {
+    /// The directories that opened at startup; each may go offline later.
+    dirs: Vec<Arc<DataDir>>,
+    /// Directories that failed before they could be opened.
+    failed_at_start: Vec<PathBuf>,
+}
+
+impl DataDirs {
+    /// Opens (creating, checking and locking) every directory of `log.dirs`. One that cannot
+    /// be used is left offline; fails when none can, when one is listed twice, or when a
+    /// directory is already locked by another process.
+    pub(crate) fn open(log_dirs: &[PathBuf]) -> Result<Self> {
+        if log_dirs.is_empty() {
+            return Err(StorageError::InvalidConfig {
+                key: "log.dirs".into(),
+                value: String::new(),
+                reason: "at least one data directory is required".into(),
+            });
+        }
+        let mut dirs: Vec<Arc<DataDir>> = Vec::new();
+        let mut failed_at_start = Vec::new();
+        let mut canonical: HashMap<PathBuf, PathBuf> = HashMap::new();
+        for configured in log_dirs {
+            let path = absolute(configured);
+            let opened = DataDir::open(&path);
+            let key = std::fs::canonicalize(&path).unwrap_or_else(|_| path.clone());
+            if let Some(first) = canonical.insert(key, configured.clone()) {
+                return Err(StorageError::Fatal(format!(
+                    "log.dirs lists the same directory twice: {} and {}",
+                    first.display(),
+                    configured.display()
+                )));
+            }
+            match opened {
+                Ok(dir) => dirs.push(Arc::new(dir)),
+                Err(fatal @ StorageError::Fatal(_)) => return Err(fatal),
+                Err(error) => {
+                    tracing::error!(dir = %path.display(), error = %error, "data directory is offline at startup");
+                    failed_at_start.push(path);
+                }
+            }
+        }
+        if dirs.is_empty() {
+            return Err(StorageError::Fatal(format!(
+                "no data directory is usable: {}",
+                failed_at_start
+                    .iter()
+                    .map(|dir| dir.display().to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )));
+        }
+        Ok(Self {
+            dirs,
+            failed_at_start,
+        })
+    }
+
+    /// The directories that opened at startup, in `log.dirs` order.
+    pub fn all(&self) -> &[Arc<DataDir>] {
+        &self.dirs
+    }
+    pub fn iter(&self) -> std::slice::Iter<'_, Arc<DataDir>> {
+        self.dirs.iter()
+    }
+    pub fn len(&self) -> usize {
+        self.dirs.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.dirs.is_empty()
+    }
+    pub fn get(&self, index: usize) -> Option<&Arc<DataDir>> {
+        self.dirs.get(index)
+    }
+    /// Directories that could not be opened at startup.
+    pub fn failed_at_start(&self) -> &[PathBuf] {
+        &self.failed_at_start
+    }
+
+    /// Directories offline now (failed at startup or since).
+    pub fn offline_count(&self) -> usize {
+        self.failed_at_start.len() + self.dirs.iter().filter(|dir| dir.is_offline()).count()
+    }
+
+    /// True once every directory is offline: nothing can be served any more.
+    pub fn is_halted(&self) -> bool {
+        self.dirs.iter().all(|dir| dir.is_offline())
+    }
+
+    /// Fails when every directory is offline.
+    pub(crate) fn ensure_some_online(&self) -> Result<()> {
+        if self.is_halted() {
+            return Err(StorageError::Fatal(
+                "every data directory is offline".into(),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Online directories in the order a new partition should try them, given how many
+    /// partitions each holds (`partitions_per_dir`, by index).
+    pub(crate) fn placement_order(
+        &self,
+        policy: PlacementPolicy,
+        partitions_per_dir: &[usize],
+    ) -> Vec<usize> {
+        let mut online: Vec<usize> = (0..self.dirs.len())
+            .filter(|&index| !self.dirs[index].is_offline())
+            .collect();
+        match policy {
+            PlacementPolicy::FewestPartitions => online
+                .sort_by_key(|&index| (partitions_per_dir.get(index).copied().unwrap_or(0), index)),
+            PlacementPolicy::MostFreeBytes => {
+                let free: Vec<u64> = self.dirs.iter().map(|dir| dir.free_bytes()).collect();
+                online.sort_by_key(|&index| (std::cmp::Reverse(free[index]), index));
+            }
+        }
+        online
+    }
+
+    /// Releases every directory's lock at shutdown (an offline directory's is only dropped).
+    /// Returns the first failure.
+    pub(crate) fn release_locks(&self) -> Result<()> {
+        let mut first_error = None;
+        for dir in &self.dirs {
+            if dir.is_offline() {
+                dir.drop_lock();
+            } else if let Err(error) = dir.release_lock() {
+                first_error.get_or_insert(error);
+            }
+        }
+        first_error.map_or(Ok(()), Err)
+    }
+}
+
+impl std::ops::Index<usize> for DataDirs {
+    type Output = Arc<DataDir>;
+    fn index(&self, index: usize) -> &Arc<DataDir> {
+        &self.dirs[index]
+    }
+}
+
+impl<'a> IntoIterator for &'a DataDirs {
+    type Item = &'a Arc<DataDir>;
+    type IntoIter = std::slice::Iter<'a, Arc<DataDir>>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.dirs.iter()
+    }
+}
+
+fn absolute(path: &Path) -> PathBuf {
+    std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf())
+}
