@@ -50,5 +50,10 @@ cargo fmt --all -- --check
 features="ferrolog-storage/failpoints,ferrolog-broker/failpoints"
 echo "== lints"
 cargo clippy --workspace --all-targets --locked --features "$features" -- -D warnings
+# The storage crate is a library others embed: its public items are documented (the crate's
+# `missing_docs` lint, an error under -D warnings above) and its docs must build without a
+# broken link.
+echo "== storage docs"
+RUSTDOCFLAGS="-D warnings" cargo doc -p ferrolog-storage --no-deps --locked
 echo "== tests"
 cargo test --workspace --locked --features "$features"

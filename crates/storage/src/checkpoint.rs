@@ -20,11 +20,16 @@ use crate::error::{Result, StorageError};
 use crate::fs::{atomic_write, read_text_if_exists};
 use crate::types::TopicPartition;
 
+/// The file of each log's recovery point: the first offset not known to be flushed, where
+/// recovery after a crash starts.
 pub const RECOVERY_POINT_CHECKPOINT: &str = "recovery-point-offset-checkpoint";
+/// The file of each log's log start offset, the lowest offset it serves.
 pub const LOG_START_OFFSET_CHECKPOINT: &str = "log-start-offset-checkpoint";
+/// The file of each compacted log's first dirty offset, where its next cleaning starts.
 pub const CLEANER_OFFSET_CHECKPOINT: &str = "cleaner-offset-checkpoint";
 const VERSION: u32 = 0;
 
+/// A checkpoint's entries: an offset per partition.
 pub type OffsetMap = BTreeMap<TopicPartition, i64>;
 
 /// Parses checkpoint text; `path` only names the file in errors.

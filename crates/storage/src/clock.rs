@@ -8,6 +8,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 /// Wall-clock milliseconds since the Unix epoch, as Kafka's `Time.milliseconds()`.
 pub trait Clock: Send + Sync + Debug {
+    /// The current time in milliseconds since the Unix epoch.
     fn now_ms(&self) -> i64;
 }
 
@@ -30,14 +31,17 @@ pub struct ManualClock {
 }
 
 impl ManualClock {
+    /// A clock that reads `start_ms` until moved.
     pub fn new(start_ms: i64) -> Self {
         Self {
             now_ms: AtomicI64::new(start_ms),
         }
     }
+    /// Moves the clock `delta_ms` forward (back if negative).
     pub fn advance_ms(&self, delta_ms: i64) {
         self.now_ms.fetch_add(delta_ms, Ordering::SeqCst);
     }
+    /// Sets the clock to `now_ms`, forward or back.
     pub fn set_ms(&self, now_ms: i64) {
         self.now_ms.store(now_ms, Ordering::SeqCst);
     }

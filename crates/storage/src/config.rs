@@ -8,15 +8,19 @@ use crate::error::{Result, StorageError};
 /// What happens to old data: deleted by time and size, compacted by key, or both.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct CleanupPolicy {
+    /// `delete`: segments past `retention.ms` or `retention.bytes` are deleted.
     pub delete: bool,
+    /// `compact`: each key keeps only its latest record.
     pub compact: bool,
 }
 
 impl CleanupPolicy {
+    /// `delete` alone, Kafka's default.
     pub const DELETE: Self = Self {
         delete: true,
         compact: false,
     };
+    /// `compact` alone.
     pub const COMPACT: Self = Self {
         delete: false,
         compact: true,

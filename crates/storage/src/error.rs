@@ -7,6 +7,7 @@ use std::path::PathBuf;
 
 use ferrolog_records::RecordsError;
 
+/// The storage engine's `Result`: the error is a [`StorageError`] unless another is given.
 pub type Result<T, E = StorageError> = std::result::Result<T, E>;
 
 /// Why a storage operation failed.
@@ -15,8 +16,11 @@ pub enum StorageError {
     /// The file system failed; the data directory holding `path` should be taken offline.
     #[error("{op} {}: {source}", path.display())]
     Io {
+        /// What was being done, such as `open directory` or `fsync`.
         op: &'static str,
+        /// The file or directory it was done to.
         path: PathBuf,
+        /// The operating system's error.
         #[source]
         source: io::Error,
     },
@@ -25,8 +29,11 @@ pub enum StorageError {
     /// space is freed (Kafka's KAFKA_STORAGE_ERROR to the producer).
     #[error("{op} {}: no space left: {source}", path.display())]
     NoSpace {
+        /// What was being done, such as `open directory` or `fsync`.
         op: &'static str,
+        /// The file or directory it was done to.
         path: PathBuf,
+        /// The operating system's error.
         #[source]
         source: io::Error,
     },
@@ -35,16 +42,22 @@ pub enum StorageError {
     /// directory; the operation may succeed once the process holds less.
     #[error("{op} {}: out of resources: {source}", path.display())]
     OutOfResources {
+        /// What was being done, such as `open directory` or `fsync`.
         op: &'static str,
+        /// The file or directory it was done to.
         path: PathBuf,
+        /// The operating system's error.
         #[source]
         source: io::Error,
     },
     /// A file's bytes are not what its format requires.
     #[error("corrupt {} at byte {position}: {reason}", path.display())]
     Corrupt {
+        /// The file the damage is in.
         path: PathBuf,
+        /// The byte position in the file where the damage starts.
         position: u64,
+        /// What is wrong with the bytes there.
         reason: String,
     },
     /// The active segment is damaged before the end of its data, and no recovery cut it (the
@@ -54,15 +67,21 @@ pub enum StorageError {
         "{} is damaged at byte {position} ({reason}), before the end of its data: the log's end is not known past it, so appends are refused until `ferrolog recover --force` cuts the damage; reads below it are served", path.display()
     )]
     DamagedEnd {
+        /// The active segment's `.log` file.
         path: PathBuf,
+        /// The byte position in the file where the damage starts.
         position: u64,
+        /// What is wrong with the bytes there.
         reason: String,
     },
     /// A fetch, truncation or log-start change names an offset outside the log.
     #[error("offset {offset} is out of range [{log_start_offset}, {log_end_offset}]")]
     OffsetOutOfRange {
+        /// The offset asked for.
         offset: i64,
+        /// The log start offset at the time.
         log_start_offset: i64,
+        /// The log end offset at the time.
         log_end_offset: i64,
     },
     /// A batch is larger than `max.message.bytes` (Kafka's MESSAGE_TOO_LARGE).
@@ -70,8 +89,11 @@ pub enum StorageError {
         "batch {batch_index} is {size} bytes, larger than max.message.bytes={max_message_bytes}"
     )]
     RecordTooLarge {
+        /// The batch's position in the append, counting from 0.
         batch_index: usize,
+        /// The batch's size in bytes, as sent or as recompressed to the topic's codec.
         size: usize,
+        /// The topic's `max.message.bytes`.
         max_message_bytes: usize,
     },
     /// The compressed batches of an append decompress to more than the broker takes: the
@@ -80,22 +102,38 @@ pub enum StorageError {
     #[error(
         "batch {batch_index} takes the append's records past {limit} bytes decompressed (max.message.bytes, at least 1 MiB)"
     )]
-    DecompressedTooLarge { batch_index: usize, limit: usize },
+    DecompressedTooLarge {
+        /// The position in the append, counting from 0, of the batch that passed the limit.
+        batch_index: usize,
+        /// The most the append's records may decompress to, in bytes.
+        limit: usize,
+    },
     /// The whole append is larger than `segment.bytes` (Kafka's RECORD_LIST_TOO_LARGE).
     #[error("append of {size} bytes is larger than segment.bytes={segment_bytes}")]
-    RecordBatchTooLarge { size: usize, segment_bytes: u64 },
+    RecordBatchTooLarge {
+        /// The append's size in bytes.
+        size: usize,
+        /// The topic's `segment.bytes`.
+        segment_bytes: u64,
+    },
     /// A batch fails its checksum or does not parse (Kafka's CORRUPT_MESSAGE).
     #[error("batch {batch_index} is corrupt: {source}")]
     CorruptRecord {
+        /// The batch's position in the append, counting from 0.
         batch_index: usize,
+        /// Why the batch does not check or parse.
         #[source]
         source: RecordsError,
     },
     /// A batch or record breaks a rule of the log (Kafka's INVALID_RECORD).
     #[error("batch {batch_index}{}: {reason}", record_index.map(|i| format!(", record {i}")).unwrap_or_default())]
     InvalidRecord {
+        /// The batch's position in the append, counting from 0.
         batch_index: usize,
+        /// The record's position in the batch, counting from 0; `None` when the rule concerns the
+        /// whole batch.
         record_index: Option<usize>,
+        /// The rule broken.
         reason: String,
     },
     /// A record timestamp lies outside the allowed window (Kafka's INVALID_TIMESTAMP).
@@ -103,10 +141,15 @@ pub enum StorageError {
         "batch {batch_index}, record {record_index}: timestamp {timestamp} is outside [{lower}, {upper}]"
     )]
     InvalidTimestamp {
+        /// The batch's position in the append, counting from 0.
         batch_index: usize,
+        /// The record's position in the batch, counting from 0.
         record_index: usize,
+        /// The record's timestamp, in milliseconds since the Unix epoch.
         timestamp: i64,
+        /// The earliest timestamp allowed: now less `message.timestamp.before.max.ms`.
         lower: i64,
+        /// The latest timestamp allowed: now plus `message.timestamp.after.max.ms`.
         upper: i64,
     },
     /// Follower batches whose offsets do not increase.
@@ -115,25 +158,45 @@ pub enum StorageError {
     /// A follower append that starts below the log end offset.
     #[error("append starts at offset {first_offset}, below the log end offset {log_end_offset}")]
     UnexpectedAppendOffset {
+        /// The base offset of the append's first batch.
         first_offset: i64,
+        /// The log end offset at the time.
         log_end_offset: i64,
     },
     /// An index append that would break the index's ordering, or a full index.
     #[error("index {}: {reason}", path.display())]
-    InvalidIndexAppend { path: PathBuf, reason: String },
+    InvalidIndexAppend {
+        /// The index file.
+        path: PathBuf,
+        /// Why the entry was refused.
+        reason: String,
+    },
     /// An offset that cannot be stored relative to its segment's base offset in 32 bits.
     #[error("offset {offset} does not fit a segment based at {base_offset}")]
-    OffsetOverflow { offset: i64, base_offset: i64 },
+    OffsetOverflow {
+        /// The offset that does not fit.
+        offset: i64,
+        /// The segment's base offset.
+        base_offset: i64,
+    },
     /// A configuration value is invalid; `key` is Kafka's name for it.
     #[error("invalid value {value:?} for config {key}: {reason}")]
     InvalidConfig {
+        /// Kafka's name for the setting, such as `segment.bytes`.
         key: String,
+        /// The value given, as text.
         value: String,
+        /// Why the value is refused.
         reason: String,
     },
     /// A directory name that is not `topic-partition` (or one of its suffixed forms).
     #[error("{} is not in the form topic-partition or topic-partition.uniqueId-delete: {reason}", path.display())]
-    InvalidPartitionDir { path: PathBuf, reason: String },
+    InvalidPartitionDir {
+        /// The directory.
+        path: PathBuf,
+        /// What is wrong with its name.
+        reason: String,
+    },
     /// The log was closed, so it takes no more requests.
     #[error("log {0} is closed")]
     LogClosed(String),
@@ -143,28 +206,40 @@ pub enum StorageError {
     Dropped(String),
     /// The data directory failed earlier and is offline (Kafka's KAFKA_STORAGE_ERROR).
     #[error("data directory {} is offline", dir.display())]
-    LogDirOffline { dir: PathBuf },
+    LogDirOffline {
+        /// The offline data directory.
+        dir: PathBuf,
+    },
     /// A text file (checkpoint, properties) does not parse.
     #[error("{}, line {line}: {reason}", path.display())]
     MalformedFile {
+        /// The file.
         path: PathBuf,
+        /// The line the problem is on, counting from 1.
         line: usize,
+        /// What is wrong with it.
         reason: String,
     },
     /// An idempotent producer's batch does not follow its last one (Kafka's
     /// OUT_OF_ORDER_SEQUENCE_NUMBER).
     #[error("producer {producer_id}: sequence {received} where {expected} was expected")]
     OutOfOrderSequence {
+        /// The producer's id.
         producer_id: i64,
+        /// The base sequence that follows the producer's last batch (0 in a new epoch).
         expected: i32,
+        /// The batch's base sequence.
         received: i32,
     },
     /// A batch from an older epoch of its producer: a newer instance has taken over (Kafka's
     /// INVALID_PRODUCER_EPOCH).
     #[error("producer {producer_id}: epoch {epoch} is older than the current epoch {current}")]
     InvalidProducerEpoch {
+        /// The producer's id.
         producer_id: i64,
+        /// The batch's producer epoch.
         epoch: i16,
+        /// The producer's newest epoch seen so far.
         current: i16,
     },
     /// Creating these partitions would take the node past `ferrolog.max.partitions`.
@@ -172,8 +247,11 @@ pub enum StorageError {
         "this node holds {held} partitions and ferrolog.max.partitions is {limit}: {requested} more cannot be created"
     )]
     PartitionLimit {
+        /// Partition logs the node holds now.
         held: usize,
+        /// Partitions the request would create.
         requested: usize,
+        /// `ferrolog.max.partitions`.
         limit: usize,
     },
     /// Startup or an operation cannot go on; the message says why and what to do.

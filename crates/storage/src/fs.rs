@@ -21,6 +21,7 @@ pub struct OpenDir {
 }
 
 impl OpenDir {
+    /// Opens `dir` for a later [`fsync`](Self::fsync).
     pub fn open(dir: &Path) -> Result<Self> {
         let handle = File::open(dir).map_err(StorageError::io("open directory", dir))?;
         Ok(Self {

@@ -8,6 +8,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::error::{Result, StorageError};
 
+/// Whether one data directory still serves: online until its first I/O error, offline after.
 #[derive(Debug)]
 pub struct DirHealth {
     dir: PathBuf,
@@ -15,6 +16,7 @@ pub struct DirHealth {
 }
 
 impl DirHealth {
+    /// The health of `dir`, online to begin with.
     pub fn new(dir: impl Into<PathBuf>) -> Self {
         Self {
             dir: dir.into(),
@@ -22,10 +24,12 @@ impl DirHealth {
         }
     }
 
+    /// The data directory.
     pub fn dir(&self) -> &Path {
         &self.dir
     }
 
+    /// True once the directory is offline, which lasts until the process restarts.
     pub fn is_offline(&self) -> bool {
         self.offline.load(Ordering::Acquire)
     }

@@ -7,6 +7,8 @@
 //! * [`log`] — a partition: an ordered list of segments, appends, reads, rolls, truncation,
 //!   loading and recovery.
 
+#![warn(missing_docs)]
+
 pub mod checkpoint;
 pub mod cleaner;
 pub mod clock;

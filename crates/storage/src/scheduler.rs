@@ -41,6 +41,7 @@ impl std::fmt::Debug for Job {
 /// Counters of one job, readable while the scheduler runs.
 #[derive(Debug, Clone)]
 pub struct JobStats {
+    /// The job's name, as given to [`Scheduler::add`].
     pub name: &'static str,
     runs: Arc<AtomicU64>,
     failures: Arc<AtomicU64>,
@@ -48,6 +49,7 @@ pub struct JobStats {
 }
 
 impl JobStats {
+    /// Runs so far, failed ones included.
     pub fn runs(&self) -> u64 {
         self.runs.load(Ordering::Relaxed)
     }
@@ -62,7 +64,7 @@ impl JobStats {
 }
 
 /// The message a panic carried, for the log.
-fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
+pub(crate) fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
     panic
         .downcast_ref::<&str>()
         .map(|message| (*message).to_owned())
@@ -70,12 +72,14 @@ fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
         .unwrap_or_else(|| "a panic without a message".to_owned())
 }
 
+/// Named periodic jobs; [`Scheduler::start`] runs them on their own thread.
 #[derive(Debug, Default)]
 pub struct Scheduler {
     jobs: Vec<Job>,
 }
 
 impl Scheduler {
+    /// A scheduler without jobs.
     pub fn new() -> Self {
         Self::default()
     }
@@ -178,14 +182,17 @@ pub struct Wakeup {
 }
 
 impl Wakeup {
+    /// Wakes every thread sleeping on it now; one not yet asleep is not affected.
     pub fn wake(&self) {
         let _guard = self.lock.lock();
         self.condvar.notify_all();
     }
+    /// Marks it stopped and wakes the sleepers: their loops end, and later sleeps return at once.
     pub fn stop(&self) {
         self.stopped.store(true, Ordering::Release);
         self.wake();
     }
+    /// Whether [`Wakeup::stop`] was called.
     pub fn is_stopped(&self) -> bool {
         self.stopped.load(Ordering::Acquire)
     }
@@ -203,7 +210,7 @@ impl Wakeup {
 const MAX_SLEEP: Duration = Duration::from_millis(100);
 
 /// A named background thread that runs `step` until stopped, sleeping between steps for as long
-/// as `step` asks (at most [`MAX_SLEEP`]) or until woken. It runs at normal priority: under a
+/// as `step` asks (at most `MAX_SLEEP`) or until woken. It runs at normal priority: under a
 /// saturated CPU, a lowered one let retention fall behind the appends (measured in the soak
 /// test), which is worse than sharing the CPU.
 #[derive(Debug)]
@@ -213,6 +220,7 @@ pub struct BackgroundThread {
 }
 
 impl BackgroundThread {
+    /// Starts the thread `name`, running `step` until `wakeup` is stopped.
     pub fn spawn(
         name: &str,
         wakeup: Arc<Wakeup>,
@@ -255,6 +263,7 @@ impl BackgroundThread {
         })
     }
 
+    /// The thread's wakeup: [`Wakeup::wake`] runs its next step early.
     pub fn wakeup(&self) -> &Arc<Wakeup> {
         &self.wakeup
     }

@@ -13,11 +13,14 @@ use crate::error::{Result, StorageError};
 /// A topic name and a partition number.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct TopicPartition {
+    /// The topic's name.
     pub topic: String,
+    /// The partition's number within its topic, from 0.
     pub partition: i32,
 }
 
 impl TopicPartition {
+    /// Partition `partition` of `topic`.
     pub fn new(topic: impl Into<String>, partition: i32) -> Self {
         Self {
             topic: topic.into(),
@@ -40,9 +43,13 @@ impl fmt::Display for TopicPartition {
 /// What a partition directory's suffix says about it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PartitionDirKind {
+    /// No suffix: the partition's live log.
     Live,
+    /// `-delete`: queued for deletion.
     Delete,
+    /// `-future`: a replica moving between data dirs.
     Future,
+    /// `-stray`: a replica the cluster no longer assigns here.
     Stray,
 }
 

@@ -289,6 +289,51 @@ fn a_failed_rename_during_retention_or_compaction_loses_nothing() {
 }
 
 #[test]
+fn a_cleaning_pass_that_panics_marks_its_partition_uncleanable_and_holds_up_nothing() {
+    let scenario = FailScenario::setup();
+    let (_temp, dir) = data_dir();
+    let manager = open(&dir, CleanupPolicy::COMPACT);
+    let log = manager.get_or_create(&tp(0)).unwrap();
+    let mut acknowledged = Acknowledged::default();
+    acknowledged.produce_many(&log, 0, 400);
+    log.roll().unwrap();
+
+    // The pass panics while it writes the cleaned segment.
+    fail::cfg("log.write", "panic(injected)").unwrap();
+    let cleaner = manager.new_cleaner();
+    assert!(
+        cleaner.clean_once(&mut OffsetMap::new(1 << 20, 0.9)),
+        "a pass ran"
+    );
+    fail::remove("log.write");
+    assert_eq!(cleaner.uncleanable_partitions(), vec![tp(0)]);
+    // Nothing waits for the dead pass: pausing (as a deletion or truncation does) returns.
+    cleaner.abort_and_pause(&tp(0));
+    cleaner.resume(&tp(0));
+    assert!(
+        !cleaner.clean_once(&mut OffsetMap::new(1 << 20, 0.9)),
+        "the uncleanable partition is skipped"
+    );
+    assert!(!offline(&manager));
+    // Groups of segments swapped before the panic were compacted (records of a key superseded
+    // later are gone); nothing else changed: every record left is one acknowledged at its
+    // offset, and every key's latest value (the last 50 records) is there.
+    let stored = records(&log, 0);
+    for record in &stored {
+        assert!(
+            acknowledged.0.contains(record),
+            "{record:?} was not acknowledged"
+        );
+    }
+    for latest in &acknowledged.0[350..] {
+        assert!(stored.contains(latest), "{latest:?} is gone");
+    }
+    drop(log);
+    manager.delete(&tp(0)).unwrap();
+    scenario.teardown();
+}
+
+#[test]
 fn checkpoints_without_space_fail_and_the_directory_stays_online() {
     let scenario = FailScenario::setup();
     let (_temp, dir) = data_dir();

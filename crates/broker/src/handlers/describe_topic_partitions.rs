@@ -17,6 +17,8 @@ use kafka_protocol::messages::{
 
 use kafka_protocol::protocol::StrBytes;
 
+use ferrolog_storage::log::LEADER_EPOCH;
+
 use super::internal_topics::is_internal;
 use crate::{Context, errors};
 
@@ -146,7 +148,7 @@ fn describe_partition(
     DescribeTopicPartitionsResponsePartition::default()
         .with_partition_index(partition)
         .with_leader_id(if offline { BrokerId(-1) } else { node })
-        .with_leader_epoch(0)
+        .with_leader_epoch(LEADER_EPOCH)
         .with_replica_nodes(vec![node])
         .with_isr_nodes(vec![node])
         .with_eligible_leader_replicas(Some(Vec::new()))

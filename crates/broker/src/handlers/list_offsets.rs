@@ -7,6 +7,7 @@ use kafka_protocol::messages::list_offsets_response::{
 use kafka_protocol::messages::{ListOffsetsRequest, ListOffsetsResponse, RequestHeader};
 
 use ferrolog_storage::TopicPartition;
+use ferrolog_storage::log::LEADER_EPOCH;
 
 use crate::{Context, errors};
 
@@ -34,7 +35,7 @@ pub fn handle(
                         return response.with_error_code(errors::UNKNOWN_TOPIC_OR_PARTITION);
                     };
                     let response = if version >= 4 {
-                        response.with_leader_epoch(0)
+                        response.with_leader_epoch(LEADER_EPOCH)
                     } else {
                         response
                     };

@@ -9,6 +9,7 @@ use kafka_protocol::messages::{
 };
 use kafka_protocol::protocol::StrBytes;
 
+use ferrolog_storage::log::LEADER_EPOCH;
 use ferrolog_storage::manager::TopicId;
 use uuid::Uuid;
 
@@ -140,7 +141,7 @@ fn describe_partition(
         described = described.with_offline_replicas(vec![node]);
     }
     if version >= 7 {
-        described = described.with_leader_epoch(0);
+        described = described.with_leader_epoch(LEADER_EPOCH);
     }
     described
 }

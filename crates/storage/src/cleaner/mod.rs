@@ -90,7 +90,9 @@ pub struct CleanerStats {
     pub recopy_percent: AtomicU64,
     /// 100 × map utilization of the last pass.
     pub buffer_utilization_percent: AtomicU64,
+    /// Cleaner threads that died of a panic (Kafka's `DeadThreadCount`); they are not restarted.
     pub dead_threads: AtomicUsize,
+    /// Passes finished without error since startup.
     pub passes: AtomicU64,
 }
 
@@ -109,6 +111,7 @@ pub struct LogCleaner {
     state: Mutex<State>,
     state_changed: Condvar,
     throttle: Throttle,
+    /// The figures the metrics endpoint reads, updated by the threads as they go.
     pub stats: CleanerStats,
     wakeup: Arc<Wakeup>,
     threads: Mutex<Vec<JoinHandle<()>>>,
@@ -146,6 +149,7 @@ fn describe(log: &Log) -> Result<(Vec<SegmentInfo>, i64, i64, i64)> {
 }
 
 impl LogCleaner {
+    /// A cleaner of `host`'s compacted logs; no thread runs until [`LogCleaner::start`].
     pub fn new(config: CleanerConfig, host: Arc<dyn CleanerHost>, clock: Arc<dyn Clock>) -> Self {
         Self {
             throttle: Throttle::new(config.max_io_bytes_per_second),
@@ -160,6 +164,7 @@ impl LogCleaner {
         }
     }
 
+    /// The `log.cleaner.*` settings it runs with.
     pub fn config(&self) -> &CleanerConfig {
         &self.config
     }
@@ -225,10 +230,13 @@ impl LogCleaner {
                 config: &config,
             };
             let cleanable = select::cleanable(&info, now_ms);
-            if cleanable.dirty_offset_reset {
-                let _ = self
+            if cleanable.dirty_offset_reset
+                && let Err(error) = self
                     .host
-                    .record_cleaner_checkpoint(&topic_partition, cleanable.first_dirty_offset);
+                    .record_cleaner_checkpoint(&topic_partition, cleanable.first_dirty_offset)
+            {
+                // The pass goes on from the reset offset; the next checkpoint write retries.
+                tracing::warn!(partition = %topic_partition, %error, "could not record the reset cleaner checkpoint");
             }
             described.push((topic_partition, log, cleanable, config));
         }
@@ -266,15 +274,27 @@ impl LogCleaner {
             return false;
         };
         let started = std::time::Instant::now();
-        let result = pass::clean(
-            &log,
-            cleanable.first_dirty_offset,
-            cleanable.first_uncleanable_offset,
-            map,
-            self.clock.now_ms(),
-            &self.throttle,
-            &abort,
-        );
+        // A pass that panics fails like one that errs: the partition is marked uncleanable and
+        // leaves `in_progress`, so whoever waits for it (a deletion, a truncation) goes on, and
+        // the thread cleans the other partitions, as Kafka's cleaner does.
+        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            pass::clean(
+                &log,
+                cleanable.first_dirty_offset,
+                cleanable.first_uncleanable_offset,
+                map,
+                self.clock.now_ms(),
+                &self.throttle,
+                &abort,
+            )
+        }))
+        .unwrap_or_else(|panic| {
+            metrics::counter!("ferrolog_log_cleaner_pass_panics_total").increment(1);
+            Err(StorageError::Fatal(format!(
+                "the cleaning pass panicked: {}",
+                crate::scheduler::panic_message(panic.as_ref())
+            )))
+        });
         let aborted = abort.load(Ordering::Relaxed);
         match result {
             Ok(stats) => {

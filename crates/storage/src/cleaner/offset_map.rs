@@ -14,6 +14,7 @@ pub const BYTES_PER_SLOT: usize = 24;
 /// Offsets are never negative, so −1 marks an empty slot.
 const EMPTY: i64 = -1;
 
+/// The key → latest offset map: a fixed number of slots, each a key's hash and its offset.
 #[derive(Debug)]
 pub struct OffsetMap {
     hashes: Vec<u128>,
@@ -44,15 +45,19 @@ impl OffsetMap {
         }
     }
 
+    /// Slots allocated, [`BYTES_PER_SLOT`] bytes each.
     pub fn slots(&self) -> usize {
         self.hashes.len()
     }
+    /// Keys recorded since the last clear.
     pub fn len(&self) -> usize {
         self.entries
     }
+    /// Whether no key is recorded.
     pub fn is_empty(&self) -> bool {
         self.entries == 0
     }
+    /// Whether a new key would be refused: entries have reached `load_factor` of the slots.
     pub fn is_full(&self) -> bool {
         self.entries >= self.max_entries
     }

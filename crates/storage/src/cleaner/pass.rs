@@ -34,18 +34,27 @@ use crate::segment::{
 /// Figures of one pass, for the summary line and the metrics.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct PassStats {
+    /// Where the pass's dirty section started.
     pub first_dirty_offset: i64,
     /// The next pass starts here (the new cleaner checkpoint).
     pub end_offset: i64,
+    /// Bytes of the dirty section read to build the map (only segments read to their end).
     pub bytes_read: u64,
+    /// Bytes written into the cleaned segments.
     pub bytes_written: u64,
+    /// Records of the cleaned segments read while copying (a legacy entry counts as one).
     pub records_read: u64,
+    /// Records kept in the cleaned segments (a legacy entry counts as one).
     pub records_written: u64,
     /// Records dropped for having no key.
     pub invalid_records: u64,
+    /// Share of the map's usable entries filled, 0.0 to 1.0.
     pub map_utilization: f64,
+    /// Seconds spent building the map.
     pub index_seconds: f64,
+    /// Seconds spent copying survivors and swapping the cleaned segments in.
     pub clean_seconds: f64,
+    /// Segments replaced by cleaned ones.
     pub segments_cleaned: usize,
 }
 
@@ -321,7 +330,10 @@ fn clean_group(
     let output = Segment::open(dir, base, config, now_ms, CLEANED_SUFFIX)?;
     let result = copy_survivors(group, &output, map, context, stats, throttle, abort);
     if result.is_err() || abort.load(Ordering::Relaxed) {
-        let _ = output.delete_files();
+        if let Err(error) = output.delete_files() {
+            // A `.cleaned` file left behind is removed when the log next loads.
+            tracing::warn!(%error, "could not remove the files of a dropped cleaning pass");
+        }
         return Err(result.err().unwrap_or_else(|| aborted(log)));
     }
     output.on_becoming_inactive()?;

@@ -13,7 +13,9 @@ use crate::config::LogConfig;
 /// One segment as selection sees it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SegmentInfo {
+    /// The segment's base offset.
     pub base_offset: i64,
+    /// Bytes of its `.log`.
     pub size_bytes: u64,
     /// Largest record timestamp (−1 when none).
     pub largest_timestamp_ms: i64,
@@ -26,22 +28,30 @@ pub struct SegmentInfo {
 pub struct LogInfo<'a> {
     /// Sorted by base offset; the last is the active segment.
     pub segments: &'a [SegmentInfo],
+    /// The log start offset: where the dirty section starts without a usable checkpoint.
     pub log_start_offset: i64,
+    /// The log end offset; a checkpoint past it is reset to the log start.
     pub log_end_offset: i64,
+    /// The high watermark: nothing at or above it is cleaned.
     pub high_watermark: i64,
     /// From the cleaner checkpoint, if any.
     pub checkpointed_dirty_offset: Option<i64>,
+    /// The log's configuration (`min.compaction.lag.ms`, `max.compaction.lag.ms`).
     pub config: &'a LogConfig,
 }
 
 /// What cleaning one log would cover.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Cleanable {
+    /// Where the dirty section starts: the cleaner checkpoint, or the log start.
     pub first_dirty_offset: i64,
     /// The checkpoint was outside the log and must be rewritten.
     pub dirty_offset_reset: bool,
+    /// Where the dirty section ends (exclusive): a pass cleans nothing at or past it.
     pub first_uncleanable_offset: i64,
+    /// Bytes of the segments wholly below the first dirty offset.
     pub clean_bytes: u64,
+    /// Bytes of the segments in the dirty section.
     pub cleanable_bytes: u64,
     /// cleanable / (clean + cleanable).
     pub dirty_ratio: f64,

@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
 
+/// A limit shared by every cleaner thread's I/O (`log.cleaner.io.max.bytes.per.second`).
 #[derive(Debug)]
 pub struct Throttle {
     bytes_per_second: f64,
@@ -24,6 +25,7 @@ impl Throttle {
         }
     }
 
+    /// Whether the rate is so high (Kafka's default, `f64::MAX`) that nothing is counted.
     pub fn is_unlimited(&self) -> bool {
         self.bytes_per_second >= f64::MAX / 2.0
     }

@@ -25,7 +25,9 @@ use crate::segment::BatchMeta;
 /// What an append wrote (or, for a validated but not yet written append, will write).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AppendInfo {
+    /// Offset of the first record appended (for a retry of a written batch, the original's).
     pub first_offset: i64,
+    /// Offset of the last record appended (for a retry of a written batch, the original's).
     pub last_offset: i64,
     /// Largest timestamp of the append (the append time for LogAppendTime topics).
     pub max_timestamp: i64,
@@ -33,8 +35,11 @@ pub struct AppendInfo {
     pub offset_of_max_timestamp: i64,
     /// The broker time stamped on LogAppendTime batches, else −1.
     pub log_append_time_ms: i64,
+    /// Records written (0 for a retry, which writes nothing).
     pub record_count: usize,
+    /// Batches written (0 for a retry).
     pub batch_count: usize,
+    /// Bytes written to the log (0 for a retry).
     pub valid_bytes: usize,
 }
 

@@ -42,8 +42,11 @@ pub struct LoadParams {
 /// One segment's recovery.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RecoveredSegment {
+    /// The segment's `.log`.
     pub log_file: PathBuf,
+    /// Bytes of whole, valid batches kept: the file's length after recovery.
     pub valid_bytes: u64,
+    /// Bytes cut from the file's end (a torn or damaged tail, or preallocated zeros).
     pub truncated_bytes: u64,
     /// Byte position and reason when the scan stopped on a bad batch.
     pub corruption: Option<(u64, String)>,
@@ -71,8 +74,11 @@ pub struct LoadReport {
 /// Bytes of a `.log` that are not a whole, well-formed batch, found while loading.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DamagedBytes {
+    /// The `.log` holding them.
     pub log_file: PathBuf,
+    /// Byte position in that file where the damage starts.
     pub position: u64,
+    /// What is wrong there, for messages.
     pub reason: String,
 }
 
@@ -89,6 +95,7 @@ impl DamagedBytes {
 }
 
 impl LoadReport {
+    /// Bytes recovery cut, summed over the recovered segments.
     pub fn truncated_bytes(&self) -> u64 {
         self.recovered
             .iter()

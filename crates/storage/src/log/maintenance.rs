@@ -12,7 +12,9 @@ use crate::segment::{CLEANED_SUFFIX, DELETED_SUFFIX, RollParams, SWAP_SUFFIX, Se
 /// What one retention pass removed from a log.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct RetentionOutcome {
+    /// What retention decided; a damaged active segment stays even when the plan counts it.
     pub plan: RetentionPlan,
+    /// Bytes of the `.log` files of the segments removed.
     pub deleted_bytes: u64,
 }
 
@@ -77,9 +79,11 @@ impl Log {
                     deleted_bytes: 0,
                 });
             }
-            if count == view.segments.len() {
-                self.roll_locked(&config, None)?;
-            }
+            let rolled = if count == view.segments.len() {
+                Some(self.roll_locked(&config, None)?)
+            } else {
+                None
+            };
             let view = self.view();
             let removed: Vec<Arc<Segment>> = view.segments[..count].to_vec();
             let mut next = (*view).clone();
@@ -94,6 +98,9 @@ impl Log {
             self.retire(&removed)?;
             self.on_log_start_moved(log_start_offset)?;
             drop(writer);
+            if let Some(new_base) = rolled {
+                self.make_roll_durable(new_base)?;
+            }
             for (reason, segments) in &plan.steps {
                 tracing::info!(
                     partition = %self.topic_partition,
@@ -140,7 +147,7 @@ impl Log {
         })?;
         match rolled {
             Some(new_base) => {
-                self.flush_up_to(new_base)?;
+                self.make_roll_durable(new_base)?;
                 Ok(true)
             }
             None => Ok(false),

@@ -8,17 +8,18 @@
 //! publish a new immutable [`LogView`]. Readers never take that lock: they load the current view
 //! (an `Arc` swap) and read segments positionally up to the offsets it publishes, so a reader
 //! holding an old view keeps reading segments that were since removed (their files stay open).
-//! Segment fsyncs happen outside the writer lock so a flush never stalls appends; the one
-//! directory fsync under it is the cleaner's swap ([`Log::replace_segments`]), whose renames
-//! must not interleave with a roll or a truncation.
+//! Segment fsyncs happen outside the writer lock so a flush never stalls appends. Two run under
+//! it: the cleaner's swap ([`Log::replace_segments`]), whose renames must not interleave with a
+//! roll or a truncation, and [`Log::close`]'s last flush, after which nothing appends.
 //!
 //! Lock order, for every path that holds more than one: `writer`, then `producers`, then a
 //! segment's own locks (see [`crate::segment`]). `reported_damage` is a leaf: nothing is taken
 //! under it. The view is an atomic pointer, not a lock.
 //!
-//! Files: [`append`] validates (pure), [`write`](self) appends and rolls, [`read`](self) reads,
-//! [`flush`](self), [`truncate`](self), [`maintenance`](self) (retention, the cleaner's swap),
-//! [`load`](self) opens and recovers, [`producers`](self) keeps the idempotent producers' state.
+//! Files: `append.rs` validates (pure functions), `write.rs` appends and rolls, `read.rs` reads,
+//! `flush.rs` flushes, `truncate.rs` truncates, `maintenance.rs` holds retention and the
+//! cleaner's swap, `load.rs` opens and recovers, `producers.rs` keeps the idempotent producers'
+//! state.
 
 mod append;
 mod flush;
@@ -63,9 +64,13 @@ pub const LEADER_EPOCH: i32 = 0;
 pub struct LogView {
     /// Sorted by base offset; never empty; the last is the active segment.
     pub segments: Arc<Vec<Arc<Segment>>>,
+    /// The log end offset (the next offset to assign) and where it lies in the active segment.
     pub log_end: LogOffsetMetadata,
+    /// The first offset that can be read; data below it waits for retention to remove it.
     pub log_start_offset: i64,
+    /// Offsets below it are committed: consumers read up to it.
     pub high_watermark: i64,
+    /// Offsets below it are fsynced; recovery after an unclean stop starts at its segment.
     pub recovery_point: i64,
     /// Damage in the active segment that no recovery cut (the last stop was clean), found
     /// while looking for the log's end: the log ends before it and takes no appends until it
@@ -77,6 +82,7 @@ pub struct LogView {
 }
 
 impl LogView {
+    /// The last segment, the one appends go to.
     pub fn active_segment(&self) -> &Arc<Segment> {
         // The list is never empty (module invariant), so `last` always exists.
         &self.segments[self.segments.len() - 1]
@@ -128,6 +134,7 @@ pub trait SegmentReaper: Send + Sync + std::fmt::Debug {
 /// it is opened or created.
 #[derive(Debug, Clone)]
 pub struct LogEnvironment {
+    /// The clock the log's rolls, retention, flushes and LogAppendTime stamps read.
     pub clock: Arc<dyn Clock>,
     /// The data directory's health, shared with every log in it.
     pub health: Arc<DirHealth>,
@@ -148,6 +155,7 @@ impl LogEnvironment {
 }
 
 impl Log {
+    /// The partition this log holds.
     pub fn topic_partition(&self) -> &TopicPartition {
         &self.topic_partition
     }
@@ -155,6 +163,7 @@ impl Log {
     pub fn dir(&self) -> &Path {
         &self.dir
     }
+    /// The configuration in force, as given at opening or by [`Log::update_config`] since.
     pub fn config(&self) -> Arc<LogConfig> {
         self.config.load_full()
     }
@@ -166,12 +175,15 @@ impl Log {
     pub fn view(&self) -> Arc<LogView> {
         self.view.load_full()
     }
+    /// The offset the next appended record gets (the LEO).
     pub fn log_end_offset(&self) -> i64 {
         self.view.load().log_end.offset
     }
+    /// The first offset that can be read (Kafka's `LogStartOffset`).
     pub fn log_start_offset(&self) -> i64 {
         self.view.load().log_start_offset
     }
+    /// The end of the committed data: consumers read up to it.
     pub fn high_watermark(&self) -> i64 {
         self.view.load().high_watermark
     }
@@ -179,15 +191,19 @@ impl Log {
     pub fn watermarks(&self) -> Watermarks {
         Watermarks::of(&self.view.load())
     }
+    /// The offset below which every record is fsynced; recovery starts from its segment.
     pub fn recovery_point(&self) -> i64 {
         self.view.load().recovery_point
     }
+    /// When the last flush ended, by the log's clock (before any, when the log opened).
     pub fn last_flush_ms(&self) -> i64 {
         self.writer.lock().last_flush_ms
     }
+    /// Bytes of every segment's `.log` (Kafka's `Size` metric).
     pub fn size_in_bytes(&self) -> u64 {
         self.view.load().size_in_bytes()
     }
+    /// Segments in the log, the active one included (Kafka's `NumLogSegments`).
     pub fn segment_count(&self) -> usize {
         self.view.load().segments.len()
     }

@@ -8,12 +8,15 @@ use ferrolog_records::DEFAULT_MAX_DECOMPRESSED_BYTES;
 
 use super::{Log, LogView};
 use crate::error::{Result, StorageError};
+pub use crate::segment::FirstBatch;
 use crate::segment::{Segment, TimestampOffset};
 
 /// An offset with where it lies on disk.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct LogOffsetMetadata {
+    /// The offset itself.
     pub offset: i64,
+    /// Base offset of the segment holding it.
     pub segment_base_offset: i64,
     /// Byte position in that segment's `.log`.
     pub position: u64,
@@ -28,33 +31,30 @@ pub enum FetchBound {
     HighWatermark,
 }
 
-/// Whether a fetch's first batch may exceed its byte limit.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum FirstBatch {
-    /// The first batch comes whole even past `max_bytes` (Kafka's `minOneMessage`: the first
-    /// partition of a fetch, so a batch larger than the limits is never stuck).
-    Whole,
-    /// Nothing past `max_bytes`, so possibly nothing at all.
-    WithinLimit,
-}
-
 /// A fetch request against one log.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct FetchParams {
+    /// The offset to read from; the slice starts at the batch holding it.
     pub start_offset: i64,
+    /// Bytes the slice may cover at most (the first batch aside, see [`FirstBatch`]).
     pub max_bytes: u64,
+    /// How far the read may go.
     pub bound: FetchBound,
+    /// Whether the first batch comes whole past `max_bytes`.
     pub first_batch: FirstBatch,
 }
 
 /// Where a log's readable range starts and ends, all from one snapshot.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Watermarks {
+    /// The first offset that can be read.
     pub log_start_offset: i64,
+    /// The end of the committed data: consumers read up to it.
     pub high_watermark: i64,
     /// Where `read_committed` consumers stop. The log holds no transactions (transactional
     /// batches are refused), so it is the high watermark.
     pub last_stable_offset: i64,
+    /// The offset the next appended record gets.
     pub log_end_offset: i64,
 }
 
@@ -83,9 +83,11 @@ impl FileSlice {
     pub fn position(&self) -> u64 {
         self.position
     }
+    /// Bytes in the range.
     pub fn len(&self) -> u64 {
         self.length
     }
+    /// Whether the range holds no bytes.
     pub fn is_empty(&self) -> bool {
         self.length == 0
     }
@@ -114,7 +116,10 @@ pub struct FetchData {
     pub offset_metadata: LogOffsetMetadata,
     /// The bytes to send; `None` when there is nothing to return.
     pub slice: Option<FileSlice>,
+    /// The slice ends inside its first batch: `max_bytes` was smaller than it (only with
+    /// [`FirstBatch::WithinLimit`]).
     pub first_entry_incomplete: bool,
+    /// The log's watermarks, from the snapshot the slice was cut from.
     pub watermarks: Watermarks,
 }
 
@@ -123,6 +128,7 @@ impl FetchData {
     pub fn len(&self) -> u64 {
         self.slice.as_ref().map_or(0, FileSlice::len)
     }
+    /// Whether there is nothing to send.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
@@ -140,8 +146,11 @@ impl FetchData {
 
 /// ListOffsets' special timestamps.
 pub mod special_timestamps {
+    /// −1: the log end offset.
     pub const LATEST: i64 = -1;
+    /// −2: the log start offset.
     pub const EARLIEST: i64 = -2;
+    /// −3: the record with the largest timestamp (KIP-734).
     pub const MAX_TIMESTAMP: i64 = -3;
 }
 

@@ -12,7 +12,9 @@ use crate::config::LogConfig;
 /// What retention needs to know of one segment.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SegmentSummary {
+    /// The segment's base offset.
     pub base_offset: i64,
+    /// Bytes of its `.log`.
     pub size_bytes: u64,
     /// The largest record timestamp, or the file's modification time when it has none; `None`
     /// when damaged bytes keep it from being read.

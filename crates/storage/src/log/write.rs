@@ -148,10 +148,7 @@ impl Log {
         drop(writer);
 
         if let Some(new_base) = rolled {
-            // Kafka flushes the segments before a new one asynchronously; here the appender
-            // that rolled pays it, outside the writer lock so other appends go on.
-            self.flush_up_to(new_base)?;
-            snapshot::sync(self.dir(), new_base)?;
+            self.make_roll_durable(new_base)?;
         }
         if unflushed >= config.flush_messages {
             self.flush()?;
@@ -235,9 +232,17 @@ impl Log {
             self.ensure_open(&writer)?;
             let new_base = self.roll_locked(&config, None)?;
             drop(writer);
-            self.flush_up_to(new_base)?;
-            snapshot::sync(self.dir(), new_base)?;
+            self.make_roll_durable(new_base)?;
             Ok(new_base)
         })
+    }
+
+    /// What follows every roll, outside the writer lock so other appends go on: the segments
+    /// below the new base are fsynced and the recovery point moves to it, then the producer
+    /// snapshot written at the roll is fsynced. Kafka does both on its flush thread; here
+    /// whoever rolled (an appender, `roll`, an idle roll, retention) pays it.
+    pub(super) fn make_roll_durable(&self, new_base: i64) -> Result<()> {
+        self.flush_up_to(new_base)?;
+        snapshot::sync(self.dir(), new_base)
     }
 }

@@ -27,7 +27,9 @@ use crate::health::DirHealth;
 
 use super::topic_configs::{self, StoredTopicConfigs, TOPIC_CONFIGS_FILE};
 
+/// The lock file at a data directory's top, held with an exclusive `flock` while in use.
 pub const LOCK_FILE: &str = ".lock";
+/// The clean-shutdown marker, written at a clean shutdown and deleted as soon as it is read.
 pub const CLEAN_SHUTDOWN_FILE: &str = ".kafka_cleanshutdown";
 
 /// Loading progress of one directory, as Kafka's `remainingLogsToRecover` and
@@ -38,6 +40,7 @@ pub struct LoadProgress {
     pub remaining_segments: AtomicUsize,
 }
 
+/// One opened data directory of `log.dirs`: its lock, health, markers and loading progress.
 #[derive(Debug)]
 pub struct DataDir {
     path: PathBuf,
@@ -105,27 +108,34 @@ impl DataDir {
         })
     }
 
+    /// The directory's absolute path.
     pub fn path(&self) -> &Path {
         &self.path
     }
+    /// The directory's health, shared with every log in it.
     pub fn health(&self) -> &Arc<DirHealth> {
         &self.health
     }
+    /// Whether an I/O error has taken the directory offline (until the process restarts).
     pub fn is_offline(&self) -> bool {
         self.health.is_offline()
     }
+    /// Whether the clean-shutdown marker was there at startup (its logs then skip recovery).
     pub fn had_clean_shutdown(&self) -> bool {
         self.had_clean_shutdown
     }
     pub(crate) fn mark_loaded(&self) {
         self.loaded.store(true, Ordering::Release);
     }
+    /// Whether every log of the directory has loaded; only then may shutdown write the marker.
     pub fn is_loaded(&self) -> bool {
         self.loaded.load(Ordering::Acquire)
     }
+    /// Logs still to load at startup (Kafka's `remainingLogsToRecover`).
     pub fn remaining_logs_to_recover(&self) -> usize {
         self.progress.remaining_logs.load(Ordering::Relaxed)
     }
+    /// Segments still to recover in the logs loading now (Kafka's `remainingSegmentsToRecover`).
     pub fn remaining_segments_to_recover(&self) -> usize {
         self.progress.remaining_segments.load(Ordering::Relaxed)
     }

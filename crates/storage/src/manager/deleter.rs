@@ -24,6 +24,7 @@ enum Target {
     Dir(PathBuf),
 }
 
+/// Removes deleted segments' files and deleted partition directories once their delay is over.
 #[derive(Debug)]
 pub struct Deleter {
     clock: Arc<dyn Clock>,
@@ -35,6 +36,7 @@ pub struct Deleter {
 }
 
 impl Deleter {
+    /// A deleter with nothing pending, timed by `clock`; [`Deleter::start`] starts its thread.
     pub fn new(clock: Arc<dyn Clock>) -> Self {
         Self {
             clock,

@@ -74,15 +74,19 @@ impl DataDirs {
     pub fn all(&self) -> &[Arc<DataDir>] {
         &self.dirs
     }
+    /// The directories that opened at startup, in `log.dirs` order.
     pub fn iter(&self) -> std::slice::Iter<'_, Arc<DataDir>> {
         self.dirs.iter()
     }
+    /// How many directories opened at startup, offline ones included.
     pub fn len(&self) -> usize {
         self.dirs.len()
     }
+    /// Whether no directory opened; never true, as opening fails when none can be used.
     pub fn is_empty(&self) -> bool {
         self.dirs.is_empty()
     }
+    /// The directory at `index`, counting only the directories that opened.
     pub fn get(&self, index: usize) -> Option<&Arc<DataDir>> {
         self.dirs.get(index)
     }

@@ -86,8 +86,6 @@ fn list_jobs(dir: &DataDir) -> Result<DirJobs> {
     Ok(DirJobs { logs })
 }
 
-/// Loads every log of every online directory. An I/O failure takes only its directory
-/// offline; anything else (a corrupt name, a log that cannot be opened safely) is fatal.
 /// What every log of the manager is given, besides its data directory's health.
 #[derive(Debug, Clone)]
 pub(crate) struct LogServices {
@@ -106,6 +104,8 @@ impl LogServices {
     }
 }
 
+/// Loads every log of every online directory. An I/O failure takes only its directory
+/// offline; anything else (a corrupt name, a log that cannot be opened safely) is fatal.
 pub(crate) fn load_all(
     dirs: &[Arc<DataDir>],
     threads_per_dir: usize,

@@ -18,14 +18,19 @@ use super::data_dir::DataDir;
 use crate::error::{Result, StorageError};
 use crate::fs::atomic_write;
 
+/// The file naming the cluster and node a data directory belongs to.
 pub const META_PROPERTIES: &str = "meta.properties";
 
 /// The parsed contents of a `meta.properties`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MetaProperties {
+    /// The format: 0 (ZooKeeper-era, `broker.id`) or 1 (KRaft, `node.id`).
     pub version: u32,
+    /// The node the directory belongs to (`node.id`, or `broker.id` in version 0).
     pub node_id: i32,
+    /// `cluster.id`; `None` when absent or empty, which only version 0 allows.
     pub cluster_id: Option<String>,
+    /// `directory.id`, the directory's own Kafka `Uuid`, when present.
     pub directory_id: Option<String>,
 }
 

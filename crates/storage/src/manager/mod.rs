@@ -54,6 +54,7 @@ use tasks::Maintenance;
 /// What startup found, for operators and tests.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct StartupReport {
+    /// Partition logs loaded from the online directories.
     pub logs_loaded: usize,
     /// Segments scanned and re-indexed (0 after a clean shutdown).
     pub segments_recovered: usize,
@@ -65,9 +66,9 @@ pub struct StartupReport {
 }
 
 /// Every partition log of the node, across its data directories. Each part of its state has
-/// one owner: the directories ([`DataDirs`]), the logs and topic ids (`logs`, a [`LogMap`]),
+/// one owner: the directories ([`DataDirs`]), the logs and topic ids (`log_map.rs`),
 /// the node's identity, the topic overrides, the producer-id block, and what runs beside the
-/// logs ([`Maintenance`]: deleter, scheduler, cleaner and its checkpoints).
+/// logs (`tasks.rs`: deleter, scheduler, cleaner and its checkpoints).
 #[derive(Debug)]
 pub struct LogManager {
     config: ManagerConfig,
@@ -176,9 +177,11 @@ impl LogManager {
         Ok(manager)
     }
 
+    /// The configuration the manager was opened with.
     pub fn config(&self) -> &ManagerConfig {
         &self.config
     }
+    /// The cluster id of the directories' `meta.properties` (drawn at random for fresh ones).
     pub fn cluster_id(&self) -> &str {
         &self.identity.cluster_id
     }
@@ -194,9 +197,11 @@ impl LogManager {
     pub fn clock(&self) -> &Arc<dyn Clock> {
         &self.clock
     }
+    /// This node's id: `node.id` if set, else the directories' `meta.properties`, else 0.
     pub fn node_id(&self) -> i32 {
         self.identity.node_id
     }
+    /// What loading found when the manager opened.
     pub fn startup_report(&self) -> &StartupReport {
         &self.startup
     }

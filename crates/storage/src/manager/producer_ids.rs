@@ -22,6 +22,7 @@ use super::LogManager;
 use crate::error::{Result, StorageError};
 use crate::fs::read_text_if_exists;
 
+/// The file recording the first producer id not yet reserved, in every online data directory.
 pub const PRODUCER_IDS_FILE: &str = "ferrolog-producer-ids";
 const VERSION: u32 = 0;
 /// Ids reserved per file write (Kafka's block size).

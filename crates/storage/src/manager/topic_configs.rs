@@ -27,6 +27,7 @@ use std::path::Path;
 use crate::error::{Result, StorageError};
 use crate::fs::read_text_if_exists;
 
+/// The file holding the topic-level config overrides, in every online data directory.
 pub const TOPIC_CONFIGS_FILE: &str = "ferrolog-topic-configs";
 const VERSION: u32 = 0;
 

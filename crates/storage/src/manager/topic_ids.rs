@@ -23,6 +23,7 @@ use crate::error::{Result, StorageError};
 use crate::fs::{atomic_write, read_text_if_exists};
 use crate::types::TopicPartition;
 
+/// The file holding the topic id in each partition directory (Kafka's name and format).
 pub const PARTITION_METADATA_FILE: &str = "partition.metadata";
 
 const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";

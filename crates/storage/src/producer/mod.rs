@@ -31,15 +31,20 @@ pub const BATCHES_PER_PRODUCER: usize = 5;
 /// Where one batch of a producer landed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct BatchMetadata {
+    /// The batch's `baseSequence`: the sequence number of its first record.
     pub first_seq: i32,
+    /// The sequence number of the batch's last record.
     pub last_seq: i32,
+    /// The offset of the batch's first record.
     pub first_offset: i64,
+    /// The offset of the batch's last record.
     pub last_offset: i64,
     /// The batch's max timestamp; producer expiry counts from the newest.
     pub timestamp: i64,
 }
 
 impl BatchMetadata {
+    /// The last offset minus the first: a snapshot entry's `offsetDelta`.
     pub fn offset_delta(&self) -> i32 {
         i32::try_from(self.last_offset - self.first_offset).unwrap_or(i32::MAX)
     }
@@ -48,14 +53,18 @@ impl BatchMetadata {
 /// One producer id's state in one partition.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ProducerEntry {
+    /// The producer's `producerId`.
     pub producer_id: i64,
+    /// The producer's current `producerEpoch`; batches of an older one are fenced.
     pub epoch: i16,
     /// Oldest first, at most [`BATCHES_PER_PRODUCER`].
     pub batches: VecDeque<BatchMetadata>,
+    /// The transaction coordinator's `coordinatorEpoch`, kept through snapshots; −1 for none.
     pub coordinator_epoch: i32,
 }
 
 impl ProducerEntry {
+    /// A producer at `epoch` with no batches yet and no coordinator epoch (−1).
     pub fn new(producer_id: i64, epoch: i16) -> Self {
         Self {
             producer_id,
@@ -65,10 +74,12 @@ impl ProducerEntry {
         }
     }
 
+    /// The newest batch's max timestamp, from which expiry counts; −1 without batches.
     pub fn last_timestamp(&self) -> i64 {
         self.batches.back().map_or(-1, |b| b.timestamp)
     }
 
+    /// The newest batch's last offset; −1 without batches.
     pub fn last_offset(&self) -> i64 {
         self.batches.back().map_or(-1, |b| b.last_offset)
     }
@@ -104,12 +115,19 @@ impl ProducerEntry {
 /// A batch of an idempotent producer, as the state needs it (offsets as assigned).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ProducerBatch {
+    /// The batch's `producerId`.
     pub producer_id: i64,
+    /// The batch's `producerEpoch`.
     pub epoch: i16,
+    /// The batch's `baseSequence`.
     pub first_seq: i32,
+    /// `baseSequence` + `lastOffsetDelta`, wrapping past `i32::MAX` to 0.
     pub last_seq: i32,
+    /// The batch's `baseOffset`.
     pub first_offset: i64,
+    /// `baseOffset` + `lastOffsetDelta`: the offset of the batch's last record.
     pub last_offset: i64,
+    /// The batch's `maxTimestamp`.
     pub timestamp: i64,
 }
 
@@ -141,20 +159,24 @@ pub struct ProducerState {
 }
 
 impl ProducerState {
+    /// The state of the producers in `entries` (a loaded snapshot), keyed by producer id.
     pub fn from_entries(entries: Vec<ProducerEntry>) -> Self {
         Self {
             producers: entries.into_iter().map(|e| (e.producer_id, e)).collect(),
         }
     }
 
+    /// How many producers the state holds.
     pub fn len(&self) -> usize {
         self.producers.len()
     }
 
+    /// Whether the state holds no producer.
     pub fn is_empty(&self) -> bool {
         self.producers.is_empty()
     }
 
+    /// The state of `producer_id`, if the partition knows it.
     pub fn get(&self, producer_id: i64) -> Option<&ProducerEntry> {
         self.producers.get(&producer_id)
     }
@@ -166,6 +188,7 @@ impl ProducerState {
         entries
     }
 
+    /// The ids of every producer the state holds.
     pub fn producer_ids(&self) -> HashSet<i64> {
         self.producers.keys().copied().collect()
     }

@@ -26,6 +26,7 @@ const VERSION: i16 = 1;
 const HEADER_BYTES: usize = 2 + 4 + 4;
 const ENTRY_BYTES: usize = 46;
 
+/// The path of the snapshot as of `offset`: `<dir>/<20-digit offset>.snapshot`.
 pub fn snapshot_path(dir: &Path, offset: i64) -> PathBuf {
     segment_path(dir, offset, SNAPSHOT_SUFFIX)
 }
@@ -47,6 +48,8 @@ pub fn list(dir: &Path) -> Result<Vec<(i64, PathBuf)>> {
     Ok(found)
 }
 
+/// Encodes a snapshot of `entries`, in the order given: each producer's last batch, with no open
+/// transaction (`currentTxnFirstOffset` −1); producers without batches are left out.
 pub fn encode<'a>(entries: impl Iterator<Item = &'a ProducerEntry>) -> Vec<u8> {
     let mut body = Vec::new();
     let mut count = 0i32;
@@ -126,7 +129,8 @@ pub fn decode(path: &Path, bytes: &[u8]) -> Result<Vec<ProducerEntry>> {
         let mut entry = ProducerEntry::new(producer_id, epoch);
         entry.coordinator_epoch = coordinator_epoch;
         entry.batches.push_back(BatchMetadata {
-            first_seq: last_seq.wrapping_sub(offset_delta),
+            // Sequences wrap at i32::MAX, as Kafka's `decrementSequence` wraps them back.
+            first_seq: last_seq.wrapping_sub(offset_delta) & i32::MAX,
             last_seq,
             last_offset,
             first_offset: last_offset - i64::from(offset_delta),

@@ -142,3 +142,22 @@ fn snapshots_round_trip_in_kafka_s_format_and_damage_is_refused() {
     }
     assert!(snapshot::decode(path, &bytes[..bytes.len() - 1]).is_err());
 }
+
+#[test]
+fn a_batch_whose_sequences_wrapped_is_still_recognised_after_a_snapshot() {
+    // Sequences i32::MAX - 1, i32::MAX, 0, 1: the batch wrapped past i32::MAX.
+    let wrapped = batch(3, 0, i32::MAX - 1, 4, 100);
+    assert_eq!(wrapped.last_seq, 1);
+    let state = applied(&[wrapped]);
+    let bytes = snapshot::encode(state.entries().into_iter());
+    let path = std::path::Path::new("00000000000000000104.snapshot");
+    let loaded = ProducerState::from_entries(snapshot::decode(path, &bytes).unwrap());
+    assert_eq!(
+        *loaded.get(3).unwrap().batches.back().unwrap(),
+        *state.get(3).unwrap().batches.back().unwrap(),
+        "the first sequence wraps back as it wrapped forward"
+    );
+    // A retry of it after the restart is a duplicate, not out of order.
+    let original = loaded.check(&[batch(3, 0, i32::MAX - 1, 4, 200)]).unwrap();
+    assert_eq!(original.map(|o| o.first_offset), Some(100));
+}

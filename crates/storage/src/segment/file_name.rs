@@ -4,10 +4,15 @@
 
 use std::path::{Path, PathBuf};
 
+/// A segment's records: batches back to back.
 pub const LOG_SUFFIX: &str = ".log";
+/// A segment's offset index: offset → byte position in the `.log`.
 pub const INDEX_SUFFIX: &str = ".index";
+/// A segment's time index: timestamp → offset.
 pub const TIME_INDEX_SUFFIX: &str = ".timeindex";
+/// Kafka's transaction index of aborted transactions; ferrolog writes none.
 pub const TXN_INDEX_SUFFIX: &str = ".txnindex";
+/// Producer-state snapshots, named after the offset they are as of.
 pub const SNAPSHOT_SUFFIX: &str = ".snapshot";
 /// Files removed from the log, waiting for `file.delete.delay.ms`.
 pub const DELETED_SUFFIX: &str = ".deleted";

@@ -41,18 +41,23 @@ impl<E: IndexEntry> Index<E> {
         })
     }
 
+    /// The base offset of the segment; entries store their offsets relative to it.
     pub fn base_offset(&self) -> i64 {
         self.base_offset
     }
+    /// The index file's path, which follows the segment's suffix changes.
     pub fn path(&self) -> &Path {
         self.file.path()
     }
     pub(crate) fn set_path(&mut self, path: PathBuf) {
         self.file.set_path(path);
     }
+    /// How many entries the index holds.
     pub fn entries(&self) -> usize {
         self.file.entries()
     }
+    /// The most entries the index may hold: `segment.index.bytes` worth for a new index, and
+    /// for one opened from an existing file the entries it has, until [`Self::resize`].
     pub fn max_entries(&self) -> usize {
         self.file.max_entries()
     }
@@ -155,6 +160,7 @@ impl<E: IndexEntry> Index<E> {
     pub fn trim_to_valid_size(&mut self) -> Result<bool> {
         self.file.trim_to_valid_size()
     }
+    /// Writes the entries to disk (msync, then fsync); an index file deleted meanwhile is no error.
     pub fn flush(&self) -> Result<()> {
         self.file.flush()
     }

@@ -36,15 +36,27 @@ pub use time_index::{NO_TIMESTAMP, TIME_ENTRY_BYTES, TimeEntry, TimeIndex, Times
 use crate::config::LogConfig;
 use crate::error::{Result, StorageError};
 use crate::fs::{remove_if_exists, rename_if_exists};
-use crate::log::FirstBatch;
 
 /// What the log appends to a segment, already validated: the bytes of whole batches and, per
 /// batch, what the indexes need.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct BatchMeta {
+    /// The offset of the batch's last record, which its index entries are keyed by.
     pub last_offset: i64,
+    /// The batch's `maxTimestamp`; −1 when it has none.
     pub max_timestamp: i64,
+    /// Bytes of the whole batch, log overhead included.
     pub size: u32,
+}
+
+/// Whether a fetch's first batch may exceed its byte limit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FirstBatch {
+    /// The first batch comes whole even past `max_bytes` (Kafka's `minOneMessage`: the first
+    /// partition of a fetch, so a batch larger than the limits is never stuck).
+    Whole,
+    /// Nothing past `max_bytes`, so possibly nothing at all.
+    WithinLimit,
 }
 
 /// Where a read found its first batch, and the slice of the `.log` to send.
@@ -61,18 +73,27 @@ pub struct SegmentSlice {
 /// Inputs to the roll decision, as Kafka's `RollParams`.
 #[derive(Debug, Clone, Copy)]
 pub struct RollParams {
+    /// `segment.ms`: the age at which a segment rolls, less its jitter.
     pub segment_ms: i64,
+    /// `segment.bytes`: the size a segment may not grow past.
     pub segment_bytes: u64,
+    /// The largest timestamp of the incoming batches (now, under `LogAppendTime`): the segment's
+    /// age is this less its first batch's timestamp.
     pub max_timestamp_in_messages: i64,
+    /// The last offset of the incoming batches, which must fit the segment's relative offsets.
     pub max_offset_in_messages: i64,
+    /// Bytes of the incoming batches.
     pub messages_size: u64,
+    /// The current time, which ages a segment without timestamps from its creation.
     pub now_ms: i64,
 }
 
 /// What recovering a segment found.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SegmentRecovery {
+    /// Bytes of whole, valid batches: the `.log`'s size after recovery.
     pub valid_bytes: u64,
+    /// Bytes cut from the end of the `.log`: damage, a torn tail, or preallocated space.
     pub truncated_bytes: u64,
     /// Where and why the scan stopped, when it stopped on a bad entry.
     pub corruption: Option<(u64, String)>,
@@ -91,6 +112,8 @@ struct AppendState {
     created_ms: i64,
 }
 
+/// A segment: a `.log` holding a contiguous range of offsets from its base offset, with its
+/// `.index` and `.timeindex`.
 #[derive(Debug)]
 pub struct Segment {
     base_offset: i64,
@@ -174,6 +197,7 @@ impl Segment {
         })
     }
 
+    /// The offset the segment starts at (no record in it is below); its files are named after it.
     pub fn base_offset(&self) -> i64 {
         self.base_offset
     }
@@ -185,27 +209,35 @@ impl Segment {
     pub fn size(&self) -> u64 {
         self.log.size()
     }
+    /// Whether the `.log` holds no valid data.
     pub fn is_empty(&self) -> bool {
         self.size() == 0
     }
+    /// The segment's `.log`, for reading its bytes directly.
     pub fn log_file(&self) -> &RecordsFile {
         &self.log
     }
+    /// The `.log`'s current path, with any transient suffix.
     pub fn log_path(&self) -> PathBuf {
         self.log.path()
     }
+    /// This segment's share of `segment.jitter.ms`: it rolls by time that much before `segment.ms`.
     pub fn roll_jitter_ms(&self) -> i64 {
         self.roll_jitter_ms
     }
+    /// The offset index's entries, in order.
     pub fn offset_index_entries(&self) -> Vec<OffsetPosition> {
         self.offset_index.read().all_entries()
     }
+    /// The time index's entries, in order.
     pub fn time_index_entries(&self) -> Vec<TimestampOffset> {
         self.time_index.read().all_entries()
     }
+    /// Whether the offset index has no room left, which rolls the segment.
     pub fn offset_index_is_full(&self) -> bool {
         self.offset_index.read().is_full()
     }
+    /// Whether the time index is full but for its reserved last slot, which rolls the segment.
     pub fn time_index_is_full(&self) -> bool {
         self.time_index.read().is_full()
     }
@@ -348,6 +380,7 @@ impl Segment {
         self.last_modified_ms()
     }
 
+    /// The `.log`'s modification time, in milliseconds since the Unix epoch (0 if earlier).
     pub fn last_modified_ms(&self) -> Result<i64> {
         let path = self.log.path();
         let modified = std::fs::metadata(&path)
@@ -602,6 +635,8 @@ impl Segment {
         Ok(())
     }
 
+    /// Kafka's sanity check of both indexes: no offset below the base, no timestamp going
+    /// backwards, whole entries.
     pub fn sanity_check(&self) -> Result<()> {
         self.offset_index.read().sanity_check()?;
         self.time_index.read().sanity_check()

@@ -14,12 +14,15 @@ use ferrolog_records::be;
 use super::index::{Index, IndexEntry};
 use crate::error::{Result, StorageError};
 
+/// Bytes per offset-index entry: `relativeOffset` and `position`, 4 bytes each.
 pub const OFFSET_ENTRY_BYTES: usize = 8;
 
 /// An offset and the byte position of the batch holding it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct OffsetPosition {
+    /// The offset, absolute (stored as `relativeOffset`, relative to the base offset).
     pub offset: i64,
+    /// Byte position in the `.log` where the batch holding `offset` starts.
     pub position: u32,
 }
 
@@ -44,6 +47,7 @@ impl IndexEntry for OffsetPosition {
 pub type OffsetIndex = Index<OffsetPosition>;
 
 impl Index<OffsetPosition> {
+    /// Whether the index holds as many entries as it may; the segment then rolls.
     pub fn is_full(&self) -> bool {
         self.entries() >= self.max_entries()
     }

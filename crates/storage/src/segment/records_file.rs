@@ -40,20 +40,25 @@ pub struct EntrySummary {
     pub position: u64,
     /// Whole size, 12-byte overhead included.
     pub size: u32,
+    /// The entry's `magic`: 2 for a v2 batch, 0 or 1 for a legacy message.
     pub magic: u8,
     /// First offset when the header tells it (v2 and uncompressed legacy); for a legacy wrapper
     /// the header only tells the last.
     pub offset_field: i64,
+    /// The offset of the entry's last record (`baseOffset` + `lastOffsetDelta` in v2).
     pub last_offset: i64,
+    /// The entry's `maxTimestamp` (v2) or message timestamp (v1); −1 for v0, which has none.
     pub max_timestamp: i64,
     /// The producer id of a v2 batch (−1 for none, and for legacy entries).
     pub producer_id: i64,
 }
 
 impl EntrySummary {
+    /// The offset after the entry's last record.
     pub fn next_offset(&self) -> i64 {
         self.last_offset.saturating_add(1)
     }
+    /// Byte position just past the entry, where the next one starts.
     pub fn end_position(&self) -> u64 {
         self.position + u64::from(self.size)
     }
@@ -72,6 +77,7 @@ pub const MAX_RESERVE_AHEAD_BYTES: u64 = 16 << 20;
 /// `reserved_end` once reserving has failed for this file: appends never reach it.
 const RESERVATION_OFF: u64 = u64::MAX;
 
+/// The `.log` of a segment: positional reads by any thread, appends by a single appender.
 #[derive(Debug)]
 pub struct RecordsFile {
     path: Mutex<PathBuf>,
@@ -121,6 +127,7 @@ impl RecordsFile {
         })
     }
 
+    /// The file's current path, which follows the segment's suffix changes.
     pub fn path(&self) -> PathBuf {
         self.path.lock().clone()
     }
@@ -135,6 +142,7 @@ impl RecordsFile {
     pub fn file(&self) -> &File {
         &self.file
     }
+    /// The file's length, longer than [`Self::size`] while a preallocated file is untrimmed.
     pub fn file_length(&self) -> Result<u64> {
         self.file
             .metadata()
@@ -531,8 +539,11 @@ impl ScanWindow {
 /// Bytes a scan found where a whole, well-formed entry should start.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Damage {
+    /// Byte position where the entry should start.
     pub position: u64,
+    /// Which kind of damage it is.
     pub kind: DamageKind,
+    /// What is wrong there, for an error or a report.
     pub reason: String,
 }
 

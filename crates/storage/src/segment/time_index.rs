@@ -15,6 +15,7 @@ use ferrolog_records::be;
 use super::index::{Index, IndexEntry};
 use crate::error::{Result, StorageError};
 
+/// Bytes per time-index entry: an 8-byte `timestamp` and a 4-byte `relativeOffset`.
 pub const TIME_ENTRY_BYTES: usize = 12;
 /// Kafka's "no timestamp".
 pub const NO_TIMESTAMP: i64 = -1;
@@ -22,7 +23,9 @@ pub const NO_TIMESTAMP: i64 = -1;
 /// A timestamp and the offset it was reached at.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TimestampOffset {
+    /// The timestamp; [`NO_TIMESTAMP`] (−1) for none.
     pub timestamp: i64,
+    /// The offset, absolute (stored as `relativeOffset`, relative to the base offset).
     pub offset: i64,
 }
 
