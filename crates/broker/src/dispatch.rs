@@ -7,6 +7,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 
 use bytes::Bytes;
+use ferrolog_records::be;
 use kafka_protocol::messages::{
     AlterConfigsRequest, ApiKey, ApiVersionsRequest, CreatePartitionsRequest, CreateTopicsRequest,
     DeleteGroupsRequest, DeleteRecordsRequest, DeleteTopicsRequest, DescribeClusterRequest,
@@ -167,7 +168,7 @@ pub async fn dispatch(
     let started = std::time::Instant::now();
     let api = frame
         .get(..2)
-        .and_then(|key| ApiKey::try_from(i16::from_be_bytes([key[0], key[1]])).ok());
+        .and_then(|key| ApiKey::try_from(be::i16_at(key, 0)).ok());
     let result = dispatch_inner(context, frame, peer).await;
     let name = api.map_or_else(|| "Unknown".to_owned(), |api| format!("{api:?}"));
     crate::metrics::record_request(&name, started.elapsed().as_secs_f64() * 1000.0);
@@ -185,8 +186,8 @@ async fn dispatch_inner(
     if frame.len() < 4 {
         return Err(malformed("a request shorter than its header"));
     }
-    let api_key = i16::from_be_bytes([frame[0], frame[1]]);
-    let api_version = i16::from_be_bytes([frame[2], frame[3]]);
+    let api_key = be::i16_at(&frame, 0);
+    let api_version = be::i16_at(&frame, 2);
     let api =
         ApiKey::try_from(api_key).map_err(|_| malformed(format!("unknown API key {api_key}")))?;
     let header = RequestHeader::decode(&mut frame, api.request_header_version(api_version))

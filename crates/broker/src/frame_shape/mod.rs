@@ -20,6 +20,7 @@
 mod schemas;
 
 use bytes::Bytes;
+use ferrolog_records::be;
 use kafka_protocol::messages::ApiKey;
 
 /// What decoding one element (an entry of an array, a tagged field) and answering it costs at
@@ -183,8 +184,8 @@ fn shape_of(frame: &Bytes) -> Result<Shape, Malformed> {
             reason: format!("a frame of {} bytes is shorter than a header", frame.len()),
         });
     };
-    let api_key = i16::from_be_bytes([key_bytes[0], key_bytes[1]]);
-    let version = i16::from_be_bytes([key_bytes[2], key_bytes[3]]);
+    let api_key = be::i16_at(key_bytes, 0);
+    let version = be::i16_at(key_bytes, 2);
     let Ok(api) = ApiKey::try_from(api_key) else {
         return Ok(Shape::default());
     };
@@ -252,8 +253,8 @@ impl Reader<'_> {
         let bytes = &self.bytes[start..start + width];
         Ok(match width {
             1 => i64::from(bytes[0] as i8),
-            2 => i64::from(i16::from_be_bytes([bytes[0], bytes[1]])),
-            _ => i64::from(i32::from_be_bytes([bytes[0], bytes[1], bytes[2], bytes[3]])),
+            2 => i64::from(be::i16_at(bytes, 0)),
+            _ => i64::from(be::i32_at(bytes, 0)),
         })
     }
 

@@ -18,7 +18,7 @@ fn subscribed_topics(protocol_type: &str, metadata: &[u8]) -> Vec<String> {
     if protocol_type != "consumer" || metadata.len() < 2 {
         return Vec::new();
     }
-    let version = i16::from_be_bytes([metadata[0], metadata[1]]).clamp(0, 3);
+    let version = ferrolog_records::be::i16_at(metadata, 0).clamp(0, 3);
     let mut body = Bytes::copy_from_slice(&metadata[2..]);
     ConsumerProtocolSubscription::decode(&mut body, version)
         .map(|s| s.topics.into_iter().map(|t| t.to_string()).collect())

@@ -172,9 +172,7 @@ impl Inbound {
             return Ok(None);
         }
         let prefix = self.buffer.split_to(4);
-        Ok(Some(i32::from_be_bytes([
-            prefix[0], prefix[1], prefix[2], prefix[3],
-        ])))
+        Ok(Some(ferrolog_records::be::i32_at(&prefix, 0)))
     }
 
     /// The request of `size` bytes, or `None` when the client closed before sending it all.

@@ -85,9 +85,16 @@ impl Deleter {
             };
             let Some(target) = target else { break };
             let result = match &target {
-                Target::Files(files) => files
-                    .iter()
-                    .try_for_each(|file| remove_if_exists(file).map(|_| ())),
+                Target::Files(files) => {
+                    // Every file is tried: a failure on one spares none of the others.
+                    let mut first_error = None;
+                    for file in files {
+                        if let Err(error) = remove_if_exists(file) {
+                            first_error.get_or_insert(error);
+                        }
+                    }
+                    first_error.map_or(Ok(()), Err)
+                }
                 Target::Dir(dir) => match std::fs::remove_dir_all(dir) {
                     Err(error) if error.kind() != std::io::ErrorKind::NotFound => {
                         Err(StorageError::io("delete", dir.clone())(error))

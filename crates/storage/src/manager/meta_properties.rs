@@ -117,25 +117,11 @@ impl MetaProperties {
     }
 }
 
-/// A new random Kafka `Uuid` in its text form.
+/// A new random Kafka `Uuid` in its text form, as `Uuid.randomUuid` makes them: never a reserved
+/// id, and never one whose text starts with `-` (which Kafka's command-line tools would take for
+/// an option).
 pub fn random_uuid() -> String {
-    base64url(&rand::random::<[u8; 16]>())
-}
-
-fn base64url(bytes: &[u8]) -> String {
-    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
-    for chunk in bytes.chunks(3) {
-        let word = chunk.iter().enumerate().fold(0u32, |word, (i, byte)| {
-            word | u32::from(*byte) << (16 - 8 * i)
-        });
-        for position in 0..=chunk.len() {
-            out.push(char::from(
-                ALPHABET[((word >> (18 - 6 * position)) & 0x3f) as usize],
-            ));
-        }
-    }
-    out
+    super::TopicId::random().to_string()
 }
 
 /// The cluster and node the data directories belong to.
@@ -152,17 +138,22 @@ pub(super) fn settle_identity(
     configured_node: Option<i32>,
     now_ms: i64,
 ) -> Result<Identity> {
+    // A directory whose file cannot be read goes offline, as Kafka counts it among its failed
+    // log dirs; one whose file says something wrong stops the start.
     let mut metas = Vec::with_capacity(dirs.len());
     for dir in dirs {
-        let meta = MetaProperties::read(dir.path()).map_err(|error| match error {
-            StorageError::Io { .. } => error,
-            other => StorageError::Fatal(other.to_string()),
-        })?;
-        metas.push(meta);
+        match MetaProperties::read(dir.path()) {
+            Ok(meta) => metas.push((dir, meta)),
+            Err(error @ StorageError::Io { .. }) => {
+                tracing::error!(dir = %dir.path().display(), %error, "cannot read meta.properties: the directory is offline");
+                dir.health().mark_offline(&error);
+            }
+            Err(other) => return Err(StorageError::Fatal(other.to_string())),
+        }
     }
     let mut cluster: Option<(String, &Path)> = None;
     let mut node: Option<(i32, &Path)> = None;
-    for (dir, meta) in dirs.iter().zip(&metas) {
+    for (dir, meta) in &metas {
         let Some(meta) = meta else { continue };
         if let Some(id) = &meta.cluster_id {
             match &cluster {
@@ -200,15 +191,20 @@ pub(super) fn settle_identity(
     let cluster_id = cluster.map_or_else(random_uuid, |(id, _)| id);
     let node_id = configured_node.or(node.map(|(id, _)| id)).unwrap_or(0);
     let written_at = format!("written by ferrolog at {now_ms} ms since the epoch");
-    for (dir, meta) in dirs.iter().zip(&metas) {
+    for (dir, meta) in &metas {
         if meta.is_none() {
-            MetaProperties {
+            let written = MetaProperties {
                 version: 1,
                 node_id,
                 cluster_id: Some(cluster_id.clone()),
                 directory_id: Some(random_uuid()),
             }
-            .write(dir.path(), &written_at)?;
+            .write(dir.path(), &written_at);
+            if let Err(error) = written {
+                // A full or failing disk: the directory stays out of service, the others serve.
+                tracing::error!(dir = %dir.path().display(), %error, "cannot write meta.properties: the directory is offline");
+                dir.health().mark_offline(&error);
+            }
         }
     }
     Ok(Identity {
@@ -270,13 +266,20 @@ mod tests {
     }
 
     #[test]
-    fn uuids_are_22_base64url_characters() {
-        let id = random_uuid();
-        assert_eq!(id.len(), 22);
-        assert!(
-            id.bytes()
-                .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
-        );
-        assert_eq!(base64url(&[0xfb, 0xff]), "-_8");
+    fn uuids_are_22_base64url_characters_never_starting_with_a_dash() {
+        // A dash starts about one random id in 64; Kafka's `Uuid.randomUuid` never makes one.
+        for _ in 0..1_000 {
+            let id = random_uuid();
+            assert_eq!(id.len(), 22);
+            assert!(
+                id.bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+            );
+            assert!(!id.starts_with('-'), "{id}");
+            assert_eq!(
+                super::super::TopicId::parse(&id).map(|parsed| parsed.to_string()),
+                Some(id)
+            );
+        }
     }
 }
