@@ -240,15 +240,22 @@ fn a_failed_fsync_takes_the_directory_offline_and_is_never_retried() {
     }
 }
 
-#[test]
-fn a_failed_rename_during_retention_or_compaction_loses_nothing() {
-    let scenario = FailScenario::setup();
-    let (_temp, dir) = data_dir();
-    let manager = open(&dir, CleanupPolicy::COMPACT);
+/// A compacted log of 400 acknowledged records over 50 keys (so a pass has superseded records
+/// to remove), rolled so that all of it is cleanable.
+fn compacted_log(dir: &Path) -> (Arc<LogManager>, Arc<Log>, Acknowledged) {
+    let manager = open(dir, CleanupPolicy::COMPACT);
     let log = manager.get_or_create(&tp(0)).unwrap();
     let mut acknowledged = Acknowledged::default();
     acknowledged.produce_many(&log, 0, 400);
     log.roll().unwrap();
+    (manager, log, acknowledged)
+}
+
+#[test]
+fn a_failed_rename_during_retention_or_compaction_loses_nothing() {
+    let scenario = FailScenario::setup();
+    let (_temp, dir) = data_dir();
+    let (manager, log, acknowledged) = compacted_log(&dir);
 
     // The cleaner's swap: `.cleaned` → `.swap` fails.
     fail::cfg("fs.rename", "return(EIO)").unwrap();
@@ -292,11 +299,7 @@ fn a_failed_rename_during_retention_or_compaction_loses_nothing() {
 fn a_cleaning_pass_that_panics_marks_its_partition_uncleanable_and_holds_up_nothing() {
     let scenario = FailScenario::setup();
     let (_temp, dir) = data_dir();
-    let manager = open(&dir, CleanupPolicy::COMPACT);
-    let log = manager.get_or_create(&tp(0)).unwrap();
-    let mut acknowledged = Acknowledged::default();
-    acknowledged.produce_many(&log, 0, 400);
-    log.roll().unwrap();
+    let (manager, log, acknowledged) = compacted_log(&dir);
 
     // The pass panics while it writes the cleaned segment.
     fail::cfg("log.write", "panic(injected)").unwrap();

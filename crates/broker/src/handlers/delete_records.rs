@@ -8,9 +8,7 @@ use kafka_protocol::messages::delete_records_response::{
 };
 use kafka_protocol::messages::{DeleteRecordsRequest, DeleteRecordsResponse, RequestHeader};
 
-use ferrolog_storage::TopicPartition;
-
-use super::internal_topics;
+use super::{internal_topics, with_logs};
 use crate::{Context, errors};
 
 /// The offset that means "up to the high watermark".
@@ -26,43 +24,39 @@ pub fn handle(
         .into_iter()
         .map(|topic| {
             let name = topic.name.0.to_string();
-            let partitions = topic
-                .partitions
-                .into_iter()
-                .map(|partition| {
-                    let result = DeleteRecordsPartitionResult::default()
-                        .with_partition_index(partition.partition_index);
-                    let Some(log) = context.manager.get(&TopicPartition::new(
-                        name.clone(),
-                        partition.partition_index,
-                    )) else {
-                        return result
-                            .with_error_code(errors::UNKNOWN_TOPIC_OR_PARTITION)
-                            .with_low_watermark(-1);
-                    };
-                    let refused =
-                        |code| result.clone().with_error_code(code).with_low_watermark(-1);
-                    if let Some((code, _)) = internal_topics::delete_records_refusal(&name) {
-                        return refused(code);
-                    }
-                    if !log.config().cleanup_policy.delete {
-                        // Kafka: records of a compact-only topic are not deleted by offset.
-                        return refused(errors::POLICY_VIOLATION);
-                    }
-                    let offset = match partition.offset {
-                        HIGH_WATERMARK => log.high_watermark(),
-                        offset if offset < 0 => return refused(errors::OFFSET_OUT_OF_RANGE),
-                        offset => offset,
-                    };
-                    let outcome = log
-                        .maybe_increment_log_start_offset(offset)
-                        .and_then(|_| log.delete_old_segments().map(|_| ()));
-                    match outcome {
-                        Ok(()) => result.with_low_watermark(log.log_start_offset()),
-                        Err(error) => refused(errors::code_of(&error)),
-                    }
-                })
-                .collect();
+            let partitions = with_logs(context, &name, topic.partitions, |partition| {
+                partition.partition_index
+            })
+            .map(|(partition, log)| {
+                let result = DeleteRecordsPartitionResult::default()
+                    .with_partition_index(partition.partition_index);
+                let Some(log) = log else {
+                    return result
+                        .with_error_code(errors::UNKNOWN_TOPIC_OR_PARTITION)
+                        .with_low_watermark(-1);
+                };
+                let refused = |code| result.clone().with_error_code(code).with_low_watermark(-1);
+                if let Some((code, _)) = internal_topics::delete_records_refusal(&name) {
+                    return refused(code);
+                }
+                if !log.config().cleanup_policy.delete {
+                    // Kafka: records of a compact-only topic are not deleted by offset.
+                    return refused(errors::POLICY_VIOLATION);
+                }
+                let offset = match partition.offset {
+                    HIGH_WATERMARK => log.high_watermark(),
+                    offset if offset < 0 => return refused(errors::OFFSET_OUT_OF_RANGE),
+                    offset => offset,
+                };
+                let outcome = log
+                    .maybe_increment_log_start_offset(offset)
+                    .and_then(|_| log.delete_old_segments().map(|_| ()));
+                match outcome {
+                    Ok(()) => result.with_low_watermark(log.log_start_offset()),
+                    Err(error) => refused(errors::code_of(&error)),
+                }
+            })
+            .collect();
             DeleteRecordsTopicResult::default()
                 .with_name(topic.name)
                 .with_partitions(partitions)

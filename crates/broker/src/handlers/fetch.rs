@@ -15,9 +15,9 @@ use bytes::Bytes;
 use kafka_protocol::messages::fetch_response::{FetchableTopicResponse, PartitionData};
 use kafka_protocol::messages::{FetchRequest, FetchResponse, RequestHeader};
 
-use ferrolog_storage::TopicPartition;
 use ferrolog_storage::log::{FetchBound, FetchData, FetchParams, FirstBatch};
 
+use super::with_logs;
 use crate::response::FileRegion;
 use crate::{Context, errors};
 
@@ -90,55 +90,50 @@ fn read_once(
         .topics
         .iter()
         .map(|topic| {
-            let name = topic.topic.0.to_string();
-            let partitions = topic
-                .partitions
-                .iter()
-                .map(|partition| {
-                    let response =
-                        PartitionData::default().with_partition_index(partition.partition);
-                    let Some(log) = context
-                        .manager
-                        .get(&TopicPartition::new(name.clone(), partition.partition))
-                    else {
-                        return response.with_error_code(errors::UNKNOWN_TOPIC_OR_PARTITION);
-                    };
-                    let max_bytes = i64::from(partition.partition_max_bytes.max(0)).min(budget);
-                    let read = log.read(FetchParams {
-                        start_offset: partition.fetch_offset,
-                        max_bytes: u64::try_from(max_bytes).unwrap_or(0),
-                        bound: FetchBound::HighWatermark,
-                        first_batch: if first {
-                            FirstBatch::Whole
-                        } else {
-                            FirstBatch::WithinLimit
-                        },
-                    });
-                    let (watermarks, outcome) = match read {
-                        Ok(data) => (data.watermarks, Ok(data)),
-                        // A refusal still says where the log lies.
-                        Err(error) => (log.watermarks(), Err(error)),
-                    };
-                    let mut response = response
-                        .with_high_watermark(watermarks.high_watermark)
-                        .with_last_stable_offset(watermarks.last_stable_offset);
-                    if version >= 5 {
-                        response = response.with_log_start_offset(watermarks.log_start_offset);
-                    }
-                    match outcome.and_then(|data| records(data, &mut regions)) {
-                        Ok(records) => {
-                            let length = records.len() as i64;
-                            if length > 0 {
-                                first = false;
-                            }
-                            budget -= length;
-                            total += length;
-                            response.with_records(Some(records))
+            let partitions = with_logs(context, &topic.topic.0, &topic.partitions, |partition| {
+                partition.partition
+            })
+            .map(|(partition, log)| {
+                let response = PartitionData::default().with_partition_index(partition.partition);
+                let Some(log) = log else {
+                    return response.with_error_code(errors::UNKNOWN_TOPIC_OR_PARTITION);
+                };
+                let max_bytes = i64::from(partition.partition_max_bytes.max(0)).min(budget);
+                let read = log.read(FetchParams {
+                    start_offset: partition.fetch_offset,
+                    max_bytes: u64::try_from(max_bytes).unwrap_or(0),
+                    bound: FetchBound::HighWatermark,
+                    first_batch: if first {
+                        FirstBatch::Whole
+                    } else {
+                        FirstBatch::WithinLimit
+                    },
+                });
+                let (watermarks, outcome) = match read {
+                    Ok(data) => (data.watermarks, Ok(data)),
+                    // A refusal still says where the log lies.
+                    Err(error) => (log.watermarks(), Err(error)),
+                };
+                let mut response = response
+                    .with_high_watermark(watermarks.high_watermark)
+                    .with_last_stable_offset(watermarks.last_stable_offset);
+                if version >= 5 {
+                    response = response.with_log_start_offset(watermarks.log_start_offset);
+                }
+                match outcome.and_then(|data| records(data, &mut regions)) {
+                    Ok(records) => {
+                        let length = records.len() as i64;
+                        if length > 0 {
+                            first = false;
                         }
-                        Err(error) => response.with_error_code(errors::code_of(&error)),
+                        budget -= length;
+                        total += length;
+                        response.with_records(Some(records))
                     }
-                })
-                .collect();
+                    Err(error) => response.with_error_code(errors::code_of(&error)),
+                }
+            })
+            .collect();
             FetchableTopicResponse::default()
                 .with_topic(topic.topic.clone())
                 .with_partitions(partitions)

@@ -6,9 +6,9 @@ use kafka_protocol::messages::list_offsets_response::{
 };
 use kafka_protocol::messages::{ListOffsetsRequest, ListOffsetsResponse, RequestHeader};
 
-use ferrolog_storage::TopicPartition;
 use ferrolog_storage::log::LEADER_EPOCH;
 
+use super::with_logs;
 use crate::{Context, errors};
 
 pub fn handle(
@@ -21,33 +21,29 @@ pub fn handle(
         .topics
         .into_iter()
         .map(|topic| {
-            let name = topic.name.0.to_string();
-            let partitions = topic
-                .partitions
-                .into_iter()
-                .map(|partition| {
-                    let response = ListOffsetsPartitionResponse::default()
-                        .with_partition_index(partition.partition_index);
-                    let Some(log) = context.manager.get(&TopicPartition::new(
-                        name.clone(),
-                        partition.partition_index,
-                    )) else {
-                        return response.with_error_code(errors::UNKNOWN_TOPIC_OR_PARTITION);
-                    };
-                    let response = if version >= 4 {
-                        response.with_leader_epoch(LEADER_EPOCH)
-                    } else {
-                        response
-                    };
-                    match log.fetch_offset_by_timestamp(partition.timestamp) {
-                        Ok(Some(found)) => response
-                            .with_timestamp(found.timestamp)
-                            .with_offset(found.offset),
-                        Ok(None) => response.with_timestamp(-1).with_offset(-1),
-                        Err(error) => response.with_error_code(errors::code_of(&error)),
-                    }
-                })
-                .collect();
+            let partitions = with_logs(context, &topic.name.0, topic.partitions, |partition| {
+                partition.partition_index
+            })
+            .map(|(partition, log)| {
+                let response = ListOffsetsPartitionResponse::default()
+                    .with_partition_index(partition.partition_index);
+                let Some(log) = log else {
+                    return response.with_error_code(errors::UNKNOWN_TOPIC_OR_PARTITION);
+                };
+                let response = if version >= 4 {
+                    response.with_leader_epoch(LEADER_EPOCH)
+                } else {
+                    response
+                };
+                match log.fetch_offset_by_timestamp(partition.timestamp) {
+                    Ok(Some(found)) => response
+                        .with_timestamp(found.timestamp)
+                        .with_offset(found.offset),
+                    Ok(None) => response.with_timestamp(-1).with_offset(-1),
+                    Err(error) => response.with_error_code(errors::code_of(&error)),
+                }
+            })
+            .collect();
             ListOffsetsTopicResponse::default()
                 .with_name(topic.name)
                 .with_partitions(partitions)

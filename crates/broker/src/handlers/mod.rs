@@ -29,7 +29,10 @@ pub mod offset_fetch;
 pub mod produce;
 pub mod sync_group;
 
+use std::sync::Arc;
+
 use ferrolog_storage::TopicPartition;
+use ferrolog_storage::log::Log;
 
 use crate::Context;
 
@@ -46,6 +49,24 @@ pub fn in_offline_dir(
             .manager
             .dir_of(&TopicPartition::new(topic, partition))
             .is_some_and(|dir| dir.is_offline())
+}
+
+/// Each partition a request names for `topic`, in the request's order, with its log, or `None`
+/// where this broker has no such partition (answered UNKNOWN_TOPIC_OR_PARTITION): the lookup
+/// every per-partition handler starts with. `index` reads the partition number of a request
+/// entry.
+pub fn with_logs<'a, P: 'a>(
+    context: &'a Context,
+    topic: &'a str,
+    partitions: impl IntoIterator<Item = P> + 'a,
+    index: impl Fn(&P) -> i32 + 'a,
+) -> impl Iterator<Item = (P, Option<Arc<Log>>)> + 'a {
+    partitions.into_iter().map(move |partition| {
+        let log = context
+            .manager
+            .get(&TopicPartition::new(topic, index(&partition)));
+        (partition, log)
+    })
 }
 
 /// The partitions a topic has on this broker, in order.

@@ -16,13 +16,14 @@
 //! segment's own locks (see [`crate::segment`]). `reported_damage` is a leaf: nothing is taken
 //! under it. The view is an atomic pointer, not a lock.
 //!
-//! Files: `append.rs` validates (pure functions), `write.rs` appends and rolls, `read.rs` reads,
-//! `flush.rs` flushes, `truncate.rs` truncates, `maintenance.rs` holds retention and the
-//! cleaner's swap, `load.rs` opens and recovers, `producers.rs` keeps the idempotent producers'
-//! state.
+//! Files: `append.rs` and `follower.rs` validate (pure functions), `write.rs` appends and rolls,
+//! `read.rs` reads, `flush.rs` flushes, `truncate.rs` truncates, `maintenance.rs` holds retention
+//! and the cleaner's swap, `load.rs` opens and recovers, `producers.rs` keeps the idempotent
+//! producers' state.
 
 mod append;
 mod flush;
+mod follower;
 mod load;
 mod maintenance;
 mod producers;

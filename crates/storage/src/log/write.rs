@@ -86,7 +86,8 @@ impl Log {
             let config = self.config();
             let writer = self.writer.lock();
             self.ensure_open(&writer)?;
-            let validated = append::validate_follower_append(bytes, self.log_end_offset())?;
+            let validated =
+                super::follower::validate_follower_append(bytes, self.log_end_offset())?;
             self.write_validated(writer, &config, bytes, validated, AppendOrigin::Follower)
         })
     }

@@ -12,6 +12,7 @@ mod file_name;
 mod index;
 mod index_file;
 mod offset_index;
+mod read;
 pub(crate) mod records_file;
 mod recover;
 mod time_index;
@@ -19,7 +20,6 @@ mod time_index;
 use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 
-use ferrolog_records::DEFAULT_MAX_DECOMPRESSED_BYTES;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use parking_lot::{Mutex, RwLock};
@@ -389,136 +389,6 @@ impl Segment {
         Ok(modified
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |elapsed| elapsed.as_millis() as i64))
-    }
-
-    /// The batch holding `offset` (the first whose last offset is ≥ it), starting the header walk
-    /// no earlier than `starting_position`; `None` when the segment ends before `offset`.
-    pub fn translate_offset(
-        &self,
-        offset: i64,
-        starting_position: u64,
-    ) -> Result<Option<EntrySummary>> {
-        let indexed = u64::from(self.offset_index.read().lookup(offset).position);
-        self.log
-            .walk_headers(indexed.max(starting_position), self.size(), |entry| {
-                if entry.last_offset >= offset {
-                    ControlFlow::Break(())
-                } else {
-                    ControlFlow::Continue(())
-                }
-            })
-    }
-
-    /// Reads from the batch holding `start_offset`: at most `max_bytes` (or, with
-    /// [`FirstBatch::Whole`], at least the whole first batch), never past `max_position`.
-    /// `None` when the segment holds nothing at or after `start_offset`.
-    pub fn read(
-        &self,
-        start_offset: i64,
-        max_bytes: u64,
-        max_position: Option<u64>,
-        first_batch: FirstBatch,
-    ) -> Result<Option<SegmentSlice>> {
-        let Some(first) = self.translate_offset(start_offset, 0)? else {
-            return Ok(None);
-        };
-        let adjusted_max = match first_batch {
-            FirstBatch::Whole => max_bytes.max(u64::from(first.size)),
-            FirstBatch::WithinLimit => max_bytes,
-        };
-        let length = match max_position {
-            Some(max_position) if adjusted_max > 0 => max_position
-                .saturating_sub(first.position)
-                .min(adjusted_max),
-            _ => 0,
-        };
-        Ok(Some(SegmentSlice {
-            position: first.position,
-            length,
-            first_entry_incomplete: length > 0 && adjusted_max < u64::from(first.size),
-        }))
-    }
-
-    /// The offset after the last batch (the base offset when empty), read from the headers
-    /// after the last index entries. Damage on the way ends the reading: then the offset after
-    /// the last whole batch before it, with the damage's position and what it is. The walk starts where either index
-    /// leaves off, the earlier of the two, so that it meets any damage a later reader of the
-    /// segment's end (the largest timestamp's) would.
-    pub fn read_next_offset(&self) -> Result<(i64, Option<(u64, String)>)> {
-        let offset_index = self.offset_index.read();
-        let start = offset_index.lookup(i64::MAX).position.min(
-            offset_index
-                .lookup(self.time_index.read().last_entry().offset)
-                .position,
-        );
-        drop(offset_index);
-        let mut next = self.base_offset;
-        let walked = self
-            .log
-            .walk_headers(u64::from(start), self.size(), |entry| {
-                next = entry.next_offset();
-                ControlFlow::Continue(())
-            });
-        match walked {
-            Ok(_) => Ok((next, None)),
-            Err(StorageError::Corrupt {
-                position, reason, ..
-            }) => Ok((next, Some((position, reason)))),
-            Err(error) => Err(error),
-        }
-    }
-
-    /// The first record with timestamp ≥ `timestamp` and offset ≥ `starting_offset`.
-    pub fn find_offset_by_timestamp(
-        &self,
-        timestamp: i64,
-        starting_offset: i64,
-    ) -> Result<Option<TimestampOffset>> {
-        let indexed = self.time_index.read().lookup(timestamp);
-        let from_offset = indexed.offset.max(starting_offset);
-        let position = u64::from(self.offset_index.read().lookup(from_offset).position);
-        let mut found = None;
-        let mut failure = None;
-        let path = self.log.path();
-        self.log
-            .scan(position, self.size(), |entry_position, entry| {
-                if entry.max_timestamp() < timestamp {
-                    return ControlFlow::Continue(());
-                }
-                let records = entry
-                    .records(DEFAULT_MAX_DECOMPRESSED_BYTES)
-                    .and_then(|records| {
-                        let list = records.to_vec()?;
-                        Ok(list
-                            .iter()
-                            .find(|record| {
-                                record.timestamp >= timestamp && record.offset >= starting_offset
-                            })
-                            .map(|record| TimestampOffset {
-                                timestamp: record.timestamp,
-                                offset: record.offset,
-                            }))
-                    });
-                match records {
-                    Ok(Some(hit)) => {
-                        found = Some(hit);
-                        ControlFlow::Break(())
-                    }
-                    Ok(None) => ControlFlow::Continue(()),
-                    Err(error) => {
-                        failure = Some(StorageError::Corrupt {
-                            path: path.clone(),
-                            position: entry_position,
-                            reason: error.to_string(),
-                        });
-                        ControlFlow::Break(())
-                    }
-                }
-            })?;
-        match failure {
-            Some(error) => Err(error),
-            None => Ok(found),
-        }
     }
 
     /// Removes every batch from the one holding `offset` on (the whole batch goes). Returns the
