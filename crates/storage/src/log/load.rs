@@ -201,6 +201,17 @@ impl Log {
             }
             if !index_existed {
                 needs_recovery.push(base);
+            } else if let Err(error) = segment.sanity_check() {
+                // As Kafka's loader: an index that fails its sanity check (entries that end
+                // below the segment's base, timestamps going back, a partial entry) is rebuilt
+                // from the `.log`, also on a clean start that recovers nothing else.
+                match error {
+                    StorageError::Corrupt { .. } => {
+                        tracing::warn!(path = %segment.log_path().display(), %error, "a damaged index: the segment is recovered and its indexes rebuilt");
+                        needs_recovery.push(base);
+                    }
+                    other => return Err(other),
+                }
             }
             segments.insert(base, Arc::new(segment));
         }

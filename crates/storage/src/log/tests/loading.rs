@@ -154,6 +154,44 @@ fn deleted_and_corrupt_indexes_are_rebuilt_on_unclean_open() {
 }
 
 #[test]
+fn an_index_failing_its_sanity_check_is_rebuilt_on_a_clean_open() {
+    let fixture = Fixture::new();
+    let config = small_segments(1_500);
+    let (_, records) = write_some(&fixture, &config, 40);
+    let clean = LoadParams {
+        had_clean_shutdown: true,
+        ..LoadParams::default()
+    };
+    let [log_file, index, time] = {
+        let (log, _) = fixture.open(config.clone(), clean);
+        log.view().segments[1].file_paths()
+    };
+    // Entries far below the segment's base, and a time index that ends mid-entry.
+    std::fs::write(&index, vec![0xab; 80]).unwrap();
+    let mut time_bytes = std::fs::read(&time).unwrap();
+    time_bytes.truncate(time_bytes.len() - 5);
+    std::fs::write(&time, time_bytes).unwrap();
+    let (log, report) = fixture.open(config, clean);
+    assert_eq!(
+        report
+            .recovered
+            .iter()
+            .map(|recovered| recovered.log_file.clone())
+            .collect::<Vec<_>>(),
+        vec![log_file],
+        "only the damaged segment is recovered"
+    );
+    assert_eq!(read_all(&log, 0), records);
+    for i in 0..40i64 {
+        let found = log.fetch_offset_by_timestamp(NOW + i).unwrap().unwrap();
+        assert_eq!(found.offset, i * 3, "timestamp lookup {i}");
+    }
+    for segment in log.view().segments.iter() {
+        segment.sanity_check().unwrap();
+    }
+}
+
+#[test]
 fn bogus_index_segments_are_removed() {
     let fixture = Fixture::new();
     let log = fixture.create(LogConfig::default());
