@@ -201,19 +201,34 @@ impl Log {
             }
             if !index_existed {
                 needs_recovery.push(base);
-            } else if let Err(error) = segment.sanity_check() {
-                // As Kafka's loader: an index that fails its sanity check (entries that end
-                // below the segment's base, timestamps going back, a partial entry) is rebuilt
-                // from the `.log`, also on a clean start that recovers nothing else.
-                match error {
-                    StorageError::Corrupt { .. } => {
-                        tracing::warn!(path = %segment.log_path().display(), %error, "a damaged index: the segment is recovered and its indexes rebuilt");
-                        needs_recovery.push(base);
-                    }
-                    other => return Err(other),
-                }
             }
             segments.insert(base, Arc::new(segment));
+        }
+        // As Kafka's loader: an index that fails its sanity check (entries that end below the
+        // segment's base, timestamps going back, a partial entry) is rebuilt from the `.log`,
+        // also on a clean start that recovers nothing else. Segments the recovery below scans
+        // anyway are not checked: after a crash an active segment's preallocated index fails
+        // the check as a matter of course, and is rebuilt all the same.
+        let checked_below = match kind {
+            PartitionDirKind::Delete => i64::MIN,
+            _ if params.had_clean_shutdown => i64::MAX,
+            _ => segments
+                .range(..=params.recovery_point)
+                .next_back()
+                .map_or(i64::MIN, |(base, _)| *base),
+        };
+        for (base, segment) in segments.range(..checked_below) {
+            if needs_recovery.contains(base) {
+                continue;
+            }
+            match segment.sanity_check() {
+                Ok(()) => {}
+                Err(error @ StorageError::Corrupt { .. }) => {
+                    tracing::warn!(path = %segment.log_path().display(), %error, "a damaged index: the segment is recovered and its indexes rebuilt");
+                    needs_recovery.push(*base);
+                }
+                Err(other) => return Err(other),
+            }
         }
         for base in needs_recovery {
             if let Some(segment) = segments.get(&base) {
