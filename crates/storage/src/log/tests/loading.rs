@@ -39,13 +39,7 @@ fn unclean_open_at_recovery_point_equal_to_log_end_keeps_identical_indexes() {
     let config = small_segments(2_000);
     let (leo, _) = write_some(&fixture, &config, 30);
     let before: Vec<_> = {
-        let (log, _) = fixture.open(
-            config.clone(),
-            LoadParams {
-                had_clean_shutdown: true,
-                ..LoadParams::default()
-            },
-        );
+        let (log, _) = fixture.open_clean(config.clone());
         log.view()
             .segments
             .iter()
@@ -93,13 +87,7 @@ fn corrupt_log_tail_recovers_every_record() {
     let fixture = Fixture::new();
     let config = small_segments(1 << 20);
     let (leo, records) = write_some(&fixture, &config, 20);
-    let (log, _) = fixture.open(
-        config.clone(),
-        LoadParams {
-            had_clean_shutdown: true,
-            ..LoadParams::default()
-        },
-    );
+    let (log, _) = fixture.open_clean(config.clone());
     let [log_file, index_file, _] = log.view().active_segment().file_paths();
     drop(log);
     let garbage: Vec<u8> = (0..333u32).map(|i| (i * 37 + 11) as u8).collect();
@@ -120,13 +108,7 @@ fn deleted_and_corrupt_indexes_are_rebuilt_on_unclean_open() {
     let config = small_segments(1_500);
     let (_, records) = write_some(&fixture, &config, 40);
     let paths: Vec<[PathBuf; 3]> = {
-        let (log, _) = fixture.open(
-            config.clone(),
-            LoadParams {
-                had_clean_shutdown: true,
-                ..LoadParams::default()
-            },
-        );
+        let (log, _) = fixture.open_clean(config.clone());
         log.view()
             .segments
             .iter()
@@ -158,12 +140,8 @@ fn an_index_failing_its_sanity_check_is_rebuilt_on_a_clean_open() {
     let fixture = Fixture::new();
     let config = small_segments(1_500);
     let (_, records) = write_some(&fixture, &config, 40);
-    let clean = LoadParams {
-        had_clean_shutdown: true,
-        ..LoadParams::default()
-    };
     let [log_file, index, time] = {
-        let (log, _) = fixture.open(config.clone(), clean);
+        let (log, _) = fixture.open_clean(config.clone());
         log.view().segments[1].file_paths()
     };
     // Entries far below the segment's base, and a time index that ends mid-entry.
@@ -171,7 +149,7 @@ fn an_index_failing_its_sanity_check_is_rebuilt_on_a_clean_open() {
     let mut time_bytes = std::fs::read(&time).unwrap();
     time_bytes.truncate(time_bytes.len() - 5);
     std::fs::write(&time, time_bytes).unwrap();
-    let (log, report) = fixture.open(config, clean);
+    let (log, report) = fixture.open_clean(config);
     assert_eq!(
         report
             .recovered
@@ -322,13 +300,7 @@ fn recovery_drops_segments_after_a_cut_one() {
     let config = small_segments(1_000);
     let (_, records) = write_some(&fixture, &config, 30);
     let segments: Vec<PathBuf> = {
-        let (log, _) = fixture.open(
-            config.clone(),
-            LoadParams {
-                had_clean_shutdown: true,
-                ..LoadParams::default()
-            },
-        );
+        let (log, _) = fixture.open_clean(config.clone());
         log.view()
             .segments
             .iter()

@@ -49,6 +49,14 @@ impl Fixture {
     fn open(&self, config: LogConfig, params: LoadParams) -> (Log, LoadReport) {
         Log::open(&self.dir(), config, params, self.clock.clone()).unwrap()
     }
+    /// Opens the log as after a clean shutdown: nothing is recovered.
+    fn open_clean(&self, config: LogConfig) -> (Log, LoadReport) {
+        let params = LoadParams {
+            had_clean_shutdown: true,
+            ..LoadParams::default()
+        };
+        self.open(config, params)
+    }
 }
 
 /// Appends as the broker does for a single-replica partition: the HW follows the LEO.
