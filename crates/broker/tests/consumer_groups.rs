@@ -7,6 +7,7 @@
 use std::collections::BTreeMap;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::Arc;
+use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
 use ferrolog_broker::group::state::{JoinResult, SyncResult};
@@ -170,7 +171,7 @@ async fn members_join_sync_heartbeat_and_expire_through_kafka_s_states() {
     let clock = Arc::new(ManualClock::new(1_700_000_000_000));
     let manager = open_manager(temp.path(), clock.clone());
     let config = GroupConfig {
-        initial_rebalance_delay_ms: 3_000,
+        initial_rebalance_delay: Duration::from_secs(3),
         offsets_topic_partitions: 3,
         ..GroupConfig::default()
     };
@@ -440,10 +441,10 @@ fn static_members_rejoin_without_a_rebalance_and_empty_groups_offsets_expire() {
     let clock = Arc::new(ManualClock::new(1_700_000_000_000));
     let manager = open_manager(temp.path(), clock.clone());
     let config = GroupConfig {
-        initial_rebalance_delay_ms: 0,
+        initial_rebalance_delay: Duration::ZERO,
         offsets_topic_partitions: 1,
-        offsets_retention_ms: 60_000,
-        offsets_retention_check_interval_ms: 1_000,
+        offsets_retention: Duration::from_secs(60),
+        offsets_retention_check_interval: Duration::from_secs(1),
         ..GroupConfig::default()
     };
     let coordinator = GroupCoordinator::open(Arc::clone(&manager), config).unwrap();

@@ -64,23 +64,23 @@ fn manager_config(dirs: &[&Path]) -> ManagerConfig {
         log_dirs: dirs.iter().map(|dir| dir.to_path_buf()).collect(),
         log_defaults: LogConfig {
             segment_bytes: 32 * 1024,
-            segment_ms: 300,
+            segment_age: Duration::from_millis(300),
             index_interval_bytes: 512,
-            flush_ms: 50,
-            file_delete_delay_ms: 20,
+            flush_interval: Some(Duration::from_millis(50)),
+            file_delete_delay: Duration::from_millis(20),
             ..LogConfig::default()
         },
         background: BackgroundConfig {
-            initial_delay_ms: 0,
-            retention_check_interval_ms: 40,
-            flush_check_interval_ms: 20,
-            recovery_point_checkpoint_interval_ms: 30,
-            log_start_offset_checkpoint_interval_ms: 30,
-            producer_id_expiration_ms: 86_400_000,
-            producer_id_expiration_check_interval_ms: 50,
+            initial_delay: Duration::ZERO,
+            retention_check_interval: Duration::from_millis(40),
+            flush_check_interval: Some(Duration::from_millis(20)),
+            recovery_point_checkpoint_interval: Duration::from_millis(30),
+            log_start_offset_checkpoint_interval: Duration::from_millis(30),
+            producer_id_expiration: Duration::from_secs(86_400),
+            producer_id_expiration_check_interval: Duration::from_millis(50),
         },
         cleaner: CleanerConfig {
-            backoff_ms: 30,
+            backoff: Duration::from_millis(30),
             ..CleanerConfig::default()
         },
         ..ManagerConfig::default()

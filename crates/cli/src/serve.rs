@@ -11,6 +11,7 @@ use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Duration;
 
 use anyhow::{Context as _, bail};
 use clap::Args;
@@ -90,29 +91,30 @@ fn group_config(properties: &BTreeMap<String, String>) -> anyhow::Result<GroupCo
     if let Some(n) = number(properties, "offsets.topic.segment.bytes", 14)? {
         config.offsets_topic_segment_bytes = n;
     }
-    if let Some(n) = number::<i64>(properties, "offsets.retention.minutes", 1)? {
-        config.offsets_retention_ms = n.saturating_mul(60_000);
+    if let Some(n) = number::<u64>(properties, "offsets.retention.minutes", 1)? {
+        config.offsets_retention = Duration::from_secs(n.saturating_mul(60));
     }
     if let Some(n) = number(properties, "offsets.retention.check.interval.ms", 1)? {
-        config.offsets_retention_check_interval_ms = n;
+        config.offsets_retention_check_interval = Duration::from_millis(n);
     }
     if let Some(n) = number(properties, "offset.metadata.max.bytes", 0)? {
         config.offset_metadata_max_bytes = n;
     }
-    if let Some(n) = number(properties, "group.min.session.timeout.ms", 0)? {
-        config.min_session_timeout_ms = n;
+    // Session timeouts travel in JoinGroup as 32-bit milliseconds: the bounds are kept to that.
+    if let Some(n) = number::<i32>(properties, "group.min.session.timeout.ms", 0)? {
+        config.min_session_timeout = Duration::from_millis(n.unsigned_abs().into());
     }
-    if let Some(n) = number(properties, "group.max.session.timeout.ms", 0)? {
-        config.max_session_timeout_ms = n;
+    if let Some(n) = number::<i32>(properties, "group.max.session.timeout.ms", 0)? {
+        config.max_session_timeout = Duration::from_millis(n.unsigned_abs().into());
     }
     if let Some(n) = number(properties, "group.initial.rebalance.delay.ms", 0)? {
-        config.initial_rebalance_delay_ms = n;
+        config.initial_rebalance_delay = Duration::from_millis(n);
     }
-    if config.min_session_timeout_ms > config.max_session_timeout_ms {
+    if config.min_session_timeout > config.max_session_timeout {
         bail!(
             "group.min.session.timeout.ms ({}) is above group.max.session.timeout.ms ({})",
-            config.min_session_timeout_ms,
-            config.max_session_timeout_ms
+            config.min_session_timeout.as_millis(),
+            config.max_session_timeout.as_millis()
         );
     }
     Ok(config)
@@ -441,7 +443,10 @@ mod tests {
         ]))
         .unwrap();
         let manager = ManagerConfig::from_properties(&properties).unwrap();
-        assert_eq!(manager.log_defaults.retention_ms, 3_600_000);
+        assert_eq!(
+            manager.log_defaults.retention_age,
+            Some(std::time::Duration::from_secs(3_600))
+        );
         let (listen, config) = broker_config(&properties).unwrap();
         assert_eq!((listen.port(), config.num_partitions), (9999, 3));
 
@@ -512,9 +517,12 @@ mod tests {
         .unwrap();
         let manager = ManagerConfig::from_properties(&properties).unwrap();
         assert_eq!(manager.cleaner.threads, 2);
-        assert_eq!(manager.background.producer_id_expiration_ms, 60_000);
+        assert_eq!(
+            manager.background.producer_id_expiration,
+            std::time::Duration::from_secs(60)
+        );
         let (_, config) = broker_config(&properties).unwrap();
         assert_eq!(config.groups.offsets_topic_partitions, 3);
-        assert_eq!(config.groups.initial_rebalance_delay_ms, 0);
+        assert_eq!(config.groups.initial_rebalance_delay, Duration::ZERO);
     }
 }

@@ -115,7 +115,7 @@ fn scheduler_figures(dir: &Path, partitions: i32) {
     // Deleted files go at once, so the append runs below do not pile up dirty pages of earlier
     // runs (which would bring on the kernel's writeback throttling and skew later runs).
     let mut config = config(dir, 2);
-    config.log_defaults.file_delete_delay_ms = 0;
+    config.log_defaults.file_delete_delay = std::time::Duration::ZERO;
     let manager = Arc::new(LogManager::open(config, Arc::new(SystemClock)).unwrap());
     let passes: [NamedJob; 5] = [
         ("log-retention", LogManager::run_retention),

@@ -1,8 +1,11 @@
 //! Per-topic log configuration under Kafka's topic-level names, with Kafka's defaults, parsed
 //! and validated once. A bad value is an error naming the key, the value and the rule.
 
+use std::time::Duration;
+
 use ferrolog_records::{Compression, TimestampType};
 
+use crate::clock::{kafka_ms, millis};
 use crate::error::{Result, StorageError};
 
 /// What happens to old data: deleted by time and size, compacted by key, or both.
@@ -51,33 +54,38 @@ pub struct LogConfig {
     /// `segment.bytes`: roll when the active segment would grow past this. Default 1 GiB.
     pub segment_bytes: u64,
     /// `segment.ms`: roll a segment this long after its first batch's timestamp. Default 7 days.
-    pub segment_ms: i64,
+    pub segment_age: Duration,
     /// `segment.jitter.ms`: the most a segment's roll time is brought forward at random. Default 0.
-    pub segment_jitter_ms: i64,
+    pub segment_jitter: Duration,
     /// `segment.index.bytes`: size each index file is preallocated to. Default 10 MiB.
     pub segment_index_bytes: u32,
     /// `index.interval.bytes`: bytes between offset-index entries. Default 4096.
     pub index_interval_bytes: u32,
-    /// `flush.messages`: fsync after this many unflushed messages. Default never.
+    /// `flush.messages`: fsync after this many unflushed messages. Default never
+    /// (`Long.MAX_VALUE`).
     pub flush_messages: i64,
-    /// `flush.ms`: fsync when the last flush is this old (checked by the scheduler). Default never.
-    pub flush_ms: i64,
-    /// `retention.bytes`: size limit per partition; −1 none. Default −1.
-    pub retention_bytes: i64,
-    /// `retention.ms`: age limit; −1 none. Default 7 days.
-    pub retention_ms: i64,
+    /// `flush.ms`: fsync when the last flush is this old (checked by the scheduler); `None`
+    /// never (Kafka's `Long.MAX_VALUE`). Default never.
+    pub flush_interval: Option<Duration>,
+    /// `retention.bytes`: size limit per partition; `None` none (Kafka's negative values).
+    /// Default none.
+    pub retention_bytes: Option<u64>,
+    /// `retention.ms`: age limit; `None` none (Kafka's −1). Default 7 days.
+    pub retention_age: Option<Duration>,
     /// `cleanup.policy`. Default `delete`.
     pub cleanup_policy: CleanupPolicy,
     /// `max.message.bytes`: largest batch a producer may append. Default 1048588.
     pub max_message_bytes: u32,
     /// `message.timestamp.type`. Default CreateTime.
     pub message_timestamp_type: TimestampType,
-    /// `message.timestamp.before.max.ms`: how far in the past a CreateTime may be. Default unlimited.
-    pub message_timestamp_before_max_ms: i64,
-    /// `message.timestamp.after.max.ms`: how far in the future a CreateTime may be. Default unlimited.
-    pub message_timestamp_after_max_ms: i64,
-    /// `file.delete.delay.ms`: how long deleted segment files linger as `.deleted`. Default 60000.
-    pub file_delete_delay_ms: i64,
+    /// `message.timestamp.before.max.ms`: how far in the past a CreateTime may be. Default
+    /// unlimited (`Long.MAX_VALUE` ms).
+    pub message_timestamp_before_max: Duration,
+    /// `message.timestamp.after.max.ms`: how far in the future a CreateTime may be. Default
+    /// unlimited (`Long.MAX_VALUE` ms).
+    pub message_timestamp_after_max: Duration,
+    /// `file.delete.delay.ms`: how long deleted segment files linger as `.deleted`. Default 60 s.
+    pub file_delete_delay: Duration,
     /// `preallocate`: create `.log` files at full `segment.bytes` size. Default false.
     pub preallocate: bool,
     /// `compression.type`. Default `producer`.
@@ -85,39 +93,43 @@ pub struct LogConfig {
     /// `min.cleanable.dirty.ratio`. Default 0.5.
     pub min_cleanable_dirty_ratio: f64,
     /// `delete.retention.ms`: how long tombstones survive compaction. Default 1 day.
-    pub delete_retention_ms: i64,
-    /// `min.compaction.lag.ms`. Default 0.
-    pub min_compaction_lag_ms: i64,
-    /// `max.compaction.lag.ms`. Default unlimited.
-    pub max_compaction_lag_ms: i64,
+    pub delete_retention: Duration,
+    /// `min.compaction.lag.ms`: how old a record must be before compaction may remove it.
+    /// Default 0.
+    pub min_compaction_lag: Duration,
+    /// `max.compaction.lag.ms`: how old a dirty record may grow before its log is compacted
+    /// regardless of the dirty ratio. Default unlimited (`Long.MAX_VALUE` ms).
+    pub max_compaction_lag: Duration,
 }
 
-const DAY_MS: i64 = 24 * 60 * 60 * 1000;
+const DAY: Duration = Duration::from_secs(24 * 60 * 60);
+/// Kafka's `Long.MAX_VALUE` milliseconds: the default of limits that are off.
+const UNLIMITED: Duration = Duration::from_millis(i64::MAX as u64);
 
 impl Default for LogConfig {
     fn default() -> Self {
         Self {
             segment_bytes: 1024 * 1024 * 1024,
-            segment_ms: 7 * DAY_MS,
-            segment_jitter_ms: 0,
+            segment_age: DAY * 7,
+            segment_jitter: Duration::ZERO,
             segment_index_bytes: 10 * 1024 * 1024,
             index_interval_bytes: 4096,
             flush_messages: i64::MAX,
-            flush_ms: i64::MAX,
-            retention_bytes: -1,
-            retention_ms: 7 * DAY_MS,
+            flush_interval: None,
+            retention_bytes: None,
+            retention_age: Some(DAY * 7),
             cleanup_policy: CleanupPolicy::DELETE,
             max_message_bytes: 1_048_588,
             message_timestamp_type: TimestampType::CreateTime,
-            message_timestamp_before_max_ms: i64::MAX,
-            message_timestamp_after_max_ms: i64::MAX,
-            file_delete_delay_ms: 60_000,
+            message_timestamp_before_max: UNLIMITED,
+            message_timestamp_after_max: UNLIMITED,
+            file_delete_delay: Duration::from_secs(60),
             preallocate: false,
             compression_type: TargetCompression::Producer,
             min_cleanable_dirty_ratio: 0.5,
-            delete_retention_ms: DAY_MS,
-            min_compaction_lag_ms: 0,
-            max_compaction_lag_ms: i64::MAX,
+            delete_retention: DAY,
+            min_compaction_lag: Duration::ZERO,
+            max_compaction_lag: UNLIMITED,
         }
     }
 }
@@ -166,6 +178,10 @@ fn parse_long(key: &str, value: &str, min: i64) -> Result<i64> {
     Ok(parsed)
 }
 
+fn parse_duration(key: &str, value: &str, min_ms: i64) -> Result<Duration> {
+    parse_long(key, value, min_ms.max(0)).map(millis)
+}
+
 fn parse_int(key: &str, value: &str, min: i64) -> Result<u32> {
     let parsed = parse_long(key, value, min)?;
     i32::try_from(parsed)
@@ -178,14 +194,24 @@ impl LogConfig {
     pub fn set(&mut self, key: &str, value: &str) -> Result<()> {
         match key {
             "segment.bytes" => self.segment_bytes = u64::from(parse_int(key, value, 14)?),
-            "segment.ms" => self.segment_ms = parse_long(key, value, 1)?,
-            "segment.jitter.ms" => self.segment_jitter_ms = parse_long(key, value, 0)?,
+            "segment.ms" => self.segment_age = parse_duration(key, value, 1)?,
+            "segment.jitter.ms" => self.segment_jitter = parse_duration(key, value, 0)?,
             "segment.index.bytes" => self.segment_index_bytes = parse_int(key, value, 4)?,
             "index.interval.bytes" => self.index_interval_bytes = parse_int(key, value, 0)?,
             "flush.messages" => self.flush_messages = parse_long(key, value, 1)?,
-            "flush.ms" => self.flush_ms = parse_long(key, value, 0)?,
-            "retention.bytes" => self.retention_bytes = parse_long(key, value, i64::MIN)?,
-            "retention.ms" => self.retention_ms = parse_long(key, value, -1)?,
+            "flush.ms" => {
+                let ms = parse_long(key, value, 0)?;
+                self.flush_interval = (ms != i64::MAX).then(|| millis(ms));
+            }
+            "retention.bytes" => {
+                self.retention_bytes = u64::try_from(parse_long(key, value, i64::MIN)?).ok();
+            }
+            "retention.ms" => {
+                self.retention_age = match parse_long(key, value, -1)? {
+                    -1 => None,
+                    ms => Some(millis(ms)),
+                }
+            }
             "cleanup.policy" => {
                 let mut policy = CleanupPolicy {
                     delete: false,
@@ -209,12 +235,12 @@ impl LogConfig {
                 }
             }
             "message.timestamp.before.max.ms" => {
-                self.message_timestamp_before_max_ms = parse_long(key, value, 0)?
+                self.message_timestamp_before_max = parse_duration(key, value, 0)?
             }
             "message.timestamp.after.max.ms" => {
-                self.message_timestamp_after_max_ms = parse_long(key, value, 0)?
+                self.message_timestamp_after_max = parse_duration(key, value, 0)?
             }
-            "file.delete.delay.ms" => self.file_delete_delay_ms = parse_long(key, value, 0)?,
+            "file.delete.delay.ms" => self.file_delete_delay = parse_duration(key, value, 0)?,
             "preallocate" => {
                 self.preallocate = match value.trim() {
                     "true" => true,
@@ -248,9 +274,9 @@ impl LogConfig {
                 }
                 self.min_cleanable_dirty_ratio = ratio;
             }
-            "delete.retention.ms" => self.delete_retention_ms = parse_long(key, value, 0)?,
-            "min.compaction.lag.ms" => self.min_compaction_lag_ms = parse_long(key, value, 0)?,
-            "max.compaction.lag.ms" => self.max_compaction_lag_ms = parse_long(key, value, 1)?,
+            "delete.retention.ms" => self.delete_retention = parse_duration(key, value, 0)?,
+            "min.compaction.lag.ms" => self.min_compaction_lag = parse_duration(key, value, 0)?,
+            "max.compaction.lag.ms" => self.max_compaction_lag = parse_duration(key, value, 1)?,
             _ => return Err(invalid(key, value, "unknown topic config")),
         }
         Ok(())
@@ -268,20 +294,27 @@ impl LogConfig {
     pub fn get(&self, key: &str) -> Option<String> {
         Some(match key {
             "segment.bytes" => self.segment_bytes.to_string(),
-            "segment.ms" => self.segment_ms.to_string(),
-            "segment.jitter.ms" => self.segment_jitter_ms.to_string(),
+            "segment.ms" => kafka_ms(self.segment_age).to_string(),
+            "segment.jitter.ms" => kafka_ms(self.segment_jitter).to_string(),
             "segment.index.bytes" => self.segment_index_bytes.to_string(),
             "index.interval.bytes" => self.index_interval_bytes.to_string(),
             "flush.messages" => self.flush_messages.to_string(),
-            "flush.ms" => self.flush_ms.to_string(),
-            "retention.bytes" => self.retention_bytes.to_string(),
-            "retention.ms" => self.retention_ms.to_string(),
+            "flush.ms" => self.flush_interval.map_or(i64::MAX, kafka_ms).to_string(),
+            "retention.bytes" => self
+                .retention_bytes
+                .map_or(-1, |bytes| i64::try_from(bytes).unwrap_or(i64::MAX))
+                .to_string(),
+            "retention.ms" => self.retention_age.map_or(-1, kafka_ms).to_string(),
             "cleanup.policy" => self.cleanup_policy.name().to_owned(),
             "max.message.bytes" => self.max_message_bytes.to_string(),
             "message.timestamp.type" => self.message_timestamp_type.name().to_owned(),
-            "message.timestamp.before.max.ms" => self.message_timestamp_before_max_ms.to_string(),
-            "message.timestamp.after.max.ms" => self.message_timestamp_after_max_ms.to_string(),
-            "file.delete.delay.ms" => self.file_delete_delay_ms.to_string(),
+            "message.timestamp.before.max.ms" => {
+                kafka_ms(self.message_timestamp_before_max).to_string()
+            }
+            "message.timestamp.after.max.ms" => {
+                kafka_ms(self.message_timestamp_after_max).to_string()
+            }
+            "file.delete.delay.ms" => kafka_ms(self.file_delete_delay).to_string(),
             "preallocate" => self.preallocate.to_string(),
             "compression.type" => match self.compression_type {
                 TargetCompression::Producer => "producer".to_owned(),
@@ -289,9 +322,9 @@ impl LogConfig {
                 TargetCompression::Codec(codec) => codec.name().to_owned(),
             },
             "min.cleanable.dirty.ratio" => self.min_cleanable_dirty_ratio.to_string(),
-            "delete.retention.ms" => self.delete_retention_ms.to_string(),
-            "min.compaction.lag.ms" => self.min_compaction_lag_ms.to_string(),
-            "max.compaction.lag.ms" => self.max_compaction_lag_ms.to_string(),
+            "delete.retention.ms" => kafka_ms(self.delete_retention).to_string(),
+            "min.compaction.lag.ms" => kafka_ms(self.min_compaction_lag).to_string(),
+            "max.compaction.lag.ms" => kafka_ms(self.max_compaction_lag).to_string(),
             _ => return None,
         })
     }
@@ -334,6 +367,30 @@ mod tests {
         assert!(config.set("no.such.key", "1").is_err());
         assert!(config.set("segment.bytes", "99999999999").is_err());
         assert!(config.set("min.cleanable.dirty.ratio", "1.5").is_err());
+    }
+
+    #[test]
+    fn kafka_sentinels_become_absent_limits_and_come_back_as_kafka_shows_them() {
+        let config = LogConfig::default()
+            .with([
+                ("retention.ms", "-1"),
+                ("retention.bytes", "-1"),
+                ("flush.ms", "9223372036854775807"),
+                ("max.compaction.lag.ms", "9223372036854775807"),
+            ])
+            .unwrap();
+        assert_eq!(config.retention_age, None);
+        assert_eq!(config.retention_bytes, None);
+        assert_eq!(config.flush_interval, None);
+        assert_eq!(config.max_compaction_lag, UNLIMITED);
+        assert_eq!(config.get("retention.ms").unwrap(), "-1");
+        assert_eq!(config.get("flush.ms").unwrap(), "9223372036854775807");
+        let config = config
+            .with([("retention.ms", "1500"), ("flush.ms", "250")])
+            .unwrap();
+        assert_eq!(config.retention_age, Some(Duration::from_millis(1_500)));
+        assert_eq!(config.flush_interval, Some(Duration::from_millis(250)));
+        assert!(LogConfig::default().set("retention.ms", "-2").is_err());
     }
 
     #[test]

@@ -1,6 +1,6 @@
 //! Named periodic jobs on one thread, driven by a [`Clock`].
 //!
-//! Each job first runs `initial_delay_ms` after start, then every `period_ms`. A job that
+//! Each job first runs `initial_delay` after start, then every `period`. A job that
 //! overruns delays its next run rather than queueing catch-up runs; one job's failure is logged
 //! and counted and does not stop the others. [`Scheduler::run_due`] runs whatever is due at a
 //! given time, so tests drive hours of schedule with a manual clock and never sleep; the
@@ -20,7 +20,7 @@ type Task = Box<dyn FnMut(i64) -> Result<()> + Send>;
 
 struct Job {
     name: &'static str,
-    period_ms: i64,
+    period: Duration,
     next_run_ms: i64,
     task: Task,
     runs: Arc<AtomicU64>,
@@ -32,7 +32,7 @@ impl std::fmt::Debug for Job {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Job")
             .field("name", &self.name)
-            .field("period_ms", &self.period_ms)
+            .field("period", &self.period)
             .field("next_run_ms", &self.next_run_ms)
             .finish_non_exhaustive()
     }
@@ -84,13 +84,13 @@ impl Scheduler {
         Self::default()
     }
 
-    /// Adds a job; `period_ms` of `i64::MAX` (Kafka's "never") means the job never runs.
+    /// Adds a job; a `period` of `None` (Kafka's `Long.MAX_VALUE`) means it never runs.
     pub fn add(
         &mut self,
         name: &'static str,
         start_ms: i64,
-        initial_delay_ms: i64,
-        period_ms: i64,
+        initial_delay: Duration,
+        period: Option<Duration>,
         task: impl FnMut(i64) -> Result<()> + Send + 'static,
     ) -> JobStats {
         let stats = JobStats {
@@ -101,11 +101,12 @@ impl Scheduler {
         };
         self.jobs.push(Job {
             name,
-            period_ms: period_ms.max(1),
-            next_run_ms: if period_ms == i64::MAX {
-                i64::MAX
-            } else {
-                start_ms.saturating_add(initial_delay_ms)
+            period: period
+                .unwrap_or(Duration::MAX)
+                .max(Duration::from_millis(1)),
+            next_run_ms: match period {
+                None => i64::MAX,
+                Some(_) => crate::clock::after(start_ms, initial_delay),
             },
             task: Box::new(task),
             runs: Arc::clone(&stats.runs),
@@ -151,12 +152,12 @@ impl Scheduler {
             }
             job.runs.fetch_add(1, Ordering::Relaxed);
             let finished_ms = clock.now_ms();
-            let scheduled_next = job.next_run_ms.saturating_add(job.period_ms);
+            let scheduled_next = crate::clock::after(job.next_run_ms, job.period);
             job.next_run_ms = if scheduled_next > finished_ms {
                 scheduled_next
             } else {
                 // Overran (or the thread woke late): one period from now, no catch-up runs.
-                finished_ms.saturating_add(job.period_ms)
+                crate::clock::after(finished_ms, job.period)
             };
             ran.push(job.name);
         }
@@ -308,7 +309,13 @@ mod tests {
     fn jobs_run_after_their_initial_delay_then_every_period() {
         let clock = ManualClock::new(0);
         let mut scheduler = Scheduler::new();
-        let stats = scheduler.add("tick", 0, 30_000, 10_000, |_| Ok(()));
+        let stats = scheduler.add(
+            "tick",
+            0,
+            Duration::from_millis(30_000),
+            Some(Duration::from_millis(10_000)),
+            |_| Ok(()),
+        );
         assert!(scheduler.run_due(&clock).is_empty());
         clock.set_ms(29_999);
         assert!(scheduler.run_due(&clock).is_empty());
@@ -325,7 +332,13 @@ mod tests {
     fn a_late_scheduler_runs_a_job_once_not_once_per_missed_period() {
         let clock = ManualClock::new(0);
         let mut scheduler = Scheduler::new();
-        let stats = scheduler.add("tick", 0, 0, 1_000, |_| Ok(()));
+        let stats = scheduler.add(
+            "tick",
+            0,
+            Duration::from_millis(0),
+            Some(Duration::from_millis(1_000)),
+            |_| Ok(()),
+        );
         clock.set_ms(10_500);
         scheduler.run_due(&clock);
         scheduler.run_due(&clock);
@@ -338,10 +351,16 @@ mod tests {
         let clock = Arc::new(ManualClock::new(0));
         let mut scheduler = Scheduler::new();
         let job_clock = Arc::clone(&clock);
-        scheduler.add("slow", 0, 0, 1_000, move |_| {
-            job_clock.advance_ms(5_000);
-            Ok(())
-        });
+        scheduler.add(
+            "slow",
+            0,
+            Duration::from_millis(0),
+            Some(Duration::from_millis(1_000)),
+            move |_| {
+                job_clock.advance_ms(5_000);
+                Ok(())
+            },
+        );
         scheduler.run_due(clock.as_ref());
         assert!(
             scheduler.next_due_ms() >= 5_000,
@@ -354,10 +373,20 @@ mod tests {
     fn a_failing_job_is_counted_and_the_others_still_run() {
         let clock = ManualClock::new(0);
         let mut scheduler = Scheduler::new();
-        let failing = scheduler.add("fails", 0, 0, 1_000, |_| {
-            Err(StorageError::Fatal("boom".into()))
-        });
-        let working = scheduler.add("works", 0, 0, 1_000, |_| Ok(()));
+        let failing = scheduler.add(
+            "fails",
+            0,
+            Duration::from_millis(0),
+            Some(Duration::from_millis(1_000)),
+            |_| Err(StorageError::Fatal("boom".into())),
+        );
+        let working = scheduler.add(
+            "works",
+            0,
+            Duration::from_millis(0),
+            Some(Duration::from_millis(1_000)),
+            |_| Ok(()),
+        );
         scheduler.run_due(&clock);
         clock.set_ms(1_000);
         scheduler.run_due(&clock);
@@ -370,13 +399,25 @@ mod tests {
         let clock = ManualClock::new(0);
         let mut scheduler = Scheduler::new();
         let mut first = true;
-        let panicking = scheduler.add("panics once", 0, 0, 1_000, move |_| {
-            if std::mem::take(&mut first) {
-                panic!("a bug in the job");
-            }
-            Ok(())
-        });
-        let other = scheduler.add("other", 0, 0, 1_000, |_| Ok(()));
+        let panicking = scheduler.add(
+            "panics once",
+            0,
+            Duration::from_millis(0),
+            Some(Duration::from_millis(1_000)),
+            move |_| {
+                if std::mem::take(&mut first) {
+                    panic!("a bug in the job");
+                }
+                Ok(())
+            },
+        );
+        let other = scheduler.add(
+            "other",
+            0,
+            Duration::from_millis(0),
+            Some(Duration::from_millis(1_000)),
+            |_| Ok(()),
+        );
         scheduler.run_due(&clock);
         clock.set_ms(1_000);
         scheduler.run_due(&clock);
@@ -391,7 +432,7 @@ mod tests {
     fn a_never_period_never_runs() {
         let clock = ManualClock::new(i64::MAX - 1);
         let mut scheduler = Scheduler::new();
-        let stats = scheduler.add("never", 0, 0, i64::MAX, |_| Ok(()));
+        let stats = scheduler.add("never", 0, Duration::ZERO, None, |_| Ok(()));
         scheduler.run_due(&clock);
         assert_eq!(stats.runs(), 0);
     }
@@ -400,7 +441,13 @@ mod tests {
     fn the_thread_runs_jobs_and_stops() {
         let clock: Arc<dyn Clock> = Arc::new(crate::clock::SystemClock);
         let mut scheduler = Scheduler::new();
-        let stats = scheduler.add("tick", clock.now_ms(), 0, 10, |_| Ok(()));
+        let stats = scheduler.add(
+            "tick",
+            clock.now_ms(),
+            Duration::from_millis(0),
+            Some(Duration::from_millis(10)),
+            |_| Ok(()),
+        );
         let mut thread = scheduler.start(clock).unwrap();
         let started = std::time::Instant::now();
         while stats.runs() < 3 {

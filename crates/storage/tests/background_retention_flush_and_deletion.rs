@@ -6,8 +6,10 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::Duration;
 
 use ferrolog_storage::checkpoint::{RECOVERY_POINT_CHECKPOINT, read_offset_checkpoint};
+use ferrolog_storage::clock::millis;
 use ferrolog_storage::log::Log;
 use ferrolog_storage::manager::{BackgroundConfig, LogManager, ManagerConfig};
 use ferrolog_storage::{CleanupPolicy, LogConfig, ManualClock, TopicPartition};
@@ -31,11 +33,11 @@ fn setup(defaults: LogConfig) -> Setup {
         log_dirs: vec![dir.clone()],
         log_defaults: defaults,
         background: BackgroundConfig {
-            initial_delay_ms: 30_000,
-            retention_check_interval_ms: 300_000,
-            flush_check_interval_ms: 1_000,
-            recovery_point_checkpoint_interval_ms: 60_000,
-            log_start_offset_checkpoint_interval_ms: 60_000,
+            initial_delay: Duration::from_millis(30_000),
+            retention_check_interval: Duration::from_millis(300_000),
+            flush_check_interval: Some(Duration::from_millis(1_000)),
+            recovery_point_checkpoint_interval: Duration::from_millis(60_000),
+            log_start_offset_checkpoint_interval: Duration::from_millis(60_000),
             ..BackgroundConfig::default()
         },
         ..ManagerConfig::default()
@@ -86,7 +88,7 @@ fn five_per_segment() -> LogConfig {
 #[test]
 fn cannot_delete_segments_at_or_above_the_high_watermark() {
     let setup = setup(LogConfig {
-        retention_ms: 0,
+        retention_age: Some(Duration::ZERO),
         ..five_per_segment()
     });
     let log = setup
@@ -122,10 +124,10 @@ fn cannot_delete_segments_at_or_above_the_high_watermark() {
 
 #[test]
 fn size_based_retention_keeps_two_segments_of_fifteen_messages() {
-    let one = batch(&[TestRecord::new(START, Some(b"k"), Some(&[b'v'; 100]))]).len() as i64;
+    let one = batch(&[TestRecord::new(START, Some(b"k"), Some(&[b'v'; 100]))]).len() as u64;
     let setup = setup(LogConfig {
-        retention_bytes: one * 10,
-        retention_ms: -1,
+        retention_bytes: Some(one * 10),
+        retention_age: None,
         ..five_per_segment()
     });
     let log = setup
@@ -170,8 +172,8 @@ fn log_deletion_after_delete_records() {
 fn pure_compact_logs_lose_only_segments_below_the_log_start_offset() {
     let setup = setup(LogConfig {
         cleanup_policy: CleanupPolicy::COMPACT,
-        retention_ms: 1,
-        retention_bytes: 1,
+        retention_age: Some(Duration::from_millis(1)),
+        retention_bytes: Some(1),
         ..five_per_segment()
     });
     let log = setup
@@ -204,8 +206,8 @@ fn pure_compact_logs_lose_only_segments_below_the_log_start_offset() {
 #[test]
 fn deleted_segments_stay_as_deleted_files_until_the_delay() {
     let setup = setup(LogConfig {
-        retention_ms: HOUR,
-        file_delete_delay_ms: 60_000,
+        retention_age: Some(millis(HOUR)),
+        file_delete_delay: Duration::from_millis(60_000),
         ..five_per_segment()
     });
     let log = setup
@@ -236,7 +238,7 @@ fn deleted_segments_stay_as_deleted_files_until_the_delay() {
 #[test]
 fn cleanup_expired_segments_on_the_schedule_leaves_one_segment() {
     let setup = setup(LogConfig {
-        retention_ms: HOUR,
+        retention_age: Some(millis(HOUR)),
         ..five_per_segment()
     });
     let log = setup
@@ -258,9 +260,7 @@ fn cleanup_expired_segments_on_the_schedule_leaves_one_segment() {
     assert!(ran.contains(&"log-retention"), "{ran:?}");
     assert_eq!(log.segment_count(), 1);
     assert!(stats.iter().all(|job| job.failures() == 0));
-    setup
-        .clock
-        .advance_ms(LogConfig::default().file_delete_delay_ms);
+    setup.clock.advance(LogConfig::default().file_delete_delay);
     setup.manager.deleter().run_due();
     let partition_dir = log.dir();
     assert_eq!(files_with_suffix(partition_dir, ".log"), 1);
@@ -271,10 +271,10 @@ fn cleanup_expired_segments_on_the_schedule_leaves_one_segment() {
 
 #[test]
 fn cleanup_segments_to_maintain_size_keeps_six_of_twenty() {
-    let one = batch(&[TestRecord::new(START, Some(b"k"), Some(&[b'v'; 100]))]).len() as i64;
+    let one = batch(&[TestRecord::new(START, Some(b"k"), Some(&[b'v'; 100]))]).len() as u64;
     let setup = setup(LogConfig {
-        retention_bytes: one * 5 * 6,
-        retention_ms: -1,
+        retention_bytes: Some(one * 5 * 6),
+        retention_age: None,
         ..five_per_segment()
     });
     let log = setup
@@ -354,8 +354,8 @@ fn checkpoints_are_written_on_their_schedule() {
 #[test]
 fn an_idle_active_segment_rolls_after_segment_ms_and_then_expires() {
     let setup = setup(LogConfig {
-        segment_ms: HOUR,
-        retention_ms: 2 * HOUR,
+        segment_age: millis(HOUR),
+        retention_age: Some(millis(2 * HOUR)),
         ..LogConfig::default()
     });
     let log = setup
@@ -385,9 +385,7 @@ fn a_deleted_partition_dir_goes_after_the_delay() {
     append(&log, 2, START);
     setup.manager.delete(&topic_partition).unwrap();
     assert_eq!(files_with_suffix(&setup.dir, "-delete"), 1);
-    setup
-        .clock
-        .advance_ms(LogConfig::default().file_delete_delay_ms);
+    setup.clock.advance(LogConfig::default().file_delete_delay);
     setup.manager.deleter().run_due();
     assert_eq!(files_with_suffix(&setup.dir, "-delete"), 0);
 }

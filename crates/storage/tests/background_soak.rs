@@ -19,7 +19,7 @@ use ferrolog_testkit::{TestRecord, batch};
 
 const PARTITIONS: i32 = 16;
 const SEGMENT_BYTES: u64 = 32 * 1024;
-const RETENTION_BYTES: i64 = 128 * 1024;
+const RETENTION_BYTES: u64 = 128 * 1024;
 const RUN_FOR: Duration = Duration::from_secs(3);
 /// The most the soak runs while waiting for enough appends.
 const GIVE_UP_AFTER: Duration = Duration::from_secs(60);
@@ -51,20 +51,20 @@ fn concurrent_appends_and_reads_with_background_maintenance() {
         log_dirs: vec![temp.path().join("a"), temp.path().join("b")],
         log_defaults: LogConfig {
             segment_bytes: SEGMENT_BYTES,
-            retention_bytes: RETENTION_BYTES,
-            segment_ms: 200,
-            flush_ms: 50,
-            file_delete_delay_ms: 50,
+            retention_bytes: Some(RETENTION_BYTES),
+            segment_age: Duration::from_millis(200),
+            flush_interval: Some(Duration::from_millis(50)),
+            file_delete_delay: Duration::from_millis(50),
             ..LogConfig::default()
         },
         background: BackgroundConfig {
-            initial_delay_ms: 0,
-            retention_check_interval_ms: 20,
-            flush_check_interval_ms: 10,
-            recovery_point_checkpoint_interval_ms: 30,
-            log_start_offset_checkpoint_interval_ms: 30,
-            producer_id_expiration_ms: 86_400_000,
-            producer_id_expiration_check_interval_ms: 25,
+            initial_delay: Duration::ZERO,
+            retention_check_interval: Duration::from_millis(20),
+            flush_check_interval: Some(Duration::from_millis(10)),
+            recovery_point_checkpoint_interval: Duration::from_millis(30),
+            log_start_offset_checkpoint_interval: Duration::from_millis(30),
+            producer_id_expiration: Duration::from_secs(86_400),
+            producer_id_expiration_check_interval: Duration::from_millis(25),
         },
         ..ManagerConfig::default()
     };
@@ -78,7 +78,7 @@ fn concurrent_appends_and_reads_with_background_maintenance() {
     }
     // Retention keeps about RETENTION_BYTES per partition plus the active segment; deleted
     // segments linger up to file.delete.delay.ms, and appends go on between passes.
-    let bound = PARTITIONS as u64 * (RETENTION_BYTES as u64 + 4 * SEGMENT_BYTES);
+    let bound = PARTITIONS as u64 * (RETENTION_BYTES + 4 * SEGMENT_BYTES);
     let stop = AtomicBool::new(false);
     let appended = AtomicU64::new(0);
     let read = AtomicU64::new(0);

@@ -486,7 +486,12 @@ fn an_expired_producer_s_emptied_batch_is_not_kept() {
         .log
         .append_as_leader(builder.build().unwrap())
         .unwrap();
-    assert_eq!(setup.log.remove_expired_producers(DAY), 1);
+    assert_eq!(
+        setup
+            .log
+            .remove_expired_producers(ferrolog_storage::clock::millis(DAY)),
+        1
+    );
     setup
         .log
         .maybe_increment_high_watermark(setup.log.log_end_offset());

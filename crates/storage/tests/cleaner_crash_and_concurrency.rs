@@ -39,11 +39,11 @@ fn config(root: &Path) -> ManagerConfig {
         cleaner: CleanerConfig {
             threads: 2,
             dedupe_buffer_bytes: 1 << 20,
-            backoff_ms: 5,
+            backoff: Duration::from_millis(5),
             ..CleanerConfig::default()
         },
         background: BackgroundConfig {
-            initial_delay_ms: 0,
+            initial_delay: Duration::ZERO,
             ..BackgroundConfig::default()
         },
         ..ManagerConfig::default()

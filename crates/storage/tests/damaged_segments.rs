@@ -69,7 +69,7 @@ fn manager_config(data_dir: &Path, policy: CleanupPolicy) -> ManagerConfig {
         log_defaults: LogConfig {
             cleanup_policy: policy,
             segment_bytes: 2048,
-            retention_ms: HOUR,
+            retention_age: Some(ferrolog_storage::clock::millis(HOUR)),
             min_cleanable_dirty_ratio: 0.01,
             ..LogConfig::default()
         },

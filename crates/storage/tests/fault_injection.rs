@@ -13,6 +13,7 @@ mod common;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::Duration;
 
 use fail::FailScenario;
 use ferrolog_records::BatchBuilder;
@@ -35,7 +36,7 @@ fn open(dir: &Path, policy: CleanupPolicy) -> Arc<LogManager> {
             segment_bytes: 16 * 1024,
             index_interval_bytes: 512,
             min_cleanable_dirty_ratio: 0.01,
-            file_delete_delay_ms: 0,
+            file_delete_delay: Duration::ZERO,
             ..LogConfig::default()
         },
         ..ManagerConfig::default()

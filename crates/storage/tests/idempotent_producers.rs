@@ -274,9 +274,15 @@ fn producers_expire_after_their_idle_time() {
     let (log, _) = open(&temp.path().join("topic-0"), false, &clock);
     append(&log, 8, 0, 0, 1).unwrap();
     clock.advance_ms(1_000);
-    assert_eq!(log.remove_expired_producers(1_001), 0);
+    assert_eq!(
+        log.remove_expired_producers(std::time::Duration::from_millis(1_001)),
+        0
+    );
     clock.advance_ms(1);
-    assert_eq!(log.remove_expired_producers(1_001), 1);
+    assert_eq!(
+        log.remove_expired_producers(std::time::Duration::from_millis(1_001)),
+        1
+    );
     // Forgotten, the producer may continue at any sequence, as a new one would.
     append(&log, 8, 0, 50, 1).unwrap();
     log.close().unwrap();

@@ -4,6 +4,7 @@
 use std::collections::HashMap;
 use std::sync::atomic::Ordering;
 
+use ferrolog_storage::clock;
 use tokio::sync::oneshot;
 
 use super::state::{Group, GroupState, JoinResult, Member, SyncResult};
@@ -25,8 +26,10 @@ impl GroupCoordinator {
         if request.group.is_empty() {
             return error(errors::INVALID_GROUP_ID);
         }
-        if request.session_timeout_ms < self.config.min_session_timeout_ms
-            || request.session_timeout_ms > self.config.max_session_timeout_ms
+        let session_timeout = clock::millis(i64::from(request.session_timeout_ms));
+        if request.session_timeout_ms < 0
+            || session_timeout < self.config.min_session_timeout
+            || session_timeout > self.config.max_session_timeout
         {
             return error(errors::INVALID_SESSION_TIMEOUT);
         }
@@ -200,7 +203,7 @@ impl GroupCoordinator {
         let timeout = group.rebalance_timeout_ms();
         group.rebalance_deadline_ms = now + timeout;
         group.initial_delay_until_ms = if was_empty {
-            now + self.config.initial_rebalance_delay_ms.min(timeout)
+            now + clock::kafka_ms(self.config.initial_rebalance_delay).min(timeout)
         } else {
             now
         };

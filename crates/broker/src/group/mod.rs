@@ -25,10 +25,11 @@ pub mod state;
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
+use std::time::Duration;
 
 use ferrolog_records::consumer_offsets::{GroupValue, OffsetValue, OffsetsKey};
 use ferrolog_storage::manager::LogManager;
-use ferrolog_storage::{Clock, Result};
+use ferrolog_storage::{Clock, Result, clock};
 use parking_lot::Mutex;
 use tokio::sync::oneshot;
 
@@ -42,17 +43,17 @@ pub struct GroupConfig {
     pub offsets_topic_partitions: i32,
     /// `offsets.topic.segment.bytes`
     pub offsets_topic_segment_bytes: u64,
-    /// `group.min.session.timeout.ms`
-    pub min_session_timeout_ms: i32,
-    /// `group.max.session.timeout.ms`
-    pub max_session_timeout_ms: i32,
+    /// `group.min.session.timeout.ms`: the shortest session timeout a member may ask for.
+    pub min_session_timeout: Duration,
+    /// `group.max.session.timeout.ms`: the longest session timeout a member may ask for.
+    pub max_session_timeout: Duration,
     /// `group.initial.rebalance.delay.ms`: how long the first rebalance of an empty group waits
     /// for more members before it completes.
-    pub initial_rebalance_delay_ms: i64,
-    /// `offsets.retention.minutes`, in milliseconds.
-    pub offsets_retention_ms: i64,
-    /// `offsets.retention.check.interval.ms`
-    pub offsets_retention_check_interval_ms: i64,
+    pub initial_rebalance_delay: Duration,
+    /// `offsets.retention.minutes`: how long an empty group's committed offsets are kept.
+    pub offsets_retention: Duration,
+    /// `offsets.retention.check.interval.ms`: how often expired offsets are looked for.
+    pub offsets_retention_check_interval: Duration,
     /// `offset.metadata.max.bytes`
     pub offset_metadata_max_bytes: usize,
 }
@@ -62,11 +63,11 @@ impl Default for GroupConfig {
         Self {
             offsets_topic_partitions: 50,
             offsets_topic_segment_bytes: 104_857_600,
-            min_session_timeout_ms: 6_000,
-            max_session_timeout_ms: 1_800_000,
-            initial_rebalance_delay_ms: 3_000,
-            offsets_retention_ms: 7 * 24 * 60 * 60 * 1000,
-            offsets_retention_check_interval_ms: 600_000,
+            min_session_timeout: Duration::from_secs(6),
+            max_session_timeout: Duration::from_secs(30 * 60),
+            initial_rebalance_delay: Duration::from_secs(3),
+            offsets_retention: Duration::from_secs(7 * 24 * 60 * 60),
+            offsets_retention_check_interval: Duration::from_secs(600),
             offset_metadata_max_bytes: 4096,
         }
     }
@@ -157,7 +158,10 @@ impl GroupCoordinator {
         }
         Ok(Self {
             topic,
-            next_expiry_check_ms: Mutex::new(now + config.offsets_retention_check_interval_ms),
+            next_expiry_check_ms: Mutex::new(clock::after(
+                now,
+                config.offsets_retention_check_interval,
+            )),
             config,
             clock,
             groups: Mutex::new(groups),
@@ -225,7 +229,7 @@ impl GroupCoordinator {
         }
         let mut next_check = self.next_expiry_check_ms.lock();
         if now >= *next_check {
-            *next_check = now + self.config.offsets_retention_check_interval_ms;
+            *next_check = clock::after(now, self.config.offsets_retention_check_interval);
             self.expire_offsets(&mut groups, now);
         }
     }

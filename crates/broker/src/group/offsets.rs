@@ -4,6 +4,7 @@
 use std::collections::HashMap;
 
 use ferrolog_records::consumer_offsets::{OffsetValue, OffsetsKey};
+use ferrolog_storage::clock;
 
 use super::membership::check_member;
 use super::offsets_topic::OffsetsRecord;
@@ -239,7 +240,7 @@ impl GroupCoordinator {
     /// group emptied, or from the commit for groups that never had members) are tombstoned; an
     /// empty group left with no offsets is removed.
     pub(super) fn expire_offsets(&self, groups: &mut HashMap<String, Group>, now: i64) {
-        let retention = self.config.offsets_retention_ms;
+        let retention = clock::kafka_ms(self.config.offsets_retention);
         let mut dead = Vec::new();
         for group in groups.values_mut() {
             if group.state != GroupState::Empty {

@@ -46,8 +46,8 @@ pub struct CleanerConfig {
     pub load_factor: f64,
     /// `log.cleaner.io.max.bytes.per.second`. Default unlimited.
     pub max_io_bytes_per_second: f64,
-    /// `log.cleaner.backoff.ms`. Default 15000.
-    pub backoff_ms: i64,
+    /// `log.cleaner.backoff.ms`: how long a thread with nothing to clean sleeps. Default 15 s.
+    pub backoff: Duration,
 }
 
 impl Default for CleanerConfig {
@@ -58,7 +58,7 @@ impl Default for CleanerConfig {
             dedupe_buffer_bytes: 128 * 1024 * 1024,
             load_factor: 0.9,
             max_io_bytes_per_second: f64::MAX,
-            backoff_ms: 15_000,
+            backoff: Duration::from_secs(15),
         }
     }
 }
@@ -416,9 +416,9 @@ impl LogCleaner {
                     let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                         while !cleaner.wakeup.is_stopped() {
                             if !cleaner.clean_once(&mut map) {
-                                cleaner.wakeup.sleep(Duration::from_millis(
-                                    cleaner.config.backoff_ms.max(1) as u64,
-                                ));
+                                cleaner
+                                    .wakeup
+                                    .sleep(cleaner.config.backoff.max(Duration::from_millis(1)));
                             }
                         }
                     }));

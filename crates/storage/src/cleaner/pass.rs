@@ -460,7 +460,7 @@ fn filter_entry(
     rebuild(
         batch,
         &kept,
-        horizon.or(needs_horizon.then(|| now_ms.saturating_add(config.delete_retention_ms))),
+        horizon.or(needs_horizon.then(|| crate::clock::after(now_ms, config.delete_retention))),
     )
     .map(Some)
 }

@@ -81,8 +81,8 @@ pub fn cleanable(info: &LogInfo<'_>, now_ms: i64) -> Cleanable {
         .last()
         .map_or(info.log_end_offset, |segment| segment.base_offset);
     let mut first_uncleanable = active_base.min(info.high_watermark);
-    let lag = info.config.min_compaction_lag_ms;
-    if lag > 0 {
+    let lag = info.config.min_compaction_lag;
+    if !lag.is_zero() {
         let too_new = segments
             .iter()
             .enumerate()
@@ -92,7 +92,7 @@ pub fn cleanable(info: &LogInfo<'_>, now_ms: i64) -> Cleanable {
                     .map_or(i64::MAX, |next| next.base_offset);
                 next > first_dirty_offset && segment.base_offset < active_base
             })
-            .find(|(_, segment)| segment.largest_timestamp_ms > now_ms.saturating_sub(lag));
+            .find(|(_, segment)| segment.largest_timestamp_ms > crate::clock::before(now_ms, lag));
         if let Some((_, segment)) = too_new {
             first_uncleanable = first_uncleanable.min(segment.base_offset);
         }
@@ -132,7 +132,7 @@ pub fn cleanable(info: &LogInfo<'_>, now_ms: i64) -> Cleanable {
     } else {
         cleanable_bytes as f64 / total as f64
     };
-    let max_lag = info.config.max_compaction_lag_ms;
+    let max_lag = crate::clock::kafka_ms(info.config.max_compaction_lag);
     let overdue_ms = oldest_dirty_timestamp
         .map(|oldest| now_ms.saturating_sub(oldest).saturating_sub(max_lag))
         .filter(|overdue| *overdue > 0);
@@ -225,7 +225,7 @@ mod tests {
     #[test]
     fn min_compaction_lag_keeps_recent_segments_dirty_but_uncleaned() {
         let config = LogConfig {
-            min_compaction_lag_ms: 1_000,
+            min_compaction_lag: std::time::Duration::from_millis(1_000),
             ..LogConfig::default()
         };
         let segments = [
@@ -264,7 +264,7 @@ mod tests {
     fn max_compaction_lag_forces_a_log_below_the_ratio() {
         let config = LogConfig {
             min_cleanable_dirty_ratio: 0.9,
-            max_compaction_lag_ms: 1_000,
+            max_compaction_lag: std::time::Duration::from_millis(1_000),
             ..LogConfig::default()
         };
         let segments = [segment(0, 1000, 0), segment(25, 10, 0), segment(75, 0, -1)];

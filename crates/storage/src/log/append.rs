@@ -447,8 +447,8 @@ fn check_records(
     config: &LogConfig,
     now_ms: i64,
 ) -> Result<i64> {
-    let lower = now_ms.saturating_sub(config.message_timestamp_before_max_ms);
-    let upper = now_ms.saturating_add(config.message_timestamp_after_max_ms);
+    let lower = crate::clock::before(now_ms, config.message_timestamp_before_max);
+    let upper = crate::clock::after(now_ms, config.message_timestamp_after_max);
     let check_time = config.message_timestamp_type == TimestampType::CreateTime;
     let mut max_timestamp = -1i64;
     let base_timestamp = batch.base_timestamp();

@@ -133,7 +133,7 @@ impl Log {
             }
             let now_ms = self.clock.now_ms();
             let params = RollParams {
-                segment_ms: config.segment_ms,
+                segment_age: config.segment_age,
                 segment_bytes: config.segment_bytes,
                 max_timestamp_in_messages: now_ms,
                 max_offset_in_messages: view.log_end.offset,
@@ -156,8 +156,10 @@ impl Log {
 
     /// Flushes when `flush.ms` has passed since the last flush. Returns whether it flushed.
     pub fn flush_if_due(&self) -> Result<bool> {
-        let flush_ms = self.config().flush_ms;
-        let due = self.clock.now_ms().saturating_sub(self.last_flush_ms()) >= flush_ms;
+        let Some(interval) = self.config().flush_interval else {
+            return Ok(false);
+        };
+        let due = crate::clock::elapsed(self.last_flush_ms(), self.clock.now_ms()) >= interval;
         if due && self.recovery_point() < self.log_end_offset() {
             self.flush()?;
             return Ok(true);

@@ -127,8 +127,8 @@ pub struct Log {
 
 /// Removes the files of deleted segments after a delay (the LogManager's deleter thread).
 pub trait SegmentReaper: Send + Sync + std::fmt::Debug {
-    /// Deletes `files`, already renamed `.deleted`, once `delay_ms` has passed.
-    fn schedule(&self, files: Vec<PathBuf>, delay_ms: i64);
+    /// Deletes `files`, already renamed `.deleted`, once `delay` has passed.
+    fn schedule(&self, files: Vec<PathBuf>, delay: std::time::Duration);
 }
 
 /// What a log shares with the other logs of its data directory and with its owner, given when
@@ -226,7 +226,7 @@ impl Log {
                     .iter()
                     .flat_map(|segment| segment.file_paths())
                     .collect();
-                reaper.schedule(files, self.config().file_delete_delay_ms);
+                reaper.schedule(files, self.config().file_delete_delay);
                 Ok(())
             }
             None => segments

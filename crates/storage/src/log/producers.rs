@@ -144,9 +144,9 @@ impl Log {
     }
 
     /// Forgets producers idle for `producer.id.expiration.ms`; returns how many.
-    pub fn remove_expired_producers(&self, expiration_ms: i64) -> usize {
+    pub fn remove_expired_producers(&self, expiration: std::time::Duration) -> usize {
         let now_ms = self.clock.now_ms();
-        let removed = self.producers.lock().remove_expired(now_ms, expiration_ms);
+        let removed = self.producers.lock().remove_expired(now_ms, expiration);
         if removed > 0 {
             tracing::debug!(partition = %self.topic_partition, removed, "producer ids expired");
         }

@@ -84,9 +84,8 @@ pub fn plan(
         return plan;
     }
 
-    if config.retention_bytes >= 0 {
+    if let Some(limit) = config.retention_bytes {
         let total: u64 = remaining.iter().map(|segment| segment.size_bytes).sum();
-        let limit = config.retention_bytes as u64;
         if total >= limit {
             let mut excess = total - limit;
             step(
@@ -105,7 +104,7 @@ pub fn plan(
         }
     }
 
-    if config.retention_ms >= 0 {
+    if let Some(retention_age) = config.retention_age {
         let (mut future, mut damaged) = (None, None);
         step(
             &mut plan,
@@ -119,7 +118,7 @@ pub fn plan(
                 if largest_timestamp_ms > now_ms {
                     future = Some(*segment);
                 }
-                now_ms.saturating_sub(largest_timestamp_ms) > config.retention_ms
+                crate::clock::elapsed(largest_timestamp_ms, now_ms) > retention_age
             },
         );
         plan.blocked_by_future_timestamp = future;

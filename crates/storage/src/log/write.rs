@@ -117,7 +117,7 @@ impl Log {
         let rolled = self.maybe_roll(
             config,
             RollParams {
-                segment_ms: config.segment_ms,
+                segment_age: config.segment_age,
                 segment_bytes: config.segment_bytes,
                 max_timestamp_in_messages,
                 max_offset_in_messages: info.last_offset,

@@ -6,6 +6,7 @@
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
+use std::time::Duration;
 
 use crate::cleaner::CleanerConfig;
 use crate::config::LogConfig;
@@ -48,35 +49,35 @@ pub struct ManagerConfig {
 /// Periods of the scheduler's jobs. Field docs give the broker key and default.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct BackgroundConfig {
-    /// `log.initial.task.delay.ms`: before any job first runs. Default 30000.
-    pub initial_delay_ms: i64,
-    /// `log.retention.check.interval.ms`: retention, and rolling idle segments. Default 300000.
-    pub retention_check_interval_ms: i64,
-    /// `log.flush.scheduler.interval.ms`: how often logs are checked against `flush.ms`.
-    /// Default never.
-    pub flush_check_interval_ms: i64,
-    /// `log.flush.offset.checkpoint.interval.ms`: recovery-point checkpoints. Default 60000.
-    pub recovery_point_checkpoint_interval_ms: i64,
+    /// `log.initial.task.delay.ms`: before any job first runs. Default 30 s.
+    pub initial_delay: Duration,
+    /// `log.retention.check.interval.ms`: retention, and rolling idle segments. Default 5 min.
+    pub retention_check_interval: Duration,
+    /// `log.flush.scheduler.interval.ms`: how often logs are checked against `flush.ms`;
+    /// `None` never (Kafka's `Long.MAX_VALUE`). Default never.
+    pub flush_check_interval: Option<Duration>,
+    /// `log.flush.offset.checkpoint.interval.ms`: recovery-point checkpoints. Default 60 s.
+    pub recovery_point_checkpoint_interval: Duration,
     /// `log.flush.start.offset.checkpoint.interval.ms`: log-start-offset checkpoints.
-    /// Default 60000.
-    pub log_start_offset_checkpoint_interval_ms: i64,
+    /// Default 60 s.
+    pub log_start_offset_checkpoint_interval: Duration,
     /// `producer.id.expiration.ms`: an idempotent producer idle this long is forgotten.
-    /// Default 86400000 (a day).
-    pub producer_id_expiration_ms: i64,
-    /// `producer.id.expiration.check.interval.ms`: how often that is checked. Default 600000.
-    pub producer_id_expiration_check_interval_ms: i64,
+    /// Default a day.
+    pub producer_id_expiration: Duration,
+    /// `producer.id.expiration.check.interval.ms`: how often that is checked. Default 10 min.
+    pub producer_id_expiration_check_interval: Duration,
 }
 
 impl Default for BackgroundConfig {
     fn default() -> Self {
         Self {
-            initial_delay_ms: 30_000,
-            retention_check_interval_ms: 300_000,
-            flush_check_interval_ms: i64::MAX,
-            recovery_point_checkpoint_interval_ms: 60_000,
-            log_start_offset_checkpoint_interval_ms: 60_000,
-            producer_id_expiration_ms: 86_400_000,
-            producer_id_expiration_check_interval_ms: 600_000,
+            initial_delay: Duration::from_secs(30),
+            retention_check_interval: Duration::from_secs(300),
+            flush_check_interval: None,
+            recovery_point_checkpoint_interval: Duration::from_secs(60),
+            log_start_offset_checkpoint_interval: Duration::from_secs(60),
+            producer_id_expiration: Duration::from_secs(86_400),
+            producer_id_expiration_check_interval: Duration::from_secs(600),
         }
     }
 }
@@ -239,11 +240,10 @@ fn parse_cleaner(config: &mut CleanerConfig, key: &str, value: &str) -> Result<(
                 .ok_or_else(|| bad("must be a positive number"))?;
         }
         _ => {
-            config.backoff_ms = text
-                .parse()
-                .ok()
-                .filter(|ms| *ms >= 0)
-                .ok_or_else(|| bad("must be a non-negative integer"))?;
+            config.backoff = text
+                .parse::<u64>()
+                .map(Duration::from_millis)
+                .map_err(|_| bad("must be a non-negative integer"))?;
         }
     }
     Ok(())
@@ -346,11 +346,12 @@ impl ManagerConfig {
             } else {
                 1
             };
-            let ms = value
+            let span = value
                 .trim()
                 .parse::<i64>()
                 .ok()
                 .filter(|ms| *ms >= minimum)
+                .map(crate::clock::millis)
                 .ok_or_else(|| {
                     invalid(
                         key,
@@ -360,24 +361,25 @@ impl ManagerConfig {
                 })?;
             let background = &mut config.background;
             match *key {
-                "log.initial.task.delay.ms" => background.initial_delay_ms = ms,
-                "log.retention.check.interval.ms" => background.retention_check_interval_ms = ms,
+                "log.initial.task.delay.ms" => background.initial_delay = span,
+                "log.retention.check.interval.ms" => background.retention_check_interval = span,
                 "log.flush.offset.checkpoint.interval.ms" => {
-                    background.recovery_point_checkpoint_interval_ms = ms
+                    background.recovery_point_checkpoint_interval = span
                 }
                 "log.flush.start.offset.checkpoint.interval.ms" => {
-                    background.log_start_offset_checkpoint_interval_ms = ms
+                    background.log_start_offset_checkpoint_interval = span
                 }
-                "producer.id.expiration.ms" => background.producer_id_expiration_ms = ms,
-                _ => background.producer_id_expiration_check_interval_ms = ms,
+                "producer.id.expiration.ms" => background.producer_id_expiration = span,
+                _ => background.producer_id_expiration_check_interval = span,
             }
         }
         if let Some(value) = properties.get("log.flush.scheduler.interval.ms") {
-            config.background.flush_check_interval_ms = value
+            config.background.flush_check_interval = value
                 .trim()
                 .parse::<i64>()
                 .ok()
                 .filter(|ms| *ms >= 1)
+                .map(|ms| (ms != i64::MAX).then(|| crate::clock::millis(ms)))
                 .ok_or_else(|| {
                     invalid(
                         "log.flush.scheduler.interval.ms",
@@ -469,9 +471,12 @@ mod tests {
             ("log.cleanup.policy", "compact"),
         ]))
         .unwrap();
-        assert_eq!(config.log_defaults.retention_ms, 30 * 60_000);
+        assert_eq!(
+            config.log_defaults.retention_age,
+            Some(Duration::from_secs(30 * 60))
+        );
         assert_eq!(config.log_defaults.segment_bytes, 1_048_576);
-        assert_eq!(config.log_defaults.segment_ms, 3_600_000);
+        assert_eq!(config.log_defaults.segment_age, Duration::from_secs(3_600));
         assert!(config.log_defaults.cleanup_policy.compact);
     }
 

@@ -47,16 +47,16 @@ impl Deleter {
         }
     }
 
-    fn push(&self, target: Target, delay_ms: i64) {
-        let due = self.clock.now_ms().saturating_add(delay_ms.max(0));
+    fn push(&self, target: Target, delay: Duration) {
+        let due = crate::clock::after(self.clock.now_ms(), delay);
         let sequence = self.sequence.fetch_add(1, Ordering::Relaxed);
         self.queue.lock().push(Reverse((due, sequence, target)));
         self.wakeup.wake();
     }
 
-    /// Removes `dir` (a renamed `-delete` partition directory) after `delay_ms`.
-    pub fn schedule_dir(&self, dir: PathBuf, delay_ms: i64) {
-        self.push(Target::Dir(dir), delay_ms);
+    /// Removes `dir` (a renamed `-delete` partition directory) after `delay`.
+    pub fn schedule_dir(&self, dir: PathBuf, delay: Duration) {
+        self.push(Target::Dir(dir), delay);
     }
 
     /// Deletions waiting for their time.
@@ -129,8 +129,8 @@ impl Deleter {
 }
 
 impl SegmentReaper for Deleter {
-    fn schedule(&self, files: Vec<PathBuf>, delay_ms: i64) {
-        self.push(Target::Files(files), delay_ms);
+    fn schedule(&self, files: Vec<PathBuf>, delay: Duration) {
+        self.push(Target::Files(files), delay);
     }
 }
 
@@ -149,8 +149,8 @@ mod tests {
         std::fs::write(&file, b"x").unwrap();
         let dir = temp.path().join("t-0.abc-delete");
         std::fs::create_dir_all(dir.join("inner")).unwrap();
-        deleter.schedule(vec![file.clone()], 60_000);
-        deleter.schedule_dir(dir.clone(), 30_000);
+        deleter.schedule(vec![file.clone()], Duration::from_secs(60));
+        deleter.schedule_dir(dir.clone(), Duration::from_secs(30));
         assert_eq!(deleter.run_due(), 0);
         clock.advance_ms(30_000);
         assert_eq!(deleter.run_due(), 1);

@@ -122,18 +122,16 @@ impl DataDirs {
         policy: PlacementPolicy,
         partitions_per_dir: &[usize],
     ) -> Vec<usize> {
-        let mut online: Vec<usize> = (0..self.dirs.len())
+        let online: Vec<usize> = (0..self.dirs.len())
             .filter(|&index| !self.dirs[index].is_offline())
             .collect();
-        match policy {
-            PlacementPolicy::FewestPartitions => online
-                .sort_by_key(|&index| (partitions_per_dir.get(index).copied().unwrap_or(0), index)),
+        let free_bytes: Vec<u64> = match policy {
+            PlacementPolicy::FewestPartitions => Vec::new(),
             PlacementPolicy::MostFreeBytes => {
-                let free: Vec<u64> = self.dirs.iter().map(|dir| dir.free_bytes()).collect();
-                online.sort_by_key(|&index| (std::cmp::Reverse(free[index]), index));
+                self.dirs.iter().map(|dir| dir.free_bytes()).collect()
             }
-        }
-        online
+        };
+        placement_order(policy, online, partitions_per_dir, &free_bytes)
     }
 
     /// Releases every directory's lock at shutdown (an offline directory's is only dropped).
@@ -149,6 +147,27 @@ impl DataDirs {
         }
         first_error.map_or(Ok(()), Err)
     }
+}
+
+/// The placement policy itself: `online` directories (indexes) sorted by the policy, ties to the
+/// first listed. `partitions_per_dir` and `free_bytes` are by index; missing entries count as 0.
+pub(crate) fn placement_order(
+    policy: PlacementPolicy,
+    mut online: Vec<usize>,
+    partitions_per_dir: &[usize],
+    free_bytes: &[u64],
+) -> Vec<usize> {
+    let count = |index: usize, of: &[usize]| of.get(index).copied().unwrap_or(0);
+    match policy {
+        PlacementPolicy::FewestPartitions => {
+            online.sort_by_key(|&index| (count(index, partitions_per_dir), index));
+        }
+        PlacementPolicy::MostFreeBytes => {
+            let free = |index: usize| free_bytes.get(index).copied().unwrap_or(0);
+            online.sort_by_key(|&index| (std::cmp::Reverse(free(index)), index));
+        }
+    }
+    online
 }
 
 impl std::ops::Index<usize> for DataDirs {
@@ -168,4 +187,36 @@ impl<'a> IntoIterator for &'a DataDirs {
 
 fn absolute(path: &Path) -> PathBuf {
     std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fewest_partitions_first_ties_to_the_first_listed() {
+        let order = placement_order(
+            PlacementPolicy::FewestPartitions,
+            vec![0, 1, 2],
+            &[3, 1, 1],
+            &[],
+        );
+        assert_eq!(order, vec![1, 2, 0]);
+    }
+
+    #[test]
+    fn most_free_bytes_first_ties_to_the_first_listed_offline_left_out() {
+        let free = [500, 900, 900, 10_000];
+        let order = placement_order(
+            PlacementPolicy::MostFreeBytes,
+            vec![0, 1, 2],
+            &[0, 9, 9, 0],
+            &free,
+        );
+        assert_eq!(
+            order,
+            vec![1, 2, 0],
+            "dir 3 is offline; partition counts do not matter"
+        );
+    }
 }

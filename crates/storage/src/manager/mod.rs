@@ -428,7 +428,7 @@ impl LogManager {
         // The rename made the deletion durable and invisible; the files go after the delay.
         self.maintenance
             .deleter
-            .schedule_dir(to, self.config.log_defaults.file_delete_delay_ms);
+            .schedule_dir(to, self.config.log_defaults.file_delete_delay);
         tracing::info!(partition = %topic_partition, "deleted log");
         Ok(true)
     }

@@ -69,9 +69,9 @@ impl LogManager {
 
     /// Forgets, in every log, idempotent producers idle for `producer.id.expiration.ms`.
     pub fn expire_producer_ids(&self) -> Result<()> {
-        let expiration_ms = self.config.background.producer_id_expiration_ms;
+        let expiration = self.config.background.producer_id_expiration;
         self.for_each_log(|log| {
-            log.remove_expired_producers(expiration_ms);
+            log.remove_expired_producers(expiration);
             Ok(())
         })
     }
@@ -89,44 +89,44 @@ impl LogManager {
         let start_ms = self.clock.now_ms();
         let mut scheduler = Scheduler::new();
         let mut stats = Vec::new();
-        let mut add = |name, period_ms, job: fn(&LogManager) -> Result<()>| {
+        let mut add = |name, period, job: fn(&LogManager) -> Result<()>| {
             let manager: Weak<LogManager> = Arc::downgrade(self);
             stats.push(scheduler.add(
                 name,
                 start_ms,
-                background.initial_delay_ms,
-                period_ms,
+                background.initial_delay,
+                period,
                 move |_| manager.upgrade().map_or(Ok(()), |manager| job(&manager)),
             ));
         };
         add(
             "log-retention",
-            background.retention_check_interval_ms,
+            Some(background.retention_check_interval),
             LogManager::run_retention,
         );
         add(
             "roll-idle-segments",
-            background.retention_check_interval_ms,
+            Some(background.retention_check_interval),
             LogManager::roll_idle_segments,
         );
         add(
             "log-flusher",
-            background.flush_check_interval_ms,
+            background.flush_check_interval,
             LogManager::flush_due_logs,
         );
         add(
             "recovery-point-checkpoint",
-            background.recovery_point_checkpoint_interval_ms,
+            Some(background.recovery_point_checkpoint_interval),
             LogManager::checkpoint_recovery_points,
         );
         add(
             "log-start-offset-checkpoint",
-            background.log_start_offset_checkpoint_interval_ms,
+            Some(background.log_start_offset_checkpoint_interval),
             LogManager::checkpoint_log_start_offsets,
         );
         add(
             "producer-id-expiration",
-            background.producer_id_expiration_check_interval_ms,
+            Some(background.producer_id_expiration_check_interval),
             LogManager::expire_producer_ids,
         );
         (scheduler, stats)

@@ -245,10 +245,11 @@ impl ProducerState {
             .record(batch);
     }
 
-    /// Forgets producers whose newest batch is older than `expiration_ms`
+    /// Forgets producers whose newest batch is older than `expiration`
     /// (`producer.id.expiration.ms`); returns how many.
-    pub fn remove_expired(&mut self, now_ms: i64, expiration_ms: i64) -> usize {
+    pub fn remove_expired(&mut self, now_ms: i64, expiration: std::time::Duration) -> usize {
         let before = self.producers.len();
+        let expiration_ms = crate::clock::kafka_ms(expiration);
         self.producers
             .retain(|_, entry| now_ms.saturating_sub(entry.last_timestamp()) < expiration_ms);
         before - self.producers.len()

@@ -108,8 +108,14 @@ fn expiry_and_log_start_eviction_forget_producers() {
     let mut state = applied(&[batch(1, 0, 0, 1, 0), batch(2, 0, 0, 1, 10)]);
     state.evict_below(5);
     assert_eq!(state.producer_ids(), HashSet::from([2]));
-    assert_eq!(state.remove_expired(1_010 + 999, 1_000), 0);
-    assert_eq!(state.remove_expired(1_010 + 1_000, 1_000), 1);
+    assert_eq!(
+        state.remove_expired(1_010 + 999, std::time::Duration::from_millis(1_000)),
+        0
+    );
+    assert_eq!(
+        state.remove_expired(1_010 + 1_000, std::time::Duration::from_millis(1_000)),
+        1
+    );
     assert!(state.is_empty());
 }
 

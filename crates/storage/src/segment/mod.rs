@@ -74,7 +74,7 @@ pub struct SegmentSlice {
 #[derive(Debug, Clone, Copy)]
 pub struct RollParams {
     /// `segment.ms`: the age at which a segment rolls, less its jitter.
-    pub segment_ms: i64,
+    pub segment_age: std::time::Duration,
     /// `segment.bytes`: the size a segment may not grow past.
     pub segment_bytes: u64,
     /// The largest timestamp of the incoming batches (now, under `LogAppendTime`): the segment's
@@ -123,7 +123,7 @@ pub struct Segment {
     state: Mutex<AppendState>,
     index_interval_bytes: u32,
     segment_index_bytes: u32,
-    roll_jitter_ms: i64,
+    roll_jitter: std::time::Duration,
     /// Changed since the last flush: a flush of an unchanged segment costs no fsync, so
     /// shutting down or flushing thousands of idle logs stays cheap.
     dirty: AtomicBool,
@@ -132,12 +132,12 @@ pub struct Segment {
 }
 
 /// A fixed random share of `segment.jitter.ms` for one segment, capped at `segment.ms`.
-fn roll_jitter(config: &LogConfig) -> i64 {
-    let bound = config.segment_jitter_ms.min(config.segment_ms);
+fn roll_jitter(config: &LogConfig) -> std::time::Duration {
+    let bound = crate::clock::kafka_ms(config.segment_jitter.min(config.segment_age));
     if bound <= 0 {
-        0
+        std::time::Duration::ZERO
     } else {
-        (rand::random::<u64>() % bound as u64) as i64
+        crate::clock::millis((rand::random::<u64>() % bound as u64) as i64)
     }
 }
 
@@ -191,7 +191,7 @@ impl Segment {
             }),
             index_interval_bytes: config.index_interval_bytes,
             segment_index_bytes: config.segment_index_bytes,
-            roll_jitter_ms: roll_jitter(config),
+            roll_jitter: roll_jitter(config),
             dirty: AtomicBool::new(preallocate.is_some() || !existed),
             index_entries_skipped: AtomicBool::new(false),
         })
@@ -222,8 +222,8 @@ impl Segment {
         self.log.path()
     }
     /// This segment's share of `segment.jitter.ms`: it rolls by time that much before `segment.ms`.
-    pub fn roll_jitter_ms(&self) -> i64 {
-        self.roll_jitter_ms
+    pub fn roll_jitter(&self) -> std::time::Duration {
+        self.roll_jitter
     }
     /// The offset index's entries, in order.
     pub fn offset_index_entries(&self) -> Vec<OffsetPosition> {
@@ -425,7 +425,8 @@ impl Segment {
         let size = self.size();
         let by_size = size > params.segment_bytes.saturating_sub(params.messages_size);
         let by_time = size > 0
-            && self.time_waited_for_roll(params)? > params.segment_ms - self.roll_jitter_ms;
+            && self.time_waited_for_roll(params)?
+                > crate::clock::kafka_ms(params.segment_age.saturating_sub(self.roll_jitter));
         Ok(by_size
             || by_time
             || self.offset_index_is_full()

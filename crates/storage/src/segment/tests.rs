@@ -217,7 +217,7 @@ fn truncate_full_resets_roll_timer_and_index_fullness() {
     assert!(!segment.offset_index_is_full() && !segment.time_index_is_full());
     assert_eq!(segment.size(), 0);
     let params = RollParams {
-        segment_ms: 1_000,
+        segment_age: std::time::Duration::from_millis(1_000),
         segment_bytes: 1 << 30,
         max_timestamp_in_messages: -1,
         max_offset_in_messages: 40,
@@ -457,16 +457,16 @@ fn append_for_log_segment_offset_overflow_is_rejected() {
 fn roll_jitter_brings_the_time_roll_forward() {
     let dir = tempfile::tempdir().unwrap();
     let config = LogConfig {
-        segment_ms: 10_000,
-        segment_jitter_ms: 10_000,
+        segment_age: std::time::Duration::from_millis(10_000),
+        segment_jitter: std::time::Duration::from_millis(10_000),
         ..config()
     };
     let segment = Segment::create(dir.path(), 0, &config, NOW).unwrap();
     append(&segment, &records_at(0, NOW, &["a"]));
-    let jitter = segment.roll_jitter_ms();
+    let jitter = crate::clock::kafka_ms(segment.roll_jitter());
     assert!((0..10_000).contains(&jitter));
     let params = |timestamp| RollParams {
-        segment_ms: 10_000,
+        segment_age: std::time::Duration::from_millis(10_000),
         segment_bytes: 1 << 30,
         max_timestamp_in_messages: timestamp,
         max_offset_in_messages: 1,

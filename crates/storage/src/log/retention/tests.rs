@@ -14,10 +14,11 @@ fn segment(base_offset: i64, size_bytes: u64, largest_timestamp_ms: i64) -> Segm
     }
 }
 
+/// A config with Kafka's `retention.bytes` and `retention.ms` values (−1: no limit).
 fn config(retention_bytes: i64, retention_ms: i64) -> LogConfig {
     LogConfig {
-        retention_bytes,
-        retention_ms,
+        retention_bytes: u64::try_from(retention_bytes).ok(),
+        retention_age: (retention_ms >= 0).then(|| crate::clock::millis(retention_ms)),
         ..LogConfig::default()
     }
 }

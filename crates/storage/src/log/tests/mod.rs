@@ -147,7 +147,7 @@ fn size_based_log_roll() {
 fn time_based_log_roll_uses_the_first_batch_timestamp() {
     let fixture = Fixture::new();
     let log = fixture.create(LogConfig {
-        segment_ms: 60_000,
+        segment_age: std::time::Duration::from_millis(60_000),
         ..LogConfig::default()
     });
     append(&log, &batch(&[TestRecord::new(NOW, None, Some(b"a"))]));
@@ -172,12 +172,12 @@ fn time_based_log_roll_uses_the_first_batch_timestamp() {
 fn time_based_log_roll_jitter() {
     let fixture = Fixture::new();
     let log = fixture.create(LogConfig {
-        segment_ms: 60_000,
-        segment_jitter_ms: 30_000,
+        segment_age: std::time::Duration::from_millis(60_000),
+        segment_jitter: std::time::Duration::from_millis(30_000),
         ..LogConfig::default()
     });
     append(&log, &batch(&[TestRecord::new(NOW, None, Some(b"a"))]));
-    let jitter = log.view().active_segment().roll_jitter_ms();
+    let jitter = crate::clock::kafka_ms(log.view().active_segment().roll_jitter());
     append(
         &log,
         &batch(&[TestRecord::new(NOW + 60_000 - jitter, None, Some(b"b"))]),

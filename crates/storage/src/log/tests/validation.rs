@@ -34,8 +34,8 @@ fn offsets_by_timestamp_and_special_timestamps() {
 fn timestamps_outside_the_allowed_window_are_rejected() {
     let fixture = Fixture::new();
     let log = fixture.create(LogConfig {
-        message_timestamp_before_max_ms: 1_000,
-        message_timestamp_after_max_ms: 1_000,
+        message_timestamp_before_max: std::time::Duration::from_millis(1_000),
+        message_timestamp_after_max: std::time::Duration::from_millis(1_000),
         ..LogConfig::default()
     });
     for bad in [NOW - 1_001, NOW + 1_001] {

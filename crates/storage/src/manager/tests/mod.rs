@@ -72,19 +72,20 @@ fn least_loaded_assignment_balances_partitions() {
 }
 
 #[test]
-fn free_bytes_placement_picks_the_emptiest_disk() {
+fn free_bytes_placement_places_by_what_the_file_systems_report() {
     let (_temp, dirs) = temp_dirs(2);
     let mut config = config(&dirs);
     config.placement = PlacementPolicy::MostFreeBytes;
     let manager = LogManager::open(config, Arc::new(ManualClock::new(NOW))).unwrap();
-    // Both directories share one file system here, so free bytes tie: the first listed wins,
-    // every time, where the partition-count policy would alternate.
+    // Both directories share one file system here, and other tests write to it meanwhile, so
+    // which one reports more free bytes at any instant is not fixed (the policy's order is
+    // tested as a pure function in `dirs.rs`). What holds: each partition lands in the
+    // directory first in the order computed at its creation, and stays there.
     for partition in 0..4 {
         manager.get_or_create(&tp("free", partition)).unwrap();
-        assert_eq!(
-            manager.dir_of(&tp("free", partition)).unwrap().path(),
-            dirs[0]
-        );
+        let dir = manager.dir_of(&tp("free", partition)).unwrap();
+        assert!(dirs.contains(&dir.path().to_path_buf()), "{dir:?}");
+        assert!(dir.path().join(format!("free-{partition}")).is_dir());
     }
     manager.shutdown().unwrap();
 }
@@ -334,7 +335,7 @@ fn delete_renames_then_removes_the_dir_after_the_delay_and_rewrites_checkpoints(
         "{waiting:?}"
     );
     assert!(waiting.iter().any(|name| name.starts_with("gone-0.")));
-    clock.advance_ms(manager.config().log_defaults.file_delete_delay_ms - 1);
+    clock.advance_ms(crate::clock::kafka_ms(manager.config().log_defaults.file_delete_delay) - 1);
     assert_eq!(manager.deleter().run_due(), 0);
     clock.advance_ms(1);
     assert_eq!(manager.deleter().run_due(), 2);
