@@ -72,8 +72,10 @@ pub fn refresh(manager: &LogManager) {
             ("topic", topic_partition.topic.clone()),
             ("partition", topic_partition.partition.to_string()),
         ];
-        metrics::gauge!("kafka_log_log_logstartoffset", &labels).set(log.log_start_offset() as f64);
-        metrics::gauge!("kafka_log_log_logendoffset", &labels).set(log.log_end_offset() as f64);
+        metrics::gauge!("kafka_log_log_logstartoffset", &labels)
+            .set(log.log_start_offset().value() as f64);
+        metrics::gauge!("kafka_log_log_logendoffset", &labels)
+            .set(log.log_end_offset().value() as f64);
         metrics::gauge!("kafka_log_log_size", &labels).set(log.size_in_bytes() as f64);
         metrics::gauge!("kafka_log_log_numlogsegments", &labels).set(log.segment_count() as f64);
     }

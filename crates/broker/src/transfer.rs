@@ -152,7 +152,7 @@ impl FrameWriter {
         buffer: &mut [u8],
     ) -> io::Result<()> {
         let file = region.slice.file();
-        let mut position = region.slice.position();
+        let mut position = region.slice.position().bytes();
         let mut remaining = region.length;
         while remaining > 0 {
             let piece = remaining.min(buffer.len());
@@ -191,7 +191,7 @@ async fn send_file(
     idle_limit: Option<Duration>,
 ) -> io::Result<()> {
     let file = region.slice.file();
-    let mut position = region.slice.position();
+    let mut position = region.slice.position().bytes();
     let mut remaining = region.length;
     while remaining > 0 {
         within(idle_limit, stream.writable()).await?;

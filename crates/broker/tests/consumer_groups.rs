@@ -14,6 +14,7 @@ use ferrolog_broker::group::state::{JoinResult, SyncResult};
 use ferrolog_broker::group::{CommitEntry, GroupConfig, GroupCoordinator, JoinRequest, Reply};
 use ferrolog_broker::{BrokerConfig, Context, dispatch, errors};
 use ferrolog_records::consumer_offsets::{GroupValue, OffsetValue, OffsetsKey};
+use ferrolog_storage::Offset;
 use ferrolog_storage::cleaner::offset_map::OffsetMap;
 use ferrolog_storage::manager::{LogManager, ManagerConfig};
 use ferrolog_storage::{ManualClock, SystemClock};
@@ -401,7 +402,7 @@ fn kafka_s_offsets_topic_records_re_encode_to_the_same_bytes() {
         .unwrap();
     let bytes = log
         .read(ferrolog_storage::log::FetchParams {
-            start_offset: 0,
+            start_offset: Offset::ZERO,
             max_bytes: u64::MAX,
             bound: ferrolog_storage::log::FetchBound::LogEnd,
             first_batch: ferrolog_storage::log::FirstBatch::Whole,

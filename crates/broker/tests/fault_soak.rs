@@ -23,6 +23,7 @@ use bytes::Bytes;
 use common::{Broker, Client};
 use ferrolog_broker::BrokerConfig;
 use ferrolog_records::{BatchBuilder, EntryIter};
+use ferrolog_storage::Offset;
 use ferrolog_storage::cleaner::CleanerConfig;
 use ferrolog_storage::log::{FetchBound, FetchParams, FirstBatch};
 use ferrolog_storage::manager::{BackgroundConfig, LogManager, ManagerConfig};
@@ -320,7 +321,7 @@ fn stored(manager: &LogManager, topic: &str, partition: i32) -> Vec<(i64, Option
         out.extend(
             records
                 .into_iter()
-                .filter(|record| record.offset >= next)
+                .filter(|record| record.offset >= next.value())
                 .map(|record| {
                     (
                         record.offset,
@@ -329,7 +330,9 @@ fn stored(manager: &LogManager, topic: &str, partition: i32) -> Vec<(i64, Option
                     )
                 }),
         );
-        next = next.max(after.expect("a read below the log end found something"));
+        next = next.max(Offset::new(
+            after.expect("a read below the log end found something"),
+        ));
     }
     out
 }

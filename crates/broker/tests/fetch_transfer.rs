@@ -11,6 +11,7 @@ use std::sync::Arc;
 use bytes::{Bytes, BytesMut};
 use ferrolog_broker::transfer::FetchTransfer;
 use ferrolog_broker::{BrokerConfig, Context};
+use ferrolog_storage::Offset;
 use ferrolog_storage::log::{FetchBound, FetchParams, FirstBatch};
 use ferrolog_storage::manager::{LogManager, ManagerConfig};
 use ferrolog_storage::{SystemClock, TopicPartition};
@@ -61,7 +62,7 @@ async fn fetches_carry_the_segment_bytes(transfer: FetchTransfer) {
         log.maybe_increment_high_watermark(log.log_end_offset());
         let whole = log
             .read(FetchParams {
-                start_offset: 0,
+                start_offset: Offset::ZERO,
                 max_bytes: u64::MAX,
                 bound: FetchBound::HighWatermark,
                 first_batch: FirstBatch::Whole,
@@ -183,7 +184,7 @@ async fn a_region_past_the_segment_end_fails_the_write_in_both_transfers() {
         .unwrap();
     let slice = log
         .read(FetchParams {
-            start_offset: 0,
+            start_offset: Offset::ZERO,
             max_bytes: 1 << 20,
             bound: FetchBound::LogEnd,
             first_batch: FirstBatch::Whole,

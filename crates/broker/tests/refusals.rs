@@ -10,6 +10,7 @@ mod common;
 
 use bytes::Bytes;
 use common::{Broker, Client};
+use ferrolog_storage::Offset;
 use kafka_protocol::messages::create_partitions_request::CreatePartitionsTopic;
 use kafka_protocol::messages::create_topics_request::CreatableTopic;
 use kafka_protocol::messages::delete_records_request::{
@@ -350,7 +351,7 @@ async fn names_repeated_in_a_request_are_served_once() {
         .manager
         .get(&ferrolog_storage::TopicPartition::new("twice", 0))
         .unwrap();
-    assert_eq!(log.log_end_offset(), 3, "appended once");
+    assert_eq!(log.log_end_offset(), Offset::new(3), "appended once");
 
     let described: DescribeConfigsResponse = client
         .send(

@@ -7,11 +7,11 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use ferrolog_records::FileEntry;
-use ferrolog_storage::StorageError;
 use ferrolog_storage::segment::{
     Damage, DamageKind, EntrySummary, INDEX_SUFFIX, IndexEntry, LOG_SUFFIX, OffsetPosition,
     RecordsFile, TIME_INDEX_SUFFIX, TimestampOffset, parse_base_offset,
 };
+use ferrolog_storage::{FilePosition, Offset, StorageError};
 
 /// The base offset in a segment file's name.
 pub fn base_offset_of(path: &Path) -> anyhow::Result<i64> {
@@ -66,8 +66,8 @@ fn open_log_beside(index_path: &Path, suffix: &str) -> Option<RecordsFile> {
 
 /// An `.index`: (offset, position) entries, each checked to point at the batch that ends at
 /// that offset in the `.log` beside it.
-pub fn offset_index(path: &Path) -> anyhow::Result<IndexCheck<(i64, u32)>> {
-    let base = base_offset_of(path)?;
+pub fn offset_index(path: &Path) -> anyhow::Result<IndexCheck<(Offset, FilePosition)>> {
+    let base = Offset::new(base_offset_of(path)?);
     let entry_bytes = OffsetPosition::BYTES;
     let (entries, zero_tail, trailing) = read_entries(path, entry_bytes)?;
     let log = open_log_beside(path, INDEX_SUFFIX);
@@ -93,8 +93,8 @@ pub fn offset_index(path: &Path) -> anyhow::Result<IndexCheck<(i64, u32)>> {
         }
         previous = Some(offset);
         if let Some(log) = &log {
-            match log.read_entry_header(u64::from(position), log.size()) {
-                Ok(Some(EntrySummary { last_offset, .. })) if last_offset == offset => {}
+            match log.read_entry_header(position.bytes(), log.size()) {
+                Ok(Some(EntrySummary { last_offset, .. })) if last_offset == offset.value() => {}
                 Ok(Some(summary)) => check.problems.push(format!(
                     "entry {slot} (byte {at}): offset {offset} points at position {position}, where the batch's last offset is {}",
                     summary.last_offset
@@ -112,8 +112,8 @@ pub fn offset_index(path: &Path) -> anyhow::Result<IndexCheck<(i64, u32)>> {
 
 /// A `.timeindex`: (timestamp, offset) entries, each checked against the largest timestamp
 /// of the `.log` beside it up to that offset.
-pub fn time_index(path: &Path) -> anyhow::Result<IndexCheck<(i64, i64)>> {
-    let base = base_offset_of(path)?;
+pub fn time_index(path: &Path) -> anyhow::Result<IndexCheck<(i64, Offset)>> {
+    let base = Offset::new(base_offset_of(path)?);
     let entry_bytes = TimestampOffset::BYTES;
     let (entries, zero_tail, trailing) = read_entries(path, entry_bytes)?;
     let log = open_log_beside(path, TIME_INDEX_SUFFIX);
@@ -133,7 +133,7 @@ pub fn time_index(path: &Path) -> anyhow::Result<IndexCheck<(i64, i64)>> {
             // Entries are checked against the batch headers before any damage; the damage
             // itself is the `.log` check's to report.
             let walked = log.walk_headers(0, log.size(), |entry| {
-                all.push((entry.last_offset, entry.max_timestamp));
+                all.push((Offset::new(entry.last_offset), entry.max_timestamp));
                 ControlFlow::Continue(())
             });
             match walked {
@@ -144,7 +144,7 @@ pub fn time_index(path: &Path) -> anyhow::Result<IndexCheck<(i64, i64)>> {
         }
         None => Vec::new(),
     };
-    let mut previous: Option<(i64, i64)> = None;
+    let mut previous: Option<(i64, Offset)> = None;
     for (slot, entry) in entries.iter().enumerate() {
         let TimestampOffset { timestamp, offset } = TimestampOffset::decode(entry, base);
         check.entries.push((timestamp, offset));

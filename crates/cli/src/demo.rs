@@ -9,6 +9,7 @@ use std::time::Instant;
 
 use anyhow::{Context, ensure};
 use ferrolog_records::{BatchBuilder, DEFAULT_MAX_DECOMPRESSED_BYTES, EntryIter};
+use ferrolog_storage::Offset;
 use ferrolog_storage::log::{FetchBound, FetchParams, FirstBatch, Log};
 use ferrolog_storage::manager::{LogManager, ManagerConfig};
 use ferrolog_storage::{LogConfig, SystemClock, TopicPartition};
@@ -36,7 +37,7 @@ pub fn run(data_dir: &Path, records: usize, record_bytes: usize) -> anyhow::Resu
         .iter()
         .map(|tp| manager.get_or_create(tp))
         .collect::<Result<_, _>>()?;
-    let start_offsets: Vec<i64> = logs.iter().map(|log| log.log_end_offset()).collect();
+    let start_offsets: Vec<Offset> = logs.iter().map(|log| log.log_end_offset()).collect();
     let value = vec![b'x'; record_bytes];
     let started = Instant::now();
     let mut appended = 0;
@@ -70,7 +71,7 @@ pub fn run(data_dir: &Path, records: usize, record_bytes: usize) -> anyhow::Resu
         let log = manager
             .get(tp)
             .context("a demo partition is missing after the restart")?;
-        read_records += read_back(&log, *start)?;
+        read_records += read_back(&log, start.value())?;
     }
     let read_secs = started.elapsed().as_secs_f64();
     ensure!(
@@ -119,9 +120,9 @@ pub fn run(data_dir: &Path, records: usize, record_bytes: usize) -> anyhow::Resu
 fn read_back(log: &Log, start: i64) -> anyhow::Result<usize> {
     let mut offset = start;
     let mut count = 0;
-    while offset < log.high_watermark() {
+    while offset < log.high_watermark().value() {
         let data = log.read(FetchParams {
-            start_offset: offset,
+            start_offset: Offset::new(offset),
             max_bytes: 1024 * 1024,
             bound: FetchBound::HighWatermark,
             first_batch: FirstBatch::Whole,

@@ -11,6 +11,7 @@ use std::process::Command;
 
 use std::sync::Arc;
 
+use ferrolog_storage::Offset;
 use ferrolog_storage::manager::{LogManager, ManagerConfig};
 use ferrolog_storage::{LogConfig, SystemClock, TopicPartition};
 use ferrolog_testkit::{copy_to_temp, kafka_fixtures, numbered_batch};
@@ -329,7 +330,8 @@ fn an_unclean_stop_and_pending_deletions_are_notes_not_problems() {
     let manager = written_dir(&pending);
     let log = manager.get(&TopicPartition::new("events", 0)).unwrap();
     log.maybe_increment_high_watermark(log.log_end_offset());
-    log.maybe_increment_log_start_offset(40).unwrap();
+    log.maybe_increment_log_start_offset(Offset::new(40))
+        .unwrap();
     assert!(log.delete_old_segments().unwrap().plan.delete_count() > 0);
     drop(log);
     manager.shutdown().unwrap();

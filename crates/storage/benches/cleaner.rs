@@ -81,7 +81,7 @@ fn main() {
                 let stats = pass::clean(
                     &log,
                     0,
-                    log.log_end_offset(),
+                    log.log_end_offset().value(),
                     &mut map,
                     1_700_000_000_000,
                     &Throttle::new(f64::MAX),
@@ -89,7 +89,7 @@ fn main() {
                 )
                 .unwrap();
                 let seconds = started.elapsed().as_secs_f64();
-                assert_eq!(stats.end_offset, log.log_end_offset());
+                assert_eq!(stats.end_offset, log.log_end_offset().value());
                 rates.push(bytes as f64 / seconds / 1e6);
                 uncompressed_rates.push(LOG_BYTES as f64 / seconds / 1e6);
             }

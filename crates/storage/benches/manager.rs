@@ -20,6 +20,7 @@ use std::time::Instant;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
+use ferrolog_storage::Offset;
 use ferrolog_storage::manager::{CLEAN_SHUTDOWN_FILE, LogManager, ManagerConfig};
 use ferrolog_storage::{SystemClock, TopicPartition};
 use ferrolog_testkit::{numbered_batch, sized_batch};
@@ -164,7 +165,7 @@ fn scheduler_figures(dir: &Path, partitions: i32) {
             bytes += template.len() as u64;
         }
         let rate = bytes as f64 / appending.as_secs_f64() / 1e6;
-        target.truncate_to(0).unwrap();
+        target.truncate_to(Offset::ZERO).unwrap();
         rate
     };
     append_256_mib(&mut buffer); // warm-up

@@ -18,6 +18,7 @@ use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_m
 use ferrolog_records::BatchBuilder;
 use ferrolog_storage::log::{FetchBound, FetchParams, FirstBatch, LoadParams, Log, partition_dir};
 use ferrolog_storage::segment::{OffsetIndex, Segment};
+use ferrolog_storage::{FilePosition, Offset};
 use ferrolog_storage::{LogConfig, SystemClock, TopicPartition};
 
 const RECORD_BYTES: usize = 1024;
@@ -187,10 +188,10 @@ fn read(c: &mut Criterion) {
         b.iter(|| {
             let mut offset = 0;
             let mut bytes = 0u64;
-            while offset < log.log_end_offset() {
+            while offset < log.log_end_offset().value() {
                 let data = log
                     .read(FetchParams {
-                        start_offset: offset,
+                        start_offset: Offset::new(offset),
                         max_bytes: 1024 * 1024,
                         bound: FetchBound::HighWatermark,
                         first_batch: FirstBatch::Whole,
@@ -200,7 +201,7 @@ fn read(c: &mut Criterion) {
                 let buffer = &mut buffer[..slice.len() as usize];
                 slice
                     .file()
-                    .read_exact_at(buffer, slice.position())
+                    .read_exact_at(buffer, slice.position().bytes())
                     .expect("bytes");
                 bytes += buffer.len() as u64;
                 // Resume after the last whole batch in the slice.
@@ -228,13 +229,16 @@ fn index_lookup(c: &mut Criterion) {
     let entries = 1_310_720u32; // a full default 10 MiB index
     let mut index = OffsetIndex::open(
         &dir.path().join("00000000000000000000.index"),
-        0,
+        Offset::ZERO,
         entries * 8,
     )
     .expect("index");
     for i in 0..entries {
         index
-            .append(i64::from(i) * 16 + 15, i * 4096)
+            .append(
+                Offset::new(i64::from(i) * 16 + 15),
+                FilePosition::from(i * 4096),
+            )
             .expect("entry");
     }
     let mut group = c.benchmark_group("index_lookup");
@@ -244,20 +248,23 @@ fn index_lookup(c: &mut Criterion) {
             state ^= state << 13;
             state ^= state >> 7;
             state ^= state << 17;
-            index.lookup((state % (u64::from(entries) * 16)) as i64)
+            index.lookup(Offset::new((state % (u64::from(entries) * 16)) as i64))
         })
     });
     let log_dir = bench_dir();
     let log = filled_log(log_dir.path());
     let segment = Arc::clone(log.view().active_segment());
-    let end = log.log_end_offset();
+    let end = log.log_end_offset().value();
     group.bench_function("segment_translate_offset_random", |b| {
         b.iter(|| {
             state ^= state << 13;
             state ^= state >> 7;
             state ^= state << 17;
             segment
-                .translate_offset((state % end as u64) as i64, 0)
+                .translate_offset(
+                    Offset::new((state % end as u64) as i64),
+                    FilePosition::START,
+                )
                 .expect("lookup")
         })
     });
@@ -277,7 +284,8 @@ fn recovery(c: &mut Criterion) {
     group.throughput(Throughput::Bytes(size));
     group.bench_function("segment_recover_16KiB_batches", |b| {
         b.iter(|| {
-            let segment = Segment::open(&segment_dir, 0, &config(), 0, "").expect("open");
+            let segment =
+                Segment::open(&segment_dir, Offset::ZERO, &config(), 0, "").expect("open");
             let outcome = segment.recover().expect("recover");
             assert_eq!(outcome.valid_bytes, size);
             outcome

@@ -8,6 +8,7 @@
 use std::sync::Arc;
 
 use ferrolog_records::{BatchBuilder, DEFAULT_MAX_DECOMPRESSED_BYTES, EntryIter};
+use ferrolog_storage::Offset;
 use ferrolog_storage::cleaner::offset_map::OffsetMap;
 use ferrolog_storage::log::{FetchBound, FetchParams, FirstBatch, Log};
 use ferrolog_storage::manager::{LogManager, ManagerConfig};
@@ -93,7 +94,7 @@ fn latest_values(log: &Log) -> Result<Vec<(i64, String, String)>, AnyError> {
                 };
                 found.push((record.offset, text(record.key), text(record.value)));
             }
-            offset = entry.next_offset();
+            offset = Offset::new(entry.next_offset());
         }
     }
 }

@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
+use ferrolog_storage::Offset;
 use ferrolog_storage::checkpoint::{RECOVERY_POINT_CHECKPOINT, read_offset_checkpoint};
 use ferrolog_storage::clock::millis;
 use ferrolog_storage::log::Log;
@@ -105,17 +106,17 @@ fn cannot_delete_segments_at_or_above_the_high_watermark() {
     }
     setup.clock.advance_ms(HOUR);
     for high_watermark in 0..=100 {
-        log.update_high_watermark(high_watermark);
+        log.update_high_watermark(Offset::new(high_watermark));
         log.delete_old_segments().unwrap();
         assert!(
-            log.log_start_offset() <= high_watermark,
+            log.log_start_offset() <= Offset::new(high_watermark),
             "hw {high_watermark}: start {}",
             log.log_start_offset()
         );
-        assert_eq!(log.log_start_offset(), high_watermark / 5 * 5);
+        assert_eq!(log.log_start_offset(), Offset::new(high_watermark / 5 * 5));
     }
     assert_eq!(log.segment_count(), 1);
-    assert_eq!(log.log_start_offset(), 100);
+    assert_eq!(log.log_start_offset(), Offset::new(100));
     assert!(
         log.view().active_segment().is_empty(),
         "the log rolled before its last segment went"
@@ -141,7 +142,7 @@ fn size_based_retention_keeps_two_segments_of_fifteen_messages() {
     let outcome = log.delete_old_segments().unwrap();
     assert_eq!(outcome.plan.delete_count(), 1);
     assert_eq!(log.segment_count(), 2);
-    assert_eq!(log.log_start_offset(), 5);
+    assert_eq!(log.log_start_offset(), Offset::new(5));
 }
 
 #[test]
@@ -157,14 +158,15 @@ fn log_deletion_after_delete_records() {
     log.roll().unwrap();
     assert_eq!(log.segment_count(), 4);
     for (start, segments) in [(1, 4), (6, 3), (15, 1)] {
-        log.maybe_increment_log_start_offset(start).unwrap();
+        log.maybe_increment_log_start_offset(Offset::new(start))
+            .unwrap();
         log.delete_old_segments().unwrap();
         assert_eq!(
             log.segment_count(),
             segments,
             "after DeleteRecords to {start}"
         );
-        assert_eq!(log.log_start_offset(), start);
+        assert_eq!(log.log_start_offset(), Offset::new(start));
     }
 }
 
@@ -184,7 +186,8 @@ fn pure_compact_logs_lose_only_segments_below_the_log_start_offset() {
         append(&log, 1, START - HOUR);
     }
     assert_eq!(log.delete_old_segments().unwrap().plan.delete_count(), 0);
-    log.maybe_increment_log_start_offset(7).unwrap();
+    log.maybe_increment_log_start_offset(Offset::new(7))
+        .unwrap();
     assert_eq!(log.delete_old_segments().unwrap().plan.delete_count(), 1);
 
     let both = LogConfig {
@@ -315,10 +318,14 @@ fn topic_flush_ms_triggers_a_scheduled_flush() {
     setup.clock.advance_ms(31_000);
     let ran = scheduler.run_due(setup.clock.as_ref());
     assert!(ran.contains(&"log-flusher"), "{ran:?}");
-    assert_eq!(fast.recovery_point(), 3, "flush.ms=1000 has passed");
+    assert_eq!(
+        fast.recovery_point(),
+        Offset::new(3),
+        "flush.ms=1000 has passed"
+    );
     assert_eq!(
         slow.recovery_point(),
-        0,
+        Offset::ZERO,
         "the default flush.ms never flushes"
     );
 }
@@ -370,11 +377,15 @@ fn an_idle_active_segment_rolls_after_segment_ms_and_then_expires() {
     setup.clock.advance_ms(HOUR);
     scheduler.run_due(setup.clock.as_ref());
     assert_eq!(log.segment_count(), 2, "rolled with nothing appended");
-    assert_eq!(log.recovery_point(), 3, "the rolled segment was flushed");
+    assert_eq!(
+        log.recovery_point(),
+        Offset::new(3),
+        "the rolled segment was flushed"
+    );
     setup.clock.advance_ms(2 * HOUR);
     scheduler.run_due(setup.clock.as_ref());
     assert_eq!(log.segment_count(), 1, "the idle data expired");
-    assert_eq!(log.log_start_offset(), 3);
+    assert_eq!(log.log_start_offset(), Offset::new(3));
 }
 
 #[test]

@@ -12,6 +12,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use ferrolog_records::{DEFAULT_MAX_DECOMPRESSED_BYTES, EntryIter};
+use ferrolog_storage::Offset;
 use ferrolog_storage::log::{FetchBound, FetchParams, FirstBatch};
 use ferrolog_storage::manager::{BackgroundConfig, LogManager, ManagerConfig};
 use ferrolog_storage::{LogConfig, StorageError, SystemClock, TopicPartition};
@@ -96,7 +97,11 @@ fn concurrent_appends_and_reads_with_background_maintenance() {
                     let next = log.log_end_offset();
                     let records: Vec<TestRecord> = (0..4)
                         .map(|i| {
-                            TestRecord::new(0, Some(b"k"), Some(&value_for(partition, next + i)))
+                            TestRecord::new(
+                                0,
+                                Some(b"k"),
+                                Some(&value_for(partition, (next + i).value())),
+                            )
                         })
                         .collect();
                     // Two writers may race on a partition: a value then names an offset at or
@@ -120,7 +125,7 @@ fn concurrent_appends_and_reads_with_background_maintenance() {
                     let log = manager.get(&partitions[partition]).unwrap();
                     let start = positions[partition];
                     let data = match log.read(FetchParams {
-                        start_offset: start,
+                        start_offset: Offset::new(start),
                         max_bytes: 16 * 1024,
                         bound: FetchBound::HighWatermark,
                         first_batch: FirstBatch::Whole,
@@ -128,7 +133,7 @@ fn concurrent_appends_and_reads_with_background_maintenance() {
                         Ok(data) => data,
                         Err(StorageError::OffsetOutOfRange { .. }) => {
                             resets.fetch_add(1, Ordering::Relaxed);
-                            positions[partition] = log.log_start_offset();
+                            positions[partition] = log.log_start_offset().value();
                             continue;
                         }
                         Err(error) => panic!("reader saw an error: {error}"),

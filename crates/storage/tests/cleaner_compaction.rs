@@ -8,6 +8,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use ferrolog_records::{BatchBuilder, Compression, EntryIter};
+use ferrolog_storage::Offset;
 use ferrolog_storage::cleaner::offset_map::OffsetMap;
 use ferrolog_storage::log::{FetchBound, FetchParams, FirstBatch, Log};
 use ferrolog_storage::manager::{LogManager, ManagerConfig};
@@ -73,7 +74,7 @@ fn delete(log: &Log, key: &str) {
 /// Up to a MiB of the log's stored bytes from `offset`, whole batches.
 fn mib_from(log: &Log, offset: i64) -> Vec<u8> {
     log.read(FetchParams {
-        start_offset: offset,
+        start_offset: Offset::new(offset),
         max_bytes: 1 << 20,
         bound: FetchBound::LogEnd,
         first_batch: FirstBatch::Whole,
@@ -88,17 +89,17 @@ fn records(log: &Log) -> Vec<(i64, Option<String>, Option<String>)> {
     let mut out = Vec::new();
     let mut offset = log.log_start_offset();
     while offset < log.log_end_offset() {
-        let (records, after) = fetched_records(&mib_from(log, offset));
+        let (records, after) = fetched_records(&mib_from(log, offset.value()));
         let Some(after) = after else {
             break;
         };
         out.extend(
             records
                 .into_iter()
-                .filter(|record| record.offset >= offset)
+                .filter(|record| record.offset >= offset.value())
                 .map(|record| (record.offset, record.key_text(), record.value_text())),
         );
-        offset = offset.max(after);
+        offset = offset.max(Offset::new(after));
     }
     out
 }
@@ -208,7 +209,7 @@ fn unkeyed_records_are_removed_and_counted() {
         .log
         .append_as_follower(&builder.build().unwrap())
         .unwrap();
-    setup.log.maybe_increment_high_watermark(2);
+    setup.log.maybe_increment_high_watermark(Offset::new(2));
     setup.log.roll().unwrap();
     clean_until_quiet(&setup, 1 << 20);
     assert_eq!(
@@ -251,7 +252,7 @@ fn cleaning_passes_offset_gaps() {
             .append_as_follower(&builder.build().unwrap())
             .unwrap();
     }
-    setup.log.maybe_increment_high_watermark(51);
+    setup.log.maybe_increment_high_watermark(Offset::new(51));
     setup.log.roll().unwrap();
     clean_until_quiet(&setup, 1 << 20);
     assert_eq!(

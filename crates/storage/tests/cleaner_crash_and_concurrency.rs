@@ -16,6 +16,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use ferrolog_records::{BatchBuilder, DEFAULT_MAX_DECOMPRESSED_BYTES, EntryIter};
+use ferrolog_storage::Offset;
 use ferrolog_storage::cleaner::CleanerConfig;
 use ferrolog_storage::cleaner::offset_map::OffsetMap;
 use ferrolog_storage::log::{FetchBound, FetchParams, FirstBatch, Log};
@@ -51,7 +52,7 @@ fn config(root: &Path) -> ManagerConfig {
 }
 
 fn append_next(log: &Log, count: i64) {
-    let next = log.log_end_offset();
+    let next = log.log_end_offset().value();
     let mut builder = BatchBuilder::new(0);
     for offset in next..next + count {
         let key = format!("key-{}", offset % KEYS);
@@ -96,7 +97,7 @@ fn verify(log: &Log) -> BTreeMap<String, i64> {
                 .to_vec()
                 .unwrap()
             {
-                if record.offset < offset {
+                if record.offset < offset.value() {
                     continue;
                 }
                 assert!(record.offset > previous, "offsets only increase");
@@ -110,7 +111,7 @@ fn verify(log: &Log) -> BTreeMap<String, i64> {
                 assert_eq!(key, format!("key-{}", record.offset % KEYS));
                 latest.insert(key, record.offset);
             }
-            offset = offset.max(entry.next_offset());
+            offset = offset.max(Offset::new(entry.next_offset()));
         }
     }
     latest
@@ -159,7 +160,7 @@ fn every_key_keeps_its_latest_value_through_repeated_sigkill_during_compaction()
 
         let manager = LogManager::open(config(temp.path()), Arc::new(SystemClock)).unwrap();
         if let Some(log) = manager.get(&TopicPartition::new("crash", 0)) {
-            let end = log.high_watermark();
+            let end = log.high_watermark().value();
             let latest = verify(&log);
             assert_latest_values_survive(&latest, end);
             largest_end = largest_end.max(end);
@@ -198,14 +199,14 @@ fn producers_and_consumers_run_while_the_cleaner_compacts() {
                 let mut offset = 0;
                 while !stop.load(Ordering::Relaxed) {
                     let data = match log.read(FetchParams {
-                        start_offset: offset,
+                        start_offset: Offset::new(offset),
                         max_bytes: 16 * 1024,
                         bound: FetchBound::HighWatermark,
                         first_batch: FirstBatch::Whole,
                     }) {
                         Ok(data) => data,
                         Err(StorageError::OffsetOutOfRange { .. }) => {
-                            offset = log.log_start_offset();
+                            offset = log.log_start_offset().value();
                             continue;
                         }
                         Err(error) => panic!("a reader saw {error}"),
@@ -232,7 +233,7 @@ fn producers_and_consumers_run_while_the_cleaner_compacts() {
                         }
                         offset = offset.max(entry.next_offset());
                     }
-                    if offset >= log.high_watermark() {
+                    if offset >= log.high_watermark().value() {
                         offset = 0; // read the (compacting) log again from the start
                     }
                 }
@@ -250,6 +251,6 @@ fn producers_and_consumers_run_while_the_cleaner_compacts() {
     assert_eq!(cleaner.stats.dead_threads.load(Ordering::Relaxed), 0);
     assert!(reads.load(Ordering::Relaxed) > 1000);
     let end = log.high_watermark();
-    assert_latest_values_survive(&verify(&log), end);
+    assert_latest_values_survive(&verify(&log), end.value());
     manager.shutdown().unwrap();
 }

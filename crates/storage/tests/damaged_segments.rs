@@ -19,7 +19,9 @@ use ferrolog_storage::cleaner::offset_map::OffsetMap;
 use ferrolog_storage::log::{DamagedBytes, FetchBound, FetchParams, FirstBatch, Log};
 use ferrolog_storage::manager::{CLEAN_SHUTDOWN_FILE, LogManager, ManagerConfig};
 use ferrolog_storage::segment::RecordsFile;
-use ferrolog_storage::{CleanupPolicy, LogConfig, ManualClock, StorageError, TopicPartition};
+use ferrolog_storage::{
+    CleanupPolicy, LogConfig, ManualClock, Offset, StorageError, TopicPartition,
+};
 
 const START: i64 = 1_700_000_000_000;
 const HOUR: i64 = 3_600_000;
@@ -136,7 +138,8 @@ fn damaged(damage: Damage, policy: CleanupPolicy) -> Damaged {
     assert!(view.segments.len() > DAMAGED_SEGMENT + 2, "enough segments");
     let segment = &view.segments[DAMAGED_SEGMENT];
     let file = segment.log_path();
-    let segment_offsets = segment.base_offset()..view.segments[DAMAGED_SEGMENT + 1].base_offset();
+    let segment_offsets =
+        segment.base_offset().value()..view.segments[DAMAGED_SEGMENT + 1].base_offset().value();
     drop((view, log));
     manager.shutdown().unwrap();
     drop(manager);
@@ -196,7 +199,7 @@ fn damage_met_loading(manager: &LogManager) -> Vec<DamagedBytes> {
 
 fn read(log: &Log, offset: i64) -> ferrolog_storage::Result<Vec<u8>> {
     log.read(FetchParams {
-        start_offset: offset,
+        start_offset: Offset::new(offset),
         max_bytes: 1 << 20,
         bound: FetchBound::HighWatermark,
         first_batch: FirstBatch::Whole,
@@ -254,7 +257,7 @@ fn a_fetch_reports_the_damage_and_never_skips_past_it() {
         let setup = damaged(damage, CleanupPolicy::DELETE);
         let log = &setup.log;
         let mut refused = 0;
-        for offset in log.log_start_offset()..log.log_end_offset() {
+        for offset in log.log_start_offset().value()..log.log_end_offset().value() {
             match read(log, offset) {
                 Ok(bytes) => {
                     assert!(
@@ -312,9 +315,12 @@ fn retention_keeps_a_segment_it_cannot_date_and_deletes_only_before_it() {
                     "{damage:?}: only the segments before the damaged one go: {outcome:?}"
                 );
                 let blocked = outcome.plan.blocked_by_damage.expect("the plan says why");
-                assert_eq!(blocked.base_offset, setup.segment_offsets.start);
+                assert_eq!(
+                    blocked.base_offset,
+                    Offset::new(setup.segment_offsets.start)
+                );
                 assert_eq!(log.segment_count(), segments_before - DAMAGED_SEGMENT);
-                assert_eq!(log.log_start_offset(), setup.segment_offsets.start);
+                assert_eq!(log.log_start_offset().value(), setup.segment_offsets.start);
             }
         }
     }
@@ -324,7 +330,7 @@ fn retention_keeps_a_segment_it_cannot_date_and_deletes_only_before_it() {
 fn a_restart_keeps_everything_after_the_damage_and_reports_what_it_met() {
     for damage in ALL {
         let setup = damaged(damage, CleanupPolicy::DELETE);
-        let end = setup.log.log_end_offset();
+        let end = setup.log.log_end_offset().value();
         let readable_after = |log: &Log| {
             (setup.segment_offsets.end..end)
                 .filter(|offset| read(log, *offset).is_ok())
@@ -352,7 +358,11 @@ fn a_restart_keeps_everything_after_the_damage_and_reports_what_it_met() {
         }
         let manager = open(&data_dir, CleanupPolicy::DELETE, &clock);
         let log = manager.get(&tp()).unwrap();
-        assert_eq!(log.log_end_offset(), end, "{damage:?}: nothing was cut");
+        assert_eq!(
+            log.log_end_offset().value(),
+            end,
+            "{damage:?}: nothing was cut"
+        );
         assert_eq!(readable_after(&log), end - setup.segment_offsets.end);
         let damaged = damage_met_loading(&manager);
         match damage {
@@ -379,9 +389,9 @@ fn a_damaged_active_segment_takes_no_appends_and_loses_nothing_until_recovery_cu
         let (active, active_base) = {
             let view = log.view();
             let active = view.active_segment();
-            (active.log_path(), active.base_offset())
+            (active.log_path(), active.base_offset().value())
         };
-        let end = log.log_end_offset();
+        let end = log.log_end_offset().value();
         drop(log);
         manager.shutdown().unwrap();
         drop(manager);
@@ -411,7 +421,7 @@ fn a_damaged_active_segment_takes_no_appends_and_loses_nothing_until_recovery_cu
         let manager = open(&data_dir, CleanupPolicy::DELETE, &clock);
         let log = manager.get(&tp()).unwrap();
         assert_eq!(
-            log.log_end_offset(),
+            log.log_end_offset().value(),
             active_base + whole_before,
             "{damage:?}"
         );
@@ -464,7 +474,7 @@ fn a_damaged_active_segment_takes_no_appends_and_loses_nothing_until_recovery_cu
         let manager = open(&data_dir, CleanupPolicy::DELETE, &clock);
         let log = manager.get(&tp()).unwrap();
         assert_eq!(
-            log.log_end_offset(),
+            log.log_end_offset().value(),
             active_base + whole_before,
             "{damage:?}"
         );
@@ -472,7 +482,7 @@ fn a_damaged_active_segment_takes_no_appends_and_loses_nothing_until_recovery_cu
         let appended = log.append_as_leader(batch).unwrap();
         assert_eq!(
             appended.first_offset,
-            active_base + whole_before,
+            Offset::new(active_base + whole_before),
             "{damage:?}"
         );
         drop(log);

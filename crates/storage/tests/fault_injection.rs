@@ -17,6 +17,7 @@ use std::time::Duration;
 
 use fail::FailScenario;
 use ferrolog_records::BatchBuilder;
+use ferrolog_storage::Offset;
 use ferrolog_storage::cleaner::offset_map::OffsetMap;
 use ferrolog_storage::log::{FetchBound, Log};
 use ferrolog_storage::manager::{CLEAN_SHUTDOWN_FILE, LogManager, ManagerConfig};
@@ -57,8 +58,8 @@ impl Acknowledged {
             .unwrap();
         let info = log.append_as_leader(builder.build().unwrap())?;
         log.maybe_increment_high_watermark(log.log_end_offset());
-        self.0.push((info.first_offset, value.to_owned()));
-        Ok(info.first_offset)
+        self.0.push((info.first_offset.value(), value.to_owned()));
+        Ok(info.first_offset.value())
     }
 
     fn produce_many(&mut self, log: &Log, from: usize, count: usize) {
@@ -273,7 +274,8 @@ fn a_failed_rename_during_retention_or_compaction_loses_nothing() {
 
     // Retention renaming the segments below a raised log start to `.deleted`.
     let new_start = acknowledged.0[200].0;
-    log.maybe_increment_log_start_offset(new_start).unwrap();
+    log.maybe_increment_log_start_offset(Offset::new(new_start))
+        .unwrap();
     fail::cfg("fs.rename", "return(EIO)").unwrap();
     assert!(matches!(
         log.delete_old_segments().unwrap_err(),
@@ -288,10 +290,10 @@ fn a_failed_rename_during_retention_or_compaction_loses_nothing() {
     let kept: Vec<_> = acknowledged
         .0
         .iter()
-        .filter(|(offset, _)| *offset >= log.log_start_offset())
+        .filter(|(offset, _)| *offset >= log.log_start_offset().value())
         .cloned()
         .collect();
-    assert!(log.log_start_offset() <= new_start);
+    assert!(log.log_start_offset() <= Offset::new(new_start));
     assert_eq!(records(&log, 0), kept);
     scenario.teardown();
 }

@@ -51,7 +51,7 @@ fn produce(log: &Log, value: &str) -> ferrolog_storage::Result<i64> {
         .unwrap();
     let info = log.append_as_leader(builder.build().unwrap())?;
     log.maybe_increment_high_watermark(log.log_end_offset());
-    Ok(info.first_offset)
+    Ok(info.first_offset.value())
 }
 
 /// Produces round-robin until `refusals` appends in a row were refused (or `max` appends

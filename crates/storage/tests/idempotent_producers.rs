@@ -9,6 +9,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use ferrolog_records::BatchBuilder;
+use ferrolog_storage::Offset;
 use ferrolog_storage::log::{LoadParams, Log, ProducerStateSource};
 use ferrolog_storage::producer::snapshot;
 use ferrolog_storage::{Clock, LogConfig, ManualClock, StorageError};
@@ -28,8 +29,8 @@ fn open(dir: &Path, clean: bool, clock: &Arc<ManualClock>) -> (Log, ProducerStat
         dir,
         config(),
         LoadParams {
-            recovery_point: 0,
-            log_start_offset: 0,
+            recovery_point: Offset::ZERO,
+            log_start_offset: Offset::ZERO,
             had_clean_shutdown: clean,
         },
         Arc::clone(clock) as Arc<dyn Clock>,
@@ -59,7 +60,7 @@ fn append(
     count: usize,
 ) -> Result<(i64, i64), StorageError> {
     log.append_as_leader(batch(id, epoch, sequence, count))
-        .map(|info| (info.first_offset, info.last_offset))
+        .map(|info| (info.first_offset.value(), info.last_offset.value()))
 }
 
 fn snapshot_offsets(dir: &Path) -> Vec<i64> {
@@ -86,7 +87,7 @@ fn retries_are_answered_with_their_offsets_and_gaps_and_old_epochs_refused() {
     // A retry of an acknowledged batch: the original offsets, nothing written.
     assert_eq!(append(&log, 1, 0, 0, 3).unwrap(), (0, 2));
     assert_eq!(append(&log, 1, 0, 3, 2).unwrap(), (4, 5));
-    assert_eq!(log.log_end_offset(), 6);
+    assert_eq!(log.log_end_offset(), Offset::new(6));
     // A gap, and a batch of an older epoch once a newer one wrote.
     let gap = append(&log, 1, 0, 6, 1).unwrap_err();
     assert!(
@@ -117,7 +118,11 @@ fn retries_are_answered_with_their_offsets_and_gaps_and_old_epochs_refused() {
         ),
         "{fenced}"
     );
-    assert_eq!(log.log_end_offset(), 7, "refused batches write nothing");
+    assert_eq!(
+        log.log_end_offset(),
+        Offset::new(7),
+        "refused batches write nothing"
+    );
     log.close().unwrap();
 }
 
@@ -135,7 +140,7 @@ fn snapshots_at_roll_and_close_restore_the_state_after_clean_and_unclean_restart
         sequences[producer] += 8;
     }
     let before = log.producer_state();
-    let end = log.log_end_offset();
+    let end = log.log_end_offset().value();
     let rolls = snapshot_offsets(&dir);
     assert!(rolls.len() >= 3, "a snapshot at each roll: {rolls:?}");
     let bases: Vec<i64> = bases_of(&log);
@@ -152,7 +157,7 @@ fn snapshots_at_roll_and_close_restore_the_state_after_clean_and_unclean_restart
 
     // Clean restart: the close snapshot alone rebuilds the state (each producer's last batch).
     let (log, source) = open(&dir, true, &clock);
-    assert_eq!(source, ProducerStateSource::Snapshot(end));
+    assert_eq!(source, ProducerStateSource::Snapshot(Offset::new(end)));
     let after = log.producer_state();
     for id in [10, 11, 12] {
         assert_eq!(
@@ -171,7 +176,10 @@ fn snapshots_at_roll_and_close_restore_the_state_after_clean_and_unclean_restart
     std::fs::remove_file(snapshot::snapshot_path(&dir, end)).unwrap();
     let (log, source) = open(&dir, false, &clock);
     let last_roll = *rolls.last().unwrap();
-    assert_eq!(source, ProducerStateSource::Snapshot(last_roll));
+    assert_eq!(
+        source,
+        ProducerStateSource::Snapshot(Offset::new(last_roll))
+    );
     assert_eq!(
         log.producer_state().get(10).unwrap().last_offset(),
         before.get(10).unwrap().last_offset()
@@ -219,7 +227,7 @@ fn a_damaged_snapshot_is_deleted_and_an_older_one_used() {
 
     let (log, source) = open(&dir, true, &clock);
     assert!(
-        matches!(source, ProducerStateSource::Snapshot(offset) if offset < newest),
+        matches!(source, ProducerStateSource::Snapshot(offset) if offset < Offset::new(newest)),
         "{source:?}"
     );
     assert!(!path.exists(), "the damaged snapshot is gone");
@@ -242,7 +250,7 @@ fn truncation_and_retention_take_their_snapshots_with_them() {
     let snapshots = snapshot_offsets(&dir);
     let middle = snapshots[snapshots.len() / 2];
     // Truncating into the middle drops later snapshots and rebuilds the state there.
-    log.truncate_to(middle + 3).unwrap();
+    log.truncate_to(Offset::new(middle + 3)).unwrap();
     assert!(
         snapshot_offsets(&dir)
             .iter()
@@ -258,7 +266,8 @@ fn truncation_and_retention_take_their_snapshots_with_them() {
     // Raising the log start removes the snapshots below it.
     log.maybe_increment_high_watermark(log.log_end_offset());
     let new_start = bases_of(&log)[2];
-    log.maybe_increment_log_start_offset(new_start).unwrap();
+    log.maybe_increment_log_start_offset(Offset::new(new_start))
+        .unwrap();
     assert!(
         snapshot_offsets(&dir)
             .iter()
@@ -307,7 +316,7 @@ fn kafka_s_producer_snapshots_and_idempotent_batches_load() {
     let clock = Arc::new(ManualClock::new(START));
     let (_copy, dir) = copy_partition(&fixtures.join("LDI-POC"), "__consumer_offsets-6");
     let (log, source) = open(&dir, false, &clock);
-    assert_eq!(source, ProducerStateSource::Snapshot(13));
+    assert_eq!(source, ProducerStateSource::Snapshot(Offset::new(13)));
     assert!(log.producer_state().is_empty());
 
     // TestTopicPatient-0 holds three idempotent producers' batches and no snapshot: an unclean
@@ -349,7 +358,7 @@ fn bases_of(log: &Log) -> Vec<i64> {
     log.view()
         .segments
         .iter()
-        .map(|segment| segment.base_offset())
+        .map(|segment| segment.base_offset().value())
         .collect()
 }
 

@@ -7,6 +7,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use ferrolog_records::{DEFAULT_MAX_DECOMPRESSED_BYTES, EntryIter};
+use ferrolog_storage::Offset;
 use ferrolog_storage::log::{FetchBound, FetchParams, FirstBatch, LoadParams, Log};
 use ferrolog_storage::{LogConfig, SystemClock};
 use ferrolog_testkit::{copy_to_temp, kafka_fixtures};
@@ -65,7 +66,7 @@ fn open_and_read(dir: &Path) -> ReadBack {
                 out.timestamps.push(record.timestamp);
                 out.values.push(record.value.map(<[u8]>::to_vec));
             }
-            offset = entry.next_offset();
+            offset = Offset::new(entry.next_offset());
         }
     }
     out

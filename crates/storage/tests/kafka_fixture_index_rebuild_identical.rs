@@ -5,6 +5,7 @@
 
 use std::sync::Arc;
 
+use ferrolog_storage::Offset;
 use ferrolog_storage::log::{LoadParams, Log};
 use ferrolog_storage::{LogConfig, SystemClock};
 use ferrolog_testkit::{copy_to_temp, kafka_fixtures};
@@ -38,7 +39,7 @@ fn rebuilt_indexes_of_a_kafka_segment_are_byte_identical() {
     )
     .unwrap();
     assert_eq!(report.recovered.len(), 1);
-    assert_eq!(log.log_end_offset(), 13);
+    assert_eq!(log.log_end_offset(), Offset::new(13));
     log.close().unwrap();
     drop(log);
     for name in [

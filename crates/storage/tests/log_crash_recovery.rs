@@ -15,6 +15,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use ferrolog_records::{DEFAULT_MAX_DECOMPRESSED_BYTES, EntryIter};
+use ferrolog_storage::Offset;
 use ferrolog_storage::log::{FetchBound, FetchParams, FirstBatch, LoadParams, Log, partition_dir};
 use ferrolog_storage::{LogConfig, SystemClock, TopicPartition};
 use ferrolog_testkit::crash::{self, KillDelays};
@@ -48,7 +49,7 @@ fn read_progress(data_dir: &Path) -> i64 {
 fn open(data_dir: &Path) -> Log {
     let dir = partition_dir(data_dir, &TopicPartition::new("crash", 0));
     let params = LoadParams {
-        recovery_point: read_progress(data_dir),
+        recovery_point: Offset::new(read_progress(data_dir)),
         ..LoadParams::default()
     };
     Log::open(&dir, config(), params, Arc::new(SystemClock))
@@ -59,10 +60,10 @@ fn open(data_dir: &Path) -> Log {
 /// Checks every record; returns the log end offset.
 fn verify(log: &Log) -> i64 {
     let mut expected = 0i64;
-    while expected < log.log_end_offset() {
+    while expected < log.log_end_offset().value() {
         let data = log
             .read(FetchParams {
-                start_offset: expected,
+                start_offset: Offset::new(expected),
                 max_bytes: 256 * 1024,
                 bound: FetchBound::LogEnd,
                 first_batch: FirstBatch::Whole,
@@ -90,7 +91,7 @@ fn verify(log: &Log) -> i64 {
             }
         }
     }
-    assert_eq!(expected, log.log_end_offset());
+    assert_eq!(expected, log.log_end_offset().value());
     expected
 }
 
@@ -105,7 +106,7 @@ fn crash_child_entry() {
     verify(&log);
     let mut appends = 0u64;
     loop {
-        let next = log.log_end_offset();
+        let next = log.log_end_offset().value();
         let records: Vec<TestRecord> = (next..next + 7)
             .map(|offset| TestRecord::new(1_700_000_000_000, Some(b"k"), Some(&value_for(offset))))
             .collect();

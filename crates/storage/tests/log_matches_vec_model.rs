@@ -13,6 +13,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use ferrolog_records::{DEFAULT_MAX_DECOMPRESSED_BYTES, EntryIter};
+use ferrolog_storage::Offset;
 use ferrolog_storage::log::{FetchBound, FetchParams, FirstBatch, LoadParams, Log, partition_dir};
 use ferrolog_storage::{LogConfig, ManualClock, TopicPartition};
 use ferrolog_testkit::{TestRecord, batch};
@@ -60,10 +61,10 @@ fn value(offset: usize, length: usize) -> Vec<u8> {
 fn read_from(log: &Log, start: i64, max_bytes: u64) -> Vec<(i64, Vec<u8>)> {
     let mut out = Vec::new();
     let mut offset = start;
-    while offset < log.log_end_offset() {
+    while offset < log.log_end_offset().value() {
         let data = log
             .read(FetchParams {
-                start_offset: offset,
+                start_offset: Offset::new(offset),
                 max_bytes,
                 bound: FetchBound::LogEnd,
                 first_batch: FirstBatch::Whole,
@@ -124,7 +125,7 @@ fn run(ops: Vec<Op>) {
                     })
                     .collect();
                 let info = log.append_as_leader(batch(&records)).expect("append");
-                assert_eq!(info.first_offset, next_offset);
+                assert_eq!(info.first_offset, Offset::new(next_offset));
                 let mut model_batch = Vec::new();
                 for record in records {
                     model_batch.push((next_offset, record.value.expect("value")));
@@ -154,7 +155,7 @@ fn run(ops: Vec<Op>) {
                 let to = model
                     .get(boundary)
                     .map_or(next_offset, |model_batch| model_batch[0].0);
-                log.truncate_to(to).expect("truncate");
+                log.truncate_to(Offset::new(to)).expect("truncate");
                 model.retain(|model_batch| model_batch.last().is_some_and(|(last, _)| *last < to));
                 next_offset = next_offset.min(to);
             }
@@ -163,7 +164,7 @@ fn run(ops: Vec<Op>) {
             }
             Op::Flush => {
                 log.flush().expect("flush");
-                assert_eq!(log.recovery_point(), next_offset);
+                assert_eq!(log.recovery_point(), Offset::new(next_offset));
             }
             Op::ReopenClean => {
                 log.close().expect("close");
@@ -190,7 +191,7 @@ fn run(ops: Vec<Op>) {
                 );
             }
         }
-        assert_eq!(log.log_end_offset(), next_offset);
+        assert_eq!(log.log_end_offset(), Offset::new(next_offset));
         assert!(log.recovery_point() <= log.log_end_offset());
     }
     assert_eq!(read_from(&log, 0, 4096), model.concat());

@@ -21,7 +21,7 @@ fn open(dir: &std::path::Path) -> LogManager {
 
 fn offsets(manager: &LogManager, topic: &str, partition: i32) -> (i64, i64) {
     let log = manager.get(&TopicPartition::new(topic, partition)).unwrap();
-    (log.log_start_offset(), log.log_end_offset())
+    (log.log_start_offset().value(), log.log_end_offset().value())
 }
 
 #[test]

@@ -14,6 +14,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use ferrolog_records::{DEFAULT_MAX_DECOMPRESSED_BYTES, EntryIter};
+use ferrolog_storage::Offset;
 use ferrolog_storage::log::{FetchBound, FetchParams, FirstBatch, Log};
 use ferrolog_storage::manager::{LogManager, ManagerConfig};
 use ferrolog_storage::{LogConfig, SystemClock, TopicPartition};
@@ -53,10 +54,10 @@ fn flushed(root: &Path) -> BTreeMap<i32, i64> {
 
 fn verify(log: &Log, partition: i32) -> i64 {
     let mut expected = 0i64;
-    while expected < log.log_end_offset() {
+    while expected < log.log_end_offset().value() {
         let data = log
             .read(FetchParams {
-                start_offset: expected,
+                start_offset: Offset::new(expected),
                 max_bytes: 64 * 1024,
                 bound: FetchBound::LogEnd,
                 first_batch: FirstBatch::Whole,
@@ -109,7 +110,7 @@ fn child_entry() {
     loop {
         let partition = (round % PARTITIONS as u64) as i32;
         let log = &logs[partition as usize];
-        let next = log.log_end_offset();
+        let next = log.log_end_offset().value();
         let records: Vec<TestRecord> = (next..next + 5)
             .map(|offset| {
                 TestRecord::new(1_700_000_000_000, None, Some(&value_for(partition, offset)))

@@ -12,7 +12,7 @@ use ferrolog_records::{BatchBuilder, DEFAULT_MAX_DECOMPRESSED_BYTES, EntryIter, 
 use ferrolog_storage::TopicPartition;
 use ferrolog_storage::log::{FetchBound, FetchParams, FirstBatch, Log};
 use ferrolog_storage::manager::LogManager;
-use ferrolog_storage::{Result, StorageError};
+use ferrolog_storage::{Offset, Result, StorageError};
 
 pub const OFFSETS_TOPIC: &str = "__consumer_offsets";
 
@@ -123,14 +123,14 @@ impl OffsetsTopic {
                         Err((position, error)) => {
                             let error = StorageError::Corrupt {
                                 path: data.segment_path().unwrap_or_default(),
-                                position: data.offset_metadata.position + position as u64,
+                                position: data.offset_metadata.position.bytes() + position as u64,
                                 reason: error.to_string(),
                             };
                             next = skip_damaged_segment(&log, &topic_partition, next, &error);
                             break;
                         }
                     };
-                    let entry_next = entry.next_offset();
+                    let entry_next = Offset::new(entry.next_offset());
                     if entry_next <= next {
                         continue;
                     }
@@ -142,7 +142,7 @@ impl OffsetsTopic {
                             "skipping a damaged batch of the offsets topic: the group records in it are lost"
                         );
                     } else {
-                        loaded += visit_entry(&topic_partition, &entry, next, &mut visit);
+                        loaded += visit_entry(&topic_partition, &entry, next.value(), &mut visit);
                     }
                     next = entry_next;
                 }
@@ -150,7 +150,7 @@ impl OffsetsTopic {
                     // Nothing whole was read where a batch should start.
                     let error = StorageError::Corrupt {
                         path: data.segment_path().unwrap_or_default(),
-                        position: data.offset_metadata.position,
+                        position: data.offset_metadata.position.bytes(),
                         reason: "no whole batch where the read started".into(),
                     };
                     next = skip_damaged_segment(&log, &topic_partition, next, &error);
@@ -165,9 +165,9 @@ impl OffsetsTopic {
 fn skip_damaged_segment(
     log: &Log,
     topic_partition: &TopicPartition,
-    offset: i64,
+    offset: Offset,
     error: &StorageError,
-) -> i64 {
+) -> Offset {
     let view = log.view();
     let resume = view
         .segments
@@ -177,8 +177,8 @@ fn skip_damaged_segment(
         .unwrap_or(view.log_end.offset);
     tracing::error!(
         partition = %topic_partition,
-        offset,
-        resume_at = resume,
+        %offset,
+        resume_at = %resume,
         %error,
         "damaged data in the offsets topic: the group records from here to the next segment cannot be read and are skipped"
     );

@@ -3,6 +3,7 @@
 //! past the high watermark, is OFFSET_OUT_OF_RANGE; a compact-only topic is POLICY_VIOLATION;
 //! an internal topic is INVALID_TOPIC_EXCEPTION; each with low watermark −1.
 
+use ferrolog_storage::Offset;
 use kafka_protocol::messages::delete_records_response::{
     DeleteRecordsPartitionResult, DeleteRecordsTopicResult,
 };
@@ -46,13 +47,13 @@ pub fn handle(
                 let offset = match partition.offset {
                     HIGH_WATERMARK => log.high_watermark(),
                     offset if offset < 0 => return refused(errors::OFFSET_OUT_OF_RANGE),
-                    offset => offset,
+                    offset => Offset::new(offset),
                 };
                 let outcome = log
                     .maybe_increment_log_start_offset(offset)
                     .and_then(|_| log.delete_old_segments().map(|_| ()));
                 match outcome {
-                    Ok(()) => result.with_low_watermark(log.log_start_offset()),
+                    Ok(()) => result.with_low_watermark(log.log_start_offset().value()),
                     Err(error) => refused(errors::code_of(&error)),
                 }
             })

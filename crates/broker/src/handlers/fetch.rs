@@ -15,6 +15,7 @@ use bytes::Bytes;
 use kafka_protocol::messages::fetch_response::{FetchableTopicResponse, PartitionData};
 use kafka_protocol::messages::{FetchRequest, FetchResponse, RequestHeader};
 
+use ferrolog_storage::Offset;
 use ferrolog_storage::log::{FetchBound, FetchData, FetchParams, FirstBatch};
 
 use super::with_logs;
@@ -100,7 +101,7 @@ fn read_once(
                 };
                 let max_bytes = i64::from(partition.partition_max_bytes.max(0)).min(budget);
                 let read = log.read(FetchParams {
-                    start_offset: partition.fetch_offset,
+                    start_offset: Offset::new(partition.fetch_offset),
                     max_bytes: u64::try_from(max_bytes).unwrap_or(0),
                     bound: FetchBound::HighWatermark,
                     first_batch: if first {
@@ -115,10 +116,10 @@ fn read_once(
                     Err(error) => (log.watermarks(), Err(error)),
                 };
                 let mut response = response
-                    .with_high_watermark(watermarks.high_watermark)
-                    .with_last_stable_offset(watermarks.last_stable_offset);
+                    .with_high_watermark(watermarks.high_watermark.value())
+                    .with_last_stable_offset(watermarks.last_stable_offset.value());
                 if version >= 5 {
-                    response = response.with_log_start_offset(watermarks.log_start_offset);
+                    response = response.with_log_start_offset(watermarks.log_start_offset.value());
                 }
                 match outcome.and_then(|data| records(data, &mut regions)) {
                     Ok(records) => {

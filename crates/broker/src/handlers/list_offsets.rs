@@ -38,7 +38,7 @@ pub fn handle(
                 match log.fetch_offset_by_timestamp(partition.timestamp) {
                     Ok(Some(found)) => response
                         .with_timestamp(found.timestamp)
-                        .with_offset(found.offset),
+                        .with_offset(found.offset.value()),
                     Ok(None) => response.with_timestamp(-1).with_offset(-1),
                     Err(error) => response.with_error_code(errors::code_of(&error)),
                 }

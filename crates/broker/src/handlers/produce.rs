@@ -70,10 +70,11 @@ pub fn handle(
                                 info.record_count as u64,
                             );
                             response = response
-                                .with_base_offset(info.first_offset)
+                                .with_base_offset(info.first_offset.value())
                                 .with_log_append_time_ms(info.log_append_time_ms);
                             if version >= 5 {
-                                response = response.with_log_start_offset(log.log_start_offset());
+                                response =
+                                    response.with_log_start_offset(log.log_start_offset().value());
                             }
                             response
                         }

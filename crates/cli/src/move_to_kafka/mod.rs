@@ -98,7 +98,7 @@ fn read_holdings(log_dirs: &[PathBuf]) -> anyhow::Result<Holdings> {
         .logs()
         .into_iter()
         .map(|(topic_partition, log)| {
-            let (start, end) = (log.log_start_offset(), log.log_end_offset());
+            let (start, end) = (log.log_start_offset().value(), log.log_end_offset().value());
             (topic_partition, log.dir().to_path_buf(), start, end)
         })
         .collect();

@@ -133,7 +133,7 @@ fn describe(log: &Log) -> Result<(Vec<SegmentInfo>, i64, i64, i64)> {
         .iter()
         .map(|segment| {
             Ok(SegmentInfo {
-                base_offset: segment.base_offset(),
+                base_offset: segment.base_offset().value(),
                 size_bytes: segment.size(),
                 largest_timestamp_ms: segment.max_timestamp()?,
                 first_timestamp_ms: segment.first_batch_timestamp()?,
@@ -142,9 +142,9 @@ fn describe(log: &Log) -> Result<(Vec<SegmentInfo>, i64, i64, i64)> {
         .collect::<Result<Vec<_>>>()?;
     Ok((
         segments,
-        view.log_start_offset,
-        view.log_end.offset,
-        view.high_watermark,
+        view.log_start_offset.value(),
+        view.log_end.offset.value(),
+        view.high_watermark.value(),
     ))
 }
 

@@ -26,6 +26,7 @@ use crate::config::LogConfig;
 use crate::error::{Result, StorageError};
 use crate::fs::remove_if_exists;
 use crate::log::Log;
+use crate::offset::{FilePosition, Offset};
 use crate::segment::{
     BatchMeta, CLEANED_SUFFIX, INDEX_SUFFIX, LOG_SUFFIX, Segment, TIME_INDEX_SUFFIX, segment_path,
     with_added_suffix,
@@ -101,7 +102,7 @@ pub fn clean(
     let to_clean: Vec<Arc<Segment>> = view
         .segments
         .iter()
-        .filter(|segment| segment.base_offset() < stats.end_offset)
+        .filter(|segment| segment.base_offset().value() < stats.end_offset)
         .filter(|segment| !Arc::ptr_eq(segment, view.active_segment()))
         .cloned()
         .collect();
@@ -154,13 +155,15 @@ fn build_map(
     for (index, segment) in segments.iter().enumerate() {
         let next_base = segments
             .get(index + 1)
-            .map_or(view.log_end.offset, |next| next.base_offset());
-        if next_base <= first_dirty || segment.base_offset() >= first_uncleanable {
+            .map_or(view.log_end.offset, |next| next.base_offset())
+            .value();
+        let base = segment.base_offset().value();
+        if next_base <= first_dirty || base >= first_uncleanable {
             continue;
         }
-        let start = if segment.base_offset() < first_dirty {
+        let start = if base < first_dirty {
             segment
-                .translate_offset(first_dirty, 0)?
+                .translate_offset(Offset::new(first_dirty), FilePosition::START)?
                 .map_or(segment.size(), |entry| entry.position)
         } else {
             0
@@ -257,7 +260,7 @@ pub fn group_segments(
         .map(|segment| {
             let (offset_index, time_index) = segment.index_lengths();
             (
-                segment.base_offset(),
+                segment.base_offset().value(),
                 segment.size(),
                 offset_index,
                 time_index,
@@ -323,7 +326,7 @@ fn clean_group(
     let base = group[0].base_offset();
     for suffix in [LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX] {
         remove_if_exists(&with_added_suffix(
-            &segment_path(dir, base, suffix),
+            &segment_path(dir, base.value(), suffix),
             CLEANED_SUFFIX,
         ))?;
     }
@@ -404,7 +407,7 @@ fn filter_entry(
         stats.records_written += records;
         let bytes = entry.as_bytes().to_vec();
         let meta = BatchMeta {
-            last_offset: entry.last_offset(),
+            last_offset: Offset::new(entry.last_offset()),
             max_timestamp: entry.max_timestamp(),
             size: bytes.len() as u32,
         };
@@ -494,7 +497,7 @@ fn rebuild(
     let bytes = builder.build()?;
     let rebuilt = RecordBatch::new(&bytes)?;
     let meta = BatchMeta {
-        last_offset: rebuilt.last_offset(),
+        last_offset: Offset::new(rebuilt.last_offset()),
         max_timestamp: rebuilt.max_timestamp(),
         size: bytes.len() as u32,
     };

@@ -19,6 +19,7 @@ use ferrolog_records::{
 
 use crate::config::{LogConfig, TargetCompression};
 use crate::error::{Result, StorageError};
+use crate::offset::Offset;
 use crate::producer::ProducerBatch;
 use crate::segment::BatchMeta;
 
@@ -26,13 +27,13 @@ use crate::segment::BatchMeta;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AppendInfo {
     /// Offset of the first record appended (for a retry of a written batch, the original's).
-    pub first_offset: i64,
+    pub first_offset: Offset,
     /// Offset of the last record appended (for a retry of a written batch, the original's).
-    pub last_offset: i64,
+    pub last_offset: Offset,
     /// Largest timestamp of the append (the append time for LogAppendTime topics).
     pub max_timestamp: i64,
     /// Last offset of the batch carrying `max_timestamp`.
-    pub offset_of_max_timestamp: i64,
+    pub offset_of_max_timestamp: Offset,
     /// The broker time stamped on LogAppendTime batches, else −1.
     pub log_append_time_ms: i64,
     /// Records written (0 for a retry, which writes nothing).
@@ -63,7 +64,7 @@ pub(crate) struct AssignedAppend {
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct LeaderContext<'c> {
     pub config: &'c LogConfig,
-    pub next_offset: i64,
+    pub next_offset: Offset,
     pub now_ms: i64,
     pub partition_leader_epoch: i32,
 }
@@ -250,7 +251,7 @@ pub(crate) fn assign_leader_offsets(
     let mut needs_rebuild = false;
     let mut batches = Vec::with_capacity(checked_batches.len());
     let mut producer_batches = Vec::new();
-    let mut next_offset = context.next_offset;
+    let mut next_offset = context.next_offset.value();
     let mut record_count = 0usize;
     let (mut max_timestamp, mut offset_of_max_timestamp) = (-1i64, -1i64);
     let log_append_time = config.message_timestamp_type == TimestampType::LogAppendTime;
@@ -304,7 +305,7 @@ pub(crate) fn assign_leader_offsets(
             offset_of_max_timestamp = last_offset;
         }
         batches.push(BatchMeta {
-            last_offset,
+            last_offset: Offset::new(last_offset),
             max_timestamp: stored_max,
             size: meta_size as u32,
         });
@@ -332,9 +333,9 @@ pub(crate) fn assign_leader_offsets(
     }
     let info = AppendInfo {
         first_offset: context.next_offset,
-        last_offset: next_offset - 1,
+        last_offset: Offset::new(next_offset - 1),
         max_timestamp,
-        offset_of_max_timestamp,
+        offset_of_max_timestamp: Offset::new(offset_of_max_timestamp),
         log_append_time_ms: if log_append_time { context.now_ms } else { -1 },
         record_count,
         batch_count: batches.len(),

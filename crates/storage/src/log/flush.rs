@@ -6,6 +6,7 @@
 use super::Log;
 use crate::error::Result;
 use crate::fs::OpenDir;
+use crate::offset::Offset;
 use crate::segment::Segment;
 
 /// Which segments a flush to an offset covers.
@@ -26,7 +27,7 @@ impl Log {
 
     /// fsyncs the segments holding offsets in `[recovery point, up_to)` and raises the recovery
     /// point to `up_to`.
-    pub fn flush_up_to(&self, up_to: i64) -> Result<()> {
+    pub fn flush_up_to(&self, up_to: Offset) -> Result<()> {
         self.flush_range(up_to, FlushEnd::Below)
     }
 
@@ -38,11 +39,11 @@ impl Log {
 
     /// The partition directory is fsynced too when one of the flushed segments was created
     /// since the last flush (its directory entry is new).
-    fn flush_range(&self, up_to: i64, end: FlushEnd) -> Result<()> {
+    fn flush_range(&self, up_to: Offset, end: FlushEnd) -> Result<()> {
         self.guarded(|| self.flush_range_unguarded(up_to, end))
     }
 
-    fn flush_range_unguarded(&self, up_to: i64, end: FlushEnd) -> Result<()> {
+    fn flush_range_unguarded(&self, up_to: Offset, end: FlushEnd) -> Result<()> {
         let started = std::time::Instant::now();
         let result = self.flush_segments(up_to, end);
         if let Ok(true) = result {
@@ -54,7 +55,7 @@ impl Log {
     }
 
     /// Flushes; returns whether anything was fsynced.
-    fn flush_segments(&self, up_to: i64, end: FlushEnd) -> Result<bool> {
+    fn flush_segments(&self, up_to: Offset, end: FlushEnd) -> Result<bool> {
         let view = self.view();
         let up_to = up_to.min(view.log_end.offset);
         let from = view.recovery_point;
@@ -62,7 +63,7 @@ impl Log {
             let next_base = view
                 .segments
                 .get(index + 1)
-                .map_or(i64::MAX, |next| next.base_offset());
+                .map_or(Offset::MAX, |next| next.base_offset());
             let below_end = segment.base_offset() < up_to
                 || (end == FlushEnd::Including && segment.base_offset() <= up_to);
             below_end && next_base > from

@@ -6,6 +6,7 @@ use ferrolog_records::RecordBatch;
 
 use super::append::{AppendInfo, ValidatedAppend, batch_ranges, invalid};
 use crate::error::{Result, StorageError};
+use crate::offset::Offset;
 use crate::producer::ProducerBatch;
 use crate::segment::BatchMeta;
 
@@ -13,8 +14,9 @@ use crate::segment::BatchMeta;
 /// `log_end_offset` on.
 pub(crate) fn validate_follower_append(
     bytes: &[u8],
-    log_end_offset: i64,
+    log_end_offset: Offset,
 ) -> Result<ValidatedAppend> {
+    let log_end_offset = log_end_offset.value();
     let ranges = batch_ranges(bytes)?;
     let mut batches = Vec::with_capacity(ranges.len());
     let mut previous_last: Option<i64> = None;
@@ -54,7 +56,7 @@ pub(crate) fn validate_follower_append(
         record_count += batch.records_count().max(0) as usize;
         producer_batches.extend(ProducerBatch::of(&batch));
         batches.push(BatchMeta {
-            last_offset: batch.last_offset(),
+            last_offset: Offset::new(batch.last_offset()),
             max_timestamp: batch.max_timestamp(),
             size: (end - start) as u32,
         });
@@ -71,10 +73,10 @@ pub(crate) fn validate_follower_append(
     })?;
     Ok(ValidatedAppend {
         info: AppendInfo {
-            first_offset: first.base_offset(),
-            last_offset,
+            first_offset: Offset::new(first.base_offset()),
+            last_offset: Offset::new(last_offset),
             max_timestamp,
-            offset_of_max_timestamp,
+            offset_of_max_timestamp: Offset::new(offset_of_max_timestamp),
             log_append_time_ms: -1,
             record_count,
             batch_count: batches.len(),

@@ -20,6 +20,7 @@ use crate::clock::Clock;
 use crate::config::LogConfig;
 use crate::error::{Result, StorageError};
 use crate::fs::{remove_if_exists, rename_if_exists};
+use crate::offset::{FilePosition, Offset};
 use crate::producer::ProducerState;
 use crate::segment::{
     CLEANED_SUFFIX, DELETED_SUFFIX, INDEX_SUFFIX, LOG_SUFFIX, SWAP_SUFFIX, Segment,
@@ -32,9 +33,9 @@ use crate::types::{PartitionDirKind, TopicPartition, parse_partition_dir};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct LoadParams {
     /// Offset below which data is known to be fsynced (`recovery-point-offset-checkpoint`).
-    pub recovery_point: i64,
+    pub recovery_point: Offset,
     /// The checkpointed log start offset (`log-start-offset-checkpoint`), or 0.
-    pub log_start_offset: i64,
+    pub log_start_offset: Offset,
     /// The data directory had the clean-shutdown marker: skip recovery.
     pub had_clean_shutdown: bool,
 }
@@ -171,18 +172,19 @@ impl Log {
         settle_leftovers(dir, &mut report)?;
 
         let now_ms = clock.now_ms();
-        let mut segments: BTreeMap<i64, Arc<Segment>> = BTreeMap::new();
+        let mut segments: BTreeMap<Offset, Arc<Segment>> = BTreeMap::new();
         let mut needs_recovery = Vec::new();
         for path in list_files(dir)? {
             let name = file_name(&path);
             let Some(base) = parse_base_offset(name) else {
                 continue;
             };
+            let base = Offset::new(base);
             if name.ends_with(INDEX_SUFFIX)
                 || name.ends_with(TIME_INDEX_SUFFIX)
                 || name.ends_with(TXN_INDEX_SUFFIX)
             {
-                if !segment_path(dir, base, LOG_SUFFIX).exists() {
+                if !segment_path(dir, base.value(), LOG_SUFFIX).exists() {
                     remove_if_exists(&path)?;
                     tracing::warn!(path = %path.display(), "removed an orphaned index file");
                     report.removed_files.push(path);
@@ -192,8 +194,8 @@ impl Log {
             if !name.ends_with(LOG_SUFFIX) {
                 continue;
             }
-            let index_existed = segment_path(dir, base, INDEX_SUFFIX).exists();
-            let time_index_existed = segment_path(dir, base, TIME_INDEX_SUFFIX).exists();
+            let index_existed = segment_path(dir, base.value(), INDEX_SUFFIX).exists();
+            let time_index_existed = segment_path(dir, base.value(), TIME_INDEX_SUFFIX).exists();
             let segment = Segment::open(dir, base, &config, now_ms, "")?;
             if !time_index_existed && index_existed {
                 // Data from before time indexes existed: an empty time index, as Kafka makes.
@@ -210,12 +212,12 @@ impl Log {
         // anyway are not checked: after a crash an active segment's preallocated index fails
         // the check as a matter of course, and is rebuilt all the same.
         let checked_below = match kind {
-            PartitionDirKind::Delete => i64::MIN,
-            _ if params.had_clean_shutdown => i64::MAX,
+            PartitionDirKind::Delete => Offset::new(i64::MIN),
+            _ if params.had_clean_shutdown => Offset::MAX,
             _ => segments
                 .range(..=params.recovery_point)
                 .next_back()
-                .map_or(i64::MIN, |(base, _)| *base),
+                .map_or(Offset::new(i64::MIN), |(base, _)| *base),
         };
         for (base, segment) in segments.range(..checked_below) {
             if needs_recovery.contains(base) {
@@ -279,7 +281,7 @@ impl Log {
         if segments.is_empty() {
             let start = params.log_start_offset;
             for suffix in [LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX] {
-                remove_if_exists(&segment_path(dir, start, suffix))?;
+                remove_if_exists(&segment_path(dir, start.value(), suffix))?;
             }
             segments.insert(
                 start,
@@ -324,9 +326,11 @@ impl Log {
                 offset: log_end_offset,
                 segment_base_offset: active.base_offset(),
                 // Reads stop where the damage starts.
-                position: damaged_end
-                    .as_ref()
-                    .map_or(active.size(), |damaged| damaged.position),
+                position: FilePosition::new(
+                    damaged_end
+                        .as_ref()
+                        .map_or(active.size(), |damaged| damaged.position),
+                ),
             },
             segments: Arc::new(segments),
             log_start_offset,
@@ -406,16 +410,16 @@ fn recover_one(segment: &Segment) -> Result<RecoveredSegment> {
 /// Recovers every segment from the one holding `recovery_point` to the end. When a segment had
 /// to be cut, every later segment is dropped: nothing after a hole can be trusted.
 fn recover_from(
-    segments: &mut BTreeMap<i64, Arc<Segment>>,
-    recovery_point: i64,
+    segments: &mut BTreeMap<Offset, Arc<Segment>>,
+    recovery_point: Offset,
     report: &mut LoadReport,
     segments_to_recover: Option<&AtomicUsize>,
 ) -> Result<()> {
     let first = segments
         .range(..=recovery_point)
         .next_back()
-        .map_or(i64::MIN, |(base, _)| *base);
-    let bases: Vec<i64> = segments.range(first..).map(|(base, _)| *base).collect();
+        .map_or(Offset::new(i64::MIN), |(base, _)| *base);
+    let bases: Vec<Offset> = segments.range(first..).map(|(base, _)| *base).collect();
     let count = |change: isize| {
         if let Some(counter) = segments_to_recover {
             if change >= 0 {

@@ -62,7 +62,7 @@ impl Log {
             if let Some(future) = plan.blocked_by_future_timestamp {
                 tracing::warn!(
                     partition = %self.topic_partition,
-                    segment_base = future.base_offset,
+                    segment_base = future.base_offset.value(),
                     largest_timestamp_ms = future.largest_timestamp_ms,
                     now_ms,
                     "a segment's largest timestamp is in the future: time retention keeps it and every later segment until then"
@@ -110,7 +110,7 @@ impl Log {
                         DeletionReason::RetentionSize => "retention.bytes",
                         DeletionReason::RetentionTime => "retention.ms",
                     },
-                    log_start_offset,
+                    %log_start_offset,
                     "deleting segments"
                 );
             }

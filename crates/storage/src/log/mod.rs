@@ -52,6 +52,7 @@ use crate::clock::Clock;
 use crate::config::LogConfig;
 use crate::error::{Result, StorageError};
 use crate::health::DirHealth;
+use crate::offset::Offset;
 use crate::producer::ProducerState;
 use crate::segment::{DELETED_SUFFIX, Segment};
 use crate::types::TopicPartition;
@@ -68,11 +69,11 @@ pub struct LogView {
     /// The log end offset (the next offset to assign) and where it lies in the active segment.
     pub log_end: LogOffsetMetadata,
     /// The first offset that can be read; data below it waits for retention to remove it.
-    pub log_start_offset: i64,
+    pub log_start_offset: Offset,
     /// Offsets below it are committed: consumers read up to it.
-    pub high_watermark: i64,
+    pub high_watermark: Offset,
     /// Offsets below it are fsynced; recovery after an unclean stop starts at its segment.
-    pub recovery_point: i64,
+    pub recovery_point: Offset,
     /// Damage in the active segment that no recovery cut (the last stop was clean), found
     /// while looking for the log's end: the log ends before it and takes no appends until it
     /// is cut. Kafka takes the last whole batch before such damage for the end and appends
@@ -89,7 +90,7 @@ impl LogView {
         &self.segments[self.segments.len() - 1]
     }
     /// The segment whose range holds `offset`: the one with the largest base ≤ `offset`.
-    pub fn floor_segment_index(&self, offset: i64) -> Option<usize> {
+    pub fn floor_segment_index(&self, offset: Offset) -> Option<usize> {
         let upper = self
             .segments
             .partition_point(|segment| segment.base_offset() <= offset);
@@ -177,15 +178,15 @@ impl Log {
         self.view.load_full()
     }
     /// The offset the next appended record gets (the LEO).
-    pub fn log_end_offset(&self) -> i64 {
+    pub fn log_end_offset(&self) -> Offset {
         self.view.load().log_end.offset
     }
     /// The first offset that can be read (Kafka's `LogStartOffset`).
-    pub fn log_start_offset(&self) -> i64 {
+    pub fn log_start_offset(&self) -> Offset {
         self.view.load().log_start_offset
     }
     /// The end of the committed data: consumers read up to it.
-    pub fn high_watermark(&self) -> i64 {
+    pub fn high_watermark(&self) -> Offset {
         self.view.load().high_watermark
     }
     /// The log start offset, high watermark and log end offset, from one snapshot.
@@ -193,7 +194,7 @@ impl Log {
         Watermarks::of(&self.view.load())
     }
     /// The offset below which every record is fsynced; recovery starts from its segment.
-    pub fn recovery_point(&self) -> i64 {
+    pub fn recovery_point(&self) -> Offset {
         self.view.load().recovery_point
     }
     /// When the last flush ended, by the log's clock (before any, when the log opened).
@@ -290,7 +291,7 @@ impl Log {
     }
 
     /// Raises the high watermark (never past the LEO, never down).
-    pub fn maybe_increment_high_watermark(&self, offset: i64) -> bool {
+    pub fn maybe_increment_high_watermark(&self, offset: Offset) -> bool {
         let _writer = self.writer.lock();
         let view = self.view();
         let target = offset.min(view.log_end.offset);
@@ -304,7 +305,7 @@ impl Log {
     }
 
     /// Sets the high watermark, clamped to `[log start, LEO]`.
-    pub fn update_high_watermark(&self, offset: i64) -> i64 {
+    pub fn update_high_watermark(&self, offset: Offset) -> Offset {
         let _writer = self.writer.lock();
         let view = self.view();
         let mut next = (*view).clone();
@@ -316,14 +317,14 @@ impl Log {
 
     /// Raises the log start offset, as DeleteRecords does; it may not pass the high watermark.
     /// Segments below it are removed later by retention. Returns whether it moved.
-    pub fn maybe_increment_log_start_offset(&self, offset: i64) -> Result<bool> {
+    pub fn maybe_increment_log_start_offset(&self, offset: Offset) -> Result<bool> {
         let _writer = self.writer.lock();
         let view = self.view();
         if offset > view.high_watermark {
             return Err(StorageError::OffsetOutOfRange {
-                offset,
-                log_start_offset: view.log_start_offset,
-                log_end_offset: view.high_watermark,
+                offset: offset.value(),
+                log_start_offset: view.log_start_offset.value(),
+                log_end_offset: view.high_watermark.value(),
             });
         }
         if offset <= view.log_start_offset {

@@ -16,6 +16,7 @@ use ferrolog_records::FileEntry;
 use super::{DamagedBytes, Log};
 use crate::error::{Result, StorageError};
 use crate::fs::remove_if_exists;
+use crate::offset::Offset;
 use crate::producer::{ProducerBatch, ProducerState, snapshot};
 use crate::segment::Segment;
 
@@ -32,7 +33,7 @@ pub(super) enum SnapshotSync {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum ProducerStateSource {
     /// A snapshot at this offset, then the log after it replayed.
-    Snapshot(i64),
+    Snapshot(Offset),
     /// No usable snapshot after an unclean shutdown: the whole log replayed.
     FullReplay,
     /// No snapshot after a clean shutdown (data from a Kafka without producer snapshots):
@@ -46,22 +47,23 @@ pub enum ProducerStateSource {
 pub(super) fn replay(
     segments: &[Arc<Segment>],
     state: &mut ProducerState,
-    from: i64,
-    to: i64,
+    from: Offset,
+    to: Offset,
 ) -> Result<Vec<DamagedBytes>> {
+    let (from_value, to_value) = (from.value(), to.value());
     let mut damaged = Vec::new();
     for (index, segment) in segments.iter().enumerate() {
         let next_base = segments
             .get(index + 1)
-            .map_or(i64::MAX, |next| next.base_offset());
+            .map_or(Offset::MAX, |next| next.base_offset());
         if next_base <= from || segment.base_offset() >= to {
             continue;
         }
         let file = segment.log_file();
         let scanned = file.scan_to_damage(0, segment.size(), |_, entry| {
             if let FileEntry::V2(batch) = entry
-                && batch.last_offset() >= from
-                && batch.base_offset() < to
+                && batch.last_offset() >= from_value
+                && batch.base_offset() < to_value
                 && let Some(producer_batch) = ProducerBatch::of(batch)
             {
                 state.apply(&producer_batch);
@@ -93,12 +95,13 @@ pub(super) fn replay(
 pub(super) fn load(
     dir: &Path,
     segments: &[Arc<Segment>],
-    log_start_offset: i64,
-    log_end_offset: i64,
+    log_start_offset: Offset,
+    log_end_offset: Offset,
     had_clean_shutdown: bool,
 ) -> Result<(ProducerState, ProducerStateSource, Vec<DamagedBytes>)> {
     let mut candidates = Vec::new();
     for (offset, path) in snapshot::list(dir)? {
+        let offset = Offset::new(offset);
         if offset > log_end_offset || offset < log_start_offset {
             remove_if_exists(&path)?;
         } else {
@@ -111,7 +114,7 @@ pub(super) fn load(
             Ok(entries) => {
                 let mut state = ProducerState::from_entries(entries);
                 let damaged = replay(segments, &mut state, offset, log_end_offset)?;
-                state.evict_below(log_start_offset);
+                state.evict_below(log_start_offset.value());
                 return Ok((state, ProducerStateSource::Snapshot(offset), damaged));
             }
             Err(error) => {
@@ -154,21 +157,21 @@ impl Log {
     }
 
     /// Writes the snapshot at `offset` of the current state.
-    pub(super) fn write_producer_snapshot(&self, offset: i64, sync: SnapshotSync) -> Result<()> {
+    pub(super) fn write_producer_snapshot(&self, offset: Offset, sync: SnapshotSync) -> Result<()> {
         let bytes = snapshot::encode(self.producers.lock().entries().into_iter());
         let dir = self.dir();
         match sync {
-            SnapshotSync::Now => snapshot::write(dir, offset, &bytes),
-            SnapshotSync::Later => snapshot::write_unsynced(dir, offset, &bytes),
+            SnapshotSync::Now => snapshot::write(dir, offset.value(), &bytes),
+            SnapshotSync::Later => snapshot::write_unsynced(dir, offset.value(), &bytes),
         }
     }
 
     /// After the log start moved up: producers whose data is gone are forgotten, and snapshots
     /// below the new start deleted.
-    pub(super) fn on_log_start_moved(&self, log_start_offset: i64) -> Result<()> {
-        self.producers.lock().evict_below(log_start_offset);
+    pub(super) fn on_log_start_moved(&self, log_start_offset: Offset) -> Result<()> {
+        self.producers.lock().evict_below(log_start_offset.value());
         for (offset, path) in snapshot::list(self.dir())? {
-            if offset < log_start_offset {
+            if offset < log_start_offset.value() {
                 remove_if_exists(&path)?;
             }
         }
@@ -177,7 +180,7 @@ impl Log {
 
     /// After a truncation to `log_end_offset`: snapshots above it go and the state is rebuilt
     /// from the newest one left (Kafka rebuilds it the same way).
-    pub(super) fn rebuild_producer_state(&self, log_end_offset: i64) -> Result<()> {
+    pub(super) fn rebuild_producer_state(&self, log_end_offset: Offset) -> Result<()> {
         let view = self.view();
         let (state, _, _reported_when_met) = load(
             self.dir(),

@@ -8,6 +8,7 @@ use ferrolog_records::DEFAULT_MAX_DECOMPRESSED_BYTES;
 
 use super::{Log, LogView};
 use crate::error::{Result, StorageError};
+use crate::offset::{FilePosition, Offset};
 pub use crate::segment::FirstBatch;
 use crate::segment::{Segment, TimestampOffset};
 
@@ -15,11 +16,11 @@ use crate::segment::{Segment, TimestampOffset};
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct LogOffsetMetadata {
     /// The offset itself.
-    pub offset: i64,
+    pub offset: Offset,
     /// Base offset of the segment holding it.
-    pub segment_base_offset: i64,
+    pub segment_base_offset: Offset,
     /// Byte position in that segment's `.log`.
-    pub position: u64,
+    pub position: FilePosition,
 }
 
 /// How far a fetch may read.
@@ -35,7 +36,7 @@ pub enum FetchBound {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct FetchParams {
     /// The offset to read from; the slice starts at the batch holding it.
-    pub start_offset: i64,
+    pub start_offset: Offset,
     /// Bytes the slice may cover at most (the first batch aside, see [`FirstBatch`]).
     pub max_bytes: u64,
     /// How far the read may go.
@@ -48,14 +49,14 @@ pub struct FetchParams {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Watermarks {
     /// The first offset that can be read.
-    pub log_start_offset: i64,
+    pub log_start_offset: Offset,
     /// The end of the committed data: consumers read up to it.
-    pub high_watermark: i64,
+    pub high_watermark: Offset,
     /// Where `read_committed` consumers stop. The log holds no transactions (transactional
     /// batches are refused), so it is the high watermark.
-    pub last_stable_offset: i64,
+    pub last_stable_offset: Offset,
     /// The offset the next appended record gets.
-    pub log_end_offset: i64,
+    pub log_end_offset: Offset,
 }
 
 impl Watermarks {
@@ -74,13 +75,13 @@ impl Watermarks {
 #[derive(Debug, Clone)]
 pub struct FileSlice {
     segment: Arc<Segment>,
-    position: u64,
+    position: FilePosition,
     length: u64,
 }
 
 impl FileSlice {
     /// Where the range starts in the file.
-    pub fn position(&self) -> u64 {
+    pub fn position(&self) -> FilePosition {
         self.position
     }
     /// Bytes in the range.
@@ -102,7 +103,7 @@ impl FileSlice {
     /// Copies the range's bytes out of the file.
     pub fn read_bytes(&self) -> Result<Vec<u8>> {
         self.segment.log_file().read_bytes(
-            self.position,
+            self.position.bytes(),
             usize::try_from(self.length).unwrap_or(usize::MAX),
         )
     }
@@ -170,9 +171,9 @@ impl Log {
             }
             if start < view.log_start_offset || start > view.log_end.offset {
                 return Err(StorageError::OffsetOutOfRange {
-                    offset: start,
-                    log_start_offset: view.log_start_offset,
-                    log_end_offset: view.log_end.offset,
+                    offset: start.value(),
+                    log_start_offset: view.log_start_offset.value(),
+                    log_end_offset: view.log_end.offset.value(),
                 });
             }
             let bound = match params.bound {
@@ -203,7 +204,7 @@ impl Log {
                 } else if segment.base_offset() > bound.segment_base_offset {
                     None
                 } else {
-                    Some(segment.size())
+                    Some(FilePosition::new(segment.size()))
                 };
                 if max_position.is_none() {
                     break;
@@ -263,15 +264,16 @@ impl Log {
 
 /// The on-disk position of `offset`: the start of the batch holding it, or the end of the
 /// segment it falls after.
-fn offset_metadata(view: &LogView, offset: i64) -> Result<LogOffsetMetadata> {
+fn offset_metadata(view: &LogView, offset: Offset) -> Result<LogOffsetMetadata> {
     if offset == view.log_end.offset {
         return Ok(view.log_end);
     }
     let index = view.floor_segment_index(offset).unwrap_or(0);
     let segment = &view.segments[index];
     let position = segment
-        .translate_offset(offset, 0)?
+        .translate_offset(offset, FilePosition::START)?
         .map_or(segment.size(), |entry| entry.position);
+    let position = FilePosition::new(position);
     Ok(LogOffsetMetadata {
         offset,
         segment_base_offset: segment.base_offset(),
@@ -305,14 +307,14 @@ fn max_timestamp_offset(view: &LogView) -> Result<Option<TimestampOffset>> {
                 .find(|record| record.timestamp == max)
                 .map(|record| TimestampOffset {
                     timestamp: max,
-                    offset: record.offset,
+                    offset: Offset::new(record.offset),
                 });
         }
         if found.is_none() {
             // LogAppendTime or unreadable records: the batch's last offset, as Kafka reports.
             found = Some(TimestampOffset {
                 timestamp: max,
-                offset: entry.last_offset(),
+                offset: Offset::new(entry.last_offset()),
             });
         }
         ControlFlow::Break(())

@@ -8,12 +8,13 @@
 //! is below the high watermark, and an empty last segment never does.
 
 use crate::config::LogConfig;
+use crate::offset::Offset;
 
 /// What retention needs to know of one segment.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SegmentSummary {
     /// The segment's base offset.
-    pub base_offset: i64,
+    pub base_offset: Offset,
     /// Bytes of its `.log`.
     pub size_bytes: u64,
     /// The largest record timestamp, or the file's modification time when it has none; `None`
@@ -55,9 +56,9 @@ impl RetentionPlan {
 pub fn plan(
     config: &LogConfig,
     segments: &[SegmentSummary],
-    log_end_offset: i64,
-    high_watermark: i64,
-    log_start_offset: i64,
+    log_end_offset: Offset,
+    high_watermark: Offset,
+    log_start_offset: Offset,
     now_ms: i64,
 ) -> RetentionPlan {
     let mut plan = RetentionPlan::default();
@@ -130,8 +131,8 @@ pub fn plan(
 /// How many segments from the start qualify, stopping at the first that does not.
 fn deletable(
     segments: &[SegmentSummary],
-    log_end_offset: i64,
-    high_watermark: i64,
+    log_end_offset: Offset,
+    high_watermark: Offset,
     qualifies: &mut dyn FnMut(&SegmentSummary, Option<&SegmentSummary>) -> bool,
 ) -> usize {
     let mut count = 0;

@@ -7,18 +7,19 @@ use std::sync::Arc;
 use super::{Log, LogOffsetMetadata};
 use crate::error::{Result, StorageError};
 use crate::fs::remove_if_exists;
+use crate::offset::{FilePosition, Offset};
 use crate::producer::{ProducerState, snapshot};
 use crate::segment::{DELETED_SUFFIX, Segment};
 
 impl Log {
     /// Removes every record at or after `target`. Returns whether anything was removed.
-    pub fn truncate_to(&self, target: i64) -> Result<bool> {
+    pub fn truncate_to(&self, target: Offset) -> Result<bool> {
         self.guarded(|| {
-            if target < 0 {
+            if target < Offset::ZERO {
                 return Err(StorageError::OffsetOutOfRange {
-                    offset: target,
-                    log_start_offset: self.log_start_offset(),
-                    log_end_offset: self.log_end_offset(),
+                    offset: target.value(),
+                    log_start_offset: self.log_start_offset().value(),
+                    log_end_offset: self.log_end_offset().value(),
                 });
             }
             let config = self.config();
@@ -46,7 +47,7 @@ impl Log {
             next.log_end = LogOffsetMetadata {
                 offset: target,
                 segment_base_offset: active.base_offset(),
-                position: active.size(),
+                position: FilePosition::new(active.size()),
             };
             next.segments = Arc::new(kept);
             // The cut is below the end, so below any damage there.
@@ -63,7 +64,7 @@ impl Log {
     }
 
     /// Drops every segment and starts empty at `offset`: LEO = log start = HW = `offset`.
-    pub fn truncate_fully_and_start_at(&self, offset: i64) -> Result<()> {
+    pub fn truncate_fully_and_start_at(&self, offset: Offset) -> Result<()> {
         self.guarded(|| {
             let config = self.config();
             let writer = self.writer.lock();
@@ -85,7 +86,7 @@ impl Log {
             next.log_end = LogOffsetMetadata {
                 offset,
                 segment_base_offset: offset,
-                position: 0,
+                position: FilePosition::START,
             };
             next.log_start_offset = offset;
             next.high_watermark = offset;

@@ -10,6 +10,7 @@ use super::{LEADER_EPOCH, Log, LogOffsetMetadata, WriterState, refuse_past_damag
 use crate::config::LogConfig;
 use crate::error::{Result, StorageError};
 use crate::fs::remove_if_exists;
+use crate::offset::{FilePosition, Offset};
 use crate::producer::snapshot;
 use crate::segment::{
     INDEX_SUFFIX, LOG_SUFFIX, RollParams, Segment, TIME_INDEX_SUFFIX, segment_path,
@@ -59,10 +60,10 @@ impl Log {
                     "duplicate producer batch acknowledged without writing it"
                 );
                 return Ok(AppendInfo {
-                    first_offset: original.first_offset,
-                    last_offset: original.last_offset,
+                    first_offset: Offset::new(original.first_offset),
+                    last_offset: Offset::new(original.last_offset),
                     max_timestamp: original.timestamp,
-                    offset_of_max_timestamp: original.last_offset,
+                    offset_of_max_timestamp: Offset::new(original.last_offset),
                     log_append_time_ms: -1,
                     record_count: 0,
                     batch_count: 0,
@@ -131,9 +132,9 @@ impl Log {
         active.append(bytes, &validated.batches)?;
         let mut next = (*view).clone();
         next.log_end = LogOffsetMetadata {
-            offset: info.last_offset + 1,
+            offset: info.last_offset.next(),
             segment_base_offset: active.base_offset(),
-            position: active.size(),
+            position: FilePosition::new(active.size()),
         };
         if origin == AppendOrigin::Leader {
             next.high_watermark = next.log_end.offset;
@@ -162,8 +163,8 @@ impl Log {
         &self,
         config: &LogConfig,
         params: RollParams,
-        first_offset: i64,
-    ) -> Result<Option<i64>> {
+        first_offset: Offset,
+    ) -> Result<Option<Offset>> {
         let view = self.view();
         if !view.active_segment().should_roll(&params)? {
             return Ok(None);
@@ -175,12 +176,14 @@ impl Log {
     pub(super) fn roll_locked(
         &self,
         config: &LogConfig,
-        expected_next_offset: Option<i64>,
-    ) -> Result<i64> {
+        expected_next_offset: Option<Offset>,
+    ) -> Result<Offset> {
         let view = self.view();
         refuse_past_damaged_end(&view)?;
         let dir = self.dir();
-        let new_base = expected_next_offset.unwrap_or(0).max(view.log_end.offset);
+        let new_base = expected_next_offset
+            .unwrap_or(Offset::ZERO)
+            .max(view.log_end.offset);
         let active = view.active_segment();
         let mut segments: Vec<Arc<Segment>> = view.segments.iter().cloned().collect();
         if active.base_offset() == new_base {
@@ -202,7 +205,7 @@ impl Log {
         // after: a failure on the way (a full disk, no file descriptors) leaves the log as it
         // was, and at worst files of the new segment, which the next roll removes.
         for suffix in [LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX] {
-            let stale = segment_path(dir, new_base, suffix);
+            let stale = segment_path(dir, new_base.value(), suffix);
             if remove_if_exists(&stale)? {
                 tracing::warn!(path = %stale.display(), "removed a stale file in the way of a new segment");
             }
@@ -215,18 +218,18 @@ impl Log {
         let mut next = (*view).clone();
         next.segments = Arc::new(segments);
         next.log_end.segment_base_offset = new_base;
-        next.log_end.position = 0;
+        next.log_end.position = FilePosition::START;
         self.publish(next);
         tracing::info!(
             partition = %self.topic_partition,
-            new_base,
+            new_base = new_base.value(),
             "rolled to a new segment"
         );
         Ok(new_base)
     }
 
     /// Rolls now (the active segment stays if it is empty and already at the LEO).
-    pub fn roll(&self) -> Result<i64> {
+    pub fn roll(&self) -> Result<Offset> {
         self.guarded(|| {
             let config = self.config();
             let writer = self.writer.lock();
@@ -242,8 +245,8 @@ impl Log {
     /// below the new base are fsynced and the recovery point moves to it, then the producer
     /// snapshot written at the roll is fsynced. Kafka does both on its flush thread; here
     /// whoever rolled (an appender, `roll`, an idle roll, retention) pays it.
-    pub(super) fn make_roll_durable(&self, new_base: i64) -> Result<()> {
+    pub(super) fn make_roll_durable(&self, new_base: Offset) -> Result<()> {
         self.flush_up_to(new_base)?;
-        snapshot::sync(self.dir(), new_base)
+        snapshot::sync(self.dir(), new_base.value())
     }
 }

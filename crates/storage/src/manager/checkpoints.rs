@@ -16,7 +16,7 @@ impl LogManager {
         let entries: OffsetMap = self
             .logs_in(dir_index)
             .iter()
-            .map(|(topic_partition, log)| (topic_partition.clone(), log.recovery_point()))
+            .map(|(topic_partition, log)| (topic_partition.clone(), log.recovery_point().value()))
             .collect();
         dir.write_recovery_points(&entries)
     }
@@ -34,7 +34,7 @@ impl LogManager {
             .filter_map(|(topic_partition, log)| {
                 let view = log.view();
                 (view.log_start_offset > view.segments[0].base_offset())
-                    .then(|| (topic_partition.clone(), view.log_start_offset))
+                    .then(|| (topic_partition.clone(), view.log_start_offset.value()))
             })
             .collect();
         dir.write_log_start_offsets(&entries)

@@ -16,6 +16,7 @@ use crate::config::LogConfig;
 use crate::error::{Result, StorageError};
 use crate::fs::remove_if_exists;
 use crate::log::{LoadParams, Log, LogEnvironment, SegmentReaper};
+use crate::offset::Offset;
 use crate::segment::TMP_SUFFIX;
 use crate::types::{PartitionDirKind, TopicPartition, parse_partition_dir};
 
@@ -185,11 +186,12 @@ fn load_dir(
                             return;
                         };
                         let params = LoadParams {
-                            recovery_point: recovery_points
-                                .get(topic_partition)
-                                .copied()
-                                .unwrap_or(0),
-                            log_start_offset: log_starts.get(topic_partition).copied().unwrap_or(0),
+                            recovery_point: Offset::new(
+                                recovery_points.get(topic_partition).copied().unwrap_or(0),
+                            ),
+                            log_start_offset: Offset::new(
+                                log_starts.get(topic_partition).copied().unwrap_or(0),
+                            ),
                             had_clean_shutdown: dir.had_clean_shutdown(),
                         };
                         match load_one(

@@ -9,31 +9,34 @@ use std::path::{Path, PathBuf};
 
 use super::index_file::IndexFile;
 use crate::error::{Result, StorageError};
+use crate::offset::{Offset, RelativeOffset};
 
 /// One fixed-size entry of an index file, stored relative to the segment's base offset.
 pub trait IndexEntry: Copy + std::fmt::Debug {
     /// Bytes per entry.
     const BYTES: usize;
     /// The entry in `slot` (exactly [`Self::BYTES`] long) of a segment based at `base_offset`.
-    fn decode(slot: &[u8], base_offset: i64) -> Self;
+    /// A damaged file's negative relative offset decodes below the base, for the sanity check
+    /// to find.
+    fn decode(slot: &[u8], base_offset: Offset) -> Self;
     /// Writes the entry into `slot` (exactly [`Self::BYTES`] long), its offset given relative to
     /// the base.
-    fn encode(&self, relative_offset: i32, slot: &mut [u8]);
+    fn encode(&self, relative_offset: RelativeOffset, slot: &mut [u8]);
     /// The offset the entry is for.
-    fn offset(&self) -> i64;
+    fn offset(&self) -> Offset;
 }
 
 /// An index file of `E` entries for the segment based at `base_offset`.
 #[derive(Debug)]
 pub struct Index<E: IndexEntry> {
     file: IndexFile,
-    base_offset: i64,
+    base_offset: Offset,
     entry: PhantomData<E>,
 }
 
 impl<E: IndexEntry> Index<E> {
     /// Opens `path`, creating it empty when missing; a new index may grow to `max_index_bytes`.
-    pub fn open(path: &Path, base_offset: i64, max_index_bytes: u32) -> Result<Self> {
+    pub fn open(path: &Path, base_offset: Offset, max_index_bytes: u32) -> Result<Self> {
         Ok(Self {
             file: IndexFile::open(path, max_index_bytes, E::BYTES)?,
             base_offset,
@@ -42,7 +45,7 @@ impl<E: IndexEntry> Index<E> {
     }
 
     /// The base offset of the segment; entries store their offsets relative to it.
-    pub fn base_offset(&self) -> i64 {
+    pub fn base_offset(&self) -> Offset {
         self.base_offset
     }
     /// The index file's path, which follows the segment's suffix changes.
@@ -121,13 +124,14 @@ impl<E: IndexEntry> Index<E> {
 
     /// Writes `entry` after the last one; the caller has checked the ordering rules.
     pub(crate) fn push(&mut self, entry: E) -> Result<()> {
-        let relative = i32::try_from(entry.offset() - self.base_offset)
-            .ok()
-            .filter(|relative| *relative >= 0)
-            .ok_or(StorageError::OffsetOverflow {
-                offset: entry.offset(),
-                base_offset: self.base_offset,
-            })?;
+        let relative =
+            entry
+                .offset()
+                .relative_to(self.base_offset)
+                .ok_or(StorageError::OffsetOverflow {
+                    offset: entry.offset().value(),
+                    base_offset: self.base_offset.value(),
+                })?;
         let mut slot = [0u8; 16];
         let slot = &mut slot[..E::BYTES];
         entry.encode(relative, slot);
@@ -135,11 +139,10 @@ impl<E: IndexEntry> Index<E> {
     }
 
     /// Removes every entry whose offset is ≥ `offset`.
-    pub fn truncate_to(&mut self, offset: i64) {
-        let keep = match self
-            .file
-            .largest_lower_bound(offset, |slot| E::decode(slot, self.base_offset).offset())
-        {
+    pub fn truncate_to(&mut self, offset: Offset) {
+        let keep = match self.file.largest_lower_bound(offset.value(), |slot| {
+            E::decode(slot, self.base_offset).offset().value()
+        }) {
             None => 0,
             Some(n) if self.decode(n).offset() == offset => n,
             Some(n) => n + 1,

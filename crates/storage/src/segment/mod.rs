@@ -36,13 +36,14 @@ pub use time_index::{NO_TIMESTAMP, TIME_ENTRY_BYTES, TimeEntry, TimeIndex, Times
 use crate::config::LogConfig;
 use crate::error::{Result, StorageError};
 use crate::fs::{remove_if_exists, rename_if_exists};
+use crate::offset::{FilePosition, Offset};
 
 /// What the log appends to a segment, already validated: the bytes of whole batches and, per
 /// batch, what the indexes need.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct BatchMeta {
     /// The offset of the batch's last record, which its index entries are keyed by.
-    pub last_offset: i64,
+    pub last_offset: Offset,
     /// The batch's `maxTimestamp`; −1 when it has none.
     pub max_timestamp: i64,
     /// Bytes of the whole batch, log overhead included.
@@ -63,7 +64,7 @@ pub enum FirstBatch {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SegmentSlice {
     /// Position of the batch holding the requested offset.
-    pub position: u64,
+    pub position: FilePosition,
     /// Bytes to send from `position`; may end mid-batch.
     pub length: u64,
     /// The first batch does not fit `length` (only without min-one-batch).
@@ -81,7 +82,7 @@ pub struct RollParams {
     /// age is this less its first batch's timestamp.
     pub max_timestamp_in_messages: i64,
     /// The last offset of the incoming batches, which must fit the segment's relative offsets.
-    pub max_offset_in_messages: i64,
+    pub max_offset_in_messages: Offset,
     /// Bytes of the incoming batches.
     pub messages_size: u64,
     /// The current time, which ages a segment without timestamps from its creation.
@@ -116,7 +117,7 @@ struct AppendState {
 /// `.index` and `.timeindex`.
 #[derive(Debug)]
 pub struct Segment {
-    base_offset: i64,
+    base_offset: Offset,
     log: RecordsFile,
     offset_index: RwLock<OffsetIndex>,
     time_index: RwLock<TimeIndex>,
@@ -144,7 +145,12 @@ fn roll_jitter(config: &LogConfig) -> std::time::Duration {
 impl Segment {
     /// Creates the files of a new segment at `base_offset` (replacing nothing: the caller
     /// removed any stale files first).
-    pub fn create(dir: &Path, base_offset: i64, config: &LogConfig, now_ms: i64) -> Result<Self> {
+    pub fn create(
+        dir: &Path,
+        base_offset: Offset,
+        config: &LogConfig,
+        now_ms: i64,
+    ) -> Result<Self> {
         let preallocate = config.preallocate.then_some(config.segment_bytes);
         Self::open_with(dir, base_offset, config, now_ms, "", preallocate)
     }
@@ -152,7 +158,7 @@ impl Segment {
     /// Opens an existing segment's files; indexes are taken at their on-disk length.
     pub fn open(
         dir: &Path,
-        base_offset: i64,
+        base_offset: Offset,
         config: &LogConfig,
         now_ms: i64,
         suffix: &str,
@@ -162,13 +168,14 @@ impl Segment {
 
     fn open_with(
         dir: &Path,
-        base_offset: i64,
+        base_offset: Offset,
         config: &LogConfig,
         now_ms: i64,
         suffix: &str,
         preallocate: Option<u64>,
     ) -> Result<Self> {
-        let path = |kind: &str| with_added_suffix(&segment_path(dir, base_offset, kind), suffix);
+        let path =
+            |kind: &str| with_added_suffix(&segment_path(dir, base_offset.value(), kind), suffix);
         let existed = path(LOG_SUFFIX).exists();
         Ok(Self {
             base_offset,
@@ -198,7 +205,7 @@ impl Segment {
     }
 
     /// The offset the segment starts at (no record in it is below); its files are named after it.
-    pub fn base_offset(&self) -> i64 {
+    pub fn base_offset(&self) -> Offset {
         self.base_offset
     }
 
@@ -249,9 +256,8 @@ impl Segment {
         )
     }
 
-    fn fits_relative(&self, offset: i64) -> bool {
-        let relative = offset - self.base_offset;
-        (0..=i64::from(i32::MAX)).contains(&relative)
+    fn fits_relative(&self, offset: Offset) -> bool {
+        offset.relative_to(self.base_offset).is_some()
     }
 
     /// Appends whole batches. `batches` describes each batch in `bytes`, in order. Adds an
@@ -267,8 +273,8 @@ impl Segment {
         };
         if !self.fits_relative(last.last_offset) {
             return Err(StorageError::OffsetOverflow {
-                offset: last.last_offset,
-                base_offset: self.base_offset,
+                offset: last.last_offset.value(),
+                base_offset: self.base_offset.value(),
             });
         }
         let mut state = self.state.lock();
@@ -288,7 +294,7 @@ impl Segment {
             }
             if since_last_entry > u64::from(self.index_interval_bytes) {
                 let indexed = offset_index
-                    .append(batch.last_offset, position as u32)
+                    .append(batch.last_offset, FilePosition::new(position))
                     .and_then(|()| {
                         time_index.maybe_append(
                             max_so_far.timestamp,
@@ -350,16 +356,15 @@ impl Segment {
             };
         }
         let start = self.offset_index.read().lookup(last_entry.offset).position;
-        self.log
-            .walk_headers(u64::from(start), self.size(), |entry| {
-                if entry.max_timestamp > max.timestamp {
-                    max = TimestampOffset {
-                        timestamp: entry.max_timestamp,
-                        offset: entry.last_offset,
-                    };
-                }
-                ControlFlow::Continue(())
-            })?;
+        self.log.walk_headers(start.bytes(), self.size(), |entry| {
+            if entry.max_timestamp > max.timestamp {
+                max = TimestampOffset {
+                    timestamp: entry.max_timestamp,
+                    offset: Offset::new(entry.last_offset),
+                };
+            }
+            ControlFlow::Continue(())
+        })?;
         state.max_timestamp_so_far = Some(max);
         Ok(max)
     }
@@ -393,9 +398,9 @@ impl Segment {
 
     /// Removes every batch from the one holding `offset` on (the whole batch goes). Returns the
     /// bytes removed. The indexes are grown back to full size: the segment is active after this.
-    pub fn truncate_to(&self, offset: i64, now_ms: i64) -> Result<u64> {
+    pub fn truncate_to(&self, offset: Offset, now_ms: i64) -> Result<u64> {
         self.mark_dirty();
-        let mapping = self.translate_offset(offset, 0)?;
+        let mapping = self.translate_offset(offset, FilePosition::START)?;
         {
             let mut offset_index = self.offset_index.write();
             let mut time_index = self.time_index.write();

@@ -13,6 +13,7 @@ use ferrolog_records::be;
 
 use super::index::{Index, IndexEntry};
 use crate::error::{Result, StorageError};
+use crate::offset::{FilePosition, Offset, RelativeOffset};
 
 /// Bytes per offset-index entry: `relativeOffset` and `position`, 4 bytes each.
 pub const OFFSET_ENTRY_BYTES: usize = 8;
@@ -21,24 +22,27 @@ pub const OFFSET_ENTRY_BYTES: usize = 8;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct OffsetPosition {
     /// The offset, absolute (stored as `relativeOffset`, relative to the base offset).
-    pub offset: i64,
-    /// Byte position in the `.log` where the batch holding `offset` starts.
-    pub position: u32,
+    pub offset: Offset,
+    /// Byte position in the `.log` where the batch holding `offset` starts (stored in 32 bits:
+    /// [`Index::append`] refuses a position that does not fit).
+    pub position: FilePosition,
 }
 
 impl IndexEntry for OffsetPosition {
     const BYTES: usize = OFFSET_ENTRY_BYTES;
-    fn decode(slot: &[u8], base_offset: i64) -> Self {
+    fn decode(slot: &[u8], base_offset: Offset) -> Self {
         Self {
             offset: base_offset + i64::from(be::i32_at(slot, 0)),
-            position: be::u32_at(slot, 4),
+            position: FilePosition::from(be::u32_at(slot, 4)),
         }
     }
-    fn encode(&self, relative_offset: i32, slot: &mut [u8]) {
-        slot[..4].copy_from_slice(&relative_offset.to_be_bytes());
-        slot[4..8].copy_from_slice(&self.position.to_be_bytes());
+    fn encode(&self, relative_offset: RelativeOffset, slot: &mut [u8]) {
+        // `append` admits only positions that fit the field.
+        let position = self.position.index_field().unwrap_or(u32::MAX);
+        slot[..4].copy_from_slice(&relative_offset.index_field().to_be_bytes());
+        slot[4..8].copy_from_slice(&position.to_be_bytes());
     }
-    fn offset(&self) -> i64 {
+    fn offset(&self) -> Offset {
         self.offset
     }
 }
@@ -53,16 +57,16 @@ impl Index<OffsetPosition> {
     }
 
     /// The last entry's offset, or the base offset when empty.
-    pub fn last_offset(&self) -> i64 {
+    pub fn last_offset(&self) -> Offset {
         self.last().map_or(self.base_offset(), |entry| entry.offset)
     }
 
     /// The entry with the largest offset ≤ `target`, or `(base, 0)`.
-    pub fn lookup(&self, target: i64) -> OffsetPosition {
-        self.largest_lower_bound(target, |entry| entry.offset)
+    pub fn lookup(&self, target: Offset) -> OffsetPosition {
+        self.largest_lower_bound(target.value(), |entry| entry.offset.value())
             .unwrap_or(OffsetPosition {
                 offset: self.base_offset(),
-                position: 0,
+                position: FilePosition::START,
             })
     }
 
@@ -73,12 +77,14 @@ impl Index<OffsetPosition> {
         start: OffsetPosition,
         fetch_size: u32,
     ) -> Option<OffsetPosition> {
-        let target = i64::from(start.position) + i64::from(fetch_size);
-        self.smallest_upper_bound(target, |entry| i64::from(entry.position))
+        let target = start.position.bytes().saturating_add(u64::from(fetch_size));
+        let target = i64::try_from(target).unwrap_or(i64::MAX);
+        self.smallest_upper_bound(target, |entry| entry.position.bytes() as i64)
     }
 
-    /// Adds an entry; the offset must be above the last one and the index not full.
-    pub fn append(&mut self, offset: i64, position: u32) -> Result<()> {
+    /// Adds an entry; the offset must be above the last one, the position must fit the index's
+    /// 32-bit field, and the index may not be full.
+    pub fn append(&mut self, offset: Offset, position: FilePosition) -> Result<()> {
         if self.entries() > 0 && offset <= self.last_offset() {
             return Err(StorageError::InvalidIndexAppend {
                 path: self.path().to_path_buf(),
@@ -86,6 +92,12 @@ impl Index<OffsetPosition> {
                     "offset {offset} is not larger than the last offset {}",
                     self.last_offset()
                 ),
+            });
+        }
+        if position.index_field().is_none() {
+            return Err(StorageError::InvalidIndexAppend {
+                path: self.path().to_path_buf(),
+                reason: format!("position {position} does not fit an index entry"),
             });
         }
         self.push(OffsetPosition { offset, position })
@@ -113,10 +125,18 @@ mod tests {
 
     const BASE: i64 = 45;
 
+    /// An entry from plain numbers.
+    fn at(offset: i64, position: u32) -> OffsetPosition {
+        OffsetPosition {
+            offset: Offset::new(offset),
+            position: FilePosition::from(position),
+        }
+    }
+
     fn index(dir: &tempfile::TempDir, max_entries: u32) -> OffsetIndex {
         OffsetIndex::open(
             &dir.path().join("00000000000000000045.index"),
-            BASE,
+            Offset::new(BASE),
             max_entries * 8,
         )
         .unwrap()
@@ -126,26 +146,17 @@ mod tests {
     fn lookup_extreme_cases() {
         let dir = tempfile::tempdir().unwrap();
         let mut idx = index(&dir, 30);
-        assert_eq!(
-            idx.lookup(BASE),
-            OffsetPosition {
-                offset: BASE,
-                position: 0
-            },
-            "empty index"
-        );
+        assert_eq!(idx.lookup(Offset::new(BASE)), at(BASE, 0), "empty index");
         for i in 0..idx.max_entries() as i64 {
-            idx.append(BASE + i + 1, (i + 1) as u32).unwrap();
+            idx.append(
+                Offset::new(BASE + i + 1),
+                FilePosition::from((i + 1) as u32),
+            )
+            .unwrap();
         }
+        assert_eq!(idx.lookup(Offset::new(BASE)), at(BASE, 0));
         assert_eq!(
-            idx.lookup(BASE),
-            OffsetPosition {
-                offset: BASE,
-                position: 0
-            }
-        );
-        assert_eq!(
-            idx.lookup(BASE + 1000),
+            idx.lookup(Offset::new(BASE + 1000)),
             idx.entry(idx.entries() - 1).unwrap()
         );
     }
@@ -162,18 +173,16 @@ mod tests {
                 .wrapping_mul(6364136223846793005)
                 .wrapping_add(1442695040888963407);
             offset += 1 + (state >> 60) as i64;
-            idx.append(offset, i * 10).unwrap();
+            idx.append(Offset::new(offset), FilePosition::from(i * 10))
+                .unwrap();
             model.insert(offset, i * 10);
         }
         for target in BASE - 5..offset + 5 {
-            let expected = model.range(..=target).next_back().map_or(
-                OffsetPosition {
-                    offset: BASE,
-                    position: 0,
-                },
-                |(&offset, &position)| OffsetPosition { offset, position },
-            );
-            assert_eq!(idx.lookup(target), expected, "target {target}");
+            let expected = model
+                .range(..=target)
+                .next_back()
+                .map_or(at(BASE, 0), |(&offset, &position)| at(offset, position));
+            assert_eq!(idx.lookup(Offset::new(target)), expected, "target {target}");
         }
     }
 
@@ -187,18 +196,18 @@ mod tests {
             let mut offset = BASE;
             for (i, gap) in gaps.iter().enumerate() {
                 offset += gap;
-                idx.append(offset, i as u32 * 7).unwrap();
-                entries.push(OffsetPosition { offset, position: i as u32 * 7 });
+                idx.append(Offset::new(offset), FilePosition::from(i as u32 * 7)).unwrap();
+                entries.push(OffsetPosition { offset: Offset::new(offset), position: FilePosition::from(i as u32 * 7) });
             }
             for target in targets {
                 let target = BASE - 10 + target;
                 let expected = entries
                     .iter()
                     .rev()
-                    .find(|entry| entry.offset <= target)
+                    .find(|entry| entry.offset <= Offset::new(target))
                     .copied()
-                    .unwrap_or(OffsetPosition { offset: BASE, position: 0 });
-                proptest::prop_assert_eq!(idx.lookup(target), expected);
+                    .unwrap_or(at(BASE, 0));
+                proptest::prop_assert_eq!(idx.lookup(Offset::new(target)), expected);
             }
         }
     }
@@ -208,26 +217,31 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let mut idx = index(&dir, 3);
         for i in 0..3 {
-            idx.append(BASE + i + 1, i as u32).unwrap();
+            idx.append(Offset::new(BASE + i + 1), FilePosition::from(i as u32))
+                .unwrap();
         }
         assert!(idx.is_full());
-        assert!(idx.append(BASE + 10, 10).is_err());
+        assert!(
+            idx.append(Offset::new(BASE + 10), FilePosition::from(10))
+                .is_err()
+        );
     }
 
     #[test]
     fn append_out_of_order_fails() {
         let dir = tempfile::tempdir().unwrap();
         let mut idx = index(&dir, 10);
-        idx.append(51, 0).unwrap();
-        assert!(idx.append(50, 1).is_err());
-        assert!(idx.append(51, 1).is_err());
+        idx.append(Offset::new(51), FilePosition::START).unwrap();
+        assert!(idx.append(Offset::new(50), FilePosition::from(1)).is_err());
+        assert!(idx.append(Offset::new(51), FilePosition::from(1)).is_err());
     }
 
     #[test]
     fn entry_overflow_fails() {
         let dir = tempfile::tempdir().unwrap();
         let mut idx = index(&dir, 10);
-        idx.append(BASE + 1, 5).unwrap();
+        idx.append(Offset::new(BASE + 1), FilePosition::from(5))
+            .unwrap();
         assert!(idx.entry(0).is_ok());
         assert!(idx.entry(1).is_err());
     }
@@ -237,25 +251,32 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let mut idx = index(&dir, 20);
         for i in 1..10 {
-            idx.append(BASE + i, i as u32).unwrap();
+            idx.append(Offset::new(BASE + i), FilePosition::from(i as u32))
+                .unwrap();
         }
-        idx.truncate_to(BASE + 12);
+        idx.truncate_to(Offset::new(BASE + 12));
         assert_eq!(idx.entries(), 9, "past the end: no change");
-        idx.truncate_to(BASE + 9);
-        assert_eq!(idx.last_offset(), BASE + 8, "at an entry: it and later go");
+        idx.truncate_to(Offset::new(BASE + 9));
+        assert_eq!(
+            idx.last_offset(),
+            Offset::new(BASE + 8),
+            "at an entry: it and later go"
+        );
         // Entries now at offsets BASE+1..=BASE+8; make a gap and truncate inside it.
         let gappy_dir = tempfile::tempdir().unwrap();
         let mut gappy = index(&gappy_dir, 20);
         for i in [2, 4, 6] {
-            gappy.append(BASE + i, i as u32).unwrap();
+            gappy
+                .append(Offset::new(BASE + i), FilePosition::from(i as u32))
+                .unwrap();
         }
-        gappy.truncate_to(BASE + 5);
+        gappy.truncate_to(Offset::new(BASE + 5));
         assert_eq!(
             gappy.last_offset(),
-            BASE + 4,
+            Offset::new(BASE + 4),
             "between entries: the lower is kept"
         );
-        idx.truncate_to(0);
+        idx.truncate_to(Offset::ZERO);
         assert_eq!(idx.entries(), 0, "below everything: empty");
     }
 
@@ -264,29 +285,27 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let mut idx = index(&dir, 50);
         for i in 1..=5 {
-            idx.append(BASE + i * 2, (i * 100) as u32).unwrap();
+            idx.append(
+                Offset::new(BASE + i * 2),
+                FilePosition::from((i * 100) as u32),
+            )
+            .unwrap();
         }
         idx.trim_to_valid_size().unwrap();
         idx.flush().unwrap();
         let path = idx.path().to_path_buf();
         drop(idx);
-        let reopened = OffsetIndex::open(&path, BASE, 50 * 8).unwrap();
+        let reopened = OffsetIndex::open(&path, Offset::new(BASE), 50 * 8).unwrap();
         assert_eq!(reopened.entries(), 5);
-        assert_eq!(reopened.last_offset(), BASE + 10);
-        assert_eq!(
-            reopened.lookup(BASE + 5),
-            OffsetPosition {
-                offset: BASE + 4,
-                position: 200
-            }
-        );
+        assert_eq!(reopened.last_offset(), Offset::new(BASE + 10));
+        assert_eq!(reopened.lookup(Offset::new(BASE + 5)), at(BASE + 4, 200));
     }
 
     #[test]
     fn sanity_last_offset_equal_to_base_offset_passes() {
         let dir = tempfile::tempdir().unwrap();
         let mut idx = index(&dir, 10);
-        idx.append(BASE, 0).unwrap();
+        idx.append(Offset::new(BASE), FilePosition::START).unwrap();
         idx.sanity_check().unwrap();
     }
 
@@ -295,19 +314,17 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let mut idx = index(&dir, 10);
         for (offset, position) in [(50, 0), (60, 100), (70, 200), (80, 300)] {
-            idx.append(offset, position).unwrap();
+            idx.append(Offset::new(offset), FilePosition::from(position))
+                .unwrap();
         }
-        let start = OffsetPosition {
-            offset: 50,
-            position: 0,
-        };
+        let start = at(50, 0);
         assert_eq!(
             idx.fetch_upper_bound_offset(start, 150).map(|e| e.offset),
-            Some(70)
+            Some(Offset::new(70))
         );
         assert_eq!(
             idx.fetch_upper_bound_offset(start, 200).map(|e| e.offset),
-            Some(70)
+            Some(Offset::new(70))
         );
         assert_eq!(idx.fetch_upper_bound_offset(start, 301), None);
     }
@@ -319,18 +336,23 @@ mod tests {
         let mut idx = index(&dir, 100_000);
         let blocks = |idx: &OffsetIndex| std::fs::metadata(idx.path()).unwrap().blocks() * 512;
         assert_eq!(idx.file_length().unwrap(), 0, "a new index holds no space");
-        idx.append(BASE + 1, 1).unwrap();
+        idx.append(Offset::new(BASE + 1), FilePosition::from(1))
+            .unwrap();
         assert_eq!(idx.file_length().unwrap(), 4096, "a page at first");
         assert!(blocks(&idx) >= 4096, "with its blocks allocated");
         for i in 2..=600 {
-            idx.append(BASE + i, i as u32).unwrap();
+            idx.append(Offset::new(BASE + i), FilePosition::from(i as u32))
+                .unwrap();
         }
         assert_eq!(idx.file_length().unwrap(), 8192, "then twice as much");
         assert!(blocks(&idx) >= 8192);
         assert_eq!(idx.max_entries(), 100_000, "the limit is unchanged");
         idx.trim_to_valid_size().unwrap();
         assert_eq!(idx.file_length().unwrap(), 600 * 8);
-        assert_eq!(idx.lookup(BASE + 300).position, 300);
+        assert_eq!(
+            idx.lookup(Offset::new(BASE + 300)).position,
+            FilePosition::new(300)
+        );
     }
 
     #[test]

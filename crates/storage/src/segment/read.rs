@@ -7,24 +7,25 @@ use ferrolog_records::DEFAULT_MAX_DECOMPRESSED_BYTES;
 
 use super::{EntrySummary, FirstBatch, Segment, SegmentSlice, TimestampOffset};
 use crate::error::{Result, StorageError};
+use crate::offset::{FilePosition, Offset};
 
 impl Segment {
     /// The batch holding `offset` (the first whose last offset is ≥ it), starting the header walk
     /// no earlier than `starting_position`; `None` when the segment ends before `offset`.
     pub fn translate_offset(
         &self,
-        offset: i64,
-        starting_position: u64,
+        offset: Offset,
+        starting_position: FilePosition,
     ) -> Result<Option<EntrySummary>> {
-        let indexed = u64::from(self.offset_index.read().lookup(offset).position);
-        self.log
-            .walk_headers(indexed.max(starting_position), self.size(), |entry| {
-                if entry.last_offset >= offset {
-                    ControlFlow::Break(())
-                } else {
-                    ControlFlow::Continue(())
-                }
-            })
+        let indexed = self.offset_index.read().lookup(offset).position;
+        let start = indexed.max(starting_position).bytes();
+        self.log.walk_headers(start, self.size(), |entry| {
+            if entry.last_offset >= offset.value() {
+                ControlFlow::Break(())
+            } else {
+                ControlFlow::Continue(())
+            }
+        })
     }
 
     /// Reads from the batch holding `start_offset`: at most `max_bytes` (or, with
@@ -32,12 +33,12 @@ impl Segment {
     /// `None` when the segment holds nothing at or after `start_offset`.
     pub fn read(
         &self,
-        start_offset: i64,
+        start_offset: Offset,
         max_bytes: u64,
-        max_position: Option<u64>,
+        max_position: Option<FilePosition>,
         first_batch: FirstBatch,
     ) -> Result<Option<SegmentSlice>> {
-        let Some(first) = self.translate_offset(start_offset, 0)? else {
+        let Some(first) = self.translate_offset(start_offset, FilePosition::START)? else {
             return Ok(None);
         };
         let adjusted_max = match first_batch {
@@ -46,12 +47,13 @@ impl Segment {
         };
         let length = match max_position {
             Some(max_position) if adjusted_max > 0 => max_position
+                .bytes()
                 .saturating_sub(first.position)
                 .min(adjusted_max),
             _ => 0,
         };
         Ok(Some(SegmentSlice {
-            position: first.position,
+            position: FilePosition::new(first.position),
             length,
             first_entry_incomplete: length > 0 && adjusted_max < u64::from(first.size),
         }))
@@ -62,21 +64,19 @@ impl Segment {
     /// the last whole batch before it, with the damage's position and what it is. The walk starts where either index
     /// leaves off, the earlier of the two, so that it meets any damage a later reader of the
     /// segment's end (the largest timestamp's) would.
-    pub fn read_next_offset(&self) -> Result<(i64, Option<(u64, String)>)> {
+    pub fn read_next_offset(&self) -> Result<(Offset, Option<(u64, String)>)> {
         let offset_index = self.offset_index.read();
-        let start = offset_index.lookup(i64::MAX).position.min(
+        let start = offset_index.lookup(Offset::MAX).position.min(
             offset_index
                 .lookup(self.time_index.read().last_entry().offset)
                 .position,
         );
         drop(offset_index);
         let mut next = self.base_offset;
-        let walked = self
-            .log
-            .walk_headers(u64::from(start), self.size(), |entry| {
-                next = entry.next_offset();
-                ControlFlow::Continue(())
-            });
+        let walked = self.log.walk_headers(start.bytes(), self.size(), |entry| {
+            next = Offset::new(entry.next_offset());
+            ControlFlow::Continue(())
+        });
         match walked {
             Ok(_) => Ok((next, None)),
             Err(StorageError::Corrupt {
@@ -90,11 +90,16 @@ impl Segment {
     pub fn find_offset_by_timestamp(
         &self,
         timestamp: i64,
-        starting_offset: i64,
+        starting_offset: Offset,
     ) -> Result<Option<TimestampOffset>> {
         let indexed = self.time_index.read().lookup(timestamp);
         let from_offset = indexed.offset.max(starting_offset);
-        let position = u64::from(self.offset_index.read().lookup(from_offset).position);
+        let position = self
+            .offset_index
+            .read()
+            .lookup(from_offset)
+            .position
+            .bytes();
         let mut found = None;
         let mut failure = None;
         let path = self.log.path();
@@ -110,11 +115,12 @@ impl Segment {
                         Ok(list
                             .iter()
                             .find(|record| {
-                                record.timestamp >= timestamp && record.offset >= starting_offset
+                                record.timestamp >= timestamp
+                                    && record.offset >= starting_offset.value()
                             })
                             .map(|record| TimestampOffset {
                                 timestamp: record.timestamp,
-                                offset: record.offset,
+                                offset: Offset::new(record.offset),
                             }))
                     });
                 match records {

@@ -6,6 +6,7 @@ use std::ops::ControlFlow;
 
 use super::{NO_TIMESTAMP, Segment, SegmentRecovery, TimeEntry, TimestampOffset};
 use crate::error::{Result, StorageError};
+use crate::offset::{FilePosition, Offset};
 
 impl Segment {
     /// Rebuilds both indexes from the `.log`, validating every batch, and cuts the file at the
@@ -23,7 +24,7 @@ impl Segment {
 
         let mut max_so_far = TimestampOffset {
             timestamp: NO_TIMESTAMP,
-            offset: -1,
+            offset: Offset::new(-1),
         };
         let mut last_index_entry = 0u64;
         let mut first_batch_timestamp = None;
@@ -36,15 +37,15 @@ impl Segment {
                 failure = Some((position, error.to_string()));
                 return ControlFlow::Break(());
             }
-            let last_offset = entry.last_offset();
+            let last_offset = Offset::new(entry.last_offset());
             if !self.fits_relative(last_offset) {
                 if entry.magic() < 2 && last_offset > self.base_offset {
                     // Legacy data can hold offsets too far from the base for 32-bit relative
                     // index entries (KAFKA-6264). Kafka splits such a segment; ferrolog refuses
                     // to open it rather than cut valid data.
                     index_error = Some(StorageError::OffsetOverflow {
-                        offset: last_offset,
-                        base_offset: self.base_offset,
+                        offset: last_offset.value(),
+                        base_offset: self.base_offset.value(),
                     });
                 } else {
                     // A v2 segment never holds such offsets (rolls prevent it); the base
@@ -75,7 +76,7 @@ impl Segment {
             }
             if position - last_index_entry > u64::from(self.index_interval_bytes) {
                 let appended = offset_index
-                    .append(last_offset, position as u32)
+                    .append(last_offset, FilePosition::new(position))
                     .and_then(|()| {
                         time_index.maybe_append(max_so_far.timestamp, max_so_far.offset, TimeEntry::Regular)
                     });

@@ -19,7 +19,7 @@ fn config() -> LogConfig {
 }
 
 fn create(dir: &tempfile::TempDir, base: i64) -> Segment {
-    Segment::create(dir.path(), base, &config(), NOW).unwrap()
+    Segment::create(dir.path(), Offset::new(base), &config(), NOW).unwrap()
 }
 
 /// A batch at `offset` holding one record per value, each stamped `timestamp`.
@@ -37,7 +37,7 @@ fn append(segment: &Segment, bytes: &[u8]) {
         .append(
             bytes,
             &[BatchMeta {
-                last_offset: batch.last_offset(),
+                last_offset: Offset::new(batch.last_offset()),
                 max_timestamp: batch.max_timestamp(),
                 size: bytes.len() as u32,
             }],
@@ -48,7 +48,7 @@ fn append(segment: &Segment, bytes: &[u8]) {
 fn read_offsets(segment: &Segment, slice: &SegmentSlice) -> Vec<i64> {
     let bytes = segment
         .log_file()
-        .read_bytes(slice.position, slice.length as usize)
+        .read_bytes(slice.position.bytes(), slice.length as usize)
         .unwrap();
     let mut offsets = Vec::new();
     for entry in ferrolog_records::EntryIter::new(&bytes) {
@@ -65,7 +65,12 @@ fn read_on_empty_segment_returns_none() {
     let segment = create(&dir, 40);
     assert_eq!(
         segment
-            .read(40, 300, Some(segment.size()), FirstBatch::WithinLimit)
+            .read(
+                Offset::new(40),
+                300,
+                Some(FilePosition::new(segment.size())),
+                FirstBatch::WithinLimit
+            )
             .unwrap(),
         None
     );
@@ -80,7 +85,12 @@ fn read_before_first_offset_returns_the_first_batch() {
         &records_at(50, NOW, &["hello", "there", "little", "bee"]),
     );
     let slice = segment
-        .read(41, 300, Some(segment.size()), FirstBatch::WithinLimit)
+        .read(
+            Offset::new(41),
+            300,
+            Some(FilePosition::new(segment.size())),
+            FirstBatch::WithinLimit,
+        )
         .unwrap()
         .unwrap();
     assert_eq!(read_offsets(&segment, &slice), vec![50, 51, 52, 53]);
@@ -93,7 +103,12 @@ fn read_after_last_offset_returns_none() {
     append(&segment, &records_at(50, NOW, &["hello", "there"]));
     assert_eq!(
         segment
-            .read(52, 200, Some(segment.size()), FirstBatch::WithinLimit)
+            .read(
+                Offset::new(52),
+                200,
+                Some(FilePosition::new(segment.size())),
+                FirstBatch::WithinLimit
+            )
             .unwrap(),
         None
     );
@@ -106,7 +121,12 @@ fn read_from_gap_returns_the_next_batch() {
     append(&segment, &records_at(50, NOW, &["hello", "there"]));
     append(&segment, &records_at(60, NOW, &["alpha", "beta"]));
     let slice = segment
-        .read(55, 200, Some(segment.size()), FirstBatch::WithinLimit)
+        .read(
+            Offset::new(55),
+            200,
+            Some(FilePosition::new(segment.size())),
+            FirstBatch::WithinLimit,
+        )
         .unwrap()
         .unwrap();
     assert_eq!(read_offsets(&segment, &slice), vec![60, 61]);
@@ -120,11 +140,11 @@ fn read_when_no_max_position_returns_empty_with_offset_position() {
     append(&segment, &first);
     append(&segment, &records_at(52, NOW, &["alpha"]));
     let slice = segment
-        .read(52, 200, None, FirstBatch::WithinLimit)
+        .read(Offset::new(52), 200, None, FirstBatch::WithinLimit)
         .unwrap()
         .unwrap();
     assert_eq!(slice.length, 0);
-    assert_eq!(slice.position, first.len() as u64);
+    assert_eq!(slice.position, FilePosition::new(first.len() as u64));
 }
 
 #[test]
@@ -133,18 +153,33 @@ fn read_with_too_small_max_length() {
     let segment = create(&dir, 40);
     append(&segment, &records_at(50, NOW, &["hello", "there"]));
     let nothing = segment
-        .read(50, 0, Some(segment.size()), FirstBatch::WithinLimit)
+        .read(
+            Offset::new(50),
+            0,
+            Some(FilePosition::new(segment.size())),
+            FirstBatch::WithinLimit,
+        )
         .unwrap()
         .unwrap();
     assert_eq!(nothing.length, 0);
     let one = segment
-        .read(50, 1, Some(segment.size()), FirstBatch::WithinLimit)
+        .read(
+            Offset::new(50),
+            1,
+            Some(FilePosition::new(segment.size())),
+            FirstBatch::WithinLimit,
+        )
         .unwrap()
         .unwrap();
     assert_eq!(one.length, 1);
     assert!(one.first_entry_incomplete);
     let whole = segment
-        .read(50, 1, Some(segment.size()), FirstBatch::Whole)
+        .read(
+            Offset::new(50),
+            1,
+            Some(FilePosition::new(segment.size())),
+            FirstBatch::Whole,
+        )
         .unwrap()
         .unwrap();
     assert_eq!(whole.length, segment.size());
@@ -162,20 +197,20 @@ fn truncate_keeps_earlier_batches_readable() {
         append(&segment, &second);
         let slice = segment
             .read(
-                offset,
+                Offset::new(offset),
                 10_000,
-                Some(segment.size()),
+                Some(FilePosition::new(segment.size())),
                 FirstBatch::WithinLimit,
             )
             .unwrap()
             .unwrap();
         assert_eq!(read_offsets(&segment, &slice).first(), Some(&offset));
-        segment.truncate_to(offset + 1, NOW).unwrap();
+        segment.truncate_to(Offset::new(offset + 1), NOW).unwrap();
         let slice = segment
             .read(
-                offset,
+                Offset::new(offset),
                 10_000,
-                Some(segment.size()),
+                Some(FilePosition::new(segment.size())),
                 FirstBatch::WithinLimit,
             )
             .unwrap()
@@ -195,9 +230,9 @@ fn truncate_to_a_gap_offset_drops_the_later_batch() {
     append(&segment, &records_at(40, NOW, &["a", "b"]));
     let size_after_first = segment.size();
     append(&segment, &records_at(50, NOW, &["c"]));
-    segment.truncate_to(45, NOW).unwrap();
+    segment.truncate_to(Offset::new(45), NOW).unwrap();
     assert_eq!(segment.size(), size_after_first);
-    assert_eq!(segment.read_next_offset().unwrap(), (42, None));
+    assert_eq!(segment.read_next_offset().unwrap(), (Offset::new(42), None));
 }
 
 #[test]
@@ -208,19 +243,19 @@ fn truncate_full_resets_roll_timer_and_index_fullness() {
         index_interval_bytes: 0,
         ..LogConfig::default()
     };
-    let segment = Segment::create(dir.path(), 40, &config, NOW).unwrap();
+    let segment = Segment::create(dir.path(), Offset::new(40), &config, NOW).unwrap();
     for offset in 40..43 {
         append(&segment, &records_at(offset, offset, &["x"]));
     }
     assert!(segment.time_index_is_full(), "3 slots, the last reserved");
-    segment.truncate_to(40, NOW + 5_000).unwrap();
+    segment.truncate_to(Offset::new(40), NOW + 5_000).unwrap();
     assert!(!segment.offset_index_is_full() && !segment.time_index_is_full());
     assert_eq!(segment.size(), 0);
     let params = RollParams {
         segment_age: std::time::Duration::from_millis(1_000),
         segment_bytes: 1 << 30,
         max_timestamp_in_messages: -1,
-        max_offset_in_messages: 40,
+        max_offset_in_messages: Offset::new(40),
         messages_size: 10,
         now_ms: NOW + 5_500,
     };
@@ -243,11 +278,11 @@ fn truncate_full_resets_roll_timer_and_index_fullness() {
 fn truncate_empty_segment_allows_reappending_the_same_offsets() {
     let dir = tempfile::tempdir().unwrap();
     let segment = create(&dir, 40);
-    segment.truncate_to(0, NOW).unwrap();
+    segment.truncate_to(Offset::ZERO, NOW).unwrap();
     append(&segment, &records_at(40, NOW, &["a"]));
-    segment.truncate_to(40, NOW).unwrap();
+    segment.truncate_to(Offset::new(40), NOW).unwrap();
     append(&segment, &records_at(40, NOW, &["a"]));
-    assert_eq!(segment.read_next_offset().unwrap(), (41, None));
+    assert_eq!(segment.read_next_offset().unwrap(), (Offset::new(41), None));
 }
 
 #[test]
@@ -257,9 +292,9 @@ fn reload_largest_timestamp_and_next_offset_after_truncation() {
     for offset in 40..50 {
         append(&segment, &records_at(offset, offset * 10, &["v"]));
     }
-    segment.truncate_to(45, NOW).unwrap();
+    segment.truncate_to(Offset::new(45), NOW).unwrap();
     assert_eq!(segment.max_timestamp().unwrap(), 440);
-    assert_eq!(segment.read_next_offset().unwrap(), (45, None));
+    assert_eq!(segment.read_next_offset().unwrap(), (Offset::new(45), None));
 }
 
 #[test]
@@ -271,24 +306,24 @@ fn find_offset_by_timestamp() {
     }
     for offset in 40..50 {
         let found = segment
-            .find_offset_by_timestamp(offset * 10 - 5, 0)
+            .find_offset_by_timestamp(offset * 10 - 5, Offset::ZERO)
             .unwrap()
             .unwrap();
         assert_eq!(
             found,
             TimestampOffset {
                 timestamp: offset * 10,
-                offset
+                offset: Offset::new(offset)
             }
         );
         let exact = segment
-            .find_offset_by_timestamp(offset * 10, 0)
+            .find_offset_by_timestamp(offset * 10, Offset::ZERO)
             .unwrap()
             .unwrap();
-        assert_eq!(exact.offset, offset);
+        assert_eq!(exact.offset, Offset::new(offset));
     }
     assert_eq!(
-        segment.find_offset_by_timestamp(491, 0).unwrap(),
+        segment.find_offset_by_timestamp(491, Offset::ZERO).unwrap(),
         None,
         "above max"
     );
@@ -298,9 +333,9 @@ fn find_offset_by_timestamp() {
 fn next_offset_calculation() {
     let dir = tempfile::tempdir().unwrap();
     let segment = create(&dir, 40);
-    assert_eq!(segment.read_next_offset().unwrap(), (40, None));
+    assert_eq!(segment.read_next_offset().unwrap(), (Offset::new(40), None));
     append(&segment, &records_at(50, NOW, &["a", "b", "c"]));
-    assert_eq!(segment.read_next_offset().unwrap(), (53, None));
+    assert_eq!(segment.read_next_offset().unwrap(), (Offset::new(53), None));
 }
 
 #[test]
@@ -317,7 +352,7 @@ fn change_file_suffixes_renames_log_and_indexes() {
     segment.change_file_suffixes(DELETED_SUFFIX, "").unwrap();
     assert!(log.exists() && index.exists() && time.exists());
     // The segment still reads after the renames.
-    assert_eq!(segment.read_next_offset().unwrap(), (41, None));
+    assert_eq!(segment.read_next_offset().unwrap(), (Offset::new(41), None));
 }
 
 #[test]
@@ -342,7 +377,7 @@ fn recovery_fixes_corrupt_index() {
         }
         std::fs::write(path, garbage).unwrap();
     }
-    let segment = Segment::open(dir.path(), 0, &config(), NOW, "").unwrap();
+    let segment = Segment::open(dir.path(), Offset::ZERO, &config(), NOW, "").unwrap();
     segment.recover().unwrap();
     assert_eq!(segment.offset_index_entries(), expected_index);
     let mut time = segment.time_index_entries();
@@ -352,9 +387,9 @@ fn recovery_fixes_corrupt_index() {
     for offset in 0..100 {
         let slice = segment
             .read(
-                offset,
+                Offset::new(offset),
                 1 << 20,
-                Some(segment.size()),
+                Some(FilePosition::new(segment.size())),
                 FirstBatch::WithinLimit,
             )
             .unwrap()
@@ -385,7 +420,10 @@ fn recovery_with_corrupt_message_keeps_exactly_the_earlier_batches() {
             .unwrap();
         let outcome = segment.recover().unwrap();
         assert_eq!(outcome.valid_bytes, position, "victim {victim}");
-        assert_eq!(segment.read_next_offset().unwrap(), (victim as i64, None));
+        assert_eq!(
+            segment.read_next_offset().unwrap(),
+            (Offset::new(victim as i64), None)
+        );
         assert!(outcome.corruption.is_some());
     }
 }
@@ -398,21 +436,29 @@ fn preallocated_segment_is_readable_and_trimmed_on_close() {
         segment_bytes: 512 * 1024 * 1024,
         ..config()
     };
-    let segment = Segment::create(dir.path(), 40, &config, NOW).unwrap();
+    let segment = Segment::create(dir.path(), Offset::new(40), &config, NOW).unwrap();
     assert_eq!(segment.log_file().file_length().unwrap(), 512 * 1024 * 1024);
     append(&segment, &records_at(40, NOW, &["hello", "there"]));
     let size = segment.size();
     let slice = segment
-        .read(40, 1 << 20, Some(size), FirstBatch::WithinLimit)
+        .read(
+            Offset::new(40),
+            1 << 20,
+            Some(FilePosition::new(size)),
+            FirstBatch::WithinLimit,
+        )
         .unwrap()
         .unwrap();
     assert_eq!(read_offsets(&segment, &slice), vec![40, 41]);
     segment.on_becoming_inactive().unwrap();
     assert_eq!(segment.log_file().file_length().unwrap(), size);
     drop(segment);
-    let reopened = Segment::open(dir.path(), 40, &config, NOW, "").unwrap();
+    let reopened = Segment::open(dir.path(), Offset::new(40), &config, NOW, "").unwrap();
     assert_eq!(reopened.size(), size);
-    assert_eq!(reopened.read_next_offset().unwrap(), (42, None));
+    assert_eq!(
+        reopened.read_next_offset().unwrap(),
+        (Offset::new(42), None)
+    );
 }
 
 #[test]
@@ -423,11 +469,11 @@ fn unclean_preallocated_segment_recovers_to_its_data() {
         segment_bytes: 1024 * 1024,
         ..config()
     };
-    let segment = Segment::create(dir.path(), 0, &config, NOW).unwrap();
+    let segment = Segment::create(dir.path(), Offset::ZERO, &config, NOW).unwrap();
     append(&segment, &records_at(0, NOW, &["a", "b"]));
     let size = segment.size();
     drop(segment);
-    let reopened = Segment::open(dir.path(), 0, &config, NOW, "").unwrap();
+    let reopened = Segment::open(dir.path(), Offset::ZERO, &config, NOW, "").unwrap();
     let outcome = reopened.recover().unwrap();
     assert_eq!(outcome.valid_bytes, size);
     // As in Kafka, the zero-filled tail reads as an entry of size 0 and is reported and cut.
@@ -444,7 +490,7 @@ fn append_for_log_segment_offset_overflow_is_rejected() {
     let result = segment.append(
         &bytes,
         &[BatchMeta {
-            last_offset: batch.last_offset(),
+            last_offset: Offset::new(batch.last_offset()),
             max_timestamp: NOW,
             size: bytes.len() as u32,
         }],
@@ -461,7 +507,7 @@ fn roll_jitter_brings_the_time_roll_forward() {
         segment_jitter: std::time::Duration::from_millis(10_000),
         ..config()
     };
-    let segment = Segment::create(dir.path(), 0, &config, NOW).unwrap();
+    let segment = Segment::create(dir.path(), Offset::ZERO, &config, NOW).unwrap();
     append(&segment, &records_at(0, NOW, &["a"]));
     let jitter = crate::clock::kafka_ms(segment.roll_jitter());
     assert!((0..10_000).contains(&jitter));
@@ -469,7 +515,7 @@ fn roll_jitter_brings_the_time_roll_forward() {
         segment_age: std::time::Duration::from_millis(10_000),
         segment_bytes: 1 << 30,
         max_timestamp_in_messages: timestamp,
-        max_offset_in_messages: 1,
+        max_offset_in_messages: Offset::new(1),
         messages_size: 10,
         now_ms: NOW,
     };
@@ -570,7 +616,7 @@ fn truncation_releases_the_reservation_and_appends_reserve_again() {
     let next = fill_to(&segment, 0, records_file::RESERVE_AFTER_BYTES);
     let kept_size = segment.size();
     fill_to(&segment, next, kept_size + 1);
-    segment.truncate_to(next, NOW).unwrap();
+    segment.truncate_to(Offset::new(next), NOW).unwrap();
     assert_eq!(segment.log_file().file_length().unwrap(), kept_size);
     assert_eq!(allocated(&segment), block_rounded(kept_size));
     fill_to(&segment, next, kept_size + 1);
@@ -585,7 +631,7 @@ fn blocks_reserved_before_an_unclean_stop_are_released_after_recovery() {
     fill_to(&segment, 0, records_file::RESERVE_AFTER_BYTES);
     let size = segment.size();
     drop(segment); // no roll, no close: the reservation stays on disk
-    let reopened = Segment::open(dir.path(), 0, &config(), NOW, "").unwrap();
+    let reopened = Segment::open(dir.path(), Offset::ZERO, &config(), NOW, "").unwrap();
     assert!(allocated(&reopened) > block_rounded(size));
     let outcome = reopened.recover().unwrap();
     assert_eq!(outcome.valid_bytes, size);

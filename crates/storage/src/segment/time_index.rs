@@ -14,6 +14,7 @@ use ferrolog_records::be;
 
 use super::index::{Index, IndexEntry};
 use crate::error::{Result, StorageError};
+use crate::offset::{Offset, RelativeOffset};
 
 /// Bytes per time-index entry: an 8-byte `timestamp` and a 4-byte `relativeOffset`.
 pub const TIME_ENTRY_BYTES: usize = 12;
@@ -26,22 +27,22 @@ pub struct TimestampOffset {
     /// The timestamp; [`NO_TIMESTAMP`] (−1) for none.
     pub timestamp: i64,
     /// The offset, absolute (stored as `relativeOffset`, relative to the base offset).
-    pub offset: i64,
+    pub offset: Offset,
 }
 
 impl IndexEntry for TimestampOffset {
     const BYTES: usize = TIME_ENTRY_BYTES;
-    fn decode(slot: &[u8], base_offset: i64) -> Self {
+    fn decode(slot: &[u8], base_offset: Offset) -> Self {
         Self {
             timestamp: be::i64_at(slot, 0),
             offset: base_offset + i64::from(be::i32_at(slot, 8)),
         }
     }
-    fn encode(&self, relative_offset: i32, slot: &mut [u8]) {
+    fn encode(&self, relative_offset: RelativeOffset, slot: &mut [u8]) {
         slot[..8].copy_from_slice(&self.timestamp.to_be_bytes());
-        slot[8..12].copy_from_slice(&relative_offset.to_be_bytes());
+        slot[8..12].copy_from_slice(&relative_offset.index_field().to_be_bytes());
     }
-    fn offset(&self) -> i64 {
+    fn offset(&self) -> Offset {
         self.offset
     }
 }
@@ -76,7 +77,7 @@ impl Index<TimestampOffset> {
     /// Adds `(timestamp, offset)` if the timestamp is larger than the last entry's. Offsets and
     /// timestamps going backwards are errors; so is a full index for a
     /// [`TimeEntry::Regular`] entry (a [`TimeEntry::Final`] one uses the reserved slot).
-    pub fn maybe_append(&mut self, timestamp: i64, offset: i64, kind: TimeEntry) -> Result<()> {
+    pub fn maybe_append(&mut self, timestamp: i64, offset: Offset, kind: TimeEntry) -> Result<()> {
         let invalid = |reason: String| StorageError::InvalidIndexAppend {
             path: self.path().to_path_buf(),
             reason,
@@ -150,7 +151,7 @@ mod tests {
     fn index(dir: &tempfile::TempDir, max_entries: u32) -> TimeIndex {
         TimeIndex::open(
             &dir.path().join("00000000000000000045.timeindex"),
-            BASE,
+            Offset::new(BASE),
             max_entries * 12,
         )
         .unwrap()
@@ -164,18 +165,18 @@ mod tests {
             idx.lookup(100),
             TimestampOffset {
                 timestamp: -1,
-                offset: BASE
+                offset: Offset::new(BASE)
             }
         );
         for (timestamp, offset) in [(100, 50), (200, 60), (300, 70)] {
-            idx.maybe_append(timestamp, offset, TimeEntry::Regular)
+            idx.maybe_append(timestamp, Offset::new(offset), TimeEntry::Regular)
                 .unwrap();
         }
         assert_eq!(
             idx.lookup(99),
             TimestampOffset {
                 timestamp: -1,
-                offset: BASE
+                offset: Offset::new(BASE)
             },
             "below first"
         );
@@ -183,7 +184,7 @@ mod tests {
             idx.lookup(250),
             TimestampOffset {
                 timestamp: 200,
-                offset: 60
+                offset: Offset::new(60)
             },
             "between"
         );
@@ -191,7 +192,7 @@ mod tests {
             idx.lookup(300),
             TimestampOffset {
                 timestamp: 300,
-                offset: 70
+                offset: Offset::new(70)
             },
             "exact"
         );
@@ -208,8 +209,8 @@ mod tests {
             for (timestamp_step, offset_step) in steps {
                 timestamp += timestamp_step;
                 offset += offset_step;
-                idx.maybe_append(timestamp, offset, TimeEntry::Regular).unwrap();
-                entries.push(TimestampOffset { timestamp, offset });
+                idx.maybe_append(timestamp, Offset::new(offset), TimeEntry::Regular).unwrap();
+                entries.push(TimestampOffset { timestamp, offset: Offset::new(offset) });
             }
             for target in targets {
                 let expected = entries
@@ -217,7 +218,7 @@ mod tests {
                     .rev()
                     .find(|entry| entry.timestamp <= target)
                     .copied()
-                    .unwrap_or(TimestampOffset { timestamp: -1, offset: BASE });
+                    .unwrap_or(TimestampOffset { timestamp: -1, offset: Offset::new(BASE) });
                 proptest::prop_assert_eq!(idx.lookup(target), expected);
             }
         }
@@ -227,11 +228,17 @@ mod tests {
     fn is_full_one_entry_early_and_forced_append_uses_the_last_slot() {
         let dir = tempfile::tempdir().unwrap();
         let mut idx = index(&dir, 3);
-        idx.maybe_append(10, 46, TimeEntry::Regular).unwrap();
-        idx.maybe_append(20, 47, TimeEntry::Regular).unwrap();
+        idx.maybe_append(10, Offset::new(46), TimeEntry::Regular)
+            .unwrap();
+        idx.maybe_append(20, Offset::new(47), TimeEntry::Regular)
+            .unwrap();
         assert!(idx.is_full());
-        assert!(idx.maybe_append(30, 48, TimeEntry::Regular).is_err());
-        idx.maybe_append(30, 48, TimeEntry::Final).unwrap();
+        assert!(
+            idx.maybe_append(30, Offset::new(48), TimeEntry::Regular)
+                .is_err()
+        );
+        idx.maybe_append(30, Offset::new(48), TimeEntry::Final)
+            .unwrap();
         assert_eq!(idx.entries(), 3);
     }
 
@@ -239,16 +246,20 @@ mod tests {
     fn append_rules() {
         let dir = tempfile::tempdir().unwrap();
         let mut idx = index(&dir, 10);
-        idx.maybe_append(100, 50, TimeEntry::Regular).unwrap();
+        idx.maybe_append(100, Offset::new(50), TimeEntry::Regular)
+            .unwrap();
         assert!(
-            idx.maybe_append(200, 49, TimeEntry::Regular).is_err(),
+            idx.maybe_append(200, Offset::new(49), TimeEntry::Regular)
+                .is_err(),
             "smaller offset"
         );
         assert!(
-            idx.maybe_append(90, 60, TimeEntry::Regular).is_err(),
+            idx.maybe_append(90, Offset::new(60), TimeEntry::Regular)
+                .is_err(),
             "smaller timestamp"
         );
-        idx.maybe_append(100, 60, TimeEntry::Regular).unwrap();
+        idx.maybe_append(100, Offset::new(60), TimeEntry::Regular)
+            .unwrap();
         assert_eq!(idx.entries(), 1, "equal timestamp is a no-op");
     }
 
@@ -263,7 +274,7 @@ mod tests {
         }
         std::fs::write(&path, &raw).unwrap();
         assert!(
-            TimeIndex::open(&path, BASE, 120)
+            TimeIndex::open(&path, Offset::new(BASE), 120)
                 .unwrap()
                 .sanity_check()
                 .is_err(),
@@ -275,7 +286,7 @@ mod tests {
         raw.extend_from_slice(&(-5i32).to_be_bytes());
         std::fs::write(&path, &raw).unwrap();
         assert!(
-            TimeIndex::open(&path, BASE, 120)
+            TimeIndex::open(&path, Offset::new(BASE), 120)
                 .unwrap()
                 .sanity_check()
                 .is_err(),
@@ -285,7 +296,7 @@ mod tests {
         raw.push(0);
         std::fs::write(&path, &raw).unwrap();
         assert!(
-            TimeIndex::open(&path, BASE, 120)
+            TimeIndex::open(&path, Offset::new(BASE), 120)
                 .unwrap()
                 .sanity_check()
                 .is_err(),
@@ -306,18 +317,18 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let mut idx = index(&dir, 10);
         for (timestamp, offset) in [(1, 50), (2, 60), (3, 70)] {
-            idx.maybe_append(timestamp, offset, TimeEntry::Regular)
+            idx.maybe_append(timestamp, Offset::new(offset), TimeEntry::Regular)
                 .unwrap();
         }
-        idx.truncate_to(60);
+        idx.truncate_to(Offset::new(60));
         assert_eq!(
             idx.last_entry(),
             TimestampOffset {
                 timestamp: 1,
-                offset: 50
+                offset: Offset::new(50)
             }
         );
-        idx.truncate_to(55);
+        idx.truncate_to(Offset::new(55));
         assert_eq!(idx.entries(), 1);
     }
 }

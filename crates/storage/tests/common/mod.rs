@@ -2,6 +2,7 @@
 
 #![allow(dead_code, reason = "each test file uses part of this")]
 
+use ferrolog_storage::Offset;
 use ferrolog_storage::log::{FetchBound, FetchParams, FirstBatch, Log};
 use ferrolog_testkit::{FetchedRecord, fetched_records};
 
@@ -9,11 +10,11 @@ use ferrolog_testkit::{FetchedRecord, fetched_records};
 /// time, each batch's checksum verified; a read below the log end that finds nothing fails.
 pub fn records_from(log: &Log, from: i64, bound: FetchBound) -> Vec<FetchedRecord> {
     let mut out = Vec::new();
-    let mut next = from.max(log.log_start_offset());
-    while next < log.log_end_offset() {
+    let mut next = from.max(log.log_start_offset().value());
+    while next < log.log_end_offset().value() {
         let bytes = log
             .read(FetchParams {
-                start_offset: next,
+                start_offset: Offset::new(next),
                 max_bytes: 1 << 20,
                 bound,
                 first_batch: FirstBatch::Whole,

@@ -8,10 +8,29 @@ const NOW: i64 = 1_000_000_000;
 
 fn segment(base_offset: i64, size_bytes: u64, largest_timestamp_ms: i64) -> SegmentSummary {
     SegmentSummary {
-        base_offset,
+        base_offset: Offset::new(base_offset),
         size_bytes,
         largest_timestamp_ms: Some(largest_timestamp_ms),
     }
+}
+
+/// [`plan`] with the log's bounds as plain numbers.
+fn plan_at(
+    config: &LogConfig,
+    segments: &[SegmentSummary],
+    log_end_offset: i64,
+    high_watermark: i64,
+    log_start_offset: i64,
+    now_ms: i64,
+) -> RetentionPlan {
+    plan(
+        config,
+        segments,
+        Offset::new(log_end_offset),
+        Offset::new(high_watermark),
+        Offset::new(log_start_offset),
+        now_ms,
+    )
 }
 
 /// A config with Kafka's `retention.bytes` and `retention.ms` values (−1: no limit).
@@ -32,7 +51,7 @@ fn size_retention_keeps_at_least_the_limit() {
         segment(200, GB, NOW),
         segment(300, GB / 2, NOW),
     ];
-    let plan = plan(&config(GB as i64, -1), &segments, 350, 350, 0, NOW);
+    let plan = plan_at(&config(GB as i64, -1), &segments, 350, 350, 0, NOW);
     assert_eq!(plan.steps, vec![(DeletionReason::RetentionSize, 2)]);
 }
 
@@ -44,7 +63,7 @@ fn size_retention_of_fifteen_messages_five_per_segment_keeps_two_segments() {
         segment(5, 500, NOW),
         segment(10, 500, NOW),
     ];
-    let plan = plan(&config(1000, -1), &segments, 15, 15, 0, NOW);
+    let plan = plan_at(&config(1000, -1), &segments, 15, 15, 0, NOW);
     assert_eq!(segments.len() - plan.delete_count(), 2);
 }
 
@@ -56,7 +75,7 @@ fn time_retention_deletes_segments_older_than_retention_ms() {
         segment(20, 10, NOW - 10),
         segment(30, 0, -1),
     ];
-    let plan = plan(&config(-1, 2000), &segments, 30, 30, 0, NOW);
+    let plan = plan_at(&config(-1, 2000), &segments, 30, 30, 0, NOW);
     assert_eq!(plan.steps, vec![(DeletionReason::RetentionTime, 2)]);
 }
 
@@ -64,7 +83,7 @@ fn time_retention_deletes_segments_older_than_retention_ms() {
 fn nothing_at_or_above_the_high_watermark_is_deleted() {
     let segments = [segment(0, 10, 0), segment(10, 10, 0), segment(20, 10, 0)];
     for high_watermark in 0..30 {
-        let plan = plan(&config(-1, 1), &segments, 30, high_watermark, 0, NOW);
+        let plan = plan_at(&config(-1, 1), &segments, 30, high_watermark, 0, NOW);
         let expected = (high_watermark / 10) as usize;
         assert_eq!(
             plan.delete_count(),
@@ -72,7 +91,7 @@ fn nothing_at_or_above_the_high_watermark_is_deleted() {
             "high watermark {high_watermark}"
         );
     }
-    let all = plan(&config(-1, 1), &segments, 30, 30, 0, NOW);
+    let all = plan_at(&config(-1, 1), &segments, 30, 30, 0, NOW);
     assert_eq!(
         all.delete_count(),
         3,
@@ -83,7 +102,7 @@ fn nothing_at_or_above_the_high_watermark_is_deleted() {
 #[test]
 fn an_empty_last_segment_is_never_deleted() {
     let segments = [segment(0, 10, 0), segment(10, 0, -1)];
-    let plan = plan(&config(-1, 1), &segments, 10, 10, 0, NOW);
+    let plan = plan_at(&config(-1, 1), &segments, 10, 10, 0, NOW);
     assert_eq!(plan.delete_count(), 1);
 }
 
@@ -99,7 +118,7 @@ fn log_start_offset_breach_comes_first_and_is_all_a_compacted_log_gets() {
         cleanup_policy: CleanupPolicy::COMPACT,
         ..config(1, 1)
     };
-    let plan = plan(&compact, &segments, 20, 20, 10, NOW);
+    let plan = plan_at(&compact, &segments, 20, 20, 10, NOW);
     assert_eq!(plan.steps, vec![(DeletionReason::LogStartOffsetBreach, 2)]);
     let both = LogConfig {
         cleanup_policy: CleanupPolicy {
@@ -108,7 +127,14 @@ fn log_start_offset_breach_comes_first_and_is_all_a_compacted_log_gets() {
         },
         ..config(-1, 1)
     };
-    let plan = super::plan(&both, &segments, 20, 20, 10, NOW);
+    let plan = super::plan(
+        &both,
+        &segments,
+        Offset::new(20),
+        Offset::new(20),
+        Offset::new(10),
+        NOW,
+    );
     assert_eq!(
         plan.steps,
         vec![
@@ -132,7 +158,7 @@ fn delete_records_log_start_offsets_remove_the_segments_below() {
         ..LogConfig::default()
     };
     for (log_start, remaining) in [(1, 4), (6, 3), (15, 1)] {
-        let plan = plan(&compact_only, &segments, 15, 15, log_start, NOW);
+        let plan = plan_at(&compact_only, &segments, 15, 15, log_start, NOW);
         assert_eq!(
             segments.len() - plan.delete_count(),
             remaining,
@@ -149,10 +175,17 @@ fn a_future_timestamp_stops_time_retention_and_is_reported() {
         segment(20, 10, NOW - 5000),
         segment(30, 0, -1),
     ];
-    let plan = plan(&config(-1, 1000), &segments, 30, 30, 0, NOW);
+    let plan = plan_at(&config(-1, 1000), &segments, 30, 30, 0, NOW);
     assert_eq!(plan.delete_count(), 1, "the older segment still goes");
     assert_eq!(plan.blocked_by_future_timestamp, Some(segments[1]));
-    let later = super::plan(&config(-1, 1000), &segments, 30, 30, 0, NOW + 61_001);
+    let later = super::plan(
+        &config(-1, 1000),
+        &segments,
+        Offset::new(30),
+        Offset::new(30),
+        Offset::ZERO,
+        NOW + 61_001,
+    );
     assert_eq!(
         later.delete_count(),
         3,
@@ -165,7 +198,7 @@ fn a_future_timestamp_stops_time_retention_and_is_reported() {
 fn negative_retention_disables_each_step() {
     let segments = [segment(0, GB, 0), segment(10, GB, 0)];
     assert_eq!(
-        plan(&config(-1, -1), &segments, 20, 20, 0, NOW).delete_count(),
+        plan_at(&config(-1, -1), &segments, 20, 20, 0, NOW).delete_count(),
         0
     );
 }
@@ -178,7 +211,7 @@ fn empty_segments_in_the_middle_count_as_nothing_for_size() {
         segment(20, 100, NOW),
         segment(30, 0, -1),
     ];
-    let plan = plan(&config(100, -1), &segments, 30, 30, 0, NOW);
+    let plan = plan_at(&config(100, -1), &segments, 30, 30, 0, NOW);
     assert_eq!(plan.steps, vec![(DeletionReason::RetentionSize, 2)]);
 }
 
@@ -192,10 +225,10 @@ fn a_segment_whose_age_cannot_be_read_stops_time_retention_not_size_retention() 
         segment(300, GB, NOW),
     ];
     segments[1].largest_timestamp_ms = None;
-    let by_time = plan(&config(-1, 1_000), &segments, 350, 350, 0, NOW);
+    let by_time = plan_at(&config(-1, 1_000), &segments, 350, 350, 0, NOW);
     assert_eq!(by_time.steps, vec![(DeletionReason::RetentionTime, 1)]);
     assert_eq!(by_time.blocked_by_damage, Some(segments[1]));
-    let by_size = plan(&config(GB as i64, -1), &segments, 350, 350, 0, NOW);
+    let by_size = plan_at(&config(GB as i64, -1), &segments, 350, 350, 0, NOW);
     assert_eq!(by_size.steps, vec![(DeletionReason::RetentionSize, 3)]);
     assert_eq!(by_size.blocked_by_damage, None);
 }

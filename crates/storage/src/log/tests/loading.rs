@@ -11,7 +11,7 @@ fn write_some(fixture: &Fixture, config: &LogConfig, batches: usize) -> (i64, Of
     let records = read_all(&log, 0);
     let leo = log.log_end_offset();
     log.close().unwrap();
-    (leo, records)
+    (leo.value(), records)
 }
 
 #[test]
@@ -22,14 +22,14 @@ fn clean_shutdown_open_skips_recovery_and_keeps_the_log_end() {
     let (log, report) = fixture.open(
         config,
         LoadParams {
-            recovery_point: 0,
-            log_start_offset: 0,
+            recovery_point: Offset::ZERO,
+            log_start_offset: Offset::ZERO,
             had_clean_shutdown: true,
         },
     );
     assert!(report.recovered.is_empty(), "no segment was scanned");
-    assert_eq!(log.log_end_offset(), leo);
-    assert_eq!(log.recovery_point(), leo);
+    assert_eq!(log.log_end_offset(), Offset::new(leo));
+    assert_eq!(log.recovery_point(), Offset::new(leo));
     assert_eq!(read_all(&log, 0), records);
 }
 
@@ -49,7 +49,7 @@ fn unclean_open_at_recovery_point_equal_to_log_end_keeps_identical_indexes() {
     let (log, report) = fixture.open(
         config.clone(),
         LoadParams {
-            recovery_point: leo,
+            recovery_point: Offset::new(leo),
             ..LoadParams::default()
         },
     );
@@ -65,19 +65,19 @@ fn unclean_open_at_recovery_point_equal_to_log_end_keeps_identical_indexes() {
         .map(|segment| segment.offset_index_entries())
         .collect();
     assert_eq!(before, after);
-    assert_eq!(log.recovery_point(), leo);
+    assert_eq!(log.recovery_point(), Offset::new(leo));
     drop(log);
     let (log, report) = fixture.open(
         config,
         LoadParams {
-            recovery_point: 5,
+            recovery_point: Offset::new(5),
             ..LoadParams::default()
         },
     );
     assert!(report.recovered.len() > 1);
     assert_eq!(
         log.recovery_point(),
-        5,
+        Offset::new(5),
         "a lower recovery point stays until the next flush"
     );
 }
@@ -98,7 +98,7 @@ fn corrupt_log_tail_recovers_every_record() {
     }
     let (log, report) = fixture.open(config, LoadParams::default());
     assert_eq!(report.truncated_bytes(), 333);
-    assert_eq!(log.log_end_offset(), leo);
+    assert_eq!(log.log_end_offset(), Offset::new(leo));
     assert_eq!(read_all(&log, 0), records);
 }
 
@@ -128,7 +128,7 @@ fn deleted_and_corrupt_indexes_are_rebuilt_on_unclean_open() {
     assert_eq!(read_all(&log, 0), records);
     for i in 0..40i64 {
         let found = log.fetch_offset_by_timestamp(NOW + i).unwrap().unwrap();
-        assert_eq!(found.offset, i * 3, "timestamp lookup {i}");
+        assert_eq!(found.offset, Offset::new(i * 3), "timestamp lookup {i}");
     }
     for segment in log.view().segments.iter() {
         segment.sanity_check().unwrap();
@@ -162,7 +162,7 @@ fn an_index_failing_its_sanity_check_is_rebuilt_on_a_clean_open() {
     assert_eq!(read_all(&log, 0), records);
     for i in 0..40i64 {
         let found = log.fetch_offset_by_timestamp(NOW + i).unwrap().unwrap();
-        assert_eq!(found.offset, i * 3, "timestamp lookup {i}");
+        assert_eq!(found.offset, Offset::new(i * 3), "timestamp lookup {i}");
     }
     for segment in log.view().segments.iter() {
         segment.sanity_check().unwrap();
@@ -282,13 +282,16 @@ fn log_end_less_than_start_after_reopen_restarts_at_the_start() {
     let (log, _) = fixture.open(
         LogConfig::default(),
         LoadParams {
-            recovery_point: 0,
-            log_start_offset: 100,
+            recovery_point: Offset::ZERO,
+            log_start_offset: Offset::new(100),
             had_clean_shutdown: false,
         },
     );
     assert_eq!(log.segment_count(), 1);
-    assert_eq!((log.log_start_offset(), log.log_end_offset()), (100, 100));
+    assert_eq!(
+        (log.log_start_offset(), log.log_end_offset()),
+        (Offset::new(100), Offset::new(100))
+    );
     let [log_file, index, time] = log.view().active_segment().file_paths();
     assert!(log_file.ends_with("00000000000000000100.log"));
     assert!(index.exists() && time.exists());
@@ -359,8 +362,8 @@ fn time_index_of_legacy_data_reappears_as_an_empty_file() {
     let (log, report) = fixture.open(
         LogConfig::default(),
         LoadParams {
-            recovery_point: 6,
-            log_start_offset: 0,
+            recovery_point: Offset::new(6),
+            log_start_offset: Offset::ZERO,
             had_clean_shutdown: false,
         },
     );
@@ -391,7 +394,7 @@ fn legacy_records_read_back_through_the_log() {
     std::fs::write(fixture.dir().join("00000000000000000000.log"), &legacy).unwrap();
     let (log, report) = fixture.open(LogConfig::default(), LoadParams::default());
     assert_eq!(report.truncated_bytes(), 0);
-    assert_eq!(log.log_end_offset(), 2);
+    assert_eq!(log.log_end_offset(), Offset::new(2));
     append_value(&log, "v2");
     assert_eq!(
         read_all(&log, 0),
@@ -412,10 +415,13 @@ fn truncate_to_removes_later_segments_and_keeps_earlier_data() {
     }
     let segments_before = log.segment_count();
     assert!(segments_before > 3);
-    assert!(log.truncate_to(5).unwrap());
-    assert_eq!(log.log_end_offset(), 5);
+    assert!(log.truncate_to(Offset::new(5)).unwrap());
+    assert_eq!(log.log_end_offset(), Offset::new(5));
     assert!(log.segment_count() < segments_before);
-    assert!(!log.truncate_to(10).unwrap(), "past the end is a no-op");
+    assert!(
+        !log.truncate_to(Offset::new(10)).unwrap(),
+        "past the end is a no-op"
+    );
     append_value(&log, "again");
     let values = read_all(&log, 0);
     assert_eq!(values.len(), 6);
@@ -437,13 +443,13 @@ fn reader_holding_an_old_view_keeps_reading_after_truncation() {
     }
     let old = log
         .read(FetchParams {
-            start_offset: 15,
+            start_offset: Offset::new(15),
             max_bytes: 1 << 20,
             bound: FetchBound::LogEnd,
             first_batch: FirstBatch::Whole,
         })
         .unwrap();
-    log.truncate_to(2).unwrap();
+    log.truncate_to(Offset::new(2)).unwrap();
     let bytes = old.read_bytes().unwrap();
     let batch = RecordBatch::parse_prefix(&bytes).unwrap();
     batch.validate().unwrap();

@@ -78,7 +78,7 @@ type OffsetsAndValues = Vec<(i64, Option<Vec<u8>>)>;
 /// Up to a MiB of the log's stored bytes from offset 0, whole batches.
 fn first_mib(log: &Log) -> Vec<u8> {
     log.read(FetchParams {
-        start_offset: 0,
+        start_offset: Offset::ZERO,
         max_bytes: 1 << 20,
         bound: FetchBound::LogEnd,
         first_batch: FirstBatch::Whole,
@@ -92,10 +92,10 @@ fn first_mib(log: &Log) -> Vec<u8> {
 fn read_all(log: &Log, start: i64) -> OffsetsAndValues {
     let mut out = Vec::new();
     let mut offset = start;
-    while offset < log.log_end_offset() {
+    while offset < log.log_end_offset().value() {
         let data = log
             .read(FetchParams {
-                start_offset: offset,
+                start_offset: Offset::new(offset),
                 max_bytes: 1 << 20,
                 bound: FetchBound::LogEnd,
                 first_batch: FirstBatch::Whole,
@@ -165,7 +165,7 @@ fn time_based_log_roll_uses_the_first_batch_timestamp() {
         &batch(&[TestRecord::new(NOW + 60_001, None, Some(b"c"))]),
     );
     assert_eq!(log.segment_count(), 2);
-    assert_eq!(log.view().active_segment().base_offset(), 2);
+    assert_eq!(log.view().active_segment().base_offset(), Offset::new(2));
 }
 
 #[test]
@@ -194,15 +194,15 @@ fn time_based_log_roll_jitter() {
 fn roll_segment_that_already_exists_replaces_the_empty_active_segment() {
     let fixture = Fixture::new();
     let log = fixture.create(LogConfig::default());
-    assert_eq!(log.roll().unwrap(), 0);
+    assert_eq!(log.roll().unwrap(), Offset::ZERO);
     assert_eq!(
         log.segment_count(),
         1,
         "rolling an empty active segment to its own base"
     );
     append_value(&log, "a");
-    assert_eq!(log.roll().unwrap(), 1);
-    assert_eq!(log.roll().unwrap(), 1);
+    assert_eq!(log.roll().unwrap(), Offset::new(1));
+    assert_eq!(log.roll().unwrap(), Offset::new(1));
     assert_eq!(log.segment_count(), 2);
     append_value(&log, "b");
     assert_eq!(read_all(&log, 0).len(), 2);
@@ -239,7 +239,7 @@ fn message_size_check() {
     );
     assert_eq!(
         log.log_end_offset(),
-        1,
+        Offset::new(1),
         "nothing of the rejected append was written"
     );
 }
@@ -321,7 +321,11 @@ fn append_below_expected_offset_throws() {
         &[TestRecord::new(NOW, None, Some(b"c"))],
     ))
     .unwrap();
-    assert_eq!(log.log_end_offset(), 11, "followers may leave gaps");
+    assert_eq!(
+        log.log_end_offset(),
+        Offset::new(11),
+        "followers may leave gaps"
+    );
 }
 
 #[test]
@@ -338,7 +342,7 @@ fn read_with_too_small_max_length() {
     let log = fixture.create(LogConfig::default());
     append_value(&log, "hello");
     let params = |max_bytes| FetchParams {
-        start_offset: 0,
+        start_offset: Offset::ZERO,
         max_bytes,
         bound: FetchBound::LogEnd,
         first_batch: FirstBatch::WithinLimit,
@@ -362,16 +366,17 @@ fn read_out_of_range() {
         bound: FetchBound::LogEnd,
         first_batch: FirstBatch::Whole,
     };
-    let at_end = log.read(params(3)).unwrap();
+    let at_end = log.read(params(Offset::new(3))).unwrap();
     assert!(at_end.is_empty());
-    assert_eq!(at_end.offset_metadata.offset, 3);
+    assert_eq!(at_end.offset_metadata.offset, Offset::new(3));
     assert!(matches!(
-        log.read(params(4)),
+        log.read(params(Offset::new(4))),
         Err(StorageError::OffsetOutOfRange { .. })
     ));
-    log.maybe_increment_log_start_offset(1).unwrap();
+    log.maybe_increment_log_start_offset(Offset::new(1))
+        .unwrap();
     assert!(matches!(
-        log.read(params(0)),
+        log.read(params(Offset::ZERO)),
         Err(StorageError::OffsetOutOfRange { .. })
     ));
 }
@@ -386,7 +391,7 @@ fn first_batch_is_returned_whole_past_max_bytes_and_reads_cross_segments() {
     assert!(log.segment_count() > 3);
     let data = log
         .read(FetchParams {
-            start_offset: 7,
+            start_offset: Offset::new(7),
             max_bytes: 10,
             bound: FetchBound::LogEnd,
             first_batch: FirstBatch::Whole,
@@ -405,10 +410,10 @@ fn consumer_reads_stop_at_the_high_watermark() {
     for value in ["a", "b", "c"] {
         append_value(&log, value);
     }
-    log.update_high_watermark(1);
+    log.update_high_watermark(Offset::new(1));
     let data = log
         .read(FetchParams {
-            start_offset: 0,
+            start_offset: Offset::ZERO,
             max_bytes: 1 << 20,
             bound: FetchBound::HighWatermark,
             first_batch: FirstBatch::Whole,
@@ -422,7 +427,7 @@ fn consumer_reads_stop_at_the_high_watermark() {
     );
     let past = log
         .read(FetchParams {
-            start_offset: 2,
+            start_offset: Offset::new(2),
             max_bytes: 1 << 20,
             bound: FetchBound::HighWatermark,
             first_batch: FirstBatch::Whole,
@@ -438,18 +443,25 @@ fn high_watermark_maintenance() {
     for value in ["a", "b", "c"] {
         append_value(&log, value);
     }
-    assert_eq!(log.update_high_watermark(25), 3, "clamped to the LEO");
-    assert!(!log.maybe_increment_high_watermark(2), "never down");
-    log.truncate_to(1).unwrap();
-    assert_eq!(log.high_watermark(), 1, "drops on truncation");
-    log.truncate_fully_and_start_at(4).unwrap();
+    assert_eq!(
+        log.update_high_watermark(Offset::new(25)),
+        Offset::new(3),
+        "clamped to the LEO"
+    );
+    assert!(
+        !log.maybe_increment_high_watermark(Offset::new(2)),
+        "never down"
+    );
+    log.truncate_to(Offset::new(1)).unwrap();
+    assert_eq!(log.high_watermark(), Offset::new(1), "drops on truncation");
+    log.truncate_fully_and_start_at(Offset::new(4)).unwrap();
     assert_eq!(
         (
             log.log_end_offset(),
             log.log_start_offset(),
             log.high_watermark()
         ),
-        (4, 4, 4)
+        (Offset::new(4), Offset::new(4), Offset::new(4))
     );
 }
 
@@ -460,13 +472,16 @@ fn cannot_increment_log_start_offset_past_high_watermark() {
     for value in ["a", "b", "c"] {
         append_value(&log, value);
     }
-    log.update_high_watermark(2);
-    assert!(log.maybe_increment_log_start_offset(2).unwrap());
+    log.update_high_watermark(Offset::new(2));
+    assert!(
+        log.maybe_increment_log_start_offset(Offset::new(2))
+            .unwrap()
+    );
     assert!(matches!(
-        log.maybe_increment_log_start_offset(3),
+        log.maybe_increment_log_start_offset(Offset::new(3)),
         Err(StorageError::OffsetOutOfRange { .. })
     ));
-    assert_eq!(log.log_start_offset(), 2);
+    assert_eq!(log.log_start_offset(), Offset::new(2));
 }
 
 #[test]
@@ -479,7 +494,7 @@ fn index_resizing_at_truncation() {
     }
     assert!(log.segment_count() > 1);
     let full = u64::from(config.segment_index_bytes);
-    log.truncate_to(0).unwrap();
+    log.truncate_to(Offset::ZERO).unwrap();
     let (offset_bytes, time_bytes) = log.view().active_segment().index_lengths();
     assert_eq!(offset_bytes, full);
     assert_eq!(time_bytes, full - full % 12);
@@ -495,7 +510,7 @@ fn flushing_empty_active_segments_materialises_their_files() {
     let [log_file, index, time] = log.view().active_segment().file_paths();
     log.flush_inclusive().unwrap();
     assert!(log_file.exists() && index.exists() && time.exists());
-    assert_eq!(log.recovery_point(), 1);
+    assert_eq!(log.recovery_point(), Offset::new(1));
 }
 
 #[test]
@@ -507,9 +522,9 @@ fn flush_messages_advances_the_recovery_point() {
     });
     append_value(&log, "a");
     append_value(&log, "b");
-    assert_eq!(log.recovery_point(), 0);
+    assert_eq!(log.recovery_point(), Offset::ZERO);
     append_value(&log, "c");
-    assert_eq!(log.recovery_point(), 3);
+    assert_eq!(log.recovery_point(), Offset::new(3));
 }
 
 #[test]
@@ -519,7 +534,7 @@ fn roll_flushes_the_old_segment_and_moves_the_recovery_point() {
     append_value(&log, "a");
     append_value(&log, "b");
     log.roll().unwrap();
-    assert_eq!(log.recovery_point(), 2);
+    assert_eq!(log.recovery_point(), Offset::new(2));
     let (offset_bytes, _) = log.view().segments[0].index_lengths();
     assert_eq!(offset_bytes, 0, "the old segment's index is trimmed");
 }

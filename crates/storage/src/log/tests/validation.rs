@@ -16,18 +16,30 @@ fn offsets_by_timestamp_and_special_timestamps() {
     }
     assert!(log.segment_count() > 1);
     let at = |timestamp| log.fetch_offset_by_timestamp(timestamp).unwrap();
-    assert_eq!(at(NOW + 35).map(|found| found.offset), Some(4));
+    assert_eq!(
+        at(NOW + 35).map(|found| found.offset),
+        Some(Offset::new(4))
+    );
     assert_eq!(
         at(NOW + 40),
         Some(TimestampOffset {
             timestamp: NOW + 40,
-            offset: 4
+            offset: Offset::new(4)
         })
     );
     assert_eq!(at(NOW + 91), None);
-    assert_eq!(at(special_timestamps::EARLIEST).unwrap().offset, 0);
-    assert_eq!(at(special_timestamps::LATEST).unwrap().offset, 10);
-    assert_eq!(at(special_timestamps::MAX_TIMESTAMP).unwrap().offset, 9);
+    assert_eq!(
+        at(special_timestamps::EARLIEST).unwrap().offset,
+        Offset::ZERO
+    );
+    assert_eq!(
+        at(special_timestamps::LATEST).unwrap().offset,
+        Offset::new(10)
+    );
+    assert_eq!(
+        at(special_timestamps::MAX_TIMESTAMP).unwrap().offset,
+        Offset::new(9)
+    );
 }
 
 #[test]
@@ -141,7 +153,7 @@ fn a_batch_decompressing_past_max_message_bytes_is_refused_before_it_is_inflated
         );
         log.append_as_leader(fits).unwrap();
     }
-    assert_eq!(log.log_end_offset(), 4);
+    assert_eq!(log.log_end_offset(), Offset::new(4));
 }
 
 #[test]
@@ -171,7 +183,7 @@ fn producer_batches_must_be_well_formed() {
         Err(StorageError::CorruptRecord { .. })
     ));
     assert!(log.append_as_leader(Vec::new()).is_err());
-    assert_eq!(log.log_end_offset(), 0);
+    assert_eq!(log.log_end_offset(), Offset::ZERO);
 }
 
 #[test]
@@ -184,11 +196,11 @@ fn appended_batches_carry_assigned_offsets_and_leader_epoch() {
     let info = log.append_as_leader(two).unwrap();
     assert_eq!(
         (info.first_offset, info.last_offset, info.record_count),
-        (1, 5, 5)
+        (Offset::new(1), Offset::new(5), 5)
     );
     let written = log
         .read(FetchParams {
-            start_offset: 1,
+            start_offset: Offset::new(1),
             max_bytes: 1 << 20,
             bound: FetchBound::LogEnd,
             first_batch: FirstBatch::Whole,

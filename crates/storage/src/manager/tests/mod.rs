@@ -14,6 +14,7 @@ use crate::checkpoint::{
 };
 use crate::clock::ManualClock;
 use crate::log::{FetchBound, FetchParams, FirstBatch};
+use crate::offset::Offset;
 
 mod startup;
 
@@ -136,7 +137,7 @@ fn a_failed_dir_refuses_its_logs_and_the_others_serve() {
         "{error}"
     );
     let read = first.read(FetchParams {
-        start_offset: 0,
+        start_offset: Offset::ZERO,
         max_bytes: 100,
         bound: FetchBound::LogEnd,
         first_batch: FirstBatch::Whole,
@@ -210,7 +211,7 @@ fn clean_restart_loads_without_recovery_and_unclean_restart_recovers() {
                 .get(&tp("restart", partition))
                 .unwrap()
                 .log_end_offset(),
-            5
+            Offset::new(5)
         );
         append(&manager.get(&tp("restart", partition)).unwrap(), 5);
     }
@@ -228,7 +229,7 @@ fn clean_restart_loads_without_recovery_and_unclean_restart_recovers() {
                 .get(&tp("restart", partition))
                 .unwrap()
                 .log_end_offset(),
-            10
+            Offset::new(10)
         );
     }
     for dir in manager.data_dirs() {
@@ -263,7 +264,7 @@ fn recovery_checkpoint_holds_each_logs_recovery_point_only_in_its_dir() {
             .filter(|(topic_partition, _)| {
                 manager.dir_of(topic_partition).unwrap().path() == dirs[index]
             })
-            .map(|(topic_partition, log)| (topic_partition, log.recovery_point()))
+            .map(|(topic_partition, log)| (topic_partition, log.recovery_point().value()))
             .collect();
         assert_eq!(entries, expected);
         assert_eq!(entries.len(), 2);
@@ -277,14 +278,18 @@ fn log_start_offsets_are_checkpointed_and_restored() {
     let manager = open(&dirs);
     let log = manager.get_or_create(&tp("start", 0)).unwrap();
     append(&log, 10);
-    log.maybe_increment_log_start_offset(4).unwrap();
+    log.maybe_increment_log_start_offset(Offset::new(4))
+        .unwrap();
     manager.checkpoint_all().unwrap();
     let entries = read_offset_checkpoint(&dirs[0].join(LOG_START_OFFSET_CHECKPOINT)).unwrap();
     assert_eq!(entries.get(&tp("start", 0)), Some(&4));
     manager.shutdown().unwrap();
     drop(manager);
     let manager = open(&dirs);
-    assert_eq!(manager.get(&tp("start", 0)).unwrap().log_start_offset(), 4);
+    assert_eq!(
+        manager.get(&tp("start", 0)).unwrap().log_start_offset(),
+        Offset::new(4)
+    );
     manager.shutdown().unwrap();
 }
 
@@ -297,7 +302,10 @@ fn a_malformed_checkpoint_means_recovery_from_zero_not_a_failed_start() {
     drop(manager);
     std::fs::write(dirs[0].join(RECOVERY_POINT_CHECKPOINT), "0\n1\nm zero 4\n").unwrap();
     let manager = open(&dirs);
-    assert_eq!(manager.get(&tp("m", 0)).unwrap().log_end_offset(), 4);
+    assert_eq!(
+        manager.get(&tp("m", 0)).unwrap().log_end_offset(),
+        Offset::new(4)
+    );
     assert_eq!(manager.startup_report().segments_recovered, 1);
     manager.shutdown().unwrap();
 }
@@ -345,7 +353,7 @@ fn delete_renames_then_removes_the_dir_after_the_delay_and_rewrites_checkpoints(
     // A reader that held the deleted log still reads it through its open files.
     let data = held
         .read(FetchParams {
-            start_offset: 0,
+            start_offset: Offset::ZERO,
             max_bytes: 1 << 20,
             bound: FetchBound::LogEnd,
             first_batch: FirstBatch::Whole,
