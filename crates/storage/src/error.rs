@@ -171,6 +171,15 @@ pub enum StorageError {
         /// Why the entry was refused.
         reason: String,
     },
+    /// A roll to a base offset where a segment holding data already starts (Kafka refuses it
+    /// the same way: the log would hold two segments with one base).
+    #[error("cannot roll to offset {base_offset}: {} already holds data from there", path.display())]
+    SegmentExists {
+        /// The `.log` of the segment already there.
+        path: PathBuf,
+        /// The base offset the roll asked for.
+        base_offset: i64,
+    },
     /// An offset that cannot be stored relative to its segment's base offset in 32 bits.
     #[error("offset {offset} does not fit a segment based at {base_offset}")]
     OffsetOverflow {

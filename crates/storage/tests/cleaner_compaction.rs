@@ -6,6 +6,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 
 use ferrolog_records::{BatchBuilder, Compression, EntryIter};
 use ferrolog_storage::Offset;
@@ -188,7 +189,13 @@ fn cleaning_with_deletes_keeps_only_latest_values_and_tombstones_until_the_horiz
     setup.clock.advance_ms(DAY + 1);
     put(&setup.log, "tail", "y");
     setup.log.roll().unwrap();
-    clean_until_quiet(&setup, 1 << 20);
+    let cleaner = setup.manager.new_cleaner();
+    let mut map = OffsetMap::new(1 << 20, 0.9);
+    while cleaner.clean_once(&mut map) {}
+    // This pass re-copies the head cleaned before: what it wrote is measured against what it
+    // copied, never against the small dirty tail it mapped.
+    let recopy = cleaner.stats.recopy_percent.load(Ordering::Relaxed);
+    assert!((1..=100).contains(&recopy), "recopy {recopy}%");
     let final_keys = latest(&setup.log);
     assert!(
         !final_keys.contains_key("k3") && !final_keys.contains_key("k7"),

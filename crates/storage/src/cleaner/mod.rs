@@ -356,9 +356,9 @@ impl LogCleaner {
         tracing::info!(
             partition = %topic_partition,
             dirty_section = %format!("[{}, {})", stats.first_dirty_offset, stats.end_offset),
-            mb_processed = mb(stats.bytes_read),
+            mb_processed = mb(stats.map_bytes_read + stats.bytes_read),
             seconds,
-            mb_per_second = mb(stats.bytes_read) / seconds,
+            mb_per_second = mb(stats.map_bytes_read + stats.bytes_read) / seconds,
             indexed_seconds = stats.index_seconds,
             buffer_utilization_percent = stats.map_utilization * 100.0,
             cleaned_seconds = stats.clean_seconds,

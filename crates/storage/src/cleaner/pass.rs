@@ -40,6 +40,8 @@ pub struct PassStats {
     /// The next pass starts here (the new cleaner checkpoint).
     pub end_offset: i64,
     /// Bytes of the dirty section read to build the map (only segments read to their end).
+    pub map_bytes_read: u64,
+    /// Bytes of the segments read while copying their survivors (Kafka's `bytesRead`).
     pub bytes_read: u64,
     /// Bytes written into the cleaned segments.
     pub bytes_written: u64,
@@ -242,7 +244,7 @@ fn build_map(
         }
         // A whole segment was read: the range reaches its end even across offset gaps.
         map.set_latest_offset(next_base.min(first_uncleanable) - 1);
-        stats.bytes_read += segment.size() - start;
+        stats.map_bytes_read += segment.size() - start;
     }
     Ok(())
 }
@@ -364,6 +366,7 @@ fn copy_survivors(
                     return ControlFlow::Break(());
                 }
                 throttle.account(entry.size_in_bytes() as u64);
+                stats.bytes_read += entry.size_in_bytes() as u64;
                 match filter_entry(entry, map, latest, context, stats) {
                     Ok(Some((bytes, meta))) => {
                         throttle.account(bytes.len() as u64);

@@ -188,11 +188,9 @@ impl Log {
         let mut segments: Vec<Arc<Segment>> = view.segments.iter().cloned().collect();
         if active.base_offset() == new_base {
             if !active.is_empty() {
-                return Err(StorageError::InvalidIndexAppend {
+                return Err(StorageError::SegmentExists {
                     path: active.log_path(),
-                    reason: format!(
-                        "cannot roll to offset {new_base}: a non-empty segment already starts there"
-                    ),
+                    base_offset: new_base.value(),
                 });
             }
             // An empty segment already at the new base is what the roll would make: it stays,

@@ -235,6 +235,11 @@ fn load_dir(
         }
     });
     if let Some(error) = failure.into_inner() {
+        // The directory goes offline and its loading stops: nothing is left to recover there,
+        // so its progress figures drop to zero instead of staying where the failure left them.
+        dir.progress.remaining_logs.store(0, Ordering::Relaxed);
+        dir.progress.remaining_segments.store(0, Ordering::Relaxed);
+        publish_progress(dir, 0);
         return Err(error);
     }
     tracing::info!(

@@ -83,18 +83,9 @@ impl<E: IndexEntry> Index<E> {
         E::decode(self.file.slot(n), self.base_offset)
     }
 
-    /// Entry `n`; an error past the last entry.
-    pub fn entry(&self, n: usize) -> Result<E> {
-        if n >= self.entries() {
-            return Err(StorageError::InvalidIndexAppend {
-                path: self.path().to_path_buf(),
-                reason: format!(
-                    "entry {n} requested from an index of {} entries",
-                    self.entries()
-                ),
-            });
-        }
-        Ok(self.decode(n))
+    /// Entry `n`; `None` past the last entry.
+    pub fn entry(&self, n: usize) -> Option<E> {
+        (n < self.entries()).then(|| self.decode(n))
     }
 
     /// The last entry, if any.

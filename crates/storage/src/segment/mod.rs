@@ -547,6 +547,8 @@ impl Segment {
             rename_if_exists(&path, &target)?;
             Ok(target)
         };
+        // Named after the `.log`, so taken before the `.log` moves.
+        let txn_index = self.txn_index_path();
         let log_target = rename(self.log.path())?;
         self.log.set_path(log_target);
         let mut offset_index = self.offset_index.write();
@@ -555,23 +557,40 @@ impl Segment {
         let mut time_index = self.time_index.write();
         let target = rename(time_index.path().to_path_buf())?;
         time_index.set_path(target);
+        // A `.txnindex` (written by Kafka for a segment holding aborted transactions) goes
+        // with its segment, as Kafka's `changeFileSuffixes` takes it; ferrolog writes none.
+        rename(txn_index)?;
         Ok(())
+    }
+
+    /// The segment's `.txnindex` path, with the same suffix as its `.log`; the file may not exist.
+    pub fn txn_index_path(&self) -> PathBuf {
+        let log_path = self.log.path();
+        let name = log_path
+            .file_name()
+            .map(|name| {
+                name.to_string_lossy()
+                    .replacen(LOG_SUFFIX, TXN_INDEX_SUFFIX, 1)
+            })
+            .unwrap_or_default();
+        log_path.with_file_name(name)
     }
 
     /// Deletes every file of the segment (a missing index is fine).
     pub fn delete_files(&self) -> Result<()> {
-        remove_if_exists(&self.log.path())?;
-        remove_if_exists(self.offset_index.read().path())?;
-        remove_if_exists(self.time_index.read().path())?;
-        Ok(())
+        self.file_paths()
+            .iter()
+            .try_for_each(|path| remove_if_exists(path).map(|_| ()))
     }
 
-    /// Paths of the segment's files.
-    pub fn file_paths(&self) -> [PathBuf; 3] {
+    /// Paths of the segment's files: `.log`, `.index`, `.timeindex` and `.txnindex` (which
+    /// may not exist).
+    pub fn file_paths(&self) -> [PathBuf; 4] {
         [
             self.log.path(),
             self.offset_index.read().path().to_path_buf(),
             self.time_index.read().path().to_path_buf(),
+            self.txn_index_path(),
         ]
     }
 }

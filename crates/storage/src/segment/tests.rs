@@ -343,7 +343,7 @@ fn change_file_suffixes_renames_log_and_indexes() {
     let dir = tempfile::tempdir().unwrap();
     let segment = create(&dir, 40);
     append(&segment, &records_at(40, NOW, &["a"]));
-    let [log, index, time] = segment.file_paths();
+    let [log, index, time, _] = segment.file_paths();
     segment.change_file_suffixes("", DELETED_SUFFIX).unwrap();
     for path in [&log, &index, &time] {
         assert!(!path.exists());
@@ -353,6 +353,28 @@ fn change_file_suffixes_renames_log_and_indexes() {
     assert!(log.exists() && index.exists() && time.exists());
     // The segment still reads after the renames.
     assert_eq!(segment.read_next_offset().unwrap(), (Offset::new(41), None));
+}
+
+#[test]
+fn a_txnindex_beside_the_segment_is_renamed_and_deleted_with_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let segment = create(&dir, 40);
+    append(&segment, &records_at(40, NOW, &["a"]));
+    // As Kafka leaves beside a segment that held an aborted transaction.
+    let txn_index = dir.path().join("00000000000000000040.txnindex");
+    std::fs::write(&txn_index, [0u8; 34]).unwrap();
+    assert_eq!(segment.file_paths()[3], txn_index);
+    segment.change_file_suffixes("", DELETED_SUFFIX).unwrap();
+    let renamed = with_added_suffix(&txn_index, DELETED_SUFFIX);
+    assert!(!txn_index.exists() && renamed.exists());
+    assert_eq!(segment.file_paths()[3], renamed);
+    segment.delete_files().unwrap();
+    assert!(!renamed.exists());
+    assert_eq!(
+        std::fs::read_dir(dir.path()).unwrap().count(),
+        0,
+        "nothing left behind"
+    );
 }
 
 #[test]
@@ -368,7 +390,7 @@ fn recovery_fixes_corrupt_index() {
     let expected_index = segment.offset_index_entries();
     let expected_time = segment.time_index_entries();
     assert!(expected_index.len() > 10);
-    let [_, index_path, time_path] = segment.file_paths();
+    let [_, index_path, time_path, _] = segment.file_paths();
     drop(segment);
     for path in [&index_path, &time_path] {
         let mut garbage = std::fs::read(path).unwrap();

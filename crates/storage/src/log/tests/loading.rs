@@ -88,7 +88,7 @@ fn corrupt_log_tail_recovers_every_record() {
     let config = small_segments(1 << 20);
     let (leo, records) = write_some(&fixture, &config, 20);
     let (log, _) = fixture.open_clean(config.clone());
-    let [log_file, index_file, _] = log.view().active_segment().file_paths();
+    let [log_file, index_file, _, _] = log.view().active_segment().file_paths();
     drop(log);
     let garbage: Vec<u8> = (0..333u32).map(|i| (i * 37 + 11) as u8).collect();
     for path in [&log_file, &index_file] {
@@ -107,7 +107,7 @@ fn deleted_and_corrupt_indexes_are_rebuilt_on_unclean_open() {
     let fixture = Fixture::new();
     let config = small_segments(1_500);
     let (_, records) = write_some(&fixture, &config, 40);
-    let paths: Vec<[PathBuf; 3]> = {
+    let paths: Vec<[PathBuf; 4]> = {
         let (log, _) = fixture.open_clean(config.clone());
         log.view()
             .segments
@@ -115,7 +115,7 @@ fn deleted_and_corrupt_indexes_are_rebuilt_on_unclean_open() {
             .map(|segment| segment.file_paths())
             .collect()
     };
-    for (i, [_, index, time]) in paths.iter().enumerate() {
+    for (i, [_, index, time, _]) in paths.iter().enumerate() {
         if i % 2 == 0 {
             std::fs::remove_file(index).unwrap();
             std::fs::remove_file(time).unwrap();
@@ -140,7 +140,7 @@ fn an_index_failing_its_sanity_check_is_rebuilt_on_a_clean_open() {
     let fixture = Fixture::new();
     let config = small_segments(1_500);
     let (_, records) = write_some(&fixture, &config, 40);
-    let [log_file, index, time] = {
+    let [log_file, index, time, _] = {
         let (log, _) = fixture.open_clean(config.clone());
         log.view().segments[1].file_paths()
     };
@@ -292,7 +292,7 @@ fn log_end_less_than_start_after_reopen_restarts_at_the_start() {
         (log.log_start_offset(), log.log_end_offset()),
         (Offset::new(100), Offset::new(100))
     );
-    let [log_file, index, time] = log.view().active_segment().file_paths();
+    let [log_file, index, time, _] = log.view().active_segment().file_paths();
     assert!(log_file.ends_with("00000000000000000100.log"));
     assert!(index.exists() && time.exists());
 }

@@ -507,7 +507,7 @@ fn flushing_empty_active_segments_materialises_their_files() {
     let log = fixture.create(LogConfig::default());
     append_value(&log, "a");
     log.roll().unwrap();
-    let [log_file, index, time] = log.view().active_segment().file_paths();
+    let [log_file, index, time, _] = log.view().active_segment().file_paths();
     log.flush_inclusive().unwrap();
     assert!(log_file.exists() && index.exists() && time.exists());
     assert_eq!(log.recovery_point(), Offset::new(1));

@@ -16,10 +16,7 @@ fn offsets_by_timestamp_and_special_timestamps() {
     }
     assert!(log.segment_count() > 1);
     let at = |timestamp| log.fetch_offset_by_timestamp(timestamp).unwrap();
-    assert_eq!(
-        at(NOW + 35).map(|found| found.offset),
-        Some(Offset::new(4))
-    );
+    assert_eq!(at(NOW + 35).map(|found| found.offset), Some(Offset::new(4)));
     assert_eq!(
         at(NOW + 40),
         Some(TimestampOffset {

@@ -118,6 +118,38 @@ fn an_unusable_dir_goes_offline_at_startup_without_stopping_the_others() {
 }
 
 #[test]
+fn a_dir_failing_while_its_logs_load_goes_offline_with_nothing_left_to_recover() {
+    let (_temp, dirs) = temp_dirs(2);
+    let manager = open(&dirs);
+    for partition in 0..3 {
+        append(&manager.get_or_create(&tp("load", partition)).unwrap(), 2);
+    }
+    let failing = manager.dir_of(&tp("load", 0)).unwrap().path().to_path_buf();
+    manager.shutdown().unwrap();
+    // A segment file the loader cannot open: the directory fails mid-load.
+    let segment = failing.join("load-0").join("00000000000000000000.log");
+    std::fs::remove_file(&segment).unwrap();
+    std::fs::create_dir(&segment).unwrap();
+
+    let manager = open(&dirs);
+    assert_eq!(manager.offline_dir_count(), 1);
+    let offline = manager
+        .data_dirs()
+        .iter()
+        .find(|dir| dir.path() == failing)
+        .unwrap();
+    assert_eq!(
+        (
+            offline.remaining_logs_to_recover(),
+            offline.remaining_segments_to_recover()
+        ),
+        (0, 0),
+        "a directory that stopped loading has nothing left to recover"
+    );
+    manager.shutdown().unwrap();
+}
+
+#[test]
 fn a_failed_dir_refuses_its_logs_and_the_others_serve() {
     let (_temp, dirs) = temp_dirs(2);
     let manager = open(&dirs);
