@@ -7,6 +7,7 @@
 //! answers its requests in order. Storage calls are synchronous; they cross into the blocking
 //! pool in one place, [`bridge::blocking`].
 
+pub mod authz;
 pub mod bridge;
 pub mod dispatch;
 pub mod error_codes;

@@ -1,0 +1,21 @@
+//! Authorization with Kafka's ACL model and the semantics of its `StandardAuthorizer`.
+//!
+//! [`acl`] holds the model (resource patterns, access entries, Kafka's codes); [`standard`] the
+//! decision, a pure function of the ACLs, `super.users`, `allow.everyone.if.no.acl.found` and
+//! the request's principal, client address, operation and resource. The handlers ask it with
+//! the resource and operation Kafka checks for each request.
+
+pub mod acl;
+pub mod standard;
+
+pub use acl::{
+    ANONYMOUS, ANY_USER, AccessEntry, AclBinding, AclOperation, CLUSTER_NAME, PatternType,
+    Permission, ResourcePattern, ResourceType, WILDCARD,
+};
+pub use standard::{
+    AuthorizerConfig, Decision, Requester, authorize, authorize_by_resource_type,
+    authorized_operations,
+};
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,414 @@
+//! The decision rules, case by case, as Kafka's `StandardAuthorizer` decides them.
+
+use super::*;
+use AclOperation::*;
+use Decision::{Allowed, Denied};
+use ResourceType::{Cluster, Group, Topic};
+
+const ALICE: Requester<'static> = Requester {
+    principal: "User:alice",
+    host: "10.0.0.1",
+};
+const BOB: Requester<'static> = Requester {
+    principal: "User:bob",
+    host: "10.0.0.2",
+};
+
+fn acl(
+    resource_type: ResourceType,
+    name: &str,
+    pattern_type: PatternType,
+    principal: &str,
+    host: &str,
+    operation: AclOperation,
+    permission: Permission,
+) -> AclBinding {
+    AclBinding {
+        pattern: ResourcePattern {
+            resource_type,
+            name: name.to_owned(),
+            pattern_type,
+        },
+        entry: AccessEntry {
+            principal: principal.to_owned(),
+            host: host.to_owned(),
+            operation,
+            permission,
+        },
+    }
+}
+
+fn allow(
+    resource_type: ResourceType,
+    name: &str,
+    principal: &str,
+    operation: AclOperation,
+) -> AclBinding {
+    acl(
+        resource_type,
+        name,
+        PatternType::Literal,
+        principal,
+        WILDCARD,
+        operation,
+        Permission::Allow,
+    )
+}
+
+fn deny(
+    resource_type: ResourceType,
+    name: &str,
+    principal: &str,
+    operation: AclOperation,
+) -> AclBinding {
+    acl(
+        resource_type,
+        name,
+        PatternType::Literal,
+        principal,
+        WILDCARD,
+        operation,
+        Permission::Deny,
+    )
+}
+
+fn decide(
+    acls: &[AclBinding],
+    who: Requester<'_>,
+    operation: AclOperation,
+    resource_type: ResourceType,
+    name: &str,
+) -> Decision {
+    authorize(
+        acls,
+        &AuthorizerConfig::default(),
+        who,
+        operation,
+        resource_type,
+        name,
+    )
+}
+
+#[test]
+fn without_any_acl_everything_is_denied_unless_allow_everyone_is_set() {
+    assert_eq!(decide(&[], ALICE, Read, Topic, "orders"), Denied);
+    let open = AuthorizerConfig {
+        allow_everyone_if_no_acl_found: true,
+        ..AuthorizerConfig::default()
+    };
+    assert_eq!(authorize(&[], &open, ALICE, Read, Topic, "orders"), Allowed);
+}
+
+#[test]
+fn allow_everyone_applies_only_where_no_acl_of_anyone_applies() {
+    let open = AuthorizerConfig {
+        allow_everyone_if_no_acl_found: true,
+        ..AuthorizerConfig::default()
+    };
+    // An ACL for bob on the topic: alice, with no ACL of her own there, is denied.
+    let acls = [allow(Topic, "orders", BOB.principal, Write)];
+    assert_eq!(
+        authorize(&acls, &open, ALICE, Read, Topic, "orders"),
+        Denied
+    );
+    // Another topic has no ACL: open.
+    assert_eq!(
+        authorize(&acls, &open, ALICE, Read, Topic, "payments"),
+        Allowed
+    );
+    // A prefixed ACL covers every name under it, so those are no longer open.
+    let prefixed = [acl(
+        Topic,
+        "pay",
+        PatternType::Prefixed,
+        BOB.principal,
+        WILDCARD,
+        Read,
+        Permission::Allow,
+    )];
+    assert_eq!(
+        authorize(&prefixed, &open, ALICE, Read, Topic, "payments"),
+        Denied
+    );
+    // A group ACL says nothing about topics.
+    let group = [allow(Group, "orders", BOB.principal, Read)];
+    assert_eq!(
+        authorize(&group, &open, ALICE, Read, Topic, "orders"),
+        Allowed
+    );
+}
+
+#[test]
+fn super_users_may_do_everything_even_against_a_deny() {
+    let config = AuthorizerConfig::parse(Some("User:admin; User:ops"), None).unwrap();
+    let admin = Requester {
+        principal: "User:admin",
+        host: "10.0.0.9",
+    };
+    let acls = [deny(Topic, WILDCARD, ANY_USER, All)];
+    assert_eq!(
+        authorize(&acls, &config, admin, Delete, Topic, "orders"),
+        Allowed
+    );
+    assert_eq!(
+        authorize(&acls, &config, ALICE, Read, Topic, "orders"),
+        Denied
+    );
+    assert!(
+        AuthorizerConfig::parse(Some("admin"), None)
+            .unwrap_err()
+            .contains("super.users")
+    );
+    assert!(
+        AuthorizerConfig::parse(None, Some("yes"))
+            .unwrap_err()
+            .contains("allow.everyone.if.no.acl.found")
+    );
+}
+
+#[test]
+fn deny_wins_over_allow_from_any_matching_pattern() {
+    let acls = [
+        allow(Topic, "orders", ALICE.principal, Read),
+        acl(
+            Topic,
+            "ord",
+            PatternType::Prefixed,
+            ALICE.principal,
+            WILDCARD,
+            Read,
+            Permission::Deny,
+        ),
+    ];
+    assert_eq!(decide(&acls, ALICE, Read, Topic, "orders"), Denied);
+    let acls = [
+        allow(Topic, "orders", ALICE.principal, All),
+        deny(Topic, WILDCARD, ANY_USER, Write),
+    ];
+    assert_eq!(decide(&acls, ALICE, Write, Topic, "orders"), Denied);
+    assert_eq!(decide(&acls, ALICE, Read, Topic, "orders"), Allowed);
+}
+
+#[test]
+fn patterns_match_literal_names_prefixes_and_the_wildcard() {
+    let acls = [
+        allow(Topic, "orders", ALICE.principal, Read),
+        acl(
+            Topic,
+            "logs-",
+            PatternType::Prefixed,
+            ALICE.principal,
+            WILDCARD,
+            Read,
+            Permission::Allow,
+        ),
+        allow(Group, WILDCARD, ALICE.principal, Read),
+    ];
+    assert_eq!(decide(&acls, ALICE, Read, Topic, "orders"), Allowed);
+    assert_eq!(
+        decide(&acls, ALICE, Read, Topic, "orders2"),
+        Denied,
+        "literal is exact"
+    );
+    assert_eq!(
+        decide(&acls, ALICE, Read, Topic, "ORDERS"),
+        Denied,
+        "names are case-sensitive"
+    );
+    assert_eq!(decide(&acls, ALICE, Read, Topic, "logs-app"), Allowed);
+    assert_eq!(
+        decide(&acls, ALICE, Read, Topic, "logs-"),
+        Allowed,
+        "a prefix covers itself"
+    );
+    assert_eq!(decide(&acls, ALICE, Read, Topic, "logs"), Denied);
+    assert_eq!(decide(&acls, ALICE, Read, Group, "any-group"), Allowed);
+    // A prefixed `*` is no wildcard: it covers names starting with `*`.
+    let star = [acl(
+        Topic,
+        WILDCARD,
+        PatternType::Prefixed,
+        ALICE.principal,
+        WILDCARD,
+        Read,
+        Permission::Allow,
+    )];
+    assert_eq!(decide(&star, ALICE, Read, Topic, "orders"), Denied);
+    assert_eq!(decide(&star, ALICE, Read, Topic, "*orders"), Allowed);
+}
+
+#[test]
+fn principals_match_exactly_or_by_the_user_wildcard_and_hosts_by_address_or_wildcard() {
+    let acls = [acl(
+        Topic,
+        "orders",
+        PatternType::Literal,
+        ANY_USER,
+        "10.0.0.1",
+        Read,
+        Permission::Allow,
+    )];
+    assert_eq!(decide(&acls, ALICE, Read, Topic, "orders"), Allowed);
+    assert_eq!(
+        decide(&acls, BOB, Read, Topic, "orders"),
+        Denied,
+        "another host"
+    );
+    let service = Requester {
+        principal: "Service:x",
+        host: "10.0.0.1",
+    };
+    assert_eq!(
+        decide(&acls, service, Read, Topic, "orders"),
+        Allowed,
+        "User:* matches every type"
+    );
+    let acls = [allow(Topic, "orders", "Group:*", Read)];
+    assert_eq!(
+        decide(&acls, ALICE, Read, Topic, "orders"),
+        Denied,
+        "only User:* is a wildcard"
+    );
+}
+
+#[test]
+fn an_allow_implies_describe_and_describe_configs_but_a_deny_implies_nothing() {
+    for granted in [Read, Write, Delete, Alter] {
+        let acls = [allow(Topic, "orders", ALICE.principal, granted)];
+        assert_eq!(
+            decide(&acls, ALICE, Describe, Topic, "orders"),
+            Allowed,
+            "{granted}"
+        );
+    }
+    for granted in [Create, AlterConfigs, DescribeConfigs] {
+        let acls = [allow(Topic, "orders", ALICE.principal, granted)];
+        assert_eq!(
+            decide(&acls, ALICE, Describe, Topic, "orders"),
+            Denied,
+            "{granted}"
+        );
+    }
+    let acls = [allow(Topic, "orders", ALICE.principal, AlterConfigs)];
+    assert_eq!(
+        decide(&acls, ALICE, DescribeConfigs, Topic, "orders"),
+        Allowed
+    );
+    assert_eq!(decide(&acls, ALICE, Alter, Topic, "orders"), Denied);
+    let acls = [
+        allow(Topic, "orders", ALICE.principal, Describe),
+        deny(Topic, "orders", ALICE.principal, Read),
+    ];
+    assert_eq!(
+        decide(&acls, ALICE, Describe, Topic, "orders"),
+        Allowed,
+        "a DENY of READ keeps DESCRIBE"
+    );
+}
+
+#[test]
+fn authorized_operations_is_the_bitfield_of_allowed_operations() {
+    let config = AuthorizerConfig::default();
+    let acls = [allow(Topic, "orders", ALICE.principal, Read)];
+    let bits = authorized_operations(&acls, &config, ALICE, Topic, "orders");
+    assert_eq!(bits, (1 << Read.code()) | (1 << Describe.code()));
+    let admin = AuthorizerConfig::parse(Some("User:alice"), None).unwrap();
+    // Kafka's figures for everything allowed.
+    assert_eq!(
+        authorized_operations(&[], &admin, ALICE, Topic, "orders"),
+        3576
+    );
+    assert_eq!(authorized_operations(&[], &admin, ALICE, Group, "g"), 3400);
+    assert_eq!(
+        authorized_operations(&[], &admin, ALICE, Cluster, CLUSTER_NAME),
+        8096
+    );
+}
+
+#[test]
+fn by_resource_type_write_on_some_topic_is_enough_unless_denied() {
+    let config = AuthorizerConfig::default();
+    let decide_type =
+        |acls: &[AclBinding]| authorize_by_resource_type(acls, &config, ALICE, Write, Topic);
+    assert_eq!(decide_type(&[]), Denied);
+    assert_eq!(
+        decide_type(&[allow(Topic, "orders", ALICE.principal, Write)]),
+        Allowed
+    );
+    assert_eq!(
+        decide_type(&[allow(Topic, "orders", ALICE.principal, All)]),
+        Allowed
+    );
+    assert_eq!(
+        decide_type(&[allow(Topic, "orders", ALICE.principal, Read)]),
+        Denied,
+        "no implied operations here"
+    );
+    assert_eq!(
+        decide_type(&[
+            allow(Topic, "orders", ALICE.principal, Write),
+            deny(Topic, "orders", ALICE.principal, Write)
+        ]),
+        Denied
+    );
+    assert_eq!(
+        decide_type(&[
+            allow(Topic, "orders", ALICE.principal, Write),
+            acl(
+                Topic,
+                "ord",
+                PatternType::Prefixed,
+                ALICE.principal,
+                WILDCARD,
+                Write,
+                Permission::Deny
+            ),
+        ]),
+        Denied
+    );
+    assert_eq!(
+        decide_type(&[
+            allow(Topic, "orders", ALICE.principal, Write),
+            deny(Topic, WILDCARD, ANY_USER, Write)
+        ]),
+        Denied
+    );
+    assert_eq!(
+        decide_type(&[allow(Topic, WILDCARD, ANY_USER, Write)]),
+        Allowed
+    );
+    assert_eq!(
+        decide_type(&[allow(Topic, "orders", BOB.principal, Write)]),
+        Denied,
+        "someone else's ACL"
+    );
+}
+
+#[test]
+fn acls_are_checked_as_kafka_checks_them_before_storing() {
+    let good = allow(Topic, "orders", ALICE.principal, Read);
+    assert_eq!(good.validate(), Ok(()));
+    assert!(allow(Topic, "", ALICE.principal, Read).validate().is_err());
+    assert!(allow(Topic, "orders", "alice", Read).validate().is_err());
+    assert!(
+        allow(Cluster, "my-cluster", ALICE.principal, Alter)
+            .validate()
+            .is_err()
+    );
+    assert_eq!(
+        allow(Cluster, CLUSTER_NAME, ALICE.principal, Alter).validate(),
+        Ok(())
+    );
+    for resource_type in ResourceType::ALL_VALUES {
+        assert_eq!(
+            ResourceType::from_code(resource_type.code()),
+            Some(*resource_type)
+        );
+    }
+    assert_eq!(
+        AclOperation::from_code(1),
+        None,
+        "ANY is a filter, never an ACL's"
+    );
+    assert_eq!(Topic.to_string(), "TOPIC");
+}
