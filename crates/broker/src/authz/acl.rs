@@ -241,3 +241,108 @@ impl fmt::Display for AclBinding {
         )
     }
 }
+
+/// Which resource patterns a DescribeAcls or DeleteAcls filter selects (Kafka's
+/// `ResourcePatternFilter`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PatternFilter {
+    /// A type, or `None` for ANY.
+    pub resource_type: Option<ResourceType>,
+    /// A name, or `None` for any name.
+    pub name: Option<String>,
+    /// How the filter's name selects patterns.
+    pub pattern_type: PatternTypeFilter,
+}
+
+/// How a filter's name selects stored patterns.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PatternTypeFilter {
+    /// Patterns of any type whose name equals the filter's (Kafka's ANY, 1).
+    Any,
+    /// Patterns that would match a resource of the filter's name: the same literal, the literal
+    /// wildcard, and every prefix of it (Kafka's MATCH, 2).
+    Match,
+    /// Patterns of this type whose name equals the filter's (LITERAL 3, PREFIXED 4).
+    Exactly(PatternType),
+}
+
+impl PatternTypeFilter {
+    /// The filter of a Kafka code; `None` for UNKNOWN and codes Kafka does not define.
+    pub fn from_code(code: i8) -> Option<Self> {
+        match code {
+            1 => Some(Self::Any),
+            2 => Some(Self::Match),
+            other => PatternType::from_code(other).map(Self::Exactly),
+        }
+    }
+}
+
+impl PatternFilter {
+    /// Whether the filter selects `pattern`.
+    pub fn matches(&self, pattern: &ResourcePattern) -> bool {
+        if self
+            .resource_type
+            .is_some_and(|resource_type| resource_type != pattern.resource_type)
+        {
+            return false;
+        }
+        if let PatternTypeFilter::Exactly(pattern_type) = self.pattern_type
+            && pattern_type != pattern.pattern_type
+        {
+            return false;
+        }
+        let Some(name) = &self.name else {
+            return true;
+        };
+        match self.pattern_type {
+            PatternTypeFilter::Any | PatternTypeFilter::Exactly(_) => *name == pattern.name,
+            PatternTypeFilter::Match => pattern.matches(name),
+        }
+    }
+}
+
+/// Which access entries a filter selects (Kafka's `AccessControlEntryFilter`): each field
+/// matches exactly, `None` matching anything (wildcards in stored entries are not expanded).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct EntryFilter {
+    /// A principal, or `None` for any.
+    pub principal: Option<String>,
+    /// A host, or `None` for any.
+    pub host: Option<String>,
+    /// An operation, or `None` for ANY.
+    pub operation: Option<AclOperation>,
+    /// A permission, or `None` for ANY.
+    pub permission: Option<Permission>,
+}
+
+impl EntryFilter {
+    /// Whether the filter selects `entry`.
+    pub fn matches(&self, entry: &AccessEntry) -> bool {
+        self.principal
+            .as_ref()
+            .is_none_or(|principal| *principal == entry.principal)
+            && self.host.as_ref().is_none_or(|host| *host == entry.host)
+            && self
+                .operation
+                .is_none_or(|operation| operation == entry.operation)
+            && self
+                .permission
+                .is_none_or(|permission| permission == entry.permission)
+    }
+}
+
+/// A DescribeAcls or DeleteAcls filter (Kafka's `AclBindingFilter`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AclFilter {
+    /// The patterns it selects.
+    pub pattern: PatternFilter,
+    /// The entries it selects.
+    pub entry: EntryFilter,
+}
+
+impl AclFilter {
+    /// Whether the filter selects `binding`.
+    pub fn matches(&self, binding: &AclBinding) -> bool {
+        self.pattern.matches(&binding.pattern) && self.entry.matches(&binding.entry)
+    }
+}

@@ -9,8 +9,9 @@ pub mod acl;
 pub mod standard;
 
 pub use acl::{
-    ANONYMOUS, ANY_USER, AccessEntry, AclBinding, AclOperation, CLUSTER_NAME, PatternType,
-    Permission, ResourcePattern, ResourceType, WILDCARD,
+    ANONYMOUS, ANY_USER, AccessEntry, AclBinding, AclFilter, AclOperation, CLUSTER_NAME,
+    EntryFilter, PatternFilter, PatternType, PatternTypeFilter, Permission, ResourcePattern,
+    ResourceType, WILDCARD,
 };
 pub use standard::{
     AuthorizerConfig, Decision, Requester, authorize, authorize_by_resource_type,

@@ -38,7 +38,9 @@ fn acl(
     }
 }
 
-fn allow(
+/// A literal ACL from any host.
+fn literal(
+    permission: Permission,
     resource_type: ResourceType,
     name: &str,
     principal: &str,
@@ -51,25 +53,16 @@ fn allow(
         principal,
         WILDCARD,
         operation,
-        Permission::Allow,
+        permission,
     )
 }
 
-fn deny(
-    resource_type: ResourceType,
-    name: &str,
-    principal: &str,
-    operation: AclOperation,
-) -> AclBinding {
-    acl(
-        resource_type,
-        name,
-        PatternType::Literal,
-        principal,
-        WILDCARD,
-        operation,
-        Permission::Deny,
-    )
+fn allow(kind: ResourceType, name: &str, principal: &str, operation: AclOperation) -> AclBinding {
+    literal(Permission::Allow, kind, name, principal, operation)
+}
+
+fn deny(kind: ResourceType, name: &str, principal: &str, operation: AclOperation) -> AclBinding {
+    literal(Permission::Deny, kind, name, principal, operation)
 }
 
 fn decide(
@@ -411,4 +404,85 @@ fn acls_are_checked_as_kafka_checks_them_before_storing() {
         "ANY is a filter, never an ACL's"
     );
     assert_eq!(Topic.to_string(), "TOPIC");
+}
+
+fn pattern_filter(
+    resource_type: Option<ResourceType>,
+    name: Option<&str>,
+    pattern_type: PatternTypeFilter,
+) -> AclFilter {
+    AclFilter {
+        pattern: PatternFilter {
+            resource_type,
+            name: name.map(str::to_owned),
+            pattern_type,
+        },
+        entry: EntryFilter::default(),
+    }
+}
+
+#[test]
+fn filters_select_patterns_as_kafka_s_describe_and_delete_do() {
+    let literal = allow(Topic, "orders", ALICE.principal, Read);
+    let wildcard = allow(Topic, WILDCARD, ALICE.principal, Read);
+    let prefixed = acl(
+        Topic,
+        "ord",
+        PatternType::Prefixed,
+        ALICE.principal,
+        WILDCARD,
+        Read,
+        Permission::Allow,
+    );
+    let other_prefix = acl(
+        Topic,
+        "pay",
+        PatternType::Prefixed,
+        ALICE.principal,
+        WILDCARD,
+        Read,
+        Permission::Allow,
+    );
+    let group = allow(Group, "orders", ALICE.principal, Read);
+    let all = [&literal, &wildcard, &prefixed, &other_prefix, &group];
+    let selected = |filter: &AclFilter| -> Vec<&AclBinding> {
+        all.iter()
+            .copied()
+            .filter(|binding| filter.matches(binding))
+            .collect()
+    };
+    // ANY: every pattern type, the name compared as it is.
+    let any = pattern_filter(Some(Topic), Some("orders"), PatternTypeFilter::Any);
+    assert_eq!(selected(&any), vec![&literal]);
+    // MATCH: what would apply to a topic named `orders`.
+    let matching = pattern_filter(Some(Topic), Some("orders"), PatternTypeFilter::Match);
+    assert_eq!(selected(&matching), vec![&literal, &wildcard, &prefixed]);
+    // An exact pattern type.
+    let prefixed_only = pattern_filter(
+        Some(Topic),
+        Some("ord"),
+        PatternTypeFilter::Exactly(PatternType::Prefixed),
+    );
+    assert_eq!(selected(&prefixed_only), vec![&prefixed]);
+    // No name, no type: everything of the pattern type asked for.
+    let everything = pattern_filter(None, None, PatternTypeFilter::Any);
+    assert_eq!(selected(&everything).len(), 5);
+    let all_prefixed = pattern_filter(
+        None,
+        None,
+        PatternTypeFilter::Exactly(PatternType::Prefixed),
+    );
+    assert_eq!(selected(&all_prefixed), vec![&prefixed, &other_prefix]);
+    // Entry fields match exactly: a filter for bob does not select User:* or alice.
+    let mut for_bob = everything.clone();
+    for_bob.entry.principal = Some(BOB.principal.to_owned());
+    assert!(selected(&for_bob).is_empty());
+    let mut writes = everything;
+    writes.entry.operation = Some(Write);
+    assert!(selected(&writes).is_empty(), "READ ACLs are not WRITE ones");
+    assert_eq!(
+        PatternTypeFilter::from_code(2),
+        Some(PatternTypeFilter::Match)
+    );
+    assert_eq!(PatternTypeFilter::from_code(0), None);
 }
