@@ -12,6 +12,7 @@ pub mod bridge;
 pub mod dispatch;
 pub mod error_codes;
 pub mod errors;
+pub mod fetch_waiters;
 pub mod frame_shape;
 pub mod group;
 pub mod handlers;
@@ -82,8 +83,8 @@ impl Default for BrokerConfig {
 pub struct Context {
     pub manager: Arc<LogManager>,
     pub config: BrokerConfig,
-    /// Woken after every produce, so fetches waiting for data answer at once.
-    pub appended: tokio::sync::Notify,
+    /// Fetches waiting for data, woken by the produces to the partitions they read.
+    pub fetch_waiters: fetch_waiters::FetchWaiters,
     pub groups: GroupCoordinator,
 }
 
@@ -97,7 +98,7 @@ impl Context {
         Ok(Self {
             manager,
             config,
-            appended: tokio::sync::Notify::new(),
+            fetch_waiters: fetch_waiters::FetchWaiters::default(),
             groups,
         })
     }

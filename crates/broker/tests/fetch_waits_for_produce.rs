@@ -78,7 +78,7 @@ async fn a_waiting_fetch_is_answered_by_the_next_produce() {
         let batch = ferrolog_testkit::numbered_batch(0, 3, 1_700_000_000_000);
         log.append_as_leader(batch).unwrap();
         log.maybe_increment_high_watermark(log.log_end_offset());
-        producer.appended.notify_waiters();
+        producer.fetch_waiters.wake(&TopicPartition::new("wait", 0));
     })
     .await
     .unwrap();

@@ -1,7 +1,7 @@
 //! Fetch: record bytes as they lie in the segment files, never decoded. When fewer than
 //! `min_bytes` are ready, the request waits (up to `max_wait_ms`) and is woken by the next
-//! produce; the first partition with data returns at least one whole batch, so a batch larger
-//! than the limits is never stuck. Fetch sessions are not kept: every response is a full one
+//! produce to one of the partitions it reads ([`crate::fetch_waiters`]); the first partition
+//! with data returns at least one whole batch, so a batch larger than the limits is never stuck. Fetch sessions are not kept: every response is a full one
 //! (session id 0).
 //!
 //! The response carries placeholders for the record bytes; the returned [`FileRegion`]s say
@@ -15,8 +15,9 @@ use bytes::Bytes;
 use kafka_protocol::messages::fetch_response::{FetchableTopicResponse, PartitionData};
 use kafka_protocol::messages::{FetchRequest, FetchResponse, RequestHeader};
 
-use ferrolog_storage::Offset;
 use ferrolog_storage::log::{FetchBound, FetchData, FetchParams, FirstBatch};
+use ferrolog_storage::{Offset, TopicPartition};
+use tokio::sync::Notify;
 
 use super::with_logs;
 use crate::response::FileRegion;
@@ -31,11 +32,20 @@ pub async fn handle(
     let deadline =
         Instant::now() + Duration::from_millis(u64::try_from(request.max_wait_ms).unwrap_or(0));
     let request = Arc::new(request);
+    let partitions: Vec<TopicPartition> = request
+        .topics
+        .iter()
+        .flat_map(|topic| {
+            topic.partitions.iter().map(|partition| {
+                TopicPartition::new(topic.topic.0.to_string(), partition.partition)
+            })
+        })
+        .collect();
+    let waiter = Arc::new(Notify::new());
     loop {
-        // Registered before reading, so a produce between the read and the wait still wakes us.
-        let appended = context.appended.notified();
-        tokio::pin!(appended);
-        appended.as_mut().enable();
+        // Registered before reading, so a produce between the read and the wait still wakes us
+        // (the waiter keeps the wake-up until it waits).
+        context.fetch_waiters.register(&waiter, &partitions);
         let (context_copy, request_copy, version) = (
             Arc::clone(context),
             Arc::clone(&request),
@@ -56,7 +66,7 @@ pub async fn handle(
             return (response, regions);
         }
         tokio::select! {
-            () = &mut appended => {}
+            () = waiter.notified() => {}
             () = tokio::time::sleep(deadline.saturating_duration_since(Instant::now())) => {}
         }
     }

@@ -64,6 +64,9 @@ pub fn handle(
                     let appended_bytes = bytes.len() as u64;
                     match log.append_as_leader(bytes) {
                         Ok(info) => {
+                            // Fetches waiting on this partition answer now (a retry that wrote
+                            // nothing wakes them for nothing, and they wait again).
+                            context.fetch_waiters.wake(&tp);
                             crate::metrics::record_produced(
                                 &name,
                                 appended_bytes,
@@ -96,6 +99,5 @@ pub fn handle(
                 .with_partition_responses(partitions)
         })
         .collect();
-    context.appended.notify_waiters();
     (acks != 0).then(|| ProduceResponse::default().with_responses(responses))
 }
