@@ -45,6 +45,14 @@ cargo bench -p ferrolog-storage --bench storage
 cargo bench -p ferrolog-storage --bench manager | tee target/bench-data/manager.txt
 cargo bench -p ferrolog-storage --bench cleaner | tee target/bench-data/cleaner.txt
 scripts/bench_network.sh
+# Produce while 32 consumers long-poll idle partitions, ferrolog and Kafka 4.4 alternating.
+venv="${FERROLOG_VENV:-$PWD/target/test-venv}"
+if ! "$venv/bin/python" -c "import confluent_kafka" 2>/dev/null; then
+  python3 -m venv "$venv"
+  "$venv/bin/pip" install --quiet --disable-pip-version-check -r scripts/test-requirements.txt
+fi
+"$venv/bin/python" scripts/bench_idle_fetchers.py 3 --out target/bench-data/idle_fetchers.txt \
+  target/release/ferrolog kafka
 
 python3 scripts/bench_report.py "$baseline" > docs/benchmarks.md
 echo "wrote docs/benchmarks.md"

@@ -358,6 +358,28 @@ def main(baseline_path):
   sender's copy. Hence `copy` is the default; `sendfile` stays available for real NICs, where
   the saved copy is worth more.
 """)
+    idle_path = "target/bench-data/idle_fetchers.txt"
+    if os.path.exists(idle_path):
+        idle = {}
+        with open(idle_path) as f:
+            for line in f:
+                key, value = line.split()
+                idle[key] = float(value)
+        print("## Produce while consumers wait on idle partitions\n")
+        print("`scripts/bench_idle_fetchers.py`: 32 librdkafka consumers (confluent-kafka) long-poll one")
+        print("partition each of a topic nobody writes to (`fetch.wait.max.ms=500`) while one producer")
+        print("sends 20,000 records of 100 bytes to another topic, one request at a time (acks=1,")
+        print("linger.ms=0); the broker's CPU time (`/proc/PID/stat`) across the produces, medians of 3")
+        print("alternating runs, each broker from an empty data directory, Kafka 4.4 with the JVM")
+        print("settings of its own start script. A produce wakes only the fetches that read its")
+        print("partition, in both brokers.\n")
+        print("| broker | broker CPU per produce | produces per second |")
+        print("|---|---|---|")
+        for name, label in [("ferrolog", "ferrolog"), ("kafka", "Apache Kafka 4.4")]:
+            print("| %s | %.0f µs | %s |"
+                  % (label, idle[name + "_us_per_produce"],
+                     f"{idle[name + '_produces_per_s']:,.0f}"))
+        print()
     print("""## Reading the figures
 
 - **Append** measures `Log::append_as_leader` end to end: batch validation (CRC-32C, every
