@@ -22,7 +22,9 @@ pub struct FetchWaiters {
 }
 
 impl FetchWaiters {
-    /// Registers `waiter` under each of `partitions`: an append to any of them notifies it.
+    /// Registers `waiter` under each of `partitions`: an append to any of them notifies it. A
+    /// waiter still registered under a partition (no append woke it there) is not added twice,
+    /// so a fetch that wakes and waits again many times holds one entry per partition.
     pub fn register<'p>(
         &self,
         waiter: &Arc<Notify>,
@@ -31,8 +33,13 @@ impl FetchWaiters {
         let mut by_partition = self.by_partition.lock();
         for partition in partitions {
             let waiters = by_partition.entry(partition.clone()).or_default();
-            waiters.retain(|waiter| waiter.strong_count() > 0);
-            waiters.push(Arc::downgrade(waiter));
+            waiters.retain(|registered| registered.strong_count() > 0);
+            if !waiters
+                .iter()
+                .any(|registered| std::ptr::eq(registered.as_ptr(), Arc::as_ptr(waiter)))
+            {
+                waiters.push(Arc::downgrade(waiter));
+            }
         }
     }
 
@@ -88,6 +95,19 @@ mod tests {
             "woken even though it was not yet waiting"
         );
         assert_eq!(waiters.registered(&a), 0, "a wake takes the list");
+    }
+
+    #[test]
+    fn a_fetch_waiting_again_holds_one_entry_per_partition() {
+        let waiters = FetchWaiters::default();
+        let (busy, idle) = (TopicPartition::new("t", 0), TopicPartition::new("t", 1));
+        let waiter = Arc::new(Notify::new());
+        for _ in 0..1_000 {
+            waiters.register(&waiter, [&busy, &idle]);
+            waiters.wake(&busy);
+        }
+        assert_eq!(waiters.registered(&idle), 1);
+        assert!(was_woken(&waiter));
     }
 
     #[test]
