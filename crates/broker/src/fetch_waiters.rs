@@ -2,60 +2,95 @@
 //! partition as Kafka keys it. A produce wakes only the fetches that read a partition it
 //! appended to; a fetch of other partitions sleeps on until its own data or its deadline.
 //!
-//! Each waiting fetch owns a [`Notify`] and registers it under each partition it reads before
-//! it reads them, so an append between the read and the wait is not missed: `notify_one` keeps a
-//! permit for a waiter not yet waiting. A wake takes the partition's list whole; a fetch that
-//! goes on waiting registers again. Entries of fetches that ended are pruned whenever their
-//! partition is registered under or woken, so a list holds little more than its live waiters.
+//! A waiting fetch holds a [`Waiting`]: its own [`Notify`], registered under each partition it
+//! reads before it reads them, so an append between the read and the wait is not missed
+//! (`notify_one` keeps a permit for a waiter not yet waiting). A wake takes the partition's list
+//! whole; a fetch that waits again registers again. When the fetch ends (answered, or dropped
+//! with its connection), its `Waiting` removes it everywhere, so the registry holds exactly the
+//! fetches waiting now: at most one entry per partition each fetch names, which the request's
+//! charge against `queued.max.request.bytes` already covers.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Weak};
+use std::sync::Arc;
 
 use ferrolog_storage::TopicPartition;
 use parking_lot::Mutex;
 use tokio::sync::Notify;
+use tokio::sync::futures::Notified;
 
 /// The waiting fetches of the broker, by partition.
 #[derive(Debug, Default)]
 pub struct FetchWaiters {
-    by_partition: Mutex<HashMap<TopicPartition, Vec<Weak<Notify>>>>,
+    by_partition: Mutex<HashMap<TopicPartition, Vec<Arc<Notify>>>>,
 }
 
 impl FetchWaiters {
-    /// Registers `waiter` under each of `partitions`: an append to any of them notifies it. A
-    /// waiter still registered under a partition (no append woke it there) is not added twice,
-    /// so a fetch that wakes and waits again many times holds one entry per partition.
-    pub fn register<'p>(
-        &self,
-        waiter: &Arc<Notify>,
-        partitions: impl IntoIterator<Item = &'p TopicPartition>,
-    ) {
-        let mut by_partition = self.by_partition.lock();
-        for partition in partitions {
-            let waiters = by_partition.entry(partition.clone()).or_default();
-            waiters.retain(|registered| registered.strong_count() > 0);
-            if !waiters
-                .iter()
-                .any(|registered| std::ptr::eq(registered.as_ptr(), Arc::as_ptr(waiter)))
-            {
-                waiters.push(Arc::downgrade(waiter));
-            }
-        }
-    }
-
     /// Wakes every fetch waiting on `partition`.
     pub fn wake(&self, partition: &TopicPartition) {
         let waiters = self.by_partition.lock().remove(partition);
         for waiter in waiters.into_iter().flatten() {
-            if let Some(waiter) = waiter.upgrade() {
-                waiter.notify_one();
+            waiter.notify_one();
+        }
+    }
+
+    /// Fetches waiting on `partition`.
+    pub fn registered(&self, partition: &TopicPartition) -> usize {
+        self.by_partition.lock().get(partition).map_or(0, Vec::len)
+    }
+
+    /// Partitions some fetch waits on.
+    pub fn partitions(&self) -> usize {
+        self.by_partition.lock().len()
+    }
+}
+
+/// One fetch's place among the waiters, for as long as the fetch lasts.
+#[derive(Debug)]
+pub struct Waiting<'w> {
+    waiters: &'w FetchWaiters,
+    waiter: Arc<Notify>,
+    partitions: Vec<TopicPartition>,
+}
+
+impl<'w> Waiting<'w> {
+    /// A fetch of `partitions`, not yet registered.
+    pub fn new(waiters: &'w FetchWaiters, partitions: Vec<TopicPartition>) -> Self {
+        Self {
+            waiters,
+            waiter: Arc::new(Notify::new()),
+            partitions,
+        }
+    }
+
+    /// Registers the fetch under each of its partitions it is not registered under yet (a wake
+    /// took it off that partition's list): an append to any of them then wakes it.
+    pub fn register(&self) {
+        let mut by_partition = self.waiters.by_partition.lock();
+        for partition in &self.partitions {
+            let waiters = by_partition.entry(partition.clone()).or_default();
+            if !waiters.iter().any(|other| Arc::ptr_eq(other, &self.waiter)) {
+                waiters.push(Arc::clone(&self.waiter));
             }
         }
     }
 
-    /// Entries held under `partition`, live or not yet pruned.
-    pub fn registered(&self, partition: &TopicPartition) -> usize {
-        self.by_partition.lock().get(partition).map_or(0, Vec::len)
+    /// Completes once an append woke the fetch since it last waited.
+    pub fn woken(&self) -> Notified<'_> {
+        self.waiter.notified()
+    }
+}
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        let mut by_partition = self.waiters.by_partition.lock();
+        for partition in &self.partitions {
+            if let Some(waiters) = by_partition.get_mut(partition) {
+                waiters.retain(|other| !Arc::ptr_eq(other, &self.waiter));
+                if waiters.is_empty() {
+                    by_partition.remove(partition);
+                }
+            }
+        }
     }
 }
 
@@ -67,10 +102,10 @@ mod tests {
 
     use super::*;
 
-    /// Whether `waiter` holds a wake-up: its next wait would end at once.
-    fn was_woken(waiter: &Notify) -> bool {
-        let notified = pin!(waiter.notified());
-        notified
+    /// Whether `waiting` holds a wake-up: its next wait would end at once.
+    fn was_woken(waiting: &Waiting<'_>) -> bool {
+        let woken = pin!(waiting.woken());
+        woken
             .poll(&mut Context::from_waker(Waker::noop()))
             .is_ready()
     }
@@ -79,10 +114,10 @@ mod tests {
     fn an_append_wakes_the_fetches_of_its_partition_only() {
         let waiters = FetchWaiters::default();
         let (a, b) = (TopicPartition::new("t", 0), TopicPartition::new("t", 1));
-        let reads_a = Arc::new(Notify::new());
-        let reads_both = Arc::new(Notify::new());
-        waiters.register(&reads_a, [&a]);
-        waiters.register(&reads_both, [&a, &b]);
+        let reads_a = Waiting::new(&waiters, vec![a.clone()]);
+        let reads_both = Waiting::new(&waiters, vec![a.clone(), b.clone()]);
+        reads_a.register();
+        reads_both.register();
         waiters.wake(&b);
         assert!(
             !was_woken(&reads_a),
@@ -101,25 +136,27 @@ mod tests {
     fn a_fetch_waiting_again_holds_one_entry_per_partition() {
         let waiters = FetchWaiters::default();
         let (busy, idle) = (TopicPartition::new("t", 0), TopicPartition::new("t", 1));
-        let waiter = Arc::new(Notify::new());
+        let waiting = Waiting::new(&waiters, vec![busy.clone(), idle.clone()]);
         for _ in 0..1_000 {
-            waiters.register(&waiter, [&busy, &idle]);
+            waiting.register();
             waiters.wake(&busy);
         }
         assert_eq!(waiters.registered(&idle), 1);
-        assert!(was_woken(&waiter));
+        assert!(was_woken(&waiting));
     }
 
     #[test]
-    fn ended_fetches_are_pruned_when_their_partition_is_next_registered_under() {
+    fn a_fetch_that_ends_leaves_nothing_behind() {
         let waiters = FetchWaiters::default();
-        let quiet = TopicPartition::new("quiet", 0);
-        for _ in 0..100 {
-            let waiter = Arc::new(Notify::new());
-            waiters.register(&waiter, [&quiet]);
+        let kept = Waiting::new(&waiters, vec![TopicPartition::new("t", 0)]);
+        kept.register();
+        for topic in 0..100 {
+            // Fetches of partitions nobody ever writes to, each ending unwoken.
+            let waiting = Waiting::new(&waiters, vec![TopicPartition::new(format!("x{topic}"), 0)]);
+            waiting.register();
         }
-        assert_eq!(waiters.registered(&quiet), 1, "only the last, itself ended");
-        waiters.wake(&quiet);
-        assert_eq!(waiters.registered(&quiet), 0);
+        assert_eq!(waiters.partitions(), 1, "only the fetch still waiting");
+        drop(kept);
+        assert_eq!(waiters.partitions(), 0);
     }
 }

@@ -106,6 +106,11 @@ async fn a_waiting_fetch_is_answered_by_the_next_produce() {
             .is_some_and(|records| !records.is_empty()),
         "the records came with the answer"
     );
+    assert_eq!(
+        context.fetch_waiters.partitions(),
+        0,
+        "an answered fetch leaves the waiters"
+    );
     server.abort();
     manager.shutdown().unwrap();
 }

@@ -57,6 +57,25 @@ fn literal(
     )
 }
 
+/// A prefixed ACL from any host.
+fn prefixed(
+    permission: Permission,
+    resource_type: ResourceType,
+    prefix: &str,
+    principal: &str,
+    operation: AclOperation,
+) -> AclBinding {
+    acl(
+        resource_type,
+        prefix,
+        PatternType::Prefixed,
+        principal,
+        WILDCARD,
+        operation,
+        permission,
+    )
+}
+
 fn allow(kind: ResourceType, name: &str, principal: &str, operation: AclOperation) -> AclBinding {
     literal(Permission::Allow, kind, name, principal, operation)
 }
@@ -110,14 +129,12 @@ fn allow_everyone_applies_only_where_no_acl_of_anyone_applies() {
         Allowed
     );
     // A prefixed ACL covers every name under it, so those are no longer open.
-    let prefixed = [acl(
+    let prefixed = [prefixed(
+        Permission::Allow,
         Topic,
         "pay",
-        PatternType::Prefixed,
         BOB.principal,
-        WILDCARD,
         Read,
-        Permission::Allow,
     )];
     assert_eq!(
         authorize(&prefixed, &open, ALICE, Read, Topic, "payments"),
@@ -163,15 +180,7 @@ fn super_users_may_do_everything_even_against_a_deny() {
 fn deny_wins_over_allow_from_any_matching_pattern() {
     let acls = [
         allow(Topic, "orders", ALICE.principal, Read),
-        acl(
-            Topic,
-            "ord",
-            PatternType::Prefixed,
-            ALICE.principal,
-            WILDCARD,
-            Read,
-            Permission::Deny,
-        ),
+        prefixed(Permission::Deny, Topic, "ord", ALICE.principal, Read),
     ];
     assert_eq!(decide(&acls, ALICE, Read, Topic, "orders"), Denied);
     let acls = [
@@ -186,15 +195,7 @@ fn deny_wins_over_allow_from_any_matching_pattern() {
 fn patterns_match_literal_names_prefixes_and_the_wildcard() {
     let acls = [
         allow(Topic, "orders", ALICE.principal, Read),
-        acl(
-            Topic,
-            "logs-",
-            PatternType::Prefixed,
-            ALICE.principal,
-            WILDCARD,
-            Read,
-            Permission::Allow,
-        ),
+        prefixed(Permission::Allow, Topic, "logs-", ALICE.principal, Read),
         allow(Group, WILDCARD, ALICE.principal, Read),
     ];
     assert_eq!(decide(&acls, ALICE, Read, Topic, "orders"), Allowed);
@@ -217,14 +218,12 @@ fn patterns_match_literal_names_prefixes_and_the_wildcard() {
     assert_eq!(decide(&acls, ALICE, Read, Topic, "logs"), Denied);
     assert_eq!(decide(&acls, ALICE, Read, Group, "any-group"), Allowed);
     // A prefixed `*` is no wildcard: it covers names starting with `*`.
-    let star = [acl(
+    let star = [prefixed(
+        Permission::Allow,
         Topic,
         WILDCARD,
-        PatternType::Prefixed,
         ALICE.principal,
-        WILDCARD,
         Read,
-        Permission::Allow,
     )];
     assert_eq!(decide(&star, ALICE, Read, Topic, "orders"), Denied);
     assert_eq!(decide(&star, ALICE, Read, Topic, "*orders"), Allowed);
@@ -347,15 +346,7 @@ fn by_resource_type_write_on_some_topic_is_enough_unless_denied() {
     assert_eq!(
         decide_type(&[
             allow(Topic, "orders", ALICE.principal, Write),
-            acl(
-                Topic,
-                "ord",
-                PatternType::Prefixed,
-                ALICE.principal,
-                WILDCARD,
-                Write,
-                Permission::Deny
-            ),
+            prefixed(Permission::Deny, Topic, "ord", ALICE.principal, Write),
         ]),
         Denied
     );
@@ -425,26 +416,10 @@ fn pattern_filter(
 fn filters_select_patterns_as_kafka_s_describe_and_delete_do() {
     let literal = allow(Topic, "orders", ALICE.principal, Read);
     let wildcard = allow(Topic, WILDCARD, ALICE.principal, Read);
-    let prefixed = acl(
-        Topic,
-        "ord",
-        PatternType::Prefixed,
-        ALICE.principal,
-        WILDCARD,
-        Read,
-        Permission::Allow,
-    );
-    let other_prefix = acl(
-        Topic,
-        "pay",
-        PatternType::Prefixed,
-        ALICE.principal,
-        WILDCARD,
-        Read,
-        Permission::Allow,
-    );
+    let ord_prefix = prefixed(Permission::Allow, Topic, "ord", ALICE.principal, Read);
+    let other_prefix = prefixed(Permission::Allow, Topic, "pay", ALICE.principal, Read);
     let group = allow(Group, "orders", ALICE.principal, Read);
-    let all = [&literal, &wildcard, &prefixed, &other_prefix, &group];
+    let all = [&literal, &wildcard, &ord_prefix, &other_prefix, &group];
     let selected = |filter: &AclFilter| -> Vec<&AclBinding> {
         all.iter()
             .copied()
@@ -456,14 +431,14 @@ fn filters_select_patterns_as_kafka_s_describe_and_delete_do() {
     assert_eq!(selected(&any), vec![&literal]);
     // MATCH: what would apply to a topic named `orders`.
     let matching = pattern_filter(Some(Topic), Some("orders"), PatternTypeFilter::Match);
-    assert_eq!(selected(&matching), vec![&literal, &wildcard, &prefixed]);
+    assert_eq!(selected(&matching), vec![&literal, &wildcard, &ord_prefix]);
     // An exact pattern type.
     let prefixed_only = pattern_filter(
         Some(Topic),
         Some("ord"),
         PatternTypeFilter::Exactly(PatternType::Prefixed),
     );
-    assert_eq!(selected(&prefixed_only), vec![&prefixed]);
+    assert_eq!(selected(&prefixed_only), vec![&ord_prefix]);
     // No name, no type: everything of the pattern type asked for.
     let everything = pattern_filter(None, None, PatternTypeFilter::Any);
     assert_eq!(selected(&everything).len(), 5);
@@ -472,7 +447,7 @@ fn filters_select_patterns_as_kafka_s_describe_and_delete_do() {
         None,
         PatternTypeFilter::Exactly(PatternType::Prefixed),
     );
-    assert_eq!(selected(&all_prefixed), vec![&prefixed, &other_prefix]);
+    assert_eq!(selected(&all_prefixed), vec![&ord_prefix, &other_prefix]);
     // Entry fields match exactly: a filter for bob does not select User:* or alice.
     let mut for_bob = everything.clone();
     for_bob.entry.principal = Some(BOB.principal.to_owned());

@@ -17,9 +17,9 @@ use kafka_protocol::messages::{FetchRequest, FetchResponse, RequestHeader};
 
 use ferrolog_storage::log::{FetchBound, FetchData, FetchParams, FirstBatch};
 use ferrolog_storage::{Offset, TopicPartition};
-use tokio::sync::Notify;
 
 use super::with_logs;
+use crate::fetch_waiters::Waiting;
 use crate::response::FileRegion;
 use crate::{Context, errors};
 
@@ -41,11 +41,12 @@ pub async fn handle(
             })
         })
         .collect();
-    let waiter = Arc::new(Notify::new());
+    // Leaves the waiters when the fetch ends, answered or dropped with its connection.
+    let waiting = Waiting::new(&context.fetch_waiters, partitions);
     loop {
         // Registered before reading, so a produce between the read and the wait still wakes us
         // (the waiter keeps the wake-up until it waits).
-        context.fetch_waiters.register(&waiter, &partitions);
+        waiting.register();
         let (context_copy, request_copy, version) = (
             Arc::clone(context),
             Arc::clone(&request),
@@ -66,7 +67,7 @@ pub async fn handle(
             return (response, regions);
         }
         tokio::select! {
-            () = waiter.notified() => {}
+            () = waiting.woken() => {}
             () = tokio::time::sleep(deadline.saturating_duration_since(Instant::now())) => {}
         }
     }
