@@ -179,6 +179,12 @@ impl DataDir {
         ))
     }
 
+    /// Replaces the document file `name` with `text` (see `documents`).
+    pub(crate) fn write_document(&self, name: &str, text: &str) -> Result<()> {
+        self.health.ensure_online()?;
+        self.observed(atomic_write(&self.path.join(name), text.as_bytes()))
+    }
+
     /// Records `reserved_up_to` as the first producer id not yet reserved.
     pub(crate) fn write_producer_ids(&self, reserved_up_to: i64) -> Result<()> {
         self.health.ensure_online()?;

@@ -14,6 +14,7 @@ mod config;
 mod data_dir;
 mod deleter;
 mod dirs;
+mod documents;
 mod load;
 mod log_map;
 mod meta_properties;
@@ -33,6 +34,7 @@ pub use config::{BackgroundConfig, ManagerConfig, PlacementPolicy, known_keys, p
 pub use data_dir::{CLEAN_SHUTDOWN_FILE, DataDir, LOCK_FILE};
 pub use deleter::Deleter;
 pub use dirs::DataDirs;
+pub use documents::Document;
 pub use meta_properties::{META_PROPERTIES, MetaProperties, parse_properties, random_uuid};
 pub use producer_ids::PRODUCER_IDS_FILE;
 use topic_configs::StoredTopicConfigs;

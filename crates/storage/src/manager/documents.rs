@@ -1,0 +1,174 @@
+//! Small documents a broker keeps beside the logs: cluster metadata that Kafka holds in its
+//! metadata log (ACLs, for one) and a single node keeps in files instead.
+//!
+//! A document is a named text file at the top of every online data directory, written whole and
+//! atomically (temp file, fsync, rename, directory fsync). Each copy carries a generation that
+//! every write raises; the newest copy wins when the documents are read at startup, so a
+//! directory that was offline during a change does not bring the old contents back. The storage
+//! layer does not look inside the body; its owner parses it.
+//!
+//! Format: the version line, the generation line, then the body.
+//!
+//! ```text
+//! 0
+//! 12
+//! <body>
+//! ```
+
+use std::path::{Path, PathBuf};
+
+use super::LogManager;
+use super::data_dir::DataDir;
+use crate::error::{Result, StorageError};
+use crate::fs::read_text_if_exists;
+
+const VERSION: u32 = 0;
+
+/// One copy of a document: its generation (0 when no directory holds it) and its body.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Document {
+    /// Raised by every write; the highest among the directories is the current one.
+    pub generation: u64,
+    /// The owner's text.
+    pub body: String,
+    /// The file it was read from (`None` when no directory holds it, and ignored by
+    /// `store_document`), for the owner's errors about the body: its first line is the file's
+    /// third.
+    pub source: Option<PathBuf>,
+}
+
+impl LogManager {
+    /// The newest copy of the document `name` among the online directories; an empty document
+    /// at generation 0 when none holds it. A malformed copy is an error naming its file and
+    /// line: starting without, say, the ACLs would open what they close.
+    pub fn read_document(&self, name: &str) -> Result<Document> {
+        check_name(name)?;
+        let mut newest = Document::default();
+        for dir in self.dirs.all().iter().filter(|dir| !dir.is_offline()) {
+            let copy = read_copy(dir, name)?;
+            if copy.generation > newest.generation {
+                newest = copy;
+            }
+        }
+        Ok(newest)
+    }
+
+    /// Writes `document` to every online directory. It is stored when at least one directory
+    /// stored it; a directory whose write fails goes offline. The caller raises the generation
+    /// and serializes its writes.
+    pub fn store_document(&self, name: &str, document: &Document) -> Result<()> {
+        check_name(name)?;
+        let text = format!("{VERSION}\n{}\n{}", document.generation, document.body);
+        let mut stored_somewhere = false;
+        let mut first_error = None;
+        for dir in self.dirs.all().iter().filter(|dir| !dir.is_offline()) {
+            match dir.write_document(name, &text) {
+                Ok(()) => stored_somewhere = true,
+                Err(error) => {
+                    first_error.get_or_insert(error);
+                }
+            }
+        }
+        if stored_somewhere {
+            Ok(())
+        } else {
+            Err(first_error
+                .unwrap_or_else(|| StorageError::Fatal("every data directory is offline".into())))
+        }
+    }
+}
+
+/// Documents are regular files named `ferrolog-…` at the top of a data directory, where Kafka
+/// ignores them and ferrolog's log loading (which looks at directories) does too.
+fn check_name(name: &str) -> Result<()> {
+    let plain = name.starts_with("ferrolog-")
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+    if plain {
+        Ok(())
+    } else {
+        Err(StorageError::Fatal(format!(
+            "{name:?} is not a document name (ferrolog- followed by letters, digits, - and _)"
+        )))
+    }
+}
+
+fn read_copy(dir: &DataDir, name: &str) -> Result<Document> {
+    let path = dir.path().join(name);
+    match read_text_if_exists(&path)? {
+        Some(text) => parse(&text, &path),
+        None => Ok(Document::default()),
+    }
+}
+
+fn parse(text: &str, path: &Path) -> Result<Document> {
+    let malformed = |line: usize, reason: String| StorageError::MalformedFile {
+        path: path.to_path_buf(),
+        line,
+        reason,
+    };
+    let (version, rest) = text
+        .split_once('\n')
+        .ok_or_else(|| malformed(1, "the file ends before the version line".into()))?;
+    if version.trim() != VERSION.to_string() {
+        return Err(malformed(1, format!("unsupported version {version:?}")));
+    }
+    let (generation, body) = rest
+        .split_once('\n')
+        .ok_or_else(|| malformed(2, "the file ends before the generation line".into()))?;
+    let generation = generation
+        .trim()
+        .parse::<u64>()
+        .map_err(|_| malformed(2, format!("expected the generation, found {generation:?}")))?;
+    Ok(Document {
+        generation,
+        body: body.to_owned(),
+        source: Some(path.to_path_buf()),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_what_it_writes_and_names_the_line_of_damage() {
+        let path = Path::new("ferrolog-acls");
+        let document = parse("0\n12\nline one\nline two\n", path).unwrap();
+        assert_eq!(document.generation, 12);
+        assert_eq!(document.body, "line one\nline two\n");
+        assert_eq!(parse("0\n1\n", path).unwrap().body, "");
+        for (text, line, reason) in [
+            ("", 1, "before the version"),
+            ("1\n1\n", 1, "unsupported version"),
+            ("0\n", 2, "before the generation"),
+            ("0\nmany\nx", 2, "expected the generation"),
+        ] {
+            let StorageError::MalformedFile {
+                line: at,
+                reason: why,
+                ..
+            } = parse(text, path).unwrap_err()
+            else {
+                panic!("{text:?}: not a malformed-file error");
+            };
+            assert_eq!(at, line, "{text:?}");
+            assert!(why.contains(reason), "{text:?}: {why}");
+        }
+    }
+
+    #[test]
+    fn names_are_plain_ferrolog_files() {
+        assert!(check_name("ferrolog-acls").is_ok());
+        for bad in [
+            "acls",
+            "ferrolog-../x",
+            "ferrolog-a/b",
+            "ferrolog-a b",
+            "meta.properties",
+        ] {
+            assert!(check_name(bad).is_err(), "{bad}");
+        }
+    }
+}
