@@ -47,7 +47,7 @@ echo "== formatting"
 cargo fmt --all -- --check
 # The storage crate's fault-injection points are compiled in for the tests that arm them
 # (crates/storage/src/fault.rs); one feature set for lints and tests keeps it one build.
-features="ferrolog-storage/failpoints,ferrolog-broker/failpoints"
+features="ferrolog-storage/failpoints,ferrolog-broker/failpoints,ferrolog-broker/probes"
 echo "== lints"
 cargo clippy --workspace --all-targets --locked --features "$features" -- -D warnings
 # The storage crate is a library others embed: its public items are documented (the crate's

@@ -3,20 +3,19 @@
 //! blocking pool through [`crate::bridge`]), and the response encoded with the matching header
 //! version.
 
-use std::net::SocketAddr;
 use std::sync::Arc;
 
 use bytes::Bytes;
 use ferrolog_records::be;
 use kafka_protocol::messages::{
-    AlterConfigsRequest, ApiKey, ApiVersionsRequest, CreatePartitionsRequest, CreateTopicsRequest,
-    DeleteGroupsRequest, DeleteRecordsRequest, DeleteTopicsRequest, DescribeClusterRequest,
-    DescribeConfigsRequest, DescribeGroupsRequest, DescribeLogDirsRequest,
-    DescribeTopicPartitionsRequest, FetchRequest, FindCoordinatorRequest, HeartbeatRequest,
-    IncrementalAlterConfigsRequest, InitProducerIdRequest, JoinGroupRequest, LeaveGroupRequest,
-    ListGroupsRequest, ListOffsetsRequest, MetadataRequest, OffsetCommitRequest,
-    OffsetDeleteRequest, OffsetFetchRequest, ProduceRequest, RequestHeader, ResponseHeader,
-    SyncGroupRequest,
+    AlterConfigsRequest, ApiKey, ApiVersionsRequest, CreateAclsRequest, CreatePartitionsRequest,
+    CreateTopicsRequest, DeleteAclsRequest, DeleteGroupsRequest, DeleteRecordsRequest,
+    DeleteTopicsRequest, DescribeAclsRequest, DescribeClusterRequest, DescribeConfigsRequest,
+    DescribeGroupsRequest, DescribeLogDirsRequest, DescribeTopicPartitionsRequest, FetchRequest,
+    FindCoordinatorRequest, HeartbeatRequest, IncrementalAlterConfigsRequest,
+    InitProducerIdRequest, JoinGroupRequest, LeaveGroupRequest, ListGroupsRequest,
+    ListOffsetsRequest, MetadataRequest, OffsetCommitRequest, OffsetDeleteRequest,
+    OffsetFetchRequest, ProduceRequest, RequestHeader, ResponseHeader, SyncGroupRequest,
 };
 use kafka_protocol::protocol::{Decodable, Encodable};
 
@@ -25,6 +24,7 @@ use crate::error_codes::ErrorCodes;
 use crate::frame_shape::CheckedFrame;
 use crate::handlers;
 use crate::response::{FileRegion, ResponseFrame, SplicingBuf};
+use crate::session::Session;
 
 /// A request this broker will not answer; the connection is closed.
 #[derive(Debug)]
@@ -42,12 +42,14 @@ impl std::fmt::Display for MalformedRequest {
 ///
 /// How a handler runs:
 /// * `inline`: on the connection's task; it touches no storage (`fn(header, &request)`);
-/// * `blocking`: on the blocking pool through [`crate::bridge`] (`fn(context, header, request)`);
+/// * `blocking`: on the blocking pool through [`crate::bridge`]
+///   (`fn(context, session, header, request)`);
 /// * `waiting`: an async handler that may wait for other requests (a fetch for data, a group
 ///   for its members), crossing into storage through the bridge itself
-///   (`async fn(context, header, request, peer)`).
+///   (`async fn(context, session, header, request)`).
 ///
-/// What it answers: `response` (always one), `optional` (`None`: no response, Produce with
+/// What it answers: `response` (always one), `checked` (a response, or a request Kafka would
+/// fail to parse, which closes the connection), `optional` (`None`: no response, Produce with
 /// acks=0), `spliced` (a response and the file regions its placeholders stand for).
 ///
 /// Each range lies within what the codec decodes, which excludes what Kafka 4 removed
@@ -77,19 +79,26 @@ macro_rules! run {
         $handler(&$call.header, &$request)
     };
     (blocking, $handler:path, $call:ident, $request:ident) => {{
-        let (context, header) = (Arc::clone($call.context), $call.header.clone());
-        crate::bridge::blocking(move || $handler(&context, &header, $request))
+        let (context, session, header) = (
+            Arc::clone($call.context),
+            Arc::clone($call.session),
+            $call.header.clone(),
+        );
+        crate::bridge::blocking(move || $handler(&context, &session, &header, $request))
             .await
             .map_err(malformed)?
     }};
     (waiting, $handler:path, $call:ident, $request:ident) => {
-        $handler($call.context, &$call.header, $request, $call.peer).await
+        $handler($call.context, $call.session, &$call.header, $request).await
     };
 }
 
 macro_rules! answer {
     (response, $call:ident, $answer:ident) => {
         encode($call, &$answer, Vec::new()).map(Some)
+    };
+    (checked, $call:ident, $answer:ident) => {
+        encode($call, &$answer?, Vec::new()).map(Some)
     };
     (optional, $call:ident, $answer:ident) => {
         $answer
@@ -130,6 +139,9 @@ served_apis! {
     DeleteGroups 0..=2, DeleteGroupsRequest, blocking handlers::delete_groups::handle => response;
     OffsetDelete 0..=0, OffsetDeleteRequest, blocking handlers::offset_delete::handle => response;
     DescribeTopicPartitions 0..=0, DescribeTopicPartitionsRequest, blocking handlers::describe_topic_partitions::handle => response;
+    DescribeAcls 1..=3, DescribeAclsRequest, blocking handlers::acls::describe => checked;
+    CreateAcls 1..=3, CreateAclsRequest, blocking handlers::acls::create => checked;
+    DeleteAcls 1..=3, DeleteAclsRequest, blocking handlers::acls::delete => checked;
 }
 
 /// One request being served: who asked, what, at which version.
@@ -138,7 +150,7 @@ struct Call<'a> {
     header: RequestHeader,
     api: ApiKey,
     version: i16,
-    peer: SocketAddr,
+    session: &'a Arc<Session>,
 }
 
 pub fn supported_range(api_key: ApiKey) -> Option<(i16, i16)> {
@@ -162,14 +174,14 @@ fn decode<R: Decodable>(call: &Call<'_>, body: &mut Bytes) -> Result<R, Malforme
 pub async fn dispatch(
     context: &Arc<Context>,
     frame: CheckedFrame,
-    peer: SocketAddr,
+    session: &Arc<Session>,
 ) -> Result<Option<ResponseFrame>, MalformedRequest> {
     let frame = frame.into_bytes();
     let started = std::time::Instant::now();
     let api = frame
         .get(..2)
         .and_then(|key| ApiKey::try_from(be::i16_at(key, 0)).ok());
-    let result = dispatch_inner(context, frame, peer).await;
+    let result = dispatch_inner(context, frame, session).await;
     let name = api.map_or_else(|| "Unknown".to_owned(), |api| format!("{api:?}"));
     crate::metrics::record_request(&name, started.elapsed().as_secs_f64() * 1000.0);
     if result.is_err() {
@@ -181,7 +193,7 @@ pub async fn dispatch(
 async fn dispatch_inner(
     context: &Arc<Context>,
     mut frame: Bytes,
-    peer: SocketAddr,
+    session: &Arc<Session>,
 ) -> Result<Option<ResponseFrame>, MalformedRequest> {
     if frame.len() < 4 {
         return Err(malformed("a request shorter than its header"));
@@ -197,7 +209,7 @@ async fn dispatch_inner(
         header,
         api,
         version: api_version,
-        peer,
+        session,
     };
     let supported =
         supported_range(api).is_some_and(|(min, max)| (min..=max).contains(&api_version));

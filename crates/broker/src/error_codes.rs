@@ -3,13 +3,14 @@
 //! `ErrorsPerSec` metric.
 
 use kafka_protocol::messages::{
-    AlterConfigsResponse, ApiVersionsResponse, CreatePartitionsResponse, CreateTopicsResponse,
-    DeleteGroupsResponse, DeleteRecordsResponse, DeleteTopicsResponse, DescribeClusterResponse,
-    DescribeConfigsResponse, DescribeGroupsResponse, DescribeLogDirsResponse,
-    DescribeTopicPartitionsResponse, FetchResponse, FindCoordinatorResponse, HeartbeatResponse,
-    IncrementalAlterConfigsResponse, InitProducerIdResponse, JoinGroupResponse, LeaveGroupResponse,
-    ListGroupsResponse, ListOffsetsResponse, MetadataResponse, OffsetCommitResponse,
-    OffsetDeleteResponse, OffsetFetchResponse, ProduceResponse, SyncGroupResponse,
+    AlterConfigsResponse, ApiVersionsResponse, CreateAclsResponse, CreatePartitionsResponse,
+    CreateTopicsResponse, DeleteAclsResponse, DeleteGroupsResponse, DeleteRecordsResponse,
+    DeleteTopicsResponse, DescribeAclsResponse, DescribeClusterResponse, DescribeConfigsResponse,
+    DescribeGroupsResponse, DescribeLogDirsResponse, DescribeTopicPartitionsResponse,
+    FetchResponse, FindCoordinatorResponse, HeartbeatResponse, IncrementalAlterConfigsResponse,
+    InitProducerIdResponse, JoinGroupResponse, LeaveGroupResponse, ListGroupsResponse,
+    ListOffsetsResponse, MetadataResponse, OffsetCommitResponse, OffsetDeleteResponse,
+    OffsetFetchResponse, ProduceResponse, SyncGroupResponse,
 };
 
 /// The error codes in a response, `NONE` included.
@@ -34,8 +35,29 @@ top_level!(
     JoinGroupResponse,
     SyncGroupResponse,
     HeartbeatResponse,
-    ListGroupsResponse
+    ListGroupsResponse,
+    DescribeAclsResponse
 );
+
+impl ErrorCodes for CreateAclsResponse {
+    fn error_codes(&self) -> Vec<i16> {
+        self.results
+            .iter()
+            .map(|result| result.error_code)
+            .collect()
+    }
+}
+
+impl ErrorCodes for DeleteAclsResponse {
+    fn error_codes(&self) -> Vec<i16> {
+        let mut codes = Vec::new();
+        for result in &self.filter_results {
+            codes.push(result.error_code);
+            codes.extend(result.matching_acls.iter().map(|acl| acl.error_code));
+        }
+        codes
+    }
+}
 
 impl ErrorCodes for MetadataResponse {
     fn error_codes(&self) -> Vec<i16> {

@@ -42,6 +42,10 @@ pub const FENCED_INSTANCE_ID: i16 = ResponseError::FencedInstanceId.code();
 pub const GROUP_SUBSCRIBED_TO_TOPIC: i16 = ResponseError::GroupSubscribedToTopic.code();
 pub const INVALID_RECORD: i16 = ResponseError::InvalidRecord.code();
 pub const UNKNOWN_TOPIC_ID: i16 = ResponseError::UnknownTopicId.code();
+pub const TOPIC_AUTHORIZATION_FAILED: i16 = ResponseError::TopicAuthorizationFailed.code();
+pub const GROUP_AUTHORIZATION_FAILED: i16 = ResponseError::GroupAuthorizationFailed.code();
+pub const CLUSTER_AUTHORIZATION_FAILED: i16 = ResponseError::ClusterAuthorizationFailed.code();
+pub const SECURITY_DISABLED: i16 = ResponseError::SecurityDisabled.code();
 
 /// Kafka's name of an error code (`UNKNOWN_TOPIC_OR_PARTITION`), for metrics and logs.
 pub fn name_of(code: i16) -> String {

@@ -18,7 +18,10 @@ pub mod group;
 pub mod handlers;
 pub mod metrics;
 pub mod network;
+#[cfg(feature = "probes")]
+pub mod probes;
 pub mod response;
+pub mod session;
 pub mod transfer;
 
 use std::sync::Arc;
@@ -58,6 +61,9 @@ pub struct BrokerConfig {
     pub fetch_transfer: FetchTransfer,
     /// The group coordinator's settings.
     pub groups: GroupConfig,
+    /// `super.users` and `allow.everyone.if.no.acl.found`, when `authorizer.class.name` names
+    /// Kafka's `StandardAuthorizer`; `None` (the default): no authorization.
+    pub authorizer: Option<authz::AuthorizerConfig>,
 }
 
 impl Default for BrokerConfig {
@@ -74,6 +80,7 @@ impl Default for BrokerConfig {
             fetch_max_bytes: 57_671_680,
             fetch_transfer: FetchTransfer::default(),
             groups: GroupConfig::default(),
+            authorizer: None,
         }
     }
 }
@@ -86,20 +93,28 @@ pub struct Context {
     /// Fetches waiting for data, woken by the produces to the partitions they read.
     pub fetch_waiters: fetch_waiters::FetchWaiters,
     pub groups: GroupCoordinator,
+    /// Who may do what.
+    pub access: authz::Access,
 }
 
 impl Context {
-    /// Loads the consumer groups kept in the data dirs' offsets topic.
+    /// Loads the consumer groups kept in the data dirs' offsets topic, and the ACLs when an
+    /// authorizer is configured.
     pub fn new(
         manager: Arc<LogManager>,
         config: BrokerConfig,
     ) -> Result<Self, ferrolog_storage::StorageError> {
         let groups = GroupCoordinator::open(Arc::clone(&manager), config.groups.clone())?;
+        let access = match &config.authorizer {
+            Some(authorizer) => authz::Access::standard(Arc::clone(&manager), authorizer.clone())?,
+            None => authz::Access::disabled(),
+        };
         Ok(Self {
             manager,
             config,
             fetch_waiters: fetch_waiters::FetchWaiters::default(),
             groups,
+            access,
         })
     }
 }

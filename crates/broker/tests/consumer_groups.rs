@@ -12,6 +12,7 @@ use std::time::Duration;
 use bytes::{Bytes, BytesMut};
 use ferrolog_broker::group::state::{JoinResult, SyncResult};
 use ferrolog_broker::group::{CommitEntry, GroupConfig, GroupCoordinator, JoinRequest, Reply};
+use ferrolog_broker::session::Session;
 use ferrolog_broker::{BrokerConfig, Context, dispatch, errors};
 use ferrolog_records::consumer_offsets::{GroupValue, OffsetValue, OffsetsKey};
 use ferrolog_storage::Offset;
@@ -60,7 +61,7 @@ async fn offset_fetch(context: &Arc<Context>, version: i16, group: &str) -> Offs
         .unwrap();
     request.encode(&mut frame, version).unwrap();
     let checked = ferrolog_broker::frame_shape::scan(frame.freeze()).unwrap();
-    let response = dispatch::dispatch(context, checked, PEER)
+    let response = dispatch::dispatch(context, checked, &Arc::new(Session::anonymous(PEER)))
         .await
         .unwrap()
         .unwrap();

@@ -7,10 +7,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
+use ferrolog_broker::session::Session;
 use ferrolog_broker::{BrokerConfig, Context, dispatch, frame_shape};
 use ferrolog_storage::SystemClock;
 use ferrolog_storage::manager::{LogManager, ManagerConfig};
 use kafka_protocol::messages::alter_configs_request::{AlterConfigsResource, AlterableConfig};
+use kafka_protocol::messages::create_acls_request::AclCreation;
+use kafka_protocol::messages::delete_acls_request::DeleteAclsFilter;
 use kafka_protocol::messages::join_group_request::JoinGroupRequestProtocol;
 use kafka_protocol::messages::offset_commit_request::{
     OffsetCommitRequestPartition, OffsetCommitRequestTopic,
@@ -21,6 +24,7 @@ use kafka_protocol::messages::{
     GroupId, HeartbeatRequest, JoinGroupRequest, MetadataRequest, OffsetCommitRequest,
     OffsetFetchRequest, ProduceRequest, RequestHeader, ResponseHeader, SyncGroupRequest, TopicName,
 };
+use kafka_protocol::messages::{CreateAclsRequest, DeleteAclsRequest, DescribeAclsRequest};
 use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
@@ -38,6 +42,12 @@ fn context(dir: &std::path::Path) -> Arc<Context> {
             Arc::new(manager),
             BrokerConfig {
                 socket_request_max_bytes: 1 << 20,
+                // The ACL APIs answer only with an authorizer; with no ACL found everything is
+                // allowed, so the other handlers run as well.
+                authorizer: Some(ferrolog_broker::authz::AuthorizerConfig {
+                    allow_everyone_if_no_acl_found: true,
+                    ..Default::default()
+                }),
                 ..BrokerConfig::default()
             },
         )
@@ -136,6 +146,44 @@ fn seeds() -> Vec<Vec<u8>> {
             10,
             &OffsetFetchRequest::default().with_group_id(group),
         ),
+        frame(
+            ApiKey::CreateAcls,
+            3,
+            11,
+            &CreateAclsRequest::default().with_creations(vec![
+                AclCreation::default()
+                    .with_resource_type(2)
+                    .with_resource_name(StrBytes::from_static_str("fuzz-topic"))
+                    .with_resource_pattern_type(4)
+                    .with_principal(StrBytes::from_static_str("User:fuzz"))
+                    .with_host(StrBytes::from_static_str("*"))
+                    .with_operation(3)
+                    .with_permission_type(3),
+            ]),
+        ),
+        frame(
+            ApiKey::DescribeAcls,
+            3,
+            12,
+            &DescribeAclsRequest::default()
+                .with_resource_type_filter(1)
+                .with_resource_name_filter(None)
+                .with_pattern_type_filter(2)
+                .with_operation(1)
+                .with_permission_type(1),
+        ),
+        frame(
+            ApiKey::DeleteAcls,
+            3,
+            13,
+            &DeleteAclsRequest::default().with_filters(vec![
+                DeleteAclsFilter::default()
+                    .with_resource_type_filter(2)
+                    .with_pattern_type_filter(1)
+                    .with_operation(3)
+                    .with_permission_type(3),
+            ]),
+        ),
     ]
 }
 
@@ -178,6 +226,7 @@ async fn the_decoder_survives_mutated_requests() {
     let context = context(temp.path());
     let mut rng = Rng(0x5eed_1234_abcd_ef01);
     let seeds = seeds();
+    let session = Arc::new(Session::anonymous(PEER));
     for round in 0..3000 {
         let bytes = mutate(&mut rng, &seeds[round % seeds.len()]);
         // Whatever the outcome, it is a value, not a panic (nor an abort on a huge
@@ -186,7 +235,7 @@ async fn the_decoder_survives_mutated_requests() {
         let Ok(checked) = frame_shape::scan(Bytes::from(bytes)) else {
             continue;
         };
-        let request = dispatch::dispatch(&context, checked, PEER);
+        let request = dispatch::dispatch(&context, checked, &session);
         let _ = tokio::time::timeout(Duration::from_millis(100), request).await;
     }
     context.manager.shutdown().unwrap();

@@ -66,6 +66,9 @@ const BROKER_KEYS: &[&str] = &[
     "group.min.session.timeout.ms",
     "group.max.session.timeout.ms",
     "group.initial.rebalance.delay.ms",
+    "authorizer.class.name",
+    "super.users",
+    "allow.everyone.if.no.acl.found",
 ];
 
 /// A whole number at least `min` under `key`, or an error naming the key and the value.
@@ -191,7 +194,46 @@ fn broker_config(
         })?;
     }
     config.groups = group_config(properties)?;
+    config.authorizer = authorizer_config(properties)?;
     Ok((listen, config))
+}
+
+/// `authorizer.class.name`: empty (Kafka's default, no authorization) or Kafka's
+/// `StandardAuthorizer`, with `super.users` and `allow.everyone.if.no.acl.found`, which are
+/// refused without it rather than silently doing nothing.
+fn authorizer_config(
+    properties: &BTreeMap<String, String>,
+) -> anyhow::Result<Option<ferrolog_broker::authz::AuthorizerConfig>> {
+    let class = properties
+        .get("authorizer.class.name")
+        .map_or("", |value| value.trim());
+    let super_users = properties.get("super.users").map(String::as_str);
+    let allow_everyone = properties
+        .get("allow.everyone.if.no.acl.found")
+        .map(String::as_str);
+    match class {
+        "" => {
+            if let Some(key) = ["super.users", "allow.everyone.if.no.acl.found"]
+                .into_iter()
+                .find(|key| properties.contains_key(*key))
+            {
+                bail!(
+                    "{key} is set but authorizer.class.name is not: set authorizer.class.name={} to authorize requests",
+                    ferrolog_broker::authz::STANDARD_AUTHORIZER
+                );
+            }
+            Ok(None)
+        }
+        ferrolog_broker::authz::STANDARD_AUTHORIZER => {
+            ferrolog_broker::authz::AuthorizerConfig::parse(super_users, allow_everyone)
+                .map(Some)
+                .map_err(|reason| anyhow::anyhow!("invalid authorizer settings: {reason}"))
+        }
+        other => bail!(
+            "invalid value {other:?} for authorizer.class.name: ferrolog implements {} (or leave it empty for no authorization)",
+            ferrolog_broker::authz::STANDARD_AUTHORIZER
+        ),
+    }
 }
 
 /// The limits on what clients can make the broker hold: connections, request memory, fetch
@@ -432,6 +474,45 @@ mod tests {
         assert!(config.auto_create_topics);
         let manager = ManagerConfig::from_properties(&properties).unwrap();
         assert_eq!(manager.log_dirs, vec![PathBuf::from("ferrolog-data")]);
+    }
+
+    #[test]
+    fn the_authorizer_is_kafkas_standard_one_or_none() {
+        let config = |overrides: &[&str]| {
+            broker_config(&merged_properties(&args(overrides)).unwrap())
+                .map(|(_, config)| config.authorizer)
+        };
+        assert_eq!(config(&[]).unwrap(), None);
+        assert_eq!(config(&["authorizer.class.name="]).unwrap(), None);
+        let standard = config(&[
+            "authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+            "super.users=User:admin;User:ops",
+            "allow.everyone.if.no.acl.found=true",
+        ])
+        .unwrap()
+        .unwrap();
+        assert!(standard.allow_everyone_if_no_acl_found);
+        assert_eq!(
+            standard.super_users.iter().collect::<Vec<_>>(),
+            ["User:admin", "User:ops"]
+        );
+        for (overrides, named) in [
+            (
+                &["authorizer.class.name=kafka.security.authorizer.AclAuthorizer"][..],
+                "authorizer.class.name",
+            ),
+            (&["super.users=User:admin"][..], "super.users"),
+            (
+                &[
+                    "authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+                    "super.users=admin",
+                ][..],
+                "super.users",
+            ),
+        ] {
+            let error = config(overrides).unwrap_err().to_string();
+            assert!(error.contains(named), "{overrides:?}: {error}");
+        }
     }
 
     #[test]

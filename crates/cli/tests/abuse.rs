@@ -12,12 +12,12 @@
 mod common;
 
 use std::io::{Read, Write};
-use std::net::{IpAddr, SocketAddr, TcpStream};
+use std::net::TcpStream;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use common::wire::{exchange, frame, send};
+use common::wire::{connect_from, exchange, frame, send};
 use common::{Server, kcat};
 use ferrolog_records::{BatchBuilder, Compression};
 use kafka_protocol::messages::create_topics_request::CreatableTopic;
@@ -42,20 +42,6 @@ const POLICY_VIOLATION: i16 = 44;
 
 fn topic(name: &str) -> TopicName {
     TopicName(StrBytes::from_string(name.to_owned()))
-}
-
-/// A blocking connection from a chosen loopback address.
-fn connect_from(source: &str, port: u16) -> std::io::Result<TcpStream> {
-    let socket = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None)?;
-    let source: IpAddr = source.parse().unwrap();
-    socket.bind(&SocketAddr::new(source, 0).into())?;
-    socket.connect_timeout(
-        &SocketAddr::from(([127, 0, 0, 1], port)).into(),
-        Duration::from_secs(2),
-    )?;
-    let stream: TcpStream = socket.into();
-    stream.set_read_timeout(Some(Duration::from_secs(10)))?;
-    Ok(stream)
 }
 
 /// Reads what the broker sends until it closes the connection (EOF or reset): `Some(bytes

@@ -41,6 +41,14 @@ macro_rules! kafka_enum {
                     _ => None,
                 }
             }
+
+            /// The value Kafka names `text` (`TOPIC`, `READ`, ...).
+            pub fn from_text(text: &str) -> Option<Self> {
+                match text {
+                    $($text => Some(Self::$variant),)*
+                    _ => None,
+                }
+            }
         }
 
         impl fmt::Display for $name {

@@ -2,12 +2,16 @@
 //!
 //! [`acl`] holds the model (resource patterns, access entries, Kafka's codes); [`standard`] the
 //! decision, a pure function of the ACLs, `super.users`, `allow.everyone.if.no.acl.found` and
-//! the request's principal, client address, operation and resource. The handlers ask it with
-//! the resource and operation Kafka checks for each request.
+//! the request's principal, client address, operation and resource; [`store`] the ACLs in force
+//! and their copy in the data directories. The handlers ask [`access::Access`] with the resource
+//! and operation Kafka checks for each request.
 
+pub mod access;
 pub mod acl;
 pub mod standard;
+pub mod store;
 
+pub use access::{Access, STANDARD_AUTHORIZER};
 pub use acl::{
     ANONYMOUS, ANY_USER, AccessEntry, AclBinding, AclFilter, AclOperation, CLUSTER_NAME,
     EntryFilter, PatternFilter, PatternType, PatternTypeFilter, Permission, ResourcePattern,

@@ -17,6 +17,7 @@
 //! another API or version is not checked here; the dispatcher refuses it without decoding its
 //! body.
 
+mod acl_schemas;
 mod schemas;
 
 use bytes::Bytes;

@@ -586,4 +586,7 @@ pub(super) const ALL: &[&Message] = &[
     &DELETE_GROUPS,
     &OFFSET_DELETE,
     &DESCRIBE_TOPIC_PARTITIONS,
+    &super::acl_schemas::DESCRIBE_ACLS,
+    &super::acl_schemas::CREATE_ACLS,
+    &super::acl_schemas::DELETE_ACLS,
 ];

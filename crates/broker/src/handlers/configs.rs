@@ -4,6 +4,10 @@
 //! SET and DELETE to the current overrides; the older AlterConfigs replaces them all, as Kafka
 //! does (keys it does not name go back to their defaults). Broker resources describe as empty
 //! and refuse changes: broker settings come from `server.properties`.
+//!
+//! Each resource is authorized as Kafka does, before anything else about it: DESCRIBE_CONFIGS
+//! (describe) or ALTER_CONFIGS (changes) on the topic or group, or on the cluster for broker
+//! resources; denied, it answers TOPIC_, GROUP_ or CLUSTER_AUTHORIZATION_FAILED.
 
 use std::collections::BTreeMap;
 
@@ -21,10 +25,16 @@ use kafka_protocol::protocol::StrBytes;
 use ferrolog_storage::config::TOPIC_CONFIG_KEYS;
 
 use super::{internal_topics, partitions_of};
+use crate::authz::{AclOperation, ResourceType};
+use crate::session::Session;
 use crate::{Context, errors};
 
+/// Config resource types, as Kafka numbers them.
 const TOPIC: i8 = 2;
 const BROKER: i8 = 4;
+const BROKER_LOGGER: i8 = 8;
+const CLIENT_METRICS: i8 = 16;
+const GROUP: i8 = 32;
 /// Config sources, as Kafka numbers them.
 const DYNAMIC_TOPIC_CONFIG: i8 = 1;
 const DEFAULT_CONFIG: i8 = 5;
@@ -33,6 +43,7 @@ const DELETE: i8 = 1;
 
 pub fn describe(
     context: &Context,
+    session: &Session,
     header: &RequestHeader,
     request: DescribeConfigsRequest,
 ) -> DescribeConfigsResponse {
@@ -56,6 +67,17 @@ pub fn describe(
                     .with_error_message(Some(StrBytes::from_string(format!(
                         "resource {name} is named more than once"
                     ))));
+            }
+            if let Some((code, message)) = denied(
+                context,
+                session,
+                AclOperation::DescribeConfigs,
+                resource.resource_type,
+                &name,
+            ) {
+                return result
+                    .with_error_code(code)
+                    .with_error_message(Some(StrBytes::from_static_str(message)));
             }
             match resource.resource_type {
                 TOPIC if !partitions_of(context, &name).is_empty() => {
@@ -114,6 +136,7 @@ pub fn describe(
 
 pub fn incremental_alter(
     context: &Context,
+    session: &Session,
     _header: &RequestHeader,
     request: IncrementalAlterConfigsRequest,
 ) -> IncrementalAlterConfigsResponse {
@@ -125,13 +148,22 @@ pub fn incremental_alter(
             let response = AlterConfigsResourceResponse::default()
                 .with_resource_type(resource.resource_type)
                 .with_resource_name(resource.resource_name.clone());
-            let outcome = alter_topic(
+            let outcome = match denied(
                 context,
-                &name,
+                session,
+                AclOperation::AlterConfigs,
                 resource.resource_type,
-                request.validate_only,
-                |overrides| apply_incremental(overrides, &resource.configs),
-            );
+                &name,
+            ) {
+                Some((code, message)) => Err((code, message.to_owned())),
+                None => alter_topic(
+                    context,
+                    &name,
+                    resource.resource_type,
+                    request.validate_only,
+                    |overrides| apply_incremental(overrides, &resource.configs),
+                ),
+            };
             match outcome {
                 Ok(()) => response,
                 Err((code, message)) => response
@@ -146,6 +178,7 @@ pub fn incremental_alter(
 /// The legacy AlterConfigs: each resource's configs become the topic's whole set of overrides.
 pub fn alter(
     context: &Context,
+    session: &Session,
     _header: &RequestHeader,
     request: AlterConfigsRequest,
 ) -> AlterConfigsResponse {
@@ -165,13 +198,22 @@ pub fn alter(
                     (config.name.to_string(), value.unwrap_or_default())
                 })
                 .collect();
-            let outcome = alter_topic(
+            let outcome = match denied(
                 context,
-                &name,
+                session,
+                AclOperation::AlterConfigs,
                 resource.resource_type,
-                request.validate_only,
-                |_current| Ok(replacement),
-            );
+                &name,
+            ) {
+                Some((code, message)) => Err((code, message.to_owned())),
+                None => alter_topic(
+                    context,
+                    &name,
+                    resource.resource_type,
+                    request.validate_only,
+                    |_current| Ok(replacement),
+                ),
+            };
             match outcome {
                 Ok(()) => response,
                 Err((code, message)) => response
@@ -184,6 +226,47 @@ pub fn alter(
 }
 
 type Refusal = (i16, String);
+
+/// Kafka's check of a config resource: the cluster's `operation` for broker-wide resources
+/// (BROKER, BROKER_LOGGER, CLIENT_METRICS), the topic's or the group's for theirs; the error
+/// code and Kafka's message when denied. Other types are refused later for what they are.
+fn denied(
+    context: &Context,
+    session: &Session,
+    operation: AclOperation,
+    resource_type: i8,
+    name: &str,
+) -> Option<(i16, &'static str)> {
+    let (allowed, refusal) = match resource_type {
+        BROKER | BROKER_LOGGER | CLIENT_METRICS => (
+            context.access.allows_on_cluster(session, operation),
+            (
+                errors::CLUSTER_AUTHORIZATION_FAILED,
+                "Cluster authorization failed.",
+            ),
+        ),
+        TOPIC => (
+            context
+                .access
+                .allows(session, operation, ResourceType::Topic, name),
+            (
+                errors::TOPIC_AUTHORIZATION_FAILED,
+                "Topic authorization failed.",
+            ),
+        ),
+        GROUP => (
+            context
+                .access
+                .allows(session, operation, ResourceType::Group, name),
+            (
+                errors::GROUP_AUTHORIZATION_FAILED,
+                "Group authorization failed.",
+            ),
+        ),
+        _ => (true, (errors::NONE, "")),
+    };
+    (!allowed).then_some(refusal)
+}
 
 fn apply_incremental(
     mut overrides: BTreeMap<String, String>,

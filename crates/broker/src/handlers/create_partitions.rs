@@ -1,4 +1,5 @@
-//! CreatePartitions: more partitions for an existing topic, all on this node.
+//! CreatePartitions: more partitions for an existing topic, all on this node. Needs ALTER on
+//! each topic (TOPIC_AUTHORIZATION_FAILED, whether it exists or not).
 
 use kafka_protocol::messages::create_partitions_response::CreatePartitionsTopicResult;
 use kafka_protocol::messages::{CreatePartitionsRequest, CreatePartitionsResponse, RequestHeader};
@@ -7,13 +8,28 @@ use kafka_protocol::protocol::StrBytes;
 use ferrolog_storage::TopicPartition;
 
 use super::{internal_topics, partitions_of};
+use crate::authz::{AclOperation, ResourceType};
+use crate::session::Session;
 use crate::{Context, errors};
 
 pub fn handle(
     context: &Context,
+    session: &Session,
     _header: &RequestHeader,
     request: CreatePartitionsRequest,
 ) -> CreatePartitionsResponse {
+    let alterable: Vec<bool> = request
+        .topics
+        .iter()
+        .map(|topic| {
+            context.access.allows(
+                session,
+                AclOperation::Alter,
+                ResourceType::Topic,
+                &topic.name.0,
+            )
+        })
+        .collect();
     let existing: Vec<i32> = request
         .topics
         .iter()
@@ -23,16 +39,23 @@ pub fn handle(
         .topics
         .iter()
         .zip(&existing)
-        .map(|(topic, existing)| (i64::from(topic.count) - i64::from(*existing)).max(0))
+        .zip(&alterable)
+        .filter(|(_, alterable)| **alterable)
+        .map(|((topic, existing), _)| (i64::from(topic.count) - i64::from(*existing)).max(0))
         .sum();
     let too_many = requested > errors::MAX_PARTITIONS_PER_REQUEST;
     let results = request
         .topics
         .into_iter()
         .zip(existing)
-        .map(|(topic, existing)| {
+        .zip(alterable)
+        .map(|((topic, existing), alterable)| {
             let name = topic.name.0.to_string();
             let result = CreatePartitionsTopicResult::default().with_name(topic.name);
+            if !alterable {
+                // Whether the topic exists or not; Kafka sends no message with it.
+                return result.with_error_code(errors::TOPIC_AUTHORIZATION_FAILED);
+            }
             let fail = |code: i16, message: String| {
                 CreatePartitionsTopicResult::default()
                     .with_name(result.name.clone())

@@ -1,5 +1,9 @@
 //! CreateTopics: partitions on this node (replication factor 1), topic configs validated with
 //! the storage's own rules and applied to the new logs; `validate_only` checks without creating.
+//!
+//! Needs CREATE on the cluster or on each topic (TOPIC_AUTHORIZATION_FAILED, checked first); a
+//! created topic's partition count, replication factor and configs are told only with
+//! DESCRIBE_CONFIGS on it (otherwise its config error is TOPIC_AUTHORIZATION_FAILED).
 
 use std::collections::BTreeMap;
 
@@ -10,10 +14,13 @@ use kafka_protocol::protocol::StrBytes;
 use ferrolog_storage::TopicPartition;
 
 use super::{internal_topics, partitions_of};
+use crate::authz::{AclOperation, ResourceType};
+use crate::session::Session;
 use crate::{Context, errors};
 
 pub fn handle(
     context: &Context,
+    session: &Session,
     header: &RequestHeader,
     request: CreateTopicsRequest,
 ) -> CreateTopicsResponse {
@@ -50,7 +57,14 @@ pub fn handle(
                         .map(|value| (config.name.to_string(), value.to_string()))
                 })
                 .collect();
-            let outcome = if too_many {
+            let outcome = if !super::metadata::may_create(context, session, &name) {
+                // Before anything about the topic is looked at: the answer does not tell
+                // whether it exists.
+                Err((
+                    errors::TOPIC_AUTHORIZATION_FAILED,
+                    "Authorization failed.".to_owned(),
+                ))
+            } else if too_many {
                 Err((
                     errors::POLICY_VIOLATION,
                     errors::TOO_MANY_PARTITIONS_PER_REQUEST.to_owned(),
@@ -71,6 +85,21 @@ pub fn handle(
                 result = result
                     .with_error_code(code)
                     .with_error_message(Some(StrBytes::from_string(message)));
+            } else if version >= 5
+                && !context.access.allows(
+                    session,
+                    AclOperation::DescribeConfigs,
+                    ResourceType::Topic,
+                    &name,
+                )
+            {
+                // Created, but its settings are not told to who may not describe them.
+                result = result.with_topic_config_error_code(errors::TOPIC_AUTHORIZATION_FAILED);
+                if version >= 7
+                    && let Some(id) = context.manager.topic_id(&name)
+                {
+                    result = result.with_topic_id(uuid::Uuid::from_bytes(id.0));
+                }
             } else if version >= 5 {
                 result = result
                     .with_num_partitions(partitions)

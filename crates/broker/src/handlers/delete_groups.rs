@@ -1,13 +1,16 @@
 //! DeleteGroups: an empty group's offsets and metadata are tombstoned; a group with members is
-//! refused with NON_EMPTY_GROUP.
+//! refused with NON_EMPTY_GROUP. Each group needs DELETE (GROUP_AUTHORIZATION_FAILED).
 
 use kafka_protocol::messages::delete_groups_response::DeletableGroupResult;
 use kafka_protocol::messages::{DeleteGroupsRequest, DeleteGroupsResponse, RequestHeader};
 
 use crate::Context;
+use crate::authz::{AclOperation, ResourceType};
+use crate::session::Session;
 
 pub fn handle(
     context: &Context,
+    session: &Session,
     _header: &RequestHeader,
     request: DeleteGroupsRequest,
 ) -> DeleteGroupsResponse {
@@ -15,7 +18,16 @@ pub fn handle(
         .groups_names
         .into_iter()
         .map(|group_id| {
-            let error = context.groups.delete_group(&group_id.0);
+            let error = if context.access.allows(
+                session,
+                AclOperation::Delete,
+                ResourceType::Group,
+                &group_id.0,
+            ) {
+                context.groups.delete_group(&group_id.0)
+            } else {
+                crate::errors::GROUP_AUTHORIZATION_FAILED
+            };
             DeletableGroupResult::default()
                 .with_group_id(group_id)
                 .with_error_code(error)

@@ -1,7 +1,8 @@
 //! DeleteRecords: raises each partition's log start offset (−1 means the high watermark; never
 //! past it), then drops the segments wholly below it. As Kafka: another negative offset, or one
 //! past the high watermark, is OFFSET_OUT_OF_RANGE; a compact-only topic is POLICY_VIOLATION;
-//! an internal topic is INVALID_TOPIC_EXCEPTION; each with low watermark −1.
+//! an internal topic is INVALID_TOPIC_EXCEPTION; each with low watermark −1. Needs DELETE on
+//! each topic (TOPIC_AUTHORIZATION_FAILED, checked before anything else).
 
 use ferrolog_storage::Offset;
 use kafka_protocol::messages::delete_records_response::{
@@ -10,6 +11,8 @@ use kafka_protocol::messages::delete_records_response::{
 use kafka_protocol::messages::{DeleteRecordsRequest, DeleteRecordsResponse, RequestHeader};
 
 use super::{internal_topics, with_logs};
+use crate::authz::{AclOperation, ResourceType};
+use crate::session::Session;
 use crate::{Context, errors};
 
 /// The offset that means "up to the high watermark".
@@ -17,6 +20,7 @@ const HIGH_WATERMARK: i64 = -1;
 
 pub fn handle(
     context: &Context,
+    session: &Session,
     _header: &RequestHeader,
     request: DeleteRecordsRequest,
 ) -> DeleteRecordsResponse {
@@ -25,12 +29,21 @@ pub fn handle(
         .into_iter()
         .map(|topic| {
             let name = topic.name.0.to_string();
+            let deletable =
+                context
+                    .access
+                    .allows(session, AclOperation::Delete, ResourceType::Topic, &name);
             let partitions = with_logs(context, &name, topic.partitions, |partition| {
                 partition.partition_index
             })
             .map(|(partition, log)| {
                 let result = DeleteRecordsPartitionResult::default()
                     .with_partition_index(partition.partition_index);
+                if !deletable {
+                    return result
+                        .with_error_code(errors::TOPIC_AUTHORIZATION_FAILED)
+                        .with_low_watermark(-1);
+                }
                 let Some(log) = log else {
                     return result
                         .with_error_code(errors::UNKNOWN_TOPIC_OR_PARTITION)

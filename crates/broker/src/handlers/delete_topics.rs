@@ -1,6 +1,10 @@
 //! DeleteTopics (by name): every partition's log is removed through the LogManager (renamed
 //! `-delete` at once, its files removed after `file.delete.delay.ms`), the topic's configs
 //! forgotten, and every group's committed offsets for it removed.
+//!
+//! Authorization as Kafka's: DELETE on the cluster allows every topic; otherwise a topic
+//! without DESCRIBE is TOPIC_AUTHORIZATION_FAILED (existing or not), a missing one
+//! UNKNOWN_TOPIC_OR_PARTITION, and an existing one without DELETE TOPIC_AUTHORIZATION_FAILED.
 
 use kafka_protocol::messages::delete_topics_response::DeletableTopicResult;
 use kafka_protocol::messages::{DeleteTopicsRequest, DeleteTopicsResponse, RequestHeader};
@@ -9,14 +13,28 @@ use kafka_protocol::protocol::StrBytes;
 use ferrolog_storage::TopicPartition;
 
 use super::{internal_topics, partitions_of};
+use crate::authz::{AclOperation, ResourceType};
+use crate::session::Session;
 use crate::{Context, errors};
 
 pub fn handle(
     context: &Context,
+    session: &Session,
     header: &RequestHeader,
     request: DeleteTopicsRequest,
 ) -> DeleteTopicsResponse {
     let version = header.request_api_version;
+    // DELETE on the cluster covers every topic; otherwise each needs DESCRIBE to learn anything
+    // and DELETE to be deleted.
+    let every_topic = context
+        .access
+        .allows_on_cluster(session, AclOperation::Delete);
+    let may = |operation, topic: &str| {
+        every_topic
+            || context
+                .access
+                .allows(session, operation, ResourceType::Topic, topic)
+    };
     let responses = request
         .topic_names
         .into_iter()
@@ -24,8 +42,24 @@ pub fn handle(
             let topic = name.0.to_string();
             let partitions = partitions_of(context, &topic);
             let mut result = DeletableTopicResult::default().with_name(Some(name));
+            let denied = |result: DeletableTopicResult| {
+                let result = result.with_error_code(errors::TOPIC_AUTHORIZATION_FAILED);
+                if version >= 5 {
+                    result.with_error_message(Some(StrBytes::from_static_str(
+                        "Topic authorization failed.",
+                    )))
+                } else {
+                    result
+                }
+            };
+            if !may(AclOperation::Describe, &topic) {
+                return denied(result);
+            }
             if partitions.is_empty() {
                 return result.with_error_code(errors::UNKNOWN_TOPIC_OR_PARTITION);
+            }
+            if !may(AclOperation::Delete, &topic) {
+                return denied(result);
             }
             if let Some((code, message)) = internal_topics::deletion_refusal(&topic, version) {
                 result = result.with_error_code(code);

@@ -1,4 +1,5 @@
-//! DescribeCluster: this node, which is also the controller.
+//! DescribeCluster: this node, which is also the controller. Anyone may ask, as in Kafka; the
+//! cluster's authorized operations, when asked for, are 0 without DESCRIBE on the cluster.
 
 use kafka_protocol::messages::describe_cluster_response::DescribeClusterBroker;
 use kafka_protocol::messages::{
@@ -7,9 +8,11 @@ use kafka_protocol::messages::{
 use kafka_protocol::protocol::StrBytes;
 
 use crate::Context;
+use crate::session::Session;
 
 pub fn handle(
     context: &Context,
+    session: &Session,
     header: &RequestHeader,
     request: DescribeClusterRequest,
 ) -> DescribeClusterResponse {
@@ -29,6 +32,11 @@ pub fn handle(
         ]);
     if header.request_api_version >= 1 {
         response = response.with_endpoint_type(request.endpoint_type);
+    }
+    if request.include_cluster_authorized_operations {
+        response = response.with_cluster_authorized_operations(
+            super::metadata::cluster_operations(context, session),
+        );
     }
     response
 }

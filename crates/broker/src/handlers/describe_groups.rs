@@ -1,15 +1,19 @@
 //! DescribeGroups: each group's state, protocol and members. An unknown group is reported as
 //! `Dead` with no error, as Kafka does; a group named twice is described once, and the repeat
-//! answered INVALID_REQUEST.
+//! answered INVALID_REQUEST. Each group needs DESCRIBE (GROUP_AUTHORIZATION_FAILED); its
+//! authorized operations are given when asked for.
 
 use kafka_protocol::messages::describe_groups_response::{DescribedGroup, DescribedGroupMember};
 use kafka_protocol::messages::{DescribeGroupsRequest, DescribeGroupsResponse, RequestHeader};
 use kafka_protocol::protocol::StrBytes;
 
+use crate::authz::{AclOperation, ResourceType};
+use crate::session::Session;
 use crate::{Context, errors};
 
 pub fn handle(
     context: &Context,
+    session: &Session,
     _header: &RequestHeader,
     request: DescribeGroupsRequest,
 ) -> DescribeGroupsResponse {
@@ -26,6 +30,25 @@ pub fn handle(
                     .with_group_id(group_id)
                     .with_error_code(errors::INVALID_REQUEST);
             }
+            if !context.access.allows(
+                session,
+                AclOperation::Describe,
+                ResourceType::Group,
+                &group_id.0,
+            ) {
+                return described
+                    .with_group_id(group_id)
+                    .with_error_code(errors::GROUP_AUTHORIZATION_FAILED);
+            }
+            let described = if request.include_authorized_operations {
+                described.with_authorized_operations(context.access.authorized_operations(
+                    session,
+                    ResourceType::Group,
+                    &group_id.0,
+                ))
+            } else {
+                described
+            };
             let Some(description) = context.groups.describe(&group_id.0) else {
                 return described
                     .with_group_id(group_id)

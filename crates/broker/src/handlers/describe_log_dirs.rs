@@ -12,13 +12,28 @@ use kafka_protocol::messages::{
 };
 use kafka_protocol::protocol::StrBytes;
 
+use crate::authz::AclOperation;
+use crate::session::Session;
 use crate::{Context, errors};
 
 pub fn handle(
     context: &Context,
+    session: &Session,
     header: &RequestHeader,
     request: DescribeLogDirsRequest,
 ) -> DescribeLogDirsResponse {
+    if !context
+        .access
+        .allows_on_cluster(session, AclOperation::Describe)
+    {
+        // No directory is described; from v3 the refusal is said too.
+        let response = DescribeLogDirsResponse::default();
+        return if header.request_api_version >= 3 {
+            response.with_error_code(errors::CLUSTER_AUTHORIZATION_FAILED)
+        } else {
+            response
+        };
+    }
     let wanted = |topic: &str, partition: i32| match &request.topics {
         None => true,
         Some(topics) => topics

@@ -6,6 +6,9 @@
 //! Every partition is led by this node, its only replica; it has no eligible leader replicas
 //! (a single node has no other replica to elect). A partition whose data directory is offline
 //! has no leader and this node among its offline replicas, as in Metadata.
+//!
+//! A topic named without DESCRIBE is TOPIC_AUTHORIZATION_FAILED, existing or not; asked for
+//! every topic, those the session may not describe are left out.
 
 use kafka_protocol::messages::describe_topic_partitions_response::{
     Cursor, DescribeTopicPartitionsResponsePartition, DescribeTopicPartitionsResponseTopic,
@@ -20,16 +23,16 @@ use kafka_protocol::protocol::StrBytes;
 use ferrolog_storage::log::LEADER_EPOCH;
 
 use super::internal_topics::is_internal;
+use crate::authz::{AclOperation, ResourceType};
+use crate::session::Session;
 use crate::{Context, errors};
 
 /// Kafka's `max.request.partition.size.limit` default: the most partitions one answer holds.
 const MAX_PARTITIONS_PER_RESPONSE: i32 = 2000;
-/// The operations a topic supports, as Kafka reports them without an authorizer: READ, WRITE,
-/// CREATE, DELETE, ALTER, DESCRIBE, DESCRIBE_CONFIGS, ALTER_CONFIGS (bits 3–8, 10, 11).
-const TOPIC_OPERATIONS: i32 = (0b11_1111 << 3) | (1 << 10) | (1 << 11);
 
 pub fn handle(
     context: &Context,
+    session: &Session,
     _header: &RequestHeader,
     request: DescribeTopicPartitionsRequest,
 ) -> DescribeTopicPartitionsResponse {
@@ -84,11 +87,29 @@ pub fn handle(
             next_cursor = Some(cursor_at(&name, 0));
             break;
         }
+        if !context
+            .access
+            .allows(session, AclOperation::Describe, ResourceType::Topic, &name)
+        {
+            // Named: refused, existing or not. Every topic asked for: left out.
+            if !every_topic {
+                topics.push(
+                    DescribeTopicPartitionsResponseTopic::default()
+                        .with_name(Some(TopicName(StrBytes::from_string(name))))
+                        .with_error_code(errors::TOPIC_AUTHORIZATION_FAILED),
+                );
+            }
+            continue;
+        }
         let partitions = context.manager.partitions_of(&name);
         let topic = DescribeTopicPartitionsResponseTopic::default()
             .with_name(Some(TopicName(StrBytes::from_string(name.clone()))))
             .with_is_internal(is_internal(&name))
-            .with_topic_authorized_operations(TOPIC_OPERATIONS);
+            .with_topic_authorized_operations(context.access.authorized_operations(
+                session,
+                ResourceType::Topic,
+                &name,
+            ));
         if partitions.is_empty() {
             if !every_topic {
                 let code = if errors::is_valid_topic_name(&name) {

@@ -4,10 +4,13 @@
 //! with data returns at least one whole batch, so a batch larger than the limits is never stuck. Fetch sessions are not kept: every response is a full one
 //! (session id 0).
 //!
+//! A consumer needs READ on each topic it fetches; a topic it may not read is answered
+//! TOPIC_AUTHORIZATION_FAILED on every partition, whether it exists or not.
+//!
 //! The response carries placeholders for the record bytes; the returned [`FileRegion`]s say
 //! which segment bytes replace them when the frame is written (see [`crate::response`]).
 
-use std::net::SocketAddr;
+use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -19,22 +22,26 @@ use ferrolog_storage::log::{FetchBound, FetchData, FetchParams, FirstBatch};
 use ferrolog_storage::{Offset, TopicPartition};
 
 use super::with_logs;
+use crate::authz::{AclOperation, ResourceType};
 use crate::fetch_waiters::Waiting;
 use crate::response::FileRegion;
+use crate::session::Session;
 use crate::{Context, errors};
 
 pub async fn handle(
     context: &Arc<Context>,
+    session: &Session,
     header: &RequestHeader,
     request: FetchRequest,
-    _peer: SocketAddr,
 ) -> (FetchResponse, Vec<FileRegion>) {
     let deadline =
         Instant::now() + Duration::from_millis(u64::try_from(request.max_wait_ms).unwrap_or(0));
+    let denied = Arc::new(denied_topics(context, session, &request));
     let request = Arc::new(request);
     let partitions: Vec<TopicPartition> = request
         .topics
         .iter()
+        .filter(|topic| !denied.contains(topic.topic.0.as_str()))
         .flat_map(|topic| {
             topic.partitions.iter().map(|partition| {
                 TopicPartition::new(topic.topic.0.to_string(), partition.partition)
@@ -47,13 +54,16 @@ pub async fn handle(
         // Registered before reading, so a produce between the read and the wait still wakes us
         // (the waiter keeps the wake-up until it waits).
         waiting.register();
-        let (context_copy, request_copy, version) = (
+        let (context_copy, request_copy, denied_copy, version) = (
             Arc::clone(context),
             Arc::clone(&request),
+            Arc::clone(&denied),
             header.request_api_version,
         );
-        let attempt =
-            crate::bridge::blocking(move || read_once(&context_copy, &request_copy, version)).await;
+        let attempt = crate::bridge::blocking(move || {
+            read_once(&context_copy, &request_copy, &denied_copy, version)
+        })
+        .await;
         let (response, regions, bytes) = match attempt {
             Ok(result) => result,
             Err(_) => (
@@ -71,6 +81,28 @@ pub async fn handle(
             () = tokio::time::sleep(deadline.saturating_duration_since(Instant::now())) => {}
         }
     }
+}
+
+/// The topics the session may not read: READ on each topic for a consumer; a follower's fetch
+/// (a replica id of 0 or more) needs CLUSTER_ACTION on the cluster, and without it every topic
+/// is refused, as Kafka refuses it.
+fn denied_topics(context: &Context, session: &Session, request: &FetchRequest) -> HashSet<String> {
+    let follower_denied = request.replica_id.0 >= 0
+        && !context
+            .access
+            .allows_on_cluster(session, AclOperation::ClusterAction);
+    request
+        .topics
+        .iter()
+        .map(|topic| topic.topic.0.as_str())
+        .filter(|name| {
+            follower_denied
+                || !context
+                    .access
+                    .allows(session, AclOperation::Read, ResourceType::Topic, name)
+        })
+        .map(str::to_owned)
+        .collect()
 }
 
 /// Bytes out per topic, for the response actually sent.
@@ -91,6 +123,7 @@ fn record_metrics(response: &FetchResponse) {
 fn read_once(
     context: &Context,
     request: &FetchRequest,
+    denied: &HashSet<String>,
     version: i16,
 ) -> (FetchResponse, Vec<FileRegion>, i64) {
     // Kafka's broker-side cap (`fetch.max.bytes`) on what one fetch may ask for.
@@ -102,6 +135,21 @@ fn read_once(
         .topics
         .iter()
         .map(|topic| {
+            if denied.contains(topic.topic.0.as_str()) {
+                // Kafka's answer for a refused partition: nothing known about the log.
+                let refused = topic.partitions.iter().map(|partition| {
+                    PartitionData::default()
+                        .with_partition_index(partition.partition)
+                        .with_error_code(errors::TOPIC_AUTHORIZATION_FAILED)
+                        .with_high_watermark(-1)
+                        .with_last_stable_offset(-1)
+                        .with_log_start_offset(-1)
+                        .with_records(Some(Bytes::new()))
+                });
+                return FetchableTopicResponse::default()
+                    .with_topic(topic.topic.clone())
+                    .with_partitions(refused.collect());
+            }
             let partitions = with_logs(context, &topic.topic.0, &topic.partitions, |partition| {
                 partition.partition
             })

@@ -2,7 +2,8 @@
 //! topic, as Kafka does. Transactions are not served: a transaction coordinator lookup is
 //! answered with TRANSACTIONAL_ID_AUTHORIZATION_FAILED and a message saying so, an error
 //! clients treat as fatal (a retriable one would leave them retrying until they time out).
-//! Versions 0–3 ask for one key, 4 and later for a list.
+//! Versions 0–3 ask for one key, 4 and later for a list. A group key needs DESCRIBE on the group
+//! (GROUP_AUTHORIZATION_FAILED for that key).
 
 use kafka_protocol::messages::find_coordinator_response::Coordinator;
 use kafka_protocol::messages::{
@@ -10,6 +11,8 @@ use kafka_protocol::messages::{
 };
 use kafka_protocol::protocol::StrBytes;
 
+use crate::authz::{AclOperation, ResourceType};
+use crate::session::Session;
 use crate::{Context, errors};
 
 /// Key type 0 is a group; 1 (transaction) is refused until transactions exist.
@@ -19,48 +22,65 @@ const NO_TRANSACTIONS: &str = "ferrolog does not serve transactions";
 
 pub fn handle(
     context: &Context,
+    session: &Session,
     header: &RequestHeader,
     request: FindCoordinatorRequest,
 ) -> FindCoordinatorResponse {
     let node = BrokerId(context.manager.node_id());
     let host = StrBytes::from_string(context.config.advertised_host.clone());
     let port = i32::from(context.config.advertised_port);
-    let error = if request.key_type == TRANSACTION_KEY_TYPE {
-        errors::TRANSACTIONAL_ID_AUTHORIZATION_FAILED
-    } else if request.key_type != GROUP_KEY_TYPE {
-        errors::INVALID_REQUEST
-    } else {
+    // Kafka decides each key on its own: DESCRIBE on the group it names.
+    let decide = |key: &str| -> (i16, Option<StrBytes>) {
+        if request.key_type == TRANSACTION_KEY_TYPE {
+            return (
+                errors::TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+                Some(StrBytes::from_static_str(NO_TRANSACTIONS)),
+            );
+        }
+        if request.key_type != GROUP_KEY_TYPE {
+            return (errors::INVALID_REQUEST, None);
+        }
+        if !context
+            .access
+            .allows(session, AclOperation::Describe, ResourceType::Group, key)
+        {
+            return (errors::GROUP_AUTHORIZATION_FAILED, None);
+        }
         match context.groups.find_coordinator() {
-            Ok(()) => errors::NONE,
+            Ok(()) => (errors::NONE, None),
             Err(error) => {
                 tracing::warn!(%error, "creating the offsets topic failed");
-                errors::COORDINATOR_NOT_AVAILABLE
+                (errors::COORDINATOR_NOT_AVAILABLE, None)
             }
         }
     };
-    let (node, port) = if error == errors::NONE {
-        (node, port)
-    } else {
-        (BrokerId(-1), -1)
+    let located = |error: i16| {
+        if error == errors::NONE {
+            (node, port)
+        } else {
+            (BrokerId(-1), -1)
+        }
     };
-    let message = (error == errors::TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
-        .then(|| StrBytes::from_static_str(NO_TRANSACTIONS));
     if header.request_api_version >= 4 {
         let coordinators = request
             .coordinator_keys
-            .into_iter()
+            .iter()
             .map(|key| {
+                let (error, message) = decide(key);
+                let (node, port) = located(error);
                 Coordinator::default()
-                    .with_key(key)
+                    .with_key(key.clone())
                     .with_node_id(node)
                     .with_host(host.clone())
                     .with_port(port)
                     .with_error_code(error)
-                    .with_error_message(message.clone())
+                    .with_error_message(message)
             })
             .collect();
         return FindCoordinatorResponse::default().with_coordinators(coordinators);
     }
+    let (error, message) = decide(&request.key);
+    let (node, port) = located(error);
     FindCoordinatorResponse::default()
         .with_error_code(error)
         .with_error_message(message)

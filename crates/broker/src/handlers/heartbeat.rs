@@ -1,14 +1,27 @@
-//! Heartbeat: keeps a member's session alive and tells it when a rebalance is under way.
+//! Heartbeat: keeps a member's session alive and tells it when a rebalance is under way. Needs
+//! READ on the group (GROUP_AUTHORIZATION_FAILED).
 
 use kafka_protocol::messages::{HeartbeatRequest, HeartbeatResponse, RequestHeader};
 
 use crate::Context;
+use crate::authz::{AclOperation, ResourceType};
+use crate::session::Session;
 
 pub fn handle(
     context: &Context,
+    session: &Session,
     _header: &RequestHeader,
     request: HeartbeatRequest,
 ) -> HeartbeatResponse {
+    if !context.access.allows(
+        session,
+        AclOperation::Read,
+        ResourceType::Group,
+        &request.group_id.0,
+    ) {
+        return HeartbeatResponse::default()
+            .with_error_code(crate::errors::GROUP_AUTHORIZATION_FAILED);
+    }
     let error = context.groups.heartbeat(
         &request.group_id.0,
         &request.member_id,

@@ -2,16 +2,21 @@
 //! Kafka answers a request without a transactional id (a producer asking with its current id
 //! and epoch gets a fresh id too). Ids come from the LogManager's persisted allocator, so none
 //! is handed out twice, across restarts included. Transactional producers get
-//! UNSUPPORTED_VERSION: there are no transactions.
+//! UNSUPPORTED_VERSION: there are no transactions (after Kafka's check of WRITE on their
+//! transactional id). An idempotent producer needs IDEMPOTENT_WRITE on the cluster or WRITE on
+//! some topic (CLUSTER_AUTHORIZATION_FAILED).
 
 use kafka_protocol::messages::{
     InitProducerIdRequest, InitProducerIdResponse, ProducerId, RequestHeader,
 };
 
+use crate::authz::{AclOperation, ResourceType};
+use crate::session::Session;
 use crate::{Context, errors};
 
 pub fn handle(
     context: &Context,
+    session: &Session,
     _header: &RequestHeader,
     request: InitProducerIdRequest,
 ) -> InitProducerIdResponse {
@@ -21,8 +26,27 @@ pub fn handle(
             .with_producer_id(ProducerId(-1))
             .with_producer_epoch(-1)
     };
-    if request.transactional_id.is_some() {
+    if let Some(id) = &request.transactional_id {
+        if !context.access.allows(
+            session,
+            AclOperation::Write,
+            ResourceType::TransactionalId,
+            id,
+        ) {
+            return refused(errors::TRANSACTIONAL_ID_AUTHORIZATION_FAILED);
+        }
         return refused(errors::UNSUPPORTED_VERSION);
+    }
+    // An idempotent producer needs IDEMPOTENT_WRITE on the cluster, or, as Kafka allows
+    // instead, WRITE on at least one topic.
+    let may_write = context
+        .access
+        .allows_on_cluster(session, AclOperation::IdempotentWrite)
+        || context
+            .access
+            .allows_on_some(session, AclOperation::Write, ResourceType::Topic);
+    if !may_write {
+        return refused(errors::CLUSTER_AUTHORIZATION_FAILED);
     }
     match context.manager.next_producer_id() {
         Ok(id) => InitProducerIdResponse::default()

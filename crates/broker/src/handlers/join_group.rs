@@ -1,30 +1,44 @@
 //! JoinGroup: a member joins (or rejoins) a group and, once the rebalance completes, learns its
-//! generation, the chosen protocol and (the leader only) every member's metadata.
+//! generation, the chosen protocol and (the leader only) every member's metadata. Needs READ on
+//! the group (GROUP_AUTHORIZATION_FAILED).
 
-use std::net::SocketAddr;
 use std::sync::Arc;
 
 use kafka_protocol::messages::join_group_response::JoinGroupResponseMember;
 use kafka_protocol::messages::{JoinGroupRequest, JoinGroupResponse, RequestHeader};
 use kafka_protocol::protocol::StrBytes;
 
+use crate::authz::{AclOperation, ResourceType};
 use crate::group::state::JoinResult;
 use crate::group::{JoinRequest, Reply};
+use crate::session::Session;
 use crate::{Context, errors};
 
 pub async fn handle(
     context: &Arc<Context>,
+    session: &Session,
     header: &RequestHeader,
     request: JoinGroupRequest,
-    peer: SocketAddr,
 ) -> JoinGroupResponse {
     let version = header.request_api_version;
+    if !context.access.allows(
+        session,
+        AclOperation::Read,
+        ResourceType::Group,
+        &request.group_id.0,
+    ) {
+        let refused = JoinResult::error(errors::GROUP_AUTHORIZATION_FAILED, &request.member_id);
+        return JoinGroupResponse::default()
+            .with_error_code(refused.error)
+            .with_generation_id(refused.generation)
+            .with_member_id(StrBytes::from_string(refused.member_id));
+    }
     let join = JoinRequest {
         group: request.group_id.0.to_string(),
         member_id: request.member_id.to_string(),
         group_instance_id: request.group_instance_id.map(|id| id.to_string()),
         client_id: header.client_id.as_deref().unwrap_or_default().to_owned(),
-        client_host: format!("/{}", peer.ip()),
+        client_host: format!("/{}", session.host()),
         session_timeout_ms: request.session_timeout_ms,
         // Version 0 has no rebalance timeout: the session timeout stands in, as in Kafka.
         rebalance_timeout_ms: if version >= 1 {

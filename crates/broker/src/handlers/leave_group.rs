@@ -1,16 +1,29 @@
 //! LeaveGroup: members leave at once instead of waiting out their session. Versions 0–2 name
-//! one member; 3 and later a list, possibly by static instance id.
+//! one member; 3 and later a list, possibly by static instance id. Needs READ on the group
+//! (GROUP_AUTHORIZATION_FAILED for the whole request).
 
 use kafka_protocol::messages::leave_group_response::MemberResponse;
 use kafka_protocol::messages::{LeaveGroupRequest, LeaveGroupResponse, RequestHeader};
 
 use crate::Context;
+use crate::authz::{AclOperation, ResourceType};
+use crate::session::Session;
 
 pub fn handle(
     context: &Context,
+    session: &Session,
     header: &RequestHeader,
     request: LeaveGroupRequest,
 ) -> LeaveGroupResponse {
+    if !context.access.allows(
+        session,
+        AclOperation::Read,
+        ResourceType::Group,
+        &request.group_id.0,
+    ) {
+        return LeaveGroupResponse::default()
+            .with_error_code(crate::errors::GROUP_AUTHORIZATION_FAILED);
+    }
     if header.request_api_version < 3 {
         let leaving = [(request.member_id.to_string(), None)];
         let (_, errors) = context.groups.leave(&request.group_id.0, &leaving);

@@ -1,14 +1,18 @@
 //! ListGroups: every group with its protocol type and (version 4+) state, optionally filtered
-//! by state.
+//! by state. Groups the session may not describe are left out (DESCRIBE on the cluster
+//! shows them all), without an error, as Kafka does.
 
 use kafka_protocol::messages::list_groups_response::ListedGroup;
 use kafka_protocol::messages::{GroupId, ListGroupsRequest, ListGroupsResponse, RequestHeader};
 use kafka_protocol::protocol::StrBytes;
 
 use crate::Context;
+use crate::authz::{AclOperation, ResourceType};
+use crate::session::Session;
 
 pub fn handle(
     context: &Context,
+    session: &Session,
     _header: &RequestHeader,
     request: ListGroupsRequest,
 ) -> ListGroupsResponse {
@@ -19,11 +23,21 @@ pub fn handle(
                 .iter()
                 .any(|filter| filter.eq_ignore_ascii_case(state))
     };
+    // DESCRIBE on the cluster shows every group; otherwise each group needs its own.
+    let every_group = context
+        .access
+        .allows_on_cluster(session, AclOperation::Describe);
+    let describable = |group: &str| {
+        every_group
+            || context
+                .access
+                .allows(session, AclOperation::Describe, ResourceType::Group, group)
+    };
     let groups = context
         .groups
         .list()
         .into_iter()
-        .filter(|(_, _, state)| wanted(state))
+        .filter(|(id, _, state)| wanted(state) && describable(id))
         .map(|(id, protocol_type, state)| {
             ListedGroup::default()
                 .with_group_id(GroupId(StrBytes::from_string(id)))

@@ -1,5 +1,6 @@
 //! ListOffsets: earliest (−2), latest (−1), max timestamp (−3), or the first offset at or after
-//! a timestamp, per partition.
+//! a timestamp, per partition. Needs DESCRIBE on each topic; a topic without it is
+//! TOPIC_AUTHORIZATION_FAILED on every partition named, whether it exists or not.
 
 use kafka_protocol::messages::list_offsets_response::{
     ListOffsetsPartitionResponse, ListOffsetsTopicResponse,
@@ -9,10 +10,13 @@ use kafka_protocol::messages::{ListOffsetsRequest, ListOffsetsResponse, RequestH
 use ferrolog_storage::log::LEADER_EPOCH;
 
 use super::with_logs;
+use crate::authz::{AclOperation, ResourceType};
+use crate::session::Session;
 use crate::{Context, errors};
 
 pub fn handle(
     context: &Context,
+    session: &Session,
     header: &RequestHeader,
     request: ListOffsetsRequest,
 ) -> ListOffsetsResponse {
@@ -21,12 +25,24 @@ pub fn handle(
         .topics
         .into_iter()
         .map(|topic| {
+            let described = context.access.allows(
+                session,
+                AclOperation::Describe,
+                ResourceType::Topic,
+                &topic.name.0,
+            );
             let partitions = with_logs(context, &topic.name.0, topic.partitions, |partition| {
                 partition.partition_index
             })
             .map(|(partition, log)| {
                 let response = ListOffsetsPartitionResponse::default()
                     .with_partition_index(partition.partition_index);
+                if !described {
+                    return response
+                        .with_error_code(errors::TOPIC_AUTHORIZATION_FAILED)
+                        .with_timestamp(-1)
+                        .with_offset(-1);
+                }
                 let Some(log) = log else {
                     return response.with_error_code(errors::UNKNOWN_TOPIC_OR_PARTITION);
                 };

@@ -1,5 +1,9 @@
 //! Metadata: this broker, and every requested (or every) topic with its partitions, all led by
 //! this node. Requested topics that do not exist are created when auto-creation allows.
+//!
+//! Authorization as Kafka's: a topic named without DESCRIBE is TOPIC_AUTHORIZATION_FAILED
+//! (existing or not); a request for every topic leaves out those the session may not describe;
+//! creating on first use needs CREATE on the cluster or the topic.
 
 use kafka_protocol::messages::metadata_response::{
     MetadataResponseBroker, MetadataResponsePartition, MetadataResponseTopic,
@@ -14,11 +18,14 @@ use ferrolog_storage::manager::TopicId;
 use uuid::Uuid;
 
 use super::internal_topics::is_internal;
-use super::partitions_or_create;
+use super::{partitions_of, partitions_or_create};
+use crate::authz::{AclOperation, CLUSTER_NAME, ResourceType};
+use crate::session::Session;
 use crate::{Context, errors};
 
 pub fn handle(
     context: &Context,
+    session: &Session,
     header: &RequestHeader,
     request: MetadataRequest,
 ) -> MetadataResponse {
@@ -26,7 +33,13 @@ pub fn handle(
     let node = BrokerId(context.manager.node_id());
     // Before v4 there is no allow_auto_topic_creation field: Kafka creates.
     let allow_create = version < 4 || request.allow_auto_topic_creation;
+    let describable = |name: &str| {
+        context
+            .access
+            .allows(session, AclOperation::Describe, ResourceType::Topic, name)
+    };
     let mut unknown_ids = Vec::new();
+    let mut denied = Vec::new();
     let named: Vec<(String, Vec<i32>)> = match &request.topics {
         // Each topic once, however often it is named (as Kafka answers): the answer to a
         // topic is all its partitions, and a request repeating a name must not multiply it.
@@ -34,28 +47,56 @@ pub fn handle(
         Some(topics) => {
             let mut seen = std::collections::HashSet::new();
             let mut seen_ids = std::collections::HashSet::new();
-            topics
-                .iter()
-                .filter_map(|topic| match &topic.name {
-                    Some(name) => Some((name.0.to_string(), true)),
+            let mut named = Vec::new();
+            for topic in topics {
+                let (name, by_id) = match &topic.name {
+                    Some(name) => (name.0.to_string(), None),
                     None if !topic.topic_id.is_nil() => {
                         let id = TopicId(*topic.topic_id.as_bytes());
-                        let found = context.manager.topic_with_id(id);
-                        if found.is_none() && seen_ids.insert(id) {
-                            unknown_ids.push(topic.topic_id);
-                        }
-                        found.map(|name| (name, false))
+                        let Some(name) = context.manager.topic_with_id(id) else {
+                            if seen_ids.insert(id) {
+                                unknown_ids.push(topic.topic_id);
+                            }
+                            continue;
+                        };
+                        (name, Some(topic.topic_id))
                     }
-                    None => None,
-                })
-                .filter(|(name, _)| seen.insert(name.clone()))
-                .map(|(name, by_name)| {
-                    let partitions = partitions_or_create(context, &name, allow_create && by_name);
-                    (name, partitions)
-                })
-                .collect()
+                    None => continue,
+                };
+                if !seen.insert(name.clone()) {
+                    continue;
+                }
+                // Named without DESCRIBE: refused, existing or not (by id, the id is told back
+                // and the name is not).
+                if !describable(&name) {
+                    denied.push(match by_id {
+                        None => Refused::Named(name),
+                        Some(id) => Refused::ById(id),
+                    });
+                    continue;
+                }
+                let create = allow_create && by_id.is_none();
+                if create && !may_create(context, session, &name) {
+                    let partitions = partitions_of(context, &name);
+                    if partitions.is_empty() && context.config.auto_create_topics {
+                        denied.push(Refused::Create(name));
+                    } else {
+                        named.push((name, partitions));
+                    }
+                    continue;
+                }
+                let partitions = partitions_or_create(context, &name, create);
+                named.push((name, partitions));
+            }
+            named
         }
-        None => context.manager.topics(),
+        // Every topic: those the session may not describe are left out.
+        None => context
+            .manager
+            .topics()
+            .into_iter()
+            .filter(|(name, _)| describable(name))
+            .collect(),
     };
     // Which partitions sit in an offline directory is looked up only when one is offline.
     let any_dir_offline = context.manager.offline_dir_count() > 0;
@@ -78,6 +119,13 @@ pub fn handle(
             {
                 topic = topic.with_topic_id(Uuid::from_bytes(id.0));
             }
+            if version >= 8 && request.include_topic_authorized_operations {
+                topic = topic.with_topic_authorized_operations(
+                    context
+                        .access
+                        .authorized_operations(session, ResourceType::Topic, &name),
+                );
+            }
             topic.with_partitions(
                 partitions
                     .into_iter()
@@ -90,6 +138,16 @@ pub fn handle(
             )
         })
         .collect();
+    topics.extend(denied.into_iter().map(|refused| {
+        let topic =
+            MetadataResponseTopic::default().with_error_code(errors::TOPIC_AUTHORIZATION_FAILED);
+        match refused {
+            Refused::Named(name) | Refused::Create(name) => {
+                topic.with_name(Some(TopicName(StrBytes::from_string(name))))
+            }
+            Refused::ById(id) => topic.with_name(None).with_topic_id(id),
+        }
+    }));
     topics.extend(unknown_ids.into_iter().map(|id| {
         MetadataResponseTopic::default()
             .with_error_code(errors::UNKNOWN_TOPIC_ID)
@@ -114,7 +172,46 @@ pub fn handle(
             context.manager.cluster_id().to_owned(),
         )));
     }
+    if (8..=10).contains(&version) && request.include_cluster_authorized_operations {
+        response =
+            response.with_cluster_authorized_operations(cluster_operations(context, session));
+    }
     response
+}
+
+/// A topic the answer names with TOPIC_AUTHORIZATION_FAILED.
+enum Refused {
+    /// Named without DESCRIBE on it.
+    Named(String),
+    /// Named by id without DESCRIBE on it.
+    ById(Uuid),
+    /// Missing, to be created on first use, without CREATE.
+    Create(String),
+}
+
+/// Whether the session may create `topic`: CREATE on the cluster, or on the topic.
+pub fn may_create(context: &Context, session: &Session, topic: &str) -> bool {
+    context
+        .access
+        .allows_on_cluster(session, AclOperation::Create)
+        || context
+            .access
+            .allows(session, AclOperation::Create, ResourceType::Topic, topic)
+}
+
+/// The cluster's authorized operations as Metadata and DescribeCluster give them: 0 without
+/// DESCRIBE on the cluster.
+pub fn cluster_operations(context: &Context, session: &Session) -> i32 {
+    if context
+        .access
+        .allows_on_cluster(session, AclOperation::Describe)
+    {
+        context
+            .access
+            .authorized_operations(session, ResourceType::Cluster, CLUSTER_NAME)
+    } else {
+        0
+    }
 }
 
 /// One partition as Kafka describes it: led by this node, or, when its data directory is

@@ -2,6 +2,7 @@
 //! which may wait for other requests, also get the client's address). How each runs is declared
 //! in the API table of [`crate::dispatch`].
 
+pub mod acls;
 pub mod api_versions;
 pub mod configs;
 pub mod create_partitions;

@@ -1,24 +1,55 @@
 //! OffsetCommit: a group's consumed positions, stored in `__consumer_offsets`. A generation of
 //! -1 with no member id is a standalone commit (a consumer using `assign()`), allowed while the
-//! group has no members.
+//! group has no members. Needs READ on the group (GROUP_AUTHORIZATION_FAILED on every
+//! partition) and on each topic (TOPIC_AUTHORIZATION_FAILED on its partitions).
 
 use kafka_protocol::messages::offset_commit_response::{
     OffsetCommitResponsePartition, OffsetCommitResponseTopic,
 };
 use kafka_protocol::messages::{OffsetCommitRequest, OffsetCommitResponse, RequestHeader};
 
-use crate::Context;
+use crate::authz::{AclOperation, ResourceType};
 use crate::group::CommitEntry;
+use crate::session::Session;
+use crate::{Context, errors};
 
 pub fn handle(
     context: &Context,
+    session: &Session,
     header: &RequestHeader,
     request: OffsetCommitRequest,
 ) -> OffsetCommitResponse {
+    // READ on the group first (refused: every partition says so), then on each topic.
+    let group_readable = context.access.allows(
+        session,
+        AclOperation::Read,
+        ResourceType::Group,
+        &request.group_id.0,
+    );
+    let refusals: Vec<Option<i16>> = request
+        .topics
+        .iter()
+        .map(|topic| {
+            if !group_readable {
+                Some(errors::GROUP_AUTHORIZATION_FAILED)
+            } else if !context.access.allows(
+                session,
+                AclOperation::Read,
+                ResourceType::Topic,
+                &topic.name.0,
+            ) {
+                Some(errors::TOPIC_AUTHORIZATION_FAILED)
+            } else {
+                None
+            }
+        })
+        .collect();
     let entries: Vec<CommitEntry> = request
         .topics
         .iter()
-        .flat_map(|topic| {
+        .zip(&refusals)
+        .filter(|(_, refusal)| refusal.is_none())
+        .flat_map(|(topic, _)| {
             topic.partitions.iter().map(|partition| CommitEntry {
                 topic: topic.name.0.to_string(),
                 partition: partition.partition_index,
@@ -35,9 +66,10 @@ pub fn handle(
     // Versions 2–4 may ask for a retention time; -1 means the broker's default.
     let retention = (header.request_api_version <= 4 && request.retention_time_ms >= 0)
         .then_some(request.retention_time_ms);
-    let mut results = context
-        .groups
-        .commit(
+    let mut results = if entries.is_empty() {
+        Vec::new()
+    } else {
+        context.groups.commit(
             &request.group_id.0,
             request.generation_id_or_member_epoch,
             &request.member_id,
@@ -45,18 +77,24 @@ pub fn handle(
             retention,
             &entries,
         )
-        .into_iter();
+    }
+    .into_iter();
     let topics = request
         .topics
         .into_iter()
-        .map(|topic| {
+        .zip(refusals)
+        .map(|(topic, refusal)| {
             let partitions = topic
                 .partitions
                 .iter()
                 .map(|partition| {
+                    let error = match refusal {
+                        Some(code) => code,
+                        None => results.next().unwrap_or_default(),
+                    };
                     OffsetCommitResponsePartition::default()
                         .with_partition_index(partition.partition_index)
-                        .with_error_code(results.next().unwrap_or_default())
+                        .with_error_code(error)
                 })
                 .collect();
             OffsetCommitResponseTopic::default()

@@ -1,5 +1,7 @@
 //! OffsetDelete: removes a group's committed offsets for some partitions, except for topics its
-//! members are subscribed to (GROUP_SUBSCRIBED_TO_TOPIC).
+//! members are subscribed to (GROUP_SUBSCRIBED_TO_TOPIC). Needs DELETE on the group
+//! (GROUP_AUTHORIZATION_FAILED for the request) and READ on each topic
+//! (TOPIC_AUTHORIZATION_FAILED on its partitions).
 
 use bytes::Bytes;
 use kafka_protocol::messages::offset_delete_response::{
@@ -11,6 +13,8 @@ use kafka_protocol::messages::{
 use kafka_protocol::protocol::Decodable;
 
 use crate::Context;
+use crate::authz::{AclOperation, ResourceType};
+use crate::session::Session;
 
 /// The topics a member subscribes to, from its consumer-protocol metadata (`i16` version, then
 /// the subscription). Other protocol types subscribe to nothing Kafka can see.
@@ -27,13 +31,38 @@ fn subscribed_topics(protocol_type: &str, metadata: &[u8]) -> Vec<String> {
 
 pub fn handle(
     context: &Context,
+    session: &Session,
     _header: &RequestHeader,
     request: OffsetDeleteRequest,
 ) -> OffsetDeleteResponse {
+    if !context.access.allows(
+        session,
+        AclOperation::Delete,
+        ResourceType::Group,
+        &request.group_id.0,
+    ) {
+        return OffsetDeleteResponse::default()
+            .with_error_code(crate::errors::GROUP_AUTHORIZATION_FAILED);
+    }
+    // Then READ on each topic; the refused ones are answered without being looked at.
+    let readable: Vec<bool> = request
+        .topics
+        .iter()
+        .map(|topic| {
+            context.access.allows(
+                session,
+                AclOperation::Read,
+                ResourceType::Topic,
+                &topic.name.0,
+            )
+        })
+        .collect();
     let partitions: Vec<(String, i32)> = request
         .topics
         .iter()
-        .flat_map(|topic| {
+        .zip(&readable)
+        .filter(|(_, readable)| **readable)
+        .flat_map(|(topic, _)| {
             topic
                 .partitions
                 .iter()
@@ -51,16 +80,22 @@ pub fn handle(
     let topics = request
         .topics
         .into_iter()
-        .map(|topic| {
+        .zip(readable)
+        .map(|(topic, readable)| {
             OffsetDeleteResponseTopic::default()
                 .with_partitions(
                     topic
                         .partitions
                         .iter()
                         .map(|p| {
+                            let error = if readable {
+                                results.next().unwrap_or_default()
+                            } else {
+                                crate::errors::TOPIC_AUTHORIZATION_FAILED
+                            };
                             OffsetDeleteResponsePartition::default()
                                 .with_partition_index(p.partition_index)
-                                .with_error_code(results.next().unwrap_or_default())
+                                .with_error_code(error)
                         })
                         .collect(),
                 )

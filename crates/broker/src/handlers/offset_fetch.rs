@@ -2,6 +2,11 @@
 //! of them. A partition without a commit answers offset -1. Versions 1–7 name one group; 8 and
 //! later a list, in which a group named again is answered INVALID_REQUEST: its offsets, answered
 //! once per name, would let a small request build a response of any size.
+//!
+//! Authorization as Kafka's: DESCRIBE on the group (GROUP_AUTHORIZATION_FAILED: the group's
+//! error from v8, the response's in v2–7, each partition's in v1), then DESCRIBE on each named
+//! topic (TOPIC_AUTHORIZATION_FAILED on its partitions); asked for every topic, the answer
+//! leaves out those the session may not describe.
 
 use std::collections::BTreeMap;
 
@@ -13,25 +18,54 @@ use kafka_protocol::messages::offset_fetch_response::{
 use kafka_protocol::messages::{OffsetFetchRequest, OffsetFetchResponse, RequestHeader, TopicName};
 use kafka_protocol::protocol::StrBytes;
 
+use crate::authz::{AclOperation, ResourceType};
+use crate::session::Session;
 use crate::{Context, errors};
 
-/// One partition's answer: offset, leader epoch, metadata.
-type Committed = (i64, i32, String);
+/// One partition's answer: offset, leader epoch, metadata, error code.
+type Committed = (i64, i32, String, i16);
 
 fn committed(value: Option<OffsetValue>) -> Committed {
-    value.map_or((-1, -1, String::new()), |v| {
-        (v.offset, v.leader_epoch, v.metadata)
+    value.map_or((-1, -1, String::new(), errors::NONE), |v| {
+        (v.offset, v.leader_epoch, v.metadata, errors::NONE)
     })
 }
 
-/// Offsets by topic, in the order asked (or by name for "all").
+/// Kafka's answer for a partition of a topic the session may not describe.
+const UNAUTHORIZED: Committed = (-1, -1, String::new(), errors::TOPIC_AUTHORIZATION_FAILED);
+
+/// Offsets by topic, by name. Named topics the session may not describe are answered
+/// TOPIC_AUTHORIZATION_FAILED; with every topic asked for, they are left out.
 fn lookup(
     context: &Context,
+    session: &Session,
     group: &str,
     topics: Option<Vec<(String, Vec<i32>)>>,
 ) -> BTreeMap<String, Vec<(i32, Committed)>> {
+    let describable = |topic: &str| {
+        context
+            .access
+            .allows(session, AclOperation::Describe, ResourceType::Topic, topic)
+    };
     let mut by_topic: BTreeMap<String, Vec<(i32, Committed)>> = BTreeMap::new();
+    let topics = topics.map(|topics| {
+        let (allowed, denied): (Vec<_>, Vec<_>) = topics
+            .into_iter()
+            .partition(|(topic, _)| describable(topic));
+        for (topic, partitions) in denied {
+            let answers = by_topic.entry(topic).or_default();
+            answers.extend(
+                partitions
+                    .into_iter()
+                    .map(|partition| (partition, UNAUTHORIZED)),
+            );
+        }
+        allowed
+    });
     for (topic, partition, value) in context.groups.fetch_offsets(group, topics.as_deref()) {
+        if topics.is_none() && !describable(&topic) {
+            continue;
+        }
         by_topic
             .entry(topic)
             .or_default()
@@ -40,8 +74,16 @@ fn lookup(
     by_topic
 }
 
+/// Whether the session may see the group's offsets.
+fn group_describable(context: &Context, session: &Session, group: &str) -> bool {
+    context
+        .access
+        .allows(session, AclOperation::Describe, ResourceType::Group, group)
+}
+
 pub fn handle(
     context: &Context,
+    session: &Session,
     header: &RequestHeader,
     request: OffsetFetchRequest,
 ) -> OffsetFetchResponse {
@@ -56,13 +98,18 @@ pub fn handle(
                         .with_group_id(group.group_id)
                         .with_error_code(errors::INVALID_REQUEST);
                 }
+                if !group_describable(context, session, &group.group_id.0) {
+                    return OffsetFetchResponseGroup::default()
+                        .with_group_id(group.group_id)
+                        .with_error_code(errors::GROUP_AUTHORIZATION_FAILED);
+                }
                 let topics = group.topics.map(|topics| {
                     topics
                         .into_iter()
                         .map(|t| (t.name.0.to_string(), t.partition_indexes))
                         .collect()
                 });
-                let found = lookup(context, &group.group_id.0, topics);
+                let found = lookup(context, session, &group.group_id.0, topics);
                 OffsetFetchResponseGroup::default()
                     .with_group_id(group.group_id)
                     .with_topics(
@@ -74,9 +121,10 @@ pub fn handle(
                                     .with_partitions(
                                         partitions
                                             .into_iter()
-                                            .map(|(index, (offset, epoch, metadata))| {
+                                            .map(|(index, (offset, epoch, metadata, error))| {
                                                 OffsetFetchResponsePartitions::default()
                                                     .with_partition_index(index)
+                                                    .with_error_code(error)
                                                     .with_committed_offset(offset)
                                                     .with_committed_leader_epoch(epoch)
                                                     .with_metadata(Some(StrBytes::from_string(
@@ -92,32 +140,57 @@ pub fn handle(
             .collect();
         return OffsetFetchResponse::default().with_groups(groups);
     }
-    let topics = request.topics.map(|topics| {
+    let topics: Option<Vec<(String, Vec<i32>)>> = request.topics.map(|topics| {
         topics
             .into_iter()
             .map(|t| (t.name.0.to_string(), t.partition_indexes))
             .collect()
     });
-    let found = lookup(context, &request.group_id.0, topics);
-    OffsetFetchResponse::default().with_topics(
-        found
+    if !group_describable(context, session, &request.group_id.0) {
+        // From v2 the refusal is the response's own error; v1 has none, so each partition
+        // named carries it.
+        if header.request_api_version >= 2 {
+            return OffsetFetchResponse::default()
+                .with_error_code(errors::GROUP_AUTHORIZATION_FAILED);
+        }
+        let refused = (-1, -1, String::new(), errors::GROUP_AUTHORIZATION_FAILED);
+        let found = topics
+            .unwrap_or_default()
             .into_iter()
             .map(|(topic, partitions)| {
-                OffsetFetchResponseTopic::default()
-                    .with_name(TopicName(StrBytes::from_string(topic)))
-                    .with_partitions(
-                        partitions
-                            .into_iter()
-                            .map(|(index, (offset, epoch, metadata))| {
-                                OffsetFetchResponsePartition::default()
-                                    .with_partition_index(index)
-                                    .with_committed_offset(offset)
-                                    .with_committed_leader_epoch(epoch)
-                                    .with_metadata(Some(StrBytes::from_string(metadata)))
-                            })
-                            .collect(),
-                    )
+                let answers = partitions
+                    .into_iter()
+                    .map(|partition| (partition, refused.clone()))
+                    .collect();
+                (topic, answers)
             })
-            .collect(),
-    )
+            .collect();
+        return OffsetFetchResponse::default().with_topics(v1_to_7_topics(found));
+    }
+    let found = lookup(context, session, &request.group_id.0, topics);
+    OffsetFetchResponse::default().with_topics(v1_to_7_topics(found))
+}
+
+/// The answer's topics in the layout of versions 1–7.
+fn v1_to_7_topics(found: BTreeMap<String, Vec<(i32, Committed)>>) -> Vec<OffsetFetchResponseTopic> {
+    found
+        .into_iter()
+        .map(|(topic, partitions)| {
+            OffsetFetchResponseTopic::default()
+                .with_name(TopicName(StrBytes::from_string(topic)))
+                .with_partitions(
+                    partitions
+                        .into_iter()
+                        .map(|(index, (offset, epoch, metadata, error))| {
+                            OffsetFetchResponsePartition::default()
+                                .with_partition_index(index)
+                                .with_error_code(error)
+                                .with_committed_offset(offset)
+                                .with_committed_leader_epoch(epoch)
+                                .with_metadata(Some(StrBytes::from_string(metadata)))
+                        })
+                        .collect(),
+                )
+        })
+        .collect()
 }

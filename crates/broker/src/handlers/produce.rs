@@ -2,6 +2,10 @@
 //! high watermark to the new end in the same step (a single replica). acks=0, 1 and all are
 //! answered alike once the append is done (the dispatcher sends nothing for acks=0).
 //!
+//! Authorization as Kafka's: WRITE on each topic (TOPIC_AUTHORIZATION_FAILED on its
+//! partitions otherwise, before anything about the topic is looked up), and WRITE on the
+//! transactional id when one is given.
+//!
 //! A partition named again in the same request is refused with INVALID_REQUEST (Kafka keeps
 //! the last and drops the others unanswered); so each partition is appended at most once per
 //! request, which bounds what one request can make the broker decompress by the partitions
@@ -16,28 +20,57 @@ use kafka_protocol::protocol::StrBytes;
 use ferrolog_storage::TopicPartition;
 
 use super::internal_topics;
+use crate::authz::{AclOperation, ResourceType};
+use crate::session::Session;
 use crate::{Context, errors};
 
 /// The response, or `None` when the producer asked for none (acks=0).
 pub fn handle(
     context: &Context,
+    session: &Session,
     header: &RequestHeader,
     request: ProduceRequest,
 ) -> Option<ProduceResponse> {
     let version = header.request_api_version;
     let acks = request.acks;
+    // Kafka checks the transactional id of a transactional producer first, answering every
+    // partition when it is denied.
+    let denied_transaction = request.transactional_id.as_ref().is_some_and(|id| {
+        !context.access.allows(
+            session,
+            AclOperation::Write,
+            ResourceType::TransactionalId,
+            id,
+        )
+    });
     let mut seen = HashSet::new();
     let responses = request
         .topic_data
         .into_iter()
         .map(|topic| {
             let name = topic.name.0.to_string();
+            let denied = if denied_transaction {
+                Some(errors::TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+            } else if !context.access.allows(
+                session,
+                AclOperation::Write,
+                ResourceType::Topic,
+                &name,
+            ) {
+                // Whether the topic exists or not: the answer does not tell.
+                Some(errors::TOPIC_AUTHORIZATION_FAILED)
+            } else {
+                None
+            };
             let partitions = topic
                 .partition_data
                 .into_iter()
                 .map(|partition| {
                     let mut response =
                         PartitionProduceResponse::default().with_index(partition.index);
+                    if let Some(code) = denied {
+                        return response.with_error_code(code);
+                    }
                     let tp = TopicPartition::new(name.clone(), partition.index);
                     if !seen.insert(tp.clone()) {
                         response = response.with_error_code(errors::INVALID_REQUEST);

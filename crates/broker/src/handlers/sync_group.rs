@@ -1,22 +1,31 @@
 //! SyncGroup: the leader hands over the assignment it computed; every member gets its own once
-//! the leader's arrives.
+//! the leader's arrives. Needs READ on the group (GROUP_AUTHORIZATION_FAILED).
 
-use std::net::SocketAddr;
 use std::sync::Arc;
 
 use kafka_protocol::messages::{RequestHeader, SyncGroupRequest, SyncGroupResponse};
 use kafka_protocol::protocol::StrBytes;
 
+use crate::authz::{AclOperation, ResourceType};
 use crate::group::Reply;
 use crate::group::state::SyncResult;
+use crate::session::Session;
 use crate::{Context, errors};
 
 pub async fn handle(
     context: &Arc<Context>,
+    session: &Session,
     _header: &RequestHeader,
     request: SyncGroupRequest,
-    _peer: SocketAddr,
 ) -> SyncGroupResponse {
+    if !context.access.allows(
+        session,
+        AclOperation::Read,
+        ResourceType::Group,
+        &request.group_id.0,
+    ) {
+        return SyncGroupResponse::default().with_error_code(errors::GROUP_AUTHORIZATION_FAILED);
+    }
     let context = Arc::clone(context);
     let reply = crate::bridge::blocking(move || {
         let assignments = request

@@ -22,6 +22,7 @@ use tokio::time::Instant;
 
 use super::Shared;
 use crate::frame_shape;
+use crate::session::Session;
 use crate::transfer::FrameWriter;
 use crate::{Context, dispatch};
 
@@ -47,6 +48,7 @@ pub(super) async fn serve_connection(
     shared: Arc<Shared>,
 ) -> io::Result<()> {
     stream.set_nodelay(true)?;
+    let session = Arc::new(Session::anonymous(peer));
     let config = &context.config;
     let idle_limit = config.connections_max_idle;
     let mut inbound = Inbound::default();
@@ -101,7 +103,7 @@ pub(super) async fn serve_connection(
             );
             return Ok(());
         }
-        match dispatch::dispatch(&context, frame, peer).await {
+        match dispatch::dispatch(&context, frame, &session).await {
             Ok(Some(response)) => {
                 // A response held in memory beyond its request's charge (Metadata for every
                 // topic) is written even when the pool cannot cover it; such responses grow

@@ -77,10 +77,22 @@ impl Client {
     pub async fn connect(port: u16) -> Self {
         let stream = TcpStream::connect(("127.0.0.1", port)).await.unwrap();
         stream.set_nodelay(true).unwrap();
+        Self::from_stream(stream)
+    }
+
+    /// A client over a connection already made.
+    pub fn from_stream(stream: TcpStream) -> Self {
         Self {
             stream,
             correlation_id: 0,
         }
+    }
+
+    /// Sends `frame` (header and body) with its size prefix.
+    pub async fn send_raw(&mut self, frame: &[u8]) {
+        let mut framed = (frame.len() as i32).to_be_bytes().to_vec();
+        framed.extend_from_slice(frame);
+        self.stream.write_all(&framed).await.unwrap();
     }
 
     /// Sends `request` as `api` at `version` and decodes the response.
@@ -174,13 +186,27 @@ fn response_header_version(api: ApiKey, version: i16) -> i16 {
 /// A request frame (header and body, without the size prefix).
 pub fn frame<R: Encodable>(api: ApiKey, version: i16, correlation_id: i32, request: &R) -> Vec<u8> {
     let mut body = BytesMut::new();
+    request.encode(&mut body, version).unwrap();
+    let mut frame = header(api, version, correlation_id);
+    frame.extend_from_slice(&body);
+    frame
+}
+
+/// A request frame around a body already encoded, with correlation id 1.
+pub fn raw_frame(api: ApiKey, version: i16, body: &[u8]) -> Vec<u8> {
+    let mut frame = header(api, version, 1);
+    frame.extend_from_slice(body);
+    frame
+}
+
+fn header(api: ApiKey, version: i16, correlation_id: i32) -> Vec<u8> {
+    let mut header = BytesMut::new();
     RequestHeader::default()
         .with_request_api_key(api as i16)
         .with_request_api_version(version)
         .with_correlation_id(correlation_id)
         .with_client_id(Some(StrBytes::from_static_str("test")))
-        .encode(&mut body, api.request_header_version(version))
+        .encode(&mut header, api.request_header_version(version))
         .unwrap();
-    request.encode(&mut body, version).unwrap();
-    body.to_vec()
+    header.to_vec()
 }

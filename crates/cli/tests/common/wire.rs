@@ -13,16 +13,23 @@ use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
 /// "ferrolog-test") and its body at `version`.
 pub fn frame<R: Encodable>(api: ApiKey, version: i16, request: &R) -> Vec<u8> {
     let mut body = BytesMut::new();
+    request.encode(&mut body, version).unwrap();
+    frame_body(api, version, &body)
+}
+
+/// A body already encoded, framed as [`frame`] frames a request.
+pub fn frame_body(api: ApiKey, version: i16, body: &[u8]) -> Vec<u8> {
+    let mut header = BytesMut::new();
     RequestHeader::default()
         .with_request_api_key(api as i16)
         .with_request_api_version(version)
         .with_correlation_id(1)
         .with_client_id(Some(StrBytes::from_static_str("ferrolog-test")))
-        .encode(&mut body, api.request_header_version(version))
+        .encode(&mut header, api.request_header_version(version))
         .unwrap();
-    request.encode(&mut body, version).unwrap();
-    let mut framed = (body.len() as i32).to_be_bytes().to_vec();
-    framed.extend_from_slice(&body);
+    let mut framed = ((header.len() + body.len()) as i32).to_be_bytes().to_vec();
+    framed.extend_from_slice(&header);
+    framed.extend_from_slice(body);
     framed
 }
 
@@ -47,6 +54,21 @@ pub fn send<Req: Encodable, Resp: Decodable>(
     let mut response = exchange(stream, &frame(api, version, request))?;
     ResponseHeader::decode(&mut response, api.response_header_version(version)).unwrap();
     Some(Resp::decode(&mut response, version).unwrap())
+}
+
+/// A connection to the broker on 127.0.0.1:`port` from the loopback address `source` (so that
+/// a broker can tell it from others by address), waiting up to 10 s for each read.
+pub fn connect_from(source: &str, port: u16) -> std::io::Result<TcpStream> {
+    let socket = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None)?;
+    let source: std::net::IpAddr = source.parse().unwrap();
+    socket.bind(&std::net::SocketAddr::new(source, 0).into())?;
+    socket.connect_timeout(
+        &std::net::SocketAddr::from(([127, 0, 0, 1], port)).into(),
+        Duration::from_secs(2),
+    )?;
+    let stream: TcpStream = socket.into();
+    stream.set_read_timeout(Some(Duration::from_secs(10)))?;
+    Ok(stream)
 }
 
 /// A connection to the broker on 127.0.0.1:`port` that waits up to 30 s for an answer.

@@ -1,0 +1,313 @@
+//! The ACLs, kept across restarts and crashes.
+//!
+//! Kafka keeps ACLs as records in its metadata log; a single node keeps them in the document
+//! `ferrolog-acls` (see the storage crate's `documents`: one copy per online data directory,
+//! written atomically, the newest generation winning). The body has one ACL per line, in
+//! Kafka's own names, from which `kafka-acls` or CreateAcls can recreate them on a Kafka cluster:
+//!
+//! ```text
+//! TOPIC LITERAL orders User:alice * READ ALLOW
+//! GROUP PREFIXED billing- User:bob 10.0.0.7 ALL DENY
+//! ```
+//!
+//! Fields are separated by one space: resource type, pattern type, resource name, principal,
+//! host, operation, permission. In the three text fields `%`, space, tab and line breaks are
+//! written `%25`, `%20`, `%09`, `%0A` and `%0D`, so any group id or principal fits on its line.
+//!
+//! Threads: readers take a snapshot (an `Arc` of the current list) and decide without a lock;
+//! changes are serialized by the write lock, stored, and only then published.
+
+use std::sync::Arc;
+
+use ferrolog_storage::StorageError;
+use ferrolog_storage::manager::{Document, LogManager};
+use parking_lot::Mutex;
+
+use super::acl::{
+    AccessEntry, AclBinding, AclFilter, AclOperation, PatternType, Permission, ResourcePattern,
+    ResourceType,
+};
+
+/// The document the ACLs are kept in.
+pub const ACLS_DOCUMENT: &str = "ferrolog-acls";
+
+/// The ACLs in force and their stored copy.
+#[derive(Debug)]
+pub struct AclStore {
+    manager: Arc<LogManager>,
+    current: parking_lot::RwLock<Arc<Vec<AclBinding>>>,
+    /// The generation stored last; held while a change is written, which serializes changes.
+    generation: Mutex<u64>,
+}
+
+impl AclStore {
+    /// Loads the stored ACLs. A damaged copy stops startup, naming the file and line: starting
+    /// without some ACLs could open what they close.
+    pub fn open(manager: Arc<LogManager>) -> Result<Self, StorageError> {
+        let document = manager.read_document(ACLS_DOCUMENT)?;
+        let acls = parse(&document.body).map_err(|(line, reason)| StorageError::MalformedFile {
+            path: document
+                .source
+                .clone()
+                .unwrap_or_else(|| ACLS_DOCUMENT.into()),
+            // The body starts on the third line of the file.
+            line: line + 2,
+            reason,
+        })?;
+        Ok(Self {
+            manager,
+            current: parking_lot::RwLock::new(Arc::new(acls)),
+            generation: Mutex::new(document.generation),
+        })
+    }
+
+    /// The ACLs in force now.
+    pub fn snapshot(&self) -> Arc<Vec<AclBinding>> {
+        Arc::clone(&self.current.read())
+    }
+
+    /// The ACLs `filter` selects, in stored order.
+    pub fn describe(&self, filter: &AclFilter) -> Vec<AclBinding> {
+        self.snapshot()
+            .iter()
+            .filter(|binding| filter.matches(binding))
+            .cloned()
+            .collect()
+    }
+
+    /// Adds `bindings` (already validated); one already present is not added twice. Nothing
+    /// changes unless the new list was stored.
+    pub fn create(&self, bindings: &[AclBinding]) -> Result<(), StorageError> {
+        self.change(|acls| {
+            for binding in bindings {
+                if !acls.contains(binding) {
+                    acls.push(binding.clone());
+                }
+            }
+        })
+        .map(|_| ())
+    }
+
+    /// Removes what each filter selects; returns, per filter, the ACLs it removed (an ACL two
+    /// filters select is reported under each, as Kafka does). Nothing changes unless the new
+    /// list was stored.
+    pub fn delete(&self, filters: &[AclFilter]) -> Result<Vec<Vec<AclBinding>>, StorageError> {
+        self.change(|acls| {
+            let removed: Vec<Vec<AclBinding>> = filters
+                .iter()
+                .map(|filter| {
+                    acls.iter()
+                        .filter(|binding| filter.matches(binding))
+                        .cloned()
+                        .collect()
+                })
+                .collect();
+            acls.retain(|binding| !filters.iter().any(|filter| filter.matches(binding)));
+            removed
+        })
+    }
+
+    fn change<T>(&self, edit: impl FnOnce(&mut Vec<AclBinding>) -> T) -> Result<T, StorageError> {
+        let mut generation = self.generation.lock();
+        let mut acls = Vec::clone(&self.snapshot());
+        let result = edit(&mut acls);
+        if acls == *self.snapshot() {
+            return Ok(result);
+        }
+        let document = Document {
+            generation: *generation + 1,
+            body: format(&acls),
+            source: None,
+        };
+        self.manager.store_document(ACLS_DOCUMENT, &document)?;
+        *generation = document.generation;
+        *self.current.write() = Arc::new(acls);
+        Ok(result)
+    }
+}
+
+/// The document body for `acls`.
+pub fn format(acls: &[AclBinding]) -> String {
+    let mut text = String::new();
+    for binding in acls {
+        let (pattern, entry) = (&binding.pattern, &binding.entry);
+        text.push_str(&format!(
+            "{} {} {} {} {} {} {}\n",
+            pattern.resource_type,
+            pattern.pattern_type,
+            escape(&pattern.name),
+            escape(&entry.principal),
+            escape(&entry.host),
+            entry.operation,
+            entry.permission
+        ));
+    }
+    text
+}
+
+/// The ACLs of a document body, or the line (counting from 1) that does not parse and why.
+pub fn parse(body: &str) -> Result<Vec<AclBinding>, (usize, String)> {
+    let mut acls = Vec::new();
+    for (index, line) in body.lines().enumerate() {
+        let number = index + 1;
+        let fields: Vec<&str> = line.split(' ').collect();
+        let [
+            resource_type,
+            pattern_type,
+            name,
+            principal,
+            host,
+            operation,
+            permission,
+        ] = fields[..]
+        else {
+            return Err((
+                number,
+                format!("expected 7 fields separated by spaces, found {line:?}"),
+            ));
+        };
+        let text = |what: &str, text: &str| {
+            unescape(text).ok_or_else(|| (number, format!("{text:?}: bad %-escape in the {what}")))
+        };
+        let binding = AclBinding {
+            pattern: ResourcePattern {
+                resource_type: known(
+                    number,
+                    ResourceType::from_text(resource_type),
+                    "resource type",
+                    resource_type,
+                )?,
+                name: text("resource name", name)?,
+                pattern_type: known(
+                    number,
+                    PatternType::from_text(pattern_type),
+                    "pattern type",
+                    pattern_type,
+                )?,
+            },
+            entry: AccessEntry {
+                principal: text("principal", principal)?,
+                host: text("host", host)?,
+                operation: known(
+                    number,
+                    AclOperation::from_text(operation),
+                    "operation",
+                    operation,
+                )?,
+                permission: known(
+                    number,
+                    Permission::from_text(permission),
+                    "permission",
+                    permission,
+                )?,
+            },
+        };
+        binding.validate().map_err(|reason| (number, reason))?;
+        acls.push(binding);
+    }
+    Ok(acls)
+}
+
+fn known<T>(number: usize, value: Option<T>, what: &str, text: &str) -> Result<T, (usize, String)> {
+    value.ok_or_else(|| (number, format!("{text:?} is not a {what}")))
+}
+
+fn escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '%' => out.push_str("%25"),
+            ' ' => out.push_str("%20"),
+            '\t' => out.push_str("%09"),
+            '\n' => out.push_str("%0A"),
+            '\r' => out.push_str("%0D"),
+            other => out.push(other),
+        }
+    }
+    out
+}
+
+fn unescape(text: &str) -> Option<String> {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find('%') {
+        out.push_str(&rest[..at]);
+        let code = rest.get(at + 1..at + 3)?;
+        out.push(match code {
+            "25" => '%',
+            "20" => ' ',
+            "09" => '\t',
+            "0A" => '\n',
+            "0D" => '\r',
+            _ => return None,
+        });
+        rest = &rest[at + 3..];
+    }
+    out.push_str(rest);
+    Some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn binding(name: &str, principal: &str) -> AclBinding {
+        AclBinding {
+            pattern: ResourcePattern {
+                resource_type: ResourceType::Group,
+                name: name.to_owned(),
+                pattern_type: PatternType::Prefixed,
+            },
+            entry: AccessEntry {
+                principal: principal.to_owned(),
+                host: "10.0.0.7".to_owned(),
+                operation: AclOperation::All,
+                permission: Permission::Deny,
+            },
+        }
+    }
+
+    #[test]
+    fn lines_use_kafka_names_and_escape_what_would_break_them() {
+        let acls = vec![
+            binding("billing-", "User:bob"),
+            binding("odd group%\t\r\nid", "User:carol smith"),
+        ];
+        let text = format(&acls);
+        assert_eq!(
+            text,
+            "GROUP PREFIXED billing- User:bob 10.0.0.7 ALL DENY\n\
+             GROUP PREFIXED odd%20group%25%09%0D%0Aid User:carol%20smith 10.0.0.7 ALL DENY\n"
+        );
+        assert_eq!(parse(&text).unwrap(), acls);
+    }
+
+    #[test]
+    fn a_bad_line_is_named() {
+        let good = format(&[binding("a", "User:a")]);
+        for (body, line, reason) in [
+            ("TOPIC LITERAL t User:a * READ\n", 1, "7 fields"),
+            (
+                "TOPIC LITERAL t User:a * READ MAYBE\n",
+                1,
+                "not a permission",
+            ),
+            (
+                "QUEUE LITERAL t User:a * READ ALLOW\n",
+                1,
+                "not a resource type",
+            ),
+            ("TOPIC LITERAL t%2 User:a * READ ALLOW\n", 1, "bad %-escape"),
+            ("TOPIC LITERAL t nobody * READ ALLOW\n", 1, "principal"),
+            (
+                &format!("{good}CLUSTER LITERAL c User:a * ALTER ALLOW\n"),
+                2,
+                "kafka-cluster",
+            ),
+        ] {
+            let (at, why) = parse(body).unwrap_err();
+            assert_eq!(at, line, "{body:?}");
+            assert!(why.contains(reason), "{body:?}: {why}");
+        }
+    }
+}

@@ -1,0 +1,344 @@
+//! CreateAcls, DescribeAcls and DeleteAcls, so `kafka-acls` and the Admin client's ACL calls
+//! work: each needs ALTER (create, delete) or DESCRIBE (describe) on the cluster, and without an
+//! authorizer each answers SECURITY_DISABLED, as Kafka does.
+//!
+//! A code Kafka does not define (or UNKNOWN, 0) makes the request one Kafka fails to parse, so
+//! the connection is closed; ANY where a stored ACL needs a value is INVALID_REQUEST for that
+//! creation, with Kafka's message.
+
+use std::collections::BTreeMap;
+
+use kafka_protocol::messages::create_acls_request::AclCreation;
+use kafka_protocol::messages::create_acls_response::AclCreationResult;
+use kafka_protocol::messages::delete_acls_request::DeleteAclsFilter;
+use kafka_protocol::messages::delete_acls_response::{
+    DeleteAclsFilterResult, DeleteAclsMatchingAcl,
+};
+use kafka_protocol::messages::describe_acls_response::{AclDescription, DescribeAclsResource};
+use kafka_protocol::messages::{
+    CreateAclsRequest, CreateAclsResponse, DeleteAclsRequest, DeleteAclsResponse,
+    DescribeAclsRequest, DescribeAclsResponse, RequestHeader,
+};
+use kafka_protocol::protocol::StrBytes;
+
+use crate::Context;
+use crate::authz::{
+    AccessEntry, AclBinding, AclFilter, AclOperation, EntryFilter, PatternFilter, PatternType,
+    PatternTypeFilter, Permission, ResourcePattern, ResourceType,
+};
+use crate::dispatch::MalformedRequest;
+use crate::errors::{
+    CLUSTER_AUTHORIZATION_FAILED, INVALID_REQUEST, NONE, SECURITY_DISABLED, UNKNOWN_SERVER_ERROR,
+};
+use crate::session::Session;
+
+/// Kafka's ANY, in every code set of the ACL APIs.
+const ANY: i8 = 1;
+/// The most ACLs one CreateAcls request may create (Kafka's `MAX_RECORDS_PER_USER_OP`).
+const MAX_CREATIONS: usize = 10_000;
+
+pub fn describe(
+    context: &Context,
+    session: &Session,
+    _header: &RequestHeader,
+    request: DescribeAclsRequest,
+) -> Result<DescribeAclsResponse, MalformedRequest> {
+    let filter = filter_of(
+        request.resource_type_filter,
+        request.resource_name_filter.as_ref(),
+        request.pattern_type_filter,
+        request.principal_filter.as_ref(),
+        request.host_filter.as_ref(),
+        request.operation,
+        request.permission_type,
+    )?;
+    let refused = |code, message: &str| {
+        Ok(DescribeAclsResponse::default()
+            .with_error_code(code)
+            .with_error_message(Some(StrBytes::from_string(message.to_owned()))))
+    };
+    if !context
+        .access
+        .allows_on_cluster(session, AclOperation::Describe)
+    {
+        return refused(
+            CLUSTER_AUTHORIZATION_FAILED,
+            "Cluster authorization failed.",
+        );
+    }
+    let Some(acls) = context.access.acls() else {
+        return refused(
+            SECURITY_DISABLED,
+            "No Authorizer is configured on the broker",
+        );
+    };
+    let mut by_pattern: BTreeMap<ResourcePattern, Vec<AccessEntry>> = BTreeMap::new();
+    for binding in acls.describe(&filter) {
+        by_pattern
+            .entry(binding.pattern)
+            .or_default()
+            .push(binding.entry);
+    }
+    let resources = by_pattern
+        .into_iter()
+        .map(|(pattern, entries)| {
+            DescribeAclsResource::default()
+                .with_resource_type(pattern.resource_type.code())
+                .with_resource_name(StrBytes::from_string(pattern.name))
+                .with_pattern_type(pattern.pattern_type.code())
+                .with_acls(
+                    entries
+                        .into_iter()
+                        .map(|entry| {
+                            AclDescription::default()
+                                .with_principal(StrBytes::from_string(entry.principal))
+                                .with_host(StrBytes::from_string(entry.host))
+                                .with_operation(entry.operation.code())
+                                .with_permission_type(entry.permission.code())
+                        })
+                        .collect(),
+                )
+        })
+        .collect();
+    Ok(DescribeAclsResponse::default()
+        .with_error_message(None)
+        .with_resources(resources))
+}
+
+pub fn create(
+    context: &Context,
+    session: &Session,
+    _header: &RequestHeader,
+    request: CreateAclsRequest,
+) -> Result<CreateAclsResponse, MalformedRequest> {
+    // Parsed first: a request Kafka cannot parse is refused whoever sends it.
+    let candidates = request
+        .creations
+        .iter()
+        .map(binding_of)
+        .collect::<Result<Vec<_>, _>>()?;
+    let all_refused = |code, message: &str| {
+        CreateAclsResponse::default().with_results(
+            candidates
+                .iter()
+                .map(|_| failed_creation(code, message))
+                .collect(),
+        )
+    };
+    if !context
+        .access
+        .allows_on_cluster(session, AclOperation::Alter)
+    {
+        return Ok(all_refused(
+            CLUSTER_AUTHORIZATION_FAILED,
+            "Cluster authorization failed.",
+        ));
+    }
+    let Some(acls) = context.access.acls() else {
+        return Ok(all_refused(
+            SECURITY_DISABLED,
+            "No Authorizer is configured.",
+        ));
+    };
+    if candidates.len() > MAX_CREATIONS {
+        return Ok(all_refused(
+            INVALID_REQUEST,
+            &format!("a CreateAcls request creates at most {MAX_CREATIONS} ACLs"),
+        ));
+    }
+    let valid: Vec<AclBinding> = candidates
+        .iter()
+        .filter_map(|candidate| candidate.as_ref().ok().cloned())
+        .collect();
+    let stored = acls.create(&valid);
+    let results = candidates
+        .iter()
+        .map(|candidate| match (candidate, &stored) {
+            (Err(message), _) => failed_creation(INVALID_REQUEST, message),
+            (Ok(_), Ok(())) => AclCreationResult::default()
+                .with_error_code(NONE)
+                .with_error_message(None),
+            (Ok(_), Err(error)) => failed_creation(UNKNOWN_SERVER_ERROR, &error.to_string()),
+        })
+        .collect();
+    if let Err(error) = &stored {
+        tracing::error!(%error, "could not store new ACLs");
+    }
+    Ok(CreateAclsResponse::default().with_results(results))
+}
+
+pub fn delete(
+    context: &Context,
+    session: &Session,
+    _header: &RequestHeader,
+    request: DeleteAclsRequest,
+) -> Result<DeleteAclsResponse, MalformedRequest> {
+    let filters = request
+        .filters
+        .iter()
+        .map(|filter: &DeleteAclsFilter| {
+            filter_of(
+                filter.resource_type_filter,
+                filter.resource_name_filter.as_ref(),
+                filter.pattern_type_filter,
+                filter.principal_filter.as_ref(),
+                filter.host_filter.as_ref(),
+                filter.operation,
+                filter.permission_type,
+            )
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let all_refused = |code, message: &str| {
+        DeleteAclsResponse::default().with_filter_results(
+            filters
+                .iter()
+                .map(|_| {
+                    DeleteAclsFilterResult::default()
+                        .with_error_code(code)
+                        .with_error_message(Some(StrBytes::from_string(message.to_owned())))
+                })
+                .collect(),
+        )
+    };
+    if !context
+        .access
+        .allows_on_cluster(session, AclOperation::Alter)
+    {
+        return Ok(all_refused(
+            CLUSTER_AUTHORIZATION_FAILED,
+            "Cluster authorization failed.",
+        ));
+    }
+    let Some(acls) = context.access.acls() else {
+        return Ok(all_refused(
+            SECURITY_DISABLED,
+            "No Authorizer is configured.",
+        ));
+    };
+    match acls.delete(&filters) {
+        Ok(removed) => Ok(DeleteAclsResponse::default().with_filter_results(
+            removed
+                .into_iter()
+                .map(|bindings| {
+                    DeleteAclsFilterResult::default()
+                        .with_error_message(None)
+                        .with_matching_acls(bindings.into_iter().map(matching_acl).collect())
+                })
+                .collect(),
+        )),
+        Err(error) => {
+            tracing::error!(%error, "could not store the ACLs left after a deletion");
+            Ok(all_refused(UNKNOWN_SERVER_ERROR, &error.to_string()))
+        }
+    }
+}
+
+fn failed_creation(code: i16, message: &str) -> AclCreationResult {
+    AclCreationResult::default()
+        .with_error_code(code)
+        .with_error_message(Some(StrBytes::from_string(message.to_owned())))
+}
+
+fn matching_acl(binding: AclBinding) -> DeleteAclsMatchingAcl {
+    DeleteAclsMatchingAcl::default()
+        .with_error_message(None)
+        .with_resource_type(binding.pattern.resource_type.code())
+        .with_resource_name(StrBytes::from_string(binding.pattern.name))
+        .with_pattern_type(binding.pattern.pattern_type.code())
+        .with_principal(StrBytes::from_string(binding.entry.principal))
+        .with_host(StrBytes::from_string(binding.entry.host))
+        .with_operation(binding.entry.operation.code())
+        .with_permission_type(binding.entry.permission.code())
+}
+
+/// A code of one of Kafka's ACL code sets: a value, ANY, or one Kafka cannot parse.
+fn decoded<T>(
+    code: i8,
+    from_code: impl Fn(i8) -> Option<T>,
+    what: &str,
+) -> Result<Option<T>, MalformedRequest> {
+    match from_code(code) {
+        Some(value) => Ok(Some(value)),
+        None if code == ANY => Ok(None),
+        None => Err(MalformedRequest(format!(
+            "{what} code {code} is not one Kafka defines"
+        ))),
+    }
+}
+
+/// The ACL a creation asks for, or Kafka's message refusing it; `Err` outside when Kafka could
+/// not parse the request.
+fn binding_of(creation: &AclCreation) -> Result<Result<AclBinding, String>, MalformedRequest> {
+    let resource_type = decoded(
+        creation.resource_type,
+        ResourceType::from_code,
+        "resource type",
+    )?;
+    let pattern_type = match PatternTypeFilter::from_code(creation.resource_pattern_type) {
+        Some(PatternTypeFilter::Exactly(pattern_type)) => Ok(pattern_type),
+        Some(PatternTypeFilter::Any) => Err("Invalid patternType ANY"),
+        Some(PatternTypeFilter::Match) => Err("Invalid patternType MATCH"),
+        None => {
+            return Err(MalformedRequest(format!(
+                "pattern type code {} is not one Kafka defines",
+                creation.resource_pattern_type
+            )));
+        }
+    };
+    let operation = decoded(creation.operation, AclOperation::from_code, "operation")?;
+    let permission = decoded(
+        creation.permission_type,
+        Permission::from_code,
+        "permission",
+    )?;
+    let binding = (|| {
+        let resource_type = resource_type.ok_or("Invalid resourceType ANY")?;
+        let pattern_type: PatternType = pattern_type?;
+        let operation = operation.ok_or("Invalid operation ANY")?;
+        let permission = permission.ok_or("Invalid permissionType ANY")?;
+        Ok::<_, &str>(AclBinding {
+            pattern: ResourcePattern {
+                resource_type,
+                name: creation.resource_name.to_string(),
+                pattern_type,
+            },
+            entry: AccessEntry {
+                principal: creation.principal.to_string(),
+                host: creation.host.to_string(),
+                operation,
+                permission,
+            },
+        })
+    })();
+    Ok(binding
+        .map_err(str::to_owned)
+        .and_then(|binding| binding.validate().map(|()| binding)))
+}
+
+fn filter_of(
+    resource_type: i8,
+    name: Option<&StrBytes>,
+    pattern_type: i8,
+    principal: Option<&StrBytes>,
+    host: Option<&StrBytes>,
+    operation: i8,
+    permission: i8,
+) -> Result<AclFilter, MalformedRequest> {
+    Ok(AclFilter {
+        pattern: PatternFilter {
+            resource_type: decoded(resource_type, ResourceType::from_code, "resource type")?,
+            name: name.map(ToString::to_string),
+            pattern_type: PatternTypeFilter::from_code(pattern_type).ok_or_else(|| {
+                MalformedRequest(format!(
+                    "pattern type code {pattern_type} is not one Kafka defines"
+                ))
+            })?,
+        },
+        entry: EntryFilter {
+            principal: principal.map(ToString::to_string),
+            host: host.map(ToString::to_string),
+            operation: decoded(operation, AclOperation::from_code, "operation")?,
+            permission: decoded(permission, Permission::from_code, "permission")?,
+        },
+    })
+}

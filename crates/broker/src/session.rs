@@ -1,0 +1,97 @@
+//! Who is on the other end of a connection, as the authorizer sees them: the principal the
+//! connection authenticated as and the client's address.
+
+use std::net::{IpAddr, SocketAddr};
+
+use crate::authz::{ANONYMOUS, Requester};
+
+/// One connection's identity, fixed when it is accepted (and, with SASL, when it authenticates).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Session {
+    principal: String,
+    client: SocketAddr,
+    host: String,
+}
+
+impl Session {
+    /// A connection that did not authenticate (a PLAINTEXT listener): Kafka's `User:ANONYMOUS`.
+    pub fn anonymous(client: SocketAddr) -> Self {
+        Self::new(ANONYMOUS, client)
+    }
+
+    /// A connection authenticated as `principal` (`Type:name`).
+    pub fn new(principal: &str, client: SocketAddr) -> Self {
+        Self {
+            principal: principal.to_owned(),
+            client,
+            host: host_address(client.ip()),
+        }
+    }
+
+    /// `Type:name`, as ACLs and `super.users` name principals.
+    pub fn principal(&self) -> &str {
+        &self.principal
+    }
+
+    /// The client's socket address.
+    pub fn client(&self) -> SocketAddr {
+        self.client
+    }
+
+    /// The client's IP address as ACL hosts are compared with it.
+    pub fn host(&self) -> &str {
+        &self.host
+    }
+
+    /// The principal and host the authorizer decides for.
+    pub fn requester(&self) -> Requester<'_> {
+        Requester {
+            principal: &self.principal,
+            host: &self.host,
+        }
+    }
+}
+
+/// The text Kafka compares ACL hosts with: Java's `InetAddress.getHostAddress()`, dotted quads for
+/// IPv4 (an IPv4-mapped IPv6 address counts as IPv4, as Java makes it) and eight uncompressed
+/// hexadecimal groups for IPv6 (`0:0:0:0:0:0:0:1`, not `::1`).
+pub fn host_address(ip: IpAddr) -> String {
+    match ip.to_canonical() {
+        IpAddr::V4(v4) => v4.to_string(),
+        IpAddr::V6(v6) => v6
+            .segments()
+            .iter()
+            .map(|group| format!("{group:x}"))
+            .collect::<Vec<_>>()
+            .join(":"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hosts_are_written_as_java_writes_them() {
+        assert_eq!(host_address("127.0.0.1".parse().unwrap()), "127.0.0.1");
+        assert_eq!(host_address("::1".parse().unwrap()), "0:0:0:0:0:0:0:1");
+        assert_eq!(
+            host_address("fe80::a:bc00".parse().unwrap()),
+            "fe80:0:0:0:0:0:a:bc00"
+        );
+        assert_eq!(host_address("::ffff:10.1.2.3".parse().unwrap()), "10.1.2.3");
+    }
+
+    #[test]
+    fn an_unauthenticated_connection_is_anonymous() {
+        let session = Session::anonymous("10.0.0.7:50123".parse().unwrap());
+        assert_eq!(session.principal(), "User:ANONYMOUS");
+        assert_eq!(
+            session.requester(),
+            Requester {
+                principal: "User:ANONYMOUS",
+                host: "10.0.0.7"
+            }
+        );
+    }
+}
