@@ -25,8 +25,6 @@ use crate::error::{Result, StorageError};
 use crate::fs::{atomic_write, fsync_dir, remove_if_exists};
 use crate::health::DirHealth;
 
-use super::topic_configs::{self, StoredTopicConfigs, TOPIC_CONFIGS_FILE};
-
 /// The lock file at a data directory's top, held with an exclusive `flock` while in use.
 pub const LOCK_FILE: &str = ".lock";
 /// The clean-shutdown marker, written at a clean shutdown and deleted as soon as it is read.
@@ -163,19 +161,6 @@ impl DataDir {
         self.observed(write_offset_checkpoint(
             &self.path.join(RECOVERY_POINT_CHECKPOINT),
             entries,
-        ))
-    }
-
-    /// This directory's copy of the topic configs.
-    pub(crate) fn read_topic_configs(&self) -> Result<StoredTopicConfigs> {
-        topic_configs::read(&self.path.join(TOPIC_CONFIGS_FILE))
-    }
-
-    pub(crate) fn write_topic_configs(&self, stored: &StoredTopicConfigs) -> Result<()> {
-        self.health.ensure_online()?;
-        self.observed(atomic_write(
-            &self.path.join(TOPIC_CONFIGS_FILE),
-            topic_configs::format(stored).as_bytes(),
         ))
     }
 

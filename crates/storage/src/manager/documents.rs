@@ -1,6 +1,8 @@
 //! Small documents a broker keeps beside the logs: cluster metadata that Kafka holds in its
 //! metadata log (ACLs, for one) and a single node keeps in files instead.
 //!
+//! The topic configs (`ferrolog-topic-configs`) are one; ACLs another.
+//!
 //! A document is a named text file at the top of every online data directory, written whole and
 //! atomically (temp file, fsync, rename, directory fsync). Each copy carries a generation that
 //! every write raises; the newest copy wins when the documents are read at startup, so a
@@ -16,6 +18,7 @@
 //! ```
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use super::LogManager;
 use super::data_dir::DataDir;
@@ -42,39 +45,49 @@ impl LogManager {
     /// at generation 0 when none holds it. A malformed copy is an error naming its file and
     /// line: starting without, say, the ACLs would open what they close.
     pub fn read_document(&self, name: &str) -> Result<Document> {
-        check_name(name)?;
-        let mut newest = Document::default();
-        for dir in self.dirs.all().iter().filter(|dir| !dir.is_offline()) {
-            let copy = read_copy(dir, name)?;
-            if copy.generation > newest.generation {
-                newest = copy;
-            }
-        }
-        Ok(newest)
+        read_newest(self.dirs.all(), name)
     }
 
     /// Writes `document` to every online directory. It is stored when at least one directory
     /// stored it; a directory whose write fails goes offline. The caller raises the generation
     /// and serializes its writes.
     pub fn store_document(&self, name: &str, document: &Document) -> Result<()> {
-        check_name(name)?;
-        let text = format!("{VERSION}\n{}\n{}", document.generation, document.body);
-        let mut stored_somewhere = false;
-        let mut first_error = None;
-        for dir in self.dirs.all().iter().filter(|dir| !dir.is_offline()) {
-            match dir.write_document(name, &text) {
-                Ok(()) => stored_somewhere = true,
-                Err(error) => {
-                    first_error.get_or_insert(error);
-                }
+        store(self.dirs.all(), name, document)
+    }
+}
+
+/// The newest copy of `name` among the online `dirs` (see [`LogManager::read_document`]).
+pub(super) fn read_newest(dirs: &[Arc<DataDir>], name: &str) -> Result<Document> {
+    check_name(name)?;
+    let mut newest = Document::default();
+    for dir in dirs.iter().filter(|dir| !dir.is_offline()) {
+        let copy = read_copy(dir, name)?;
+        if copy.generation > newest.generation {
+            newest = copy;
+        }
+    }
+    Ok(newest)
+}
+
+/// Writes `document` to every online directory of `dirs` (see [`LogManager::store_document`]).
+pub(super) fn store(dirs: &[Arc<DataDir>], name: &str, document: &Document) -> Result<()> {
+    check_name(name)?;
+    let text = format!("{VERSION}\n{}\n{}", document.generation, document.body);
+    let mut stored_somewhere = false;
+    let mut first_error = None;
+    for dir in dirs.iter().filter(|dir| !dir.is_offline()) {
+        match dir.write_document(name, &text) {
+            Ok(()) => stored_somewhere = true,
+            Err(error) => {
+                first_error.get_or_insert(error);
             }
         }
-        if stored_somewhere {
-            Ok(())
-        } else {
-            Err(first_error
-                .unwrap_or_else(|| StorageError::Fatal("every data directory is offline".into())))
-        }
+    }
+    if stored_somewhere {
+        Ok(())
+    } else {
+        Err(first_error
+            .unwrap_or_else(|| StorageError::Fatal("every data directory is offline".into())))
     }
 }
 

@@ -6,7 +6,8 @@
 //! files at the top of a data directory, so the file does not disturb a Kafka broker that later
 //! opens the same directory (the topics then need their configs set in the cluster again).
 //!
-//! Format (lines):
+//! It is a document (see `documents`: the version and generation lines, written atomically to
+//! every online directory, the newest copy winning). Format (lines):
 //!
 //! ```text
 //! 0                      version
@@ -25,11 +26,11 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 
 use crate::error::{Result, StorageError};
-use crate::fs::read_text_if_exists;
 
 /// The file holding the topic-level config overrides, in every online data directory.
 pub const TOPIC_CONFIGS_FILE: &str = "ferrolog-topic-configs";
-const VERSION: u32 = 0;
+/// The body of a document starts on the file's third line (see `documents`).
+const BODY_FIRST_LINE: usize = 3;
 
 /// Every topic's overrides.
 pub type TopicOverrides = HashMap<String, BTreeMap<String, String>>;
@@ -63,9 +64,9 @@ pub fn check_storable(topic: &str, overrides: &BTreeMap<String, String>) -> Resu
     Ok(())
 }
 
-pub fn format(stored: &StoredTopicConfigs) -> String {
-    let mut entries: Vec<(&str, &str, &str)> = stored
-        .overrides
+/// The document's body: the entry count, then the entries in a stable order.
+pub fn format_body(overrides: &TopicOverrides) -> String {
+    let mut entries: Vec<(&str, &str, &str)> = overrides
         .iter()
         .flat_map(|(topic, overrides)| {
             overrides
@@ -74,42 +75,38 @@ pub fn format(stored: &StoredTopicConfigs) -> String {
         })
         .collect();
     entries.sort_unstable();
-    let mut text = format!("{VERSION}\n{}\n{}\n", stored.generation, entries.len());
+    let mut text = format!("{}\n", entries.len());
     for (topic, key, value) in entries {
         text.push_str(&format!("{topic} {key} {value}\n"));
     }
     text
 }
 
-/// Parses the file's text; `path` only names the file in errors.
-pub fn parse(text: &str, path: &Path) -> Result<StoredTopicConfigs> {
+/// Parses the document's body; `path` names the file in errors, whose lines count from the
+/// file's first (the body starts on its third).
+pub fn parse_body(body: &str, path: &Path) -> Result<TopicOverrides> {
     let malformed = |line: usize, reason: String| StorageError::MalformedFile {
         path: path.to_path_buf(),
         line,
         reason,
     };
-    let mut lines = text
+    let mut lines = body
         .lines()
         .enumerate()
-        .map(|(index, line)| (index + 1, line));
-    let mut header = |what: &str| -> Result<u64> {
-        let (number, line) = lines
-            .next()
-            .ok_or_else(|| malformed(0, format!("the file ends before the {what}")))?;
-        line.trim()
-            .parse::<u64>()
-            .map_err(|_| malformed(number, format!("expected the {what}, found {line:?}")))
-    };
-    let version = header("version")?;
-    if version != u64::from(VERSION) {
-        return Err(malformed(1, format!("unsupported version {version}")));
-    }
-    let generation = header("generation")?;
-    let expected = header("entry count")?;
-    let mut stored = StoredTopicConfigs {
-        generation,
-        overrides: TopicOverrides::new(),
-    };
+        .map(|(index, line)| (index + BODY_FIRST_LINE, line));
+    let (count_line, count) = lines.next().ok_or_else(|| {
+        malformed(
+            BODY_FIRST_LINE,
+            "the file ends before the entry count".into(),
+        )
+    })?;
+    let expected = count.trim().parse::<u64>().map_err(|_| {
+        malformed(
+            count_line,
+            format!("expected the entry count, found {count:?}"),
+        )
+    })?;
+    let mut overrides = TopicOverrides::new();
     let mut found = 0u64;
     for (number, line) in lines {
         let mut fields = line.splitn(3, ' ');
@@ -123,8 +120,7 @@ pub fn parse(text: &str, path: &Path) -> Result<StoredTopicConfigs> {
         if topic.is_empty() || key.is_empty() {
             return Err(malformed(number, "empty topic or key".into()));
         }
-        stored
-            .overrides
+        overrides
             .entry(topic.to_owned())
             .or_default()
             .insert(key.to_owned(), value.to_owned());
@@ -132,19 +128,11 @@ pub fn parse(text: &str, path: &Path) -> Result<StoredTopicConfigs> {
     }
     if found != expected {
         return Err(malformed(
-            3,
+            count_line,
             format!("the header promises {expected} entries, the file holds {found}"),
         ));
     }
-    Ok(stored)
-}
-
-/// Reads `path`; a missing file is an empty set at generation 0.
-pub fn read(path: &Path) -> Result<StoredTopicConfigs> {
-    match read_text_if_exists(path)? {
-        Some(text) => parse(&text, path),
-        None => Ok(StoredTopicConfigs::default()),
-    }
+    Ok(overrides)
 }
 
 #[cfg(test)]
@@ -173,37 +161,39 @@ mod tests {
 
     #[test]
     fn round_trips_in_a_stable_order() {
-        let text = format(&sample());
+        let text = format_body(&sample().overrides);
         assert_eq!(
             text,
-            "0\n7\n3\nclicks segment.bytes 1048576\norders cleanup.policy compact,delete\n\
+            "3\nclicks segment.bytes 1048576\norders cleanup.policy compact,delete\n\
              orders retention.ms 86400000\n"
         );
-        assert_eq!(parse(&text, Path::new("f")).unwrap(), sample());
+        assert_eq!(
+            parse_body(&text, Path::new("f")).unwrap(),
+            sample().overrides
+        );
     }
 
     #[test]
     fn values_may_hold_spaces() {
-        let text = "0\n1\n1\nt key a value with spaces\n";
-        let stored = parse(text, Path::new("f")).unwrap();
-        assert_eq!(stored.overrides["t"]["key"], "a value with spaces");
+        let text = "1\nt key a value with spaces\n";
+        let overrides = parse_body(text, Path::new("f")).unwrap();
+        assert_eq!(overrides["t"]["key"], "a value with spaces");
     }
 
     #[test]
     fn malformed_files_name_the_line() {
         let cases = [
-            ("", 0, "version"),
-            ("1\n1\n0\n", 1, "unsupported version 1"),
-            ("0\nseven\n0\n", 2, "generation"),
-            ("0\n1\n2\nt k v\n", 3, "promises 2 entries"),
+            ("", 3, "entry count"),
+            ("seven\n", 3, "entry count"),
+            ("2\nt k v\n", 3, "promises 2 entries"),
             (
-                "0\n1\n1\nonly-two fields\n",
+                "1\nonly-two fields\n",
                 4,
                 "expected `<topic> <key> <value>`",
             ),
         ];
         for (text, line, reason) in cases {
-            match parse(text, Path::new("dir/ferrolog-topic-configs")) {
+            match parse_body(text, Path::new("dir/ferrolog-topic-configs")) {
                 Err(StorageError::MalformedFile {
                     line: found_line,
                     reason: found_reason,
@@ -224,12 +214,5 @@ mod tests {
         assert!(check_storable("t t", &BTreeMap::new()).is_err());
         let fine = [("retention.ms".to_owned(), "100".to_owned())].into();
         assert!(check_storable("t", &fine).is_ok());
-    }
-
-    #[test]
-    fn a_missing_file_is_empty() {
-        let dir = tempfile::tempdir().unwrap();
-        let stored = read(&dir.path().join(TOPIC_CONFIGS_FILE)).unwrap();
-        assert_eq!(stored, StoredTopicConfigs::default());
     }
 }

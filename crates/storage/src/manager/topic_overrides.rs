@@ -7,9 +7,10 @@ use std::sync::Arc;
 
 use super::LogManager;
 use super::data_dir::DataDir;
-use super::topic_configs::{self, StoredTopicConfigs, TopicOverrides};
+use super::documents::{self, Document};
+use super::topic_configs::{self, StoredTopicConfigs, TOPIC_CONFIGS_FILE, TopicOverrides};
 use crate::config::LogConfig;
-use crate::error::{Result, StorageError};
+use crate::error::Result;
 
 impl LogManager {
     /// The effective configuration of `topic`: the broker defaults with its overrides applied.
@@ -98,20 +99,12 @@ impl LogManager {
             overrides: current.overrides.clone(),
         };
         change(&mut next.overrides);
-        let mut stored_somewhere = false;
-        let mut first_error = None;
-        for dir in self.dirs.iter().filter(|dir| !dir.is_offline()) {
-            match dir.write_topic_configs(&next) {
-                Ok(()) => stored_somewhere = true,
-                Err(error) => {
-                    first_error.get_or_insert(error);
-                }
-            }
-        }
-        if !stored_somewhere {
-            return Err(first_error
-                .unwrap_or_else(|| StorageError::Fatal("every data directory is offline".into())));
-        }
+        let document = Document {
+            generation: next.generation,
+            body: topic_configs::format_body(&next.overrides),
+            source: None,
+        };
+        documents::store(self.dirs.all(), TOPIC_CONFIGS_FILE, &document)?;
         *current = next;
         Ok(())
     }
@@ -135,12 +128,12 @@ pub(super) fn effective_config(
 /// stops startup with its file and line: starting without, say, a topic's `cleanup.policy`
 /// could delete data that compaction was meant to keep.
 pub(super) fn newest_topic_configs(dirs: &[Arc<DataDir>]) -> Result<StoredTopicConfigs> {
-    let mut newest = StoredTopicConfigs::default();
-    for dir in dirs.iter().filter(|dir| !dir.is_offline()) {
-        let stored = dir.read_topic_configs()?;
-        if stored.generation > newest.generation {
-            newest = stored;
-        }
-    }
-    Ok(newest)
+    let document = documents::read_newest(dirs, TOPIC_CONFIGS_FILE)?;
+    let Some(path) = &document.source else {
+        return Ok(StoredTopicConfigs::default());
+    };
+    Ok(StoredTopicConfigs {
+        generation: document.generation,
+        overrides: topic_configs::parse_body(&document.body, path)?,
+    })
 }
