@@ -20,6 +20,7 @@ use kafka_protocol::messages::{
 use kafka_protocol::protocol::{Decodable, Encodable};
 
 use crate::Context;
+use crate::authz::{AclOperation, ResourceType};
 use crate::error_codes::ErrorCodes;
 use crate::frame_shape::CheckedFrame;
 use crate::handlers;
@@ -52,13 +53,27 @@ impl std::fmt::Display for MalformedRequest {
 /// fail to parse, which closes the connection), `optional` (`None`: no response, Produce with
 /// acks=0), `spliced` (a response and the file regions its placeholders stand for).
 ///
+/// What it needs: the operations Kafka checks, each on the resources of its type the request
+/// names (the cluster for `Cluster`), in the order Kafka checks them; the first refusal is the
+/// answer. Only the alternatives Kafka also accepts are left to the handler: CREATE or DELETE
+/// on the cluster for every topic of CreateTopics or DeleteTopics, WRITE on some topic instead
+/// of IDEMPOTENT_WRITE for InitProducerId, a follower's CLUSTER_ACTION for Fetch, a
+/// transactional id's WRITE for Produce. ListGroups needs nothing and leaves out the groups the
+/// principal may not describe, as Metadata, DescribeTopicPartitions and OffsetFetch leave out
+/// topics when asked for all of them.
+///
 /// Each range lies within what the codec decodes, which excludes what Kafka 4 removed
 /// (KIP-896): CreateTopics v0–1, DeleteTopics v0, DescribeLogDirs v0.
 macro_rules! served_apis {
-    ($($key:ident $min:literal ..= $max:literal, $request:ty, $run:ident $handler:path => $answer:ident;)*) => {
+    ($($key:ident $min:literal ..= $max:literal, $request:ty, $run:ident $handler:path => $answer:ident,
+        needs [$($resource:ident $operation:ident),*];)*) => {
         /// The APIs and version ranges this broker implements: ApiVersions advertises exactly
         /// these.
         pub const SUPPORTED: &[(ApiKey, i16, i16)] = &[$((ApiKey::$key, $min, $max),)*];
+
+        /// What each API needs allowed, as the table declares it (see [`required_acls`]).
+        const REQUIRED_ACLS: &[(ApiKey, &[(ResourceType, AclOperation)])] =
+            &[$((ApiKey::$key, &[$((ResourceType::$resource, AclOperation::$operation)),*]),)*];
 
         /// Decodes the body of a supported request, runs its handler and encodes the answer.
         async fn route(call: &Call<'_>, mut body: Bytes) -> Result<Option<ResponseFrame>, MalformedRequest> {
@@ -112,36 +127,36 @@ macro_rules! answer {
 }
 
 served_apis! {
-    Produce 3..=9, ProduceRequest, blocking handlers::produce::handle => optional;
-    Fetch 4..=12, FetchRequest, waiting handlers::fetch::handle => spliced;
-    ListOffsets 1..=7, ListOffsetsRequest, blocking handlers::list_offsets::handle => response;
-    Metadata 0..=12, MetadataRequest, blocking handlers::metadata::handle => response;
-    ApiVersions 0..=3, ApiVersionsRequest, inline handlers::api_versions::handle => response;
-    CreateTopics 2..=7, CreateTopicsRequest, blocking handlers::create_topics::handle => response;
-    CreatePartitions 0..=3, CreatePartitionsRequest, blocking handlers::create_partitions::handle => response;
-    DescribeConfigs 1..=4, DescribeConfigsRequest, blocking handlers::configs::describe => response;
-    AlterConfigs 0..=2, AlterConfigsRequest, blocking handlers::configs::alter => response;
-    IncrementalAlterConfigs 0..=1, IncrementalAlterConfigsRequest, blocking handlers::configs::incremental_alter => response;
-    DescribeCluster 0..=1, DescribeClusterRequest, blocking handlers::describe_cluster::handle => response;
-    DescribeLogDirs 1..=4, DescribeLogDirsRequest, blocking handlers::describe_log_dirs::handle => response;
-    DeleteTopics 1..=5, DeleteTopicsRequest, blocking handlers::delete_topics::handle => response;
-    DeleteRecords 0..=2, DeleteRecordsRequest, blocking handlers::delete_records::handle => response;
-    InitProducerId 0..=4, InitProducerIdRequest, blocking handlers::init_producer_id::handle => response;
-    FindCoordinator 0..=4, FindCoordinatorRequest, blocking handlers::find_coordinator::handle => response;
-    JoinGroup 0..=9, JoinGroupRequest, waiting handlers::join_group::handle => response;
-    SyncGroup 0..=5, SyncGroupRequest, waiting handlers::sync_group::handle => response;
-    Heartbeat 0..=4, HeartbeatRequest, blocking handlers::heartbeat::handle => response;
-    LeaveGroup 0..=5, LeaveGroupRequest, blocking handlers::leave_group::handle => response;
-    OffsetCommit 2..=8, OffsetCommitRequest, blocking handlers::offset_commit::handle => response;
-    OffsetFetch 1..=8, OffsetFetchRequest, blocking handlers::offset_fetch::handle => response;
-    ListGroups 0..=4, ListGroupsRequest, blocking handlers::list_groups::handle => response;
-    DescribeGroups 0..=5, DescribeGroupsRequest, blocking handlers::describe_groups::handle => response;
-    DeleteGroups 0..=2, DeleteGroupsRequest, blocking handlers::delete_groups::handle => response;
-    OffsetDelete 0..=0, OffsetDeleteRequest, blocking handlers::offset_delete::handle => response;
-    DescribeTopicPartitions 0..=0, DescribeTopicPartitionsRequest, blocking handlers::describe_topic_partitions::handle => response;
-    DescribeAcls 1..=3, DescribeAclsRequest, blocking handlers::acls::describe => checked;
-    CreateAcls 1..=3, CreateAclsRequest, blocking handlers::acls::create => checked;
-    DeleteAcls 1..=3, DeleteAclsRequest, blocking handlers::acls::delete => checked;
+    Produce 3..=9, ProduceRequest, blocking handlers::produce::handle => optional, needs [Topic Write];
+    Fetch 4..=12, FetchRequest, waiting handlers::fetch::handle => spliced, needs [Topic Read];
+    ListOffsets 1..=7, ListOffsetsRequest, blocking handlers::list_offsets::handle => response, needs [Topic Describe];
+    Metadata 0..=12, MetadataRequest, blocking handlers::metadata::handle => response, needs [Topic Describe];
+    ApiVersions 0..=3, ApiVersionsRequest, inline handlers::api_versions::handle => response, needs [];
+    CreateTopics 2..=7, CreateTopicsRequest, blocking handlers::create_topics::handle => response, needs [Topic Create];
+    CreatePartitions 0..=3, CreatePartitionsRequest, blocking handlers::create_partitions::handle => response, needs [Topic Alter];
+    DescribeConfigs 1..=4, DescribeConfigsRequest, blocking handlers::configs::describe => response, needs [Topic DescribeConfigs];
+    AlterConfigs 0..=2, AlterConfigsRequest, blocking handlers::configs::alter => response, needs [Topic AlterConfigs];
+    IncrementalAlterConfigs 0..=1, IncrementalAlterConfigsRequest, blocking handlers::configs::incremental_alter => response, needs [Topic AlterConfigs];
+    DescribeCluster 0..=1, DescribeClusterRequest, blocking handlers::describe_cluster::handle => response, needs [];
+    DescribeLogDirs 1..=4, DescribeLogDirsRequest, blocking handlers::describe_log_dirs::handle => response, needs [Cluster Describe];
+    DeleteTopics 1..=5, DeleteTopicsRequest, blocking handlers::delete_topics::handle => response, needs [Topic Delete];
+    DeleteRecords 0..=2, DeleteRecordsRequest, blocking handlers::delete_records::handle => response, needs [Topic Delete];
+    InitProducerId 0..=4, InitProducerIdRequest, blocking handlers::init_producer_id::handle => response, needs [Cluster IdempotentWrite];
+    FindCoordinator 0..=4, FindCoordinatorRequest, blocking handlers::find_coordinator::handle => response, needs [Group Describe];
+    JoinGroup 0..=9, JoinGroupRequest, waiting handlers::join_group::handle => response, needs [Group Read];
+    SyncGroup 0..=5, SyncGroupRequest, waiting handlers::sync_group::handle => response, needs [Group Read];
+    Heartbeat 0..=4, HeartbeatRequest, blocking handlers::heartbeat::handle => response, needs [Group Read];
+    LeaveGroup 0..=5, LeaveGroupRequest, blocking handlers::leave_group::handle => response, needs [Group Read];
+    OffsetCommit 2..=8, OffsetCommitRequest, blocking handlers::offset_commit::handle => response, needs [Group Read, Topic Read];
+    OffsetFetch 1..=8, OffsetFetchRequest, blocking handlers::offset_fetch::handle => response, needs [Group Describe, Topic Describe];
+    ListGroups 0..=4, ListGroupsRequest, blocking handlers::list_groups::handle => response, needs [];
+    DescribeGroups 0..=5, DescribeGroupsRequest, blocking handlers::describe_groups::handle => response, needs [Group Describe];
+    DeleteGroups 0..=2, DeleteGroupsRequest, blocking handlers::delete_groups::handle => response, needs [Group Delete];
+    OffsetDelete 0..=0, OffsetDeleteRequest, blocking handlers::offset_delete::handle => response, needs [Group Delete, Topic Read];
+    DescribeTopicPartitions 0..=0, DescribeTopicPartitionsRequest, blocking handlers::describe_topic_partitions::handle => response, needs [Topic Describe];
+    DescribeAcls 1..=3, DescribeAclsRequest, blocking handlers::acls::describe => checked, needs [Cluster Describe];
+    CreateAcls 1..=3, CreateAclsRequest, blocking handlers::acls::create => checked, needs [Cluster Alter];
+    DeleteAcls 1..=3, DeleteAclsRequest, blocking handlers::acls::delete => checked, needs [Cluster Alter];
 }
 
 /// One request being served: who asked, what, at which version.
@@ -151,6 +166,16 @@ struct Call<'a> {
     api: ApiKey,
     version: i16,
     session: &'a Arc<Session>,
+}
+
+/// The operations `api` needs allowed, each on the resources of its type a request names, in
+/// the order they are checked (the API table's `needs`); empty for an API that is not served or
+/// needs nothing.
+pub fn required_acls(api: ApiKey) -> &'static [(ResourceType, AclOperation)] {
+    REQUIRED_ACLS
+        .iter()
+        .find(|(key, _)| *key == api)
+        .map_or(&[], |(_, needs)| *needs)
 }
 
 pub fn supported_range(api_key: ApiKey) -> Option<(i16, i16)> {

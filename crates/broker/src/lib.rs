@@ -64,6 +64,9 @@ pub struct BrokerConfig {
     /// `super.users` and `allow.everyone.if.no.acl.found`, when `authorizer.class.name` names
     /// Kafka's `StandardAuthorizer`; `None` (the default): no authorization.
     pub authorizer: Option<authz::AuthorizerConfig>,
+    /// `ferrolog.max.acls`: the most ACLs the broker keeps; CreateAcls beyond it is refused
+    /// (POLICY_VIOLATION). Default 100,000 (Kafka: unlimited).
+    pub max_acls: usize,
 }
 
 impl Default for BrokerConfig {
@@ -81,6 +84,7 @@ impl Default for BrokerConfig {
             fetch_transfer: FetchTransfer::default(),
             groups: GroupConfig::default(),
             authorizer: None,
+            max_acls: 100_000,
         }
     }
 }
@@ -106,7 +110,9 @@ impl Context {
     ) -> Result<Self, ferrolog_storage::StorageError> {
         let groups = GroupCoordinator::open(Arc::clone(&manager), config.groups.clone())?;
         let access = match &config.authorizer {
-            Some(authorizer) => authz::Access::standard(Arc::clone(&manager), authorizer.clone())?,
+            Some(authorizer) => {
+                authz::Access::standard(Arc::clone(&manager), authorizer.clone(), config.max_acls)?
+            }
             None => authz::Access::disabled(),
         };
         Ok(Self {

@@ -1,6 +1,7 @@
 //! Authorization with Kafka's StandardAuthorizer semantics, over the wire: the ACL APIs (what
 //! `kafka-acls` sends), ACLs surviving a restart, and every API the broker serves refused
-//! without the ACL Kafka checks for it and served with it.
+//! without the ACL Kafka checks for it and served with it: exactly the operations the API
+//! table declares, each necessary, all of them enough.
 //!
 //! Every connection here is `User:ANONYMOUS` (a PLAINTEXT listener); the ACLs tell clients
 //! apart by host: the administrator connects from 127.0.0.1, the client under test from
@@ -16,9 +17,9 @@ use common::{Broker, Client};
 use ferrolog_broker::BrokerConfig;
 use ferrolog_broker::authz::{
     AccessEntry, AclBinding, AclOperation, AuthorizerConfig, PatternType, Permission,
-    ResourcePattern, ResourceType,
+    ResourcePattern, ResourceType, allow_covers,
 };
-use ferrolog_broker::dispatch::SUPPORTED;
+use ferrolog_broker::dispatch::{self, SUPPORTED};
 use ferrolog_broker::probes;
 use ferrolog_storage::manager::ManagerConfig;
 use kafka_protocol::messages::create_acls_request::AclCreation;
@@ -36,6 +37,8 @@ const TOPIC_AUTHORIZATION_FAILED: i16 = 29;
 const GROUP_AUTHORIZATION_FAILED: i16 = 30;
 const CLUSTER_AUTHORIZATION_FAILED: i16 = 31;
 const INVALID_REQUEST: i16 = 42;
+const POLICY_VIOLATION: i16 = 44;
+const UNKNOWN_SERVER_ERROR: i16 = -1;
 const TRANSACTIONAL_ID_AUTHORIZATION_FAILED: i16 = 53;
 const SECURITY_DISABLED: i16 = 54;
 const AUTHORIZATION_CODES: [i16; 4] = [
@@ -153,11 +156,11 @@ async fn acls_are_created_described_deleted_and_kept_across_a_restart() {
         creation(2, "orders-", 4, CLIENT_HOST, 3, 3),
         // GROUP billing LITERAL, ALL denied from anywhere.
         creation(3, GROUP, 3, "*", 2, 2),
-        // Refused as Kafka refuses them: a cluster not named kafka-cluster, an empty name,
-        // operation ANY.
+        // Refused one by one as Kafka refuses them: a cluster not named kafka-cluster, an
+        // empty name, a principal without a colon.
         creation(4, "other", 3, "*", 7, 3),
         creation(2, "", 3, "*", 3, 3),
-        creation(2, "t", 3, "*", 1, 3),
+        creation(2, "t", 3, "*", 3, 3).with_principal(text("alice")),
     ]);
     let created: CreateAclsResponse = admin.send(ApiKey::CreateAcls, 3, &request).await;
     let codes: Vec<i16> = created.results.iter().map(|r| r.error_code).collect();
@@ -165,6 +168,24 @@ async fn acls_are_created_described_deleted_and_kept_across_a_restart() {
         codes,
         [0, 0, INVALID_REQUEST, INVALID_REQUEST, INVALID_REQUEST]
     );
+    // ANY where an ACL needs a value: Kafka cannot build it and fails the whole request.
+    let with_any: CreateAclsResponse = admin
+        .send(
+            ApiKey::CreateAcls,
+            3,
+            &CreateAclsRequest::default().with_creations(vec![
+                creation(2, "fine", 3, "*", 3, 3),
+                creation(2, "t", 3, "*", 1, 3),
+            ]),
+        )
+        .await;
+    for result in &with_any.results {
+        assert_eq!(result.error_code, UNKNOWN_SERVER_ERROR, "{with_any:?}");
+        assert_eq!(
+            result.error_message.as_deref(),
+            Some("operation must not be ANY")
+        );
+    }
     assert_eq!(created.results[0].error_message, None);
     assert!(
         created.results[2]
@@ -496,4 +517,335 @@ async fn a_damaged_acl_file_stops_startup_naming_its_line() {
         error.contains("ferrolog-acls") && error.contains("line 4") && error.contains("7 fields"),
         "{error}"
     );
+}
+
+/// The client's ACLs become exactly `granted`: topics by the prefix [`TOPIC`] (every topic a
+/// probe names starts with it), the group [`GROUP`], the cluster.
+fn grant_client(broker: &Broker, granted: &[(ResourceType, AclOperation)]) {
+    let acls = broker.context.access.acls().unwrap();
+    acls.delete(&[ferrolog_broker::authz::AclFilter {
+        pattern: ferrolog_broker::authz::PatternFilter {
+            resource_type: None,
+            name: None,
+            pattern_type: ferrolog_broker::authz::PatternTypeFilter::Any,
+        },
+        entry: ferrolog_broker::authz::EntryFilter {
+            host: Some(CLIENT_HOST.to_owned()),
+            ..Default::default()
+        },
+    }])
+    .unwrap();
+    let bindings: Vec<AclBinding> = granted
+        .iter()
+        .map(|(resource_type, operation)| {
+            let (name, pattern_type) = match resource_type {
+                ResourceType::Topic => (TOPIC, PatternType::Prefixed),
+                ResourceType::Group => (GROUP, PatternType::Literal),
+                _ => ("kafka-cluster", PatternType::Literal),
+            };
+            let mut binding = acl(*resource_type, name, CLIENT_HOST, *operation);
+            binding.pattern.pattern_type = pattern_type;
+            binding
+        })
+        .collect();
+    acls.create(&bindings).unwrap();
+}
+
+/// An operation on `resource_type` that does not allow `needed`, preferring one that allows
+/// DESCRIBE (so a handler checking only DESCRIBE where it should check more is caught).
+fn other_than(resource_type: ResourceType, needed: AclOperation) -> AclOperation {
+    *resource_type
+        .supported_operations()
+        .iter()
+        .find(|operation| !allow_covers(**operation, needed))
+        .unwrap()
+}
+
+fn refused(codes: &[i16]) -> bool {
+    codes.iter().any(|code| AUTHORIZATION_CODES.contains(code))
+}
+
+#[tokio::test]
+async fn each_api_needs_exactly_what_the_api_table_declares() {
+    let dir = tempfile::tempdir().unwrap();
+    let broker = start(dir.path()).await;
+    grant_admin(&broker);
+    let mut admin = connect_from(&broker, ADMIN_HOST).await;
+    for topic in [TOPIC.to_owned(), probes::doomed_topic(TOPIC)] {
+        assert_eq!(admin.create_topic(&topic, 1, &[]).await.error_code, 0);
+    }
+    let mut client = connect_from(&broker, CLIENT_HOST).await;
+    for (api, _, _) in SUPPORTED {
+        // The group exists, with an offset, before each API (DeleteGroups deletes it): a
+        // request about a missing group may be answered GROUP_ID_NOT_FOUND before its topics
+        // are looked at, as Kafka answers OffsetDelete.
+        let commit = OffsetCommitRequest::default()
+            .with_group_id(GroupId(text(GROUP)))
+            .with_generation_id_or_member_epoch(-1)
+            .with_topics(vec![
+                kafka_protocol::messages::offset_commit_request::OffsetCommitRequestTopic::default()
+                    .with_name(TopicName(text(TOPIC)))
+                    .with_partitions(vec![
+                        kafka_protocol::messages::offset_commit_request::OffsetCommitRequestPartition::default(),
+                    ]),
+            ]);
+        let committed: OffsetCommitResponse = admin.send(ApiKey::OffsetCommit, 8, &commit).await;
+        assert_eq!(committed.topics[0].partitions[0].error_code, 0);
+        let needs = dispatch::required_acls(*api);
+        if probes::probe(*api, TOPIC, GROUP).is_none() {
+            assert!(needs.is_empty(), "{api:?} needs {needs:?} but has no probe");
+            continue;
+        }
+        assert!(!needs.is_empty(), "{api:?} has a probe but needs nothing");
+        // Each operation it needs is necessary: withheld, or replaced by another operation
+        // on the same resources, the request is refused.
+        for (index, (resource_type, operation)) in needs.iter().enumerate() {
+            let others = needs.iter().enumerate().filter(|(at, _)| *at != index);
+            let withheld: Vec<_> = others.clone().map(|(_, need)| *need).collect();
+            let mut replaced = withheld.clone();
+            replaced.push((*resource_type, other_than(*resource_type, *operation)));
+            for (what, granted) in [("withheld", withheld), ("replaced", replaced)] {
+                grant_client(&broker, &granted);
+                let codes = probe(&mut client, *api).await.unwrap();
+                assert!(
+                    refused(&codes),
+                    "{api:?} with {resource_type} {operation} {what} ({granted:?}) answered {codes:?}"
+                );
+            }
+        }
+        // And all of them together are enough.
+        grant_client(&broker, needs);
+        let codes = probe(&mut client, *api).await.unwrap();
+        assert!(
+            !refused(&codes),
+            "{api:?} with {needs:?} answered {codes:?}"
+        );
+    }
+}
+
+async fn start_limited(dir: &std::path::Path, max_acls: usize) -> Broker {
+    Broker::start_with(
+        ManagerConfig {
+            log_dirs: vec![dir.to_path_buf()],
+            ..ManagerConfig::default()
+        },
+        BrokerConfig {
+            authorizer: Some(AuthorizerConfig::default()),
+            max_acls,
+            ..BrokerConfig::default()
+        },
+    )
+    .await
+}
+
+fn match_any_filter() -> DeleteAclsFilter {
+    DeleteAclsFilter::default()
+        .with_resource_type_filter(1)
+        .with_resource_name_filter(None)
+        .with_pattern_type_filter(1)
+        .with_principal_filter(None)
+        .with_host_filter(None)
+        .with_operation(1)
+        .with_permission_type(1)
+}
+
+#[tokio::test]
+async fn acls_are_limited_in_all_and_per_request() {
+    let dir = tempfile::tempdir().unwrap();
+    let broker = start_limited(dir.path(), 5).await;
+    grant_admin(&broker);
+    let mut admin = connect_from(&broker, ADMIN_HOST).await;
+    // Three held, a limit of five: three more are refused, all of them.
+    let request = CreateAclsRequest::default().with_creations(
+        ["x", "y", "z"]
+            .iter()
+            .map(|name| creation(2, name, 3, "*", 3, 3))
+            .collect(),
+    );
+    let created: CreateAclsResponse = admin.send(ApiKey::CreateAcls, 3, &request).await;
+    for result in &created.results {
+        assert_eq!(result.error_code, POLICY_VIOLATION, "{created:?}");
+        assert!(
+            result
+                .error_message
+                .as_deref()
+                .unwrap()
+                .contains("ferrolog.max.acls"),
+            "{created:?}"
+        );
+    }
+    assert_eq!(broker.context.access.acls().unwrap().snapshot().len(), 3);
+    drop((admin, broker));
+
+    // One DeleteAcls request removes 10,000 at most: a filter past it removes nothing.
+    let dir = tempfile::tempdir().unwrap();
+    let broker = start(dir.path()).await;
+    grant_admin(&broker);
+    let many: Vec<AclBinding> = (0..10_000)
+        .map(|n| {
+            acl(
+                ResourceType::Topic,
+                &format!("t{n}"),
+                CLIENT_HOST,
+                AclOperation::Read,
+            )
+        })
+        .collect();
+    broker.context.access.acls().unwrap().create(&many).unwrap();
+    let mut admin = connect_from(&broker, ADMIN_HOST).await;
+    let one_topic = DeleteAclsFilter::default()
+        .with_resource_type_filter(2)
+        .with_resource_name_filter(Some(text("t7")))
+        .with_pattern_type_filter(3)
+        .with_principal_filter(None)
+        .with_host_filter(None)
+        .with_operation(1)
+        .with_permission_type(1);
+    let deleted: DeleteAclsResponse = admin
+        .send(
+            ApiKey::DeleteAcls,
+            3,
+            &DeleteAclsRequest::default().with_filters(vec![one_topic, match_any_filter()]),
+        )
+        .await;
+    assert_eq!(deleted.filter_results[0].error_code, 0);
+    assert_eq!(deleted.filter_results[0].matching_acls.len(), 1);
+    assert_eq!(deleted.filter_results[1].error_code, INVALID_REQUEST);
+    assert!(deleted.filter_results[1].matching_acls.is_empty());
+    assert_eq!(
+        broker.context.access.acls().unwrap().snapshot().len(),
+        10_000 + 3 - 1
+    );
+}
+
+#[tokio::test]
+async fn paging_every_topic_never_names_one_the_client_may_not_describe() {
+    let dir = tempfile::tempdir().unwrap();
+    let broker = start(dir.path()).await;
+    grant_admin(&broker);
+    let mut admin = connect_from(&broker, ADMIN_HOST).await;
+    for topic in ["a-visible", "b-hidden"] {
+        assert_eq!(admin.create_topic(topic, 1, &[]).await.error_code, 0);
+    }
+    broker
+        .context
+        .access
+        .acls()
+        .unwrap()
+        .create(&[acl(
+            ResourceType::Topic,
+            "a-visible",
+            CLIENT_HOST,
+            AclOperation::Describe,
+        )])
+        .unwrap();
+    let mut client = connect_from(&broker, CLIENT_HOST).await;
+    let page: DescribeTopicPartitionsResponse = client
+        .send(
+            ApiKey::DescribeTopicPartitions,
+            0,
+            &DescribeTopicPartitionsRequest::default().with_response_partition_limit(1),
+        )
+        .await;
+    let names: Vec<&str> = page
+        .topics
+        .iter()
+        .filter_map(|topic| topic.name.as_ref().map(|name| name.0.as_str()))
+        .collect();
+    assert_eq!(names, ["a-visible"]);
+    assert!(page.next_cursor.is_none(), "{:?}", page.next_cursor);
+}
+
+#[tokio::test]
+async fn transactional_batches_need_write_on_their_transactional_id() {
+    let dir = tempfile::tempdir().unwrap();
+    let broker = start(dir.path()).await;
+    grant_admin(&broker);
+    let mut admin = connect_from(&broker, ADMIN_HOST).await;
+    assert_eq!(admin.create_topic(TOPIC, 1, &[]).await.error_code, 0);
+    broker
+        .context
+        .access
+        .acls()
+        .unwrap()
+        .create(&[acl(
+            ResourceType::Topic,
+            TOPIC,
+            CLIENT_HOST,
+            AclOperation::Write,
+        )])
+        .unwrap();
+    let mut client = connect_from(&broker, CLIENT_HOST).await;
+    // A batch header whose attributes say transactional (bit 4); the rest does not matter,
+    // the check comes first.
+    let mut transactional = vec![0u8; 61];
+    transactional[16] = 2;
+    transactional[22] = 1 << 4;
+    let produce = |records: Vec<u8>, id: Option<&str>| {
+        ProduceRequest::default()
+            .with_acks(1)
+            .with_timeout_ms(5000)
+            .with_transactional_id(id.map(|id| TransactionalId(text(id))))
+            .with_topic_data(vec![
+                kafka_protocol::messages::produce_request::TopicProduceData::default()
+                    .with_name(TopicName(text(TOPIC)))
+                    .with_partition_data(vec![
+                        kafka_protocol::messages::produce_request::PartitionProduceData::default()
+                            .with_records(Some(bytes::Bytes::from(records))),
+                    ]),
+            ])
+    };
+    for id in [None, Some("payments-1")] {
+        let answer: ProduceResponse = client
+            .send(ApiKey::Produce, 9, &produce(transactional.clone(), id))
+            .await;
+        let code = answer.responses[0].partition_responses[0].error_code;
+        assert_eq!(code, TRANSACTIONAL_ID_AUTHORIZATION_FAILED, "{id:?}");
+    }
+    // A batch that is not transactional is not asked about the id it names.
+    let answer: ProduceResponse = client
+        .send(ApiKey::Produce, 9, &produce(Vec::new(), Some("payments-1")))
+        .await;
+    let code = answer.responses[0].partition_responses[0].error_code;
+    assert!(!AUTHORIZATION_CODES.contains(&code), "{code}");
+}
+
+#[tokio::test]
+async fn a_followers_fetch_needs_cluster_action_and_nothing_else() {
+    let dir = tempfile::tempdir().unwrap();
+    let broker = start(dir.path()).await;
+    grant_admin(&broker);
+    let mut admin = connect_from(&broker, ADMIN_HOST).await;
+    assert_eq!(admin.create_topic(TOPIC, 1, &[]).await.error_code, 0);
+    let mut client = connect_from(&broker, CLIENT_HOST).await;
+    let fetch = FetchRequest::default()
+        .with_replica_id(BrokerId(0))
+        .with_max_bytes(1 << 20)
+        .with_topics(vec![
+            kafka_protocol::messages::fetch_request::FetchTopic::default()
+                .with_topic(TopicName(text(TOPIC)))
+                .with_partitions(vec![
+                    kafka_protocol::messages::fetch_request::FetchPartition::default()
+                        .with_partition_max_bytes(1 << 20),
+                ]),
+        ]);
+    let refused: FetchResponse = client.send(ApiKey::Fetch, 12, &fetch).await;
+    assert_eq!(
+        refused.responses[0].partitions[0].error_code,
+        TOPIC_AUTHORIZATION_FAILED
+    );
+    broker
+        .context
+        .access
+        .acls()
+        .unwrap()
+        .create(&[acl(
+            ResourceType::Cluster,
+            "kafka-cluster",
+            CLIENT_HOST,
+            AclOperation::ClusterAction,
+        )])
+        .unwrap();
+    let served: FetchResponse = client.send(ApiKey::Fetch, 12, &fetch).await;
+    assert_eq!(served.responses[0].partitions[0].error_code, 0);
 }

@@ -1,6 +1,6 @@
 //! Requests Kafka refuses, refused the same way: writes to and deletions of records of an
 //! internal topic, DeleteRecords offsets outside the log and on compact-only topics; and what
-//! ferrolog refuses beyond Kafka, having no ACLs yet: deleting, re-partitioning or un-compacting
+//! ferrolog refuses beyond Kafka, whatever the ACLs: deleting, re-partitioning or un-compacting
 //! `__consumer_offsets`, each of which loses every group's committed offsets; and names repeated
 //! in one request.
 

@@ -69,6 +69,8 @@ const BROKER_KEYS: &[&str] = &[
     "authorizer.class.name",
     "super.users",
     "allow.everyone.if.no.acl.found",
+    // Not a Kafka key: the most ACLs kept.
+    "ferrolog.max.acls",
 ];
 
 /// A whole number at least `min` under `key`, or an error naming the key and the value.
@@ -195,6 +197,9 @@ fn broker_config(
     }
     config.groups = group_config(properties)?;
     config.authorizer = authorizer_config(properties)?;
+    if let Some(max) = number::<usize>(properties, "ferrolog.max.acls", 1)? {
+        config.max_acls = max;
+    }
     Ok((listen, config))
 }
 

@@ -339,8 +339,11 @@ fn every_api_is_authorized_as_kafka_authorizes_it() {
         ],
     );
     for bootstrap in brokers {
-        let (ok, stdout, stderr) = run(TOPICS, bootstrap, &["--create", "--topic", TOPIC], b"");
-        assert!(ok, "{bootstrap}: {stdout}{stderr}");
+        for topic in [TOPIC.to_owned(), probes::doomed_topic(TOPIC)] {
+            let (ok, stdout, stderr) =
+                run(TOPICS, bootstrap, &["--create", "--topic", &topic], b"");
+            assert!(ok, "{bootstrap}: {stdout}{stderr}");
+        }
     }
     for port in ports {
         wait_for_acls(port, 3);

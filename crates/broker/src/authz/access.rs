@@ -36,15 +36,24 @@ impl Access {
         Self { authorizer: None }
     }
 
-    /// `StandardAuthorizer` with `config`, over the ACLs stored in the data directories.
+    /// `StandardAuthorizer` with `config`, over the ACLs stored in the data directories, at
+    /// most `max_acls` of them (`ferrolog.max.acls`).
     pub fn standard(
         manager: Arc<LogManager>,
         config: AuthorizerConfig,
+        max_acls: usize,
     ) -> Result<Self, StorageError> {
+        let offline = manager.offline_dir_count();
+        if offline > 0 {
+            tracing::warn!(
+                offline,
+                "the ACLs are read from the online data directories only: a change stored only in an offline one is not in force"
+            );
+        }
         Ok(Self {
             authorizer: Some(Authorizer {
                 config,
-                acls: AclStore::open(manager)?,
+                acls: AclStore::open(manager, max_acls)?,
             }),
         })
     }

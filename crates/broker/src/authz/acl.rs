@@ -209,26 +209,22 @@ pub struct AclBinding {
 }
 
 impl AclBinding {
-    /// Kafka's checks before an ACL is stored: a non-empty name, a principal `Type:name`, and
-    /// for the cluster the name [`CLUSTER_NAME`]. The error is Kafka's message.
+    /// Kafka's checks before an ACL is stored, in its order: for the cluster the name
+    /// [`CLUSTER_NAME`], a non-empty name, and a principal with a `:` between its type and its
+    /// name. The error is Kafka's message.
     pub fn validate(&self) -> Result<(), String> {
-        if self.pattern.name.is_empty() {
-            return Err("Resource name should not be empty".to_owned());
-        }
-        if !self
-            .entry
-            .principal
-            .split_once(':')
-            .is_some_and(|(kind, name)| !kind.is_empty() && !name.is_empty())
+        if self.pattern.resource_type == ResourceType::Cluster && self.pattern.name != CLUSTER_NAME
         {
+            return Err("The only valid name for the CLUSTER resource is kafka-cluster".to_owned());
+        }
+        if self.pattern.name.is_empty() {
+            return Err("Invalid empty resource name".to_owned());
+        }
+        if !self.entry.principal.contains(':') {
             return Err(format!(
                 "Could not parse principal from `{}` (no colon is present separating the principal type from the principal name)",
                 self.entry.principal
             ));
-        }
-        if self.pattern.resource_type == ResourceType::Cluster && self.pattern.name != CLUSTER_NAME
-        {
-            return Err("The only valid name for the CLUSTER resource is kafka-cluster".to_owned());
         }
         Ok(())
     }

@@ -2,12 +2,13 @@
 //!
 //! [`acl`] holds the model (resource patterns, access entries, Kafka's codes); [`standard`] the
 //! decision, a pure function of the ACLs, `super.users`, `allow.everyone.if.no.acl.found` and
-//! the request's principal, client address, operation and resource; [`store`] the ACLs in force
-//! and their copy in the data directories. The handlers ask [`access::Access`] with the resource
+//! the request's principal, client address, operation and resource, over the ACLs as [`index`]
+//! holds them; [`store`] the ACLs in force and their copy in the data directories. The handlers ask [`access::Access`] with the resource
 //! and operation Kafka checks for each request.
 
 pub mod access;
 pub mod acl;
+pub mod index;
 pub mod standard;
 pub mod store;
 
@@ -17,8 +18,9 @@ pub use acl::{
     EntryFilter, PatternFilter, PatternType, PatternTypeFilter, Permission, ResourcePattern,
     ResourceType, WILDCARD,
 };
+pub use index::AclIndex;
 pub use standard::{
-    AuthorizerConfig, Decision, Requester, authorize, authorize_by_resource_type,
+    AuthorizerConfig, Decision, Requester, allow_covers, authorize, authorize_by_resource_type,
     authorized_operations,
 };
 

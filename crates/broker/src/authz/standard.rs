@@ -18,6 +18,7 @@ use std::collections::BTreeSet;
 use super::acl::{
     ANY_USER, AclBinding, AclOperation, PatternType, Permission, ResourceType, WILDCARD,
 };
+use super::index::AclIndex;
 
 /// `super.users` and `allow.everyone.if.no.acl.found`.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -81,8 +82,10 @@ pub enum Decision {
     Denied,
 }
 
-/// Whether an ACL with `granted` covers the `requested` operation when it allows.
-fn allow_covers(granted: AclOperation, requested: AclOperation) -> bool {
+/// Whether an ACL with `granted` covers the `requested` operation when it allows: the same
+/// operation, ALL, or one that implies it (READ, WRITE, DELETE and ALTER imply DESCRIBE;
+/// ALTER_CONFIGS implies DESCRIBE_CONFIGS).
+pub fn allow_covers(granted: AclOperation, requested: AclOperation) -> bool {
     use AclOperation::*;
     granted == All
         || granted == requested
@@ -102,7 +105,7 @@ fn counts_for(binding: &AclBinding, who: Requester<'_>) -> bool {
 
 /// The decision on `operation` over the resource `resource_type`:`name`.
 pub fn authorize(
-    acls: &[AclBinding],
+    acls: &AclIndex,
     config: &AuthorizerConfig,
     who: Requester<'_>,
     operation: AclOperation,
@@ -114,10 +117,7 @@ pub fn authorize(
     }
     let mut any_acl_applies = false;
     let mut allowed = false;
-    for binding in acls {
-        if binding.pattern.resource_type != resource_type || !binding.pattern.matches(name) {
-            continue;
-        }
+    for binding in acls.applicable(resource_type, name) {
         any_acl_applies = true;
         if !counts_for(binding, who) {
             continue;
@@ -142,7 +142,7 @@ pub fn authorize(
 /// Kafka's `authorizedOperations` field: bit `1 << code` set for each operation of the type
 /// that would be allowed on the resource.
 pub fn authorized_operations(
-    acls: &[AclBinding],
+    acls: &AclIndex,
     config: &AuthorizerConfig,
     who: Requester<'_>,
     resource_type: ResourceType,
@@ -161,7 +161,7 @@ pub fn authorized_operations(
 /// `authorizeByResourceType`, which an idempotent producer without IDEMPOTENT_WRITE on the
 /// cluster needs for WRITE on topics). Only exact operations and ALL count here, no implied ones.
 pub fn authorize_by_resource_type(
-    acls: &[AclBinding],
+    acls: &AclIndex,
     config: &AuthorizerConfig,
     who: Requester<'_>,
     operation: AclOperation,
@@ -173,11 +173,9 @@ pub fn authorize_by_resource_type(
         return Decision::Allowed;
     }
     let counting: Vec<&AclBinding> = acls
-        .iter()
+        .of_type(resource_type)
         .filter(|binding| {
-            binding.pattern.resource_type == resource_type
-                && counts_for(binding, who)
-                && deny_covers(binding.entry.operation, operation)
+            counts_for(binding, who) && deny_covers(binding.entry.operation, operation)
         })
         .collect();
     let with = |permission: Permission, pattern_type: PatternType| {

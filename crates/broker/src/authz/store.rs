@@ -14,9 +14,16 @@
 //! host, operation, permission. In the three text fields `%`, space, tab and line breaks are
 //! written `%25`, `%20`, `%09`, `%0A` and `%0D`, so any group id or principal fits on its line.
 //!
-//! Threads: readers take a snapshot (an `Arc` of the current list) and decide without a lock;
-//! changes are serialized by the write lock, stored, and only then published.
+//! Threads: readers take a snapshot (an `Arc` of the current index) and decide without a lock;
+//! changes are serialized by the generation's mutex, stored, and only then published.
+//!
+//! At startup the newest copy is written back to every online directory, so a directory that
+//! missed a change while it was offline holds the newest ACLs again. A directory that fails to
+//! open at startup takes no part in choosing the newest copy (as for the topic configs); if it
+//! held the only copy of the last change, that change is lost, and the broker says so in its log
+//! (see `Access::standard`).
 
+use std::collections::HashSet;
 use std::sync::Arc;
 
 use ferrolog_storage::StorageError;
@@ -27,23 +34,49 @@ use super::acl::{
     AccessEntry, AclBinding, AclFilter, AclOperation, PatternType, Permission, ResourcePattern,
     ResourceType,
 };
+use super::index::AclIndex;
 
 /// The document the ACLs are kept in.
 pub const ACLS_DOCUMENT: &str = "ferrolog-acls";
+
+/// The most ACLs one CreateAcls request may create, or one DeleteAcls request remove (Kafka's
+/// `MAX_RECORDS_PER_USER_OP`).
+pub const MAX_PER_REQUEST: usize = 10_000;
+
+/// Why a change of the ACLs was not made.
+#[derive(Debug, thiserror::Error)]
+pub enum AclChangeError {
+    /// The new ACLs could not be stored; nothing changed.
+    #[error(transparent)]
+    Storage(#[from] StorageError),
+    /// The change would take the ACLs past `ferrolog.max.acls`.
+    #[error("ferrolog.max.acls is {limit}: {held} ACLs are held and this would make {wanted}")]
+    TooMany {
+        /// `ferrolog.max.acls`.
+        limit: usize,
+        /// ACLs held now.
+        held: usize,
+        /// ACLs there would be.
+        wanted: usize,
+    },
+}
 
 /// The ACLs in force and their stored copy.
 #[derive(Debug)]
 pub struct AclStore {
     manager: Arc<LogManager>,
-    current: parking_lot::RwLock<Arc<Vec<AclBinding>>>,
-    /// The generation stored last; held while a change is written, which serializes changes.
+    current: parking_lot::RwLock<Arc<AclIndex>>,
+    /// The generation written last; held while a change is written, which serializes changes.
     generation: Mutex<u64>,
+    /// `ferrolog.max.acls`.
+    max_acls: usize,
 }
 
 impl AclStore {
-    /// Loads the stored ACLs. A damaged copy stops startup, naming the file and line: starting
+    /// Loads the stored ACLs and writes them back to every online directory, so that each
+    /// holds the newest copy. A damaged copy stops startup, naming the file and line: starting
     /// without some ACLs could open what they close.
-    pub fn open(manager: Arc<LogManager>) -> Result<Self, StorageError> {
+    pub fn open(manager: Arc<LogManager>, max_acls: usize) -> Result<Self, StorageError> {
         let document = manager.read_document(ACLS_DOCUMENT)?;
         let acls = parse(&document.body).map_err(|(line, reason)| StorageError::MalformedFile {
             path: document
@@ -54,21 +87,34 @@ impl AclStore {
             line: line + 2,
             reason,
         })?;
+        let generation = if document.source.is_some() {
+            let spread = Document {
+                generation: document.generation + 1,
+                body: document.body,
+                source: None,
+            };
+            manager.store_document(ACLS_DOCUMENT, &spread)?;
+            spread.generation
+        } else {
+            0
+        };
         Ok(Self {
             manager,
-            current: parking_lot::RwLock::new(Arc::new(acls)),
-            generation: Mutex::new(document.generation),
+            current: parking_lot::RwLock::new(Arc::new(AclIndex::new(acls))),
+            generation: Mutex::new(generation),
+            max_acls,
         })
     }
 
     /// The ACLs in force now.
-    pub fn snapshot(&self) -> Arc<Vec<AclBinding>> {
+    pub fn snapshot(&self) -> Arc<AclIndex> {
         Arc::clone(&self.current.read())
     }
 
     /// The ACLs `filter` selects, in stored order.
     pub fn describe(&self, filter: &AclFilter) -> Vec<AclBinding> {
         self.snapshot()
+            .all()
             .iter()
             .filter(|binding| filter.matches(binding))
             .cloned()
@@ -77,52 +123,75 @@ impl AclStore {
 
     /// Adds `bindings` (already validated); one already present is not added twice. Nothing
     /// changes unless the new list was stored.
-    pub fn create(&self, bindings: &[AclBinding]) -> Result<(), StorageError> {
+    pub fn create(&self, bindings: &[AclBinding]) -> Result<(), AclChangeError> {
         self.change(|acls| {
+            let mut present: HashSet<AclBinding> = acls.iter().cloned().collect();
             for binding in bindings {
-                if !acls.contains(binding) {
+                if present.insert(binding.clone()) {
                     acls.push(binding.clone());
                 }
             }
         })
-        .map(|_| ())
     }
 
     /// Removes what each filter selects; returns, per filter, the ACLs it removed (an ACL two
-    /// filters select is reported under each, as Kafka does). Nothing changes unless the new
-    /// list was stored.
-    pub fn delete(&self, filters: &[AclFilter]) -> Result<Vec<Vec<AclBinding>>, StorageError> {
+    /// filters select is reported under each, as Kafka does), or `None` for a filter that
+    /// would take the request past [`MAX_PER_REQUEST`] reported ACLs, which removes nothing.
+    /// Nothing changes unless the new list was stored.
+    pub fn delete(
+        &self,
+        filters: &[AclFilter],
+    ) -> Result<Vec<Option<Vec<AclBinding>>>, AclChangeError> {
+        let mut outcome = Vec::new();
         self.change(|acls| {
-            let removed: Vec<Vec<AclBinding>> = filters
-                .iter()
-                .map(|filter| {
-                    acls.iter()
-                        .filter(|binding| filter.matches(binding))
-                        .cloned()
-                        .collect()
-                })
-                .collect();
-            acls.retain(|binding| !filters.iter().any(|filter| filter.matches(binding)));
-            removed
-        })
+            let mut reported = 0usize;
+            let mut applied = Vec::new();
+            for filter in filters {
+                let selected: Vec<AclBinding> = acls
+                    .iter()
+                    .filter(|binding| filter.matches(binding))
+                    .cloned()
+                    .collect();
+                if reported + selected.len() > MAX_PER_REQUEST {
+                    outcome.push(None);
+                    continue;
+                }
+                reported += selected.len();
+                applied.push(filter);
+                outcome.push(Some(selected));
+            }
+            acls.retain(|binding| !applied.iter().any(|filter| filter.matches(binding)));
+        })?;
+        Ok(outcome)
     }
 
-    fn change<T>(&self, edit: impl FnOnce(&mut Vec<AclBinding>) -> T) -> Result<T, StorageError> {
+    /// Applies `edit` to a copy of the ACLs, stores the result under a new generation and
+    /// publishes it. The generation is spent even when the store fails: a copy may have been
+    /// written before the failure, and the next change must not reuse its number.
+    fn change(&self, edit: impl FnOnce(&mut Vec<AclBinding>)) -> Result<(), AclChangeError> {
         let mut generation = self.generation.lock();
-        let mut acls = Vec::clone(&self.snapshot());
-        let result = edit(&mut acls);
-        if acls == *self.snapshot() {
-            return Ok(result);
+        let current = self.snapshot();
+        let mut acls = current.all().to_vec();
+        edit(&mut acls);
+        if acls == current.all() {
+            return Ok(());
         }
+        if acls.len() > self.max_acls && acls.len() > current.len() {
+            return Err(AclChangeError::TooMany {
+                limit: self.max_acls,
+                held: current.len(),
+                wanted: acls.len(),
+            });
+        }
+        *generation += 1;
         let document = Document {
-            generation: *generation + 1,
+            generation: *generation,
             body: format(&acls),
             source: None,
         };
         self.manager.store_document(ACLS_DOCUMENT, &document)?;
-        *generation = document.generation;
-        *self.current.write() = Arc::new(acls);
-        Ok(result)
+        *self.current.write() = Arc::new(AclIndex::new(acls));
+        Ok(())
     }
 }
 

@@ -92,7 +92,7 @@ fn decide(
     name: &str,
 ) -> Decision {
     authorize(
-        acls,
+        &AclIndex::new(acls.to_vec()),
         &AuthorizerConfig::default(),
         who,
         operation,
@@ -108,7 +108,17 @@ fn without_any_acl_everything_is_denied_unless_allow_everyone_is_set() {
         allow_everyone_if_no_acl_found: true,
         ..AuthorizerConfig::default()
     };
-    assert_eq!(authorize(&[], &open, ALICE, Read, Topic, "orders"), Allowed);
+    assert_eq!(
+        authorize(
+            &AclIndex::new(Vec::new()),
+            &open,
+            ALICE,
+            Read,
+            Topic,
+            "orders"
+        ),
+        Allowed
+    );
 }
 
 #[test]
@@ -120,12 +130,26 @@ fn allow_everyone_applies_only_where_no_acl_of_anyone_applies() {
     // An ACL for bob on the topic: alice, with no ACL of her own there, is denied.
     let acls = [allow(Topic, "orders", BOB.principal, Write)];
     assert_eq!(
-        authorize(&acls, &open, ALICE, Read, Topic, "orders"),
+        authorize(
+            &AclIndex::new(acls.to_vec()),
+            &open,
+            ALICE,
+            Read,
+            Topic,
+            "orders"
+        ),
         Denied
     );
     // Another topic has no ACL: open.
     assert_eq!(
-        authorize(&acls, &open, ALICE, Read, Topic, "payments"),
+        authorize(
+            &AclIndex::new(acls.to_vec()),
+            &open,
+            ALICE,
+            Read,
+            Topic,
+            "payments"
+        ),
         Allowed
     );
     // A prefixed ACL covers every name under it, so those are no longer open.
@@ -137,13 +161,27 @@ fn allow_everyone_applies_only_where_no_acl_of_anyone_applies() {
         Read,
     )];
     assert_eq!(
-        authorize(&prefixed, &open, ALICE, Read, Topic, "payments"),
+        authorize(
+            &AclIndex::new(prefixed.to_vec()),
+            &open,
+            ALICE,
+            Read,
+            Topic,
+            "payments"
+        ),
         Denied
     );
     // A group ACL says nothing about topics.
     let group = [allow(Group, "orders", BOB.principal, Read)];
     assert_eq!(
-        authorize(&group, &open, ALICE, Read, Topic, "orders"),
+        authorize(
+            &AclIndex::new(group.to_vec()),
+            &open,
+            ALICE,
+            Read,
+            Topic,
+            "orders"
+        ),
         Allowed
     );
 }
@@ -157,11 +195,25 @@ fn super_users_may_do_everything_even_against_a_deny() {
     };
     let acls = [deny(Topic, WILDCARD, ANY_USER, All)];
     assert_eq!(
-        authorize(&acls, &config, admin, Delete, Topic, "orders"),
+        authorize(
+            &AclIndex::new(acls.to_vec()),
+            &config,
+            admin,
+            Delete,
+            Topic,
+            "orders"
+        ),
         Allowed
     );
     assert_eq!(
-        authorize(&acls, &config, ALICE, Read, Topic, "orders"),
+        authorize(
+            &AclIndex::new(acls.to_vec()),
+            &config,
+            ALICE,
+            Read,
+            Topic,
+            "orders"
+        ),
         Denied
     );
     assert!(
@@ -302,17 +354,32 @@ fn an_allow_implies_describe_and_describe_configs_but_a_deny_implies_nothing() {
 fn authorized_operations_is_the_bitfield_of_allowed_operations() {
     let config = AuthorizerConfig::default();
     let acls = [allow(Topic, "orders", ALICE.principal, Read)];
-    let bits = authorized_operations(&acls, &config, ALICE, Topic, "orders");
+    let bits = authorized_operations(
+        &AclIndex::new(acls.to_vec()),
+        &config,
+        ALICE,
+        Topic,
+        "orders",
+    );
     assert_eq!(bits, (1 << Read.code()) | (1 << Describe.code()));
     let admin = AuthorizerConfig::parse(Some("User:alice"), None).unwrap();
     // Kafka's figures for everything allowed.
     assert_eq!(
-        authorized_operations(&[], &admin, ALICE, Topic, "orders"),
+        authorized_operations(&AclIndex::new(Vec::new()), &admin, ALICE, Topic, "orders"),
         3576
     );
-    assert_eq!(authorized_operations(&[], &admin, ALICE, Group, "g"), 3400);
     assert_eq!(
-        authorized_operations(&[], &admin, ALICE, Cluster, CLUSTER_NAME),
+        authorized_operations(&AclIndex::new(Vec::new()), &admin, ALICE, Group, "g"),
+        3400
+    );
+    assert_eq!(
+        authorized_operations(
+            &AclIndex::new(Vec::new()),
+            &admin,
+            ALICE,
+            Cluster,
+            CLUSTER_NAME
+        ),
         8096
     );
 }
@@ -320,8 +387,9 @@ fn authorized_operations_is_the_bitfield_of_allowed_operations() {
 #[test]
 fn by_resource_type_write_on_some_topic_is_enough_unless_denied() {
     let config = AuthorizerConfig::default();
-    let decide_type =
-        |acls: &[AclBinding]| authorize_by_resource_type(acls, &config, ALICE, Write, Topic);
+    let decide_type = |acls: &[AclBinding]| {
+        authorize_by_resource_type(&AclIndex::new(acls.to_vec()), &config, ALICE, Write, Topic)
+    };
     assert_eq!(decide_type(&[]), Denied);
     assert_eq!(
         decide_type(&[allow(Topic, "orders", ALICE.principal, Write)]),
@@ -374,10 +442,12 @@ fn acls_are_checked_as_kafka_checks_them_before_storing() {
     assert_eq!(good.validate(), Ok(()));
     assert!(allow(Topic, "", ALICE.principal, Read).validate().is_err());
     assert!(allow(Topic, "orders", "alice", Read).validate().is_err());
-    assert!(
-        allow(Cluster, "my-cluster", ALICE.principal, Alter)
-            .validate()
-            .is_err()
+    // Kafka asks only for the colon.
+    assert_eq!(allow(Topic, "orders", "User:", Read).validate(), Ok(()));
+    // The cluster's name is checked first, as Kafka checks it.
+    assert_eq!(
+        allow(Cluster, "my-cluster", "nobody", Alter).validate(),
+        Err("The only valid name for the CLUSTER resource is kafka-cluster".to_owned())
     );
     assert_eq!(
         allow(Cluster, CLUSTER_NAME, ALICE.principal, Alter).validate(),
@@ -460,4 +530,62 @@ fn filters_select_patterns_as_kafka_s_describe_and_delete_do() {
         Some(PatternTypeFilter::Match)
     );
     assert_eq!(PatternTypeFilter::from_code(0), None);
+}
+
+#[test]
+fn the_index_finds_exactly_the_acls_whose_pattern_matches() {
+    // Names over a small alphabet, so that literals, prefixes (the whole name included), the
+    // wildcard and multi-byte characters meet often.
+    let alphabet = ["a", "b", "é", "*"];
+    let mut state = 0x9e37_79b9_7f4a_7c15u64;
+    let mut next = move |bound: usize| {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        (state % bound as u64) as usize
+    };
+    let name = |next: &mut dyn FnMut(usize) -> usize| {
+        (0..1 + next(3))
+            .map(|_| alphabet[next(alphabet.len())])
+            .collect::<String>()
+    };
+    for _ in 0..50 {
+        let acls: Vec<AclBinding> = (0..next(30))
+            .map(|_| {
+                let pattern_type = [PatternType::Literal, PatternType::Prefixed][next(2)];
+                let resource_type = [Topic, Group][next(2)];
+                let name = if next(5) == 0 {
+                    WILDCARD.to_owned()
+                } else {
+                    name(&mut next)
+                };
+                acl(
+                    resource_type,
+                    &name,
+                    pattern_type,
+                    ALICE.principal,
+                    WILDCARD,
+                    Read,
+                    Permission::Allow,
+                )
+            })
+            .collect();
+        let index = AclIndex::new(acls.clone());
+        for _ in 0..20 {
+            let (resource_type, asked) = ([Topic, Group][next(2)], name(&mut next));
+            let mut found: Vec<&AclBinding> = index.applicable(resource_type, &asked).collect();
+            let mut expected: Vec<&AclBinding> = acls
+                .iter()
+                .filter(|binding| {
+                    binding.pattern.resource_type == resource_type
+                        && binding.pattern.matches(&asked)
+                })
+                .collect();
+            found.sort();
+            found.dedup();
+            expected.sort();
+            expected.dedup();
+            assert_eq!(found, expected, "{resource_type} {asked:?} among {acls:?}");
+        }
+    }
 }

@@ -3,8 +3,11 @@
 //! authorizer each answers SECURITY_DISABLED, as Kafka does.
 //!
 //! A code Kafka does not define (or UNKNOWN, 0) makes the request one Kafka fails to parse, so
-//! the connection is closed; ANY where a stored ACL needs a value is INVALID_REQUEST for that
-//! creation, with Kafka's message.
+//! the connection is closed; ANY where a stored ACL needs a value fails every creation of the
+//! request (UNKNOWN_SERVER_ERROR), as Kafka cannot build that ACL; an empty name, a principal
+//! without `:`, or a cluster not named `kafka-cluster` fails its own creation (INVALID_REQUEST),
+//! each with Kafka's message. One request creates or removes at most 10,000 ACLs, and the broker
+//! keeps at most `ferrolog.max.acls` (POLICY_VIOLATION beyond).
 
 use std::collections::BTreeMap;
 
@@ -22,20 +25,20 @@ use kafka_protocol::messages::{
 use kafka_protocol::protocol::StrBytes;
 
 use crate::Context;
+use crate::authz::store::{AclChangeError, MAX_PER_REQUEST};
 use crate::authz::{
     AccessEntry, AclBinding, AclFilter, AclOperation, EntryFilter, PatternFilter, PatternType,
     PatternTypeFilter, Permission, ResourcePattern, ResourceType,
 };
 use crate::dispatch::MalformedRequest;
 use crate::errors::{
-    CLUSTER_AUTHORIZATION_FAILED, INVALID_REQUEST, NONE, SECURITY_DISABLED, UNKNOWN_SERVER_ERROR,
+    CLUSTER_AUTHORIZATION_FAILED, INVALID_REQUEST, NONE, POLICY_VIOLATION, SECURITY_DISABLED,
+    UNKNOWN_SERVER_ERROR,
 };
 use crate::session::Session;
 
 /// Kafka's ANY, in every code set of the ACL APIs.
 const ANY: i8 = 1;
-/// The most ACLs one CreateAcls request may create (Kafka's `MAX_RECORDS_PER_USER_OP`).
-const MAX_CREATIONS: usize = 10_000;
 
 pub fn describe(
     context: &Context,
@@ -115,7 +118,7 @@ pub fn create(
     let candidates = request
         .creations
         .iter()
-        .map(binding_of)
+        .map(candidate_of)
         .collect::<Result<Vec<_>, _>>()?;
     let all_refused = |code, message: &str| {
         CreateAclsResponse::default().with_results(
@@ -140,30 +143,47 @@ pub fn create(
             "No Authorizer is configured.",
         ));
     };
-    if candidates.len() > MAX_CREATIONS {
+    // Kafka cannot build an ACL of ANY (or a MATCH pattern): the whole request fails.
+    if let Some(message) = candidates.iter().find_map(|candidate| match candidate {
+        Candidate::Unbuildable(message) => Some(message),
+        _ => None,
+    }) {
+        return Ok(all_refused(UNKNOWN_SERVER_ERROR, message));
+    }
+    if candidates.len() > MAX_PER_REQUEST {
         return Ok(all_refused(
             INVALID_REQUEST,
-            &format!("a CreateAcls request creates at most {MAX_CREATIONS} ACLs"),
+            &format!("a CreateAcls request creates at most {MAX_PER_REQUEST} ACLs"),
         ));
     }
     let valid: Vec<AclBinding> = candidates
         .iter()
-        .filter_map(|candidate| candidate.as_ref().ok().cloned())
+        .filter_map(|candidate| match candidate {
+            Candidate::Valid(binding) => Some(binding.clone()),
+            _ => None,
+        })
         .collect();
     let stored = acls.create(&valid);
+    if let Err(error) = &stored {
+        tracing::warn!(%error, "new ACLs refused");
+    }
     let results = candidates
         .iter()
         .map(|candidate| match (candidate, &stored) {
-            (Err(message), _) => failed_creation(INVALID_REQUEST, message),
-            (Ok(_), Ok(())) => AclCreationResult::default()
+            (Candidate::Invalid(message) | Candidate::Unbuildable(message), _) => {
+                failed_creation(INVALID_REQUEST, message)
+            }
+            (Candidate::Valid(_), Ok(())) => AclCreationResult::default()
                 .with_error_code(NONE)
                 .with_error_message(None),
-            (Ok(_), Err(error)) => failed_creation(UNKNOWN_SERVER_ERROR, &error.to_string()),
+            (Candidate::Valid(_), Err(error @ AclChangeError::TooMany { .. })) => {
+                failed_creation(POLICY_VIOLATION, &error.to_string())
+            }
+            (Candidate::Valid(_), Err(error)) => {
+                failed_creation(UNKNOWN_SERVER_ERROR, &error.to_string())
+            }
         })
         .collect();
-    if let Err(error) = &stored {
-        tracing::error!(%error, "could not store new ACLs");
-    }
     Ok(CreateAclsResponse::default().with_results(results))
 }
 
@@ -219,10 +239,15 @@ pub fn delete(
         Ok(removed) => Ok(DeleteAclsResponse::default().with_filter_results(
             removed
                 .into_iter()
-                .map(|bindings| {
-                    DeleteAclsFilterResult::default()
+                .map(|bindings| match bindings {
+                    Some(bindings) => DeleteAclsFilterResult::default()
                         .with_error_message(None)
-                        .with_matching_acls(bindings.into_iter().map(matching_acl).collect())
+                        .with_matching_acls(bindings.into_iter().map(matching_acl).collect()),
+                    None => DeleteAclsFilterResult::default()
+                        .with_error_code(INVALID_REQUEST)
+                        .with_error_message(Some(StrBytes::from_string(format!(
+                            "a DeleteAcls request removes at most {MAX_PER_REQUEST} ACLs"
+                        )))),
                 })
                 .collect(),
         )),
@@ -266,53 +291,70 @@ fn decoded<T>(
     }
 }
 
-/// The ACL a creation asks for, or Kafka's message refusing it; `Err` outside when Kafka could
-/// not parse the request.
-fn binding_of(creation: &AclCreation) -> Result<Result<AclBinding, String>, MalformedRequest> {
+/// What a creation asks for, as Kafka judges it.
+enum Candidate {
+    /// An ACL to store.
+    Valid(AclBinding),
+    /// Refused on its own (INVALID_REQUEST), with Kafka's message.
+    Invalid(String),
+    /// ANY, or a MATCH pattern, where an ACL needs a value: Kafka cannot build the ACL and
+    /// fails the whole request (UNKNOWN_SERVER_ERROR), with this message.
+    Unbuildable(String),
+}
+
+/// Judges one creation; `Err` when Kafka could not parse the request at all.
+fn candidate_of(creation: &AclCreation) -> Result<Candidate, MalformedRequest> {
     let resource_type = decoded(
         creation.resource_type,
         ResourceType::from_code,
         "resource type",
     )?;
-    let pattern_type = match PatternTypeFilter::from_code(creation.resource_pattern_type) {
-        Some(PatternTypeFilter::Exactly(pattern_type)) => Ok(pattern_type),
-        Some(PatternTypeFilter::Any) => Err("Invalid patternType ANY"),
-        Some(PatternTypeFilter::Match) => Err("Invalid patternType MATCH"),
-        None => {
-            return Err(MalformedRequest(format!(
+    let pattern_type =
+        PatternTypeFilter::from_code(creation.resource_pattern_type).ok_or_else(|| {
+            MalformedRequest(format!(
                 "pattern type code {} is not one Kafka defines",
                 creation.resource_pattern_type
-            )));
-        }
-    };
+            ))
+        })?;
     let operation = decoded(creation.operation, AclOperation::from_code, "operation")?;
     let permission = decoded(
         creation.permission_type,
         Permission::from_code,
         "permission",
     )?;
-    let binding = (|| {
-        let resource_type = resource_type.ok_or("Invalid resourceType ANY")?;
-        let pattern_type: PatternType = pattern_type?;
-        let operation = operation.ok_or("Invalid operation ANY")?;
-        let permission = permission.ok_or("Invalid permissionType ANY")?;
-        Ok::<_, &str>(AclBinding {
-            pattern: ResourcePattern {
-                resource_type,
-                name: creation.resource_name.to_string(),
-                pattern_type,
-            },
-            entry: AccessEntry {
-                principal: creation.principal.to_string(),
-                host: creation.host.to_string(),
-                operation,
-                permission,
-            },
-        })
-    })();
-    Ok(binding
-        .map_err(str::to_owned)
-        .and_then(|binding| binding.validate().map(|()| binding)))
+    // In the order Kafka's constructors check them.
+    let unbuildable = |message: &str| Ok(Candidate::Unbuildable(message.to_owned()));
+    let Some(resource_type) = resource_type else {
+        return unbuildable("resourceType must not be ANY");
+    };
+    let pattern_type: PatternType = match pattern_type {
+        PatternTypeFilter::Exactly(pattern_type) => pattern_type,
+        PatternTypeFilter::Any => return unbuildable("patternType must not be ANY"),
+        PatternTypeFilter::Match => return unbuildable("patternType must not be MATCH"),
+    };
+    let Some(operation) = operation else {
+        return unbuildable("operation must not be ANY");
+    };
+    let Some(permission) = permission else {
+        return unbuildable("permissionType must not be ANY");
+    };
+    let binding = AclBinding {
+        pattern: ResourcePattern {
+            resource_type,
+            name: creation.resource_name.to_string(),
+            pattern_type,
+        },
+        entry: AccessEntry {
+            principal: creation.principal.to_string(),
+            host: creation.host.to_string(),
+            operation,
+            permission,
+        },
+    };
+    Ok(match binding.validate() {
+        Ok(()) => Candidate::Valid(binding),
+        Err(message) => Candidate::Invalid(message),
+    })
 }
 
 fn filter_of(

@@ -26,10 +26,18 @@ pub fn handle(
 ) -> CreateTopicsResponse {
     let version = header.request_api_version;
     let default_partitions = context.config.num_partitions;
+    // Only the topics the session may create count, as Kafka counts them.
+    let creatable: Vec<bool> = request
+        .topics
+        .iter()
+        .map(|topic| super::metadata::may_create(context, session, &topic.name.0))
+        .collect();
     let requested: i64 = request
         .topics
         .iter()
-        .map(|topic| match topic.num_partitions {
+        .zip(&creatable)
+        .filter(|(_, creatable)| **creatable)
+        .map(|(topic, _)| match topic.num_partitions {
             -1 => i64::from(default_partitions),
             count if count > 0 => i64::from(count),
             _ => 0,
@@ -40,7 +48,8 @@ pub fn handle(
     let topics = request
         .topics
         .into_iter()
-        .map(|topic| {
+        .zip(creatable)
+        .map(|(topic, creatable)| {
             let name = topic.name.0.to_string();
             let partitions = if topic.num_partitions == -1 {
                 context.config.num_partitions
@@ -57,7 +66,7 @@ pub fn handle(
                         .map(|value| (config.name.to_string(), value.to_string()))
                 })
                 .collect();
-            let outcome = if !super::metadata::may_create(context, session, &name) {
+            let outcome = if !creatable {
                 // Before anything about the topic is looked at: the answer does not tell
                 // whether it exists.
                 Err((

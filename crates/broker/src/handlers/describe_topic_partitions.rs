@@ -43,12 +43,19 @@ pub fn handle(
         .map_or((String::new(), 0), |cursor| {
             (cursor.topic_name.0.to_string(), cursor.partition_index)
         });
+    let describable = |name: &str| {
+        context
+            .access
+            .allows(session, AclOperation::Describe, ResourceType::Topic, name)
+    };
     let mut names: Vec<String> = if every_topic {
+        // Left out before paging, so that no cursor names a topic the session may not see.
         context
             .manager
             .topics()
             .into_iter()
             .map(|(name, _)| name)
+            .filter(|name| describable(name))
             .collect()
     } else {
         request
@@ -87,18 +94,13 @@ pub fn handle(
             next_cursor = Some(cursor_at(&name, 0));
             break;
         }
-        if !context
-            .access
-            .allows(session, AclOperation::Describe, ResourceType::Topic, &name)
-        {
-            // Named: refused, existing or not. Every topic asked for: left out.
-            if !every_topic {
-                topics.push(
-                    DescribeTopicPartitionsResponseTopic::default()
-                        .with_name(Some(TopicName(StrBytes::from_string(name))))
-                        .with_error_code(errors::TOPIC_AUTHORIZATION_FAILED),
-                );
-            }
+        if !every_topic && !describable(&name) {
+            // Named: refused, existing or not.
+            topics.push(
+                DescribeTopicPartitionsResponseTopic::default()
+                    .with_name(Some(TopicName(StrBytes::from_string(name))))
+                    .with_error_code(errors::TOPIC_AUTHORIZATION_FAILED),
+            );
             continue;
         }
         let partitions = context.manager.partitions_of(&name);

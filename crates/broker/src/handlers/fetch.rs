@@ -83,26 +83,30 @@ pub async fn handle(
     }
 }
 
-/// The topics the session may not read: READ on each topic for a consumer; a follower's fetch
-/// (a replica id of 0 or more) needs CLUSTER_ACTION on the cluster, and without it every topic
-/// is refused, as Kafka refuses it.
+/// The topics the session may not read: READ on each topic for a consumer. A follower's fetch
+/// (a replica id of 0 or more) needs CLUSTER_ACTION on the cluster instead, and without it
+/// every topic is refused, as Kafka refuses it.
 fn denied_topics(context: &Context, session: &Session, request: &FetchRequest) -> HashSet<String> {
-    let follower_denied = request.replica_id.0 >= 0
-        && !context
+    let names = request.topics.iter().map(|topic| topic.topic.0.as_str());
+    let denied: Vec<&str> = if request.replica_id.0 >= 0 {
+        if context
             .access
-            .allows_on_cluster(session, AclOperation::ClusterAction);
-    request
-        .topics
-        .iter()
-        .map(|topic| topic.topic.0.as_str())
-        .filter(|name| {
-            follower_denied
-                || !context
+            .allows_on_cluster(session, AclOperation::ClusterAction)
+        {
+            Vec::new()
+        } else {
+            names.collect()
+        }
+    } else {
+        names
+            .filter(|name| {
+                !context
                     .access
                     .allows(session, AclOperation::Read, ResourceType::Topic, name)
-        })
-        .map(str::to_owned)
-        .collect()
+            })
+            .collect()
+    };
+    denied.into_iter().map(str::to_owned).collect()
 }
 
 /// Bytes out per topic, for the response actually sent.

@@ -4,10 +4,9 @@
 //! `__admin_client`, Kafka's own admin tooling) and DeleteRecords on one, with
 //! INVALID_TOPIC_EXCEPTION. Kafka lets a client create an internal topic with settings of its
 //! choosing, delete one, add partitions to it, or change its configuration, and relies on ACLs
-//! to stop that; ferrolog has no ACLs yet, and each of those loses consumer groups' committed
-//! offsets (a deleted topic; a partition count other than `offsets.topic.num.partitions`
-//! placing groups elsewhere; a `cleanup.policy` letting retention delete them), so it refuses
-//! them. docs/operations.md lists these differences.
+//! to stop that; each of those loses consumer groups' committed offsets (a deleted topic; a
+//! partition count other than `offsets.topic.num.partitions` placing groups elsewhere; a
+//! `cleanup.policy` letting retention delete them), so ferrolog refuses them whatever the ACLs. docs/operations.md lists these differences.
 
 use std::collections::BTreeMap;
 

@@ -27,11 +27,10 @@ pub async fn handle(
         ResourceType::Group,
         &request.group_id.0,
     ) {
-        let refused = JoinResult::error(errors::GROUP_AUTHORIZATION_FAILED, &request.member_id);
+        // Kafka's error response: no generation, no member id.
         return JoinGroupResponse::default()
-            .with_error_code(refused.error)
-            .with_generation_id(refused.generation)
-            .with_member_id(StrBytes::from_string(refused.member_id));
+            .with_error_code(errors::GROUP_AUTHORIZATION_FAILED)
+            .with_generation_id(-1);
     }
     let join = JoinRequest {
         group: request.group_id.0.to_string(),

@@ -1,6 +1,7 @@
-//! One handler per API, each `fn handle(context, header, request) -> response` (async ones,
-//! which may wait for other requests, also get the client's address). How each runs is declared
-//! in the API table of [`crate::dispatch`].
+//! One handler per API, each `fn handle(context, session, header, request) -> response` (async
+//! ones may wait for other requests); the session says who asks, for the authorization each
+//! handler applies first. How each runs, and what it needs allowed, is declared in the API table
+//! of [`crate::dispatch`].
 
 pub mod acls;
 pub mod api_versions;

@@ -2,9 +2,10 @@
 //! high watermark to the new end in the same step (a single replica). acks=0, 1 and all are
 //! answered alike once the append is done (the dispatcher sends nothing for acks=0).
 //!
-//! Authorization as Kafka's: WRITE on each topic (TOPIC_AUTHORIZATION_FAILED on its
-//! partitions otherwise, before anything about the topic is looked up), and WRITE on the
-//! transactional id when one is given.
+//! Authorization as Kafka's: WRITE on the transactional id when the request carries
+//! transactional batches (TRANSACTIONAL_ID_AUTHORIZATION_FAILED on every partition otherwise),
+//! then WRITE on each topic (TOPIC_AUTHORIZATION_FAILED on its partitions, before anything
+//! about the topic is looked up).
 //!
 //! A partition named again in the same request is refused with INVALID_REQUEST (Kafka keeps
 //! the last and drops the others unanswered); so each partition is appended at most once per
@@ -17,6 +18,7 @@ use kafka_protocol::messages::produce_response::{PartitionProduceResponse, Topic
 use kafka_protocol::messages::{ProduceRequest, ProduceResponse, RequestHeader};
 use kafka_protocol::protocol::StrBytes;
 
+use ferrolog_records::batch::{Attributes, field};
 use ferrolog_storage::TopicPartition;
 
 use super::internal_topics;
@@ -33,16 +35,17 @@ pub fn handle(
 ) -> Option<ProduceResponse> {
     let version = header.request_api_version;
     let acks = request.acks;
-    // Kafka checks the transactional id of a transactional producer first, answering every
-    // partition when it is denied.
-    let denied_transaction = request.transactional_id.as_ref().is_some_and(|id| {
-        !context.access.allows(
-            session,
-            AclOperation::Write,
-            ResourceType::TransactionalId,
-            id,
-        )
-    });
+    // Kafka checks WRITE on the transactional id first when the request carries transactional
+    // batches (one without an id is refused alike), answering every partition.
+    let denied_transaction = has_transactional_batches(&request)
+        && !request.transactional_id.as_ref().is_some_and(|id| {
+            context.access.allows(
+                session,
+                AclOperation::Write,
+                ResourceType::TransactionalId,
+                id,
+            )
+        });
     let mut seen = HashSet::new();
     let responses = request
         .topic_data
@@ -133,4 +136,19 @@ pub fn handle(
         })
         .collect();
     (acks != 0).then(|| ProduceResponse::default().with_responses(responses))
+}
+
+/// Whether the first batch of some partition's records is transactional, as Kafka decides it
+/// (`RequestUtils.hasTransactionalRecords`). Records too short to hold a batch header are not:
+/// the append refuses them later for what they are.
+fn has_transactional_batches(request: &ProduceRequest) -> bool {
+    request
+        .topic_data
+        .iter()
+        .flat_map(|topic| &topic.partition_data)
+        .filter_map(|partition| partition.records.as_ref())
+        .filter_map(|records| records.get(field::ATTRIBUTES..field::ATTRIBUTES + 2))
+        .any(|attributes| {
+            Attributes(u16::from_be_bytes([attributes[0], attributes[1]])).is_transactional()
+        })
 }
