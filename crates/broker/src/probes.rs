@@ -139,7 +139,8 @@ pub fn match_any_acl() -> DescribeAclsRequest {
         .with_permission_type(1)
 }
 
-fn creation(
+/// A CreateAcls entry for `User:ANONYMOUS`, in Kafka's codes.
+pub fn creation(
     resource_type: i8,
     name: &str,
     pattern_type: i8,

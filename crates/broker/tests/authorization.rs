@@ -22,7 +22,6 @@ use ferrolog_broker::authz::{
 use ferrolog_broker::dispatch::{self, SUPPORTED};
 use ferrolog_broker::probes;
 use ferrolog_storage::manager::ManagerConfig;
-use kafka_protocol::messages::create_acls_request::AclCreation;
 use kafka_protocol::messages::delete_acls_request::DeleteAclsFilter;
 use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
 use kafka_protocol::messages::*;
@@ -73,17 +72,7 @@ fn acl(resource_type: ResourceType, name: &str, host: &str, operation: AclOperat
 }
 
 async fn start(dir: &std::path::Path) -> Broker {
-    Broker::start_with(
-        ManagerConfig {
-            log_dirs: vec![dir.to_path_buf()],
-            ..ManagerConfig::default()
-        },
-        BrokerConfig {
-            authorizer: Some(AuthorizerConfig::default()),
-            ..BrokerConfig::default()
-        },
-    )
-    .await
+    start_limited(dir, BrokerConfig::default().max_acls).await
 }
 
 /// A connection from `host` (a loopback address), so ACLs can tell it apart.
@@ -120,22 +109,33 @@ fn grant_admin(broker: &Broker) {
         .unwrap();
 }
 
-fn creation(
-    resource_type: i8,
-    name: &str,
-    pattern_type: i8,
-    host: &str,
-    operation: i8,
-    permission: i8,
-) -> AclCreation {
-    AclCreation::default()
-        .with_resource_type(resource_type)
-        .with_resource_name(text(name))
-        .with_resource_pattern_type(pattern_type)
-        .with_principal(text("User:ANONYMOUS"))
-        .with_host(text(host))
-        .with_operation(operation)
-        .with_permission_type(permission)
+/// A broker with the authorizer, the administrator allowed everything, `topics` created, and a
+/// connection from the administrator's host and one from the client's.
+struct Scene {
+    /// Declared first, dropped last: the broker's files outlive it.
+    _dir: tempfile::TempDir,
+    broker: Broker,
+    admin: Client,
+    client: Client,
+}
+
+impl Scene {
+    async fn new(topics: &[&str]) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let broker = start(dir.path()).await;
+        grant_admin(&broker);
+        let mut admin = connect_from(&broker, ADMIN_HOST).await;
+        for topic in topics {
+            assert_eq!(admin.create_topic(topic, 1, &[]).await.error_code, 0);
+        }
+        let client = connect_from(&broker, CLIENT_HOST).await;
+        Self {
+            _dir: dir,
+            broker,
+            admin,
+            client,
+        }
+    }
 }
 
 async fn describe_all(client: &mut Client) -> DescribeAclsResponse {
@@ -153,14 +153,14 @@ async fn acls_are_created_described_deleted_and_kept_across_a_restart() {
 
     let request = CreateAclsRequest::default().with_creations(vec![
         // TOPIC orders-* PREFIXED, READ allowed from the client host.
-        creation(2, "orders-", 4, CLIENT_HOST, 3, 3),
+        probes::creation(2, "orders-", 4, CLIENT_HOST, 3, 3),
         // GROUP billing LITERAL, ALL denied from anywhere.
-        creation(3, GROUP, 3, "*", 2, 2),
+        probes::creation(3, GROUP, 3, "*", 2, 2),
         // Refused one by one as Kafka refuses them: a cluster not named kafka-cluster, an
         // empty name, a principal without a colon.
-        creation(4, "other", 3, "*", 7, 3),
-        creation(2, "", 3, "*", 3, 3),
-        creation(2, "t", 3, "*", 3, 3).with_principal(text("alice")),
+        probes::creation(4, "other", 3, "*", 7, 3),
+        probes::creation(2, "", 3, "*", 3, 3),
+        probes::creation(2, "t", 3, "*", 3, 3).with_principal(text("alice")),
     ]);
     let created: CreateAclsResponse = admin.send(ApiKey::CreateAcls, 3, &request).await;
     let codes: Vec<i16> = created.results.iter().map(|r| r.error_code).collect();
@@ -174,8 +174,8 @@ async fn acls_are_created_described_deleted_and_kept_across_a_restart() {
             ApiKey::CreateAcls,
             3,
             &CreateAclsRequest::default().with_creations(vec![
-                creation(2, "fine", 3, "*", 3, 3),
-                creation(2, "t", 3, "*", 1, 3),
+                probes::creation(2, "fine", 3, "*", 3, 3),
+                probes::creation(2, "t", 3, "*", 1, 3),
             ]),
         )
         .await;
@@ -309,7 +309,8 @@ async fn without_an_authorizer_the_acl_apis_answer_security_disabled() {
         .send(
             ApiKey::CreateAcls,
             3,
-            &CreateAclsRequest::default().with_creations(vec![creation(2, "t", 3, "*", 3, 3)]),
+            &CreateAclsRequest::default()
+                .with_creations(vec![probes::creation(2, "t", 3, "*", 3, 3)]),
         )
         .await;
     assert_eq!(created.results[0].error_code, SECURITY_DISABLED);
@@ -328,12 +329,12 @@ async fn probe(client: &mut Client, api: ApiKey) -> Option<Vec<i16>> {
 
 #[tokio::test]
 async fn every_api_is_refused_without_its_acl_and_served_with_it() {
-    let dir = tempfile::tempdir().unwrap();
-    let broker = start(dir.path()).await;
-    grant_admin(&broker);
-    let mut admin = connect_from(&broker, ADMIN_HOST).await;
-    assert_eq!(admin.create_topic(TOPIC, 1, &[]).await.error_code, 0);
-    let mut client = connect_from(&broker, CLIENT_HOST).await;
+    let Scene {
+        _dir,
+        broker,
+        admin: _,
+        mut client,
+    } = Scene::new(&[TOPIC]).await;
 
     // No ACL for the client's host: each API is refused with Kafka's code, the topic's
     // existence is not revealed, and what lists things leaves them out.
@@ -452,11 +453,12 @@ async fn every_api_is_refused_without_its_acl_and_served_with_it() {
 
 #[tokio::test]
 async fn a_deny_wins_and_a_describable_missing_topic_is_reported_missing() {
-    let dir = tempfile::tempdir().unwrap();
-    let broker = start(dir.path()).await;
-    grant_admin(&broker);
-    let mut admin = connect_from(&broker, ADMIN_HOST).await;
-    assert_eq!(admin.create_topic(TOPIC, 1, &[]).await.error_code, 0);
+    let Scene {
+        _dir,
+        broker,
+        mut admin,
+        mut client,
+    } = Scene::new(&[TOPIC]).await;
     let acls = broker.context.access.acls().unwrap();
     let mut deny_write = acl(ResourceType::Topic, TOPIC, "*", AclOperation::Write);
     deny_write.entry.permission = Permission::Deny;
@@ -465,7 +467,6 @@ async fn a_deny_wins_and_a_describable_missing_topic_is_reported_missing() {
         deny_write,
     ])
     .unwrap();
-    let mut client = connect_from(&broker, CLIENT_HOST).await;
     let produced = client.produce(TOPIC, 0, bytes::Bytes::new()).await;
     assert_eq!(produced.error_code, TOPIC_AUTHORIZATION_FAILED);
     // DESCRIBE (implied by ALL) on a missing topic: Kafka tells it is missing.
@@ -659,7 +660,7 @@ async fn acls_are_limited_in_all_and_per_request() {
     let request = CreateAclsRequest::default().with_creations(
         ["x", "y", "z"]
             .iter()
-            .map(|name| creation(2, name, 3, "*", 3, 3))
+            .map(|name| probes::creation(2, name, 3, "*", 3, 3))
             .collect(),
     );
     let created: CreateAclsResponse = admin.send(ApiKey::CreateAcls, 3, &request).await;
@@ -758,11 +759,12 @@ async fn paging_every_topic_never_names_one_the_client_may_not_describe() {
 
 #[tokio::test]
 async fn transactional_batches_need_write_on_their_transactional_id() {
-    let dir = tempfile::tempdir().unwrap();
-    let broker = start(dir.path()).await;
-    grant_admin(&broker);
-    let mut admin = connect_from(&broker, ADMIN_HOST).await;
-    assert_eq!(admin.create_topic(TOPIC, 1, &[]).await.error_code, 0);
+    let Scene {
+        _dir,
+        broker,
+        admin: _,
+        mut client,
+    } = Scene::new(&[TOPIC]).await;
     broker
         .context
         .access
@@ -775,7 +777,6 @@ async fn transactional_batches_need_write_on_their_transactional_id() {
             AclOperation::Write,
         )])
         .unwrap();
-    let mut client = connect_from(&broker, CLIENT_HOST).await;
     // A batch header whose attributes say transactional (bit 4); the rest does not matter,
     // the check comes first.
     let mut transactional = vec![0u8; 61];
@@ -812,12 +813,12 @@ async fn transactional_batches_need_write_on_their_transactional_id() {
 
 #[tokio::test]
 async fn a_followers_fetch_needs_cluster_action_and_nothing_else() {
-    let dir = tempfile::tempdir().unwrap();
-    let broker = start(dir.path()).await;
-    grant_admin(&broker);
-    let mut admin = connect_from(&broker, ADMIN_HOST).await;
-    assert_eq!(admin.create_topic(TOPIC, 1, &[]).await.error_code, 0);
-    let mut client = connect_from(&broker, CLIENT_HOST).await;
+    let Scene {
+        _dir,
+        broker,
+        admin: _,
+        mut client,
+    } = Scene::new(&[TOPIC]).await;
     let fetch = FetchRequest::default()
         .with_replica_id(BrokerId(0))
         .with_max_bytes(1 << 20)

@@ -85,19 +85,14 @@ fn kafka_acls_answers_the_same_against_ferrolog() {
     let server = Server::start_with(&ferrolog_dir, &AUTHORIZER);
     let kafka_address = kafka.bootstrap();
     let ferrolog_address = format!("127.0.0.1:{}", server.port);
-    let same = |args: &[&str], sorted| same_acls(&kafka_address, &ferrolog_address, args, sorted);
+    // Each command is written on one line, its arguments separated by spaces.
+    let same = |command: &str, sorted| {
+        let args: Vec<&str> = command.split_whitespace().collect();
+        same_acls(&kafka_address, &ferrolog_address, &args, sorted)
+    };
 
     let added = same(
-        &[
-            "--add",
-            "--allow-principal",
-            "User:ANONYMOUS",
-            "--allow-host",
-            "127.0.0.1",
-            "--operation",
-            "All",
-            "--cluster",
-        ],
+        "--add --allow-principal User:ANONYMOUS --allow-host 127.0.0.1 --operation All --cluster",
         false,
     );
     assert!(
@@ -105,45 +100,18 @@ fn kafka_acls_answers_the_same_against_ferrolog() {
         "{added}"
     );
     same(
-        &[
-            "--add",
-            "--allow-principal",
-            "User:alice",
-            "--operation",
-            "Read",
-            "--operation",
-            "Write",
-            "--topic",
-            "orders-",
-            "--resource-pattern-type",
-            "prefixed",
-        ],
+        "--add --allow-principal User:alice --operation Read --operation Write --topic orders- --resource-pattern-type prefixed",
         false,
     );
     same(
-        &[
-            "--add",
-            "--deny-principal",
-            "User:mallory",
-            "--operation",
-            "All",
-            "--group",
-            "billing",
-        ],
+        "--add --deny-principal User:mallory --operation All --group billing",
         false,
     );
     same(
-        &[
-            "--add",
-            "--allow-principal",
-            "User:bob",
-            "--producer",
-            "--topic",
-            "t1",
-        ],
+        "--add --allow-principal User:bob --producer --topic t1",
         false,
     );
-    let listed = same(&["--list"], true);
+    let listed = same("--list", true);
     for expected in [
         "principal=User:alice, host=*, operation=WRITE, permissionType=ALLOW",
         "principal=User:mallory, host=*, operation=ALL, permissionType=DENY",
@@ -156,13 +124,7 @@ fn kafka_acls_answers_the_same_against_ferrolog() {
     }
     // The ACLs that would apply to one topic: the prefixed one only.
     let matching = same(
-        &[
-            "--list",
-            "--topic",
-            "orders-eu",
-            "--resource-pattern-type",
-            "match",
-        ],
+        "--list --topic orders-eu --resource-pattern-type match",
         true,
     );
     assert!(
@@ -171,33 +133,14 @@ fn kafka_acls_answers_the_same_against_ferrolog() {
     );
     assert!(!matching.contains("name=t1"), "{matching}");
     same(
-        &[
-            "--remove",
-            "--force",
-            "--deny-principal",
-            "User:mallory",
-            "--operation",
-            "All",
-            "--group",
-            "billing",
-        ],
+        "--remove --force --deny-principal User:mallory --operation All --group billing",
         false,
     );
 
     // A DENY for this host on one topic. CREATE on the cluster (ALL, above) still lets the
     // topic be created, as Kafka allows; describing it, and producing to it, are refused.
     same(
-        &[
-            "--add",
-            "--deny-principal",
-            "User:ANONYMOUS",
-            "--deny-host",
-            "127.0.0.1",
-            "--operation",
-            "All",
-            "--topic",
-            "secret",
-        ],
+        "--add --deny-principal User:ANONYMOUS --deny-host 127.0.0.1 --operation All --topic secret",
         false,
     );
     for bootstrap in [&kafka_address, &ferrolog_address] {
@@ -225,7 +168,7 @@ fn kafka_acls_answers_the_same_against_ferrolog() {
     }
 
     // Both keep their ACLs across a restart.
-    let before = same(&["--list"], true);
+    let before = same("--list", true);
     server.stop();
     kafka.stop();
     kafka.restart();
@@ -277,11 +220,12 @@ fn wait_for_acls(port: u16, count: usize) {
     }
 }
 
-/// Adds one ACL with kafka-acls against both brokers.
-fn add_acl(brokers: [&str; 2], args: &[&str]) {
+/// Adds ACLs for `User:ANONYMOUS` with kafka-acls against both brokers; `args` (after the
+/// principal) are separated by spaces.
+fn add_acl(brokers: [&str; 2], args: &str) {
     for bootstrap in brokers {
         let mut all = vec!["--add", "--allow-principal", "User:ANONYMOUS"];
-        all.extend_from_slice(args);
+        all.extend(args.split_whitespace());
         let (ok, stdout, stderr) = run(ACLS, bootstrap, &all, b"");
         assert!(
             ok,
@@ -308,35 +252,15 @@ fn every_api_is_authorized_as_kafka_authorizes_it() {
     // nothing.
     add_acl(
         brokers,
-        &[
-            "--allow-host",
-            ADMIN_HOST,
-            "--operation",
-            "All",
-            "--cluster",
-        ],
+        &format!("--allow-host {ADMIN_HOST} --operation All --cluster"),
     );
     add_acl(
         brokers,
-        &[
-            "--allow-host",
-            ADMIN_HOST,
-            "--operation",
-            "All",
-            "--topic",
-            "*",
-        ],
+        &format!("--allow-host {ADMIN_HOST} --operation All --topic *"),
     );
     add_acl(
         brokers,
-        &[
-            "--allow-host",
-            ADMIN_HOST,
-            "--operation",
-            "All",
-            "--group",
-            "*",
-        ],
+        &format!("--allow-host {ADMIN_HOST} --operation All --group *"),
     );
     for bootstrap in brokers {
         for topic in [TOPIC.to_owned(), probes::doomed_topic(TOPIC)] {
@@ -367,38 +291,18 @@ fn every_api_is_authorized_as_kafka_authorizes_it() {
     for (resource, name) in [("--topic", TOPIC), ("--group", GROUP)] {
         add_acl(
             brokers,
-            &[
-                "--allow-host",
-                CLIENT_HOST,
-                "--operation",
-                "All",
-                resource,
-                name,
-            ],
+            &format!("--allow-host {CLIENT_HOST} --operation All {resource} {name}"),
         );
     }
     add_acl(
         brokers,
-        &[
-            "--allow-host",
-            CLIENT_HOST,
-            "--operation",
-            "All",
-            "--topic",
-            &format!("{TOPIC}-"),
-            "--resource-pattern-type",
-            "prefixed",
-        ],
+        &format!(
+            "--allow-host {CLIENT_HOST} --operation All --topic {TOPIC}- --resource-pattern-type prefixed"
+        ),
     );
     add_acl(
         brokers,
-        &[
-            "--allow-host",
-            CLIENT_HOST,
-            "--operation",
-            "All",
-            "--cluster",
-        ],
+        &format!("--allow-host {CLIENT_HOST} --operation All --cluster"),
     );
     for port in ports {
         wait_for_acls(port, 7);

@@ -25,7 +25,7 @@ use kafka_protocol::messages::{
 use kafka_protocol::protocol::StrBytes;
 
 use crate::Context;
-use crate::authz::store::{AclChangeError, MAX_PER_REQUEST};
+use crate::authz::store::{AclChangeError, AclStore, MAX_PER_REQUEST};
 use crate::authz::{
     AccessEntry, AclBinding, AclFilter, AclOperation, EntryFilter, PatternFilter, PatternType,
     PatternTypeFilter, Permission, ResourcePattern, ResourceType,
@@ -60,20 +60,16 @@ pub fn describe(
             .with_error_code(code)
             .with_error_message(Some(StrBytes::from_string(message.to_owned()))))
     };
-    if !context
-        .access
-        .allows_on_cluster(session, AclOperation::Describe)
-    {
-        return refused(
-            CLUSTER_AUTHORIZATION_FAILED,
-            "Cluster authorization failed.",
-        );
-    }
-    let Some(acls) = context.access.acls() else {
-        return refused(
-            SECURITY_DISABLED,
-            "No Authorizer is configured on the broker",
-        );
+    let acls = match store_for(context, session, AclOperation::Describe) {
+        Ok(acls) => acls,
+        // Kafka words this refusal apart for DescribeAcls.
+        Err((SECURITY_DISABLED, _)) => {
+            return refused(
+                SECURITY_DISABLED,
+                "No Authorizer is configured on the broker",
+            );
+        }
+        Err((code, message)) => return refused(code, message),
     };
     let mut by_pattern: BTreeMap<ResourcePattern, Vec<AccessEntry>> = BTreeMap::new();
     for binding in acls.describe(&filter) {
@@ -128,20 +124,9 @@ pub fn create(
                 .collect(),
         )
     };
-    if !context
-        .access
-        .allows_on_cluster(session, AclOperation::Alter)
-    {
-        return Ok(all_refused(
-            CLUSTER_AUTHORIZATION_FAILED,
-            "Cluster authorization failed.",
-        ));
-    }
-    let Some(acls) = context.access.acls() else {
-        return Ok(all_refused(
-            SECURITY_DISABLED,
-            "No Authorizer is configured.",
-        ));
+    let acls = match store_for(context, session, AclOperation::Alter) {
+        Ok(acls) => acls,
+        Err((code, message)) => return Ok(all_refused(code, message)),
     };
     // Kafka cannot build an ACL of ANY (or a MATCH pattern): the whole request fails.
     if let Some(message) = candidates.iter().find_map(|candidate| match candidate {
@@ -220,20 +205,9 @@ pub fn delete(
                 .collect(),
         )
     };
-    if !context
-        .access
-        .allows_on_cluster(session, AclOperation::Alter)
-    {
-        return Ok(all_refused(
-            CLUSTER_AUTHORIZATION_FAILED,
-            "Cluster authorization failed.",
-        ));
-    }
-    let Some(acls) = context.access.acls() else {
-        return Ok(all_refused(
-            SECURITY_DISABLED,
-            "No Authorizer is configured.",
-        ));
+    let acls = match store_for(context, session, AclOperation::Alter) {
+        Ok(acls) => acls,
+        Err((code, message)) => return Ok(all_refused(code, message)),
     };
     match acls.delete(&filters) {
         Ok(removed) => Ok(DeleteAclsResponse::default().with_filter_results(
@@ -256,6 +230,25 @@ pub fn delete(
             Ok(all_refused(UNKNOWN_SERVER_ERROR, &error.to_string()))
         }
     }
+}
+
+/// The ACLs, when the session may do `operation` on the cluster and an authorizer is
+/// configured; otherwise the refusal, with Kafka's code and message, in Kafka's order.
+fn store_for<'a>(
+    context: &'a Context,
+    session: &Session,
+    operation: AclOperation,
+) -> Result<&'a AclStore, (i16, &'static str)> {
+    if !context.access.allows_on_cluster(session, operation) {
+        return Err((
+            CLUSTER_AUTHORIZATION_FAILED,
+            "Cluster authorization failed.",
+        ));
+    }
+    context
+        .access
+        .acls()
+        .ok_or((SECURITY_DISABLED, "No Authorizer is configured."))
 }
 
 fn failed_creation(code: i16, message: &str) -> AclCreationResult {

@@ -148,22 +148,14 @@ pub fn incremental_alter(
             let response = AlterConfigsResourceResponse::default()
                 .with_resource_type(resource.resource_type)
                 .with_resource_name(resource.resource_name.clone());
-            let outcome = match denied(
+            let outcome = alter_topic(
                 context,
                 session,
-                AclOperation::AlterConfigs,
-                resource.resource_type,
                 &name,
-            ) {
-                Some((code, message)) => Err((code, message.to_owned())),
-                None => alter_topic(
-                    context,
-                    &name,
-                    resource.resource_type,
-                    request.validate_only,
-                    |overrides| apply_incremental(overrides, &resource.configs),
-                ),
-            };
+                resource.resource_type,
+                request.validate_only,
+                |overrides| apply_incremental(overrides, &resource.configs),
+            );
             match outcome {
                 Ok(()) => response,
                 Err((code, message)) => response
@@ -198,22 +190,14 @@ pub fn alter(
                     (config.name.to_string(), value.unwrap_or_default())
                 })
                 .collect();
-            let outcome = match denied(
+            let outcome = alter_topic(
                 context,
                 session,
-                AclOperation::AlterConfigs,
-                resource.resource_type,
                 &name,
-            ) {
-                Some((code, message)) => Err((code, message.to_owned())),
-                None => alter_topic(
-                    context,
-                    &name,
-                    resource.resource_type,
-                    request.validate_only,
-                    |_current| Ok(replacement),
-                ),
-            };
+                resource.resource_type,
+                request.validate_only,
+                |_current| Ok(replacement),
+            );
             match outcome {
                 Ok(()) => response,
                 Err((code, message)) => response
@@ -297,15 +281,25 @@ fn apply_incremental(
     Ok(overrides)
 }
 
-/// Computes a topic's new overrides from its current ones, validates them, and (unless
-/// `validate_only`) stores and applies them.
+/// Authorizes the change of a resource's configs, then computes a topic's new overrides from its
+/// current ones, validates them, and (unless `validate_only`) stores and applies them.
 fn alter_topic(
     context: &Context,
+    session: &Session,
     name: &str,
     resource_type: i8,
     validate_only: bool,
     change: impl FnOnce(BTreeMap<String, String>) -> Result<BTreeMap<String, String>, Refusal>,
 ) -> Result<(), Refusal> {
+    if let Some((code, message)) = denied(
+        context,
+        session,
+        AclOperation::AlterConfigs,
+        resource_type,
+        name,
+    ) {
+        return Err((code, message.to_owned()));
+    }
     if resource_type != TOPIC {
         return Err((
             errors::INVALID_REQUEST,
