@@ -44,6 +44,7 @@ echo "dd_read $(printf '%s\n' "${read_rates[@]}" | sort -g | sed -n 3p)" >> "$ba
 cargo bench -p ferrolog-storage --bench storage
 cargo bench -p ferrolog-storage --bench manager | tee target/bench-data/manager.txt
 cargo bench -p ferrolog-storage --bench cleaner | tee target/bench-data/cleaner.txt
+cargo bench -p ferrolog-broker --bench authorize
 scripts/bench_network.sh
 # Produce while 32 consumers long-poll idle partitions, ferrolog and Kafka 4.4 alternating.
 venv="${FERROLOG_VENV:-$PWD/target/test-venv}"

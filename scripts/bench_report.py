@@ -380,6 +380,20 @@ def main(baseline_path):
                   % (label, idle[name + "_us_per_produce"],
                      f"{idle[name + '_produces_per_s']:,.0f}"))
         print()
+    if os.path.exists(os.path.join(CRITERION, "authorize")):
+        print("## Authorization decisions\n")
+        print("`cargo bench -p ferrolog-broker --bench authorize`: one decision (READ on a topic by")
+        print("the principal an ACL allows) among N ACLs, 99% literal and 1% prefixed, through the")
+        print("index the broker uses and, for comparison, by scanning every ACL. With an authorizer,")
+        print("each topic a request names costs one decision (Metadata's authorized operations,")
+        print("when asked for, nine).\n")
+        print("| ACLs | indexed | scanning every ACL |")
+        print("|---|---|---|")
+        for count in [100, 10000, 100000]:
+            indexed = median_ns("authorize/indexed/%d" % count)
+            scanned = median_ns("authorize/scan/%d" % count)
+            print("| %s | %.2f µs | %.2f µs |" % (f"{count:,}", indexed / 1e3, scanned / 1e3))
+        print()
     print("""## Reading the figures
 
 - **Append** measures `Log::append_as_leader` end to end: batch validation (CRC-32C, every
