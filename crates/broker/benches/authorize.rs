@@ -18,9 +18,17 @@ fn acls(count: usize) -> Vec<AclBinding> {
     (0..count)
         .map(|n| {
             let (name, pattern_type, operation) = if n % 100 == 99 {
-                (format!("team-{n}-"), PatternType::Prefixed, AclOperation::Write)
+                (
+                    format!("team-{n}-"),
+                    PatternType::Prefixed,
+                    AclOperation::Write,
+                )
             } else {
-                (format!("topic-{n}"), PatternType::Literal, AclOperation::Read)
+                (
+                    format!("topic-{n}"),
+                    PatternType::Literal,
+                    AclOperation::Read,
+                )
             };
             AclBinding {
                 pattern: ResourcePattern {
@@ -53,12 +61,14 @@ fn scan(acls: &[AclBinding], who: Requester<'_>, operation: AclOperation, name: 
             continue;
         }
         if binding.entry.permission == Permission::Deny
-            && (binding.entry.operation == operation || binding.entry.operation == AclOperation::All)
+            && (binding.entry.operation == operation
+                || binding.entry.operation == AclOperation::All)
         {
             return Decision::Denied;
         }
         if binding.entry.permission == Permission::Allow
-            && (binding.entry.operation == operation || binding.entry.operation == AclOperation::All)
+            && (binding.entry.operation == operation
+                || binding.entry.operation == AclOperation::All)
         {
             allowed = true;
         }
@@ -82,10 +92,20 @@ fn decisions(c: &mut Criterion) {
         let index = AclIndex::new(list.clone());
         let topic = "topic-34";
         assert_eq!(
-            authorize(&index, &config, who, AclOperation::Read, ResourceType::Topic, topic),
+            authorize(
+                &index,
+                &config,
+                who,
+                AclOperation::Read,
+                ResourceType::Topic,
+                topic
+            ),
             Decision::Allowed
         );
-        assert_eq!(scan(&list, who, AclOperation::Read, topic), Decision::Allowed);
+        assert_eq!(
+            scan(&list, who, AclOperation::Read, topic),
+            Decision::Allowed
+        );
         group.bench_with_input(BenchmarkId::new("indexed", count), &index, |b, index| {
             b.iter(|| {
                 authorize(

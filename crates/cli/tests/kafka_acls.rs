@@ -1,8 +1,8 @@
 //! Kafka 4.4's `kafka-acls` against `ferrolog serve` and against a Kafka 4.4 broker beside it,
 //! both with Kafka's `StandardAuthorizer` configured: adding (allow, deny, prefixed, the
 //! `--producer` shorthand), listing (all, and the ACLs matching one topic), removing, the ACLs
-//! kept across a restart of each, and what Kafka's own tools and Java producer meet when an
-//! ACL denies them. Then every API the broker serves, asked by a client without the ACL Kafka
+//! kept across a restart of each, what Kafka's own tools and Java producer meet when an ACL
+//! denies them, and ferrolog's ACLs moved into a new Kafka cluster by `move-to-kafka`. Then every API the broker serves, asked by a client without the ACL Kafka
 //! checks and with it: ferrolog answers as Kafka 4.4 answers, error code for error code.
 //! Every connection is `User:ANONYMOUS`; the ACLs tell the administrator (127.0.0.1) from the
 //! client under test (127.0.0.2) by host.
@@ -176,6 +176,49 @@ fn kafka_acls_answers_the_same_against_ferrolog() {
     let ferrolog_address = format!("127.0.0.1:{}", server.port);
     let after = same_acls(&kafka_address, &ferrolog_address, &["--list"], true);
     assert_eq!(after, before);
+
+    // Moved to a new Kafka cluster, ferrolog's ACLs are Kafka's: the same listing. A cluster
+    // without an authorizer (here a second ferrolog, which answers as Kafka does) cannot take
+    // them: the move stops and says so, unless told to leave them behind.
+    server.stop();
+    drop(kafka);
+    let create_topics = |bootstrap: &str, extra: &[&str]| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_ferrolog"))
+            .args(["move-to-kafka", "create-topics", "--log-dirs"])
+            .arg(&ferrolog_dir)
+            .args(["--bootstrap-server", bootstrap])
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    let unsecured = Server::start(&temp.path().join("unsecured"));
+    let unsecured_address = format!("127.0.0.1:{}", unsecured.port);
+    let refused = create_topics(&unsecured_address, &[]);
+    let said = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        !refused.status.success() && said.contains("no authorizer"),
+        "{said}"
+    );
+    let left = create_topics(&unsecured_address, &["--without-acls"]);
+    let said = String::from_utf8_lossy(&left.stdout);
+    assert!(
+        left.status.success() && said.contains("left behind"),
+        "{said}"
+    );
+    unsecured.stop();
+    let target = KafkaPeer::start(&temp.path().join("target").join("data"), &AUTHORIZER);
+    let moved = create_topics(&target.bootstrap(), &[]);
+    let said = String::from_utf8_lossy(&moved.stdout);
+    assert!(
+        moved.status.success() && said.contains("ACLs in Kafka"),
+        "{said}{}",
+        String::from_utf8_lossy(&moved.stderr)
+    );
+    let (ok, listed, stderr) = run(ACLS, &target.bootstrap(), &["--list"], b"");
+    assert!(ok, "{stderr}");
+    let mut lines: Vec<&str> = listed.lines().collect();
+    lines.sort_unstable();
+    assert_eq!(lines.join("\n"), before);
 }
 
 /// The error codes each probe's answer carries, API by API.

@@ -1,6 +1,7 @@
 //! `move-to-kafka create-topics`: each topic ferrolog holds is created in Kafka with its
 //! partition count and overrides, and Kafka is made to create `__consumer_offsets` (by asking
-//! for a group coordinator, as a consumer would), whose partition count is then checked.
+//! for a group coordinator, as a consumer would), whose partition count is then checked; then
+//! ferrolog's ACLs are created in Kafka.
 
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
@@ -10,22 +11,30 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
 use bytes::BytesMut;
+use ferrolog_broker::authz::AclBinding;
+use ferrolog_broker::authz::store::MAX_PER_REQUEST;
+use kafka_protocol::messages::create_acls_request::AclCreation;
 use kafka_protocol::messages::create_topics_request::{CreatableTopic, CreatableTopicConfig};
 use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
 use kafka_protocol::messages::{
-    ApiKey, CreateTopicsRequest, CreateTopicsResponse, FindCoordinatorRequest,
-    FindCoordinatorResponse, MetadataRequest, MetadataResponse, RequestHeader, ResponseHeader,
-    TopicName,
+    ApiKey, CreateAclsRequest, CreateAclsResponse, CreateTopicsRequest, CreateTopicsResponse,
+    FindCoordinatorRequest, FindCoordinatorResponse, MetadataRequest, MetadataResponse,
+    RequestHeader, ResponseHeader, TopicName,
 };
 use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
 
 const OFFSETS_TOPIC: &str = "__consumer_offsets";
 const TOPIC_ALREADY_EXISTS: i16 = 36;
 const COORDINATOR_NOT_AVAILABLE: i16 = 15;
+const SECURITY_DISABLED: i16 = 54;
 /// How long Kafka may take to create `__consumer_offsets` and elect its leaders.
 const OFFSETS_TOPIC_WAIT: Duration = Duration::from_secs(60);
 
-pub fn run(log_dirs: &[PathBuf], bootstrap_server: &str) -> anyhow::Result<bool> {
+pub fn run(
+    log_dirs: &[PathBuf],
+    bootstrap_server: &str,
+    without_acls: bool,
+) -> anyhow::Result<bool> {
     let holdings = super::read_holdings(log_dirs)?;
     let mut kafka = KafkaConnection::open(bootstrap_server)?;
     for (topic, partitions, overrides) in &holdings.topics {
@@ -37,6 +46,8 @@ pub fn run(log_dirs: &[PathBuf], bootstrap_server: &str) -> anyhow::Result<bool>
     if let Some((_, partitions, _)) = holdings.topics.iter().find(|t| t.0 == OFFSETS_TOPIC) {
         create_offsets_topic(&mut kafka, *partitions)?;
     }
+    // Last: an ACL made earlier could refuse the creation of the topics.
+    create_acls(&mut kafka, &holdings.acls, without_acls)?;
     println!(
         "Kafka now holds every topic of {}; stop its brokers and run `ferrolog move-to-kafka copy`.",
         log_dirs
@@ -91,6 +102,56 @@ fn create_topic(
             "Kafka refused to create {topic}: error {code}: {}",
             result.error_message.as_deref().unwrap_or("")
         ),
+    }
+    Ok(())
+}
+
+/// Creates ferrolog's ACLs in Kafka, in requests of at most Kafka's 10,000; one Kafka already
+/// holds is not made twice (Kafka answers it as created).
+fn create_acls(
+    kafka: &mut KafkaConnection,
+    acls: &[AclBinding],
+    without_acls: bool,
+) -> anyhow::Result<()> {
+    for chunk in acls.chunks(MAX_PER_REQUEST) {
+        let creations = chunk
+            .iter()
+            .map(|binding| {
+                AclCreation::default()
+                    .with_resource_type(binding.pattern.resource_type.code())
+                    .with_resource_name(StrBytes::from_string(binding.pattern.name.clone()))
+                    .with_resource_pattern_type(binding.pattern.pattern_type.code())
+                    .with_principal(StrBytes::from_string(binding.entry.principal.clone()))
+                    .with_host(StrBytes::from_string(binding.entry.host.clone()))
+                    .with_operation(binding.entry.operation.code())
+                    .with_permission_type(binding.entry.permission.code())
+            })
+            .collect();
+        let request = CreateAclsRequest::default().with_creations(creations);
+        let created: CreateAclsResponse = kafka.send(ApiKey::CreateAcls, 3, &request)?;
+        for (binding, result) in chunk.iter().zip(&created.results) {
+            match result.error_code {
+                0 => {}
+                SECURITY_DISABLED if without_acls => {
+                    println!(
+                        "Kafka has no authorizer: {} ACLs left behind (--without-acls)",
+                        acls.len()
+                    );
+                    return Ok(());
+                }
+                SECURITY_DISABLED => bail!(
+                    "ferrolog holds {} ACLs and Kafka has no authorizer to take them: set authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer in Kafka (and restart it), or pass --without-acls to move without them",
+                    acls.len()
+                ),
+                code => bail!(
+                    "Kafka refused the ACL {binding}: error {code}: {}",
+                    result.error_message.as_deref().unwrap_or("")
+                ),
+            }
+        }
+    }
+    if !acls.is_empty() {
+        println!("created {} ACLs in Kafka", acls.len());
     }
     Ok(())
 }

@@ -9,7 +9,9 @@
 //!    partition count and topic-level settings, and Kafka is made to create
 //!    `__consumer_offsets` (whose partition count must equal ferrolog's, since a group's
 //!    partition follows from it). Kafka then holds an empty directory for each partition, with
-//!    Kafka's topic id.
+//!    Kafka's topic id. Last, ferrolog's ACLs are created in Kafka (CreateAcls), which needs
+//!    an authorizer there; without one the step stops and says so, unless told to leave the
+//!    ACLs behind.
 //! 2. `copy`, with the Kafka brokers stopped: into each such empty partition directory go
 //!    ferrolog's segments, indexes and producer snapshots (Kafka's `partition.metadata` and
 //!    leader-epoch checkpoint stay), and the log start offsets (and the cleaner's progress) go
@@ -40,6 +42,9 @@ enum Step {
         /// A Kafka broker, host:port (PLAINTEXT).
         #[arg(long)]
         bootstrap_server: String,
+        /// Move without ferrolog's ACLs, even though Kafka cannot take them (no authorizer).
+        #[arg(long)]
+        without_acls: bool,
     },
     /// With the Kafka brokers stopped: copy ferrolog's partitions into the empty partition
     /// directories `create-topics` made Kafka create.
@@ -59,7 +64,8 @@ pub fn run(args: &MoveArgs) -> anyhow::Result<bool> {
         Step::CreateTopics {
             log_dirs,
             bootstrap_server,
-        } => create::run(log_dirs, bootstrap_server),
+            without_acls,
+        } => create::run(log_dirs, bootstrap_server, *without_acls),
         Step::Copy {
             log_dirs,
             kafka_log_dirs,
@@ -72,6 +78,8 @@ pub fn run(args: &MoveArgs) -> anyhow::Result<bool> {
 struct Holdings {
     /// Every topic with its partition count and topic-level overrides.
     topics: Vec<(String, i32, std::collections::BTreeMap<String, String>)>,
+    /// The ACLs (`ferrolog-acls`), kept when ferrolog ran with an authorizer.
+    acls: Vec<ferrolog_broker::authz::AclBinding>,
     /// Every partition: its directory, log start offset and log end offset.
     partitions: Vec<(ferrolog_storage::TopicPartition, PathBuf, i64, i64)>,
 }
@@ -103,8 +111,25 @@ fn read_holdings(log_dirs: &[PathBuf]) -> anyhow::Result<Holdings> {
         })
         .collect();
     partitions.sort_by(|a, b| a.0.cmp(&b.0));
+    let acls = read_acls(&manager);
     manager
         .shutdown()
         .context("closing ferrolog's data directories")?;
-    Ok(Holdings { topics, partitions })
+    Ok(Holdings {
+        topics,
+        acls: acls?,
+        partitions,
+    })
+}
+
+/// The ACLs kept in the directories (none when ferrolog never ran with an authorizer).
+fn read_acls(
+    manager: &ferrolog_storage::manager::LogManager,
+) -> anyhow::Result<Vec<ferrolog_broker::authz::AclBinding>> {
+    use ferrolog_broker::authz::store;
+    let document = manager.read_document(store::ACLS_DOCUMENT)?;
+    store::parse(&document.body).map_err(|(line, reason)| {
+        let path = document.source.unwrap_or_default();
+        anyhow::anyhow!("{}, line {}: {reason}", path.display(), line + 2)
+    })
 }
