@@ -55,10 +55,12 @@ impl std::fmt::Display for MalformedRequest {
 ///
 /// What it needs: the operations Kafka checks, each on the resources of its type the request
 /// names (the cluster for `Cluster`), in the order Kafka checks them; the first refusal is the
-/// answer. Only the alternatives Kafka also accepts are left to the handler: CREATE or DELETE
-/// on the cluster for every topic of CreateTopics or DeleteTopics, WRITE on some topic instead
-/// of IDEMPOTENT_WRITE for InitProducerId, a follower's CLUSTER_ACTION for Fetch, a
-/// transactional id's WRITE for Produce. ListGroups needs nothing and leaves out the groups the
+/// answer. Left to the handler, and tested there: the alternatives Kafka also accepts (CREATE or
+/// DELETE on the cluster for every topic of CreateTopics or DeleteTopics, WRITE on some topic
+/// instead of IDEMPOTENT_WRITE for InitProducerId), and what other forms of a request need (a
+/// follower's CLUSTER_ACTION for Fetch; WRITE on the transactional id for Produce's
+/// transactional batches and a transactional InitProducerId; for the config APIs, the cluster's
+/// DESCRIBE_CONFIGS or ALTER_CONFIGS for broker resources and the group's for group ones). ListGroups needs nothing and leaves out the groups the
 /// principal may not describe, as Metadata, DescribeTopicPartitions and OffsetFetch leave out
 /// topics when asked for all of them.
 ///

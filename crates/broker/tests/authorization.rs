@@ -552,14 +552,24 @@ fn grant_client(broker: &Broker, granted: &[(ResourceType, AclOperation)]) {
     acls.create(&bindings).unwrap();
 }
 
-/// An operation on `resource_type` that does not allow `needed`, preferring one that allows
-/// DESCRIBE (so a handler checking only DESCRIBE where it should check more is caught).
-fn other_than(resource_type: ResourceType, needed: AclOperation) -> AclOperation {
-    *resource_type
+/// The operations on `resource_type` (ALL aside) that do not allow `needed`: granting any of
+/// them instead must not do.
+fn not_enough(resource_type: ResourceType, needed: AclOperation) -> Vec<AclOperation> {
+    resource_type
         .supported_operations()
         .iter()
-        .find(|operation| !allow_covers(**operation, needed))
-        .unwrap()
+        .copied()
+        .filter(|operation| !allow_covers(*operation, needed))
+        .collect()
+}
+
+/// The refusal of a resource type: what Kafka answers when an operation on it is denied.
+fn refusal_of(resource_type: ResourceType) -> i16 {
+    match resource_type {
+        ResourceType::Topic => TOPIC_AUTHORIZATION_FAILED,
+        ResourceType::Group => GROUP_AUTHORIZATION_FAILED,
+        _ => CLUSTER_AUTHORIZATION_FAILED,
+    }
 }
 
 fn refused(codes: &[i16]) -> bool {
@@ -598,19 +608,29 @@ async fn each_api_needs_exactly_what_the_api_table_declares() {
             continue;
         }
         assert!(!needs.is_empty(), "{api:?} has a probe but needs nothing");
-        // Each operation it needs is necessary: withheld, or replaced by another operation
-        // on the same resources, the request is refused.
+        // Each operation it needs is necessary: withheld, or replaced by any operation on the
+        // same resources that does not allow it, the request is refused with the refusal of
+        // that resource's type (so a handler checking another operation, or checking its
+        // resources in another order, is caught).
         for (index, (resource_type, operation)) in needs.iter().enumerate() {
-            let others = needs.iter().enumerate().filter(|(at, _)| *at != index);
-            let withheld: Vec<_> = others.clone().map(|(_, need)| *need).collect();
-            let mut replaced = withheld.clone();
-            replaced.push((*resource_type, other_than(*resource_type, *operation)));
-            for (what, granted) in [("withheld", withheld), ("replaced", replaced)] {
+            let withheld: Vec<_> = needs
+                .iter()
+                .enumerate()
+                .filter(|(at, _)| *at != index)
+                .map(|(_, need)| *need)
+                .collect();
+            let mut grants = vec![withheld.clone()];
+            for instead in not_enough(*resource_type, *operation) {
+                let mut replaced = withheld.clone();
+                replaced.push((*resource_type, instead));
+                grants.push(replaced);
+            }
+            for granted in grants {
                 grant_client(&broker, &granted);
                 let codes = probe(&mut client, *api).await.unwrap();
                 assert!(
-                    refused(&codes),
-                    "{api:?} with {resource_type} {operation} {what} ({granted:?}) answered {codes:?}"
+                    codes.contains(&refusal_of(*resource_type)),
+                    "{api:?} needing {resource_type} {operation}, with {granted:?}, answered {codes:?}"
                 );
             }
         }

@@ -47,7 +47,7 @@ impl Access {
         if offline > 0 {
             tracing::warn!(
                 offline,
-                "the ACLs are read from the online data directories only: a change stored only in an offline one is not in force"
+                "the ACLs are read from the online data directories only: an ACL change stored only in an offline one is not in force until it is back, and is lost if the ACLs change before then"
             );
         }
         Ok(Self {

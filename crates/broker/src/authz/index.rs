@@ -84,7 +84,7 @@ impl AclIndex {
             .prefix_lengths
             .get(&resource_type)
             .into_iter()
-            .flatten()
+            .flat_map(move |lengths| lengths.range(..=name.len()))
             .filter_map(move |length| name.get(..*length))
             .flat_map(move |prefix| lookup(PatternType::Prefixed, prefix));
         literal

@@ -17,11 +17,13 @@
 //! Threads: readers take a snapshot (an `Arc` of the current index) and decide without a lock;
 //! changes are serialized by the generation's mutex, stored, and only then published.
 //!
-//! At startup the newest copy is written back to every online directory, so a directory that
-//! missed a change while it was offline holds the newest ACLs again. A directory that fails to
-//! open at startup takes no part in choosing the newest copy (as for the topic configs); if it
-//! held the only copy of the last change, that change is lost, and the broker says so in its log
-//! (see `Access::standard`).
+//! At startup the newest copy is written, under its own generation, to every online directory
+//! holding an older one, so a directory that missed a change while it was offline holds the
+//! newest ACLs again. A directory that fails to open at startup takes no part in choosing the
+//! newest copy (as for the topic configs): a change kept only there is not in force until the
+//! directory is back, and then wins, being newer; unless a change was made in the meantime,
+//! whose generation outranks it, in which case it is lost. The broker warns when it starts with
+//! a directory offline (see `Access::standard`).
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -73,31 +75,21 @@ pub struct AclStore {
 }
 
 impl AclStore {
-    /// Loads the stored ACLs and writes them back to every online directory, so that each
-    /// holds the newest copy. A damaged copy stops startup, naming the file and line: starting
-    /// without some ACLs could open what they close.
+    /// Loads the stored ACLs and writes them to every online directory holding an older copy,
+    /// so that each holds the newest. A damaged copy, the newest or an older one, stops startup,
+    /// naming the file and line: starting without some ACLs could open what they close.
     pub fn open(manager: Arc<LogManager>, max_acls: usize) -> Result<Self, StorageError> {
+        // Every copy's body is checked, the older ones too: damage anywhere is reported.
+        for copy in manager.read_document_copies(ACLS_DOCUMENT)? {
+            parse_copy(&copy)?;
+        }
         let document = manager.read_document(ACLS_DOCUMENT)?;
-        let acls = parse(&document.body).map_err(|(line, reason)| StorageError::MalformedFile {
-            path: document
-                .source
-                .clone()
-                .unwrap_or_else(|| ACLS_DOCUMENT.into()),
-            // The body starts on the third line of the file.
-            line: line + 2,
-            reason,
-        })?;
-        let generation = if document.source.is_some() {
-            let spread = Document {
-                generation: document.generation + 1,
-                body: document.body,
-                source: None,
-            };
-            manager.store_document(ACLS_DOCUMENT, &spread)?;
-            spread.generation
-        } else {
-            0
-        };
+        let acls = parse_copy(&document)?;
+        // Directories that missed changes while offline get the newest copy, under its own
+        // generation: a raised one could outrank a change kept only in a directory that failed
+        // to open this time.
+        manager.spread_document(ACLS_DOCUMENT, &document)?;
+        let generation = document.generation;
         Ok(Self {
             manager,
             current: parking_lot::RwLock::new(Arc::new(AclIndex::new(acls))),
@@ -193,6 +185,16 @@ impl AclStore {
         *self.current.write() = Arc::new(AclIndex::new(acls));
         Ok(())
     }
+}
+
+/// The ACLs of one copy of the document; the error names its file and line.
+fn parse_copy(copy: &Document) -> Result<Vec<AclBinding>, StorageError> {
+    parse(&copy.body).map_err(|(line, reason)| StorageError::MalformedFile {
+        path: copy.source.clone().unwrap_or_else(|| ACLS_DOCUMENT.into()),
+        // The body starts on the third line of the file.
+        line: line + 2,
+        reason,
+    })
 }
 
 /// The document body for `acls`.

@@ -11,8 +11,8 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
 use bytes::BytesMut;
-use ferrolog_broker::authz::AclBinding;
 use ferrolog_broker::authz::store::MAX_PER_REQUEST;
+use ferrolog_broker::authz::{AclBinding, ResourceType};
 use kafka_protocol::messages::create_acls_request::AclCreation;
 use kafka_protocol::messages::create_topics_request::{CreatableTopic, CreatableTopicConfig};
 use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
@@ -113,7 +113,11 @@ fn create_acls(
     acls: &[AclBinding],
     without_acls: bool,
 ) -> anyhow::Result<()> {
-    for chunk in acls.chunks(MAX_PER_REQUEST) {
+    // The cluster's ACLs go last: one could take away the ALTER these requests need, and with
+    // more than one request's worth, later requests would then be refused.
+    let mut ordered: Vec<&AclBinding> = acls.iter().collect();
+    ordered.sort_by_key(|binding| binding.pattern.resource_type == ResourceType::Cluster);
+    for chunk in ordered.chunks(MAX_PER_REQUEST) {
         let creations = chunk
             .iter()
             .map(|binding| {

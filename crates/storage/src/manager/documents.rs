@@ -42,31 +42,80 @@ pub struct Document {
 
 impl LogManager {
     /// The newest copy of the document `name` among the online directories; an empty document
-    /// at generation 0 when none holds it. A malformed copy is an error naming its file and
-    /// line: starting without, say, the ACLs would open what they close.
+    /// at generation 0 when none holds it. A copy whose version or generation line is damaged
+    /// is an error naming its file and line: starting without, say, the ACLs would open what
+    /// they close. Two copies of one generation that differ (which no write of this module
+    /// makes) are reported, and the first directory's wins.
     pub fn read_document(&self, name: &str) -> Result<Document> {
         read_newest(self.dirs.all(), name)
     }
 
+    /// Every online directory's copy of the document `name`, for an owner that checks each
+    /// body (a damaged older copy is as much a fault as a damaged newest one); a directory
+    /// without one gives an empty document at generation 0.
+    pub fn read_document_copies(&self, name: &str) -> Result<Vec<Document>> {
+        read_copies(self.dirs.all(), name)
+    }
+
     /// Writes `document` to every online directory. It is stored when at least one directory
-    /// stored it; a directory whose write fails goes offline. The caller raises the generation
-    /// and serializes its writes.
+    /// stored it; a directory whose write fails is handled as any failed write of it (see the
+    /// faults table in docs/operations.md). The caller raises the generation and serializes its
+    /// writes.
     pub fn store_document(&self, name: &str, document: &Document) -> Result<()> {
         store(self.dirs.all(), name, document)
     }
+
+    /// Writes `document`, under its own generation, to each online directory whose copy is
+    /// older or missing, so that every online directory holds the newest copy; one holding the
+    /// same or a newer generation is left as it is. A failed write is reported and leaves that
+    /// directory's copy as it was (the next change writes it again).
+    pub fn spread_document(&self, name: &str, document: &Document) -> Result<()> {
+        check_name(name)?;
+        let text = format!("{VERSION}\n{}\n{}", document.generation, document.body);
+        for dir in self.dirs.all().iter().filter(|dir| !dir.is_offline()) {
+            if read_copy(dir, name)?.generation >= document.generation {
+                continue;
+            }
+            dir.write_document(name, &text)?;
+        }
+        Ok(())
+    }
+}
+
+/// Every online directory's copy of `name` (an empty one at generation 0 where it is missing),
+/// in the order of `dirs`.
+pub(super) fn read_copies(dirs: &[Arc<DataDir>], name: &str) -> Result<Vec<Document>> {
+    check_name(name)?;
+    dirs.iter()
+        .filter(|dir| !dir.is_offline())
+        .map(|dir| read_copy(dir, name))
+        .collect()
+}
+
+/// The newest of `copies` (see [`LogManager::read_document`]).
+fn newest(copies: Vec<Document>) -> Document {
+    let mut newest = Document::default();
+    for copy in copies {
+        if copy.generation > newest.generation {
+            newest = copy;
+        } else if copy.generation == newest.generation
+            && copy.generation > 0
+            && copy.body != newest.body
+        {
+            tracing::warn!(
+                kept = %newest.source.as_deref().unwrap_or(Path::new("")).display(),
+                ignored = %copy.source.as_deref().unwrap_or(Path::new("")).display(),
+                generation = copy.generation,
+                "two copies of one generation differ; the first directory's is kept"
+            );
+        }
+    }
+    newest
 }
 
 /// The newest copy of `name` among the online `dirs` (see [`LogManager::read_document`]).
 pub(super) fn read_newest(dirs: &[Arc<DataDir>], name: &str) -> Result<Document> {
-    check_name(name)?;
-    let mut newest = Document::default();
-    for dir in dirs.iter().filter(|dir| !dir.is_offline()) {
-        let copy = read_copy(dir, name)?;
-        if copy.generation > newest.generation {
-            newest = copy;
-        }
-    }
-    Ok(newest)
+    read_copies(dirs, name).map(newest)
 }
 
 /// Writes `document` to every online directory of `dirs` (see [`LogManager::store_document`]).

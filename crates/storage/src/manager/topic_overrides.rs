@@ -128,12 +128,19 @@ pub(super) fn effective_config(
 /// stops startup with its file and line: starting without, say, a topic's `cleanup.policy`
 /// could delete data that compaction was meant to keep.
 pub(super) fn newest_topic_configs(dirs: &[Arc<DataDir>]) -> Result<StoredTopicConfigs> {
-    let document = documents::read_newest(dirs, TOPIC_CONFIGS_FILE)?;
-    let Some(path) = &document.source else {
-        return Ok(StoredTopicConfigs::default());
-    };
-    Ok(StoredTopicConfigs {
-        generation: document.generation,
-        overrides: topic_configs::parse_body(&document.body, path)?,
-    })
+    let mut newest = StoredTopicConfigs::default();
+    for copy in documents::read_copies(dirs, TOPIC_CONFIGS_FILE)? {
+        let Some(path) = &copy.source else {
+            continue;
+        };
+        // Every copy is parsed, the older ones too: damage anywhere is reported.
+        let overrides = topic_configs::parse_body(&copy.body, path)?;
+        if copy.generation > newest.generation {
+            newest = StoredTopicConfigs {
+                generation: copy.generation,
+                overrides,
+            };
+        }
+    }
+    Ok(newest)
 }

@@ -16,6 +16,7 @@ use crate::clock::ManualClock;
 use crate::log::{FetchBound, FetchParams, FirstBatch};
 use crate::offset::Offset;
 
+mod documents;
 mod startup;
 
 const NOW: i64 = 1_700_000_000_000;
