@@ -334,6 +334,17 @@ fn parse_listener(key: &str, value: &str) -> anyhow::Result<SocketAddr> {
     })
 }
 
+/// The warning due when a listener without authentication (every listener, until SASL and TLS
+/// exist) accepts connections from beyond this machine: any address but a loopback one, the
+/// unspecified address (every interface) included.
+fn unauthenticated_exposure(listener: SocketAddr) -> Option<String> {
+    (!listener.ip().is_loopback()).then(|| {
+        format!(
+            "listener PLAINTEXT://{listener} accepts clients from the network without authentication: anyone who can reach it can read and change every topic (bind it to 127.0.0.1, or restrict it with ACLs by host)"
+        )
+    })
+}
+
 /// Merges the config file, the flags and the overrides, and checks every key.
 fn merged_properties(args: &ServeArgs) -> anyhow::Result<BTreeMap<String, String>> {
     let mut properties = BTreeMap::new();
@@ -431,6 +442,9 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<()> {
         );
         tracing::info!(%local, "serving");
         eprintln!("ferrolog serving Kafka clients on {local}");
+        if let Some(warning) = unauthenticated_exposure(local) {
+            tracing::warn!("{warning}");
+        }
         let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
         tokio::select! {
             served = ferrolog_broker::serve(listener, context) => served.map_err(anyhow::Error::from),
@@ -479,6 +493,25 @@ mod tests {
         assert!(config.auto_create_topics);
         let manager = ManagerConfig::from_properties(&properties).unwrap();
         assert_eq!(manager.log_dirs, vec![PathBuf::from("ferrolog-data")]);
+    }
+
+    #[test]
+    fn a_listener_beyond_loopback_without_authentication_is_warned_about() {
+        for quiet in ["127.0.0.1:9092", "[::1]:9092"] {
+            assert_eq!(
+                unauthenticated_exposure(quiet.parse().unwrap()),
+                None,
+                "{quiet}"
+            );
+        }
+        for exposed in ["0.0.0.0:9092", "10.0.0.7:9092", "[::]:9092"] {
+            let warning = unauthenticated_exposure(exposed.parse().unwrap()).unwrap();
+            assert!(
+                warning.contains(&format!("PLAINTEXT://{exposed}"))
+                    && warning.contains("without authentication"),
+                "{warning}"
+            );
+        }
     }
 
     #[test]
