@@ -80,10 +80,11 @@ impl AclStore {
     /// naming the file and line: starting without some ACLs could open what they close.
     pub fn open(manager: Arc<LogManager>, max_acls: usize) -> Result<Self, StorageError> {
         // Every copy's body is checked, the older ones too: damage anywhere is reported.
-        for copy in manager.read_document_copies(ACLS_DOCUMENT)? {
-            parse_copy(&copy)?;
+        let copies = manager.read_document_copies(ACLS_DOCUMENT)?;
+        for copy in &copies {
+            parse_copy(copy)?;
         }
-        let document = manager.read_document(ACLS_DOCUMENT)?;
+        let document = Document::newest_of(copies);
         let acls = parse_copy(&document)?;
         // Directories that missed changes while offline get the newest copy, under its own
         // generation: a raised one could outrank a change kept only in a directory that failed

@@ -92,7 +92,15 @@ pub(super) fn read_copies(dirs: &[Arc<DataDir>], name: &str) -> Result<Vec<Docum
         .collect()
 }
 
-/// The newest of `copies` (see [`LogManager::read_document`]).
+impl Document {
+    /// The newest of `copies` (the first directory's on a tie, which is logged when the copies
+    /// differ), as [`LogManager::read_document`] chooses it; an empty document when there are
+    /// none.
+    pub fn newest_of(copies: Vec<Document>) -> Document {
+        newest(copies)
+    }
+}
+
 fn newest(copies: Vec<Document>) -> Document {
     let mut newest = Document::default();
     for copy in copies {
