@@ -8,14 +8,16 @@ use std::sync::Arc;
 use bytes::Bytes;
 use ferrolog_records::be;
 use kafka_protocol::messages::{
-    AlterConfigsRequest, ApiKey, ApiVersionsRequest, CreateAclsRequest, CreatePartitionsRequest,
-    CreateTopicsRequest, DeleteAclsRequest, DeleteGroupsRequest, DeleteRecordsRequest,
-    DeleteTopicsRequest, DescribeAclsRequest, DescribeClusterRequest, DescribeConfigsRequest,
-    DescribeGroupsRequest, DescribeLogDirsRequest, DescribeTopicPartitionsRequest, FetchRequest,
+    AlterConfigsRequest, AlterUserScramCredentialsRequest, ApiKey, ApiVersionsRequest,
+    CreateAclsRequest, CreatePartitionsRequest, CreateTopicsRequest, DeleteAclsRequest,
+    DeleteGroupsRequest, DeleteRecordsRequest, DeleteTopicsRequest, DescribeAclsRequest,
+    DescribeClusterRequest, DescribeConfigsRequest, DescribeGroupsRequest, DescribeLogDirsRequest,
+    DescribeTopicPartitionsRequest, DescribeUserScramCredentialsRequest, FetchRequest,
     FindCoordinatorRequest, HeartbeatRequest, IncrementalAlterConfigsRequest,
     InitProducerIdRequest, JoinGroupRequest, LeaveGroupRequest, ListGroupsRequest,
     ListOffsetsRequest, MetadataRequest, OffsetCommitRequest, OffsetDeleteRequest,
-    OffsetFetchRequest, ProduceRequest, RequestHeader, ResponseHeader, SyncGroupRequest,
+    OffsetFetchRequest, ProduceRequest, RequestHeader, ResponseHeader, SaslAuthenticateRequest,
+    SaslHandshakeRequest, SyncGroupRequest,
 };
 use kafka_protocol::protocol::{Decodable, Encodable};
 
@@ -159,6 +161,10 @@ served_apis! {
     DescribeAcls 1..=3, DescribeAclsRequest, blocking handlers::acls::describe => checked, needs [Cluster Describe];
     CreateAcls 1..=3, CreateAclsRequest, blocking handlers::acls::create => checked, needs [Cluster Alter];
     DeleteAcls 1..=3, DeleteAclsRequest, blocking handlers::acls::delete => checked, needs [Cluster Alter];
+    SaslHandshake 0..=1, SaslHandshakeRequest, inline handlers::sasl::handshake => response, needs [];
+    SaslAuthenticate 0..=2, SaslAuthenticateRequest, inline handlers::sasl::authenticate => response, needs [];
+    DescribeUserScramCredentials 0..=0, DescribeUserScramCredentialsRequest, blocking handlers::scram_credentials::describe => response, needs [Cluster Describe];
+    AlterUserScramCredentials 0..=0, AlterUserScramCredentialsRequest, blocking handlers::scram_credentials::alter => response, needs [Cluster Alter];
 }
 
 /// One request being served: who asked, what, at which version.

@@ -3,14 +3,16 @@
 //! `ErrorsPerSec` metric.
 
 use kafka_protocol::messages::{
-    AlterConfigsResponse, ApiVersionsResponse, CreateAclsResponse, CreatePartitionsResponse,
-    CreateTopicsResponse, DeleteAclsResponse, DeleteGroupsResponse, DeleteRecordsResponse,
-    DeleteTopicsResponse, DescribeAclsResponse, DescribeClusterResponse, DescribeConfigsResponse,
-    DescribeGroupsResponse, DescribeLogDirsResponse, DescribeTopicPartitionsResponse,
+    AlterConfigsResponse, AlterUserScramCredentialsResponse, ApiVersionsResponse,
+    CreateAclsResponse, CreatePartitionsResponse, CreateTopicsResponse, DeleteAclsResponse,
+    DeleteGroupsResponse, DeleteRecordsResponse, DeleteTopicsResponse, DescribeAclsResponse,
+    DescribeClusterResponse, DescribeConfigsResponse, DescribeGroupsResponse,
+    DescribeLogDirsResponse, DescribeTopicPartitionsResponse, DescribeUserScramCredentialsResponse,
     FetchResponse, FindCoordinatorResponse, HeartbeatResponse, IncrementalAlterConfigsResponse,
     InitProducerIdResponse, JoinGroupResponse, LeaveGroupResponse, ListGroupsResponse,
     ListOffsetsResponse, MetadataResponse, OffsetCommitResponse, OffsetDeleteResponse,
-    OffsetFetchResponse, ProduceResponse, SyncGroupResponse,
+    OffsetFetchResponse, ProduceResponse, SaslAuthenticateResponse, SaslHandshakeResponse,
+    SyncGroupResponse,
 };
 
 /// The error codes in a response, `NONE` included.
@@ -36,8 +38,27 @@ top_level!(
     SyncGroupResponse,
     HeartbeatResponse,
     ListGroupsResponse,
-    DescribeAclsResponse
+    DescribeAclsResponse,
+    SaslHandshakeResponse,
+    SaslAuthenticateResponse
 );
+
+impl ErrorCodes for DescribeUserScramCredentialsResponse {
+    fn error_codes(&self) -> Vec<i16> {
+        let mut codes = vec![self.error_code];
+        codes.extend(self.results.iter().map(|result| result.error_code));
+        codes
+    }
+}
+
+impl ErrorCodes for AlterUserScramCredentialsResponse {
+    fn error_codes(&self) -> Vec<i16> {
+        self.results
+            .iter()
+            .map(|result| result.error_code)
+            .collect()
+    }
+}
 
 impl ErrorCodes for CreateAclsResponse {
     fn error_codes(&self) -> Vec<i16> {

@@ -46,6 +46,11 @@ pub const TOPIC_AUTHORIZATION_FAILED: i16 = ResponseError::TopicAuthorizationFai
 pub const GROUP_AUTHORIZATION_FAILED: i16 = ResponseError::GroupAuthorizationFailed.code();
 pub const CLUSTER_AUTHORIZATION_FAILED: i16 = ResponseError::ClusterAuthorizationFailed.code();
 pub const SECURITY_DISABLED: i16 = ResponseError::SecurityDisabled.code();
+pub const ILLEGAL_SASL_STATE: i16 = ResponseError::IllegalSaslState.code();
+pub const UNSUPPORTED_SASL_MECHANISM: i16 = ResponseError::UnsupportedSaslMechanism.code();
+pub const RESOURCE_NOT_FOUND: i16 = ResponseError::ResourceNotFound.code();
+pub const DUPLICATE_RESOURCE: i16 = ResponseError::DuplicateResource.code();
+pub const UNACCEPTABLE_CREDENTIAL: i16 = ResponseError::UnacceptableCredential.code();
 
 /// Kafka's name of an error code (`UNKNOWN_TOPIC_OR_PARTITION`), for metrics and logs.
 pub fn name_of(code: i16) -> String {

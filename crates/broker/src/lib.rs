@@ -16,12 +16,15 @@ pub mod fetch_waiters;
 pub mod frame_shape;
 pub mod group;
 pub mod handlers;
+pub mod listener;
 pub mod metrics;
 pub mod network;
 #[cfg(feature = "probes")]
 pub mod probes;
 pub mod response;
+pub mod sasl;
 pub mod session;
+mod stored;
 pub mod transfer;
 
 use std::sync::Arc;
@@ -33,14 +36,11 @@ use crate::group::{GroupConfig, GroupCoordinator};
 use crate::network::limits::ConnectionLimits;
 use crate::transfer::FetchTransfer;
 
-pub use network::serve;
+pub use network::{serve, serve_listeners};
 
 /// How the broker presents itself and what it allows.
 #[derive(Debug, Clone)]
 pub struct BrokerConfig {
-    /// Host and port clients are told to connect to (`advertised.listeners`).
-    pub advertised_host: String,
-    pub advertised_port: u16,
     /// Partitions of an automatically created topic (`num.partitions`). Default 1.
     pub num_partitions: i32,
     /// `auto.create.topics.enable`. Default true.
@@ -67,13 +67,17 @@ pub struct BrokerConfig {
     /// `ferrolog.max.acls`: the most ACLs the broker keeps; CreateAcls beyond it is refused
     /// (POLICY_VIOLATION). Default 100,000 (Kafka: unlimited).
     pub max_acls: usize,
+    /// `connection.failed.authentication.delay.ms`: how long a failed authentication waits
+    /// before its answer and the close. Default 100 ms, as Kafka's.
+    pub failed_authentication_delay: Duration,
+    /// `sasl.server.max.receive.size`: the largest frame a client may send before it has
+    /// authenticated; a larger one closes the connection. Default 512 KiB, as Kafka's.
+    pub sasl_max_receive_size: usize,
 }
 
 impl Default for BrokerConfig {
     fn default() -> Self {
         Self {
-            advertised_host: "127.0.0.1".into(),
-            advertised_port: 9092,
             num_partitions: 1,
             auto_create_topics: true,
             socket_request_max_bytes: 104_857_600,
@@ -85,6 +89,8 @@ impl Default for BrokerConfig {
             groups: GroupConfig::default(),
             authorizer: None,
             max_acls: 100_000,
+            failed_authentication_delay: Duration::from_millis(100),
+            sasl_max_receive_size: 524_288,
         }
     }
 }
@@ -99,11 +105,13 @@ pub struct Context {
     pub groups: GroupCoordinator,
     /// Who may do what.
     pub access: authz::Access,
+    /// Users' SCRAM credentials.
+    pub credentials: sasl::ScramStore,
 }
 
 impl Context {
-    /// Loads the consumer groups kept in the data dirs' offsets topic, and the ACLs when an
-    /// authorizer is configured.
+    /// Loads the consumer groups kept in the data dirs' offsets topic, the SCRAM credentials,
+    /// and the ACLs when an authorizer is configured.
     pub fn new(
         manager: Arc<LogManager>,
         config: BrokerConfig,
@@ -115,12 +123,14 @@ impl Context {
             }
             None => authz::Access::disabled(),
         };
+        let credentials = sasl::ScramStore::open(Arc::clone(&manager))?;
         Ok(Self {
             manager,
             config,
             fetch_waiters: fetch_waiters::FetchWaiters::default(),
             groups,
             access,
+            credentials,
         })
     }
 }

@@ -167,3 +167,16 @@ impl Drop for OpenConnection {
 pub fn record_accept_failure() {
     metrics::counter!("ferrolog_network_accept_failures_total").increment(1);
 }
+
+/// A SASL exchange that ended: authenticated, or failed (wrong credentials, a refused
+/// mechanism, a frame out of place), as Kafka's `successful-authentication-total` and
+/// `failed-authentication-total` count them.
+pub fn record_authentication(succeeded: bool) {
+    if succeeded {
+        metrics::counter!("kafka_server_socket_server_metrics_successful_authentication_total")
+            .increment(1);
+    } else {
+        metrics::counter!("kafka_server_socket_server_metrics_failed_authentication_total")
+            .increment(1);
+    }
+}

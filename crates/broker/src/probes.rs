@@ -39,12 +39,15 @@ use crate::errors::{
     CLUSTER_AUTHORIZATION_FAILED, GROUP_AUTHORIZATION_FAILED, TOPIC_AUTHORIZATION_FAILED,
 };
 
-/// The APIs without a probe: ApiVersions and DescribeCluster need no ACL, and ListGroups
-/// refuses by leaving groups out.
+/// The APIs without a probe: ApiVersions, DescribeCluster, SaslHandshake and SaslAuthenticate
+/// need no ACL (the last two are answered ILLEGAL_SASL_STATE outside a SASL exchange), and
+/// ListGroups refuses by leaving groups out.
 pub const NOT_PROBED: &[ApiKey] = &[
     ApiKey::ApiVersions,
     ApiKey::DescribeCluster,
     ApiKey::ListGroups,
+    ApiKey::SaslHandshake,
+    ApiKey::SaslAuthenticate,
 ];
 
 /// The topic the DeleteTopics probe deletes, once it is allowed to: the test creates it, so that
@@ -119,6 +122,8 @@ impl Probe {
             DescribeAcls => DescribeAclsResponse,
             CreateAcls => CreateAclsResponse,
             DeleteAcls => DeleteAclsResponse,
+            DescribeUserScramCredentials => DescribeUserScramCredentialsResponse,
+            AlterUserScramCredentials => AlterUserScramCredentialsResponse,
         }
     }
 }
@@ -394,6 +399,24 @@ pub fn probe(api: ApiKey, topic: &str, group_id: &str) -> Option<Probe> {
                     .with_permission_type(1),
             ]);
             Probe::new(api, 3, &request)
+        }
+        ApiKey::DescribeUserScramCredentials => {
+            let request = DescribeUserScramCredentialsRequest::default().with_users(Some(vec![
+                describe_user_scram_credentials_request::UserName::default()
+                    .with_name(text("probe-user")),
+            ]));
+            Probe::new(api, 0, &request)
+        }
+        ApiKey::AlterUserScramCredentials => {
+            let request = AlterUserScramCredentialsRequest::default().with_upsertions(vec![
+                alter_user_scram_credentials_request::ScramCredentialUpsertion::default()
+                    .with_name(text("probe-user"))
+                    .with_mechanism(1)
+                    .with_iterations(4096)
+                    .with_salt(Bytes::from_static(b"probe-salt"))
+                    .with_salted_password(Bytes::from_static(&[7; 32])),
+            ]);
+            Probe::new(api, 0, &request)
         }
         _ => return None,
     };

@@ -1,31 +1,41 @@
 //! Who is on the other end of a connection, as the authorizer sees them: the principal the
-//! connection authenticated as and the client's address.
+//! connection authenticated as and the client's address; and the listener it came through.
 
 use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
 
 use crate::authz::{ANONYMOUS, Requester};
+use crate::listener::Listener;
 
 /// One connection's identity, fixed when it is accepted (and, with SASL, when it authenticates).
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug)]
 pub struct Session {
     principal: String,
     client: SocketAddr,
     host: String,
+    listener: Arc<Listener>,
 }
 
 impl Session {
-    /// A connection that did not authenticate (a PLAINTEXT listener): Kafka's `User:ANONYMOUS`.
-    pub fn anonymous(client: SocketAddr) -> Self {
-        Self::new(ANONYMOUS, client)
+    /// A connection that did not authenticate (a PLAINTEXT listener, or a SASL one before the
+    /// exchange): Kafka's `User:ANONYMOUS`.
+    pub fn anonymous(client: SocketAddr, listener: Arc<Listener>) -> Self {
+        Self::new(ANONYMOUS, client, listener)
     }
 
     /// A connection authenticated as `principal` (`Type:name`).
-    pub fn new(principal: &str, client: SocketAddr) -> Self {
+    pub fn new(principal: &str, client: SocketAddr, listener: Arc<Listener>) -> Self {
         Self {
             principal: principal.to_owned(),
             client,
             host: host_address(client.ip()),
+            listener,
         }
+    }
+
+    /// The listener the connection came through: its name, protocol and advertised address.
+    pub fn listener(&self) -> &Listener {
+        &self.listener
     }
 
     /// `Type:name`, as ACLs and `super.users` name principals.
@@ -84,7 +94,8 @@ mod tests {
 
     #[test]
     fn an_unauthenticated_connection_is_anonymous() {
-        let session = Session::anonymous("10.0.0.7:50123".parse().unwrap());
+        let listener = Arc::new(Listener::plaintext("127.0.0.1", 9092));
+        let session = Session::anonymous("10.0.0.7:50123".parse().unwrap(), listener);
         assert_eq!(session.principal(), "User:ANONYMOUS");
         assert_eq!(
             session.requester(),

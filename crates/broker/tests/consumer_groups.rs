@@ -61,10 +61,20 @@ async fn offset_fetch(context: &Arc<Context>, version: i16, group: &str) -> Offs
         .unwrap();
     request.encode(&mut frame, version).unwrap();
     let checked = ferrolog_broker::frame_shape::scan(frame.freeze()).unwrap();
-    let response = dispatch::dispatch(context, checked, &Arc::new(Session::anonymous(PEER)))
-        .await
-        .unwrap()
-        .unwrap();
+    let response = dispatch::dispatch(
+        context,
+        checked,
+        &Arc::new(Session::anonymous(
+            PEER,
+            Arc::new(ferrolog_broker::listener::Listener::plaintext(
+                "127.0.0.1",
+                9092,
+            )),
+        )),
+    )
+    .await
+    .unwrap()
+    .unwrap();
     let mut bytes = BytesMut::new();
     for chunk in response.chunks {
         match chunk {

@@ -226,7 +226,13 @@ async fn the_decoder_survives_mutated_requests() {
     let context = context(temp.path());
     let mut rng = Rng(0x5eed_1234_abcd_ef01);
     let seeds = seeds();
-    let session = Arc::new(Session::anonymous(PEER));
+    let session = Arc::new(Session::anonymous(
+        PEER,
+        Arc::new(ferrolog_broker::listener::Listener::plaintext(
+            "127.0.0.1",
+            9092,
+        )),
+    ));
     for round in 0..3000 {
         let bytes = mutate(&mut rng, &seeds[round % seeds.len()]);
         // Whatever the outcome, it is a value, not a panic (nor an abort on a huge

@@ -17,26 +17,20 @@
 //! Threads: readers take a snapshot (an `Arc` of the current index) and decide without a lock;
 //! changes are serialized by the generation's mutex, stored, and only then published.
 //!
-//! At startup the newest copy is written, under its own generation, to every online directory
-//! holding an older one, so a directory that missed a change while it was offline holds the
-//! newest ACLs again. A directory that fails to open at startup takes no part in choosing the
-//! newest copy (as for the topic configs): a change kept only there is not in force until the
-//! directory is back, and then wins, being newer; unless a change was made in the meantime,
-//! whose generation outranks it, in which case it is lost. The broker warns when it starts with
-//! a directory offline (see `Access::standard`).
+//! Loading, the copies in several directories and the generations are [`crate::stored`]'s.
 
 use std::collections::HashSet;
 use std::sync::Arc;
 
 use ferrolog_storage::StorageError;
-use ferrolog_storage::manager::{Document, LogManager};
-use parking_lot::Mutex;
+use ferrolog_storage::manager::LogManager;
 
 use super::acl::{
     AccessEntry, AclBinding, AclFilter, AclOperation, PatternType, Permission, ResourcePattern,
     ResourceType,
 };
 use super::index::AclIndex;
+use crate::stored::{StoredDocument, escape, unescape};
 
 /// The document the ACLs are kept in.
 pub const ACLS_DOCUMENT: &str = "ferrolog-acls";
@@ -66,10 +60,8 @@ pub enum AclChangeError {
 /// The ACLs in force and their stored copy.
 #[derive(Debug)]
 pub struct AclStore {
-    manager: Arc<LogManager>,
+    document: StoredDocument,
     current: parking_lot::RwLock<Arc<AclIndex>>,
-    /// The generation written last; held while a change is written, which serializes changes.
-    generation: Mutex<u64>,
     /// `ferrolog.max.acls`.
     max_acls: usize,
 }
@@ -79,22 +71,10 @@ impl AclStore {
     /// so that each holds the newest. A damaged copy, the newest or an older one, stops startup,
     /// naming the file and line: starting without some ACLs could open what they close.
     pub fn open(manager: Arc<LogManager>, max_acls: usize) -> Result<Self, StorageError> {
-        // Every copy's body is checked, the older ones too: damage anywhere is reported.
-        let copies = manager.read_document_copies(ACLS_DOCUMENT)?;
-        for copy in &copies {
-            parse_copy(copy)?;
-        }
-        let document = Document::newest_of(copies);
-        let acls = parse_copy(&document)?;
-        // Directories that missed changes while offline get the newest copy, under its own
-        // generation: a raised one could outrank a change kept only in a directory that failed
-        // to open this time.
-        manager.spread_document(ACLS_DOCUMENT, &document)?;
-        let generation = document.generation;
+        let (document, acls) = StoredDocument::open(manager, ACLS_DOCUMENT, parse)?;
         Ok(Self {
-            manager,
+            document,
             current: parking_lot::RwLock::new(Arc::new(AclIndex::new(acls))),
-            generation: Mutex::new(generation),
             max_acls,
         })
     }
@@ -159,10 +139,9 @@ impl AclStore {
     }
 
     /// Applies `edit` to a copy of the ACLs, stores the result under a new generation and
-    /// publishes it. The generation is spent even when the store fails: a copy may have been
-    /// written before the failure, and the next change must not reuse its number.
+    /// publishes it.
     fn change(&self, edit: impl FnOnce(&mut Vec<AclBinding>)) -> Result<(), AclChangeError> {
-        let mut generation = self.generation.lock();
+        let mut change = self.document.change();
         let current = self.snapshot();
         let mut acls = current.all().to_vec();
         edit(&mut acls);
@@ -176,26 +155,10 @@ impl AclStore {
                 wanted: acls.len(),
             });
         }
-        *generation += 1;
-        let document = Document {
-            generation: *generation,
-            body: format(&acls),
-            source: None,
-        };
-        self.manager.store_document(ACLS_DOCUMENT, &document)?;
+        change.store(format(&acls))?;
         *self.current.write() = Arc::new(AclIndex::new(acls));
         Ok(())
     }
-}
-
-/// The ACLs of one copy of the document; the error names its file and line.
-fn parse_copy(copy: &Document) -> Result<Vec<AclBinding>, StorageError> {
-    parse(&copy.body).map_err(|(line, reason)| StorageError::MalformedFile {
-        path: copy.source.clone().unwrap_or_else(|| ACLS_DOCUMENT.into()),
-        // The body starts on the third line of the file.
-        line: line + 2,
-        reason,
-    })
 }
 
 /// The document body for `acls`.
@@ -282,41 +245,6 @@ pub fn parse(body: &str) -> Result<Vec<AclBinding>, (usize, String)> {
 
 fn known<T>(number: usize, value: Option<T>, what: &str, text: &str) -> Result<T, (usize, String)> {
     value.ok_or_else(|| (number, format!("{text:?} is not a {what}")))
-}
-
-fn escape(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '%' => out.push_str("%25"),
-            ' ' => out.push_str("%20"),
-            '\t' => out.push_str("%09"),
-            '\n' => out.push_str("%0A"),
-            '\r' => out.push_str("%0D"),
-            other => out.push(other),
-        }
-    }
-    out
-}
-
-fn unescape(text: &str) -> Option<String> {
-    let mut out = String::with_capacity(text.len());
-    let mut rest = text;
-    while let Some(at) = rest.find('%') {
-        out.push_str(&rest[..at]);
-        let code = rest.get(at + 1..at + 3)?;
-        out.push(match code {
-            "25" => '%',
-            "20" => ' ',
-            "09" => '\t',
-            "0A" => '\n',
-            "0D" => '\r',
-            _ => return None,
-        });
-        rest = &rest[at + 3..];
-    }
-    out.push_str(rest);
-    Some(out)
 }
 
 #[cfg(test)]

@@ -18,6 +18,7 @@
 //! body.
 
 mod acl_schemas;
+mod sasl_schemas;
 mod schemas;
 
 use bytes::Bytes;

@@ -589,4 +589,8 @@ pub(super) const ALL: &[&Message] = &[
     &super::acl_schemas::DESCRIBE_ACLS,
     &super::acl_schemas::CREATE_ACLS,
     &super::acl_schemas::DELETE_ACLS,
+    &super::sasl_schemas::SASL_HANDSHAKE,
+    &super::sasl_schemas::SASL_AUTHENTICATE,
+    &super::sasl_schemas::DESCRIBE_USER_SCRAM_CREDENTIALS,
+    &super::sasl_schemas::ALTER_USER_SCRAM_CREDENTIALS,
 ];

@@ -26,9 +26,9 @@ pub fn handle(
             DescribeClusterBroker::default()
                 .with_broker_id(node)
                 .with_host(StrBytes::from_string(
-                    context.config.advertised_host.clone(),
+                    session.listener().advertised.host.clone(),
                 ))
-                .with_port(i32::from(context.config.advertised_port)),
+                .with_port(i32::from(session.listener().advertised.port)),
         ]);
     if header.request_api_version >= 1 {
         response = response.with_endpoint_type(request.endpoint_type);

@@ -27,8 +27,8 @@ pub fn handle(
     request: FindCoordinatorRequest,
 ) -> FindCoordinatorResponse {
     let node = BrokerId(context.manager.node_id());
-    let host = StrBytes::from_string(context.config.advertised_host.clone());
-    let port = i32::from(context.config.advertised_port);
+    let host = StrBytes::from_string(session.listener().advertised.host.clone());
+    let port = i32::from(session.listener().advertised.port);
     // Kafka decides each key on its own: DESCRIBE on the group it names.
     let decide = |key: &str| -> (i16, Option<StrBytes>) {
         if request.key_type == TRANSACTION_KEY_TYPE {

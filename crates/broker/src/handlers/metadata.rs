@@ -159,9 +159,9 @@ pub fn handle(
             MetadataResponseBroker::default()
                 .with_node_id(node)
                 .with_host(StrBytes::from_string(
-                    context.config.advertised_host.clone(),
+                    session.listener().advertised.host.clone(),
                 ))
-                .with_port(i32::from(context.config.advertised_port)),
+                .with_port(i32::from(session.listener().advertised.port)),
         ])
         .with_topics(topics);
     if version >= 1 {

@@ -29,6 +29,8 @@ pub mod offset_commit;
 pub mod offset_delete;
 pub mod offset_fetch;
 pub mod produce;
+pub mod sasl;
+pub mod scram_credentials;
 pub mod sync_group;
 
 use std::sync::Arc;

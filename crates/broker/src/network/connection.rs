@@ -22,6 +22,7 @@ use tokio::time::Instant;
 
 use super::Shared;
 use crate::frame_shape;
+use crate::listener::Listener;
 use crate::session::Session;
 use crate::transfer::FrameWriter;
 use crate::{Context, dispatch};
@@ -44,11 +45,11 @@ fn idle(idle: Duration) -> io::Error {
 pub(super) async fn serve_connection(
     mut stream: TcpStream,
     peer: SocketAddr,
+    listener: Arc<Listener>,
     context: Arc<Context>,
     shared: Arc<Shared>,
 ) -> io::Result<()> {
     stream.set_nodelay(true)?;
-    let session = Arc::new(Session::anonymous(peer));
     let config = &context.config;
     let idle_limit = config.connections_max_idle;
     let mut inbound = Inbound::default();
@@ -57,6 +58,31 @@ pub(super) async fn serve_connection(
         idle_limit,
         Arc::clone(&shared.copy_buffers),
     );
+    let session = match &listener.sasl {
+        None => Session::anonymous(peer, listener),
+        Some(settings) => {
+            let mut connection = Connection {
+                stream: &mut stream,
+                inbound: &mut inbound,
+                writer: &mut writer,
+                peer,
+            };
+            let settings = Arc::clone(settings);
+            let authenticated = super::authentication::authenticate(
+                &mut connection,
+                &listener,
+                settings,
+                &context,
+                &shared,
+            )
+            .await?;
+            match authenticated {
+                Some(principal) => Session::new(&principal, peer, listener),
+                None => return Ok(()),
+            }
+        }
+    };
+    let session = Arc::new(session);
     loop {
         let Some(size) = inbound.read_size(&mut stream, idle_limit).await? else {
             return Ok(());
@@ -124,6 +150,15 @@ pub(super) async fn serve_connection(
     }
 }
 
+/// One connection's socket and buffers, lent to the authentication before requests are served.
+#[derive(Debug)]
+pub(super) struct Connection<'a> {
+    pub stream: &'a mut TcpStream,
+    pub inbound: &'a mut Inbound,
+    pub writer: &'a mut FrameWriter,
+    pub peer: SocketAddr,
+}
+
 /// How long a read may wait.
 #[derive(Debug, Clone, Copy)]
 enum Wait {
@@ -136,7 +171,7 @@ enum Wait {
 
 /// Bytes read from the socket and not yet taken as a request.
 #[derive(Debug, Default)]
-struct Inbound {
+pub(super) struct Inbound {
     buffer: BytesMut,
 }
 
@@ -164,7 +199,7 @@ impl Inbound {
     }
 
     /// The next request's size prefix, or `None` when the client closed.
-    async fn read_size(
+    pub(super) async fn read_size(
         &mut self,
         stream: &mut TcpStream,
         idle_limit: Option<Duration>,
@@ -179,7 +214,7 @@ impl Inbound {
 
     /// The request of `size` bytes, or `None` when the client closed before sending it all.
     /// It must all arrive within the idle limit.
-    async fn read_frame(
+    pub(super) async fn read_frame(
         &mut self,
         stream: &mut TcpStream,
         size: usize,

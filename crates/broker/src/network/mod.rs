@@ -1,12 +1,13 @@
-//! The listener: connections accepted within the connection limits, each served on its own
-//! task ([`connection`]), the group coordinator's timers, and the stop when every data
-//! directory is offline.
+//! The listeners: connections accepted within the connection limits, each served on its own
+//! task ([`connection`]; on a SASL listener, authenticated first by [`authentication`]), the
+//! group coordinator's timers, and the stop when every data directory is offline.
 //!
 //! The accept loop never ends on an error. A failed `accept` (out of file descriptors, say,
 //! with the pending connection still queued) is logged, at most once a second with a count,
 //! and accepting resumes after a pause that doubles from 10 ms up to a second, so the loop
 //! neither spins nor gives up.
 
+mod authentication;
 mod connection;
 pub mod limits;
 pub mod memory;
@@ -19,6 +20,7 @@ use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
 
 use crate::Context;
+use crate::listener::Listener;
 use crate::transfer::CopyBuffers;
 use limits::AddressQuotas;
 use memory::RequestMemory;
@@ -66,76 +68,61 @@ impl Throttled {
     }
 }
 
-/// Accepts connections on `listener` until the future is dropped, or until every data
+/// Serves one PLAINTEXT listener named `PLAINTEXT`, advertised at its own address (127.0.0.1
+/// when it listens on every interface), as [`serve_listeners`] does.
+pub async fn serve(listener: TcpListener, context: Arc<Context>) -> std::io::Result<()> {
+    let local = listener.local_addr()?;
+    let host = if local.ip().is_unspecified() {
+        "127.0.0.1".to_owned()
+    } else {
+        local.ip().to_string()
+    };
+    let plaintext = Arc::new(Listener::plaintext(host, local.port()));
+    serve_listeners(vec![(listener, plaintext)], context).await
+}
+
+/// What every listener's accept loop shares: the connection limits count connections across
+/// all listeners, as `max.connections` and `max.connections.per.ip` do in Kafka.
+#[derive(Debug)]
+struct Accepting {
+    context: Arc<Context>,
+    shared: Arc<Shared>,
+    slots: Arc<Semaphore>,
+    addresses: Arc<AddressQuotas>,
+}
+
+/// Accepts connections on every listener until the future is dropped, or until every data
 /// directory is offline: then nothing can be served any more, and, as Kafka halts, this
 /// returns an error naming the directories.
 /// The group coordinator's timers run while this future runs.
-pub async fn serve(listener: TcpListener, context: Arc<Context>) -> std::io::Result<()> {
+pub async fn serve_listeners(
+    listeners: Vec<(TcpListener, Arc<Listener>)>,
+    context: Arc<Context>,
+) -> std::io::Result<()> {
     let config = &context.config;
-    let shared = Arc::new(Shared {
-        memory: RequestMemory::new(config.queued_max_request_bytes),
-        copy_buffers: Arc::new(CopyBuffers::default()),
+    let accepting = Arc::new(Accepting {
+        shared: Arc::new(Shared {
+            memory: RequestMemory::new(config.queued_max_request_bytes),
+            copy_buffers: Arc::new(CopyBuffers::default()),
+        }),
+        slots: Arc::new(Semaphore::new(
+            config.limits.max_connections.min(Semaphore::MAX_PERMITS),
+        )),
+        addresses: AddressQuotas::new(config.limits.clone()),
+        context: Arc::clone(&context),
     });
-    let slots = Arc::new(Semaphore::new(
-        config.limits.max_connections.min(Semaphore::MAX_PERMITS),
-    ));
-    let addresses = AddressQuotas::new(config.limits.clone());
+    // Dropped with this future, which aborts every accept loop.
+    let mut accept_loops = tokio::task::JoinSet::new();
+    for (socket, listener) in listeners {
+        accept_loops.spawn(accept(socket, listener, Arc::clone(&accepting)));
+    }
     let mut tick = tokio::time::interval(TICK);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    let mut slot = None;
-    let mut backoff = FIRST_ACCEPT_BACKOFF;
-    let mut resume_accepting: Option<tokio::time::Instant> = None;
-    let (mut accept_failures, mut address_refusals) = (Throttled::new(), Throttled::new());
     loop {
         tokio::select! {
-            // At max.connections, the broker stops accepting until a connection closes; new
-            // connections wait in the listen backlog, as with Kafka.
-            acquired = Arc::clone(&slots).acquire_owned(), if slot.is_none() => {
-                slot = acquired.ok();
-            }
-            () = async {
-                if let Some(until) = resume_accepting {
-                    tokio::time::sleep_until(until).await;
-                }
-            }, if resume_accepting.is_some() => {
-                resume_accepting = None;
-            }
-            accepted = listener.accept(), if slot.is_some() && resume_accepting.is_none() => {
-                match accepted {
-                    Ok((stream, peer)) => {
-                        backoff = FIRST_ACCEPT_BACKOFF;
-                        match addresses.admit(peer.ip()) {
-                            Ok(address_slot) => {
-                                let held = (slot.take(), address_slot);
-                                spawn_connection(stream, peer, &context, &shared, held);
-                            }
-                            Err(limit) => {
-                                drop(stream);
-                                if let Some(held_back) = address_refusals.due() {
-                                    tracing::info!(
-                                        %peer,
-                                        limit,
-                                        refused_since_last_line = held_back,
-                                        "refused a connection: the address has max.connections.per.ip open"
-                                    );
-                                }
-                            }
-                        }
-                    }
-                    Err(error) => {
-                        if let Some(held_back) = accept_failures.due() {
-                            tracing::error!(
-                                %error,
-                                failed_since_last_line = held_back,
-                                pause_ms = backoff.as_millis() as u64,
-                                "accepting a connection failed; accepting again after a pause"
-                            );
-                        }
-                        crate::metrics::record_accept_failure();
-                        resume_accepting = Some(tokio::time::Instant::now() + backoff);
-                        backoff = (backoff * 2).min(MAX_ACCEPT_BACKOFF);
-                    }
-                }
+            Some(ended) = accept_loops.join_next() => {
+                // An accept loop never ends on its own.
+                return Err(std::io::Error::other(format!("a listener stopped accepting: {ended:?}")));
             }
             _ = tick.tick() => {
                 if context.manager.is_halted() {
@@ -161,23 +148,89 @@ pub async fn serve(listener: TcpListener, context: Arc<Context>) -> std::io::Res
     }
 }
 
+/// Accepts connections on one listener, within the connection limits, for ever.
+async fn accept(socket: TcpListener, listener: Arc<Listener>, accepting: Arc<Accepting>) {
+    let mut slot = None;
+    let mut backoff = FIRST_ACCEPT_BACKOFF;
+    let mut resume_accepting: Option<tokio::time::Instant> = None;
+    let (mut accept_failures, mut address_refusals) = (Throttled::new(), Throttled::new());
+    loop {
+        tokio::select! {
+            // At max.connections, the broker stops accepting until a connection closes; new
+            // connections wait in the listen backlog, as with Kafka.
+            acquired = Arc::clone(&accepting.slots).acquire_owned(), if slot.is_none() => {
+                slot = acquired.ok();
+            }
+            () = async {
+                if let Some(until) = resume_accepting {
+                    tokio::time::sleep_until(until).await;
+                }
+            }, if resume_accepting.is_some() => {
+                resume_accepting = None;
+            }
+            accepted = socket.accept(), if slot.is_some() && resume_accepting.is_none() => {
+                match accepted {
+                    Ok((stream, peer)) => {
+                        backoff = FIRST_ACCEPT_BACKOFF;
+                        match accepting.addresses.admit(peer.ip()) {
+                            Ok(address_slot) => {
+                                let held = (slot.take(), address_slot);
+                                spawn_connection(stream, peer, &listener, &accepting, held);
+                            }
+                            Err(limit) => {
+                                drop(stream);
+                                if let Some(held_back) = address_refusals.due() {
+                                    tracing::info!(
+                                        %peer,
+                                        listener = %listener.name,
+                                        limit,
+                                        refused_since_last_line = held_back,
+                                        "refused a connection: the address has max.connections.per.ip open"
+                                    );
+                                }
+                            }
+                        }
+                    }
+                    Err(error) => {
+                        if let Some(held_back) = accept_failures.due() {
+                            tracing::error!(
+                                %error,
+                                listener = %listener.name,
+                                failed_since_last_line = held_back,
+                                pause_ms = backoff.as_millis() as u64,
+                                "accepting a connection failed; accepting again after a pause"
+                            );
+                        }
+                        crate::metrics::record_accept_failure();
+                        resume_accepting = Some(tokio::time::Instant::now() + backoff);
+                        backoff = (backoff * 2).min(MAX_ACCEPT_BACKOFF);
+                    }
+                }
+            }
+        }
+    }
+}
+
 /// Serves one accepted connection on its own task; it holds its slots until it closes.
 fn spawn_connection(
     stream: tokio::net::TcpStream,
     peer: SocketAddr,
-    context: &Arc<Context>,
-    shared: &Arc<Shared>,
+    listener: &Arc<Listener>,
+    accepting: &Accepting,
     slots: (
         Option<tokio::sync::OwnedSemaphorePermit>,
         limits::AddressSlot,
     ),
 ) {
-    let context = Arc::clone(context);
-    let shared = Arc::clone(shared);
+    let context = Arc::clone(&accepting.context);
+    let shared = Arc::clone(&accepting.shared);
+    let listener = Arc::clone(listener);
     tokio::spawn(async move {
         let _slots = slots;
         let _counted = crate::metrics::OpenConnection::new();
-        if let Err(error) = connection::serve_connection(stream, peer, context, shared).await {
+        if let Err(error) =
+            connection::serve_connection(stream, peer, listener, context, shared).await
+        {
             tracing::debug!(%peer, error = %error, "connection closed");
         }
     });

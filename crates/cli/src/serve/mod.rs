@@ -16,9 +16,13 @@ use std::time::Duration;
 use anyhow::{Context as _, bail};
 use clap::Args;
 use ferrolog_broker::group::GroupConfig;
+use ferrolog_broker::listener::Listener;
 use ferrolog_broker::{BrokerConfig, Context};
 use ferrolog_storage::SystemClock;
 use ferrolog_storage::manager::{LogManager, ManagerConfig, known_keys, parse_properties};
+
+mod jaas;
+mod listeners;
 
 #[derive(Debug, Args)]
 pub struct ServeArgs {
@@ -43,6 +47,11 @@ pub struct ServeArgs {
 const BROKER_KEYS: &[&str] = &[
     "listeners",
     "advertised.listeners",
+    "listener.security.protocol.map",
+    "controller.listener.names",
+    "sasl.enabled.mechanisms",
+    "connection.failed.authentication.delay.ms",
+    "sasl.server.max.receive.size",
     "num.partitions",
     "auto.create.topics.enable",
     "socket.request.max.bytes",
@@ -142,31 +151,21 @@ const IGNORED_KAFKA_KEYS: &[&str] = &[
     "process.roles",
     "controller.quorum.voters",
     "controller.quorum.bootstrap.servers",
-    "controller.listener.names",
-    "listener.security.protocol.map",
     "inter.broker.listener.name",
+    // A broker reads JAAS only from listener.name.<listener>.<mechanism>.sasl.jaas.config, as
+    // Kafka's brokers do (Kafka warns and ignores this key too).
+    "sasl.jaas.config",
+    "sasl.mechanism.inter.broker.protocol",
+    "sasl.mechanism.controller.protocol",
     "num.replica.fetchers",
     "unclean.leader.election.enable",
     "delete.topic.enable",
 ];
 
-/// The broker's settings, parsed from the merged properties.
-fn broker_config(
-    properties: &BTreeMap<String, String>,
-) -> anyhow::Result<(SocketAddr, BrokerConfig)> {
-    let listener = properties
-        .get("listeners")
-        .map_or("PLAINTEXT://127.0.0.1:9092", String::as_str);
-    let listen = parse_listener("listeners", listener)?;
-    let advertised = match properties.get("advertised.listeners") {
-        Some(value) => Some(parse_listener("advertised.listeners", value)?),
-        None => None,
-    };
+/// The broker's settings, parsed from the merged properties (the listeners are
+/// [`listeners::plan`]'s).
+fn broker_config(properties: &BTreeMap<String, String>) -> anyhow::Result<BrokerConfig> {
     let mut config = BrokerConfig::default();
-    if let Some(advertised) = advertised {
-        config.advertised_host = advertised.ip().to_string();
-        config.advertised_port = advertised.port();
-    }
     if let Some(value) = properties.get("num.partitions") {
         config.num_partitions = value.trim().parse().ok().filter(|n| *n >= 1).with_context(
             || {
@@ -200,7 +199,14 @@ fn broker_config(
     if let Some(max) = number::<usize>(properties, "ferrolog.max.acls", 1)? {
         config.max_acls = max;
     }
-    Ok((listen, config))
+    if let Some(millis) = number::<u64>(properties, "connection.failed.authentication.delay.ms", 0)?
+    {
+        config.failed_authentication_delay = Duration::from_millis(millis);
+    }
+    if let Some(bytes) = number::<usize>(properties, "sasl.server.max.receive.size", 1)? {
+        config.sasl_max_receive_size = bytes;
+    }
+    Ok(config)
 }
 
 /// `authorizer.class.name`: empty (Kafka's default, no authorization) or Kafka's
@@ -312,35 +318,14 @@ fn parse_metrics_listener(value: &str) -> anyhow::Result<SocketAddr> {
     })
 }
 
-/// `PLAINTEXT://host:port` (the only listener kind served), or a bare `host:port`.
-fn parse_listener(key: &str, value: &str) -> anyhow::Result<SocketAddr> {
-    let first = value.split(',').next().unwrap_or("").trim();
-    let address = match first.split_once("://") {
-        Some(("PLAINTEXT", address)) => address,
-        Some((protocol, _)) => bail!(
-            "invalid value {value:?} for {key}: only PLAINTEXT listeners are served, not {protocol}"
-        ),
-        None => first,
-    };
-    let address = if address.starts_with(':') {
-        format!("0.0.0.0{address}")
-    } else {
-        address.to_owned()
-    };
-    address.parse().with_context(|| {
+/// The warning due when a listener without authentication (PLAINTEXT) accepts connections from
+/// beyond this machine: any address but a loopback one, the unspecified address (every
+/// interface) included.
+fn unauthenticated_exposure(listener: &Listener, bound: SocketAddr) -> Option<String> {
+    (!listener.protocol.uses_sasl() && !bound.ip().is_loopback()).then(|| {
         format!(
-            "invalid value {value:?} for {key}: expected PLAINTEXT://host:port with an IP address"
-        )
-    })
-}
-
-/// The warning due when a listener without authentication (every listener, until SASL and TLS
-/// exist) accepts connections from beyond this machine: any address but a loopback one, the
-/// unspecified address (every interface) included.
-fn unauthenticated_exposure(listener: SocketAddr) -> Option<String> {
-    (!listener.ip().is_loopback()).then(|| {
-        format!(
-            "listener PLAINTEXT://{listener} accepts clients from the network without authentication: anyone who can reach it can read and change every topic (bind it to 127.0.0.1, or restrict it with ACLs by host)"
+            "listener {} accepts clients from the network without authentication: anyone who can reach it can read and change every topic (bind it to 127.0.0.1, make it a SASL_PLAINTEXT listener, or restrict it with ACLs by host)",
+            listener.describe(bound)
         )
     })
 }
@@ -375,7 +360,7 @@ fn merged_properties(args: &ServeArgs) -> anyhow::Result<BTreeMap<String, String
     for key in properties.keys() {
         if IGNORED_KAFKA_KEYS.contains(&key.as_str()) {
             tracing::warn!(key, "a Kafka setting ferrolog does not use; ignored");
-        } else if !known.contains(&key.as_str()) {
+        } else if !known.contains(&key.as_str()) && !listeners::is_listener_key(key) {
             bail!(
                 "unknown setting {key}: not a broker key ferrolog knows (see docs for the supported keys)"
             );
@@ -390,7 +375,14 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<()> {
         crate::set_log_level(level)?;
     }
     let manager_config = ManagerConfig::from_properties(&properties)?;
-    let (listen, mut broker_config) = broker_config(&properties)?;
+    let broker_config = broker_config(&properties)?;
+    let (planned, controller_listeners) = listeners::plan(&properties)?;
+    for name in controller_listeners {
+        tracing::warn!(
+            listener = name,
+            "a controller listener (controller.listener.names); ferrolog has no controller quorum and does not serve it"
+        );
+    }
     let metrics_listen = match properties.get("metrics.listener") {
         Some(value) => Some(parse_metrics_listener(value)?),
         None => None,
@@ -428,26 +420,31 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<()> {
     let _ = opened_manager.set(Arc::clone(&manager));
     manager.start_background()?;
     let outcome = runtime.block_on(async {
-        let listener = tokio::net::TcpListener::bind(listen)
-            .await
-            .with_context(|| format!("listening on {listen}"))?;
-        let local = listener.local_addr()?;
-        if !properties.contains_key("advertised.listeners") {
-            broker_config.advertised_host = if local.ip().is_unspecified() { "127.0.0.1".into() } else { local.ip().to_string() };
-            broker_config.advertised_port = local.port();
+        let mut bound = Vec::new();
+        for plan in planned {
+            let socket = tokio::net::TcpListener::bind(plan.bind)
+                .await
+                .with_context(|| format!("listening on {} for listener {}", plan.bind, plan.listener.name))?;
+            let local = socket.local_addr()?;
+            let mut listener = plan.listener;
+            if !plan.advertised_given {
+                listener.advertised.host = listeners::advertised_host(local);
+                listener.advertised.port = local.port();
+            }
+            tracing::info!(%local, listener = %listener.name, protocol = %listener.protocol, "serving");
+            eprintln!("ferrolog serving Kafka clients on {}", listener.describe(local));
+            if let Some(warning) = unauthenticated_exposure(&listener, local) {
+                tracing::warn!("{warning}");
+            }
+            bound.push((socket, Arc::new(listener)));
         }
         let context = Arc::new(
             Context::new(Arc::clone(&manager), broker_config)
-                .context("loading consumer groups from __consumer_offsets")?,
+                .context("loading consumer groups, credentials and ACLs from the data directories")?,
         );
-        tracing::info!(%local, "serving");
-        eprintln!("ferrolog serving Kafka clients on {local}");
-        if let Some(warning) = unauthenticated_exposure(local) {
-            tracing::warn!("{warning}");
-        }
         let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
         tokio::select! {
-            served = ferrolog_broker::serve(listener, context) => served.map_err(anyhow::Error::from),
+            served = ferrolog_broker::serve_listeners(bound, context) => served.map_err(anyhow::Error::from),
             _ = tokio::signal::ctrl_c() => Ok(()),
             _ = terminate.recv() => Ok(()),
         }
@@ -488,8 +485,9 @@ mod tests {
     #[test]
     fn defaults_listen_on_9092_with_data_in_ferrolog_data() {
         let properties = merged_properties(&args(&[])).unwrap();
-        let (listen, config) = broker_config(&properties).unwrap();
-        assert_eq!(listen, "127.0.0.1:9092".parse().unwrap());
+        let config = broker_config(&properties).unwrap();
+        let (planned, _) = listeners::plan(&properties).unwrap();
+        assert_eq!(planned[0].bind, "127.0.0.1:9092".parse().unwrap());
         assert!(config.auto_create_topics);
         let manager = ManagerConfig::from_properties(&properties).unwrap();
         assert_eq!(manager.log_dirs, vec![PathBuf::from("ferrolog-data")]);
@@ -497,28 +495,37 @@ mod tests {
 
     #[test]
     fn a_listener_beyond_loopback_without_authentication_is_warned_about() {
+        let plaintext = Listener::plaintext("127.0.0.1", 9092);
         for quiet in ["127.0.0.1:9092", "[::1]:9092"] {
             assert_eq!(
-                unauthenticated_exposure(quiet.parse().unwrap()),
+                unauthenticated_exposure(&plaintext, quiet.parse().unwrap()),
                 None,
                 "{quiet}"
             );
         }
         for exposed in ["0.0.0.0:9092", "10.0.0.7:9092", "[::]:9092"] {
-            let warning = unauthenticated_exposure(exposed.parse().unwrap()).unwrap();
+            let warning = unauthenticated_exposure(&plaintext, exposed.parse().unwrap()).unwrap();
             assert!(
                 warning.contains(&format!("PLAINTEXT://{exposed}"))
                     && warning.contains("without authentication"),
                 "{warning}"
             );
         }
+        let sasl = Listener {
+            protocol: ferrolog_broker::listener::SecurityProtocol::SaslPlaintext,
+            ..plaintext
+        };
+        assert_eq!(
+            unauthenticated_exposure(&sasl, "0.0.0.0:9092".parse().unwrap()),
+            None
+        );
     }
 
     #[test]
     fn the_authorizer_is_kafkas_standard_one_or_none() {
         let config = |overrides: &[&str]| {
             broker_config(&merged_properties(&args(overrides)).unwrap())
-                .map(|(_, config)| config.authorizer)
+                .map(|config| config.authorizer)
         };
         assert_eq!(config(&[]).unwrap(), None);
         assert_eq!(config(&["authorizer.class.name="]).unwrap(), None);
@@ -566,8 +573,9 @@ mod tests {
             manager.log_defaults.retention_age,
             Some(std::time::Duration::from_secs(3_600))
         );
-        let (listen, config) = broker_config(&properties).unwrap();
-        assert_eq!((listen.port(), config.num_partitions), (9999, 3));
+        let config = broker_config(&properties).unwrap();
+        let (planned, _) = listeners::plan(&properties).unwrap();
+        assert_eq!((planned[0].bind.port(), config.num_partitions), (9999, 3));
 
         let error = merged_properties(&args(&["no.such.key=1"]))
             .unwrap_err()
@@ -578,10 +586,17 @@ mod tests {
         assert!(error.contains("num.partitions"), "{error}");
         let ssl = merged_properties(&args(&["listeners=SSL://127.0.0.1:9093"])).unwrap();
         assert!(
-            broker_config(&ssl)
+            listeners::plan(&ssl)
                 .unwrap_err()
                 .to_string()
-                .contains("PLAINTEXT")
+                .contains("not TLS yet")
+        );
+        let error = merged_properties(&args(&["listener.name.x.ssl.keystore.location=k"]))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            error.contains("listener.name.x.ssl.keystore.location"),
+            "{error}"
         );
         for (setting, key) in [
             ("connections.max.idle.ms=0", "connections.max.idle.ms=0"),
@@ -597,7 +612,7 @@ mod tests {
         }
         let unlimited = merged_properties(&args(&["connections.max.idle.ms=-1"])).unwrap();
         assert_eq!(
-            broker_config(&unlimited).unwrap().1.connections_max_idle,
+            broker_config(&unlimited).unwrap().connections_max_idle,
             None
         );
         assert!(
@@ -608,7 +623,7 @@ mod tests {
 
     #[test]
     fn the_operator_guide_documents_every_key() {
-        let guide = include_str!("../../../docs/operations.md");
+        let guide = include_str!("../../../../docs/operations.md");
         let undocumented: Vec<&str> = known_keys()
             .chain(BROKER_KEYS.iter().copied())
             .chain(IGNORED_KAFKA_KEYS.iter().copied())
@@ -640,7 +655,7 @@ mod tests {
             manager.background.producer_id_expiration,
             std::time::Duration::from_secs(60)
         );
-        let (_, config) = broker_config(&properties).unwrap();
+        let config = broker_config(&properties).unwrap();
         assert_eq!(config.groups.offsets_topic_partitions, 3);
         assert_eq!(config.groups.initial_rebalance_delay, Duration::ZERO);
     }

@@ -1,0 +1,315 @@
+//! DescribeUserScramCredentials and AlterUserScramCredentials (KIP-554), as Kafka's broker and
+//! controller answer them, so that `kafka-configs --entity-type users` manages SCRAM users.
+//!
+//! Describing needs DESCRIBE on the cluster, altering ALTER on it. A request may change each
+//! user once (one credential, or the deletion of one); the changes that pass Kafka's checks are
+//! stored together, and the others answered with Kafka's codes and messages. The client sends a
+//! salted password; only the StoredKey and ServerKey made from it are kept.
+
+use std::collections::{BTreeSet, HashMap};
+
+use kafka_protocol::messages::alter_user_scram_credentials_response::AlterUserScramCredentialsResult;
+use kafka_protocol::messages::describe_user_scram_credentials_response::{
+    CredentialInfo, DescribeUserScramCredentialsResult,
+};
+use kafka_protocol::messages::{
+    AlterUserScramCredentialsRequest, AlterUserScramCredentialsResponse,
+    DescribeUserScramCredentialsRequest, DescribeUserScramCredentialsResponse, RequestHeader,
+};
+use kafka_protocol::protocol::StrBytes;
+
+use crate::Context;
+use crate::authz::AclOperation;
+use crate::errors::{
+    CLUSTER_AUTHORIZATION_FAILED, DUPLICATE_RESOURCE, NONE, POLICY_VIOLATION, RESOURCE_NOT_FOUND,
+    UNACCEPTABLE_CREDENTIAL, UNKNOWN_SERVER_ERROR, UNSUPPORTED_SASL_MECHANISM,
+};
+use crate::sasl::credentials::{CredentialChange, CredentialChangeError};
+use crate::sasl::scram::{MAX_ITERATIONS, MIN_ITERATIONS};
+use crate::sasl::{Mechanism, ScramCredential};
+use crate::session::Session;
+
+/// The longest salt kept. Kafka's tools make salts of 20 to 64 bytes; Kafka sets no limit.
+pub const MAX_SALT_BYTES: usize = 1024;
+
+const CLUSTER_REFUSED: &str = "Cluster authorization failed.";
+
+/// The mechanism Kafka's wire code stands for (1 SCRAM-SHA-256, 2 SCRAM-SHA-512).
+fn mechanism_of(code: i8) -> Option<Mechanism> {
+    match code {
+        1 => Some(Mechanism::ScramSha256),
+        2 => Some(Mechanism::ScramSha512),
+        _ => None,
+    }
+}
+
+fn code_of(mechanism: Mechanism) -> i8 {
+    match mechanism {
+        Mechanism::ScramSha256 => 1,
+        Mechanism::ScramSha512 => 2,
+        Mechanism::Plain => 0,
+    }
+}
+
+fn text(message: impl Into<String>) -> Option<StrBytes> {
+    Some(StrBytes::from_string(message.into()))
+}
+
+pub fn describe(
+    context: &Context,
+    session: &Session,
+    _header: &RequestHeader,
+    request: DescribeUserScramCredentialsRequest,
+) -> DescribeUserScramCredentialsResponse {
+    let asked: Vec<String> = request
+        .users
+        .unwrap_or_default()
+        .into_iter()
+        .map(|user| user.name.to_string())
+        .collect();
+    if !context
+        .access
+        .allows_on_cluster(session, AclOperation::Describe)
+    {
+        // Kafka's error answer: the code at the top and once per user asked about, unnamed,
+        // without a message.
+        let results = asked
+            .iter()
+            .map(|_| {
+                DescribeUserScramCredentialsResult::default()
+                    .with_error_code(CLUSTER_AUTHORIZATION_FAILED)
+                    .with_error_message(None)
+            })
+            .collect();
+        return DescribeUserScramCredentialsResponse::default()
+            .with_error_code(CLUSTER_AUTHORIZATION_FAILED)
+            .with_error_message(None)
+            .with_results(results);
+    }
+    let held = context.credentials.describe();
+    // Each user once, in the order first asked about (every user, by name, when none is named);
+    // a user named twice is answered DUPLICATE_RESOURCE.
+    let mut order: Vec<String> = Vec::new();
+    let mut named_twice: HashMap<String, bool> = HashMap::new();
+    if asked.is_empty() {
+        order.extend(held.keys().cloned());
+    } else {
+        for user in asked {
+            match named_twice.get_mut(&user) {
+                Some(twice) => *twice = true,
+                None => {
+                    named_twice.insert(user.clone(), false);
+                    order.push(user);
+                }
+            }
+        }
+    }
+    let results = order
+        .into_iter()
+        .map(|user| {
+            let result = DescribeUserScramCredentialsResult::default()
+                .with_user(StrBytes::from_string(user.clone()))
+                .with_error_message(text(""));
+            if named_twice.get(&user).copied().unwrap_or(false) {
+                return result.with_error_code(DUPLICATE_RESOURCE).with_error_message(text(
+                    format!(
+                        "Cannot describe SCRAM credentials for the same user twice in a single request: {user}"
+                    ),
+                ));
+            }
+            match held.get(&user) {
+                Some(mechanisms) => result.with_credential_infos(
+                    mechanisms
+                        .iter()
+                        .map(|(mechanism, iterations)| {
+                            CredentialInfo::default()
+                                .with_mechanism(code_of(*mechanism))
+                                .with_iterations(*iterations)
+                        })
+                        .collect(),
+                ),
+                None => result
+                    .with_error_code(RESOURCE_NOT_FOUND)
+                    .with_error_message(text(format!(
+                        "Attempt to describe a user credential that does not exist: {user}"
+                    ))),
+            }
+        })
+        .collect();
+    DescribeUserScramCredentialsResponse::default()
+        .with_error_message(text(""))
+        .with_results(results)
+}
+
+/// One user's fate in an AlterUserScramCredentials request.
+enum Verdict {
+    Change(CredentialChange),
+    Refused(i16, String),
+}
+
+pub fn alter(
+    context: &Context,
+    session: &Session,
+    _header: &RequestHeader,
+    request: AlterUserScramCredentialsRequest,
+) -> AlterUserScramCredentialsResponse {
+    if !context
+        .access
+        .allows_on_cluster(session, AclOperation::Alter)
+    {
+        // Kafka's error answer: every user named, once each, in name order.
+        let users: BTreeSet<String> = request
+            .deletions
+            .iter()
+            .map(|deletion| deletion.name.to_string())
+            .chain(
+                request
+                    .upsertions
+                    .iter()
+                    .map(|upsertion| upsertion.name.to_string()),
+            )
+            .collect();
+        return AlterUserScramCredentialsResponse::default().with_results(
+            users
+                .into_iter()
+                .map(|user| {
+                    result(
+                        user,
+                        CLUSTER_AUTHORIZATION_FAILED,
+                        Some(CLUSTER_REFUSED.into()),
+                    )
+                })
+                .collect(),
+        );
+    }
+    // Each user's verdict, in the order users first appear (deletions, then upsertions).
+    let mut verdicts: Vec<(String, Verdict)> = Vec::new();
+    let twice = || {
+        Verdict::Refused(
+            DUPLICATE_RESOURCE,
+            "A user credential cannot be altered twice in the same request".into(),
+        )
+    };
+    for deletion in &request.deletions {
+        let user = deletion.name.to_string();
+        let verdict = match verdicts.iter_mut().find(|(name, _)| *name == user) {
+            Some((_, Verdict::Refused(..))) => continue,
+            Some((_, verdict)) => {
+                *verdict = twice();
+                continue;
+            }
+            None => match checked_user_and_mechanism(&user, deletion.mechanism) {
+                Err(refusal) => refusal,
+                Ok(mechanism) if context.credentials.credential(&user, mechanism).is_none() => {
+                    Verdict::Refused(
+                        RESOURCE_NOT_FOUND,
+                        "Attempt to delete a user credential that does not exist".into(),
+                    )
+                }
+                Ok(mechanism) => Verdict::Change(CredentialChange::Delete {
+                    user: user.clone(),
+                    mechanism,
+                }),
+            },
+        };
+        verdicts.push((user, verdict));
+    }
+    for upsertion in &request.upsertions {
+        let user = upsertion.name.to_string();
+        let verdict = match verdicts.iter_mut().find(|(name, _)| *name == user) {
+            Some((_, Verdict::Refused(..))) => continue,
+            Some((_, verdict)) => {
+                *verdict = twice();
+                continue;
+            }
+            None => match checked_user_and_mechanism(&user, upsertion.mechanism) {
+                Err(refusal) => refusal,
+                Ok(_) if upsertion.iterations < MIN_ITERATIONS => {
+                    Verdict::Refused(UNACCEPTABLE_CREDENTIAL, "Too few iterations".into())
+                }
+                Ok(_) if upsertion.iterations > MAX_ITERATIONS => {
+                    Verdict::Refused(UNACCEPTABLE_CREDENTIAL, "Too many iterations".into())
+                }
+                Ok(_) if upsertion.salt.len() > MAX_SALT_BYTES => Verdict::Refused(
+                    UNACCEPTABLE_CREDENTIAL,
+                    format!("A salt longer than {MAX_SALT_BYTES} bytes is not kept"),
+                ),
+                Ok(mechanism) => {
+                    let Some(hash) = mechanism.scram() else {
+                        unreachable!("only SCRAM mechanisms have wire codes");
+                    };
+                    Verdict::Change(CredentialChange::Upsert {
+                        user: user.clone(),
+                        mechanism,
+                        credential: ScramCredential::from_salted_password(
+                            hash,
+                            upsertion.salt.to_vec(),
+                            &upsertion.salted_password,
+                            upsertion.iterations,
+                        ),
+                    })
+                }
+            },
+        };
+        verdicts.push((user, verdict));
+    }
+    let changes: Vec<CredentialChange> = verdicts
+        .iter()
+        .filter_map(|(_, verdict)| match verdict {
+            Verdict::Change(change) => Some(change.clone()),
+            Verdict::Refused(..) => None,
+        })
+        .collect();
+    let stored = context.credentials.apply(&changes);
+    if let Err(error) = &stored {
+        tracing::error!(%error, "SCRAM credentials were not changed");
+    }
+    // Kafka lists deletions, then upsertions, then refusals.
+    let mut results: Vec<AlterUserScramCredentialsResult> = Vec::new();
+    let mut refusals = Vec::new();
+    for delete_first in [true, false] {
+        for (user, verdict) in &verdicts {
+            match verdict {
+                Verdict::Change(change) => {
+                    if matches!(change, CredentialChange::Delete { .. }) != delete_first {
+                        continue;
+                    }
+                    let (code, message) = match &stored {
+                        Ok(()) => (NONE, None),
+                        Err(CredentialChangeError::TooMany) => (
+                            POLICY_VIOLATION,
+                            Some(CredentialChangeError::TooMany.to_string()),
+                        ),
+                        Err(error) => (UNKNOWN_SERVER_ERROR, Some(error.to_string())),
+                    };
+                    results.push(result(user.clone(), code, message));
+                }
+                Verdict::Refused(code, message) if delete_first => {
+                    refusals.push(result(user.clone(), *code, Some(message.clone())));
+                }
+                Verdict::Refused(..) => {}
+            }
+        }
+    }
+    results.extend(refusals);
+    AlterUserScramCredentialsResponse::default().with_results(results)
+}
+
+fn checked_user_and_mechanism(user: &str, code: i8) -> Result<Mechanism, Verdict> {
+    if user.is_empty() {
+        return Err(Verdict::Refused(
+            UNACCEPTABLE_CREDENTIAL,
+            "Username must not be empty".into(),
+        ));
+    }
+    mechanism_of(code).ok_or_else(|| {
+        Verdict::Refused(UNSUPPORTED_SASL_MECHANISM, "Unknown SCRAM mechanism".into())
+    })
+}
+
+fn result(user: String, code: i16, message: Option<String>) -> AlterUserScramCredentialsResult {
+    AlterUserScramCredentialsResult::default()
+        .with_user(StrBytes::from_string(user))
+        .with_error_code(code)
+        .with_error_message(message.map(StrBytes::from_string))
+}

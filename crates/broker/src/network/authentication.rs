@@ -1,0 +1,129 @@
+//! The start of a connection on a SASL listener: frames are read and handed to the
+//! [`Authenticator`] until it authenticates the client or closes the connection. Nothing but
+//! ApiVersions and the SASL exchange is served before then.
+//!
+//! What an unauthenticated client can make the broker hold is bounded like any request (the
+//! request memory, `connections.max.idle.ms`) and, tighter, by `sasl.server.max.receive.size`:
+//! a larger frame closes the connection, as in Kafka. A failed authentication holds the
+//! connection for `connection.failed.authentication.delay.ms` before its answer and the close.
+
+use std::io;
+use std::sync::Arc;
+
+use super::Shared;
+use super::connection::Connection;
+use crate::listener::Listener;
+use crate::sasl::SaslSettings;
+use crate::sasl::authenticator::{Authenticator, Outcome};
+use crate::session::Session;
+use crate::{Context, dispatch, frame_shape};
+
+/// Runs the SASL exchange; the principal on success, `None` when the connection is to close.
+pub(super) async fn authenticate(
+    connection: &mut Connection<'_>,
+    listener: &Arc<Listener>,
+    settings: Arc<SaslSettings>,
+    context: &Arc<Context>,
+    shared: &Shared,
+) -> io::Result<Option<String>> {
+    let config = &context.config;
+    let idle_limit = config.connections_max_idle;
+    let peer = connection.peer;
+    let anonymous = Arc::new(Session::anonymous(peer, Arc::clone(listener)));
+    let mut authenticator = Authenticator::new(settings);
+    loop {
+        let Some(size) = connection
+            .inbound
+            .read_size(connection.stream, idle_limit)
+            .await?
+        else {
+            return Ok(None);
+        };
+        let too_large =
+            usize::try_from(size).map_or(true, |size| size > config.sasl_max_receive_size);
+        if too_large {
+            return refuse(
+                context,
+                listener,
+                connection,
+                None,
+                &format!(
+                    "Failing SASL authentication due to invalid receive size ({size} bytes; sasl.server.max.receive.size is {})",
+                    config.sasl_max_receive_size
+                ),
+                true,
+            )
+            .await;
+        }
+        let size = size as usize;
+        let _charge = match shared.memory.charge_frame(size as u64).await {
+            Ok(charge) => charge,
+            Err(_) => return Ok(None),
+        };
+        let Some(frame) = connection
+            .inbound
+            .read_frame(connection.stream, size, idle_limit)
+            .await?
+        else {
+            return Ok(None);
+        };
+        match authenticator.receive(&frame, &context.credentials) {
+            Outcome::Dispatch => {
+                let checked = match frame_shape::scan(frame) {
+                    Ok(checked) => checked,
+                    Err(malformed) => {
+                        tracing::warn!(%peer, error = %malformed, "closing a connection after a malformed request");
+                        return Ok(None);
+                    }
+                };
+                match dispatch::dispatch(context, checked, &anonymous).await {
+                    Ok(Some(response)) => {
+                        connection.writer.write(connection.stream, response).await?
+                    }
+                    Ok(None) => {}
+                    Err(error) => {
+                        tracing::warn!(%peer, error = %error, "closing a connection after a malformed request");
+                        return Ok(None);
+                    }
+                }
+            }
+            Outcome::Answer(answer) => connection.writer.write(connection.stream, answer).await?,
+            Outcome::Authenticated { answer, principal } => {
+                connection.writer.write(connection.stream, answer).await?;
+                crate::metrics::record_authentication(true);
+                tracing::debug!(%peer, listener = %listener.name, principal, "authenticated");
+                return Ok(Some(principal));
+            }
+            Outcome::Close {
+                answer,
+                reason,
+                delayed,
+            } => return refuse(context, listener, connection, answer, &reason, delayed).await,
+        }
+    }
+}
+
+/// Ends a failed exchange: logged as Kafka logs it, answered when there is an answer, after the
+/// failed-authentication delay when `delayed`.
+async fn refuse(
+    context: &Context,
+    listener: &Listener,
+    connection: &mut Connection<'_>,
+    answer: Option<crate::response::ResponseFrame>,
+    reason: &str,
+    delayed: bool,
+) -> io::Result<Option<String>> {
+    crate::metrics::record_authentication(false);
+    tracing::info!(
+        peer = %connection.peer,
+        listener = %listener.name,
+        "Failed authentication ({reason})"
+    );
+    if delayed {
+        tokio::time::sleep(context.config.failed_authentication_delay).await;
+    }
+    if let Some(answer) = answer {
+        connection.writer.write(connection.stream, answer).await?;
+    }
+    Ok(None)
+}

@@ -1,0 +1,268 @@
+use ferrolog_testkit::scram_client::{ScramClient, Sha};
+
+use super::*;
+
+fn credential(hash: ScramHash, password: &str, salt: &[u8], iterations: i32) -> ScramCredential {
+    let sha = match hash {
+        ScramHash::Sha256 => Sha::Sha256,
+        ScramHash::Sha512 => Sha::Sha512,
+    };
+    let salted = sha.salted_password(password, salt, iterations as u32);
+    ScramCredential::from_salted_password(hash, salt.to_vec(), &salted, iterations)
+}
+
+fn users(hash: ScramHash) -> impl Fn(&str) -> Option<ScramCredential> {
+    move |name| {
+        (name == "alice" || name == "a,b=c")
+            .then(|| credential(hash, "alice-secret", b"0123456789abcdefghij", 4096))
+    }
+}
+
+/// Runs a whole exchange with the test client; the server's answer to the final message.
+fn exchange(hash: ScramHash, username: &str, password: &str) -> Result<Step, Refusal> {
+    let sha = match hash {
+        ScramHash::Sha256 => Sha::Sha256,
+        ScramHash::Sha512 => Sha::Sha512,
+    };
+    let decoy = DecoySecret([7; 32]);
+    let mut server = ScramServer::new(hash);
+    let (mut client, first) = ScramClient::first(sha, username, password, "clientnonce");
+    let Step::Challenge(server_first) = server.step(&first, users(hash), &decoy, "servernonce")?
+    else {
+        panic!("a challenge comes first");
+    };
+    let last = client.finish(&server_first);
+    let step = server.step(&last, users(hash), &decoy, "unused")?;
+    if let Step::Authenticated { server_final, .. } = &step {
+        assert!(
+            client.verify(server_final),
+            "the server proves it knew the key"
+        );
+    }
+    Ok(step)
+}
+
+#[test]
+fn the_rfc_7677_example_exchange_authenticates() {
+    let salt = BASE64.decode("W22ZaJ0SNY7soEsUEjb6gQ==").unwrap();
+    let stored = credential(ScramHash::Sha256, "pencil", &salt, 4096);
+    let decoy = DecoySecret([0; 32]);
+    let mut server = ScramServer::new(ScramHash::Sha256);
+    let lookup = |name: &str| (name == "user").then(|| stored.clone());
+    let challenge = server
+        .step(
+            b"n,,n=user,r=rOprNGfwEbeRWgbNEkqO",
+            lookup,
+            &decoy,
+            "%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0",
+        )
+        .unwrap();
+    assert_eq!(
+        challenge,
+        Step::Challenge(
+            b"r=rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0,s=W22ZaJ0SNY7soEsUEjb6gQ==,i=4096"
+                .to_vec()
+        )
+    );
+    let done = server
+        .step(
+            b"c=biws,r=rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0,p=dHzbZapWIk4jUhN+Ute9ytag9zjfMHgsqmmiz7AndVQ=",
+            lookup,
+            &decoy,
+            "",
+        )
+        .unwrap();
+    assert_eq!(
+        done,
+        Step::Authenticated {
+            username: "user".into(),
+            server_final: b"v=6rriTRBi23WpRR/wtup+mMhUZUn/dB5nLTJRsjl95G4=".to_vec(),
+        }
+    );
+}
+
+#[test]
+fn the_right_password_authenticates_with_either_hash() {
+    for hash in [ScramHash::Sha256, ScramHash::Sha512] {
+        for user in ["alice", "a,b=c"] {
+            match exchange(hash, user, "alice-secret") {
+                Ok(Step::Authenticated { username, .. }) => assert_eq!(username, user),
+                other => panic!("{hash:?} {user}: {other:?}"),
+            }
+        }
+    }
+}
+
+#[test]
+fn a_wrong_password_or_an_unknown_user_fails_at_the_proof_alike() {
+    for hash in [ScramHash::Sha256, ScramHash::Sha512] {
+        assert_eq!(
+            exchange(hash, "alice", "alice-secreT"),
+            Err(Refusal::Generic)
+        );
+        assert_eq!(exchange(hash, "alice", ""), Err(Refusal::Generic));
+        assert_eq!(
+            exchange(hash, "mallory", "alice-secret"),
+            Err(Refusal::Generic)
+        );
+    }
+}
+
+#[test]
+fn an_unknown_user_gets_the_same_challenge_each_time() {
+    let decoy = DecoySecret([9; 32]);
+    let challenge = |user: &str| {
+        let mut server = ScramServer::new(ScramHash::Sha256);
+        let first = format!("n,,n={user},r=abc");
+        server
+            .step(first.as_bytes(), |_| None, &decoy, "xyz")
+            .unwrap()
+    };
+    assert_eq!(challenge("mallory"), challenge("mallory"));
+    assert_ne!(challenge("mallory"), challenge("eve"));
+    let Step::Challenge(text) = challenge("mallory") else {
+        panic!("a challenge");
+    };
+    assert!(String::from_utf8(text).unwrap().ends_with(",i=4096"));
+}
+
+/// The client-final message for `alice` with the right password, taken apart so tests can
+/// change a piece; and the server waiting for it.
+fn server_awaiting_final() -> (ScramServer, String) {
+    let decoy = DecoySecret([1; 32]);
+    let mut server = ScramServer::new(ScramHash::Sha256);
+    let (mut client, first) = ScramClient::first(Sha::Sha256, "alice", "alice-secret", "cn");
+    let Ok(Step::Challenge(server_first)) =
+        server.step(&first, users(ScramHash::Sha256), &decoy, "sn")
+    else {
+        panic!("a challenge");
+    };
+    let last = String::from_utf8(client.finish(&server_first)).unwrap();
+    (server, last)
+}
+
+#[test]
+fn a_forged_or_altered_final_message_is_refused() {
+    let decoy = DecoySecret([1; 32]);
+    let (_, good) = server_awaiting_final();
+    let (proof_at, _) = good.rsplit_once(",p=").unwrap();
+    let proof = BASE64.decode(&good[proof_at.len() + 3..]).unwrap();
+    let mut flipped = proof.clone();
+    flipped[0] ^= 1;
+    let forged = [
+        format!("{proof_at},p={}", BASE64.encode(&flipped)),
+        format!("{proof_at},p={}", BASE64.encode(&proof[..31])),
+        format!("{proof_at},p={}", BASE64.encode([0u8; 32])),
+        format!("{proof_at},p="),
+        good.replace("r=cnsn", "r=cnsX"),
+        good.replace("r=cnsn", "r=cn"),
+        good.replace("c=biws", "c=b!ws"),
+        good.replace(",p=", ",q="),
+        format!("{good},x"),
+        String::new(),
+        "garbage".into(),
+    ];
+    for message in forged {
+        let (mut server, _) = server_awaiting_final();
+        assert_eq!(
+            server.step(message.as_bytes(), users(ScramHash::Sha256), &decoy, ""),
+            Err(Refusal::Generic),
+            "{message}"
+        );
+    }
+    let (mut server, good) = server_awaiting_final();
+    assert!(matches!(
+        server.step(good.as_bytes(), users(ScramHash::Sha256), &decoy, ""),
+        Ok(Step::Authenticated { .. })
+    ));
+    assert_eq!(
+        server.step(good.as_bytes(), users(ScramHash::Sha256), &decoy, ""),
+        Err(Refusal::Generic),
+        "an exchange that finished takes no more messages"
+    );
+}
+
+#[test]
+fn malformed_first_messages_are_refused() {
+    let decoy = DecoySecret([1; 32]);
+    for message in [
+        &b""[..],
+        b"n,,",
+        b"y,,n=alice,r=abc",
+        b"p=tls-server-end-point,,n=alice,r=abc",
+        b"n,,n=,r=abc",
+        b"n,,n=alice,r=",
+        b"n,,n=alice",
+        b"n,,r=abc,n=alice",
+        b"n,,n=al=ice,r=abc",
+        b"n,,n=alice,r=a b",
+        b"n,,n=alice,r=abc,=x",
+        b"n,,n=alice,r=abc,ext=",
+        b"n,,n=alice,r=abc,e1x=y",
+        b"n,x=alice,n=alice,r=abc",
+        b"n,,n=al\xc3\xa9ce,r=abc",
+        b"n,,n=al\0ice,r=abc",
+        b"n,,n=alice,r=abc,tokenauth=true",
+    ] {
+        let mut server = ScramServer::new(ScramHash::Sha256);
+        assert_eq!(
+            server.step(message, users(ScramHash::Sha256), &decoy, "sn"),
+            Err(Refusal::Generic),
+            "{}",
+            String::from_utf8_lossy(message)
+        );
+    }
+}
+
+#[test]
+fn kafkas_optional_parts_of_the_first_message_are_accepted() {
+    let decoy = DecoySecret([1; 32]);
+    for message in [
+        &b"n,a=alice,n=alice,r=abc"[..],
+        b"n,,m=reserved,n=alice,r=abc",
+        b"n,,n=alice,r=abc,tokenauth=false",
+        b"n,,n=alice,r=abc,ext=v=1",
+    ] {
+        let mut server = ScramServer::new(ScramHash::Sha256);
+        assert!(
+            matches!(
+                server.step(message, users(ScramHash::Sha256), &decoy, "sn"),
+                Ok(Step::Challenge(_))
+            ),
+            "{}",
+            String::from_utf8_lossy(message)
+        );
+    }
+}
+
+#[test]
+fn another_authorization_id_is_refused_with_kafkas_message() {
+    let mut server = ScramServer::new(ScramHash::Sha256);
+    assert_eq!(
+        server.step(
+            b"n,a=admin,n=alice,r=abc",
+            users(ScramHash::Sha256),
+            &DecoySecret([1; 32]),
+            "sn"
+        ),
+        Err(Refusal::Told(
+            "Authentication failed: Client requested an authorization id that is different from username".into()
+        ))
+    );
+}
+
+#[test]
+fn sasl_names_unescape_as_rfc_5802_writes_them() {
+    assert_eq!(username_of("a=2Cb=3Dc").as_deref(), Some("a,b=c"));
+    assert_eq!(sasl_name_of("a,b=c"), "a=2Cb=3Dc");
+    assert_eq!(username_of("a=2"), None);
+    assert_eq!(username_of("a=3d"), None);
+    assert_eq!(username_of("=="), None);
+}
+
+#[test]
+fn server_nonces_are_printable_and_fresh() {
+    let (a, b) = (server_nonce(), server_nonce());
+    assert_ne!(a, b);
+    assert!(is_printable(&a) && a.len() == 32);
+}
