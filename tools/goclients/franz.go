@@ -7,7 +7,30 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sasl/plain"
+	"github.com/twmb/franz-go/pkg/sasl/scram"
 )
+
+// franzBroker is how franz-go clients reach the broker: its address and, when
+// FERROLOG_SASL=MECHANISM:USER:PASSWORD is set, the SASL mechanism to authenticate with.
+func franzBroker(broker string) ([]kgo.Opt, error) {
+	opts := []kgo.Opt{kgo.SeedBrokers(broker)}
+	mechanism, user, password, ok := saslSettings()
+	if !ok {
+		return opts, nil
+	}
+	switch mechanism {
+	case "PLAIN":
+		opts = append(opts, kgo.SASL(plain.Auth{User: user, Pass: password}.AsMechanism()))
+	case "SCRAM-SHA-256":
+		opts = append(opts, kgo.SASL(scram.Auth{User: user, Pass: password}.AsSha256Mechanism()))
+	case "SCRAM-SHA-512":
+		opts = append(opts, kgo.SASL(scram.Auth{User: user, Pass: password}.AsSha512Mechanism()))
+	default:
+		return nil, fmt.Errorf("unknown SASL mechanism %q", mechanism)
+	}
+	return opts, nil
+}
 
 func franzCodec(name string) kgo.CompressionCodec {
 	switch name {
@@ -26,7 +49,11 @@ func franzCodec(name string) kgo.CompressionCodec {
 func runFranz(broker, topic string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	admin, err := kgo.NewClient(kgo.SeedBrokers(broker))
+	seeds, err := franzBroker(broker)
+	if err != nil {
+		return err
+	}
+	admin, err := kgo.NewClient(seeds...)
 	if err != nil {
 		return err
 	}
@@ -56,7 +83,7 @@ func runFranz(broker, topic string) error {
 
 	produced := expected(topic)
 	for index, codec := range codecs {
-		producer, err := kgo.NewClient(kgo.SeedBrokers(broker), kgo.ProducerBatchCompression(franzCodec(codec)))
+		producer, err := kgo.NewClient(append(seeds, kgo.ProducerBatchCompression(franzCodec(codec)))...)
 		if err != nil {
 			return err
 		}
@@ -72,13 +99,12 @@ func runFranz(broker, topic string) error {
 	}
 
 	group := topic + "-group"
-	consumer, err := kgo.NewClient(
-		kgo.SeedBrokers(broker),
+	consumer, err := kgo.NewClient(append(seeds,
 		kgo.ConsumerGroup(group),
 		kgo.ConsumeTopics(topic),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		kgo.DisableAutoCommit(),
-	)
+	)...)
 	if err != nil {
 		return err
 	}

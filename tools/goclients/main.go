@@ -6,14 +6,27 @@
 // differed and exits 1.
 //
 //	goclients franz|sarama BROKER TOPIC
+//
+// With FERROLOG_SASL=MECHANISM:USER:PASSWORD (PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512), franz-go
+// authenticates over SASL_PLAINTEXT.
 package main
 
 import (
 	"fmt"
 	"os"
 	"sort"
+	"strings"
 	"time"
 )
+
+// saslSettings reads FERROLOG_SASL=MECHANISM:USER:PASSWORD.
+func saslSettings() (mechanism, user, password string, ok bool) {
+	parts := strings.SplitN(os.Getenv("FERROLOG_SASL"), ":", 3)
+	if len(parts) != 3 {
+		return "", "", "", false
+	}
+	return parts[0], parts[1], parts[2], true
+}
 
 // perCodec is how many records each codec's producer writes.
 const perCodec = 200

@@ -6,13 +6,13 @@ use kafka_protocol::messages::{
     AlterConfigsResponse, AlterUserScramCredentialsResponse, ApiVersionsResponse,
     CreateAclsResponse, CreatePartitionsResponse, CreateTopicsResponse, DeleteAclsResponse,
     DeleteGroupsResponse, DeleteRecordsResponse, DeleteTopicsResponse, DescribeAclsResponse,
-    DescribeClusterResponse, DescribeConfigsResponse, DescribeGroupsResponse,
-    DescribeLogDirsResponse, DescribeTopicPartitionsResponse, DescribeUserScramCredentialsResponse,
-    FetchResponse, FindCoordinatorResponse, HeartbeatResponse, IncrementalAlterConfigsResponse,
-    InitProducerIdResponse, JoinGroupResponse, LeaveGroupResponse, ListGroupsResponse,
-    ListOffsetsResponse, MetadataResponse, OffsetCommitResponse, OffsetDeleteResponse,
-    OffsetFetchResponse, ProduceResponse, SaslAuthenticateResponse, SaslHandshakeResponse,
-    SyncGroupResponse,
+    DescribeClientQuotasResponse, DescribeClusterResponse, DescribeConfigsResponse,
+    DescribeGroupsResponse, DescribeLogDirsResponse, DescribeTopicPartitionsResponse,
+    DescribeUserScramCredentialsResponse, FetchResponse, FindCoordinatorResponse,
+    HeartbeatResponse, IncrementalAlterConfigsResponse, InitProducerIdResponse, JoinGroupResponse,
+    LeaveGroupResponse, ListGroupsResponse, ListOffsetsResponse, MetadataResponse,
+    OffsetCommitResponse, OffsetDeleteResponse, OffsetFetchResponse, ProduceResponse,
+    SaslAuthenticateResponse, SaslHandshakeResponse, SyncGroupResponse,
 };
 
 /// The error codes in a response, `NONE` included.
@@ -40,7 +40,8 @@ top_level!(
     ListGroupsResponse,
     DescribeAclsResponse,
     SaslHandshakeResponse,
-    SaslAuthenticateResponse
+    SaslAuthenticateResponse,
+    DescribeClientQuotasResponse
 );
 
 impl ErrorCodes for DescribeUserScramCredentialsResponse {

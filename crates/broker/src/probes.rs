@@ -124,6 +124,7 @@ impl Probe {
             DeleteAcls => DeleteAclsResponse,
             DescribeUserScramCredentials => DescribeUserScramCredentialsResponse,
             AlterUserScramCredentials => AlterUserScramCredentialsResponse,
+            DescribeClientQuotas => DescribeClientQuotasResponse,
         }
     }
 }
@@ -417,6 +418,15 @@ pub fn probe(api: ApiKey, topic: &str, group_id: &str) -> Option<Probe> {
                     .with_salted_password(Bytes::from_static(&[7; 32])),
             ]);
             Probe::new(api, 0, &request)
+        }
+        ApiKey::DescribeClientQuotas => {
+            let request = DescribeClientQuotasRequest::default().with_components(vec![
+                describe_client_quotas_request::ComponentData::default()
+                    .with_entity_type(text("user"))
+                    .with_match_type(0)
+                    .with_match(Some(text("probe-user"))),
+            ]);
+            Probe::new(api, 1, &request)
         }
         _ => return None,
     };

@@ -533,13 +533,53 @@ async fn credential_changes_are_checked_as_kafka_checks_them() {
     let mut anonymous = Client::connect(broker.plaintext_port).await;
     let results = alter(
         &mut anonymous,
-        vec![],
-        vec![upsertion(Sha::Sha256, "eve", "x", 4096)],
+        vec![
+            ScramCredentialDeletion::default()
+                .with_name(text("fine"))
+                .with_mechanism(1),
+        ],
+        vec![
+            upsertion(Sha::Sha256, "eve", "x", 4096),
+            upsertion(Sha::Sha512, "eve", "x", 4096),
+        ],
     )
     .await;
-    assert_eq!(results[0].1, CLUSTER_AUTHORIZATION_FAILED);
-    let described = describe(&mut anonymous, Some(&["fine"])).await;
+    // Kafka's error answer: each user once, in name order.
+    let refused = Some("Cluster authorization failed.".to_owned());
+    assert_eq!(
+        results,
+        [
+            (
+                "eve".to_owned(),
+                CLUSTER_AUTHORIZATION_FAILED,
+                refused.clone()
+            ),
+            ("fine".to_owned(), CLUSTER_AUTHORIZATION_FAILED, refused),
+        ]
+    );
+    let described = describe(&mut anonymous, Some(&["fine", "ghost"])).await;
     assert_eq!(described.error_code, CLUSTER_AUTHORIZATION_FAILED);
+    assert_eq!(described.error_message, None);
+    let per_user: Vec<(String, i16, Option<String>)> = described
+        .results
+        .iter()
+        .map(|r| {
+            (
+                r.user.to_string(),
+                r.error_code,
+                r.error_message.as_ref().map(|m| m.to_string()),
+            )
+        })
+        .collect();
+    assert_eq!(
+        per_user,
+        [
+            (String::new(), CLUSTER_AUTHORIZATION_FAILED, None),
+            (String::new(), CLUSTER_AUTHORIZATION_FAILED, None)
+        ]
+    );
+    let still = describe(&mut admin, Some(&["fine"])).await;
+    assert_eq!(still.results[0].error_code, 0, "nothing changed");
     assert!(scram(&broker, Sha::Sha256, "eve", "x").await.1.is_err());
 }
 
@@ -632,6 +672,13 @@ async fn an_unauthenticated_client_gets_nothing_but_the_exchange() {
         &SaslAuthenticateRequest::default()
             .with_auth_bytes(Bytes::from_static(b"\0alice\0alice-secret")),
     );
+    // Before the handshake a request out of place closes at once; after it, after the delay.
+    let started = Instant::now();
+    assert!(closes_at_last(&broker, std::slice::from_ref(&metadata)).await);
+    assert!(started.elapsed() < DELAY, "closed at once");
+    let started = Instant::now();
+    assert!(closes_at_last(&broker, &[plain.clone(), metadata.clone()]).await);
+    assert!(started.elapsed() >= DELAY, "closed after the delay");
     for (what, frames) in [
         ("a request before the handshake", vec![metadata.clone()]),
         (
@@ -686,6 +733,14 @@ async fn an_unauthenticated_client_gets_nothing_but_the_exchange() {
     assert_eq!(answer.mechanisms.len(), 3);
     assert!(closed(&mut client).await);
 
+    // An HTTP request, unframed: "GET " is read as a size of 1,195,725,856 bytes.
+    let mut client = Client::connect(broker.sasl_port).await;
+    client
+        .stream
+        .write_all(b"GET / HTTP/1.1\r\n\r\n")
+        .await
+        .unwrap();
+    assert!(closed(&mut client).await);
     // A size beyond sasl.server.max.receive.size closes the connection before the bytes come.
     let mut client = Client::connect(broker.sasl_port).await;
     client
@@ -724,10 +779,11 @@ async fn an_unauthenticated_client_gets_nothing_but_the_exchange() {
             client.read_frame().await.unwrap();
         }
         client.send_raw(last).await;
-        // Either closed or, by chance a valid exchange step, answered; never authenticated.
-        if let Ok(Some(_)) =
-            tokio::time::timeout(Duration::from_secs(10), client.read_frame()).await
-        {
+        // Closed, or (were the bytes by chance a valid step) answered; never authenticated.
+        let answer = tokio::time::timeout(Duration::from_secs(10), client.read_frame())
+            .await
+            .unwrap_or_else(|_| panic!("round {round}: neither answered nor closed"));
+        if answer.is_some() {
             client.send_raw(&metadata).await;
             assert!(
                 closed(&mut client).await,

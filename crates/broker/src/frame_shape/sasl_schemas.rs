@@ -1,5 +1,6 @@
-//! The request schemas of the SASL APIs (SaslHandshake v0–1, SaslAuthenticate v0–2) and of the
-//! SCRAM credential APIs (DescribeUserScramCredentials v0, AlterUserScramCredentials v0),
+//! The request schemas of the SASL APIs (SaslHandshake v0–1, SaslAuthenticate v0–2), of the
+//! SCRAM credential APIs (DescribeUserScramCredentials v0, AlterUserScramCredentials v0) and of
+//! DescribeClientQuotas (v0–1),
 //! transcribed from Kafka's message definitions as in [`super::schemas`].
 
 use super::{Field, Kind, MAX, Message, v};
@@ -50,5 +51,22 @@ pub(super) const ALTER_USER_SCRAM_CREDENTIALS: Message = Message {
             ]),
             v(0, MAX),
         ),
+    ],
+};
+
+/// DescribeClientQuotasRequest v0–1 (asked by `kafka-configs --describe --entity-type users`).
+pub(super) const DESCRIBE_CLIENT_QUOTAS: Message = Message {
+    api_key: 48,
+    fields: &[
+        Field::new(
+            "Components",
+            Kind::Array(&[
+                Field::new("EntityType", Kind::String, v(0, MAX)),
+                Field::new("MatchType", Kind::Int8, v(0, MAX)),
+                Field::new("Match", Kind::String, v(0, MAX)).nullable(v(0, MAX)),
+            ]),
+            v(0, MAX),
+        ),
+        Field::new("Strict", Kind::Bool, v(0, MAX)),
     ],
 };

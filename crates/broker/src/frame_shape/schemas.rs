@@ -593,4 +593,5 @@ pub(super) const ALL: &[&Message] = &[
     &super::sasl_schemas::SASL_AUTHENTICATE,
     &super::sasl_schemas::DESCRIBE_USER_SCRAM_CREDENTIALS,
     &super::sasl_schemas::ALTER_USER_SCRAM_CREDENTIALS,
+    &super::sasl_schemas::DESCRIBE_CLIENT_QUOTAS,
 ];

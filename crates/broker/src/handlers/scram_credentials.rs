@@ -8,6 +8,7 @@
 
 use std::collections::{BTreeSet, HashMap};
 
+use kafka_protocol::messages::alter_user_scram_credentials_request::ScramCredentialUpsertion;
 use kafka_protocol::messages::alter_user_scram_credentials_response::AlterUserScramCredentialsResult;
 use kafka_protocol::messages::describe_user_scram_credentials_response::{
     CredentialInfo, DescribeUserScramCredentialsResult,
@@ -29,7 +30,7 @@ use crate::sasl::scram::{MAX_ITERATIONS, MIN_ITERATIONS};
 use crate::sasl::{Mechanism, ScramCredential};
 use crate::session::Session;
 
-/// The longest salt kept. Kafka's tools make salts of 20 to 64 bytes; Kafka sets no limit.
+/// The longest salt kept. Kafka's tools make salts of at most 26 bytes; Kafka sets no limit.
 pub const MAX_SALT_BYTES: usize = 1024;
 
 const CLUSTER_REFUSED: &str = "Cluster authorization failed.";
@@ -182,85 +183,19 @@ pub fn alter(
                 .collect(),
         );
     }
-    // Each user's verdict, in the order users first appear (deletions, then upsertions).
+    // Each user's verdict, in the order users first appear (deletions, then upsertions),
+    // decided under the credentials' write lock, so that what is checked is what changes.
     let mut verdicts: Vec<(String, Verdict)> = Vec::new();
-    let twice = || {
-        Verdict::Refused(
-            DUPLICATE_RESOURCE,
-            "A user credential cannot be altered twice in the same request".into(),
-        )
-    };
-    for deletion in &request.deletions {
-        let user = deletion.name.to_string();
-        let verdict = match verdicts.iter_mut().find(|(name, _)| *name == user) {
-            Some((_, Verdict::Refused(..))) => continue,
-            Some((_, verdict)) => {
-                *verdict = twice();
-                continue;
-            }
-            None => match checked_user_and_mechanism(&user, deletion.mechanism) {
-                Err(refusal) => refusal,
-                Ok(mechanism) if context.credentials.credential(&user, mechanism).is_none() => {
-                    Verdict::Refused(
-                        RESOURCE_NOT_FOUND,
-                        "Attempt to delete a user credential that does not exist".into(),
-                    )
-                }
-                Ok(mechanism) => Verdict::Change(CredentialChange::Delete {
-                    user: user.clone(),
-                    mechanism,
-                }),
-            },
-        };
-        verdicts.push((user, verdict));
-    }
-    for upsertion in &request.upsertions {
-        let user = upsertion.name.to_string();
-        let verdict = match verdicts.iter_mut().find(|(name, _)| *name == user) {
-            Some((_, Verdict::Refused(..))) => continue,
-            Some((_, verdict)) => {
-                *verdict = twice();
-                continue;
-            }
-            None => match checked_user_and_mechanism(&user, upsertion.mechanism) {
-                Err(refusal) => refusal,
-                Ok(_) if upsertion.iterations < MIN_ITERATIONS => {
-                    Verdict::Refused(UNACCEPTABLE_CREDENTIAL, "Too few iterations".into())
-                }
-                Ok(_) if upsertion.iterations > MAX_ITERATIONS => {
-                    Verdict::Refused(UNACCEPTABLE_CREDENTIAL, "Too many iterations".into())
-                }
-                Ok(_) if upsertion.salt.len() > MAX_SALT_BYTES => Verdict::Refused(
-                    UNACCEPTABLE_CREDENTIAL,
-                    format!("A salt longer than {MAX_SALT_BYTES} bytes is not kept"),
-                ),
-                Ok(mechanism) => {
-                    let Some(hash) = mechanism.scram() else {
-                        unreachable!("only SCRAM mechanisms have wire codes");
-                    };
-                    Verdict::Change(CredentialChange::Upsert {
-                        user: user.clone(),
-                        mechanism,
-                        credential: ScramCredential::from_salted_password(
-                            hash,
-                            upsertion.salt.to_vec(),
-                            &upsertion.salted_password,
-                            upsertion.iterations,
-                        ),
-                    })
-                }
-            },
-        };
-        verdicts.push((user, verdict));
-    }
-    let changes: Vec<CredentialChange> = verdicts
-        .iter()
-        .filter_map(|(_, verdict)| match verdict {
-            Verdict::Change(change) => Some(change.clone()),
-            Verdict::Refused(..) => None,
-        })
-        .collect();
-    let stored = context.credentials.apply(&changes);
+    let stored = context.credentials.apply(|exists| {
+        verdicts = verdicts_of(&request, exists);
+        verdicts
+            .iter()
+            .filter_map(|(_, verdict)| match verdict {
+                Verdict::Change(change) => Some(change.clone()),
+                Verdict::Refused(..) => None,
+            })
+            .collect()
+    });
     if let Err(error) = &stored {
         tracing::error!(%error, "SCRAM credentials were not changed");
     }
@@ -293,6 +228,85 @@ pub fn alter(
     }
     results.extend(refusals);
     AlterUserScramCredentialsResponse::default().with_results(results)
+}
+
+/// What Kafka's controller decides for each user of the request: one change per user at most
+/// (a user named again is refused DUPLICATE_RESOURCE), each checked as Kafka checks it.
+fn verdicts_of(
+    request: &AlterUserScramCredentialsRequest,
+    exists: &dyn Fn(&str, Mechanism) -> bool,
+) -> Vec<(String, Verdict)> {
+    let mut verdicts: Vec<(String, Verdict)> = Vec::new();
+    let mut position: HashMap<String, usize> = HashMap::new();
+    let deletions = request
+        .deletions
+        .iter()
+        .map(|deletion| (deletion.name.to_string(), deletion.mechanism, None));
+    let upsertions = request.upsertions.iter().map(|upsertion| {
+        (
+            upsertion.name.to_string(),
+            upsertion.mechanism,
+            Some(upsertion),
+        )
+    });
+    for (user, code, upsertion) in deletions.chain(upsertions) {
+        if let Some(&at) = position.get(&user) {
+            if matches!(verdicts[at].1, Verdict::Change(_)) {
+                verdicts[at].1 = Verdict::Refused(
+                    DUPLICATE_RESOURCE,
+                    "A user credential cannot be altered twice in the same request".into(),
+                );
+            }
+            continue;
+        }
+        let verdict = match (checked_user_and_mechanism(&user, code), upsertion) {
+            (Err(refusal), _) => refusal,
+            (Ok(mechanism), None) if !exists(&user, mechanism) => Verdict::Refused(
+                RESOURCE_NOT_FOUND,
+                "Attempt to delete a user credential that does not exist".into(),
+            ),
+            (Ok(mechanism), None) => Verdict::Change(CredentialChange::Delete {
+                user: user.clone(),
+                mechanism,
+            }),
+            (Ok(mechanism), Some(upsertion)) => upsert_verdict(&user, mechanism, upsertion),
+        };
+        position.insert(user.clone(), verdicts.len());
+        verdicts.push((user, verdict));
+    }
+    verdicts
+}
+
+fn upsert_verdict(
+    user: &str,
+    mechanism: Mechanism,
+    upsertion: &ScramCredentialUpsertion,
+) -> Verdict {
+    if upsertion.iterations < MIN_ITERATIONS {
+        return Verdict::Refused(UNACCEPTABLE_CREDENTIAL, "Too few iterations".into());
+    }
+    if upsertion.iterations > MAX_ITERATIONS {
+        return Verdict::Refused(UNACCEPTABLE_CREDENTIAL, "Too many iterations".into());
+    }
+    if upsertion.salt.len() > MAX_SALT_BYTES {
+        return Verdict::Refused(
+            UNACCEPTABLE_CREDENTIAL,
+            format!("A salt longer than {MAX_SALT_BYTES} bytes is not kept"),
+        );
+    }
+    let Some(hash) = mechanism.scram() else {
+        unreachable!("only SCRAM mechanisms have wire codes");
+    };
+    Verdict::Change(CredentialChange::Upsert {
+        user: user.to_owned(),
+        mechanism,
+        credential: ScramCredential::from_salted_password(
+            hash,
+            upsertion.salt.to_vec(),
+            &upsertion.salted_password,
+            upsertion.iterations,
+        ),
+    })
 }
 
 fn checked_user_and_mechanism(user: &str, code: i8) -> Result<Mechanism, Verdict> {

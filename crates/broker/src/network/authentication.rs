@@ -56,9 +56,12 @@ pub(super) async fn authenticate(
             .await;
         }
         let size = size as usize;
-        let _charge = match shared.memory.charge_frame(size as u64).await {
+        let charge = match shared.memory.charge_frame(size as u64).await {
             Ok(charge) => charge,
-            Err(_) => return Ok(None),
+            Err(too_large) => {
+                tracing::warn!(%peer, size, capacity = too_large.capacity, "closing a connection: request larger than queued.max.request.bytes");
+                return Ok(None);
+            }
         };
         let Some(frame) = connection
             .inbound
@@ -98,13 +101,21 @@ pub(super) async fn authenticate(
                 answer,
                 reason,
                 delayed,
-            } => return refuse(context, listener, connection, answer, &reason, delayed).await,
+            } => {
+                // The delay holds the connection, not the request memory.
+                drop(charge);
+                return refuse(context, listener, connection, answer, &reason, delayed).await;
+            }
         }
+        drop(charge);
     }
 }
 
-/// Ends a failed exchange: logged as Kafka logs it, answered when there is an answer, after the
-/// failed-authentication delay when `delayed`.
+/// Ends an exchange that did not authenticate. A failed authentication (`delayed`: a wrong
+/// password, a refused mechanism, a request out of place after the handshake) is logged and
+/// counted as Kafka counts it, and answered, if there is an answer, after the
+/// failed-authentication delay; anything else (a client that does not speak SASL, a frame that
+/// is not a request) closes at once.
 async fn refuse(
     context: &Context,
     listener: &Listener,
@@ -113,15 +124,13 @@ async fn refuse(
     reason: &str,
     delayed: bool,
 ) -> io::Result<Option<String>> {
-    crate::metrics::record_authentication(false);
-    tracing::info!(
-        peer = %connection.peer,
-        listener = %listener.name,
-        "Failed authentication ({reason})"
-    );
-    if delayed {
-        tokio::time::sleep(context.config.failed_authentication_delay).await;
+    if !delayed {
+        tracing::info!(peer = %connection.peer, listener = %listener.name, reason = ?reason, "closing a connection before authentication");
+        return Ok(None);
     }
+    crate::metrics::record_authentication(false);
+    tracing::info!(peer = %connection.peer, listener = %listener.name, reason = ?reason, "Failed authentication");
+    tokio::time::sleep(context.config.failed_authentication_delay).await;
     if let Some(answer) = answer {
         connection.writer.write(connection.stream, answer).await?;
     }

@@ -196,7 +196,7 @@ impl Authenticator {
                 None => {
                     return close(
                         "a frame that is not a Kafka request during SASL authentication",
-                        true,
+                        false,
                     );
                 }
             }
@@ -208,7 +208,6 @@ impl Authenticator {
                 .step(
                     &token,
                     |user| credentials.credential(user, mechanism),
-                    credentials.decoy(),
                     &super::scram::server_nonce(),
                 )
                 .map(|step| match step {

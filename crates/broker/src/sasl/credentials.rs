@@ -25,7 +25,6 @@ use ferrolog_storage::StorageError;
 use ferrolog_storage::manager::LogManager;
 
 use super::Mechanism;
-use super::scram::DecoySecret;
 pub use super::scram::ScramCredential;
 use crate::stored::{StoredDocument, escape, unescape};
 
@@ -66,8 +65,6 @@ pub enum CredentialChangeError {
 pub struct ScramStore {
     document: StoredDocument,
     current: parking_lot::RwLock<Arc<Credentials>>,
-    /// What users without credentials are shown, chosen at each start.
-    decoy: DecoySecret,
 }
 
 impl ScramStore {
@@ -77,13 +74,7 @@ impl ScramStore {
         Ok(Self {
             document,
             current: parking_lot::RwLock::new(Arc::new(credentials)),
-            decoy: DecoySecret::random(),
         })
-    }
-
-    /// What a SCRAM exchange shows a user without credentials.
-    pub fn decoy(&self) -> &DecoySecret {
-        &self.decoy
     }
 
     /// `user`'s credential for `mechanism`, if it has one.
@@ -106,29 +97,36 @@ impl ScramStore {
         users
     }
 
-    /// Applies `changes` together: all are stored, or none. Deleting what does not exist is
-    /// the caller's to refuse.
-    pub fn apply(&self, changes: &[CredentialChange]) -> Result<(), CredentialChangeError> {
+    /// Makes the changes `plan` chooses, seeing whether a user has a credential for a
+    /// mechanism, all together: they are stored, or none is. Changes are serialized, so what
+    /// `plan` sees is what it changes.
+    pub fn apply(
+        &self,
+        plan: impl FnOnce(&dyn Fn(&str, Mechanism) -> bool) -> Vec<CredentialChange>,
+    ) -> Result<(), CredentialChangeError> {
+        let mut change = self.document.change();
+        let mut credentials = Credentials::clone(&self.current.read());
+        let held = credentials.len();
+        let changes =
+            plan(&|user, mechanism| credentials.contains_key(&(user.to_owned(), mechanism)));
         if changes.is_empty() {
             return Ok(());
         }
-        let mut change = self.document.change();
-        let mut credentials = Credentials::clone(&self.current.read());
         for each in changes {
             match each {
                 CredentialChange::Delete { user, mechanism } => {
-                    credentials.remove(&(user.clone(), *mechanism));
+                    credentials.remove(&(user, mechanism));
                 }
                 CredentialChange::Upsert {
                     user,
                     mechanism,
                     credential,
                 } => {
-                    credentials.insert((user.clone(), *mechanism), credential.clone());
+                    credentials.insert((user, mechanism), credential);
                 }
             }
         }
-        if credentials.len() > MAX_CREDENTIALS && credentials.len() > self.current.read().len() {
+        if credentials.len() > MAX_CREDENTIALS && credentials.len() > held {
             return Err(CredentialChangeError::TooMany);
         }
         change.store(format(&credentials))?;

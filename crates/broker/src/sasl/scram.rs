@@ -8,10 +8,11 @@
 //! reveals is the StoredKey, compared in constant time.
 //!
 //! A failure is [`Refusal::Generic`] where Kafka answers its generic "invalid credentials"
-//! message (which says nothing of whether the user exists), and [`Refusal::Told`] where Kafka
-//! tells the client why. A user without credentials gets a server-first message with a salt
-//! derived from the name, as a real user would, and fails at the proof like a wrong password:
-//! whether a user exists cannot be learnt by asking (Kafka refuses at the first message).
+//! message, and [`Refusal::Told`] where Kafka tells the client why. As in Kafka, a user
+//! without credentials is refused at the first message (with the generic message).
+//!
+//! A message longer than [`MAX_MESSAGE_BYTES`] is refused: the exchange keeps the first
+//! messages until the last arrives, and real clients send about a hundred bytes.
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as BASE64;
@@ -19,6 +20,9 @@ use hmac::{Hmac, Mac};
 use sha2::{Digest, Sha256, Sha512};
 
 use super::plain::constant_time_eq;
+
+/// The longest SCRAM message taken (Kafka sets no limit of its own).
+pub const MAX_MESSAGE_BYTES: usize = 4096;
 
 /// Iterations Kafka accepts for a SCRAM credential (`ScramMechanism`): 4,096 to 16,384.
 pub const MIN_ITERATIONS: i32 = 4096;
@@ -133,35 +137,12 @@ enum State {
     AwaitingClientFirst,
     AwaitingClientFinal {
         username: String,
-        /// `None` for a user without credentials: the exchange runs on and fails at the proof.
-        credential: Option<ScramCredential>,
+        credential: ScramCredential,
         client_first_bare: String,
         server_first: String,
         nonce: String,
     },
     Finished,
-}
-
-/// Where a user without credentials gets its salt and iterations from: the same for each
-/// request about one name, so that asking twice tells nothing either.
-#[derive(Clone, Debug)]
-pub struct DecoySecret(pub [u8; 32]);
-
-impl DecoySecret {
-    pub fn random() -> Self {
-        Self(rand::random())
-    }
-
-    fn credential(&self, hash: ScramHash, username: &str) -> ScramCredential {
-        let salt = hash.hmac(&self.0, username.as_bytes());
-        ScramCredential {
-            // Kafka's tools make 20-to-64-byte salts; this one is as long as the hash.
-            salt,
-            stored_key: vec![0; hash.output_bytes()],
-            server_key: vec![0; hash.output_bytes()],
-            iterations: MIN_ITERATIONS,
-        }
-    }
 }
 
 impl ScramServer {
@@ -178,10 +159,12 @@ impl ScramServer {
         &mut self,
         message: &[u8],
         credential_of: impl FnOnce(&str) -> Option<ScramCredential>,
-        decoy: &DecoySecret,
         server_nonce: &str,
     ) -> Result<Step, Refusal> {
         let state = std::mem::replace(&mut self.state, State::Finished);
+        if message.len() > MAX_MESSAGE_BYTES {
+            return Err(Refusal::Generic);
+        }
         match state {
             State::AwaitingClientFirst => {
                 let first = parse_client_first(message).ok_or(Refusal::Generic)?;
@@ -190,26 +173,21 @@ impl ScramServer {
                     return Err(Refusal::Generic);
                 }
                 let username = username_of(first.sasl_name).ok_or(Refusal::Generic)?;
-                let credential = credential_of(&username);
-                if credential.is_some()
-                    && !first.authorization_id.is_empty()
-                    && first.authorization_id != username
-                {
+                // Kafka: "Authentication failed: Invalid user credentials", told generically.
+                let credential = credential_of(&username).ok_or(Refusal::Generic)?;
+                if !first.authorization_id.is_empty() && first.authorization_id != username {
                     return Err(Refusal::Told(
                         "Authentication failed: Client requested an authorization id that is different from username".into(),
                     ));
                 }
-                let shown = credential
-                    .clone()
-                    .unwrap_or_else(|| decoy.credential(self.hash, &username));
-                if shown.iterations < MIN_ITERATIONS {
+                if credential.iterations < MIN_ITERATIONS {
                     return Err(Refusal::Generic);
                 }
                 let nonce = format!("{}{server_nonce}", first.nonce);
                 let server_first = format!(
                     "r={nonce},s={},i={}",
-                    BASE64.encode(&shown.salt),
-                    shown.iterations
+                    BASE64.encode(&credential.salt),
+                    credential.iterations
                 );
                 self.state = State::AwaitingClientFinal {
                     username,
@@ -231,7 +209,6 @@ impl ScramServer {
                 if last.nonce != nonce {
                     return Err(Refusal::Generic);
                 }
-                let credential = credential.ok_or(Refusal::Generic)?;
                 let auth_message =
                     format!("{client_first_bare},{server_first},{}", last.without_proof);
                 let client_signature = self

@@ -1,6 +1,6 @@
 //! The JAAS configuration Kafka takes in `sasl.jaas.config` values: a login module class, a
-//! control flag, options `key=value` (values bare or in double quotes, with backslash escapes),
-//! and a `;`, as in
+//! control flag, options `key=value` (values bare or quoted, in double or single quotes, with
+//! backslash escapes), and a `;`, with `//` and `/* */` comments, as in
 //!
 //! ```text
 //! org.apache.kafka.common.security.plain.PlainLoginModule required
@@ -44,13 +44,33 @@ fn tokens(text: &str) -> Result<Vec<Token>, String> {
                 chars.next();
                 tokens.push(Token::End);
             }
-            '"' => {
+            '/' if matches!(text_after(&chars), Some('/' | '*')) => {
+                chars.next();
+                if chars.next() == Some('/') {
+                    // To the end of the line.
+                    for c in chars.by_ref() {
+                        if c == '\n' {
+                            break;
+                        }
+                    }
+                } else {
+                    let mut previous = ' ';
+                    loop {
+                        match chars.next() {
+                            None => return Err("a /* comment is not closed".into()),
+                            Some('/') if previous == '*' => break,
+                            Some(c) => previous = c,
+                        }
+                    }
+                }
+            }
+            quote @ ('"' | '\'') => {
                 chars.next();
                 let mut value = String::new();
                 loop {
                     match chars.next() {
                         None => return Err("a quoted value is not closed".into()),
-                        Some('"') => break,
+                        Some(c) if c == quote => break,
                         Some('\\') => match chars.next() {
                             Some('n') => value.push('\n'),
                             Some('t') => value.push('\t'),
@@ -66,7 +86,7 @@ fn tokens(text: &str) -> Result<Vec<Token>, String> {
             _ => {
                 let mut word = String::new();
                 while let Some(&c) = chars.peek() {
-                    if c.is_whitespace() || matches!(c, '=' | ';' | '"') {
+                    if c.is_whitespace() || matches!(c, '=' | ';' | '"' | '\'') {
                         break;
                     }
                     word.push(c);
@@ -77,6 +97,13 @@ fn tokens(text: &str) -> Result<Vec<Token>, String> {
         }
     }
     Ok(tokens)
+}
+
+/// The character after the next one, without consuming either.
+fn text_after(chars: &std::iter::Peekable<std::str::Chars<'_>>) -> Option<char> {
+    let mut ahead = chars.clone();
+    ahead.next();
+    ahead.next()
 }
 
 /// The one login module `text` configures, or why it does not parse.
@@ -143,7 +170,8 @@ mod tests {
         let module = parse(
             r#"org.apache.kafka.common.security.plain.PlainLoginModule required
                 username="admin" password="admin-secret"
-                user_admin="admin-secret" user_alice=alice-secret user_odd="a \"quoted\" \\ one;";"#,
+                user_admin="admin-secret" user_alice=alice-secret // a comment
+                /* another */ user_bob='bob "secret"' user_odd="a \"quoted\" \\ one;";"#,
         )
         .unwrap();
         assert_eq!(
@@ -152,7 +180,8 @@ mod tests {
         );
         assert_eq!(module.options["user_alice"], "alice-secret");
         assert_eq!(module.options["user_odd"], r#"a "quoted" \ one;"#);
-        assert_eq!(module.options.len(), 5);
+        assert_eq!(module.options["user_bob"], r#"bob "secret""#);
+        assert_eq!(module.options.len(), 6);
     }
 
     #[test]
@@ -168,6 +197,7 @@ mod tests {
             ("a.Module required user=\"x;", "not closed"),
             ("a.Module required user;", "key=value"),
             ("a.Module;", "control flag"),
+            ("a.Module required /* open", "not closed"),
         ] {
             let error = parse(text).unwrap_err();
             assert!(error.contains(reason), "{text:?}: {error}");

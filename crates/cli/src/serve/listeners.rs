@@ -49,8 +49,8 @@ fn listener_key_parts(key: &str) -> Option<(&str, &str)> {
     known.then_some((name, setting))
 }
 
-/// The listeners the properties configure, in the order `listeners` gives them, and the names
-/// of those left to a controller (logged, not served).
+/// The listeners the properties configure, in the order `listeners` gives them, and what to
+/// warn about (listeners left to a controller, JAAS settings of mechanisms not enabled).
 pub fn plan(
     properties: &BTreeMap<String, String>,
 ) -> anyhow::Result<(Vec<PlannedListener>, Vec<String>)> {
@@ -112,6 +112,10 @@ pub fn plan(
     if let Some(advertised) = properties.get("advertised.listeners") {
         for entry in list(advertised) {
             let (name, host, port) = endpoint("advertised.listeners", entry)?;
+            if controllers.contains(&name) {
+                // Kafka's own combined-node server.properties advertises its controller too.
+                continue;
+            }
             let Some(target) = planned.iter_mut().find(|p| p.listener.name == name) else {
                 bail!(
                     "advertised.listeners names {name}, which is not among the listeners served ({})",
@@ -125,6 +129,9 @@ pub fn plan(
             if port == 0 {
                 bail!("advertised.listeners: {name} needs a port other than 0");
             }
+            if target.advertised_given {
+                bail!("advertised.listeners names {name} twice");
+            }
             target.listener.advertised = Endpoint {
                 host: if host.is_empty() {
                     advertised_host(target.bind)
@@ -136,16 +143,39 @@ pub fn plan(
             target.advertised_given = true;
         }
     }
+    let mut notes: Vec<String> = skipped
+        .iter()
+        .map(|name| format!("listener {name} is a controller listener (controller.listener.names); ferrolog has no controller quorum and does not serve it"))
+        .collect();
     for key in properties.keys() {
-        if let Some((name, _)) = listener_key_parts(key)
-            && !planned.iter().any(|p| {
-                p.listener.name.eq_ignore_ascii_case(name) && p.listener.protocol.uses_sasl()
-            })
-        {
+        let Some((name, setting)) = listener_key_parts(key) else {
+            continue;
+        };
+        if name != name.to_lowercase() {
+            bail!(
+                "{key}: the listener's name is written in lower case in per-listener keys, as Kafka reads them"
+            );
+        }
+        let Some(sasl) = planned
+            .iter()
+            .find(|p| p.listener.name.eq_ignore_ascii_case(name))
+            .and_then(|p| p.listener.sasl.as_ref())
+        else {
             bail!("{key} names listener {name}, which is not a SASL listener served here");
+        };
+        if let Some(mechanism) = setting.strip_suffix(".sasl.jaas.config")
+            && !sasl
+                .mechanisms
+                .iter()
+                .any(|m| m.name().eq_ignore_ascii_case(mechanism))
+        {
+            notes.push(format!(
+                "{key} is ignored: {} is not enabled on listener {name}",
+                mechanism.to_uppercase()
+            ));
         }
     }
-    Ok((planned, skipped))
+    Ok((planned, notes))
 }
 
 /// `listener.security.protocol.map`, names upper-cased; each protocol's own name by default.
@@ -338,7 +368,7 @@ mod tests {
 
     #[test]
     fn named_listeners_take_their_protocols_and_advertised_addresses() {
-        let (planned, skipped) = plan(&properties(&[
+        let (planned, notes) = plan(&properties(&[
             (
                 "listeners",
                 "CLIENTS://:9092, internal://127.0.0.1:9094,CONTROLLER://:9093",
@@ -348,15 +378,28 @@ mod tests {
                 "CLIENTS:SASL_PLAINTEXT,INTERNAL:PLAINTEXT,CONTROLLER:PLAINTEXT",
             ),
             ("controller.listener.names", "CONTROLLER"),
+            // Kafka's own combined-node file advertises the controller listener too.
             (
                 "advertised.listeners",
-                "CLIENTS://broker1.example.com:19092",
+                "CLIENTS://broker1.example.com:19092,CONTROLLER://localhost:9093",
             ),
             ("sasl.enabled.mechanisms", "SCRAM-SHA-512,PLAIN"),
             ("listener.name.clients.plain.sasl.jaas.config", PLAIN_JAAS),
+            (
+                "listener.name.clients.scram-sha-256.sasl.jaas.config",
+                "org.apache.kafka.common.security.scram.ScramLoginModule required;",
+            ),
         ]))
         .unwrap();
-        assert_eq!(skipped, ["CONTROLLER"]);
+        assert_eq!(notes.len(), 2, "{notes:?}");
+        assert!(
+            notes[0].contains("listener CONTROLLER is a controller listener"),
+            "{notes:?}"
+        );
+        assert!(
+            notes[1].contains("SCRAM-SHA-256 is not enabled on listener clients"),
+            "{notes:?}"
+        );
         let names: Vec<_> = planned.iter().map(|p| p.listener.name.as_str()).collect();
         assert_eq!(names, ["CLIENTS", "INTERNAL"]);
         let clients = &planned[0];
@@ -486,10 +529,32 @@ mod tests {
                 vec![("listener.name.other.sasl.enabled.mechanisms", "PLAIN")],
                 "listener.name.other.sasl.enabled.mechanisms names listener other",
             ),
+            (
+                vec![
+                    sasl,
+                    ("sasl.enabled.mechanisms", "SCRAM-SHA-512"),
+                    (
+                        "listener.name.SASL_PLAINTEXT.sasl.enabled.mechanisms",
+                        "SCRAM-SHA-256",
+                    ),
+                ],
+                "written in lower case",
+            ),
+            (
+                vec![("advertised.listeners", "PLAINTEXT://a:1,PLAINTEXT://b:2")],
+                "names PLAINTEXT twice",
+            ),
         ] {
             let error = plan(&properties(&pairs)).unwrap_err().to_string();
             assert!(error.contains(expected), "{pairs:?}: {error}");
         }
+    }
+
+    #[test]
+    fn ipv6_addresses_are_written_in_brackets() {
+        let (planned, _) = plan(&properties(&[("listeners", "PLAINTEXT://[::1]:9092")])).unwrap();
+        assert_eq!(planned[0].bind, "[::1]:9092".parse().unwrap());
+        assert_eq!(planned[0].listener.advertised.host, "::1");
     }
 
     #[test]

@@ -376,12 +376,9 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<()> {
     }
     let manager_config = ManagerConfig::from_properties(&properties)?;
     let broker_config = broker_config(&properties)?;
-    let (planned, controller_listeners) = listeners::plan(&properties)?;
-    for name in controller_listeners {
-        tracing::warn!(
-            listener = name,
-            "a controller listener (controller.listener.names); ferrolog has no controller quorum and does not serve it"
-        );
+    let (planned, notes) = listeners::plan(&properties)?;
+    for note in notes {
+        tracing::warn!("{note}");
     }
     let metrics_listen = match properties.get("metrics.listener") {
         Some(value) => Some(parse_metrics_listener(value)?),

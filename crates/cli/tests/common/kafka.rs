@@ -61,8 +61,15 @@ pub struct KafkaPeer {
 impl KafkaPeer {
     /// Formats `data_dir` when it is new and starts a broker on it; returns once it answers.
     pub fn start(data_dir: &Path, extra: &[&str]) -> Self {
-        let (port, controller_port) = (free_port(), free_port());
         let extra: Vec<String> = extra.iter().map(|line| (*line).to_owned()).collect();
+        Self::start_with_ports(data_dir, |_, _| extra)
+    }
+
+    /// As [`KafkaPeer::start`], with configuration lines that name the broker's port and its
+    /// controller's (`extra(port, controller_port)`), to add listeners, say.
+    pub fn start_with_ports(data_dir: &Path, extra: impl FnOnce(u16, u16) -> Vec<String>) -> Self {
+        let (port, controller_port) = (free_port(), free_port());
+        let extra = extra(port, controller_port);
         let pid = start(data_dir, port, controller_port, &extra);
         Self {
             pid,

@@ -50,7 +50,18 @@ impl Server {
         overrides: &[&str],
         log_filter: &str,
     ) -> Self {
-        let port = free_port();
+        Self::start_on(free_port(), wrapper, data_dir, overrides, log_filter)
+    }
+
+    /// Starts listening on `port` (overrides may add listeners, keeping a PLAINTEXT one on it:
+    /// the broker is taken to have started when it accepts a connection there).
+    pub fn start_on(
+        port: u16,
+        wrapper: &[&str],
+        data_dir: &Path,
+        overrides: &[&str],
+        log_filter: &str,
+    ) -> Self {
         let stderr = tempfile::NamedTempFile::new().unwrap();
         let program = env!("CARGO_BIN_EXE_ferrolog");
         let mut command = match wrapper.split_first() {
