@@ -460,6 +460,7 @@ async fn credential_changes_are_checked_as_kafka_checks_them() {
     let temp = tempfile::tempdir().unwrap();
     let broker = start(temp.path()).await;
     let mut admin = alice(&broker).await;
+    let long_name = "n".repeat(1025);
     let refused =
         |user: &str, code: i16, message: &str| (user.to_owned(), code, Some(message.to_owned()));
     let results = alter(
@@ -479,6 +480,7 @@ async fn credential_changes_are_checked_as_kafka_checks_them() {
             upsertion(Sha::Sha512, "twice", "x", 4096),
             upsertion(Sha::Sha256, "odd", "x", 4096).with_mechanism(3),
             upsertion(Sha::Sha256, "fine", "x", 16384),
+            upsertion(Sha::Sha256, &long_name, "x", 4096),
         ],
     )
     .await;
@@ -500,6 +502,11 @@ async fn credential_changes_are_checked_as_kafka_checks_them() {
                 "A user credential cannot be altered twice in the same request"
             ),
             refused("odd", 33, "Unknown SCRAM mechanism"),
+            refused(
+                &long_name,
+                93,
+                "A user name longer than 1024 bytes is not kept"
+            ),
         ]
     );
     let described = describe(&mut admin, Some(&["fine", "ghost", "fine"])).await;

@@ -32,6 +32,8 @@ use crate::session::Session;
 
 /// The longest salt kept. Kafka's tools make salts of at most 26 bytes; Kafka sets no limit.
 pub const MAX_SALT_BYTES: usize = 1024;
+/// The longest user name kept (Kafka sets no limit): every change rewrites every name.
+pub const MAX_USER_BYTES: usize = 1024;
 
 const CLUSTER_REFUSED: &str = "Cluster authorization failed.";
 
@@ -282,6 +284,12 @@ fn upsert_verdict(
     mechanism: Mechanism,
     upsertion: &ScramCredentialUpsertion,
 ) -> Verdict {
+    if user.len() > MAX_USER_BYTES {
+        return Verdict::Refused(
+            UNACCEPTABLE_CREDENTIAL,
+            format!("A user name longer than {MAX_USER_BYTES} bytes is not kept"),
+        );
+    }
     if upsertion.iterations < MIN_ITERATIONS {
         return Verdict::Refused(UNACCEPTABLE_CREDENTIAL, "Too few iterations".into());
     }

@@ -157,6 +157,9 @@ const IGNORED_KAFKA_KEYS: &[&str] = &[
     "sasl.jaas.config",
     "sasl.mechanism.inter.broker.protocol",
     "sasl.mechanism.controller.protocol",
+    "security.inter.broker.protocol",
+    // Re-authentication is not offered: SaslAuthenticate answers a session lifetime of 0.
+    "connections.max.reauth.ms",
     "num.replica.fetchers",
     "unclean.leader.election.enable",
     "delete.topic.enable",

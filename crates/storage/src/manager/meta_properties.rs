@@ -9,12 +9,12 @@
 //! `directory.id` and generated cluster ids are Kafka `Uuid`s: 16 random bytes in base64url
 //! without padding (22 characters).
 
-use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::Path;
 use std::sync::Arc;
 
 use super::data_dir::DataDir;
+use super::properties::parse_properties;
 use crate::error::{Result, StorageError};
 use crate::fs::atomic_write;
 
@@ -32,20 +32,6 @@ pub struct MetaProperties {
     pub cluster_id: Option<String>,
     /// `directory.id`, the directory's own Kafka `Uuid`, when present.
     pub directory_id: Option<String>,
-}
-
-/// Parses Java Properties text: `key=value` or `key: value` lines, `#`/`!` comments.
-pub fn parse_properties(text: &str) -> BTreeMap<String, String> {
-    text.lines()
-        .map(str::trim)
-        .filter(|line| !line.is_empty() && !line.starts_with('#') && !line.starts_with('!'))
-        .map(|line| {
-            let split = line.find(['=', ':']).unwrap_or(line.len());
-            let (key, value) = line.split_at(split);
-            let value = value.get(1..).unwrap_or("");
-            (key.trim().to_owned(), value.trim().to_owned())
-        })
-        .collect()
 }
 
 impl MetaProperties {
