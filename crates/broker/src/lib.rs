@@ -25,6 +25,7 @@ pub mod response;
 pub mod sasl;
 pub mod session;
 mod stored;
+pub mod tls;
 pub mod transfer;
 
 use std::sync::Arc;

@@ -8,6 +8,7 @@ use std::fmt;
 use std::sync::Arc;
 
 use crate::sasl::SaslSettings;
+use crate::tls::TlsSettings;
 
 /// How a listener's connections are secured, by Kafka's names.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -80,6 +81,8 @@ pub struct Listener {
     pub advertised: Endpoint,
     /// The mechanisms and users of a SASL listener; `None` for the others.
     pub sasl: Option<Arc<SaslSettings>>,
+    /// The TLS of an SSL or SASL_SSL listener; `None` for the others.
+    pub tls: Option<Arc<TlsSettings>>,
 }
 
 impl Listener {
@@ -94,6 +97,7 @@ impl Listener {
                 port,
             },
             sasl: None,
+            tls: None,
         }
     }
 

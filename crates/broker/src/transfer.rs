@@ -1,6 +1,7 @@
-//! Writing a [`ResponseFrame`] to a client socket. Encoded chunks are written as they are; file
-//! regions go either by `sendfile(2)` (the kernel copies page cache to the socket) or by `pread`
-//! into a reused buffer and `write` — see [`FetchTransfer`] for which wins where.
+//! Writing a [`ResponseFrame`] to a client connection. Encoded chunks are written as they are;
+//! file regions go either by `sendfile(2)` (the kernel copies page cache to the socket) or by
+//! `pread` into a reused buffer and `write` — see [`FetchTransfer`] for which wins where. Over
+//! TLS file regions always go through a buffer, to be encrypted.
 //!
 //! File regions are read on the connection's own task, as Kafka's network threads do with
 //! `transferTo`: the bytes were just found by the fetch, so they are almost always in the page
@@ -15,6 +16,7 @@ use std::time::Duration;
 use tokio::io::{AsyncWriteExt, Interest};
 use tokio::net::TcpStream;
 
+use crate::network::transport::Transport;
 use crate::response::{Chunk, FileRegion, ResponseFrame};
 
 /// How fetched record bytes travel from the segment file to the socket.
@@ -45,8 +47,11 @@ impl std::str::FromStr for FetchTransfer {
 /// `connections.max.idle.ms`).
 const PIECE_BYTES: usize = 1 << 20;
 /// The most copy buffers lent at once; a response written while all are lent goes by
-/// `sendfile`, which needs none.
+/// `sendfile`, which needs none, or over TLS through a buffer of [`TLS_PIECE_BYTES`].
 const COPY_BUFFERS: usize = 16;
+/// The buffer a TLS connection copies fetched bytes through while every copy buffer is lent:
+/// one TLS record's worth.
+const TLS_PIECE_BYTES: usize = 16 * 1024;
 
 /// The buffers that carry fetched bytes from a segment to a socket, lent to a connection only
 /// while it writes a response: idle connections hold none, a steady load reuses them, and
@@ -116,14 +121,17 @@ impl FrameWriter {
         }
     }
 
-    pub async fn write(&mut self, stream: &mut TcpStream, frame: ResponseFrame) -> io::Result<()> {
+    pub async fn write(&mut self, stream: &mut Transport, frame: ResponseFrame) -> io::Result<()> {
         let has_regions = frame
             .chunks
             .iter()
             .any(|chunk| matches!(chunk, Chunk::File(_)));
+        let tls = stream.plain_socket().is_none();
         let mut loan = match self.transfer {
-            FetchTransfer::Copy if has_regions => self.buffers.take(),
-            _ => None,
+            _ if !has_regions => None,
+            FetchTransfer::Copy => self.buffers.take(),
+            FetchTransfer::Sendfile if tls => self.buffers.take(),
+            FetchTransfer::Sendfile => None,
         };
         for chunk in frame.chunks {
             match (chunk, &mut loan) {
@@ -131,14 +139,21 @@ impl FrameWriter {
                 (Chunk::File(region), Some(loan)) => {
                     self.copy(stream, &region, &mut loan.buffer).await?;
                 }
-                (Chunk::File(region), None) => send_file(stream, &region, self.idle_limit).await?,
+                (Chunk::File(region), None) => match stream.plain_socket() {
+                    Some(socket) => send_file(socket, &region, self.idle_limit).await?,
+                    None => {
+                        let mut buffer = vec![0; TLS_PIECE_BYTES];
+                        self.copy(stream, &region, &mut buffer).await?;
+                    }
+                },
             }
         }
-        Ok(())
+        // TLS keeps what it has not yet sent; a plain socket has nothing to flush.
+        within(self.idle_limit, stream.flush()).await
     }
 
     /// Writes `bytes` a piece at a time, each within the idle limit.
-    async fn write_pieces(&self, stream: &mut TcpStream, bytes: &[u8]) -> io::Result<()> {
+    async fn write_pieces(&self, stream: &mut Transport, bytes: &[u8]) -> io::Result<()> {
         for piece in bytes.chunks(PIECE_BYTES) {
             within(self.idle_limit, stream.write_all(piece)).await?;
         }
@@ -147,7 +162,7 @@ impl FrameWriter {
 
     async fn copy(
         &self,
-        stream: &mut TcpStream,
+        stream: &mut Transport,
         region: &FileRegion,
         buffer: &mut [u8],
     ) -> io::Result<()> {

@@ -207,7 +207,9 @@ async fn a_region_past_the_segment_end_fails_the_write_in_both_transfers() {
             let _ = stream.read_to_end(&mut received).await;
             received.len()
         });
-        let mut stream = tokio::net::TcpStream::connect(address).await.unwrap();
+        let mut stream = ferrolog_broker::network::transport::Transport::Plain(
+            tokio::net::TcpStream::connect(address).await.unwrap(),
+        );
         let frame = ResponseFrame {
             chunks: vec![Chunk::File(FileRegion {
                 slice: slice.clone(),

@@ -90,6 +90,7 @@ async fn start(dir: &Path) -> SaslBroker {
                 "alice-secret".to_owned(),
             )])),
         })),
+        tls: None,
     };
     let plaintext = Listener::plaintext("127.0.0.1", plaintext_port);
     let server = tokio::spawn(ferrolog_broker::serve_listeners(

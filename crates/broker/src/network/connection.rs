@@ -21,6 +21,7 @@ use tokio::net::TcpStream;
 use tokio::time::Instant;
 
 use super::Shared;
+use super::transport::Transport;
 use crate::frame_shape;
 use crate::listener::Listener;
 use crate::session::Session;
@@ -43,15 +44,25 @@ fn idle(idle: Duration) -> io::Error {
 /// Reads and answers requests until the client closes, goes idle, or sends what this broker
 /// will not take.
 pub(super) async fn serve_connection(
-    mut stream: TcpStream,
+    socket: TcpStream,
     peer: SocketAddr,
     listener: Arc<Listener>,
     context: Arc<Context>,
     shared: Arc<Shared>,
 ) -> io::Result<()> {
-    stream.set_nodelay(true)?;
+    socket.set_nodelay(true)?;
     let config = &context.config;
     let idle_limit = config.connections_max_idle;
+    // Over TLS, the handshake first; its certificate gives an SSL listener's principal.
+    let (mut stream, certificate_principal) = match &listener.tls {
+        None => (Transport::Plain(socket), None),
+        Some(tls) => {
+            match super::tls_handshake::accept(socket, peer, &listener, tls, idle_limit).await? {
+                Some(accepted) => accepted,
+                None => return Ok(()),
+            }
+        }
+    };
     let mut inbound = Inbound::default();
     let mut writer = FrameWriter::new(
         config.fetch_transfer,
@@ -59,7 +70,10 @@ pub(super) async fn serve_connection(
         Arc::clone(&shared.copy_buffers),
     );
     let session = match &listener.sasl {
-        None => Session::anonymous(peer, listener),
+        None => match certificate_principal {
+            Some(principal) => Session::new(&principal, peer, listener),
+            None => Session::anonymous(peer, listener),
+        },
         Some(settings) => {
             let mut connection = Connection {
                 stream: &mut stream,
@@ -153,7 +167,7 @@ pub(super) async fn serve_connection(
 /// One connection's socket and buffers, lent to the authentication before requests are served.
 #[derive(Debug)]
 pub(super) struct Connection<'a> {
-    pub stream: &'a mut TcpStream,
+    pub stream: &'a mut Transport,
     pub inbound: &'a mut Inbound,
     pub writer: &'a mut FrameWriter,
     pub peer: SocketAddr,
@@ -177,7 +191,7 @@ pub(super) struct Inbound {
 
 impl Inbound {
     /// Reads until `want` bytes are buffered. `false` when the client closed first.
-    async fn fill(&mut self, stream: &mut TcpStream, want: usize, wait: Wait) -> io::Result<bool> {
+    async fn fill(&mut self, stream: &mut Transport, want: usize, wait: Wait) -> io::Result<bool> {
         while self.buffer.len() < want {
             self.buffer
                 .reserve((want - self.buffer.len()).max(READ_AHEAD));
@@ -201,7 +215,7 @@ impl Inbound {
     /// The next request's size prefix, or `None` when the client closed.
     pub(super) async fn read_size(
         &mut self,
-        stream: &mut TcpStream,
+        stream: &mut Transport,
         idle_limit: Option<Duration>,
     ) -> io::Result<Option<i32>> {
         let wait = idle_limit.map_or(Wait::Forever, Wait::EachRead);
@@ -216,7 +230,7 @@ impl Inbound {
     /// It must all arrive within the idle limit.
     pub(super) async fn read_frame(
         &mut self,
-        stream: &mut TcpStream,
+        stream: &mut Transport,
         size: usize,
         idle_limit: Option<Duration>,
     ) -> io::Result<Option<Bytes>> {
@@ -249,7 +263,8 @@ mod tests {
         let mut client = TcpStream::connect(listener.local_addr().unwrap())
             .await
             .unwrap();
-        let (mut server, _) = listener.accept().await.unwrap();
+        let (server, _) = listener.accept().await.unwrap();
+        let mut server = Transport::Plain(server);
         let size = 1 << 20;
         let mut sent = vec![7u8; size];
         sent.extend_from_slice(b"next");

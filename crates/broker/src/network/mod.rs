@@ -11,6 +11,8 @@ mod authentication;
 mod connection;
 pub mod limits;
 pub mod memory;
+mod tls_handshake;
+pub mod transport;
 
 use std::net::SocketAddr;
 use std::sync::Arc;

@@ -43,6 +43,8 @@ fn listener_key_parts(key: &str) -> Option<(&str, &str)> {
     let rest = key.strip_prefix("listener.name.")?;
     let (name, setting) = rest.split_once('.')?;
     let known = setting == "sasl.enabled.mechanisms"
+        || super::tls::SSL_KEYS.contains(&setting)
+        || super::tls::IGNORED_SSL_KEYS.contains(&setting)
         || Mechanism::ALL.iter().any(|mechanism| {
             setting == format!("{}.sasl.jaas.config", mechanism.name().to_lowercase())
         });
@@ -75,11 +77,6 @@ pub fn plan(
                 "listeners: no security protocol is defined for listener {name} (give it one in listener.security.protocol.map, as {name}:PLAINTEXT or {name}:SASL_PLAINTEXT)"
             );
         };
-        if protocol.uses_tls() {
-            bail!(
-                "listeners: {name} is a {protocol} listener; ferrolog serves PLAINTEXT and SASL_PLAINTEXT listeners, not TLS yet"
-            );
-        }
         if planned.iter().any(|other| other.listener.name == name) {
             bail!("listeners names {name} twice: each listener needs its own name");
         }
@@ -89,6 +86,15 @@ pub fn plan(
         }
         let sasl = if protocol.uses_sasl() {
             Some(Arc::new(sasl_settings(properties, &name)?))
+        } else {
+            None
+        };
+        let tls = if protocol.uses_tls() {
+            Some(Arc::new(super::tls::tls_settings(
+                properties,
+                &name,
+                protocol.uses_sasl(),
+            )?))
         } else {
             None
         };
@@ -102,6 +108,7 @@ pub fn plan(
                     port,
                 },
                 sasl,
+                tls,
             },
             advertised_given: false,
         });
@@ -156,11 +163,17 @@ pub fn plan(
                 "{key}: the listener's name is written in lower case in per-listener keys, as Kafka reads them"
             );
         }
-        let Some(sasl) = planned
+        let listener = planned
             .iter()
             .find(|p| p.listener.name.eq_ignore_ascii_case(name))
-            .and_then(|p| p.listener.sasl.as_ref())
-        else {
+            .map(|p| &p.listener);
+        if setting.starts_with("ssl.") {
+            if listener.is_none_or(|listener| listener.tls.is_none()) {
+                bail!("{key} names listener {name}, which is not a TLS listener served here");
+            }
+            continue;
+        }
+        let Some(sasl) = listener.and_then(|listener| listener.sasl.as_ref()) else {
             bail!("{key} names listener {name}, which is not a SASL listener served here");
         };
         if let Some(mechanism) = setting.strip_suffix(".sasl.jaas.config")
@@ -454,7 +467,10 @@ mod tests {
                 vec![("listeners", "CLIENTS://:9092")],
                 "listener.security.protocol.map",
             ),
-            (vec![("listeners", "SSL://:9093")], "not TLS yet"),
+            (
+                vec![("listeners", "SSL://:9093")],
+                "ssl.keystore.type is JKS",
+            ),
             (
                 vec![("listeners", "PLAINTEXT://:9092,plaintext://:9093")],
                 "twice",
@@ -568,9 +584,10 @@ mod tests {
         assert!(!is_listener_key(
             "listener.name.clients.gssapi.sasl.jaas.config"
         ));
-        assert!(!is_listener_key(
+        assert!(is_listener_key(
             "listener.name.clients.ssl.keystore.location"
         ));
+        assert!(!is_listener_key("listener.name.clients.ssl.bogus"));
         assert!(!is_listener_key("sasl.enabled.mechanisms"));
     }
 }

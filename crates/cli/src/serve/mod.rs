@@ -23,6 +23,7 @@ use ferrolog_storage::manager::{LogManager, ManagerConfig, known_keys, parse_pro
 
 mod jaas;
 mod listeners;
+mod tls;
 
 #[derive(Debug, Args)]
 pub struct ServeArgs {
@@ -359,9 +360,14 @@ fn merged_properties(args: &ServeArgs) -> anyhow::Result<BTreeMap<String, String
     if !properties.contains_key("log.dirs") && !properties.contains_key("log.dir") {
         properties.insert("log.dirs".into(), "ferrolog-data".into());
     }
-    let known: Vec<&str> = known_keys().chain(BROKER_KEYS.iter().copied()).collect();
+    let known: Vec<&str> = known_keys()
+        .chain(BROKER_KEYS.iter().copied())
+        .chain(tls::SSL_KEYS.iter().copied())
+        .collect();
     for key in properties.keys() {
-        if IGNORED_KAFKA_KEYS.contains(&key.as_str()) {
+        if IGNORED_KAFKA_KEYS.contains(&key.as_str())
+            || tls::IGNORED_SSL_KEYS.contains(&key.as_str())
+        {
             tracing::warn!(key, "a Kafka setting ferrolog does not use; ignored");
         } else if !known.contains(&key.as_str()) && !listeners::is_listener_key(key) {
             bail!(
@@ -589,15 +595,12 @@ mod tests {
             listeners::plan(&ssl)
                 .unwrap_err()
                 .to_string()
-                .contains("not TLS yet")
+                .contains("ssl.keystore.type is JKS")
         );
-        let error = merged_properties(&args(&["listener.name.x.ssl.keystore.location=k"]))
+        let error = merged_properties(&args(&["listener.name.x.ssl.bogus=k"]))
             .unwrap_err()
             .to_string();
-        assert!(
-            error.contains("listener.name.x.ssl.keystore.location"),
-            "{error}"
-        );
+        assert!(error.contains("listener.name.x.ssl.bogus"), "{error}");
         for (setting, key) in [
             ("connections.max.idle.ms=0", "connections.max.idle.ms=0"),
             (
@@ -627,6 +630,8 @@ mod tests {
         let undocumented: Vec<&str> = known_keys()
             .chain(BROKER_KEYS.iter().copied())
             .chain(IGNORED_KAFKA_KEYS.iter().copied())
+            .chain(tls::SSL_KEYS.iter().copied())
+            .chain(tls::IGNORED_SSL_KEYS.iter().copied())
             .chain(ferrolog_storage::config::TOPIC_CONFIG_KEYS.iter().copied())
             .filter(|key| !guide.contains(&format!("`{key}`")))
             .collect();

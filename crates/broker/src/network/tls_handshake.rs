@@ -1,0 +1,71 @@
+//! The TLS handshake of a connection on an SSL or SASL_SSL listener, within
+//! `connections.max.idle.ms`. A failed handshake (an untrusted or missing client certificate
+//! where one is required, a client speaking plaintext, no protocol or suite in common) is logged
+//! as Kafka logs it ("Failed authentication ... (SSL handshake failed)"), counted, and closes
+//! the connection at once: Kafka's failed-authentication delay is for SASL only.
+//!
+//! On an SSL listener a client certificate gives the principal (see [`crate::tls::principal`]);
+//! a client without one is `User:ANONYMOUS`, and one whose certificate no
+//! `ssl.principal.mapping.rules` rule maps is refused. On SASL_SSL, SASL gives the principal.
+
+use std::io;
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use tokio::net::TcpStream;
+
+use super::transport::Transport;
+use crate::listener::Listener;
+use crate::tls::{TlsSettings, principal_of};
+
+/// The connection over TLS and, on an SSL listener with a client certificate, its principal;
+/// `None` when the connection is to close.
+pub(super) async fn accept(
+    socket: TcpStream,
+    peer: SocketAddr,
+    listener: &Listener,
+    tls: &TlsSettings,
+    idle_limit: Option<Duration>,
+) -> io::Result<Option<(Transport, Option<String>)>> {
+    let handshake = tls.acceptor.accept(socket);
+    let outcome = match idle_limit {
+        Some(limit) => match tokio::time::timeout(limit, handshake).await {
+            Ok(outcome) => outcome,
+            Err(_) => Err(io::Error::new(
+                io::ErrorKind::TimedOut,
+                "no handshake within connections.max.idle.ms",
+            )),
+        },
+        None => handshake.await,
+    };
+    let stream = match outcome {
+        Ok(stream) => stream,
+        Err(error) => {
+            crate::metrics::record_authentication(false);
+            tracing::info!(%peer, listener = %listener.name, %error, "Failed authentication (SSL handshake failed)");
+            return Ok(None);
+        }
+    };
+    if listener.sasl.is_some() {
+        return Ok(Some((Transport::Tls(Box::new(stream)), None)));
+    }
+    let certificate = stream
+        .get_ref()
+        .1
+        .peer_certificates()
+        .and_then(|chain| chain.first())
+        .map(|certificate| certificate.as_ref().to_vec());
+    let principal = match certificate {
+        None => None,
+        Some(certificate) => match principal_of(&certificate, &tls.principal_rules) {
+            Ok(principal) => Some(principal),
+            Err(reason) => {
+                crate::metrics::record_authentication(false);
+                tracing::info!(%peer, listener = %listener.name, reason = ?reason, "Failed authentication (no principal for the client certificate)");
+                return Ok(None);
+            }
+        },
+    };
+    crate::metrics::record_authentication(true);
+    Ok(Some((Transport::Tls(Box::new(stream)), principal)))
+}
