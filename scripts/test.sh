@@ -22,6 +22,14 @@ if ! command -v kcat >/dev/null 2>&1; then
     || { sudo_if_needed apt-get update -q >/dev/null && sudo_if_needed apt-get install -y -q kcat >/dev/null; }
 fi
 
+# openssl, which makes the certificates of the TLS tests as an operator would.
+if ! command -v openssl >/dev/null 2>&1; then
+  echo "== installing openssl"
+  sudo_if_needed() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
+  sudo_if_needed apt-get install -y -q openssl >/dev/null 2>&1 \
+    || { sudo_if_needed apt-get update -q >/dev/null && sudo_if_needed apt-get install -y -q openssl >/dev/null; }
+fi
+
 # Apache Kafka 4.4.0 itself (its broker, tools and Java client; tools/kafka/pom.xml), the
 # reference the Kafka tests compare ferrolog with. Needs Java 17+ and Maven.
 if ! command -v java >/dev/null 2>&1 || ! command -v mvn >/dev/null 2>&1; then

@@ -11,10 +11,17 @@ import (
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 )
 
-// franzBroker is how franz-go clients reach the broker: its address and, when
-// FERROLOG_SASL=MECHANISM:USER:PASSWORD is set, the SASL mechanism to authenticate with.
+// franzBroker is how franz-go clients reach the broker: its address; TLS when FERROLOG_TLS_CA
+// names a PEM file of the certificates to trust (with FERROLOG_TLS_CERT and FERROLOG_TLS_KEY as
+// the client's certificate, if set); and, when FERROLOG_SASL=MECHANISM:USER:PASSWORD is set, the
+// SASL mechanism to authenticate with.
 func franzBroker(broker string) ([]kgo.Opt, error) {
 	opts := []kgo.Opt{kgo.SeedBrokers(broker)}
+	if config, err := tlsConfig(); err != nil {
+		return nil, err
+	} else if config != nil {
+		opts = append(opts, kgo.DialTLSConfig(config))
+	}
 	mechanism, user, password, ok := saslSettings()
 	if !ok {
 		return opts, nil

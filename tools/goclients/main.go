@@ -8,16 +8,46 @@
 //	goclients franz|sarama BROKER TOPIC
 //
 // With FERROLOG_SASL=MECHANISM:USER:PASSWORD (PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512), franz-go
-// authenticates over SASL_PLAINTEXT.
+// authenticates with SASL; with FERROLOG_TLS_CA (and FERROLOG_TLS_CERT, FERROLOG_TLS_KEY) it
+// speaks TLS.
 package main
 
 import (
+	"crypto/tls"
+	"crypto/x509"
 	"fmt"
 	"os"
 	"sort"
 	"strings"
 	"time"
 )
+
+// tlsConfig reads FERROLOG_TLS_CA (a PEM file of trusted certificates) and, if set,
+// FERROLOG_TLS_CERT and FERROLOG_TLS_KEY (the client's certificate and key); nil without
+// FERROLOG_TLS_CA.
+func tlsConfig() (*tls.Config, error) {
+	caFile := os.Getenv("FERROLOG_TLS_CA")
+	if caFile == "" {
+		return nil, nil
+	}
+	pem, err := os.ReadFile(caFile)
+	if err != nil {
+		return nil, err
+	}
+	roots := x509.NewCertPool()
+	if !roots.AppendCertsFromPEM(pem) {
+		return nil, fmt.Errorf("no certificate in %s", caFile)
+	}
+	config := &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12}
+	if certFile := os.Getenv("FERROLOG_TLS_CERT"); certFile != "" {
+		pair, err := tls.LoadX509KeyPair(certFile, os.Getenv("FERROLOG_TLS_KEY"))
+		if err != nil {
+			return nil, err
+		}
+		config.Certificates = []tls.Certificate{pair}
+	}
+	return config, nil
+}
 
 // saslSettings reads FERROLOG_SASL=MECHANISM:USER:PASSWORD.
 func saslSettings() (mechanism, user, password string, ok bool) {

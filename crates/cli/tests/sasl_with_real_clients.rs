@@ -18,7 +18,8 @@ mod common;
 use std::path::Path;
 use std::process::Command;
 
-use common::kafka::{KafkaPeer, go_clients, kafka_available, kafka_tool};
+use common::kafka::{KafkaPeer, go_clients, kafka_available};
+use common::security::{self, PLAIN_MODULE, SCRAM_MODULE, java_config, refusal, tool};
 use common::{Server, free_port, kcat, python_with_confluent_kafka, run_script};
 
 const CONFIGS: &str = "org.apache.kafka.tools.ConfigCommand";
@@ -26,9 +27,6 @@ const TOPICS: &str = "org.apache.kafka.tools.TopicCommand";
 const ACLS: &str = "org.apache.kafka.tools.AclCommand";
 const PRODUCER: &str = "org.apache.kafka.tools.ConsoleProducer";
 const CONSUMER: &str = "org.apache.kafka.tools.consumer.ConsoleConsumer";
-
-const PLAIN_MODULE: &str = "org.apache.kafka.common.security.plain.PlainLoginModule";
-const SCRAM_MODULE: &str = "org.apache.kafka.common.security.scram.ScramLoginModule";
 
 /// The configuration both brokers share, beside their listeners.
 fn security_lines() -> Vec<String> {
@@ -50,53 +48,13 @@ fn security_lines() -> Vec<String> {
     ]
 }
 
-/// A Java client configuration file for `mechanism` (`none`: PLAINTEXT) as `user`.
+/// A Java client configuration for `mechanism` (`none`: PLAINTEXT) as `user`.
 fn client_config(dir: &Path, name: &str, mechanism: &str, user: &str, password: &str) -> String {
-    let mut text =
-        String::from("request.timeout.ms=4000\ndefault.api.timeout.ms=8000\nmax.block.ms=8000\n");
-    if mechanism != "none" {
-        let module = if mechanism == "PLAIN" {
-            PLAIN_MODULE
-        } else {
-            SCRAM_MODULE
-        };
-        text.push_str(&format!(
-            "security.protocol=SASL_PLAINTEXT\nsasl.mechanism={mechanism}\nsasl.jaas.config={module} required username=\"{user}\" password=\"{password}\";\n"
-        ));
-    }
-    let path = dir.join(name);
-    std::fs::write(&path, text).unwrap();
-    path.display().to_string()
+    let sasl = (mechanism != "none").then_some((mechanism, user, password));
+    java_config(dir, name, sasl, None)
 }
 
-/// Runs a Kafka tool; `ok <first line of stdout>` or `failed`, with stderr for the caller.
-fn tool(class: &str, args: &[&str], stdin: &[u8]) -> (String, String) {
-    let output = kafka_tool(class, args, stdin);
-    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
-    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
-    let outcome = if output.status.success() {
-        format!("ok {}", stdout.trim())
-    } else {
-        "failed".to_owned()
-    };
-    (outcome, format!("{stdout}{stderr}"))
-}
-
-/// `refused` when `output` shows the client was not let in, naming why, else what it says.
-fn refusal(output: &str) -> String {
-    if output.contains("Authentication failed") {
-        "refused: authentication failed".into()
-    } else if output.contains("Timed out")
-        || output.contains("timed out")
-        || output.contains("Timeout")
-    {
-        "refused: timed out".into()
-    } else {
-        format!("not refused as expected: {output}")
-    }
-}
-
-/// Runs kcat on the SASL listener with `mechanism` as `user`; `ok <lines>` or a refusal.
+/// kcat on the SASL listener with `mechanism` (`none`: PLAINTEXT) as `user`.
 fn kcat_run(
     kcat: &Path,
     port: u16,
@@ -106,52 +64,8 @@ fn kcat_run(
     args: &[&str],
     stdin: &[u8],
 ) -> String {
-    let mut command = Command::new(kcat);
-    command.args(["-b", &format!("127.0.0.1:{port}"), "-m", "8"]);
-    if mechanism != "none" {
-        command.args([
-            "-X",
-            "security.protocol=SASL_PLAINTEXT",
-            "-X",
-            &format!("sasl.mechanisms={mechanism}"),
-            "-X",
-            &format!("sasl.username={user}"),
-            "-X",
-            &format!("sasl.password={password}"),
-        ]);
-    }
-    let mut child = command
-        .args(args)
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    use std::io::Write as _;
-    child.stdin.take().unwrap().write_all(stdin).unwrap();
-    let output = child.wait_with_output().unwrap();
-    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
-    if output.status.success() {
-        let mut lines: Vec<&str> = stdout.lines().collect();
-        lines.sort_unstable();
-        format!("ok {}", lines.join(","))
-    } else {
-        let stderr = String::from_utf8_lossy(&output.stderr);
-        if stderr.contains("Authentication failed") || stderr.contains("SASL authentication error")
-        {
-            "refused: authentication failed".into()
-        } else {
-            // Without credentials librdkafka never gets metadata.
-            format!(
-                "refused: {}",
-                if stderr.contains("metadata") {
-                    "no metadata"
-                } else {
-                    stderr.trim()
-                }
-            )
-        }
-    }
+    let sasl = (mechanism != "none").then_some((mechanism, user, password));
+    security::kcat_run(kcat, port, sasl, None, args, stdin)
 }
 
 /// Everything the clients meet on one broker, one line per step.

@@ -6,6 +6,7 @@
 
 pub mod answers;
 pub mod kafka;
+pub mod security;
 pub mod wire;
 
 use std::net::TcpListener;

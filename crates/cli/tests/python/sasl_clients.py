@@ -2,14 +2,23 @@
 TOPIC and read them back in GROUP, authenticated with MECHANISM as USER with PASSWORD
 (MECHANISM `none`: a PLAINTEXT client on the SASL listener, which has no credentials).
 Prints `ok 5` when its five came back, exactly once, or `refused: <error>` and exits 2 when the broker would
-not let the client in.
+not let the client in. With FERROLOG_TLS_CA set (a PEM file), the client speaks TLS (SSL, or
+SASL_SSL with a mechanism), presenting FERROLOG_TLS_CERT and FERROLOG_TLS_KEY if set.
 Usage: sasl_clients.py PORT kafka-python|confluent MECHANISM USER PASSWORD TOPIC GROUP"""
 
+import os
 import sys
 import time
 
 port, client, mechanism, user, password, topic, group = sys.argv[1:8]
 bootstrap = "127.0.0.1:%s" % port
+tls_ca = os.environ.get("FERROLOG_TLS_CA")
+tls_cert = os.environ.get("FERROLOG_TLS_CERT")
+tls_key = os.environ.get("FERROLOG_TLS_KEY")
+if tls_ca:
+    protocol = "SSL" if mechanism == "none" else "SASL_SSL"
+else:
+    protocol = "PLAINTEXT" if mechanism == "none" else "SASL_PLAINTEXT"
 # Runs with other mechanisms share the topic: each checks its own records.
 prefix = b"%s-%s-" % (client.encode(), mechanism.encode())
 values = [prefix + b"%d" % i for i in range(5)]
@@ -24,14 +33,20 @@ def with_kafka_python():
     from kafka import KafkaConsumer, KafkaProducer
 
     # A client that is refused keeps trying to bootstrap until this passes.
-    options = {"bootstrap_servers": bootstrap, "request_timeout_ms": 5000, "bootstrap_timeout_ms": 5000}
+    options = {
+        "bootstrap_servers": bootstrap,
+        "request_timeout_ms": 5000,
+        "bootstrap_timeout_ms": 5000,
+        "security_protocol": protocol,
+    }
     if mechanism != "none":
         options.update(
-            security_protocol="SASL_PLAINTEXT",
             sasl_mechanism=mechanism,
             sasl_plain_username=user,
             sasl_plain_password=password,
         )
+    if tls_ca:
+        options.update(ssl_cafile=tls_ca, ssl_certfile=tls_cert, ssl_keyfile=tls_key)
     try:
         producer = KafkaProducer(max_block_ms=5000, **options)
         for value in values:
@@ -59,16 +74,19 @@ def with_confluent():
     def on_error(error):
         errors.append(error)
 
-    options = {"bootstrap.servers": bootstrap, "error_cb": on_error}
+    options = {"bootstrap.servers": bootstrap, "error_cb": on_error, "security.protocol": protocol}
     if mechanism != "none":
         options.update(
             {
-                "security.protocol": "SASL_PLAINTEXT",
                 "sasl.mechanisms": mechanism,
                 "sasl.username": user,
                 "sasl.password": password,
             }
         )
+    if tls_ca:
+        options["ssl.ca.location"] = tls_ca
+        if tls_cert:
+            options.update({"ssl.certificate.location": tls_cert, "ssl.key.location": tls_key})
     producer = Producer(dict(options, **{"message.timeout.ms": 5000}))
     delivered = []
 
@@ -79,7 +97,9 @@ def with_confluent():
     for value in values:
         producer.produce(topic, value, on_delivery=on_delivery)
     producer.flush(8)
-    authentication = [e for e in errors if e.code() == KafkaError._AUTHENTICATION]
+    authentication = [
+        e for e in errors if e.code() in (KafkaError._AUTHENTICATION, KafkaError._SSL)
+    ]
     if authentication:
         refused(authentication[0])
     if len(delivered) < len(values):
