@@ -20,7 +20,7 @@ use std::process::Command;
 
 use common::kafka::{KafkaPeer, go_clients, kafka_available};
 use common::security::{self, PLAIN_MODULE, SCRAM_MODULE, java_config, refusal, tool};
-use common::{Server, free_port, kcat, python_with_confluent_kafka, run_script};
+use common::{Server, free_port, kcat, python_with_confluent_kafka};
 
 const CONFIGS: &str = "org.apache.kafka.tools.ConfigCommand";
 const TOPICS: &str = "org.apache.kafka.tools.TopicCommand";
@@ -301,57 +301,28 @@ fn transcript(sasl: u16, dir: &Path) -> Vec<String> {
     if let Some(python) = python_with_confluent_kafka() {
         for client in ["kafka-python", "confluent"] {
             let topic = format!("orders-{client}");
-            let group = format!("billing-{client}");
-            for (mechanism, user, password) in [
-                ("SCRAM-SHA-512", "alice", "alice-secret"),
-                ("PLAIN", "alice", "alice-plain"),
+            for (name, sasl_credentials) in [
+                (
+                    "SCRAM-SHA-512",
+                    Some(("SCRAM-SHA-512", "alice", "alice-secret")),
+                ),
+                ("PLAIN", Some(("PLAIN", "alice", "alice-plain"))),
+                ("wrong password", Some(("SCRAM-SHA-512", "alice", "nope"))),
+                ("unknown user", Some(("SCRAM-SHA-256", "mallory", "nope"))),
+                ("wrong PLAIN password", Some(("PLAIN", "alice", "nope"))),
+                ("no credentials", None),
             ] {
-                let out = run_script(
+                let group = format!("billing-{client}-{}", name.replace(' ', "-"));
+                let outcome = security::python_client(
                     &python,
-                    "sasl_clients.py",
+                    client,
                     sasl,
-                    &[
-                        client,
-                        mechanism,
-                        user,
-                        password,
-                        &topic,
-                        &format!("{group}-{mechanism}"),
-                    ],
+                    sasl_credentials,
+                    None,
+                    &topic,
+                    &group,
                 );
-                lines.push(format!("{client} {mechanism}: {}", out.trim()));
-            }
-            for (name, mechanism, user, password) in [
-                ("wrong password", "SCRAM-SHA-512", "alice", "nope"),
-                ("unknown user", "SCRAM-SHA-256", "mallory", "nope"),
-                ("wrong PLAIN password", "PLAIN", "alice", "nope"),
-                ("no credentials", "none", "-", "-"),
-            ] {
-                let path =
-                    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python/sasl_clients.py");
-                let output = Command::new(&python)
-                    .arg(path)
-                    .args([
-                        &sasl.to_string(),
-                        client,
-                        mechanism,
-                        user,
-                        password,
-                        &topic,
-                        &group,
-                    ])
-                    .output()
-                    .unwrap();
-                let stdout = String::from_utf8_lossy(&output.stdout);
-                lines.push(format!(
-                    "{client} {name}: exit {:?}, {}",
-                    output.status.code(),
-                    if stdout.starts_with("refused") {
-                        "refused"
-                    } else {
-                        stdout.trim()
-                    }
-                ));
+                lines.push(format!("{client} {name}: {outcome}"));
             }
         }
     }

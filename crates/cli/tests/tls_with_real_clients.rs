@@ -433,7 +433,6 @@ fn transcript(ssl: u16, sasl_ssl: u16, certs: &Path, dir: &Path) -> Vec<String> 
     }
 
     if let Some(python) = python_with_confluent_kafka() {
-        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python/sasl_clients.py");
         for client_name in ["kafka-python", "confluent"] {
             let topic = format!("orders-{client_name}");
             for (name, port, sasl, tls) in [
@@ -457,36 +456,17 @@ fn transcript(ssl: u16, sasl_ssl: u16, certs: &Path, dir: &Path) -> Vec<String> 
                     server_only.clone(),
                 ),
             ] {
-                let (mechanism, user, password) = sasl.unwrap_or(("none", "-", "-"));
-                let mut command = Command::new(&python);
-                command
-                    .arg(&script)
-                    .args([
-                        &port.to_string(),
-                        client_name,
-                        mechanism,
-                        user,
-                        password,
-                        &topic,
-                        &format!("billing-{client_name}-{}", name.replace(' ', "-")),
-                    ])
-                    .env("FERROLOG_TLS_CA", &tls.ca);
-                if let Some((certificate, key)) = &tls.identity {
-                    command
-                        .env("FERROLOG_TLS_CERT", certificate)
-                        .env("FERROLOG_TLS_KEY", key);
-                }
-                let output = command.output().unwrap();
-                let stdout = String::from_utf8_lossy(&output.stdout);
-                lines.push(format!(
-                    "{client_name} {name}: exit {:?}, {}",
-                    output.status.code(),
-                    if stdout.starts_with("refused") {
-                        "refused"
-                    } else {
-                        stdout.trim()
-                    }
-                ));
+                let group = format!("billing-{client_name}-{}", name.replace([' ', '\''], "-"));
+                let outcome = security::python_client(
+                    &python,
+                    client_name,
+                    port,
+                    sasl,
+                    Some(&tls),
+                    &topic,
+                    &group,
+                );
+                lines.push(format!("{client_name} {name}: {outcome}"));
             }
         }
     }

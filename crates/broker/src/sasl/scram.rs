@@ -281,13 +281,7 @@ fn parse_client_first(message: &[u8]) -> Option<ClientFirst<'_>> {
     }
     let mut token_authentication = false;
     for extension in fields {
-        let (name, value) = extension.split_once('=')?;
-        if name.is_empty()
-            || !name.bytes().all(|byte| byte.is_ascii_alphabetic())
-            || value.is_empty()
-        {
-            return None;
-        }
+        let (name, value) = extension_of(extension)?;
         if name == "tokenauth" {
             token_authentication = value.eq_ignore_ascii_case("true");
         }
@@ -320,13 +314,7 @@ fn parse_client_final(message: &[u8]) -> Option<ClientFinal<'_>> {
         return None;
     }
     for extension in fields {
-        let (name, value) = extension.split_once('=')?;
-        if name.is_empty()
-            || !name.bytes().all(|byte| byte.is_ascii_alphabetic())
-            || value.is_empty()
-        {
-            return None;
-        }
+        extension_of(extension)?;
     }
     let without_proof = &signed[..channel.len() + nonce.len() + ",r=".len() + "c=".len()];
     Some(ClientFinal {
@@ -334,6 +322,16 @@ fn parse_client_final(message: &[u8]) -> Option<ClientFinal<'_>> {
         without_proof,
         proof: BASE64.decode(proof).ok()?,
     })
+}
+
+/// An extension attribute, `name=value` (letters, then a non-empty value), as Kafka's pattern
+/// takes it.
+fn extension_of(field: &str) -> Option<(&str, &str)> {
+    let (name, value) = field.split_once('=')?;
+    let valid = !name.is_empty()
+        && name.bytes().all(|byte| byte.is_ascii_alphabetic())
+        && !value.is_empty();
+    valid.then_some((name, value))
 }
 
 /// RFC 5802's `saslname`: ASCII but NUL, `,` and `=`, which are written `=2C` and `=3D`.

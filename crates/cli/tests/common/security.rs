@@ -160,3 +160,45 @@ pub fn kcat_run(
         format!("refused: {}", stderr.trim())
     }
 }
+
+/// Runs `tests/python/sasl_clients.py` with `client` (`kafka-python` or `confluent`) against
+/// `port`, producing five records to `topic` and reading them back in `group`: `exit Some(0),
+/// ok 5`, or `exit Some(2), refused` when the broker would not let it in, or what it printed.
+pub fn python_client(
+    python: &str,
+    client: &str,
+    port: u16,
+    sasl: Option<Credentials<'_>>,
+    tls: Option<&ClientTls>,
+    topic: &str,
+    group: &str,
+) -> String {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python/sasl_clients.py");
+    let (mechanism, user, password) = sasl.unwrap_or(("none", "-", "-"));
+    let mut command = Command::new(python);
+    command.arg(script).args([
+        &port.to_string(),
+        client,
+        mechanism,
+        user,
+        password,
+        topic,
+        group,
+    ]);
+    if let Some(tls) = tls {
+        command.env("FERROLOG_TLS_CA", &tls.ca);
+        if let Some((certificate, key)) = &tls.identity {
+            command
+                .env("FERROLOG_TLS_CERT", certificate)
+                .env("FERROLOG_TLS_KEY", key);
+        }
+    }
+    let output = command.output().unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let said = if stdout.starts_with("refused") {
+        "refused".to_owned()
+    } else {
+        stdout.trim().to_owned()
+    };
+    format!("exit {:?}, {said}", output.status.code())
+}
