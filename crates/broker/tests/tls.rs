@@ -519,4 +519,12 @@ fn pkcs12_stores_load_with_their_password() {
     let bytes = trust.writer("trust-secret").write().unwrap();
     let trusted = stores::pkcs12_certificates(&bytes, "trust-secret").unwrap();
     assert_eq!(trusted, vec![ca.certificate.clone()]);
+
+    // A key store used as a trust store: its key entry's own certificate is trusted, as Java's
+    // trust manager takes it, not the CA that issued it (which would vouch for every
+    // certificate the CA signed).
+    let key_entry_store = store.writer("store-secret").write().unwrap();
+    let trusted = stores::pkcs12_certificates(&key_entry_store, "store-secret").unwrap();
+    assert_eq!(trusted.len(), 1);
+    assert_eq!(trusted[0].as_ref(), certificate.der().as_ref());
 }

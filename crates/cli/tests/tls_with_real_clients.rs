@@ -150,12 +150,12 @@ fn certificates(dir: &Path) {
     certificate(dir, "stranger", "eve", "/O=Example/CN=alice", client);
 }
 
-/// The TLS configuration both brokers share, beside their listeners.
-fn security_lines(dir: &Path) -> Vec<String> {
+/// The TLS configuration both brokers share, beside their listeners and `super_users`.
+fn security_lines(dir: &Path, super_users: &str) -> Vec<String> {
     let path = |file: &str| dir.join(file).display().to_string();
     vec![
         "authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer".into(),
-        "super.users=User:admin;User:ANONYMOUS;User:alice".into(),
+        format!("super.users={super_users}"),
         "ssl.keystore.type=PEM".into(),
         format!("ssl.keystore.location={}", path("broker.pem")),
         "ssl.truststore.type=PEM".into(),
@@ -360,6 +360,23 @@ fn transcript(ssl: u16, sasl_ssl: u16, certs: &Path, dir: &Path) -> Vec<String> 
         ],
         b"",
     ));
+    // Bob's principal is his own: no ACL lets him write outside `orders-`.
+    lines.push(java(
+        "producer as bob outside his topics",
+        &sasl_bootstrap,
+        TOPICS,
+        &bob,
+        &[
+            "--create",
+            "--topic",
+            "not-orders",
+            "--partitions",
+            "1",
+            "--replication-factor",
+            "1",
+        ],
+        b"",
+    ));
     let wrong = java_config(
         dir,
         "wrong.properties",
@@ -548,7 +565,11 @@ fn real_clients_speak_tls_and_are_refused_as_with_kafka() {
             format!("advertised.listeners=PLAINTEXT://127.0.0.1:{port},SSL://127.0.0.1:{kafka_ssl},SASL_SSL://127.0.0.1:{kafka_sasl}"),
             "listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_SSL:SASL_SSL".into(),
         ];
-        lines.extend(security_lines(&certs));
+        // Kafka's own controller connects over PLAINTEXT as User:ANONYMOUS.
+        lines.extend(security_lines(
+            &certs,
+            "User:admin;User:alice;User:ANONYMOUS",
+        ));
         lines
     });
     let kafka_dir = temp.path().join("kafka-clients");
@@ -560,7 +581,8 @@ fn real_clients_speak_tls_and_are_refused_as_with_kafka() {
     let mut overrides = vec![format!(
         "listeners=PLAINTEXT://127.0.0.1:{port},SSL://127.0.0.1:{ssl},SASL_SSL://127.0.0.1:{sasl_ssl}"
     )];
-    overrides.extend(security_lines(&certs));
+    // No ANONYMOUS here: a client wrongly taken for anonymous would not be a super user.
+    overrides.extend(security_lines(&certs, "User:admin;User:alice"));
     let overrides: Vec<&str> = overrides.iter().map(String::as_str).collect();
     let server = Server::start_on(port, &[], &temp.path().join("ferrolog"), &overrides, "warn");
     let ferrolog_dir = temp.path().join("ferrolog-clients");
@@ -575,6 +597,7 @@ fn real_clients_speak_tls_and_are_refused_as_with_kafka() {
         "java no certificate: failed refused: SSL handshake failed",
         "java mallory creates: failed refused: not authorized",
         "java consumer as bob: ok one,two,three",
+        "java producer as bob outside his topics: failed refused: not authorized",
         "java wrong password: failed refused: authentication failed",
     ] {
         assert!(

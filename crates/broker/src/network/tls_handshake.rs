@@ -1,5 +1,5 @@
 //! The TLS handshake of a connection on an SSL or SASL_SSL listener, within
-//! `connections.max.idle.ms`. A failed handshake (an untrusted or missing client certificate
+//! `connections.max.idle.ms` and a minute at most. A failed handshake (an untrusted or missing client certificate
 //! where one is required, a client speaking plaintext, no protocol or suite in common) is logged
 //! as Kafka logs it ("Failed authentication ... (SSL handshake failed)"), counted, and closes
 //! the connection at once: Kafka's failed-authentication delay is for SASL only.
@@ -18,6 +18,10 @@ use super::transport::Transport;
 use crate::listener::Listener;
 use crate::tls::{TlsSettings, principal_of};
 
+/// The longest a TLS handshake may take, whatever `connections.max.idle.ms` says: an honest
+/// client takes milliseconds, and a connection slot is held meanwhile.
+const MAX_HANDSHAKE: Duration = Duration::from_secs(60);
+
 /// The connection over TLS and, on an SSL listener with a client certificate, its principal;
 /// `None` when the connection is to close.
 pub(super) async fn accept(
@@ -28,21 +32,26 @@ pub(super) async fn accept(
     idle_limit: Option<Duration>,
 ) -> io::Result<Option<(Transport, Option<String>)>> {
     let handshake = tls.acceptor.accept(socket);
-    let outcome = match idle_limit {
-        Some(limit) => match tokio::time::timeout(limit, handshake).await {
-            Ok(outcome) => outcome,
-            Err(_) => Err(io::Error::new(
-                io::ErrorKind::TimedOut,
-                "no handshake within connections.max.idle.ms",
-            )),
-        },
-        None => handshake.await,
+    let limit = idle_limit.map_or(MAX_HANDSHAKE, |idle| idle.min(MAX_HANDSHAKE));
+    let outcome = match tokio::time::timeout(limit, handshake).await {
+        Ok(outcome) => outcome,
+        Err(_) => Err(io::Error::new(
+            io::ErrorKind::TimedOut,
+            format!("no handshake within {} ms", limit.as_millis()),
+        )),
     };
     let stream = match outcome {
         Ok(stream) => stream,
-        Err(error) => {
+        // rustls's refusals (an untrusted certificate, no protocol in common, bytes that are
+        // not TLS) come as invalid data: those are failed authentications, as Kafka counts
+        // them. A client that went away or stalled is not.
+        Err(error) if error.kind() == io::ErrorKind::InvalidData => {
             crate::metrics::record_authentication(false);
             tracing::info!(%peer, listener = %listener.name, %error, "Failed authentication (SSL handshake failed)");
+            return Ok(None);
+        }
+        Err(error) => {
+            tracing::debug!(%peer, listener = %listener.name, %error, "closed during the TLS handshake");
             return Ok(None);
         }
     };

@@ -71,16 +71,23 @@ pub fn rfc2253_name(rdns: &[Vec<Attribute>]) -> String {
 }
 
 fn escape(value: &str) -> String {
+    let chars: Vec<char> = value.chars().collect();
+    // Java escapes the whole run of spaces and carriage returns at either end.
+    let edge = |c: &char| *c == ' ' || *c == '\r';
+    let leading = chars.iter().take_while(|c| edge(c)).count();
+    let trailing = chars.len() - chars.iter().rev().take_while(|c| edge(c)).count();
     let mut out = String::with_capacity(value.len());
-    let last = value.chars().count().saturating_sub(1);
-    for (index, c) in value.chars().enumerate() {
+    for (index, c) in chars.iter().copied().enumerate() {
         match c {
             ',' | '=' | '+' | '<' | '>' | '#' | ';' | '"' | '\\' => {
                 out.push('\\');
                 out.push(c);
             }
             '\0' => out.push_str("\\00"),
-            ' ' if index == 0 || index == last => out.push_str("\\ "),
+            ' ' | '\r' if index < leading || index >= trailing => {
+                out.push('\\');
+                out.push(c);
+            }
             other => out.push(other),
         }
     }
@@ -137,6 +144,11 @@ impl PrincipalRules {
         let mut rules = Vec::new();
         let mut rest = text.trim_start();
         while !rest.is_empty() {
+            // Empty rules (`DEFAULT,,DEFAULT`) are skipped, as Kafka's splitter skips them.
+            if let Some(after) = rest.strip_prefix(',') {
+                rest = after.trim_start();
+                continue;
+            }
             let (rule, after) = if let Some(after) = rest.strip_prefix("DEFAULT") {
                 (Rule::Default, after)
             } else if let Some(body) = rest.strip_prefix("RULE:") {
@@ -152,10 +164,13 @@ impl PrincipalRules {
                 let compile = |source: &str| {
                     Regex::new(source).map_err(|error| format!("Invalid rule: {pattern}: {error}"))
                 };
+                let pattern = compile(&pattern)?;
+                // Groups the pattern has, the whole match not counted.
+                let groups = pattern.captures_len() - 1;
                 let rule = Rule::Rewrite {
-                    whole: compile(&format!("^(?:{pattern})$"))?,
-                    pattern: compile(&pattern)?,
-                    replacement: java_replacement(&replacement.replace("\\/", "/")),
+                    whole: compile(&format!("^(?:{})$", pattern.as_str()))?,
+                    pattern,
+                    replacement: java_replacement(&replacement.replace("\\/", "/"), groups),
                     case,
                 };
                 (rule, after)
@@ -220,9 +235,10 @@ fn until_slash(text: &str) -> Option<(&str, &str)> {
     None
 }
 
-/// A Java `replaceAll` replacement (`$1` a group, `\x` the character x) in the regex crate's
-/// syntax (`${1}`, `$$`).
-fn java_replacement(java: &str) -> String {
+/// A Java `replaceAll` replacement (`$1` a group, `${name}` a named one, `\x` the character x)
+/// in the regex crate's syntax (`${1}`, `$$`). A group number beyond the pattern's `groups`
+/// stays literal text, as Kafka escapes such references.
+fn java_replacement(java: &str, groups: usize) -> String {
     let mut out = String::with_capacity(java.len());
     let mut chars = java.chars().peekable();
     while let Some(c) = chars.next() {
@@ -232,16 +248,22 @@ fn java_replacement(java: &str) -> String {
                 Some(other) => out.push(other),
                 None => {}
             },
+            '$' if chars.peek() == Some(&'{') => {
+                // A named group, which the regex crate writes the same way.
+                out.push('$');
+            }
             '$' => {
                 let mut digits = String::new();
                 while let Some(digit) = chars.peek().filter(|c| c.is_ascii_digit()) {
                     digits.push(*digit);
                     chars.next();
                 }
-                if digits.is_empty() {
-                    out.push_str("$$");
-                } else {
-                    out.push_str(&format!("${{{digits}}}"));
+                match digits.parse::<usize>() {
+                    Ok(group) if group <= groups => out.push_str(&format!("${{{group}}}")),
+                    _ => {
+                        out.push_str("$$");
+                        out.push_str(&digits);
+                    }
                 }
             }
             other => out.push(other),
@@ -287,6 +309,10 @@ mod tests {
         assert_eq!(
             rfc2253_name(&[vec![text("2.5.4.3", "a#b;c<d>e\"f\\g+h\0")]]),
             r#"CN=a\#b\;c\<d\>e\"f\\g\+h\00"#
+        );
+        assert_eq!(
+            rfc2253_name(&[vec![text("2.5.4.3", "  a b \r")]]),
+            "CN=\\ \\ a b\\ \\\r"
         );
     }
 
@@ -350,7 +376,16 @@ mod tests {
 
     #[test]
     fn java_replacements_translate() {
-        assert_eq!(java_replacement("$1@$2"), "${1}@${2}");
-        assert_eq!(java_replacement(r"\$1 costs $"), "$$1 costs $$");
+        assert_eq!(java_replacement("$1@$2", 2), "${1}@${2}");
+        assert_eq!(java_replacement(r"\$1 costs $", 1), "$$1 costs $$");
+        assert_eq!(java_replacement("$4-$12", 3), "$$4-$$12");
+        assert_eq!(java_replacement("${user}", 1), "${user}");
+    }
+
+    #[test]
+    fn empty_rules_are_skipped_as_kafka_skips_them() {
+        let rules = PrincipalRules::parse(", RULE:^CN=(.*)$/$1/,,DEFAULT").unwrap();
+        assert_eq!(rules.name_of("CN=a").unwrap(), "a");
+        assert_eq!(rules.name_of("O=b").unwrap(), "O=b");
     }
 }

@@ -6,6 +6,7 @@
 
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
+use x509_parser::der_parser::asn1_rs::ToDer;
 use x509_parser::prelude::{FromDer, X509Certificate};
 
 use super::principal::{Attribute, rfc2253_name};
@@ -52,6 +53,11 @@ pub fn pem_key_and_chain(
             return Err("the private key is encrypted, but ssl.key.password is not set".into());
         }
         (None, password) => {
+            let keys = text.matches("-----BEGIN ").count()
+                - text.matches("-----BEGIN CERTIFICATE-----").count();
+            if keys > 1 {
+                return Err(format!("Expected one private key, but found {keys}"));
+            }
             if password.is_some() {
                 return Err("ssl.key.password is set, but the private key is not encrypted".into());
             }
@@ -88,7 +94,8 @@ pub fn pkcs12_certificates(
     bytes: &[u8],
     password: &str,
 ) -> Result<Vec<CertificateDer<'static>>, String> {
-    // Every certificate, a trust store's CA certificates being trusted by no key of its own.
+    // Every certificate entry, and of a key entry its own certificate only, as Java's trust
+    // manager takes them: not the CA that issued it.
     let store = open_pkcs12(bytes, password, p12_keystore::Pkcs12ImportPolicy::Relaxed)?;
     let mut certificates = Vec::new();
     for (_, entry) in store.entries() {
@@ -99,7 +106,7 @@ pub fn pkcs12_certificates(
             p12_keystore::KeyStoreEntry::PrivateKeyChain(chain) => certificates.extend(
                 chain
                     .certs()
-                    .iter()
+                    .first()
                     .map(|certificate| CertificateDer::from(certificate.as_der().to_vec())),
             ),
             _ => {}
@@ -130,11 +137,18 @@ pub fn subject_name(certificate: &[u8]) -> Result<String, String> {
         let mut attributes = Vec::new();
         for attribute in rdn.iter() {
             let value = attribute.attr_value();
-            let text = attribute.as_str().ok().map(str::to_owned);
+            // The string types Java writes as text (decoding their bytes as UTF-8); any other
+            // value is written as the hex of its DER encoding.
+            let text = JAVA_TEXT_TAGS
+                .contains(&value.header.tag().0)
+                .then(|| String::from_utf8_lossy(value.data).into_owned());
+            let der = value
+                .to_der_vec()
+                .map_err(|error| format!("the client certificate's subject: {error}"))?;
             attributes.push(Attribute {
                 oid: attribute.attr_type().to_id_string(),
                 text,
-                der: der_of(value.header.tag().0, value.data),
+                der,
             });
         }
         rdns.push(attributes);
@@ -142,18 +156,6 @@ pub fn subject_name(certificate: &[u8]) -> Result<String, String> {
     Ok(rfc2253_name(&rdns))
 }
 
-/// A universal-class DER element: its tag, its length, its contents.
-fn der_of(tag: u32, contents: &[u8]) -> Vec<u8> {
-    let mut der = vec![tag as u8];
-    match contents.len() {
-        len @ 0..=127 => der.push(len as u8),
-        len => {
-            let length = (len as u32).to_be_bytes();
-            let skip = length.iter().take_while(|byte| **byte == 0).count();
-            der.push(0x80 | (4 - skip) as u8);
-            der.extend_from_slice(&length[skip..]);
-        }
-    }
-    der.extend_from_slice(contents);
-    der
-}
+/// The ASN.1 string types Java's `AVA` writes as text: UTF8String, PrintableString, T61String,
+/// IA5String, GeneralString and BMPString.
+const JAVA_TEXT_TAGS: [u32; 6] = [12, 19, 20, 22, 27, 30];

@@ -135,7 +135,8 @@ fn key_store(
     get: &Lookup<'_>,
 ) -> anyhow::Result<(Vec<CertificateDer<'static>>, PrivateKeyDer<'static>)> {
     let store_type =
-        get("ssl.keystore.type").map_or("JKS".to_owned(), |(_, value)| value.trim().to_owned());
+        // Java looks key store types up ignoring case.
+        get("ssl.keystore.type").map_or("JKS".to_owned(), |(_, value)| value.trim().to_ascii_uppercase());
     let location = get("ssl.keystore.location");
     let password = get("ssl.keystore.password");
     let key_password = get("ssl.key.password").map(|(_, value)| value.clone());
@@ -214,8 +215,9 @@ fn trust_store(get: &Lookup<'_>) -> anyhow::Result<Vec<CertificateDer<'static>>>
         }
         return Ok(Vec::new());
     }
-    let store_type =
-        get("ssl.truststore.type").map_or("JKS".to_owned(), |(_, value)| value.trim().to_owned());
+    let store_type = get("ssl.truststore.type").map_or("JKS".to_owned(), |(_, value)| {
+        value.trim().to_ascii_uppercase()
+    });
     match store_type.as_str() {
         "PEM" => {
             if password.is_some() {
@@ -233,14 +235,18 @@ fn trust_store(get: &Lookup<'_>) -> anyhow::Result<Vec<CertificateDer<'static>>>
             stores::pem_certificates(&text).map_err(|reason| anyhow::anyhow!("{source}: {reason}"))
         }
         "PKCS12" => {
-            let Some((key, path)) = location else {
+            let (Some((key, path)), None) = (location, inline) else {
                 bail!(
                     "SSL trust store certs can be specified only for PEM, but trust store type is PKCS12 (ssl.truststore.certificates)"
                 );
             };
-            let password = password.map_or(String::new(), |(_, value)| value.clone());
+            let Some((_, password)) = password else {
+                bail!(
+                    "a PKCS#12 trust store needs its password (ssl.truststore.password): ferrolog checks the store's integrity, where Java skips the check without one"
+                );
+            };
             let bytes = std::fs::read(path).with_context(|| format!("{key}: reading {path}"))?;
-            stores::pkcs12_certificates(&bytes, &password)
+            stores::pkcs12_certificates(&bytes, password)
                 .map_err(|reason| anyhow::anyhow!("{key} {path}: {reason}"))
         }
         "JKS" => bail!(
