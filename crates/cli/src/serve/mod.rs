@@ -11,19 +11,20 @@ use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::Duration;
 
 use anyhow::{Context as _, bail};
 use clap::Args;
-use ferrolog_broker::group::GroupConfig;
+use ferrolog_broker::Context;
 use ferrolog_broker::listener::Listener;
-use ferrolog_broker::{BrokerConfig, Context};
 use ferrolog_storage::SystemClock;
 use ferrolog_storage::manager::{LogManager, ManagerConfig, known_keys, parse_properties};
 
+mod broker_settings;
 mod jaas;
 mod listeners;
 mod tls;
+
+use broker_settings::broker_config;
 
 #[derive(Debug, Args)]
 pub struct ServeArgs {
@@ -83,58 +84,6 @@ const BROKER_KEYS: &[&str] = &[
     "ferrolog.max.acls",
 ];
 
-/// A whole number at least `min` under `key`, or an error naming the key and the value.
-fn number<T>(properties: &BTreeMap<String, String>, key: &str, min: T) -> anyhow::Result<Option<T>>
-where
-    T: std::str::FromStr + PartialOrd + std::fmt::Display + Copy,
-{
-    let Some(value) = properties.get(key) else {
-        return Ok(None);
-    };
-    match value.trim().parse::<T>() {
-        Ok(parsed) if parsed >= min => Ok(Some(parsed)),
-        _ => bail!("invalid value {value:?} for {key}: must be an integer of at least {min}"),
-    }
-}
-
-/// The group coordinator's keys.
-fn group_config(properties: &BTreeMap<String, String>) -> anyhow::Result<GroupConfig> {
-    let mut config = GroupConfig::default();
-    if let Some(n) = number(properties, "offsets.topic.num.partitions", 1)? {
-        config.offsets_topic_partitions = n;
-    }
-    if let Some(n) = number(properties, "offsets.topic.segment.bytes", 14)? {
-        config.offsets_topic_segment_bytes = n;
-    }
-    if let Some(n) = number::<u64>(properties, "offsets.retention.minutes", 1)? {
-        config.offsets_retention = Duration::from_secs(n.saturating_mul(60));
-    }
-    if let Some(n) = number(properties, "offsets.retention.check.interval.ms", 1)? {
-        config.offsets_retention_check_interval = Duration::from_millis(n);
-    }
-    if let Some(n) = number(properties, "offset.metadata.max.bytes", 0)? {
-        config.offset_metadata_max_bytes = n;
-    }
-    // Session timeouts travel in JoinGroup as 32-bit milliseconds: the bounds are kept to that.
-    if let Some(n) = number::<i32>(properties, "group.min.session.timeout.ms", 0)? {
-        config.min_session_timeout = Duration::from_millis(n.unsigned_abs().into());
-    }
-    if let Some(n) = number::<i32>(properties, "group.max.session.timeout.ms", 0)? {
-        config.max_session_timeout = Duration::from_millis(n.unsigned_abs().into());
-    }
-    if let Some(n) = number(properties, "group.initial.rebalance.delay.ms", 0)? {
-        config.initial_rebalance_delay = Duration::from_millis(n);
-    }
-    if config.min_session_timeout > config.max_session_timeout {
-        bail!(
-            "group.min.session.timeout.ms ({}) is above group.max.session.timeout.ms ({})",
-            config.min_session_timeout.as_millis(),
-            config.max_session_timeout.as_millis()
-        );
-    }
-    Ok(config)
-}
-
 /// Kafka broker keys that mean nothing for a single-node ferrolog; reported once, then ignored.
 const IGNORED_KAFKA_KEYS: &[&str] = &[
     "broker.rack",
@@ -165,153 +114,6 @@ const IGNORED_KAFKA_KEYS: &[&str] = &[
     "unclean.leader.election.enable",
     "delete.topic.enable",
 ];
-
-/// The broker's settings, parsed from the merged properties (the listeners are
-/// [`listeners::plan`]'s).
-fn broker_config(properties: &BTreeMap<String, String>) -> anyhow::Result<BrokerConfig> {
-    let mut config = BrokerConfig::default();
-    if let Some(value) = properties.get("num.partitions") {
-        config.num_partitions = value.trim().parse().ok().filter(|n| *n >= 1).with_context(
-            || {
-                format!(
-                    "invalid value {value:?} for num.partitions: must be an integer of at least 1"
-                )
-            },
-        )?;
-    }
-    if let Some(value) = properties.get("auto.create.topics.enable") {
-        config.auto_create_topics = value.trim().parse().with_context(|| {
-            format!("invalid value {value:?} for auto.create.topics.enable: expected true or false")
-        })?;
-    }
-    if let Some(value) = properties.get("socket.request.max.bytes") {
-        config.socket_request_max_bytes = value
-            .trim()
-            .parse()
-            .ok()
-            .filter(|n| *n >= 1)
-            .with_context(|| format!("invalid value {value:?} for socket.request.max.bytes: must be a positive integer"))?;
-    }
-    network_limits(properties, &mut config)?;
-    if let Some(value) = properties.get("ferrolog.fetch.transfer") {
-        config.fetch_transfer = value.trim().parse().map_err(|error| {
-            anyhow::anyhow!("invalid value {value:?} for ferrolog.fetch.transfer: {error}")
-        })?;
-    }
-    config.groups = group_config(properties)?;
-    config.authorizer = authorizer_config(properties)?;
-    if let Some(max) = number::<usize>(properties, "ferrolog.max.acls", 1)? {
-        config.max_acls = max;
-    }
-    if let Some(millis) = number::<u64>(properties, "connection.failed.authentication.delay.ms", 0)?
-    {
-        config.failed_authentication_delay = Duration::from_millis(millis);
-    }
-    if let Some(bytes) = number::<usize>(properties, "sasl.server.max.receive.size", 1)? {
-        config.sasl_max_receive_size = bytes;
-    }
-    Ok(config)
-}
-
-/// `authorizer.class.name`: empty (Kafka's default, no authorization) or Kafka's
-/// `StandardAuthorizer`, with `super.users` and `allow.everyone.if.no.acl.found`, which are
-/// refused without it rather than silently doing nothing.
-fn authorizer_config(
-    properties: &BTreeMap<String, String>,
-) -> anyhow::Result<Option<ferrolog_broker::authz::AuthorizerConfig>> {
-    let class = properties
-        .get("authorizer.class.name")
-        .map_or("", |value| value.trim());
-    let super_users = properties.get("super.users").map(String::as_str);
-    let allow_everyone = properties
-        .get("allow.everyone.if.no.acl.found")
-        .map(String::as_str);
-    match class {
-        "" => {
-            if let Some(key) = ["super.users", "allow.everyone.if.no.acl.found"]
-                .into_iter()
-                .find(|key| properties.contains_key(*key))
-            {
-                bail!(
-                    "{key} is set but authorizer.class.name is not: set authorizer.class.name={} to authorize requests",
-                    ferrolog_broker::authz::STANDARD_AUTHORIZER
-                );
-            }
-            Ok(None)
-        }
-        ferrolog_broker::authz::STANDARD_AUTHORIZER => {
-            ferrolog_broker::authz::AuthorizerConfig::parse(super_users, allow_everyone)
-                .map(Some)
-                .map_err(|reason| anyhow::anyhow!("invalid authorizer settings: {reason}"))
-        }
-        other => bail!(
-            "invalid value {other:?} for authorizer.class.name: ferrolog implements {} (or leave it empty for no authorization)",
-            ferrolog_broker::authz::STANDARD_AUTHORIZER
-        ),
-    }
-}
-
-/// The limits on what clients can make the broker hold: connections, request memory, fetch
-/// size, idle time. Checked as Kafka checks them.
-fn network_limits(
-    properties: &BTreeMap<String, String>,
-    config: &mut BrokerConfig,
-) -> anyhow::Result<()> {
-    if let Some(max) = number::<usize>(properties, "max.connections", 1)? {
-        config.limits.max_connections = max;
-    }
-    if let Some(max) = number::<usize>(properties, "max.connections.per.ip", 0)? {
-        config.limits.max_per_ip = max;
-    }
-    if let Some(value) = properties.get("max.connections.per.ip.overrides") {
-        config.limits.per_ip_overrides =
-            ferrolog_broker::network::limits::ConnectionLimits::parse_overrides(value).map_err(
-                |reason| {
-                    anyhow::anyhow!(
-                        "invalid value {value:?} for max.connections.per.ip.overrides: {reason}"
-                    )
-                },
-            )?;
-    }
-    if config.limits.max_per_ip == 0 && config.limits.per_ip_overrides.is_empty() {
-        bail!(
-            "max.connections.per.ip=0 refuses every connection; it is allowed only with max.connections.per.ip.overrides"
-        );
-    }
-    if let Some(value) = properties.get("connections.max.idle.ms") {
-        let millis: i64 = value.trim().parse().with_context(|| {
-            format!("invalid value {value:?} for connections.max.idle.ms: expected milliseconds")
-        })?;
-        // Kafka: a negative value turns the idle check off. Zero would close every connection
-        // before its first request arrived.
-        if millis == 0 {
-            bail!(
-                "connections.max.idle.ms=0 would close every connection at once: give a positive number of milliseconds, or -1 for no limit"
-            );
-        }
-        config.connections_max_idle =
-            (millis >= 0).then(|| std::time::Duration::from_millis(millis as u64));
-    }
-    if let Some(value) = properties.get("queued.max.request.bytes") {
-        let bytes: i64 = value.trim().parse().with_context(|| {
-            format!("invalid value {value:?} for queued.max.request.bytes: expected bytes")
-        })?;
-        // Kafka: zero or less means unlimited.
-        config.queued_max_request_bytes = (bytes > 0).then_some(bytes as u64);
-    }
-    if let Some(pool) = config.queued_max_request_bytes
-        && pool < config.socket_request_max_bytes as u64
-    {
-        bail!(
-            "queued.max.request.bytes ({pool}) must be at least socket.request.max.bytes ({})",
-            config.socket_request_max_bytes
-        );
-    }
-    if let Some(bytes) = number::<i32>(properties, "fetch.max.bytes", 1024)? {
-        config.fetch_max_bytes = bytes;
-    }
-    Ok(())
-}
 
 /// `metrics.listener`: `http://host:port` or `host:port`, an IP address.
 fn parse_metrics_listener(value: &str) -> anyhow::Result<SocketAddr> {
@@ -662,6 +464,9 @@ mod tests {
         );
         let config = broker_config(&properties).unwrap();
         assert_eq!(config.groups.offsets_topic_partitions, 3);
-        assert_eq!(config.groups.initial_rebalance_delay, Duration::ZERO);
+        assert_eq!(
+            config.groups.initial_rebalance_delay,
+            std::time::Duration::ZERO
+        );
     }
 }
