@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs ferrolog's benchmarks beside the machine's own limits measured in the same run, and
-# writes docs/benchmarks.md. Takes about 7 minutes on a 2-core machine.
+# writes docs/benchmarks.md. Takes about 20 minutes on a 2-core machine.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mkdir -p target/bench-data
@@ -46,6 +46,7 @@ cargo bench -p ferrolog-storage --bench manager | tee target/bench-data/manager.
 cargo bench -p ferrolog-storage --bench cleaner | tee target/bench-data/cleaner.txt
 cargo bench -p ferrolog-broker --bench authorize
 scripts/bench_network.sh
+scripts/bench_tls.sh
 # Produce while 32 consumers long-poll idle partitions, ferrolog and Kafka 4.4 alternating.
 venv="${FERROLOG_VENV:-$PWD/target/test-venv}"
 if ! "$venv/bin/python" -c "import confluent_kafka" 2>/dev/null; then

@@ -88,6 +88,10 @@ enum Command {
         /// Where the log ends before anything is produced.
         #[arg(long, default_value_t = 0)]
         log_end: i64,
+        /// Serve TLS with this PEM file's key and certificate chain, as `ferrolog serve` serves
+        /// an SSL listener (rustls, the socket read ahead by the same buffer).
+        #[arg(long)]
+        tls_pem: Option<std::path::PathBuf>,
     },
 }
 
@@ -110,8 +114,17 @@ fn main() -> Result<()> {
                 batch_records,
                 log_records,
                 log_end,
+                tls_pem,
             },
-        ) => return sink::serve(&listen, size, batch_records, log_records, log_end),
+        ) => {
+            let log = sink::LogShape {
+                size,
+                records_per_batch: batch_records,
+                log_records,
+                log_end,
+            };
+            return sink::serve(&listen, &log, tls_pem.as_deref());
+        }
         (Client::Rskafka, Command::Produce { size }) => rskafka_client::produce(
             &args.brokers,
             &args.topic,

@@ -3,13 +3,16 @@
 //! are counted and dropped; fetches are answered from a log built in memory at start (one batch
 //! repeated, each copy's base offset set to where it stands), copied once into the response as
 //! a broker copies from the page cache. The same clients driven against it show what they reach
-//! when the broker costs next to nothing, on the same two cores.
+//! when the broker costs next to nothing, on the same two cores. With `--tls-pem` it serves
+//! TLS as `ferrolog serve` does (rustls, the same read-ahead), so the clients' TLS runs can be
+//! set beside what they reach when the broker costs nothing but TLS.
 //!
 //! It answers ApiVersions, Metadata (one broker, every topic with one partition), CreateTopics,
 //! Produce, ListOffsets, FindCoordinator and Fetch, and nothing else. Not a broker: it checks no
 //! CRC, keeps no offsets per topic, and closes a connection on anything it does not know.
 
 use std::net::SocketAddr;
+use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, Ordering};
 
@@ -35,8 +38,11 @@ use kafka_protocol::messages::{
     ResponseHeader,
 };
 use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader};
+use tokio::net::TcpListener;
+use tokio_rustls::TlsAcceptor;
 
 /// The APIs answered, at the versions `ferrolog serve` advertises for them, so the clients take
 /// the same paths against both.
@@ -72,27 +78,34 @@ struct Sink {
     log_end: AtomicI64,
 }
 
-/// Serves until killed. Fetches see a log of at least `log_records` records of `size` bytes
-/// (8-byte keys), in batches of `records_per_batch`, whose end starts at `log_end`; produced
+/// The in-memory log fetches read: records of `size` bytes (8-byte keys) in batches of
+/// `records_per_batch`, at least `log_records` of them, whose end starts at `log_end`; produced
 /// records move that end on.
-pub fn serve(
-    listen: &str,
-    size: usize,
-    records_per_batch: i64,
-    log_records: i64,
-    log_end: i64,
-) -> Result<()> {
-    if records_per_batch < 1 || log_records < 0 || log_end < 0 {
+pub struct LogShape {
+    pub size: usize,
+    pub records_per_batch: i64,
+    pub log_records: i64,
+    pub log_end: i64,
+}
+
+/// Bytes read ahead from the socket under TLS: the same as `ferrolog serve`'s
+/// `TLS_READ_AHEAD`, so the stand-in's TLS costs what the broker's does.
+const TLS_READ_AHEAD: usize = 64 * 1024;
+
+/// Serves until killed, over TLS with the key and certificates in `tls_pem` if given.
+pub fn serve(listen: &str, shape: &LogShape, tls_pem: Option<&Path>) -> Result<()> {
+    if shape.records_per_batch < 1 || shape.log_records < 0 || shape.log_end < 0 {
         bail!("--batch-records must be positive and --log-records, --log-end not negative");
     }
+    let acceptor = tls_pem.map(tls_acceptor).transpose()?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
         .context("starting the async runtime")?;
     // Built before listening, so a client that finds the port open is not measuring this.
-    let batch = template_batch(size, records_per_batch)?;
-    let log = repeat_batch(&batch, records_per_batch, log_records);
+    let batch = template_batch(shape.size, shape.records_per_batch)?;
+    let log = repeat_batch(&batch, shape.records_per_batch, shape.log_records);
     runtime.block_on(async {
         let listener = TcpListener::bind(listen)
             .await
@@ -101,20 +114,46 @@ pub fn serve(
             address: listener.local_addr()?,
             log,
             batch_bytes: batch.len(),
-            records_per_batch,
-            log_end: AtomicI64::new(log_end),
+            records_per_batch: shape.records_per_batch,
+            log_end: AtomicI64::new(shape.log_end),
         });
         loop {
             let (stream, peer) = listener.accept().await.context("accepting")?;
             stream.set_nodelay(true)?;
             let sink = Arc::clone(&sink);
+            let acceptor = acceptor.clone();
             tokio::spawn(async move {
-                if let Err(error) = connection(&sink, stream).await {
+                let served = match acceptor {
+                    None => connection(&sink, stream).await,
+                    Some(acceptor) => {
+                        let socket = BufReader::with_capacity(TLS_READ_AHEAD, stream);
+                        match acceptor.accept(socket).await {
+                            Ok(stream) => connection(&sink, stream).await,
+                            Err(error) => Err(error.into()),
+                        }
+                    }
+                };
+                if let Err(error) = served {
                     eprintln!("sink: connection from {peer} closed: {error:#}");
                 }
             });
         }
     })
+}
+
+/// A TLS acceptor with the key and certificate chain in the PEM file at `path`.
+fn tls_acceptor(path: &Path) -> Result<TlsAcceptor> {
+    let text = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
+    let key = PrivateKeyDer::from_pem_slice(&text)
+        .with_context(|| format!("no private key in {}", path.display()))?;
+    let chain = CertificateDer::pem_slice_iter(&text)
+        .collect::<Result<Vec<_>, _>>()
+        .with_context(|| format!("reading the certificates in {}", path.display()))?;
+    let config = rustls::ServerConfig::builder()
+        .with_no_client_auth()
+        .with_single_cert(chain, key)
+        .context("the TLS key and certificates")?;
+    Ok(TlsAcceptor::from(Arc::new(config)))
 }
 
 fn template_batch(size: usize, records: i64) -> Result<Vec<u8>> {
@@ -144,7 +183,7 @@ fn repeat_batch(batch: &[u8], records_per_batch: i64, records: i64) -> Bytes {
 
 /// Reads requests and writes answers, one at a time in order. Both buffers are kept and reused,
 /// so serving costs no fresh memory per request.
-async fn connection(sink: &Sink, mut stream: TcpStream) -> Result<()> {
+async fn connection<S: AsyncRead + AsyncWrite + Unpin>(sink: &Sink, mut stream: S) -> Result<()> {
     let mut input = BytesMut::with_capacity(1 << 20);
     let mut output = BytesMut::with_capacity(1 << 20);
     loop {
@@ -161,7 +200,12 @@ async fn connection(sink: &Sink, mut stream: TcpStream) -> Result<()> {
         let frame = input.split_to(length).freeze();
         output.clear();
         if answer(sink, frame, &mut output).await? {
-            match stream.write_all(&output).await {
+            // Flushed: over TLS, written bytes may wait in the session's buffer.
+            let written = match stream.write_all(&output).await {
+                Ok(()) => stream.flush().await,
+                Err(error) => Err(error),
+            };
+            match written {
                 Ok(()) => {}
                 // A consumer that has all it wanted leaves while a fetch is still being answered.
                 Err(error) if error.kind() == std::io::ErrorKind::BrokenPipe => return Ok(()),
@@ -173,7 +217,11 @@ async fn connection(sink: &Sink, mut stream: TcpStream) -> Result<()> {
 }
 
 /// Reads until `buffer` holds at least `wanted` bytes; false if the peer closed first.
-async fn read_to(stream: &mut TcpStream, buffer: &mut BytesMut, wanted: usize) -> Result<bool> {
+async fn read_to<S: AsyncRead + Unpin>(
+    stream: &mut S,
+    buffer: &mut BytesMut,
+    wanted: usize,
+) -> Result<bool> {
     buffer.reserve(wanted.saturating_sub(buffer.len()));
     while buffer.len() < wanted {
         if stream.read_buf(buffer).await? == 0 {

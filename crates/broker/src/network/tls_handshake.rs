@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use tokio::net::TcpStream;
 
-use super::transport::Transport;
+use super::transport::{TLS_READ_AHEAD, Transport};
 use crate::listener::Listener;
 use crate::tls::{TlsSettings, principal_of};
 
@@ -31,7 +31,9 @@ pub(super) async fn accept(
     tls: &TlsSettings,
     idle_limit: Option<Duration>,
 ) -> io::Result<Option<(Transport, Option<String>)>> {
-    let handshake = tls.acceptor.accept(socket);
+    let handshake = tls
+        .acceptor
+        .accept(tokio::io::BufReader::with_capacity(TLS_READ_AHEAD, socket));
     let limit = idle_limit.map_or(MAX_HANDSHAKE, |idle| idle.min(MAX_HANDSHAKE));
     let outcome = match tokio::time::timeout(limit, handshake).await {
         Ok(outcome) => outcome,
