@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs every ferrolog test, installing first what the tests need: a Python virtualenv with
 # kafka-python and its codecs (an independent implementation of Kafka's record formats and a
-# real Kafka client), kcat from the distribution, and Apache Kafka 4.4.0 from Maven Central.
+# real Kafka client), kcat from the distribution, Apache Kafka 4.4.0 from Maven Central, the Go
+# clients and kafkajs.
 # Works on a fresh Debian-like machine with Rust and Python 3 installed; CI runs exactly this.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -50,6 +51,22 @@ fi
 echo "== building the Go clients"
 (cd tools/goclients && GOMODCACHE="$PWD/../../target/go/mod" GOCACHE="$PWD/../../target/go/cache" \
   GOFLAGS=-mod=readonly go build -o ../../target/goclients/goclients .)
+
+# kafkajs (tools/nodeclients), installed into target/ from its lock file.
+if ! command -v npm >/dev/null 2>&1; then
+  echo "== installing Node.js"
+  sudo_if_needed() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
+  sudo_if_needed apt-get update -q >/dev/null
+  sudo_if_needed apt-get install -y -q nodejs npm >/dev/null
+fi
+if ! cmp -s tools/nodeclients/package-lock.json target/nodeclients/package-lock.json \
+  || [ ! -d target/nodeclients/node_modules/kafkajs ]; then
+  echo "== installing the Node.js clients"
+  rm -rf target/nodeclients
+  mkdir -p target/nodeclients
+  cp tools/nodeclients/package.json tools/nodeclients/package-lock.json target/nodeclients/
+  (cd target/nodeclients && npm ci --no-audit --no-fund --cache "$PWD/../npm-cache" >/dev/null)
+fi
 
 echo "== formatting"
 cargo fmt --all -- --check

@@ -5,8 +5,8 @@
 //! - Kafka's `kafka-configs` creates SCRAM users and lists them, and refuses what Kafka refuses;
 //! - `kafka-topics` and `kafka-acls` as the PLAIN administrator;
 //! - Kafka's Java console producer and consumer over SCRAM-SHA-512, confluent-kafka
-//!   (librdkafka) and kafka-python over SCRAM-SHA-512 and over PLAIN, kcat over PLAIN, as a
-//!   user with ACLs; franz-go as the administrator over SCRAM-SHA-512;
+//!   (librdkafka), kafka-python and kafkajs over SCRAM-SHA-512 and over PLAIN, kcat over PLAIN,
+//!   as a user with ACLs; franz-go as the administrator over SCRAM-SHA-512;
 //! - each client refused with a wrong password, as an unknown user, and without credentials.
 //!
 //! Both brokers must give the same transcript of outcomes.
@@ -20,7 +20,7 @@ use std::process::Command;
 
 use common::kafka::{KafkaPeer, go_clients, kafka_available};
 use common::security::{self, PLAIN_MODULE, SCRAM_MODULE, java_config, refusal, tool};
-use common::{Server, free_port, kcat, python_with_confluent_kafka};
+use common::{Server, free_port, kafkajs_modules, kcat, python_with_confluent_kafka};
 
 const CONFIGS: &str = "org.apache.kafka.tools.ConfigCommand";
 const TOPICS: &str = "org.apache.kafka.tools.TopicCommand";
@@ -148,7 +148,7 @@ fn transcript(sasl: u16, dir: &Path) -> Vec<String> {
     std::thread::sleep(std::time::Duration::from_secs(1));
 
     // Topics and ACLs for alice, as the administrator.
-    for client in ["java", "kcat", "kafka-python", "confluent"] {
+    for client in ["java", "kcat", "kafka-python", "confluent", "kafkajs"] {
         let topic = format!("orders-{client}");
         let (outcome, output) = run_admin(
             TOPICS,
@@ -327,6 +327,32 @@ fn transcript(sasl: u16, dir: &Path) -> Vec<String> {
         }
     }
 
+    // kafkajs, the same runs.
+    if let Some(modules) = kafkajs_modules() {
+        for (name, sasl_credentials) in [
+            (
+                "SCRAM-SHA-512",
+                Some(("SCRAM-SHA-512", "alice", "alice-secret")),
+            ),
+            ("PLAIN", Some(("PLAIN", "alice", "alice-plain"))),
+            ("wrong password", Some(("SCRAM-SHA-512", "alice", "nope"))),
+            ("unknown user", Some(("SCRAM-SHA-256", "mallory", "nope"))),
+            ("wrong PLAIN password", Some(("PLAIN", "alice", "nope"))),
+            ("no credentials", None),
+        ] {
+            let group = format!("billing-kafkajs-{}", name.replace(' ', "-"));
+            let outcome = security::kafkajs_client(
+                &modules,
+                sasl,
+                sasl_credentials,
+                None,
+                "orders-kafkajs",
+                &group,
+            );
+            lines.push(format!("kafkajs {name}: {outcome}"));
+        }
+    }
+
     // franz-go as the administrator over SCRAM-SHA-512 (its scenario creates a topic).
     if let Some(go_clients) = go_clients() {
         for (name, password) in [
@@ -418,6 +444,12 @@ fn real_clients_authenticate_and_are_refused_as_with_kafka() {
             true,
         ),
         ("java no credentials: failed refused: timed out", true),
+        ("kafkajs SCRAM-SHA-512: exit Some(0), ok 5", true),
+        ("kafkajs PLAIN: exit Some(0), ok 5", true),
+        ("kafkajs wrong password: exit Some(2), refused", true),
+        ("kafkajs unknown user: exit Some(2), refused", true),
+        ("kafkajs wrong PLAIN password: exit Some(2), refused", true),
+        ("kafkajs no credentials: exit Some(2), refused", true),
     ];
     for (line, _) in expected_outcomes {
         assert!(

@@ -5,8 +5,8 @@
 //!   makes `O=Example, CN=alice` the super user `alice`;
 //! - a SASL_SSL listener (a PKCS#12 key store) with PLAIN and SCRAM-SHA-512.
 //!
-//! Kafka's Java tools and console clients, kcat and confluent-kafka (librdkafka), kafka-python
-//! and franz-go connect over both; each is refused with a certificate from a CA the broker does
+//! Kafka's Java tools and console clients, kcat and confluent-kafka (librdkafka), kafka-python,
+//! kafkajs and franz-go connect over both; each is refused with a certificate from a CA the broker does
 //! not trust, without a certificate, and with a wrong password; a trusted certificate without
 //! ACLs is refused by the authorizer. Both brokers must give the same transcript.
 
@@ -21,7 +21,7 @@ use common::kafka::{KafkaPeer, go_clients, kafka_available};
 use common::security::{
     self, ClientTls, Credentials, PLAIN_MODULE, SCRAM_MODULE, java_config, refusal, tool,
 };
-use common::{Server, free_port, kcat, python_with_confluent_kafka};
+use common::{Server, free_port, kafkajs_modules, kcat, python_with_confluent_kafka};
 
 const CONFIGS: &str = "org.apache.kafka.tools.ConfigCommand";
 const TOPICS: &str = "org.apache.kafka.tools.TopicCommand";
@@ -211,6 +211,7 @@ fn transcript(ssl: u16, sasl_ssl: u16, certs: &Path, dir: &Path) -> Vec<String> 
         "orders-kcat",
         "orders-kafka-python",
         "orders-confluent",
+        "orders-kafkajs",
     ] {
         let line = java(
             "create as alice",
@@ -488,6 +489,42 @@ fn transcript(ssl: u16, sasl_ssl: u16, certs: &Path, dir: &Path) -> Vec<String> 
         }
     }
 
+    if let Some(modules) = kafkajs_modules() {
+        for (name, port, sasl, tls) in [
+            ("SSL alice", ssl, None, alice.clone()),
+            (
+                "SASL_SSL bob",
+                sasl_ssl,
+                Some(("SCRAM-SHA-512", "bob", "bob-secret")),
+                server_only.clone(),
+            ),
+            (
+                "a stranger's certificate",
+                ssl,
+                None,
+                client(certs, Some("eve"), "test"),
+            ),
+            ("no certificate", ssl, None, server_only.clone()),
+            (
+                "wrong password",
+                sasl_ssl,
+                Some(("SCRAM-SHA-512", "bob", "nope")),
+                server_only.clone(),
+            ),
+        ] {
+            let group = format!("billing-kafkajs-{}", name.replace([' ', '\''], "-"));
+            let outcome = security::kafkajs_client(
+                &modules,
+                port,
+                sasl,
+                Some(&tls),
+                "orders-kafkajs",
+                &group,
+            );
+            lines.push(format!("kafkajs {name}: {outcome}"));
+        }
+    }
+
     if let Some(go_clients) = go_clients() {
         for (name, sasl, tls) in [
             ("SSL alice", None, alice.clone()),
@@ -599,6 +636,11 @@ fn real_clients_speak_tls_and_are_refused_as_with_kafka() {
         "java consumer as bob: ok one,two,three",
         "java producer as bob outside his topics: failed refused: not authorized",
         "java wrong password: failed refused: authentication failed",
+        "kafkajs SSL alice: exit Some(0), ok 5",
+        "kafkajs SASL_SSL bob: exit Some(0), ok 5",
+        "kafkajs a stranger's certificate: exit Some(2), refused",
+        "kafkajs no certificate: exit Some(2), refused",
+        "kafkajs wrong password: exit Some(2), refused",
     ] {
         assert!(
             from_kafka.iter().any(|line| line == expected),

@@ -218,6 +218,26 @@ pub fn python_with_confluent_kafka() -> Option<String> {
     None
 }
 
+/// The `node_modules` holding kafkajs (`target/nodeclients`, installed by scripts/test.sh),
+/// when it and Node.js are there; required under CI.
+pub fn kafkajs_modules() -> Option<PathBuf> {
+    let modules =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/nodeclients/node_modules");
+    let node_runs = Command::new("node")
+        .arg("--version")
+        .output()
+        .is_ok_and(|output| output.status.success());
+    if node_runs && modules.join("kafkajs").is_dir() {
+        return Some(modules);
+    }
+    assert!(
+        std::env::var_os("CI").is_none(),
+        "Node.js and kafkajs (target/nodeclients, installed by scripts/test.sh) are required under CI"
+    );
+    eprintln!("skipped: kafkajs is not installed (scripts/test.sh installs it)");
+    None
+}
+
 /// Runs `tests/python/<script>` with the port and `args`; returns its stdout, failing the test
 /// with both outputs when it fails.
 pub fn run_script(python: &str, script: &str, port: u16, args: &[&str]) -> String {

@@ -174,17 +174,42 @@ pub fn python_client(
     group: &str,
 ) -> String {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python/sasl_clients.py");
-    let (mechanism, user, password) = sasl.unwrap_or(("none", "-", "-"));
     let mut command = Command::new(python);
-    command.arg(script).args([
-        &port.to_string(),
-        client,
-        mechanism,
-        user,
-        password,
-        topic,
-        group,
-    ]);
+    command.arg(script).args([&port.to_string(), client]);
+    scripted_client(command, sasl, tls, topic, group)
+}
+
+/// Runs `tools/nodeclients/security_clients.js` (kafkajs, from `node_modules`) as
+/// [`python_client`] runs its script, with the same outcomes.
+pub fn kafkajs_client(
+    node_modules: &Path,
+    port: u16,
+    sasl: Option<Credentials<'_>>,
+    tls: Option<&ClientTls>,
+    topic: &str,
+    group: &str,
+) -> String {
+    let script =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tools/nodeclients/security_clients.js");
+    let mut command = Command::new("node");
+    command
+        .env("NODE_PATH", node_modules)
+        .arg(script)
+        .arg(port.to_string());
+    scripted_client(command, sasl, tls, topic, group)
+}
+
+/// Runs a client script given its credentials, TLS files, topic and group (the arguments and
+/// environment both scripts take) and says how it went.
+fn scripted_client(
+    mut command: Command,
+    sasl: Option<Credentials<'_>>,
+    tls: Option<&ClientTls>,
+    topic: &str,
+    group: &str,
+) -> String {
+    let (mechanism, user, password) = sasl.unwrap_or(("none", "-", "-"));
+    command.args([mechanism, user, password, topic, group]);
     if let Some(tls) = tls {
         command.env("FERROLOG_TLS_CA", &tls.ca);
         if let Some((certificate, key)) = &tls.identity {
