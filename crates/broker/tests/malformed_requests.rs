@@ -3,10 +3,13 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests")]
 
+mod common;
+
 use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
+use common::api_versions_request;
 use ferrolog_broker::session::Session;
 use ferrolog_broker::{BrokerConfig, Context, dispatch, frame_shape};
 use ferrolog_storage::SystemClock;
@@ -20,9 +23,9 @@ use kafka_protocol::messages::offset_commit_request::{
 };
 use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
 use kafka_protocol::messages::{
-    AlterConfigsRequest, ApiKey, ApiVersionsRequest, ApiVersionsResponse, FindCoordinatorRequest,
-    GroupId, HeartbeatRequest, JoinGroupRequest, MetadataRequest, OffsetCommitRequest,
-    OffsetFetchRequest, ProduceRequest, RequestHeader, ResponseHeader, SyncGroupRequest, TopicName,
+    AlterConfigsRequest, ApiKey, ApiVersionsResponse, FindCoordinatorRequest, GroupId,
+    HeartbeatRequest, JoinGroupRequest, MetadataRequest, OffsetCommitRequest, OffsetFetchRequest,
+    ProduceRequest, RequestHeader, ResponseHeader, SyncGroupRequest, TopicName,
 };
 use kafka_protocol::messages::{CreateAclsRequest, DeleteAclsRequest, DescribeAclsRequest};
 use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
@@ -116,7 +119,7 @@ fn seeds() -> Vec<Vec<u8>> {
                 ]),
         ]);
     vec![
-        frame(ApiKey::ApiVersions, 3, 1, &ApiVersionsRequest::default()),
+        frame(ApiKey::ApiVersions, 3, 1, &api_versions_request()),
         frame(ApiKey::Metadata, 9, 2, &MetadataRequest::default()),
         frame(ApiKey::Produce, 8, 3, &produce),
         frame(ApiKey::AlterConfigs, 2, 4, &alter_configs),
@@ -251,7 +254,7 @@ async fn api_versions_works(port: u16) {
     let mut stream = tokio::net::TcpStream::connect(("127.0.0.1", port))
         .await
         .unwrap();
-    let request = frame(ApiKey::ApiVersions, 3, 77, &ApiVersionsRequest::default());
+    let request = frame(ApiKey::ApiVersions, 3, 77, &api_versions_request());
     stream
         .write_all(&(request.len() as i32).to_be_bytes())
         .await

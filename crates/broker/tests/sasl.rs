@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use common::{Client, frame, raw_frame};
+use common::{Client, api_versions_request, frame, raw_frame};
 use ferrolog_broker::authz::AuthorizerConfig;
 use ferrolog_broker::listener::{Endpoint, Listener, SecurityProtocol};
 use ferrolog_broker::sasl::{Mechanism, PlainUsers, SaslSettings};
@@ -244,10 +244,19 @@ async fn plain_authenticates_and_requests_then_run_as_the_user() {
     let temp = tempfile::tempdir().unwrap();
     let broker = start(temp.path()).await;
     let mut client = Client::connect(broker.sasl_port).await;
-    let versions: ApiVersionsResponse = client
+    // Software names Kafka refuses are answered INVALID_REQUEST, and the client may ask again.
+    let nameless: ApiVersionsResponse = client
         .send(ApiKey::ApiVersions, 3, &ApiVersionsRequest::default())
         .await;
+    assert_eq!(
+        (nameless.error_code, nameless.api_keys.len()),
+        (ferrolog_broker::errors::INVALID_REQUEST, 0)
+    );
+    let versions: ApiVersionsResponse = client
+        .send(ApiKey::ApiVersions, 3, &api_versions_request())
+        .await;
     assert_eq!(versions.error_code, 0);
+    assert!(!versions.api_keys.is_empty());
     let offered = handshake(&mut client, 1, "PLAIN").await;
     assert_eq!(offered.error_code, 0);
     let offered: Vec<String> = offered.mechanisms.iter().map(ToString::to_string).collect();
@@ -482,6 +491,7 @@ async fn credential_changes_are_checked_as_kafka_checks_them() {
             upsertion(Sha::Sha256, "odd", "x", 4096).with_mechanism(3),
             upsertion(Sha::Sha256, "fine", "x", 16384),
             upsertion(Sha::Sha256, &long_name, "x", 4096),
+            upsertion(Sha::Sha256, "salty", "x", 4096).with_salt(Bytes::from(vec![7u8; 1025])),
         ],
     )
     .await;
@@ -508,6 +518,7 @@ async fn credential_changes_are_checked_as_kafka_checks_them() {
                 93,
                 "A user name longer than 1024 bytes is not kept"
             ),
+            refused("salty", 93, "A salt longer than 1024 bytes is not kept"),
         ]
     );
     let described = describe(&mut admin, Some(&["fine", "ghost", "fine"])).await;
@@ -660,7 +671,7 @@ async fn closes_at_last(broker: &SaslBroker, frames: &[Vec<u8>]) -> bool {
 async fn an_unauthenticated_client_gets_nothing_but_the_exchange() {
     let temp = tempfile::tempdir().unwrap();
     let broker = start(temp.path()).await;
-    let versions = frame(ApiKey::ApiVersions, 3, 1, &ApiVersionsRequest::default());
+    let versions = frame(ApiKey::ApiVersions, 3, 1, &api_versions_request());
     let plain = frame(
         ApiKey::SaslHandshake,
         1,

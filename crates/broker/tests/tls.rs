@@ -14,7 +14,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use common::frame;
+use common::{api_versions_request, frame};
 use ferrolog_broker::authz::AuthorizerConfig;
 use ferrolog_broker::listener::{Endpoint, Listener, SecurityProtocol};
 use ferrolog_broker::sasl::{Mechanism, PlainUsers, SaslSettings};
@@ -289,12 +289,7 @@ async fn a_required_client_certificate_gives_the_principal() {
     let mut plain = TcpStream::connect(("127.0.0.1", broker.port))
         .await
         .unwrap();
-    let request = frame(
-        ApiKey::ApiVersions,
-        3,
-        1,
-        &kafka_protocol::messages::ApiVersionsRequest::default(),
-    );
+    let request = frame(ApiKey::ApiVersions, 3, 1, &api_versions_request());
     let mut framed = (request.len() as i32).to_be_bytes().to_vec();
     framed.extend_from_slice(&request);
     plain.write_all(&framed).await.unwrap();

@@ -159,11 +159,18 @@ fn real_client(kcat: &Path, port: u16, topic: &str) {
     assert_eq!(consumed, lines, "{topic}: every record comes back");
 }
 
+/// ApiVersions v3 as a client sends it, naming its software.
+fn versions_request() -> ApiVersionsRequest {
+    ApiVersionsRequest::default()
+        .with_client_software_name(StrBytes::from_static_str("ferrolog-tests"))
+        .with_client_software_version(StrBytes::from_static_str("1.0"))
+}
+
 fn flood(port: u16) {
     // One address past its limit of 50: each connection asks for ApiVersions as soon as it is
     // open; the broker answers the first 50, which stay open, and closes every later one
     // unanswered. Nothing here waits on a clock: all 400 take well under the idle limit.
-    let request = frame(ApiKey::ApiVersions, 3, &ApiVersionsRequest::default());
+    let request = frame(ApiKey::ApiVersions, 3, &versions_request());
     let mut held = Vec::new();
     let mut refused = 0;
     for _ in 0..400 {
@@ -193,7 +200,7 @@ fn flood_past_the_broker_limit(port: u16) {
     // a loaded machine), then the other 60 are given half a second more to show they stay
     // unanswered. All of this takes well under the idle limit, which would otherwise free
     // slots.
-    let request = frame(ApiKey::ApiVersions, 3, &ApiVersionsRequest::default());
+    let request = frame(ApiKey::ApiVersions, 3, &versions_request());
     let mut held: Vec<TcpStream> = (0..360)
         .filter_map(|index| connect_from(&format!("127.0.1.{}", index % 200 + 1), port).ok())
         .collect();

@@ -17,8 +17,8 @@ use std::sync::Arc;
 use bytes::{BufMut, Bytes, BytesMut};
 use ferrolog_records::be;
 use kafka_protocol::messages::{
-    ApiKey, RequestHeader, ResponseHeader, SaslAuthenticateRequest, SaslAuthenticateResponse,
-    SaslHandshakeRequest, SaslHandshakeResponse,
+    ApiKey, ApiVersionsRequest, RequestHeader, ResponseHeader, SaslAuthenticateRequest,
+    SaslAuthenticateResponse, SaslHandshakeRequest, SaslHandshakeResponse,
 };
 use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
 
@@ -107,9 +107,16 @@ impl Authenticator {
             ApiKey::ApiVersions if versions_allowed => {
                 let supported = crate::dispatch::supported_range(api)
                     .is_some_and(|(min, max)| (min..=max).contains(&version));
-                // After an unsupported version the client may ask again, at one it found in
-                // the answer.
-                self.state = if supported {
+                // A request that does not decode is answered by the dispatcher's rules; the
+                // client does not move on after it either.
+                let valid = decode::<ApiVersionsRequest>(frame, api, version).is_some_and(
+                    |(_, request)| {
+                        crate::handlers::api_versions::names_software_validly(&request, version)
+                    },
+                );
+                // After an unsupported version, or software names Kafka refuses, the client may
+                // ask again.
+                self.state = if supported && valid {
                     State::Handshake
                 } else {
                     State::HandshakeOrVersions

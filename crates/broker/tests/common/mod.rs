@@ -183,6 +183,14 @@ fn response_header_version(api: ApiKey, version: i16) -> i16 {
     }
 }
 
+/// ApiVersions as clients send it from version 3, naming their software (Kafka refuses a
+/// request without those names).
+pub fn api_versions_request() -> kafka_protocol::messages::ApiVersionsRequest {
+    kafka_protocol::messages::ApiVersionsRequest::default()
+        .with_client_software_name(StrBytes::from_static_str("ferrolog-tests"))
+        .with_client_software_version(StrBytes::from_static_str("1.0"))
+}
+
 /// A request frame (header and body, without the size prefix).
 pub fn frame<R: Encodable>(api: ApiKey, version: i16, correlation_id: i32, request: &R) -> Vec<u8> {
     let mut body = BytesMut::new();
