@@ -31,6 +31,8 @@ pub const INVALID_REQUEST: i16 = ResponseError::InvalidRequest.code();
 pub const POLICY_VIOLATION: i16 = ResponseError::PolicyViolation.code();
 pub const OUT_OF_ORDER_SEQUENCE_NUMBER: i16 = ResponseError::OutOfOrderSequenceNumber.code();
 pub const INVALID_PRODUCER_EPOCH: i16 = ResponseError::InvalidProducerEpoch.code();
+pub const INVALID_TXN_STATE: i16 = ResponseError::InvalidTxnState.code();
+pub const TRANSACTION_COORDINATOR_FENCED: i16 = ResponseError::TransactionCoordinatorFenced.code();
 pub const TRANSACTIONAL_ID_AUTHORIZATION_FAILED: i16 =
     ResponseError::TransactionalIdAuthorizationFailed.code();
 pub const KAFKA_STORAGE_ERROR: i16 = ResponseError::KafkaStorageError.code();
@@ -91,6 +93,8 @@ pub fn code_of(error: &StorageError) -> i16 {
         | StorageError::DamagedEnd { .. } => KAFKA_STORAGE_ERROR,
         StorageError::OutOfOrderSequence { .. } => OUT_OF_ORDER_SEQUENCE_NUMBER,
         StorageError::InvalidProducerEpoch { .. } => INVALID_PRODUCER_EPOCH,
+        StorageError::InvalidTxnState { .. } => INVALID_TXN_STATE,
+        StorageError::CoordinatorFenced { .. } => TRANSACTION_COORDINATOR_FENCED,
         StorageError::PartitionLimit { .. } => POLICY_VIOLATION,
         _ => UNKNOWN_SERVER_ERROR,
     }

@@ -251,6 +251,28 @@ pub enum StorageError {
         /// The producer's newest epoch seen so far.
         current: i16,
     },
+    /// A batch at odds with the producer's transaction in this partition: a plain batch while
+    /// its transaction is open (Kafka's INVALID_TXN_STATE).
+    #[error("producer {producer_id}: {reason}")]
+    InvalidTxnState {
+        /// The producer's id.
+        producer_id: i64,
+        /// What does not fit.
+        reason: String,
+    },
+    /// A transaction marker from a coordinator older than one the producer already heard from
+    /// (Kafka's TRANSACTION_COORDINATOR_FENCED).
+    #[error(
+        "producer {producer_id}: a marker of coordinator epoch {marker} after one of epoch {current}"
+    )]
+    CoordinatorFenced {
+        /// The producer's id.
+        producer_id: i64,
+        /// The marker's coordinator epoch.
+        marker: i32,
+        /// The newest coordinator epoch the producer's markers carried.
+        current: i32,
+    },
     /// Creating these partitions would take the node past `ferrolog.max.partitions`.
     #[error(
         "this node holds {held} partitions and ferrolog.max.partitions is {limit}: {requested} more cannot be created"

@@ -119,6 +119,7 @@ struct ProducerFields {
     producer_id: i64,
     epoch: i16,
     base_sequence: i32,
+    transactional: bool,
 }
 
 /// What the checks that need no lock learned about one producer batch: everything offset
@@ -226,6 +227,7 @@ pub(crate) fn check_leader_append(
                 producer_id: batch.producer_id(),
                 epoch: batch.producer_epoch(),
                 base_sequence: batch.base_sequence(),
+                transactional: batch.is_transactional(),
             },
             codec,
             rebuild: rebuilding,
@@ -323,6 +325,7 @@ pub(crate) fn assign_leader_offsets(
                 first_offset: base_offset,
                 last_offset,
                 timestamp: stored_max,
+                transactional: producer.transactional,
             });
         }
         record_count += checked_batch.record_count;

@@ -17,7 +17,7 @@ use super::{DamagedBytes, Log};
 use crate::error::{Result, StorageError};
 use crate::fs::remove_if_exists;
 use crate::offset::Offset;
-use crate::producer::{ProducerBatch, ProducerState, snapshot};
+use crate::producer::{ProducerBatch, ProducerState, TxnMarker, snapshot};
 use crate::segment::Segment;
 
 /// When a snapshot written is made durable.
@@ -64,9 +64,24 @@ pub(super) fn replay(
             if let FileEntry::V2(batch) = entry
                 && batch.last_offset() >= from_value
                 && batch.base_offset() < to_value
-                && let Some(producer_batch) = ProducerBatch::of(batch)
             {
-                state.apply(&producer_batch);
+                if let Some(producer_batch) = ProducerBatch::of(batch) {
+                    state.apply(&producer_batch);
+                }
+                match TxnMarker::of(batch) {
+                    Ok(Some(marker)) => {
+                        state.apply_marker(&marker);
+                    }
+                    Ok(None) => {}
+                    // The batch's CRC held, so a writer put it there: it ends no transaction,
+                    // and that is said where it is.
+                    Err(reason) => tracing::warn!(
+                        path = %file.path().display(),
+                        offset = batch.base_offset(),
+                        %reason,
+                        "a transaction marker that does not read; replayed as no marker"
+                    ),
+                }
             }
             ControlFlow::Continue(())
         })?;

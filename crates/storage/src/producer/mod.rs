@@ -1,7 +1,7 @@
-//! Producer state: for each idempotent producer id of a partition, its epoch and the metadata of
-//! its last five batches, so a retried batch is recognised and not written twice, a gap in the
-//! sequence numbers is refused, and a fenced (older) epoch is refused — Kafka's
-//! `ProducerStateManager` for non-transactional producers.
+//! Producer state: for each idempotent producer id of a partition, its epoch, the metadata of
+//! its last five batches and its open transaction, so a retried batch is recognised and not
+//! written twice, a gap in the sequence numbers is refused, a fenced (older) epoch is refused,
+//! and the partition knows which transactions are undecided — Kafka's `ProducerStateManager`.
 //!
 //! The rules, checked batch by batch in the order of an append:
 //! * a batch whose epoch and sequence range equal one of the producer's last five is a
@@ -9,24 +9,37 @@
 //! * an epoch below the producer's is INVALID_PRODUCER_EPOCH;
 //! * a new epoch must start at sequence 0;
 //! * in the same epoch the first sequence must follow the last (`last + 1`, or 0 after
-//!   `i32::MAX`), else OUT_OF_ORDER_SEQUENCE_NUMBER;
+//!   `i32::MAX`; 0 once a marker moved the producer to a new epoch), else
+//!   OUT_OF_ORDER_SEQUENCE_NUMBER;
 //! * a producer id the partition does not know may start at any sequence (its state may have
-//!   expired or been removed with old segments), as Kafka accepts it.
+//!   expired or been removed with old segments), as Kafka accepts it;
+//! * a plain batch while the producer's transaction is open is INVALID_TXN_STATE.
+//!
+//! Transactions: the first transactional batch of a producer opens its transaction at that
+//! batch's offset; a COMMIT or ABORT marker (a control batch the coordinator writes) closes it,
+//! takes the marker's producer and coordinator epochs, and yields a [`CompletedTxn`]. A marker
+//! of a producer with nothing open in the partition completes nothing. The first offset of the
+//! earliest open transaction bounds what `read_committed` consumers may read.
 //!
 //! The state is kept in memory and in [`snapshot`] files written at each roll and at close; at
 //! startup the newest valid snapshot is loaded and the log after it replayed.
 
 pub mod snapshot;
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 
 use ferrolog_records::RecordBatch;
+use ferrolog_records::control::{ControlType, marker_coordinator_epoch};
 
 use crate::error::{Result, StorageError};
 
 /// Batches remembered per producer for duplicate detection (Kafka's
 /// `NUM_BATCHES_TO_RETAIN`, which also bounds a producer's in-flight requests).
 pub const BATCHES_PER_PRODUCER: usize = 5;
+
+/// The epoch of a producer entry created by something other than a batch of its own (Kafka's
+/// `NO_PRODUCER_EPOCH`): any sequence may follow it.
+pub const NO_PRODUCER_EPOCH: i16 = -1;
 
 /// Where one batch of a producer landed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -59,24 +72,33 @@ pub struct ProducerEntry {
     pub epoch: i16,
     /// Oldest first, at most [`BATCHES_PER_PRODUCER`].
     pub batches: VecDeque<BatchMetadata>,
-    /// The transaction coordinator's `coordinatorEpoch`, kept through snapshots; −1 for none.
+    /// The transaction coordinator's `coordinatorEpoch`, from the producer's last marker; −1
+    /// for none.
     pub coordinator_epoch: i32,
+    /// The newest batch's max timestamp or marker's timestamp, from which expiry counts; −1 for
+    /// none.
+    pub last_timestamp: i64,
+    /// The first offset of the producer's open transaction in this partition.
+    pub current_txn_first_offset: Option<i64>,
 }
 
 impl ProducerEntry {
-    /// A producer at `epoch` with no batches yet and no coordinator epoch (−1).
+    /// A producer at `epoch` with no batches yet, no coordinator epoch (−1) and no open
+    /// transaction.
     pub fn new(producer_id: i64, epoch: i16) -> Self {
         Self {
             producer_id,
             epoch,
             batches: VecDeque::new(),
             coordinator_epoch: -1,
+            last_timestamp: -1,
+            current_txn_first_offset: None,
         }
     }
 
-    /// The newest batch's max timestamp, from which expiry counts; −1 without batches.
+    /// The newest batch's max timestamp or marker's timestamp; −1 for none.
     pub fn last_timestamp(&self) -> i64 {
-        self.batches.back().map_or(-1, |b| b.timestamp)
+        self.last_timestamp
     }
 
     /// The newest batch's last offset; −1 without batches.
@@ -94,10 +116,19 @@ impl ProducerEntry {
             .copied()
     }
 
-    fn record(&mut self, batch: &ProducerBatch) {
-        if batch.epoch != self.epoch {
-            self.epoch = batch.epoch;
+    /// Moves to `epoch`; the batches of an older epoch no longer tell duplicates or sequences.
+    fn set_epoch(&mut self, epoch: i16) {
+        if epoch != self.epoch {
+            self.epoch = epoch;
             self.batches.clear();
+        }
+    }
+
+    fn record(&mut self, batch: &ProducerBatch) {
+        self.set_epoch(batch.epoch);
+        self.last_timestamp = batch.timestamp;
+        if batch.transactional && self.current_txn_first_offset.is_none() {
+            self.current_txn_first_offset = Some(batch.first_offset);
         }
         self.batches.push_back(BatchMetadata {
             first_seq: batch.first_seq,
@@ -129,6 +160,8 @@ pub struct ProducerBatch {
     pub last_offset: i64,
     /// The batch's `maxTimestamp`.
     pub timestamp: i64,
+    /// Whether the batch belongs to a transaction.
+    pub transactional: bool,
 }
 
 impl ProducerBatch {
@@ -148,22 +181,136 @@ impl ProducerBatch {
             first_offset: batch.base_offset(),
             last_offset: batch.base_offset() + i64::from(batch.last_offset_delta()),
             timestamp: batch.max_timestamp(),
+            transactional: batch.is_transactional(),
         })
     }
 }
 
-/// Every producer of a partition.
+/// How a transaction ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MarkerKind {
+    /// ABORT (control record type 0): consumers reading committed data skip the transaction.
+    Abort,
+    /// COMMIT (control record type 1).
+    Commit,
+}
+
+/// A transaction marker, as the producer state needs it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TxnMarker {
+    /// The producer whose transaction the marker ends.
+    pub producer_id: i64,
+    /// The marker batch's producer epoch.
+    pub epoch: i16,
+    /// The coordinator epoch in the marker's value.
+    pub coordinator_epoch: i32,
+    /// COMMIT or ABORT.
+    pub kind: MarkerKind,
+    /// The marker's offset.
+    pub offset: i64,
+    /// The marker record's timestamp.
+    pub timestamp: i64,
+}
+
+impl TxnMarker {
+    /// The marker a control batch holds: `Ok(None)` for a batch that is not a control batch of
+    /// a producer, has no record (the cleaner leaves such empty batches), or holds a control
+    /// record other than COMMIT or ABORT; `Err(reason)` for a marker whose record does not read.
+    pub fn of(batch: &RecordBatch<'_>) -> std::result::Result<Option<Self>, String> {
+        if !batch.is_control() || batch.producer_id() < 0 || batch.records_count() == 0 {
+            return Ok(None);
+        }
+        // A marker is one small uncompressed record; 64 KiB bounds anything claiming more.
+        let records = batch
+            .records(64 * 1024)
+            .map_err(|error| format!("the control record does not read: {error}"))?;
+        let record = match records.iter().next() {
+            None => return Ok(None),
+            Some(Err(error)) => return Err(format!("the control record does not read: {error}")),
+            Some(Ok(record)) => record,
+        };
+        let kind = match record.key.and_then(ControlType::from_key) {
+            Some(ControlType::Abort) => MarkerKind::Abort,
+            Some(ControlType::Commit) => MarkerKind::Commit,
+            Some(_) => return Ok(None),
+            None => return Err("a control record without a 4-byte key".to_owned()),
+        };
+        let coordinator_epoch = record
+            .value
+            .and_then(marker_coordinator_epoch)
+            .ok_or_else(|| format!("a {} marker without a 6-byte value", kind.name()))?;
+        Ok(Some(Self {
+            producer_id: batch.producer_id(),
+            epoch: batch.producer_epoch(),
+            coordinator_epoch,
+            kind,
+            offset: batch.base_offset(),
+            timestamp: record.timestamp,
+        }))
+    }
+}
+
+impl MarkerKind {
+    /// The control record type's name, as Kafka's tools print it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Abort => "ABORT",
+            Self::Commit => "COMMIT",
+        }
+    }
+}
+
+/// A transaction a marker ended in this partition.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CompletedTxn {
+    /// Whose transaction.
+    pub producer_id: i64,
+    /// Its first offset in the partition.
+    pub first_offset: i64,
+    /// The marker's offset.
+    pub last_offset: i64,
+    /// Whether it was aborted.
+    pub aborted: bool,
+    /// What became stable with it, the high watermark aside: the first offset of the earliest
+    /// other open transaction, or the marker's offset + 1 (Kafka's
+    /// `lastStableOffset(completedTxn)`, which the transaction index keeps).
+    pub last_stable_offset: i64,
+}
+
+/// Every producer of a partition, and its open transactions.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ProducerState {
     producers: HashMap<i64, ProducerEntry>,
+    /// Open transactions by first offset: the producer whose transaction starts there.
+    open_txns: BTreeMap<i64, i64>,
 }
 
 impl ProducerState {
     /// The state of the producers in `entries` (a loaded snapshot), keyed by producer id.
     pub fn from_entries(entries: Vec<ProducerEntry>) -> Self {
+        let open_txns = entries
+            .iter()
+            .filter_map(|e| {
+                e.current_txn_first_offset
+                    .map(|first| (first, e.producer_id))
+            })
+            .collect();
         Self {
             producers: entries.into_iter().map(|e| (e.producer_id, e)).collect(),
+            open_txns,
         }
+    }
+
+    /// The first offset of the earliest open transaction: `read_committed` reads stop there.
+    pub fn first_unstable_offset(&self) -> Option<i64> {
+        self.open_txns.keys().next().copied()
+    }
+
+    /// Open transactions as (first offset, producer id), earliest first.
+    pub fn open_txns(&self) -> impl Iterator<Item = (i64, i64)> + '_ {
+        self.open_txns
+            .iter()
+            .map(|(&first, &producer)| (first, producer))
     }
 
     /// How many producers the state holds.
@@ -213,18 +360,32 @@ impl ProducerState {
                         current: entry.epoch,
                     });
                 }
-                // A new epoch starts at 0; otherwise the sequence follows the last batch's.
+                // A new epoch starts at 0; otherwise the sequence follows the last batch's. An
+                // entry without batches was made by a marker: its epoch is new, so 0 again,
+                // unless it has no epoch of its own.
                 let expected = match entry.batches.back() {
-                    _ if batch.epoch != entry.epoch => 0,
+                    _ if batch.epoch != entry.epoch && entry.epoch != NO_PRODUCER_EPOCH => 0,
+                    _ if batch.epoch != entry.epoch => batch.first_seq,
                     Some(last) if last.last_seq == i32::MAX => 0,
                     Some(last) => last.last_seq + 1,
-                    None => batch.first_seq,
+                    None if entry.epoch == NO_PRODUCER_EPOCH => batch.first_seq,
+                    None => 0,
                 };
                 if batch.first_seq != expected {
                     return Err(StorageError::OutOfOrderSequence {
                         producer_id: batch.producer_id,
                         expected,
                         received: batch.first_seq,
+                    });
+                }
+                if let Some(first) = entry.current_txn_first_offset
+                    && !batch.transactional
+                {
+                    return Err(StorageError::InvalidTxnState {
+                        producer_id: batch.producer_id,
+                        reason: format!(
+                            "a non-transactional batch while its transaction from offset {first} is open"
+                        ),
                     });
                 }
             }
@@ -239,26 +400,94 @@ impl ProducerState {
 
     /// Records an appended (or replayed) batch.
     pub fn apply(&mut self, batch: &ProducerBatch) {
-        self.producers
+        let entry = self
+            .producers
             .entry(batch.producer_id)
-            .or_insert_with(|| ProducerEntry::new(batch.producer_id, batch.epoch))
-            .record(batch);
+            .or_insert_with(|| ProducerEntry::new(batch.producer_id, batch.epoch));
+        let was_open = entry.current_txn_first_offset.is_some();
+        entry.record(batch);
+        if !was_open && let Some(first) = entry.current_txn_first_offset {
+            self.open_txns.insert(first, batch.producer_id);
+        }
     }
 
-    /// Forgets producers whose newest batch is older than `expiration`
-    /// (`producer.id.expiration.ms`); returns how many.
+    /// Checks a marker the coordinator is about to write: its producer epoch may not be older
+    /// than the producer's (with `epoch_bumped`, transactions v2, it must be newer), nor its
+    /// coordinator epoch older than the last marker's.
+    pub fn check_marker(&self, marker: &TxnMarker, epoch_bumped: bool) -> Result<()> {
+        let Some(entry) = self.producers.get(&marker.producer_id) else {
+            return Ok(());
+        };
+        let stale = if epoch_bumped {
+            marker.epoch <= entry.epoch
+        } else {
+            marker.epoch < entry.epoch
+        };
+        if stale {
+            return Err(StorageError::InvalidProducerEpoch {
+                producer_id: marker.producer_id,
+                epoch: marker.epoch,
+                current: entry.epoch,
+            });
+        }
+        if entry.coordinator_epoch > marker.coordinator_epoch {
+            return Err(StorageError::CoordinatorFenced {
+                producer_id: marker.producer_id,
+                marker: marker.coordinator_epoch,
+                current: entry.coordinator_epoch,
+            });
+        }
+        Ok(())
+    }
+
+    /// Records an appended (or replayed) marker: the producer takes its epochs and its open
+    /// transaction, if any, is completed and returned.
+    pub fn apply_marker(&mut self, marker: &TxnMarker) -> Option<CompletedTxn> {
+        let entry = self
+            .producers
+            .entry(marker.producer_id)
+            .or_insert_with(|| ProducerEntry::new(marker.producer_id, NO_PRODUCER_EPOCH));
+        entry.set_epoch(marker.epoch);
+        entry.coordinator_epoch = marker.coordinator_epoch;
+        entry.last_timestamp = marker.timestamp;
+        let first_offset = entry.current_txn_first_offset.take()?;
+        // Stable up to the earliest transaction of another producer still open.
+        let last_stable_offset = self
+            .open_txns
+            .iter()
+            .find(|&(_, &producer)| producer != marker.producer_id)
+            .map_or(marker.offset + 1, |(&first, _)| first);
+        self.open_txns.remove(&first_offset);
+        Some(CompletedTxn {
+            producer_id: marker.producer_id,
+            first_offset,
+            last_offset: marker.offset,
+            aborted: marker.kind == MarkerKind::Abort,
+            last_stable_offset,
+        })
+    }
+
+    /// Forgets producers idle for `expiration` (`producer.id.expiration.ms`) with no open
+    /// transaction; returns how many.
     pub fn remove_expired(&mut self, now_ms: i64, expiration: std::time::Duration) -> usize {
         let before = self.producers.len();
         let expiration_ms = crate::clock::kafka_ms(expiration);
-        self.producers
-            .retain(|_, entry| now_ms.saturating_sub(entry.last_timestamp()) < expiration_ms);
+        self.producers.retain(|_, entry| {
+            entry.current_txn_first_offset.is_some()
+                || now_ms.saturating_sub(entry.last_timestamp()) < expiration_ms
+        });
         before - self.producers.len()
     }
 
-    /// Forgets producers whose every batch lies below `log_start_offset` (their data is gone).
+    /// Forgets producers whose every batch lies below `log_start_offset` (their data is gone),
+    /// but none with an open transaction or whose last word was a marker (it carries their
+    /// epoch; they expire with time).
     pub fn evict_below(&mut self, log_start_offset: i64) {
-        self.producers
-            .retain(|_, entry| entry.last_offset() >= log_start_offset);
+        self.producers.retain(|_, entry| {
+            entry.current_txn_first_offset.is_some()
+                || entry.batches.is_empty()
+                || entry.last_offset() >= log_start_offset
+        });
     }
 }
 

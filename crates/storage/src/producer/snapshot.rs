@@ -10,7 +10,9 @@
 //!
 //! Entry: `producerId i64, epoch i16, lastSequence i32, lastOffset i64, offsetDelta i32,
 //! timestamp i64, coordinatorEpoch i32, currentTxnFirstOffset i64` (−1: no open transaction).
-//! Only each producer's last batch is kept, as Kafka keeps it.
+//! Only each producer's last batch is kept, as Kafka keeps it; a producer without batches (its
+//! last word a marker that moved it to a new epoch) is kept too, with sequence and offset −1 and
+//! delta 0, so its epochs survive.
 
 use std::path::{Path, PathBuf};
 
@@ -48,23 +50,21 @@ pub fn list(dir: &Path) -> Result<Vec<(i64, PathBuf)>> {
     Ok(found)
 }
 
-/// Encodes a snapshot of `entries`, in the order given: each producer's last batch, with no open
-/// transaction (`currentTxnFirstOffset` −1); producers without batches are left out.
+/// Encodes a snapshot of `entries`, in the order given: each producer's epochs, last batch,
+/// last timestamp and open transaction.
 pub fn encode<'a>(entries: impl Iterator<Item = &'a ProducerEntry>) -> Vec<u8> {
     let mut body = Vec::new();
     let mut count = 0i32;
     for entry in entries {
-        let Some(last) = entry.batches.back() else {
-            continue;
-        };
+        let last = entry.batches.back();
         body.extend_from_slice(&entry.producer_id.to_be_bytes());
         body.extend_from_slice(&entry.epoch.to_be_bytes());
-        body.extend_from_slice(&last.last_seq.to_be_bytes());
-        body.extend_from_slice(&last.last_offset.to_be_bytes());
-        body.extend_from_slice(&last.offset_delta().to_be_bytes());
-        body.extend_from_slice(&last.timestamp.to_be_bytes());
+        body.extend_from_slice(&last.map_or(-1, |b| b.last_seq).to_be_bytes());
+        body.extend_from_slice(&last.map_or(-1, |b| b.last_offset).to_be_bytes());
+        body.extend_from_slice(&last.map_or(0, BatchMetadata::offset_delta).to_be_bytes());
+        body.extend_from_slice(&entry.last_timestamp.to_be_bytes());
         body.extend_from_slice(&entry.coordinator_epoch.to_be_bytes());
-        body.extend_from_slice(&(-1i64).to_be_bytes());
+        body.extend_from_slice(&entry.current_txn_first_offset.unwrap_or(-1).to_be_bytes());
         count += 1;
     }
     let mut covered = Vec::with_capacity(4 + body.len());
@@ -126,16 +126,22 @@ pub fn decode(path: &Path, bytes: &[u8]) -> Result<Vec<ProducerEntry>> {
         let offset_delta = be::i32_at(chunk, 22);
         let timestamp = be::i64_at(chunk, 26);
         let coordinator_epoch = be::i32_at(chunk, 34);
+        let current_txn_first_offset = be::i64_at(chunk, 38);
         let mut entry = ProducerEntry::new(producer_id, epoch);
         entry.coordinator_epoch = coordinator_epoch;
-        entry.batches.push_back(BatchMetadata {
-            // Sequences wrap at i32::MAX, as Kafka's `decrementSequence` wraps them back.
-            first_seq: last_seq.wrapping_sub(offset_delta) & i32::MAX,
-            last_seq,
-            last_offset,
-            first_offset: last_offset - i64::from(offset_delta),
-            timestamp,
-        });
+        entry.last_timestamp = timestamp;
+        entry.current_txn_first_offset =
+            (current_txn_first_offset >= 0).then_some(current_txn_first_offset);
+        if last_offset >= 0 {
+            entry.batches.push_back(BatchMetadata {
+                // Sequences wrap at i32::MAX, as Kafka's `decrementSequence` wraps them back.
+                first_seq: last_seq.wrapping_sub(offset_delta) & i32::MAX,
+                last_seq,
+                last_offset,
+                first_offset: last_offset - i64::from(offset_delta),
+                timestamp,
+            });
+        }
         entries.push(entry);
     }
     Ok(entries)

@@ -15,6 +15,32 @@ fn batch(
         first_offset,
         last_offset: first_offset + i64::from(count) - 1,
         timestamp: 1_000 + first_offset,
+        transactional: false,
+    }
+}
+
+/// A transactional batch of `count` records.
+fn txn_batch(
+    producer_id: i64,
+    epoch: i16,
+    first_seq: i32,
+    count: i32,
+    first_offset: i64,
+) -> ProducerBatch {
+    ProducerBatch {
+        transactional: true,
+        ..batch(producer_id, epoch, first_seq, count, first_offset)
+    }
+}
+
+fn marker(producer_id: i64, epoch: i16, kind: MarkerKind, offset: i64) -> TxnMarker {
+    TxnMarker {
+        producer_id,
+        epoch,
+        coordinator_epoch: 3,
+        kind,
+        offset,
+        timestamp: 5_000 + offset,
     }
 }
 
@@ -166,4 +192,175 @@ fn a_batch_whose_sequences_wrapped_is_still_recognised_after_a_snapshot() {
     // A retry of it after the restart is a duplicate, not out of order.
     let original = loaded.check(&[batch(3, 0, i32::MAX - 1, 4, 200)]).unwrap();
     assert_eq!(original.map(|o| o.first_offset), Some(100));
+}
+
+#[test]
+fn transactions_open_at_their_first_batch_and_close_at_their_marker() {
+    let mut state = applied(&[txn_batch(1, 0, 0, 2, 10), batch(9, 0, 0, 1, 12)]);
+    assert_eq!(state.first_unstable_offset(), Some(10));
+    // More of the same transaction, and a second producer's transaction behind it.
+    for next in [txn_batch(1, 0, 2, 1, 13), txn_batch(2, 0, 0, 2, 14)] {
+        assert_eq!(state.check(&[next]).unwrap(), None);
+        state.apply(&next);
+    }
+    assert_eq!(state.open_txns().collect::<Vec<_>>(), [(10, 1), (14, 2)]);
+    // A plain batch of a producer whose transaction is open is refused, also within one append.
+    for refused in [
+        vec![batch(1, 0, 3, 1, 16)],
+        vec![txn_batch(9, 0, 1, 1, 16), batch(9, 0, 2, 1, 17)],
+    ] {
+        let error = state.check(&refused).unwrap_err();
+        assert!(
+            matches!(error, StorageError::InvalidTxnState { .. }),
+            "{error}"
+        );
+    }
+    // Producer 1 aborts: stable up to producer 2's transaction, which stays open.
+    let completed = state
+        .apply_marker(&marker(1, 0, MarkerKind::Abort, 16))
+        .unwrap();
+    assert_eq!(
+        completed,
+        CompletedTxn {
+            producer_id: 1,
+            first_offset: 10,
+            last_offset: 16,
+            aborted: true,
+            last_stable_offset: 14,
+        }
+    );
+    assert_eq!(state.first_unstable_offset(), Some(14));
+    // Producer 2 commits: nothing else open, so stable past its marker.
+    let completed = state
+        .apply_marker(&marker(2, 0, MarkerKind::Commit, 17))
+        .unwrap();
+    assert_eq!(
+        (
+            completed.first_offset,
+            completed.aborted,
+            completed.last_stable_offset
+        ),
+        (14, false, 18)
+    );
+    assert_eq!(state.first_unstable_offset(), None);
+    // A marker with nothing open completes nothing, but the producer takes its epochs.
+    assert_eq!(
+        state.apply_marker(&marker(1, 0, MarkerKind::Commit, 18)),
+        None
+    );
+    assert_eq!(
+        state.apply_marker(&marker(7, 4, MarkerKind::Abort, 19)),
+        None
+    );
+    let seven = state.get(7).unwrap();
+    assert_eq!(
+        (seven.epoch, seven.coordinator_epoch, seven.last_timestamp),
+        (4, 3, 5_019)
+    );
+    // The producer may write plain batches again once its transaction closed.
+    assert_eq!(state.check(&[batch(1, 0, 3, 1, 20)]).unwrap(), None);
+}
+
+#[test]
+fn markers_of_older_producer_or_coordinator_epochs_are_refused() {
+    let mut state = applied(&[txn_batch(1, 5, 0, 1, 0)]);
+    let at = |epoch, coordinator_epoch| TxnMarker {
+        coordinator_epoch,
+        ..marker(1, epoch, MarkerKind::Commit, 1)
+    };
+    let stale = state.check_marker(&at(4, 3), false).unwrap_err();
+    assert!(
+        matches!(
+            stale,
+            StorageError::InvalidProducerEpoch {
+                epoch: 4,
+                current: 5,
+                ..
+            }
+        ),
+        "{stale}"
+    );
+    assert!(state.check_marker(&at(5, 3), false).is_ok());
+    // Transactions v2 bump the epoch with every marker: the same epoch is stale then.
+    assert!(state.check_marker(&at(5, 3), true).is_err());
+    assert!(state.check_marker(&at(6, 3), true).is_ok());
+    state.apply_marker(&at(5, 3)).unwrap();
+    let fenced = state.check_marker(&at(5, 2), false).unwrap_err();
+    assert!(
+        matches!(
+            fenced,
+            StorageError::CoordinatorFenced {
+                marker: 2,
+                current: 3,
+                ..
+            }
+        ),
+        "{fenced}"
+    );
+    assert!(state.check_marker(&at(5, 3), false).is_ok());
+    // A producer the partition does not know takes any marker.
+    assert!(
+        state
+            .check_marker(&marker(8, 0, MarkerKind::Abort, 2), true)
+            .is_ok()
+    );
+}
+
+#[test]
+fn after_a_marker_moves_a_producer_to_a_new_epoch_its_sequences_restart() {
+    let mut state = applied(&[txn_batch(1, 0, 0, 3, 0)]);
+    state.apply_marker(&marker(1, 1, MarkerKind::Commit, 3));
+    let entry = state.get(1).unwrap();
+    assert!(entry.batches.is_empty() && entry.epoch == 1);
+    let error = state.check(&[txn_batch(1, 1, 3, 1, 4)]).unwrap_err();
+    assert!(
+        matches!(error, StorageError::OutOfOrderSequence { expected: 0, .. }),
+        "{error}"
+    );
+    assert_eq!(state.check(&[txn_batch(1, 1, 0, 1, 4)]).unwrap(), None);
+    assert!(
+        state.check(&[txn_batch(1, 0, 3, 1, 4)]).is_err(),
+        "the old epoch is fenced"
+    );
+}
+
+#[test]
+fn producers_with_open_transactions_neither_expire_nor_leave_with_old_segments() {
+    let mut state = applied(&[txn_batch(1, 0, 0, 1, 0), batch(2, 0, 0, 1, 1)]);
+    state.apply_marker(&marker(3, 0, MarkerKind::Abort, 2));
+    state.evict_below(10);
+    assert_eq!(state.producer_ids(), HashSet::from([1, 3]));
+    assert_eq!(
+        state.remove_expired(1_000_000, std::time::Duration::from_millis(1_000)),
+        1
+    );
+    assert_eq!(state.producer_ids(), HashSet::from([1]));
+    assert_eq!(state.first_unstable_offset(), Some(0));
+}
+
+#[test]
+fn snapshots_carry_open_transactions_and_producers_without_batches() {
+    let mut state = applied(&[txn_batch(1, 2, 0, 2, 7), batch(2, 0, 0, 1, 9)]);
+    state.apply_marker(&marker(3, 6, MarkerKind::Commit, 10));
+    let bytes = snapshot::encode(state.entries().into_iter());
+    assert_eq!(bytes.len(), 10 + 3 * 46);
+    // The third entry, producer 3's: no batch, so sequence and offset −1 and delta 0, with its
+    // epochs, its marker's timestamp and no open transaction.
+    let mut expected = Vec::new();
+    expected.extend_from_slice(&3i64.to_be_bytes());
+    expected.extend_from_slice(&6i16.to_be_bytes());
+    expected.extend_from_slice(&(-1i32).to_be_bytes());
+    expected.extend_from_slice(&(-1i64).to_be_bytes());
+    expected.extend_from_slice(&0i32.to_be_bytes());
+    expected.extend_from_slice(&5_010i64.to_be_bytes());
+    expected.extend_from_slice(&3i32.to_be_bytes());
+    expected.extend_from_slice(&(-1i64).to_be_bytes());
+    assert_eq!(&bytes[10 + 2 * 46..], expected.as_slice());
+    // Producer 1's open transaction: CurrentTxnFirstOffset 7.
+    assert_eq!(&bytes[10 + 38..10 + 46], &7i64.to_be_bytes());
+    let path = std::path::Path::new("00000000000000000011.snapshot");
+    let loaded = ProducerState::from_entries(snapshot::decode(path, &bytes).unwrap());
+    assert_eq!(loaded.first_unstable_offset(), Some(7));
+    assert_eq!(loaded.get(3), state.get(3));
+    assert_eq!(loaded.get(1).unwrap().current_txn_first_offset, Some(7));
 }

@@ -16,6 +16,7 @@ mod read;
 pub(crate) mod records_file;
 mod recover;
 mod time_index;
+mod txn_index;
 
 use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
@@ -32,6 +33,8 @@ pub use records_file::{
     ScanOutcome,
 };
 pub use time_index::{NO_TIMESTAMP, TIME_ENTRY_BYTES, TimeEntry, TimeIndex, TimestampOffset};
+use txn_index::TxnIndex;
+pub use txn_index::{AbortedSearch, AbortedTxn};
 
 use crate::config::LogConfig;
 use crate::error::{Result, StorageError};
@@ -114,13 +117,14 @@ struct AppendState {
 }
 
 /// A segment: a `.log` holding a contiguous range of offsets from its base offset, with its
-/// `.index` and `.timeindex`.
+/// `.index` and `.timeindex`, and a `.txnindex` once a transaction is aborted in it.
 #[derive(Debug)]
 pub struct Segment {
     base_offset: Offset,
     log: RecordsFile,
     offset_index: RwLock<OffsetIndex>,
     time_index: RwLock<TimeIndex>,
+    txn_index: Mutex<TxnIndex>,
     state: Mutex<AppendState>,
     index_interval_bytes: u32,
     segment_index_bytes: u32,
@@ -190,6 +194,7 @@ impl Segment {
                 base_offset,
                 config.segment_index_bytes,
             )?),
+            txn_index: Mutex::new(TxnIndex::new(path(TXN_INDEX_SUFFIX))),
             state: Mutex::new(AppendState {
                 bytes_since_last_index_entry: 0,
                 max_timestamp_so_far: None,
@@ -406,6 +411,7 @@ impl Segment {
             let mut time_index = self.time_index.write();
             offset_index.truncate_to(offset);
             time_index.truncate_to(offset);
+            self.txn_index.lock().truncate_to(offset.value())?;
             offset_index.resize(u64::from(self.segment_index_bytes))?;
             time_index.resize(u64::from(self.segment_index_bytes))?;
         }
@@ -511,14 +517,36 @@ impl Segment {
         Ok(())
     }
 
-    /// Kafka's sanity check of both indexes: no offset below the base, no timestamp going
-    /// backwards, whole entries.
+    /// Kafka's sanity check of the indexes: no offset below the base, no timestamp going
+    /// backwards, whole entries, no aborted transaction ending before the segment starts.
     pub fn sanity_check(&self) -> Result<()> {
         self.offset_index.read().sanity_check()?;
-        self.time_index.read().sanity_check()
+        self.time_index.read().sanity_check()?;
+        self.txn_index.lock().sanity_check(self.base_offset.value())
     }
 
-    /// fsyncs the `.log`, then both indexes, if anything changed since the last flush.
+    /// Records a transaction aborted by a marker in this segment (its last offset after every
+    /// one already recorded).
+    pub fn append_aborted_txn(&self, txn: AbortedTxn) -> Result<()> {
+        self.mark_dirty();
+        self.txn_index.lock().append(txn)
+    }
+
+    /// The transactions aborted in this segment that overlap `[fetch_offset, upper_bound)`.
+    pub fn collect_aborted_txns(
+        &self,
+        fetch_offset: i64,
+        upper_bound: i64,
+    ) -> Result<AbortedSearch> {
+        self.txn_index.lock().collect(fetch_offset, upper_bound)
+    }
+
+    /// Every transaction aborted in this segment, in marker order.
+    pub fn aborted_txns(&self) -> Result<Vec<AbortedTxn>> {
+        Ok(self.txn_index.lock().entries()?.to_vec())
+    }
+
+    /// fsyncs the `.log`, then the indexes, if anything changed since the last flush.
     pub fn flush(&self) -> Result<()> {
         if !self.dirty.swap(false, Ordering::AcqRel) {
             return Ok(());
@@ -527,7 +555,8 @@ impl Segment {
             .log
             .flush()
             .and_then(|()| self.offset_index.read().flush())
-            .and_then(|()| self.time_index.read().flush());
+            .and_then(|()| self.time_index.read().flush())
+            .and_then(|()| self.txn_index.lock().fsync());
         if flushed.is_err() {
             self.mark_dirty();
         }
@@ -547,8 +576,6 @@ impl Segment {
             rename_if_exists(&path, &target)?;
             Ok(target)
         };
-        // Named after the `.log`, so taken before the `.log` moves.
-        let txn_index = self.txn_index_path();
         let log_target = rename(self.log.path())?;
         self.log.set_path(log_target);
         let mut offset_index = self.offset_index.write();
@@ -557,23 +584,16 @@ impl Segment {
         let mut time_index = self.time_index.write();
         let target = rename(time_index.path().to_path_buf())?;
         time_index.set_path(target);
-        // A `.txnindex` (written by Kafka for a segment holding aborted transactions) goes
-        // with its segment, as Kafka's `changeFileSuffixes` takes it; ferrolog writes none.
-        rename(txn_index)?;
+        // The `.txnindex` goes with its segment, as Kafka's `changeFileSuffixes` takes it.
+        let mut txn_index = self.txn_index.lock();
+        let target = rename(txn_index.path().to_path_buf())?;
+        txn_index.set_path(target);
         Ok(())
     }
 
     /// The segment's `.txnindex` path, with the same suffix as its `.log`; the file may not exist.
     pub fn txn_index_path(&self) -> PathBuf {
-        let log_path = self.log.path();
-        let name = log_path
-            .file_name()
-            .map(|name| {
-                name.to_string_lossy()
-                    .replacen(LOG_SUFFIX, TXN_INDEX_SUFFIX, 1)
-            })
-            .unwrap_or_default();
-        log_path.with_file_name(name)
+        self.txn_index.lock().path().to_path_buf()
     }
 
     /// Deletes every file of the segment (a missing index is fine).
