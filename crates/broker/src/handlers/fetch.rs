@@ -4,6 +4,10 @@
 //! with data returns at least one whole batch, so a batch larger than the limits is never stuck. Fetch sessions are not kept: every response is a full one
 //! (session id 0).
 //!
+//! A `read_committed` fetch (isolation level 1) reads up to the partition's last stable offset
+//! and carries the aborted transactions of the range read, for the consumer to drop their
+//! records; a `read_uncommitted` one reads up to the high watermark and carries none (null).
+//!
 //! A consumer needs READ on each topic it fetches; a topic it may not read is answered
 //! TOPIC_AUTHORIZATION_FAILED on every partition, whether it exists or not.
 //!
@@ -15,8 +19,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use kafka_protocol::messages::fetch_response::{FetchableTopicResponse, PartitionData};
-use kafka_protocol::messages::{FetchRequest, FetchResponse, RequestHeader};
+use kafka_protocol::messages::fetch_response::{
+    AbortedTransaction, FetchableTopicResponse, PartitionData,
+};
+use kafka_protocol::messages::{FetchRequest, FetchResponse, ProducerId, RequestHeader};
 
 use ferrolog_storage::log::{FetchBound, FetchData, FetchParams, FirstBatch};
 use ferrolog_storage::{Offset, TopicPartition};
@@ -135,6 +141,12 @@ fn read_once(
     let mut total = 0i64;
     let mut regions = Vec::new();
     let mut first = true;
+    // read_committed (1) stops at the last stable offset and lists the aborted transactions.
+    let bound = if request.isolation_level == 1 {
+        FetchBound::LastStable
+    } else {
+        FetchBound::HighWatermark
+    };
     let topics = request
         .topics
         .iter()
@@ -166,7 +178,7 @@ fn read_once(
                 let read = log.read(FetchParams {
                     start_offset: Offset::new(partition.fetch_offset),
                     max_bytes: u64::try_from(max_bytes).unwrap_or(0),
-                    bound: FetchBound::HighWatermark,
+                    bound,
                     first_batch: if first {
                         FirstBatch::Whole
                     } else {
@@ -183,6 +195,20 @@ fn read_once(
                     .with_last_stable_offset(watermarks.last_stable_offset.value());
                 if version >= 5 {
                     response = response.with_log_start_offset(watermarks.log_start_offset.value());
+                }
+                if let Ok(data) = &outcome {
+                    response = response.with_aborted_transactions(data.aborted_txns.as_ref().map(
+                        |aborted| {
+                            aborted
+                                .iter()
+                                .map(|txn| {
+                                    AbortedTransaction::default()
+                                        .with_producer_id(ProducerId(txn.producer_id))
+                                        .with_first_offset(txn.first_offset)
+                                })
+                                .collect()
+                        },
+                    ));
                 }
                 match outcome.and_then(|data| records(data, &mut regions)) {
                     Ok(records) => {

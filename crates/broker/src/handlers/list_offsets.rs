@@ -1,13 +1,17 @@
 //! ListOffsets: earliest (−2), latest (−1), max timestamp (−3), or the first offset at or after
 //! a timestamp, per partition. Needs DESCRIBE on each topic; a topic without it is
 //! TOPIC_AUTHORIZATION_FAILED on every partition named, whether it exists or not.
+//!
+//! As in Kafka, what a consumer of the request's isolation level may fetch bounds the answer:
+//! latest is the high watermark, or for `read_committed` (1) the last stable offset, and a
+//! lookup that lands at or past that bound finds nothing (offset and timestamp −1).
 
 use kafka_protocol::messages::list_offsets_response::{
     ListOffsetsPartitionResponse, ListOffsetsTopicResponse,
 };
 use kafka_protocol::messages::{ListOffsetsRequest, ListOffsetsResponse, RequestHeader};
 
-use ferrolog_storage::log::LEADER_EPOCH;
+use ferrolog_storage::log::{LEADER_EPOCH, special_timestamps};
 
 use super::with_logs;
 use crate::authz::{AclOperation, ResourceType};
@@ -51,11 +55,27 @@ pub fn handle(
                 } else {
                     response
                 };
+                let watermarks = log.watermarks();
+                let fetchable = if request.isolation_level == 1 {
+                    watermarks.last_stable_offset
+                } else {
+                    watermarks.high_watermark
+                };
+                if partition.timestamp == special_timestamps::LATEST {
+                    return response
+                        .with_timestamp(-1)
+                        .with_offset(fetchable.value());
+                }
                 match log.fetch_offset_by_timestamp(partition.timestamp) {
-                    Ok(Some(found)) => response
-                        .with_timestamp(found.timestamp)
-                        .with_offset(found.offset.value()),
-                    Ok(None) => response.with_timestamp(-1).with_offset(-1),
+                    Ok(Some(found))
+                        if partition.timestamp == special_timestamps::EARLIEST
+                            || found.offset < fetchable =>
+                    {
+                        response
+                            .with_timestamp(found.timestamp)
+                            .with_offset(found.offset.value())
+                    }
+                    Ok(_) => response.with_timestamp(-1).with_offset(-1),
                     Err(error) => response.with_error_code(errors::code_of(&error)),
                 }
             })

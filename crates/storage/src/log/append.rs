@@ -20,7 +20,7 @@ use ferrolog_records::{
 use crate::config::{LogConfig, TargetCompression};
 use crate::error::{Result, StorageError};
 use crate::offset::Offset;
-use crate::producer::ProducerBatch;
+use crate::producer::{ProducerBatch, TxnMarker};
 use crate::segment::BatchMeta;
 
 /// What an append wrote (or, for a validated but not yet written append, will write).
@@ -51,6 +51,8 @@ pub(crate) struct ValidatedAppend {
     pub batches: Vec<BatchMeta>,
     /// The idempotent producers' batches among them, with their offsets.
     pub producer_batches: Vec<ProducerBatch>,
+    /// The transaction markers among them (never in a producer's append).
+    pub markers: Vec<TxnMarker>,
 }
 
 /// A leader append with its offsets assigned: the bytes to write and what they hold.
@@ -350,6 +352,7 @@ pub(crate) fn assign_leader_offsets(
             info,
             batches,
             producer_batches,
+            markers: Vec::new(),
         },
     })
 }

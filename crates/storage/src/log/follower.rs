@@ -7,7 +7,7 @@ use ferrolog_records::RecordBatch;
 use super::append::{AppendInfo, ValidatedAppend, batch_ranges, invalid};
 use crate::error::{Result, StorageError};
 use crate::offset::Offset;
-use crate::producer::ProducerBatch;
+use crate::producer::{ProducerBatch, TxnMarker};
 use crate::segment::BatchMeta;
 
 /// Validates batches a follower copies from a leader: offsets are kept and must increase from
@@ -23,6 +23,7 @@ pub(crate) fn validate_follower_append(
     let (mut max_timestamp, mut offset_of_max_timestamp) = (-1i64, -1i64);
     let mut record_count = 0usize;
     let mut producer_batches = Vec::new();
+    let mut markers = Vec::new();
     for (batch_index, &(start, end)) in ranges.iter().enumerate() {
         let batch =
             RecordBatch::new(&bytes[start..end]).map_err(|source| StorageError::CorruptRecord {
@@ -55,6 +56,10 @@ pub(crate) fn validate_follower_append(
         previous_last = Some(batch.last_offset());
         record_count += batch.records_count().max(0) as usize;
         producer_batches.extend(ProducerBatch::of(&batch));
+        markers.extend(
+            TxnMarker::of(&batch)
+                .map_err(|reason| invalid(batch_index, None, reason))?,
+        );
         batches.push(BatchMeta {
             last_offset: Offset::new(batch.last_offset()),
             max_timestamp: batch.max_timestamp(),
@@ -84,5 +89,6 @@ pub(crate) fn validate_follower_append(
         },
         batches,
         producer_batches,
+        markers,
     })
 }

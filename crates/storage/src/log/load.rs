@@ -301,12 +301,22 @@ impl Log {
         let producer_state = if kind == PartitionDirKind::Delete {
             ProducerState::default()
         } else {
+            // Recovery emptied these segments' transaction indexes; the replay refills them.
+            let reindexed: std::collections::HashSet<Offset> = segments
+                .iter()
+                .filter(|segment| {
+                    let path = segment.log_path();
+                    report.recovered.iter().any(|recovered| recovered.log_file == path)
+                })
+                .map(|segment| segment.base_offset())
+                .collect();
             let (state, source, damaged) = super::producers::load(
                 dir,
                 &segments,
                 log_start_offset,
                 log_end_offset,
                 params.had_clean_shutdown,
+                &reindexed,
             )?;
             report.producer_state = source;
             report.damaged = damaged;
@@ -338,6 +348,7 @@ impl Log {
             high_watermark: log_end_offset,
             recovery_point,
             damaged_end: damaged_end.map(Arc::new),
+            first_unstable_offset: producer_state.first_unstable_offset().map(Offset::new),
         };
         let log = Self {
             dir: dir.to_path_buf(),

@@ -43,6 +43,7 @@ pub use append::AppendInfo;
 pub use load::{DamagedBytes, LoadParams, LoadReport, RecoveredSegment};
 pub use maintenance::RetentionOutcome;
 pub use producers::ProducerStateSource;
+pub use write::MarkerRequest;
 pub use read::{
     FetchBound, FetchData, FetchParams, FileSlice, FirstBatch, LogOffsetMetadata, Watermarks,
     special_timestamps,
@@ -81,6 +82,9 @@ pub struct LogView {
     /// before the damage and refuses appends until `ferrolog recover --force`, or a truncation
     /// below it, cuts it.
     pub damaged_end: Option<Arc<DamagedBytes>>,
+    /// The first offset of the earliest open transaction, from the producer state as of this
+    /// view: `read_committed` consumers read no further (see [`Watermarks`]).
+    pub first_unstable_offset: Option<Offset>,
 }
 
 impl LogView {

@@ -7,6 +7,7 @@
 //! snapshot that does not decode is never trusted: it is deleted with a warning and an older one
 //! (or the log itself) is used.
 
+use std::collections::HashSet;
 use std::ops::ControlFlow;
 use std::path::Path;
 use std::sync::Arc;
@@ -18,7 +19,7 @@ use crate::error::{Result, StorageError};
 use crate::fs::remove_if_exists;
 use crate::offset::Offset;
 use crate::producer::{ProducerBatch, ProducerState, TxnMarker, snapshot};
-use crate::segment::Segment;
+use crate::segment::{AbortedTxn, Segment};
 
 /// When a snapshot written is made durable.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -42,17 +43,22 @@ pub enum ProducerStateSource {
     EmptyAfterCleanShutdown,
 }
 
-/// Replays the producer batches with offsets in `[from, to)` into `state`. Returns the damage
-/// met: each damaged segment is replayed up to its damage, and replay goes on with the next.
+/// Replays the producer batches and markers with offsets in `[from, to)` into `state`; an
+/// abort in a segment of `reindexed` (recovered, its transaction index emptied) goes back into
+/// that index. Returns the damage met: each damaged segment is replayed up to its damage, and
+/// replay goes on with the next.
 pub(super) fn replay(
     segments: &[Arc<Segment>],
     state: &mut ProducerState,
     from: Offset,
     to: Offset,
+    reindexed: &HashSet<Offset>,
 ) -> Result<Vec<DamagedBytes>> {
     let (from_value, to_value) = (from.value(), to.value());
     let mut damaged = Vec::new();
     for (index, segment) in segments.iter().enumerate() {
+        let reindex = reindexed.contains(&segment.base_offset());
+        let mut index_error = None;
         let next_base = segments
             .get(index + 1)
             .map_or(Offset::MAX, |next| next.base_offset());
@@ -70,7 +76,19 @@ pub(super) fn replay(
                 }
                 match TxnMarker::of(batch) {
                     Ok(Some(marker)) => {
-                        state.apply_marker(&marker);
+                        if let Some(completed) = state.apply_marker(&marker)
+                            && completed.aborted
+                            && reindex
+                            && let Err(error) = segment.append_aborted_txn(AbortedTxn {
+                                producer_id: completed.producer_id,
+                                first_offset: completed.first_offset,
+                                last_offset: completed.last_offset,
+                                last_stable_offset: completed.last_stable_offset,
+                            })
+                        {
+                            index_error = Some(error);
+                            return ControlFlow::Break(());
+                        }
                     }
                     Ok(None) => {}
                     // The batch's CRC held, so a writer put it there: it ends no transaction,
@@ -85,6 +103,9 @@ pub(super) fn replay(
             }
             ControlFlow::Continue(())
         })?;
+        if let Some(error) = index_error {
+            return Err(error);
+        }
         if let Some(damage) = scanned.damage {
             // The state only deduplicates retries: without the batches past the damage the log
             // still opens and serves, and a producer whose latest batches lie past it is told
@@ -107,12 +128,18 @@ pub(super) fn replay(
 
 /// The producer state of a log being opened: stray snapshots (above the log end, below the log
 /// start) are removed, then the newest valid snapshot is loaded and the log after it replayed.
+///
+/// Recovery emptied the transaction indexes of the segments in `reindexed`, and replaying their
+/// markers refills them. The replay from the snapshot covers those at or above it; for those
+/// below, a state as of an older snapshot (or the log start) replays up to it and is then
+/// dropped, as Kafka rebuilds a throwaway state up to a segment it recovers.
 pub(super) fn load(
     dir: &Path,
     segments: &[Arc<Segment>],
     log_start_offset: Offset,
     log_end_offset: Offset,
     had_clean_shutdown: bool,
+    reindexed: &HashSet<Offset>,
 ) -> Result<(ProducerState, ProducerStateSource, Vec<DamagedBytes>)> {
     let mut candidates = Vec::new();
     for (offset, path) in snapshot::list(dir)? {
@@ -123,31 +150,61 @@ pub(super) fn load(
             candidates.push((offset, path));
         }
     }
-    while let Some((offset, path)) = candidates.pop() {
+    let newest = newest_valid_snapshot(&mut candidates, Offset::MAX)?;
+    let (start, mut state, source) = match newest {
+        Some((offset, state)) => (offset, state, ProducerStateSource::Snapshot(offset)),
+        // Kafka's shortcut for data without snapshots, unless a recovered segment's index needs
+        // the replay (the state is then the replayed one, not an empty one).
+        None if had_clean_shutdown && reindexed.is_empty() => {
+            return Ok((
+                ProducerState::default(),
+                ProducerStateSource::EmptyAfterCleanShutdown,
+                Vec::new(),
+            ));
+        }
+        None => (
+            log_start_offset,
+            ProducerState::default(),
+            ProducerStateSource::FullReplay,
+        ),
+    };
+    let mut damaged = Vec::new();
+    if let Some(&first) = reindexed.iter().min()
+        && first < start
+    {
+        let (from, mut earlier) = newest_valid_snapshot(&mut candidates, first)?
+            .unwrap_or((log_start_offset, ProducerState::default()));
+        damaged = replay(segments, &mut earlier, from, start, reindexed)?;
+    }
+    for met in replay(segments, &mut state, start, log_end_offset, reindexed)? {
+        if !damaged.contains(&met) {
+            damaged.push(met);
+        }
+    }
+    if source != ProducerStateSource::FullReplay {
+        state.evict_below(log_start_offset.value());
+    }
+    Ok((state, source, damaged))
+}
+
+/// The newest snapshot in `candidates` (oldest first) at or below `at_most` that decodes, with
+/// its state; those that do not decode are deleted on the way, newer ones left in place.
+fn newest_valid_snapshot(
+    candidates: &mut Vec<(Offset, std::path::PathBuf)>,
+    at_most: Offset,
+) -> Result<Option<(Offset, ProducerState)>> {
+    while let Some(position) = candidates.iter().rposition(|(offset, _)| *offset <= at_most) {
+        let (offset, path) = candidates.remove(position);
         let bytes = std::fs::read(&path).map_err(StorageError::io("read", &path))?;
         match snapshot::decode(&path, &bytes) {
-            Ok(entries) => {
-                let mut state = ProducerState::from_entries(entries);
-                let damaged = replay(segments, &mut state, offset, log_end_offset)?;
-                state.evict_below(log_start_offset.value());
-                return Ok((state, ProducerStateSource::Snapshot(offset), damaged));
-            }
+            Ok(entries) => return Ok(Some((offset, ProducerState::from_entries(entries)))),
             Err(error) => {
                 tracing::warn!(%error, "ignoring a damaged producer snapshot; deleting it");
                 remove_if_exists(&path)?;
             }
         }
     }
-    if had_clean_shutdown {
-        return Ok((
-            ProducerState::default(),
-            ProducerStateSource::EmptyAfterCleanShutdown,
-            Vec::new(),
-        ));
-    }
-    let mut state = ProducerState::default();
-    let damaged = replay(segments, &mut state, log_start_offset, log_end_offset)?;
-    Ok((state, ProducerStateSource::FullReplay, damaged))
+    Ok(None)
 }
 
 impl Log {
@@ -203,8 +260,12 @@ impl Log {
             view.log_start_offset,
             log_end_offset,
             false,
+            &HashSet::new(),
         )?;
+        let mut next = (*view).clone();
+        next.first_unstable_offset = state.first_unstable_offset().map(Offset::new);
         *self.producers.lock() = state;
+        self.publish(next);
         Ok(())
     }
 }

@@ -10,7 +10,7 @@ use super::{Log, LogView};
 use crate::error::{Result, StorageError};
 use crate::offset::{FilePosition, Offset};
 pub use crate::segment::FirstBatch;
-use crate::segment::{Segment, TimestampOffset};
+use crate::segment::{AbortedTxn, Segment, TimestampOffset};
 
 /// An offset with where it lies on disk.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -30,6 +30,9 @@ pub enum FetchBound {
     LogEnd,
     /// Up to the high watermark (consumers).
     HighWatermark,
+    /// Up to the last stable offset, with the aborted transactions of the range
+    /// (`read_committed` consumers).
+    LastStable,
 }
 
 /// A fetch request against one log.
@@ -52,8 +55,9 @@ pub struct Watermarks {
     pub log_start_offset: Offset,
     /// The end of the committed data: consumers read up to it.
     pub high_watermark: Offset,
-    /// Where `read_committed` consumers stop. The log holds no transactions (transactional
-    /// batches are refused), so it is the high watermark.
+    /// Where `read_committed` consumers stop: the first offset of the earliest open
+    /// transaction (never below the log start), or the high watermark if that is lower or no
+    /// transaction is open.
     pub last_stable_offset: Offset,
     /// The offset the next appended record gets.
     pub log_end_offset: Offset,
@@ -64,7 +68,11 @@ impl Watermarks {
         Self {
             log_start_offset: view.log_start_offset,
             high_watermark: view.high_watermark,
-            last_stable_offset: view.high_watermark,
+            last_stable_offset: view
+                .first_unstable_offset
+                .map_or(view.high_watermark, |first| {
+                    first.max(view.log_start_offset).min(view.high_watermark)
+                }),
             log_end_offset: view.log_end.offset,
         }
     }
@@ -122,6 +130,11 @@ pub struct FetchData {
     pub first_entry_incomplete: bool,
     /// The log's watermarks, from the snapshot the slice was cut from.
     pub watermarks: Watermarks,
+    /// For a [`FetchBound::LastStable`] read: the aborted transactions that overlap the range
+    /// read, from the fetch offset to an offset past its last batch (Kafka's bound from the
+    /// offset index, so the list is Kafka's), in marker order; `None` for other reads, and
+    /// for a read past every segment, as Kafka leaves it out then.
+    pub aborted_txns: Option<Vec<AbortedTxn>>,
 }
 
 impl FetchData {
@@ -176,16 +189,19 @@ impl Log {
                     log_end_offset: view.log_end.offset.value(),
                 });
             }
+            let watermarks = Watermarks::of(&view);
+            let committed = params.bound == FetchBound::LastStable;
             let bound = match params.bound {
                 FetchBound::LogEnd => view.log_end,
                 FetchBound::HighWatermark => offset_metadata(&view, view.high_watermark)?,
+                FetchBound::LastStable => offset_metadata(&view, watermarks.last_stable_offset)?,
             };
-            let watermarks = Watermarks::of(&view);
-            let empty = |metadata| FetchData {
+            let empty = |metadata, aborted_txns| FetchData {
                 offset_metadata: metadata,
                 slice: None,
                 first_entry_incomplete: false,
                 watermarks,
+                aborted_txns,
             };
             if start >= bound.offset {
                 let metadata = if start == bound.offset {
@@ -193,12 +209,13 @@ impl Log {
                 } else {
                     offset_metadata(&view, start)?
                 };
-                return Ok(empty(metadata));
+                // Nothing to read yet: an empty list of aborted transactions, as Kafka's.
+                return Ok(empty(metadata, committed.then(Vec::new)));
             }
             let Some(first_index) = view.floor_segment_index(start) else {
-                return Ok(empty(offset_metadata(&view, start)?));
+                return Ok(empty(offset_metadata(&view, start)?, None));
             };
-            for segment in &view.segments[first_index..] {
+            for (index, segment) in view.segments.iter().enumerate().skip(first_index) {
                 let max_position = if segment.base_offset() == bound.segment_base_offset {
                     Some(bound.position)
                 } else if segment.base_offset() > bound.segment_base_offset {
@@ -212,6 +229,17 @@ impl Log {
                 if let Some(slice) =
                     segment.read(start, params.max_bytes, max_position, params.first_batch)?
                 {
+                    let aborted_txns = if committed {
+                        Some(aborted_txns_of_read(
+                            &view,
+                            index,
+                            start,
+                            slice.position,
+                            slice.length,
+                        )?)
+                    } else {
+                        None
+                    };
                     return Ok(FetchData {
                         offset_metadata: LogOffsetMetadata {
                             offset: start,
@@ -225,10 +253,11 @@ impl Log {
                             length: slice.length,
                         }),
                         watermarks,
+                        aborted_txns,
                     });
                 }
             }
-            Ok(empty(offset_metadata(&view, start)?))
+            Ok(empty(offset_metadata(&view, start)?, None))
         })
     }
 
@@ -260,6 +289,34 @@ impl Log {
             Ok(None)
         })
     }
+}
+
+/// The aborted transactions a `read_committed` fetch of `length` bytes from `position` in
+/// segment `index` reports, as Kafka's `addAbortedTransactions` finds them: those ending at or
+/// after the fetch offset and starting below an upper bound past the bytes read (the first
+/// offset-index entry beyond them, else the next segment's base, else the log end), searched
+/// from the read's segment on until an index says no later one can hold more.
+fn aborted_txns_of_read(
+    view: &LogView,
+    index: usize,
+    fetch_offset: Offset,
+    position: FilePosition,
+    length: u64,
+) -> Result<Vec<AbortedTxn>> {
+    let segment = &view.segments[index];
+    let upper_bound = segment
+        .fetch_upper_bound_offset(position, length)
+        .or_else(|| view.segments.get(index + 1).map(|next| next.base_offset()))
+        .unwrap_or(view.log_end.offset);
+    let mut aborted = Vec::new();
+    for segment in &view.segments[index..] {
+        let search = segment.collect_aborted_txns(fetch_offset.value(), upper_bound.value())?;
+        aborted.extend(search.aborted);
+        if search.complete {
+            break;
+        }
+    }
+    Ok(aborted)
 }
 
 /// The on-disk position of `offset`: the start of the batch holding it, or the end of the

@@ -91,6 +91,7 @@ impl Log {
             next.log_start_offset = offset;
             next.high_watermark = offset;
             next.recovery_point = offset;
+            next.first_unstable_offset = None;
             self.publish(next);
             *self.producers.lock() = ProducerState::default();
             for (_, path) in snapshot::list(self.dir())? {

@@ -11,10 +11,58 @@ use crate::config::LogConfig;
 use crate::error::{Result, StorageError};
 use crate::fs::remove_if_exists;
 use crate::offset::{FilePosition, Offset};
-use crate::producer::snapshot;
+use crate::producer::{MarkerKind, ProducerBatch, ProducerState, TxnMarker, snapshot};
 use crate::segment::{
-    INDEX_SUFFIX, LOG_SUFFIX, RollParams, Segment, TIME_INDEX_SUFFIX, segment_path,
+    AbortedTxn, BatchMeta, INDEX_SUFFIX, LOG_SUFFIX, RollParams, Segment, TIME_INDEX_SUFFIX,
+    segment_path,
 };
+use ferrolog_records::BatchBuilder;
+use ferrolog_records::control::{control_key, marker_value};
+
+/// A transaction marker to write: which producer's transaction, at which producer and
+/// coordinator epochs, and how it ends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MarkerRequest {
+    /// The producer whose transaction ends.
+    pub producer_id: i64,
+    /// The producer epoch the marker carries.
+    pub epoch: i16,
+    /// The coordinator epoch the marker carries.
+    pub coordinator_epoch: i32,
+    /// COMMIT or ABORT.
+    pub kind: MarkerKind,
+}
+
+/// Applies an append's producer batches and markers to the producer state in offset order;
+/// returns the aborted transactions the markers ended, for the transaction index.
+fn apply_in_offset_order(
+    producers: &mut ProducerState,
+    batches: &[ProducerBatch],
+    markers: &[TxnMarker],
+) -> Vec<AbortedTxn> {
+    let mut aborted = Vec::new();
+    let mut markers = markers.iter().peekable();
+    let mut end_markers_below = |producers: &mut ProducerState, offset: i64| {
+        while let Some(marker) = markers.next_if(|marker| marker.offset < offset) {
+            if let Some(completed) = producers.apply_marker(marker)
+                && completed.aborted
+            {
+                aborted.push(AbortedTxn {
+                    producer_id: completed.producer_id,
+                    first_offset: completed.first_offset,
+                    last_offset: completed.last_offset,
+                    last_stable_offset: completed.last_stable_offset,
+                });
+            }
+        }
+    };
+    for batch in batches {
+        end_markers_below(producers, batch.first_offset);
+        producers.apply(batch);
+    }
+    end_markers_below(producers, i64::MAX);
+    aborted
+}
 
 /// Who chose an append's offsets, which decides what it does to the high watermark.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -140,13 +188,22 @@ impl Log {
             next.high_watermark = next.log_end.offset;
         }
         let unflushed = next.log_end.offset - next.recovery_point;
-        {
+        let aborted = {
             let mut producers = self.producers.lock();
-            for batch in &validated.producer_batches {
-                producers.apply(batch);
-            }
-        }
+            let aborted = apply_in_offset_order(
+                &mut producers,
+                &validated.producer_batches,
+                &validated.markers,
+            );
+            next.first_unstable_offset = producers.first_unstable_offset().map(Offset::new);
+            aborted
+        };
         self.publish(next);
+        // Into the segment the markers went to, as Kafka indexes them. Should this fail, the
+        // data is written and the index misses the entry until recovery rebuilds it.
+        for txn in aborted {
+            active.append_aborted_txn(txn)?;
+        }
         drop(writer);
 
         if let Some(new_base) = rolled {
@@ -156,6 +213,74 @@ impl Log {
             self.flush()?;
         }
         Ok(info)
+    }
+
+    /// Writes a COMMIT or ABORT marker for `producer_id` at `epoch` (the transaction
+    /// coordinator's, through WriteTxnMarkers): a control batch of one record, checked against
+    /// the producer state (an older producer epoch, or with `epoch_bumped` (transactions v2) the
+    /// same one, is INVALID_PRODUCER_EPOCH; an older coordinator epoch
+    /// TRANSACTION_COORDINATOR_FENCED). The producer's open transaction, if any, ends; an
+    /// aborted one goes into the segment's transaction index.
+    pub fn append_marker(&self, marker: MarkerRequest, epoch_bumped: bool) -> Result<AppendInfo> {
+        self.guarded(|| {
+            let config = self.config();
+            let now_ms = self.clock.now_ms();
+            let writer = self.writer.lock();
+            self.ensure_open(&writer)?;
+            let offset = self.view.load().log_end.offset;
+            let txn_marker = TxnMarker {
+                producer_id: marker.producer_id,
+                epoch: marker.epoch,
+                coordinator_epoch: marker.coordinator_epoch,
+                kind: marker.kind,
+                offset: offset.value(),
+                timestamp: now_ms,
+            };
+            self.producers.lock().check_marker(&txn_marker, epoch_bumped)?;
+            let kind = match marker.kind {
+                MarkerKind::Abort => 0,
+                MarkerKind::Commit => 1,
+            };
+            let mut builder = BatchBuilder::new(offset.value())
+                .producer(marker.producer_id, marker.epoch, -1)
+                .transactional(true)
+                .control(true)
+                .partition_leader_epoch(LEADER_EPOCH);
+            // One record of 4 and 6 bytes: nothing in it can fail to encode.
+            let unencodable = |error: ferrolog_records::RecordsError| {
+                StorageError::Fatal(format!("encoding a transaction marker: {error}"))
+            };
+            builder
+                .append(
+                    now_ms,
+                    Some(&control_key(kind)),
+                    Some(&marker_value(marker.coordinator_epoch)),
+                    &[],
+                )
+                .map_err(unencodable)?;
+            let bytes = builder.build().map_err(unencodable)?;
+            let size = bytes.len() as u32;
+            let validated = ValidatedAppend {
+                info: AppendInfo {
+                    first_offset: offset,
+                    last_offset: offset,
+                    max_timestamp: now_ms,
+                    offset_of_max_timestamp: offset,
+                    log_append_time_ms: -1,
+                    record_count: 1,
+                    batch_count: 1,
+                    valid_bytes: bytes.len(),
+                },
+                batches: vec![BatchMeta {
+                    last_offset: offset,
+                    max_timestamp: now_ms,
+                    size,
+                }],
+                producer_batches: Vec::new(),
+                markers: vec![txn_marker],
+            };
+            self.write_validated(writer, &config, &bytes, validated, AppendOrigin::Leader)
+        })
     }
 
     /// Rolls if the active segment should not take this append. Returns the new base offset.

@@ -541,6 +541,21 @@ impl Segment {
         self.txn_index.lock().collect(fetch_offset, upper_bound)
     }
 
+    /// The offset of the first index entry at or after `fetch_size` bytes past `start`: a fetch
+    /// of that many bytes from `start` ends below it (Kafka's `fetchUpperBoundOffset`, the
+    /// bound of the aborted transactions a `read_committed` fetch reports).
+    pub fn fetch_upper_bound_offset(&self, start: FilePosition, fetch_size: u64) -> Option<Offset> {
+        let start = OffsetPosition {
+            offset: self.base_offset,
+            position: start,
+        };
+        let fetch_size = u32::try_from(fetch_size).unwrap_or(u32::MAX);
+        self.offset_index
+            .read()
+            .fetch_upper_bound_offset(start, fetch_size)
+            .map(|entry| entry.offset)
+    }
+
     /// Every transaction aborted in this segment, in marker order.
     pub fn aborted_txns(&self) -> Result<Vec<AbortedTxn>> {
         Ok(self.txn_index.lock().entries()?.to_vec())

@@ -1,6 +1,8 @@
 //! Segment recovery: every batch of the `.log` is validated from the start, both indexes are
 //! rebuilt as appends would have built them, and the file is cut at the first invalid or partial
-//! batch. Used after an unclean shutdown, and for segments whose index is missing.
+//! batch. Used after an unclean shutdown, and for segments whose index is missing. The
+//! transaction index is emptied: its entries come from the producer state's replay of the
+//! markers, which the log does after recovery (a transaction may start in an earlier segment).
 
 use std::ops::ControlFlow;
 
@@ -21,6 +23,7 @@ impl Segment {
         offset_index.resize(u64::from(self.segment_index_bytes))?;
         time_index.truncate_all();
         time_index.resize(u64::from(self.segment_index_bytes))?;
+        self.txn_index.lock().reset()?;
 
         let mut max_so_far = TimestampOffset {
             timestamp: NO_TIMESTAMP,

@@ -26,6 +26,7 @@ use std::path::{Path, PathBuf};
 use ferrolog_records::be;
 
 use crate::error::{Result, StorageError};
+use crate::fs::remove_if_exists;
 
 /// Bytes of one entry.
 pub const ENTRY_BYTES: usize = 34;
@@ -188,6 +189,13 @@ impl TxnIndex {
         if let Some(entries) = &mut self.entries {
             entries.truncate(keep);
         }
+        Ok(())
+    }
+
+    /// Deletes the file and forgets its entries: recovery rebuilds them.
+    pub(crate) fn reset(&mut self) -> Result<()> {
+        remove_if_exists(&self.path)?;
+        self.entries = Some(Vec::new());
         Ok(())
     }
 
