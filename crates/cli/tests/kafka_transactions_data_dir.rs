@@ -1,0 +1,251 @@
+//! A data directory in which Apache Kafka 4.4 holds transactions (committed, aborted, one left
+//! open, one committed after the open one began), written by librdkafka's transactional
+//! producer, opened by ferrolog: a `read_committed` Fetch (records up to the last stable
+//! offset, the aborted transactions, the last stable offset itself), a `read_uncommitted` one
+//! and ListOffsets' latest under both isolation levels answer as Kafka answered, after a clean
+//! stop and after a SIGKILL. Kafka's `.txnindex` files stay as they were after a clean stop, and
+//! after the SIGKILL the index ferrolog's recovery rebuilds equals the one Kafka's recovery
+//! rebuilt, byte for byte.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests")]
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use common::Server;
+use common::answers::wait_until_serving;
+use common::kafka::{KafkaPeer, kafka_available};
+use common::wire::{connect, name, send};
+use common::{python_with_confluent_kafka, run_script};
+use ferrolog_records::{EntryIter, FileEntry};
+use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
+use kafka_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
+use kafka_protocol::messages::{
+    ApiKey, BrokerId, FetchRequest, FetchResponse, ListOffsetsRequest, ListOffsetsResponse,
+    TopicName,
+};
+
+const TOPIC: &str = "history";
+
+/// What a Fetch from offset 0 at one isolation level answers.
+#[derive(Debug, PartialEq, Eq)]
+struct Read {
+    error: i16,
+    high_watermark: i64,
+    last_stable_offset: i64,
+    log_start_offset: i64,
+    /// (producer id, first offset) of each aborted transaction; `None` when the field is null.
+    aborted: Option<Vec<(i64, i64)>>,
+    records: Vec<u8>,
+}
+
+#[derive(Debug, PartialEq, Eq)]
+struct Answers {
+    committed: Read,
+    uncommitted: Read,
+    /// ListOffsets latest: (read_uncommitted, read_committed).
+    latest: (i64, i64),
+}
+
+fn read(stream: &mut TcpStream, isolation_level: i8) -> Read {
+    let request = FetchRequest::default()
+        .with_replica_id(BrokerId(-1))
+        .with_max_wait_ms(0)
+        .with_min_bytes(1)
+        .with_max_bytes(1 << 20)
+        .with_isolation_level(isolation_level)
+        .with_topics(vec![
+            FetchTopic::default()
+                .with_topic(TopicName(name(TOPIC)))
+                .with_partitions(vec![
+                    FetchPartition::default()
+                        .with_partition(0)
+                        .with_fetch_offset(0)
+                        .with_partition_max_bytes(1 << 20),
+                ]),
+        ]);
+    let answer: FetchResponse = send(stream, ApiKey::Fetch, 12, &request).unwrap();
+    let partition = &answer.responses[0].partitions[0];
+    Read {
+        error: partition.error_code,
+        high_watermark: partition.high_watermark,
+        last_stable_offset: partition.last_stable_offset,
+        log_start_offset: partition.log_start_offset,
+        aborted: partition.aborted_transactions.as_ref().map(|aborted| {
+            aborted
+                .iter()
+                .map(|txn| (txn.producer_id.0, txn.first_offset))
+                .collect()
+        }),
+        records: partition
+            .records
+            .as_ref()
+            .map(|records| records.to_vec())
+            .unwrap_or_default(),
+    }
+}
+
+fn latest(stream: &mut TcpStream, isolation_level: i8) -> i64 {
+    let request = ListOffsetsRequest::default()
+        .with_replica_id(BrokerId(-1))
+        .with_isolation_level(isolation_level)
+        .with_topics(vec![
+            ListOffsetsTopic::default()
+                .with_name(TopicName(name(TOPIC)))
+                .with_partitions(vec![
+                    ListOffsetsPartition::default()
+                        .with_partition_index(0)
+                        .with_timestamp(-1),
+                ]),
+        ]);
+    let answer: ListOffsetsResponse = send(stream, ApiKey::ListOffsets, 7, &request).unwrap();
+    let partition = &answer.topics[0].partitions[0];
+    assert_eq!(partition.error_code, 0);
+    partition.offset
+}
+
+fn answers(port: u16) -> Answers {
+    let mut stream = connect(port);
+    Answers {
+        committed: read(&mut stream, 1),
+        uncommitted: read(&mut stream, 0),
+        latest: (latest(&mut stream, 0), latest(&mut stream, 1)),
+    }
+}
+
+/// The values of the data records in `records`, in order.
+fn values(records: &[u8]) -> Vec<String> {
+    let mut found = Vec::new();
+    for entry in EntryIter::new(records) {
+        let (_, FileEntry::V2(batch)) = entry.unwrap() else {
+            panic!("a batch older than v2");
+        };
+        if batch.is_control() {
+            continue;
+        }
+        let records = batch.records(1 << 20).unwrap();
+        for record in records.iter() {
+            let value = record.unwrap().value.unwrap();
+            found.push(String::from_utf8(value.to_vec()).unwrap());
+        }
+    }
+    found
+}
+
+/// The partition's `.txnindex` files, by name.
+fn txn_indexes(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
+    std::fs::read_dir(dir.join(format!("{TOPIC}-0")))
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .filter(|path| path.extension().is_some_and(|e| e == "txnindex"))
+        .map(|path| (path.file_name().unwrap().into(), std::fs::read(&path).unwrap()))
+        .collect()
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    let status = Command::new("cp")
+        .arg("-a")
+        .arg(from)
+        .arg(to)
+        .stdout(Stdio::null())
+        .status()
+        .unwrap();
+    assert!(status.success());
+}
+
+/// ferrolog serves `copy` and answers as Kafka did; returns the `.txnindex` files it left.
+fn ferrolog_answers(copy: &Path, expected: &Answers, when: &str) -> BTreeMap<PathBuf, Vec<u8>> {
+    let server = Server::start(copy);
+    let answered = answers(server.port);
+    let log = server.stderr();
+    server.stop();
+    assert!(
+        !log.contains("ERROR"),
+        "{when}: ferrolog opened Kafka's directory without an error:\n{log}"
+    );
+    assert_eq!(&answered, expected, "{when}: ferrolog (left) and Kafka (right)");
+    txn_indexes(copy)
+}
+
+#[test]
+fn a_kafka_data_dir_with_transactions_answers_read_committed_as_kafka() {
+    if !kafka_available() {
+        return;
+    }
+    let Some(python) = python_with_confluent_kafka() else {
+        return;
+    };
+    let temp = tempfile::tempdir().unwrap();
+    let kafka_dir = temp.path().join("kafka").join("data");
+    let mut kafka = KafkaPeer::start(
+        &kafka_dir,
+        &[
+            "transaction.state.log.num.partitions=1",
+            "offsets.topic.num.partitions=1",
+        ],
+    );
+    let written = run_script(&python, "transactional_history.py", kafka.port, &[TOPIC]);
+    assert_eq!(written.trim(), "ok");
+    let clean = answers(kafka.port);
+    // What Kafka answers is worth comparing: an open transaction holds the last stable offset
+    // below the high watermark, committed reads stop there and list the aborted transaction,
+    // uncommitted ones list none.
+    assert!(
+        clean.committed.last_stable_offset < clean.committed.high_watermark,
+        "{clean:?}"
+    );
+    assert_eq!(
+        clean.latest,
+        (
+            clean.committed.high_watermark,
+            clean.committed.last_stable_offset
+        )
+    );
+    assert_eq!(clean.committed.aborted.as_ref().map(Vec::len), Some(1));
+    assert_eq!(clean.uncommitted.aborted, None);
+    assert_eq!(
+        values(&clean.committed.records),
+        [
+            "committed-1",
+            "committed-2",
+            "committed-3",
+            "aborted-1",
+            "aborted-2",
+            "plain-1"
+        ]
+    );
+    assert_eq!(
+        values(&clean.uncommitted.records).len(),
+        10,
+        "every record, the open and later transactions' included"
+    );
+    kafka.stop();
+    let kafka_indexes = txn_indexes(&kafka_dir);
+    assert_eq!(kafka_indexes.values().map(Vec::len).sum::<usize>(), 34);
+    let copy = temp.path().join("after-clean-stop");
+    copy_dir(&kafka_dir, &copy);
+    let left = ferrolog_answers(&copy, &clean, "clean stop");
+    assert_eq!(left, kafka_indexes, "Kafka's .txnindex is left as it was");
+
+    // SIGKILL: both recover the partition, and rebuild its transaction index.
+    kafka.restart();
+    wait_until_serving(kafka.port, &[(TOPIC.to_owned(), 1)], &[]);
+    kafka.kill();
+    let killed = temp.path().join("after-sigkill");
+    copy_dir(&kafka_dir, &killed);
+    kafka.restart();
+    wait_until_serving(kafka.port, &[(TOPIC.to_owned(), 1)], &[]);
+    let recovered = answers(kafka.port);
+    kafka.stop();
+    assert_eq!(recovered, clean, "Kafka after its recovery");
+    let rebuilt = ferrolog_answers(&killed, &recovered, "SIGKILL");
+    assert_eq!(
+        rebuilt,
+        txn_indexes(&kafka_dir),
+        "the .txnindex ferrolog's recovery rebuilt is Kafka's"
+    );
+}
