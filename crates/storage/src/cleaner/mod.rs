@@ -14,6 +14,7 @@ pub mod offset_map;
 pub mod pass;
 pub mod select;
 pub mod throttle;
+mod transactions;
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
@@ -144,7 +145,9 @@ fn describe(log: &Log) -> Result<(Vec<SegmentInfo>, i64, i64, i64)> {
         segments,
         view.log_start_offset.value(),
         view.log_end.offset.value(),
-        view.high_watermark.value(),
+        // Open transactions are not cleaned: the cleaner stops at the last stable offset, as
+        // Kafka's does.
+        view.last_stable_offset().value(),
     ))
 }
 
@@ -206,7 +209,7 @@ impl LogCleaner {
             {
                 continue;
             }
-            let (segments, log_start, log_end, high_watermark) = match describe(&log) {
+            let (segments, log_start, log_end, last_stable_offset) = match describe(&log) {
                 Ok(described) => described,
                 Err(error @ StorageError::Corrupt { .. }) => {
                     tracing::error!(
@@ -225,7 +228,7 @@ impl LogCleaner {
                 segments: &segments,
                 log_start_offset: log_start,
                 log_end_offset: log_end,
-                high_watermark,
+                last_stable_offset,
                 checkpointed_dirty_offset: self.host.cleaner_checkpoint(&topic_partition),
                 config: &config,
             };

@@ -8,6 +8,14 @@
 //! with the same codec, base offset, producer fields and last offset delta. A batch that keeps
 //! tombstones gets a delete horizon (now + `delete.retention.ms`) the first time it is cleaned
 //! (KIP-534), so tombstones go on a later pass once it has passed.
+//!
+//! Transactions, as Kafka's cleaner treats them ([`super::transactions`]): the data of aborted
+//! transactions is dropped and its keys never reach the map; a marker whose transaction still
+//! has data in the pass is kept (an ABORT with its transaction-index entry, written into the
+//! cleaned segment); one whose data is gone gets a delete horizon and goes on a pass after it.
+//! A producer's last batch, or its last marker when it has no data left, stays (emptied if need
+//! be), so a restart rebuilds the same producer state. Nothing at or past the last stable
+//! offset is cleaned.
 
 use std::collections::HashMap;
 use std::ops::ControlFlow;
@@ -22,14 +30,15 @@ use ferrolog_records::{
 
 use super::offset_map::OffsetMap;
 use super::throttle::Throttle;
+use super::transactions::TxnFilter;
 use crate::config::LogConfig;
 use crate::error::{Result, StorageError};
 use crate::fs::remove_if_exists;
 use crate::log::Log;
 use crate::offset::{FilePosition, Offset};
 use crate::segment::{
-    BatchMeta, CLEANED_SUFFIX, INDEX_SUFFIX, LOG_SUFFIX, Segment, TIME_INDEX_SUFFIX, segment_path,
-    with_added_suffix,
+    AbortedTxn, BatchMeta, CLEANED_SUFFIX, INDEX_SUFFIX, LOG_SUFFIX, Segment, TIME_INDEX_SUFFIX,
+    TXN_INDEX_SUFFIX, segment_path, with_added_suffix,
 };
 
 /// Figures of one pass, for the summary line and the metrics.
@@ -114,8 +123,12 @@ pub fn clean(
         now_ms,
         producers: &producers,
     };
+    // One view of the transactions for the whole pass, as Kafka keeps it across groups.
+    let mut txns = TxnFilter::default();
     for group in group_segments(&to_clean, &config, stats.end_offset) {
-        let cleaned = clean_group(log, &group, map, &context, &mut stats, throttle, abort)?;
+        let cleaned = clean_group(
+            log, &group, map, &context, &mut txns, &mut stats, throttle, abort,
+        )?;
         log.replace_segments(&group, cleaned)?;
         stats.segments_cleaned += group.len();
     }
@@ -127,18 +140,34 @@ pub fn clean(
 struct PassContext<'a> {
     config: &'a LogConfig,
     now_ms: i64,
-    /// The last offset of each active producer's last batch.
-    producers: &'a HashMap<i64, i64>,
+    /// Each active producer's epoch and last data offset (−1 when it has no data batch left).
+    producers: &'a HashMap<i64, (i16, i64)>,
 }
 
-/// The last batch of every producer the log's producer state still holds (not expired, not
-/// below the log start): such a batch is kept, empty if need be, so the producer's last
-/// sequence and epoch survive compaction and a restart rebuilds the same state (Kafka's rule).
-fn last_batch_of_active_producers(log: &Log) -> HashMap<i64, i64> {
+impl PassContext<'_> {
+    /// Whether `batch` is its producer's last word, which is kept, emptied if need be, so the
+    /// producer's last sequence and epoch survive compaction and a restart rebuilds the same
+    /// state (Kafka's rule): its last data batch, or, when it has none left, a marker of its
+    /// current epoch.
+    fn is_last_of_producer(&self, batch: &RecordBatch<'_>) -> bool {
+        if batch.producer_id() < 0 {
+            return false;
+        }
+        match self.producers.get(&batch.producer_id()) {
+            Some(&(_, last_offset)) if last_offset >= 0 => batch.last_offset() == last_offset,
+            Some(&(epoch, _)) => batch.is_control() && batch.producer_epoch() == epoch,
+            None => false,
+        }
+    }
+}
+
+/// Every producer the log's producer state still holds (not expired, not below the log
+/// start), with its epoch and last data offset.
+fn last_batch_of_active_producers(log: &Log) -> HashMap<i64, (i16, i64)> {
     log.producer_state()
         .entries()
         .into_iter()
-        .map(|entry| (entry.producer_id, entry.last_offset()))
+        .map(|entry| (entry.producer_id, (entry.epoch, entry.last_offset())))
         .collect()
 }
 
@@ -154,6 +183,9 @@ fn build_map(
 ) -> Result<()> {
     let view = log.view();
     let segments = &view.segments;
+    // Keys of aborted transactions never reach the map.
+    let mut txns = TxnFilter::default();
+    txns.expect(log.aborted_txns_for_cleaning(Offset::new(first_dirty), first_uncleanable)?);
     for (index, segment) in segments.iter().enumerate() {
         let next_base = segments
             .get(index + 1)
@@ -188,10 +220,15 @@ fn build_map(
                     });
                     return ControlFlow::Break(());
                 }
-                if let FileEntry::V2(batch) = entry
-                    && batch.is_control()
-                {
-                    return ControlFlow::Continue(());
+                if let FileEntry::V2(batch) = entry {
+                    if batch.is_control() {
+                        txns.on_marker(batch);
+                        return ControlFlow::Continue(());
+                    }
+                    if txns.drops_data(batch) {
+                        map.set_latest_offset(entry.last_offset().min(first_uncleanable - 1));
+                        return ControlFlow::Continue(());
+                    }
                 }
                 let records =
                     match entry
@@ -314,11 +351,13 @@ pub fn group_by_limits(
 }
 
 /// Writes the survivors of `group` into a new `.cleaned` segment based at the group's base.
+#[allow(clippy::too_many_arguments, reason = "one pass's state, handed down")]
 fn clean_group(
     log: &Log,
     group: &[Arc<Segment>],
     map: &mut OffsetMap,
     context: &PassContext<'_>,
+    txns: &mut TxnFilter,
     stats: &mut PassStats,
     throttle: &Throttle,
     abort: &AtomicBool,
@@ -326,14 +365,14 @@ fn clean_group(
     let (config, now_ms) = (context.config, context.now_ms);
     let dir = log.dir();
     let base = group[0].base_offset();
-    for suffix in [LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX] {
+    for suffix in [LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX] {
         remove_if_exists(&with_added_suffix(
             &segment_path(dir, base.value(), suffix),
             CLEANED_SUFFIX,
         ))?;
     }
     let output = Segment::open(dir, base, config, now_ms, CLEANED_SUFFIX)?;
-    let result = copy_survivors(group, &output, map, context, stats, throttle, abort);
+    let result = copy_survivors(log, group, &output, map, context, txns, stats, throttle, abort);
     if result.is_err() || abort.load(Ordering::Relaxed) {
         if let Err(error) = output.delete_files() {
             // A `.cleaned` file left behind is removed when the log next loads.
@@ -346,17 +385,30 @@ fn clean_group(
     Ok(output)
 }
 
+#[allow(clippy::too_many_arguments, reason = "one pass's state, handed down")]
 fn copy_survivors(
+    log: &Log,
     group: &[Arc<Segment>],
     output: &Segment,
     map: &mut OffsetMap,
     context: &PassContext<'_>,
+    txns: &mut TxnFilter,
     stats: &mut PassStats,
     throttle: &Throttle,
     abort: &AtomicBool,
 ) -> Result<()> {
     let latest = map.latest_offset();
+    let view = log.view();
     for segment in group {
+        // The aborted transactions reaching into this segment, as Kafka gathers them per
+        // segment (those starting below the next segment's base).
+        let next_base = view
+            .segments
+            .iter()
+            .map(|later| later.base_offset())
+            .find(|base| *base > segment.base_offset())
+            .unwrap_or(view.log_end.offset);
+        txns.expect(log.aborted_txns_for_cleaning(segment.base_offset(), next_base.value())?);
         let mut failure = None;
         let path = segment.log_path();
         segment
@@ -367,16 +419,23 @@ fn copy_survivors(
                 }
                 throttle.account(entry.size_in_bytes() as u64);
                 stats.bytes_read += entry.size_in_bytes() as u64;
-                match filter_entry(entry, map, latest, context, stats) {
-                    Ok(Some((bytes, meta))) => {
-                        throttle.account(bytes.len() as u64);
-                        stats.bytes_written += bytes.len() as u64;
-                        if let Err(error) = output.append(&bytes, &[meta]) {
+                match filter_entry(entry, map, latest, context, txns, stats) {
+                    Ok((kept, index_entry)) => {
+                        if let Some((bytes, meta)) = kept {
+                            throttle.account(bytes.len() as u64);
+                            stats.bytes_written += bytes.len() as u64;
+                            if let Err(error) = output.append(&bytes, &[meta]) {
+                                failure = Some(error);
+                                return ControlFlow::Break(());
+                            }
+                        }
+                        if let Some(txn) = index_entry
+                            && let Err(error) = output.append_aborted_txn(txn)
+                        {
                             failure = Some(error);
                             return ControlFlow::Break(());
                         }
                     }
-                    Ok(None) => {}
                     Err(error) => {
                         failure = Some(StorageError::Corrupt {
                             path: path.clone(),
@@ -395,14 +454,19 @@ fn copy_survivors(
     Ok(())
 }
 
-/// The bytes to keep of one entry (itself, a rebuilt batch, or nothing).
+/// What to keep of one entry: the bytes (itself, a rebuilt batch, or nothing), and the
+/// transaction-index entry of a kept ABORT marker.
+type Filtered = (Option<(Vec<u8>, BatchMeta)>, Option<AbortedTxn>);
+
+/// What to keep of one entry (see [`Filtered`]).
 fn filter_entry(
     entry: &FileEntry<'_>,
     map: &mut OffsetMap,
     latest: i64,
     context: &PassContext<'_>,
+    txns: &mut TxnFilter,
     stats: &mut PassStats,
-) -> std::result::Result<Option<(Vec<u8>, BatchMeta)>, RecordsError> {
+) -> std::result::Result<Filtered, RecordsError> {
     let (config, now_ms) = (context.config, context.now_ms);
     entry.validate()?;
     let keep_whole = |stats: &mut PassStats, records: u64| {
@@ -418,12 +482,46 @@ fn filter_entry(
     };
     let FileEntry::V2(batch) = entry else {
         // Legacy (magic 0/1) entries are kept as they are: ferrolog never rewrites old formats.
-        return Ok(keep_whole(stats, 1));
+        return Ok((keep_whole(stats, 1), None));
     };
-    if batch.is_control() || batch.last_offset() > latest {
-        // Transaction markers are not cleaned (no transactions yet); data past the map's reach
-        // is newer than anything the map knows.
-        return Ok(keep_whole(stats, batch.records_count().max(0) as u64));
+    let count = batch.records_count().max(0) as u64;
+    if batch.is_control() {
+        let verdict = txns.on_marker(batch);
+        if !verdict.discardable {
+            return Ok((keep_whole(stats, count), verdict.index_entry));
+        }
+        let horizon = batch.delete_horizon_ms();
+        let Some(horizon) = horizon else {
+            // Its transaction's data is gone: the marker goes once its horizon has passed.
+            let horizon = crate::clock::after(now_ms, config.delete_retention);
+            let records = batch.records(DEFAULT_MAX_DECOMPRESSED_BYTES)?;
+            let records: Vec<ferrolog_records::Record<'_>> =
+                records.iter().collect::<std::result::Result<_, _>>()?;
+            let kept: Vec<&ferrolog_records::Record<'_>> = records.iter().collect();
+            stats.records_read += count;
+            stats.records_written += count;
+            return Ok((Some(rebuild(batch, &kept, Some(horizon))?), None));
+        };
+        if now_ms < horizon {
+            return Ok((keep_whole(stats, count), None));
+        }
+        stats.records_read += count;
+        if context.is_last_of_producer(batch) {
+            return Ok((Some(rebuild(batch, &[], Some(horizon))?), None));
+        }
+        return Ok((None, None));
+    }
+    if txns.drops_data(batch) {
+        // Data of an aborted transaction: gone, but for the producer's last batch, emptied.
+        stats.records_read += count;
+        if context.is_last_of_producer(batch) {
+            return Ok((Some(rebuild(batch, &[], batch.delete_horizon_ms())?), None));
+        }
+        return Ok((None, None));
+    }
+    if batch.last_offset() > latest {
+        // Data past the map's reach is newer than anything the map knows.
+        return Ok((keep_whole(stats, count), None));
     }
     let records = batch.records(DEFAULT_MAX_DECOMPRESSED_BYTES)?;
     let records: Vec<ferrolog_records::Record<'_>> =
@@ -456,19 +554,17 @@ fn filter_entry(
     if kept.len() == records.len() && !needs_horizon {
         stats.records_written -= kept.len() as u64;
         stats.records_read -= records.len() as u64;
-        return Ok(keep_whole(stats, records.len() as u64));
+        return Ok((keep_whole(stats, records.len() as u64), None));
     }
-    let producer_needs_it = batch.producer_id() >= 0
-        && context.producers.get(&batch.producer_id()) == Some(&batch.last_offset());
-    if kept.is_empty() && !producer_needs_it {
-        return Ok(None);
+    if kept.is_empty() && !context.is_last_of_producer(batch) {
+        return Ok((None, None));
     }
-    rebuild(
+    let rebuilt = rebuild(
         batch,
         &kept,
         horizon.or(needs_horizon.then(|| crate::clock::after(now_ms, config.delete_retention))),
-    )
-    .map(Some)
+    )?;
+    Ok((Some(rebuilt), None))
 }
 
 fn rebuild(
@@ -484,6 +580,8 @@ fn rebuild(
             batch.producer_epoch(),
             batch.base_sequence(),
         )
+        .transactional(batch.is_transactional())
+        .control(batch.is_control())
         .partition_leader_epoch(batch.partition_leader_epoch())
         .last_offset_delta(batch.last_offset_delta());
     if batch.timestamp_type() == TimestampType::LogAppendTime {

@@ -32,8 +32,9 @@ pub struct LogInfo<'a> {
     pub log_start_offset: i64,
     /// The log end offset; a checkpoint past it is reset to the log start.
     pub log_end_offset: i64,
-    /// The high watermark: nothing at or above it is cleaned.
-    pub high_watermark: i64,
+    /// The last stable offset (the high watermark when no transaction is open): nothing at or
+    /// above it is cleaned.
+    pub last_stable_offset: i64,
     /// From the cleaner checkpoint, if any.
     pub checkpointed_dirty_offset: Option<i64>,
     /// The log's configuration (`min.compaction.lag.ms`, `max.compaction.lag.ms`).
@@ -80,7 +81,7 @@ pub fn cleanable(info: &LogInfo<'_>, now_ms: i64) -> Cleanable {
     let active_base = segments
         .last()
         .map_or(info.log_end_offset, |segment| segment.base_offset);
-    let mut first_uncleanable = active_base.min(info.high_watermark);
+    let mut first_uncleanable = active_base.min(info.last_stable_offset);
     let lag = info.config.min_compaction_lag;
     if !lag.is_zero() {
         let too_new = segments
@@ -186,7 +187,7 @@ mod tests {
             segments,
             log_start_offset: segments[0].base_offset,
             log_end_offset: 100,
-            high_watermark: 100,
+            last_stable_offset: 100,
             checkpointed_dirty_offset: checkpoint,
             config,
         }
@@ -243,7 +244,7 @@ mod tests {
     }
 
     #[test]
-    fn nothing_at_or_above_the_high_watermark_is_cleanable() {
+    fn nothing_at_or_above_the_last_stable_offset_is_cleanable() {
         let config = LogConfig::default();
         let segments = [
             segment(0, 100, 0),
@@ -252,7 +253,7 @@ mod tests {
             segment(75, 0, -1),
         ];
         let mut log = info(&segments, None, &config);
-        log.high_watermark = 30;
+        log.last_stable_offset = 30;
         let result = cleanable(&log, 0);
         assert_eq!(
             result.first_uncleanable_offset, 25,

@@ -88,6 +88,15 @@ pub struct LogView {
 }
 
 impl LogView {
+    /// Where `read_committed` consumers stop: the first offset of the earliest open
+    /// transaction (never below the log start), or the high watermark if that is lower or no
+    /// transaction is open.
+    pub fn last_stable_offset(&self) -> Offset {
+        self.first_unstable_offset
+            .map_or(self.high_watermark, |first| {
+                first.max(self.log_start_offset).min(self.high_watermark)
+            })
+    }
     /// The last segment, the one appends go to.
     pub fn active_segment(&self) -> &Arc<Segment> {
         // The list is never empty (module invariant), so `last` always exists.

@@ -68,11 +68,7 @@ impl Watermarks {
         Self {
             log_start_offset: view.log_start_offset,
             high_watermark: view.high_watermark,
-            last_stable_offset: view
-                .first_unstable_offset
-                .map_or(view.high_watermark, |first| {
-                    first.max(view.log_start_offset).min(view.high_watermark)
-                }),
+            last_stable_offset: view.last_stable_offset(),
             log_end_offset: view.log_end.offset,
         }
     }
@@ -288,6 +284,33 @@ impl Log {
             }
             Ok(None)
         })
+    }
+}
+
+impl Log {
+    /// The aborted transactions the cleaner must know of for the segment based at
+    /// `segment_base`: those starting below `upper_bound` found in that segment's index and the
+    /// later ones', until an index says no later one holds more (Kafka's
+    /// `collectAbortedTransactions`, which filters on the log start, not the segment base).
+    pub fn aborted_txns_for_cleaning(
+        &self,
+        segment_base: Offset,
+        upper_bound: i64,
+    ) -> Result<Vec<AbortedTxn>> {
+        let view = self.view();
+        let Some(first) = view.floor_segment_index(segment_base) else {
+            return Ok(Vec::new());
+        };
+        let mut aborted = Vec::new();
+        for segment in &view.segments[first..] {
+            let search =
+                segment.collect_aborted_txns(view.log_start_offset.value(), upper_bound)?;
+            aborted.extend(search.aborted);
+            if search.complete {
+                break;
+            }
+        }
+        Ok(aborted)
     }
 }
 
