@@ -577,7 +577,10 @@ fn transactions_are_compacted_as_kafka_compacts_them() {
             .collect()
     };
     assert_eq!(values_of("a"), ["committed"], "{kept:?}");
-    assert!(values_of("b").is_empty(), "aborted data is dropped: {kept:?}");
+    assert!(
+        values_of("b").is_empty(),
+        "aborted data is dropped: {kept:?}"
+    );
     assert_eq!(values_of("filler"), ["5"]);
     assert_eq!(
         kept.iter()
@@ -605,5 +608,8 @@ fn transactions_are_compacted_as_kafka_compacts_them() {
         .collect();
     assert_eq!(aborted, [2]);
     let producers: Vec<i64> = producer_batches(log).iter().map(|p| p.0).collect();
-    assert!(producers.contains(&2), "producer 2's batches: {producers:?}");
+    assert!(
+        producers.contains(&2),
+        "producer 2's batches: {producers:?}"
+    );
 }

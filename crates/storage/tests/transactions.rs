@@ -138,7 +138,11 @@ fn aborts_are_indexed_and_committed_reads_stop_at_the_first_open_transaction() {
     let aborted = entry(1, 0, 5, 3);
     assert_eq!(read_committed(&log, 0), (2, Some(vec![aborted])));
     let indexes = txn_indexes(&dir);
-    assert_eq!(indexes.len(), 1, "only the segment holding the abort has an index");
+    assert_eq!(
+        indexes.len(),
+        1,
+        "only the segment holding the abort has an index"
+    );
     assert_eq!(indexes[0].1, aborted_bytes(&aborted));
     // A read_uncommitted read reads to the high watermark and lists nothing.
     let uncommitted = log
@@ -263,6 +267,37 @@ fn restarts_keep_open_transactions_and_recovery_rebuilds_the_indexes() {
         assert_eq!(read_committed(&log, third), later);
         log.close().unwrap();
     }
+
+    // Clean, with the offset index of the first segment holding an abort lost: that segment
+    // alone is recovered, below the snapshot at the log end, and its transaction index is
+    // rebuilt by a replay from the start in a state that is then dropped.
+    let (first_indexed, _) = &indexes[0];
+    let offset_index = first_indexed.with_extension("index");
+    let last_segment = log_files(&dir).pop().unwrap();
+    assert_ne!(
+        first_indexed.with_extension("log"),
+        last_segment,
+        "the abort is in an inactive segment"
+    );
+    std::fs::remove_file(&offset_index).unwrap();
+    let (log, source) = open(&dir, true, &clock);
+    assert!(matches!(source, ProducerStateSource::Snapshot(_)), "{source:?}");
+    assert!(offset_index.exists(), "the segment was recovered");
+    assert_eq!(txn_indexes(&dir), indexes);
+    assert_eq!(last_stable(&log), open_at);
+    assert_eq!(read_committed(&log, 0), committed);
+    log.close().unwrap();
+}
+
+/// The `.log` files in `dir`, in offset order.
+fn log_files(dir: &Path) -> Vec<PathBuf> {
+    let mut found: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .filter(|path| path.extension().is_some_and(|e| e == "log"))
+        .collect();
+    found.sort();
+    found
 }
 
 #[test]
@@ -272,17 +307,17 @@ fn truncation_reopens_the_transactions_its_markers_closed() {
     let clock = Arc::new(ManualClock::new(START));
     let (log, _) = open(&dir, false, &clock);
     write(&log, 1, 0, 2, true);
-    let commit = end(&log, 1, MarkerKind::Abort).unwrap();
+    let abort_at = end(&log, 1, MarkerKind::Abort).unwrap();
     write(&log, 2, 0, 1, false);
     assert_eq!(last_stable(&log), log.log_end_offset().value());
     assert_eq!(txn_indexes(&dir).len(), 1);
     // Cut at the marker: the transaction is open again and its index entry gone.
-    assert!(log.truncate_to(Offset::new(commit)).unwrap());
+    assert!(log.truncate_to(Offset::new(abort_at)).unwrap());
     assert_eq!(last_stable(&log), 0);
     assert_eq!(txn_indexes(&dir)[0].1, Vec::<u8>::new());
     assert_eq!(read_committed(&log, 0), (-1, Some(Vec::new())));
     // The coordinator's marker comes again.
-    assert_eq!(end(&log, 1, MarkerKind::Abort).unwrap(), commit);
-    assert_eq!(last_stable(&log), commit + 1);
+    assert_eq!(end(&log, 1, MarkerKind::Abort).unwrap(), abort_at);
+    assert_eq!(last_stable(&log), abort_at + 1);
     log.close().unwrap();
 }

@@ -62,9 +62,7 @@ pub fn handle(
                     watermarks.high_watermark
                 };
                 if partition.timestamp == special_timestamps::LATEST {
-                    return response
-                        .with_timestamp(-1)
-                        .with_offset(fetchable.value());
+                    return response.with_timestamp(-1).with_offset(fetchable.value());
                 }
                 match log.fetch_offset_by_timestamp(partition.timestamp) {
                     Ok(Some(found))

@@ -365,14 +365,21 @@ fn clean_group(
     let (config, now_ms) = (context.config, context.now_ms);
     let dir = log.dir();
     let base = group[0].base_offset();
-    for suffix in [LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX] {
+    for suffix in [
+        LOG_SUFFIX,
+        INDEX_SUFFIX,
+        TIME_INDEX_SUFFIX,
+        TXN_INDEX_SUFFIX,
+    ] {
         remove_if_exists(&with_added_suffix(
             &segment_path(dir, base.value(), suffix),
             CLEANED_SUFFIX,
         ))?;
     }
     let output = Segment::open(dir, base, config, now_ms, CLEANED_SUFFIX)?;
-    let result = copy_survivors(log, group, &output, map, context, txns, stats, throttle, abort);
+    let result = copy_survivors(
+        log, group, &output, map, context, txns, stats, throttle, abort,
+    );
     if result.is_err() || abort.load(Ordering::Relaxed) {
         if let Err(error) = output.delete_files() {
             // A `.cleaned` file left behind is removed when the log next loads.
@@ -487,6 +494,16 @@ fn filter_entry(
     let count = batch.records_count().max(0) as u64;
     if batch.is_control() {
         let verdict = txns.on_marker(batch);
+        if count == 0 {
+            // An emptied marker: kept only as its producer's last word, as Kafka keeps it.
+            return Ok((
+                context
+                    .is_last_of_producer(batch)
+                    .then(|| keep_whole(stats, 0))
+                    .flatten(),
+                None,
+            ));
+        }
         if !verdict.discardable {
             return Ok((keep_whole(stats, count), verdict.index_entry));
         }
@@ -507,7 +524,8 @@ fn filter_entry(
         }
         stats.records_read += count;
         if context.is_last_of_producer(batch) {
-            return Ok((Some(rebuild(batch, &[], Some(horizon))?), None));
+            // Emptied, as Kafka's empty header is: no records, no delete horizon.
+            return Ok((Some(rebuild(batch, &[], None)?), None));
         }
         return Ok((None, None));
     }
@@ -515,7 +533,7 @@ fn filter_entry(
         // Data of an aborted transaction: gone, but for the producer's last batch, emptied.
         stats.records_read += count;
         if context.is_last_of_producer(batch) {
-            return Ok((Some(rebuild(batch, &[], batch.delete_horizon_ms())?), None));
+            return Ok((Some(rebuild(batch, &[], None)?), None));
         }
         return Ok((None, None));
     }

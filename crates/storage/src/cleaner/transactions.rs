@@ -54,9 +54,7 @@ impl TxnFilter {
                 break;
             }
             let txn = entry.remove();
-            self.aborted
-                .entry(txn.producer_id)
-                .or_insert((txn, false));
+            self.aborted.entry(txn.producer_id).or_insert((txn, false));
         }
     }
 

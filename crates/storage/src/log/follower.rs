@@ -56,10 +56,7 @@ pub(crate) fn validate_follower_append(
         previous_last = Some(batch.last_offset());
         record_count += batch.records_count().max(0) as usize;
         producer_batches.extend(ProducerBatch::of(&batch));
-        markers.extend(
-            TxnMarker::of(&batch)
-                .map_err(|reason| invalid(batch_index, None, reason))?,
-        );
+        markers.extend(TxnMarker::of(&batch).map_err(|reason| invalid(batch_index, None, reason))?);
         batches.push(BatchMeta {
             last_offset: Offset::new(batch.last_offset()),
             max_timestamp: batch.max_timestamp(),

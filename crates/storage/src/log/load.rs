@@ -302,22 +302,47 @@ impl Log {
             ProducerState::default()
         } else {
             // Recovery emptied these segments' transaction indexes; the replay refills them.
+            let recovered_here = |segment: &Arc<Segment>| {
+                let path = segment.log_path();
+                report
+                    .recovered
+                    .iter()
+                    .find(|recovered| recovered.log_file == path)
+                    .map(|recovered| recovered.truncated_bytes)
+            };
             let reindexed: std::collections::HashSet<Offset> = segments
                 .iter()
-                .filter(|segment| {
-                    let path = segment.log_path();
-                    report.recovered.iter().any(|recovered| recovered.log_file == path)
-                })
+                .filter(|segment| recovered_here(segment).is_some())
                 .map(|segment| segment.base_offset())
                 .collect();
+            // A snapshot above a segment recovery cut may hold what was cut.
+            let cut = segments
+                .iter()
+                .filter(|segment| recovered_here(segment).is_some_and(|cut| cut > 0))
+                .map(|segment| segment.base_offset())
+                .min();
             let (state, source, damaged) = super::producers::load(
                 dir,
                 &segments,
                 log_start_offset,
                 log_end_offset,
                 params.had_clean_shutdown,
-                &reindexed,
+                &super::producers::Reindex {
+                    segments: &reindexed,
+                    cut,
+                },
             )?;
+            let mut synced = false;
+            for segment in segments
+                .iter()
+                .filter(|s| reindexed.contains(&s.base_offset()))
+            {
+                segment.sync_txn_index()?;
+                synced |= segment.txn_index_path().exists();
+            }
+            if synced {
+                crate::fs::fsync_dir(dir)?;
+            }
             report.producer_state = source;
             report.damaged = damaged;
             state

@@ -43,11 +43,11 @@ pub use append::AppendInfo;
 pub use load::{DamagedBytes, LoadParams, LoadReport, RecoveredSegment};
 pub use maintenance::RetentionOutcome;
 pub use producers::ProducerStateSource;
-pub use write::MarkerRequest;
 pub use read::{
     FetchBound, FetchData, FetchParams, FileSlice, FirstBatch, LogOffsetMetadata, Watermarks,
     special_timestamps,
 };
+pub use write::MarkerRequest;
 
 use crate::clock::Clock;
 use crate::config::LogConfig;

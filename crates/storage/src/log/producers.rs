@@ -126,25 +126,37 @@ pub(super) fn replay(
     Ok(damaged)
 }
 
+/// What recovery did to a log being opened, for its producer state.
+pub(super) struct Reindex<'a> {
+    /// The segments recovery scanned: their transaction indexes are empty until the replay.
+    pub segments: &'a HashSet<Offset>,
+    /// The base of the first segment recovery cut, if any: snapshots above it may hold what
+    /// was cut.
+    pub cut: Option<Offset>,
+}
+
 /// The producer state of a log being opened: stray snapshots (above the log end, below the log
-/// start) are removed, then the newest valid snapshot is loaded and the log after it replayed.
+/// start, above a segment recovery cut) are removed, then the newest valid snapshot is loaded
+/// and the log after it replayed.
 ///
-/// Recovery emptied the transaction indexes of the segments in `reindexed`, and replaying their
-/// markers refills them. The replay from the snapshot covers those at or above it; for those
-/// below, a state as of an older snapshot (or the log start) replays up to it and is then
-/// dropped, as Kafka rebuilds a throwaway state up to a segment it recovers.
+/// Recovery emptied the transaction indexes of the segments in `recovery.segments`, and
+/// replaying their markers refills them. The replay from the snapshot covers those at or above
+/// it; for those below, a state as of an older snapshot (or the log start) replays up to it and
+/// is then dropped, as Kafka rebuilds a throwaway state up to a segment it recovers.
 pub(super) fn load(
     dir: &Path,
     segments: &[Arc<Segment>],
     log_start_offset: Offset,
     log_end_offset: Offset,
     had_clean_shutdown: bool,
-    reindexed: &HashSet<Offset>,
+    recovery: &Reindex<'_>,
 ) -> Result<(ProducerState, ProducerStateSource, Vec<DamagedBytes>)> {
+    let reindexed = recovery.segments;
+    let above_cut = recovery.cut.unwrap_or(Offset::MAX);
     let mut candidates = Vec::new();
     for (offset, path) in snapshot::list(dir)? {
         let offset = Offset::new(offset);
-        if offset > log_end_offset || offset < log_start_offset {
+        if offset > log_end_offset || offset < log_start_offset || offset > above_cut {
             remove_if_exists(&path)?;
         } else {
             candidates.push((offset, path));
@@ -193,7 +205,10 @@ fn newest_valid_snapshot(
     candidates: &mut Vec<(Offset, std::path::PathBuf)>,
     at_most: Offset,
 ) -> Result<Option<(Offset, ProducerState)>> {
-    while let Some(position) = candidates.iter().rposition(|(offset, _)| *offset <= at_most) {
+    while let Some(position) = candidates
+        .iter()
+        .rposition(|(offset, _)| *offset <= at_most)
+    {
         let (offset, path) = candidates.remove(position);
         let bytes = std::fs::read(&path).map_err(StorageError::io("read", &path))?;
         match snapshot::decode(&path, &bytes) {
@@ -250,22 +265,23 @@ impl Log {
         Ok(())
     }
 
-    /// After a truncation to `log_end_offset`: snapshots above it go and the state is rebuilt
-    /// from the newest one left (Kafka rebuilds it the same way).
-    pub(super) fn rebuild_producer_state(&self, log_end_offset: Offset) -> Result<()> {
-        let view = self.view();
+    /// After a truncation, for the view `next` about to be published: snapshots above its
+    /// end go and the state is rebuilt from the newest one left (Kafka rebuilds it the same
+    /// way), and `next` takes its first unstable offset.
+    pub(super) fn rebuild_producer_state(&self, next: &mut super::LogView) -> Result<()> {
         let (state, _, _reported_when_met) = load(
             self.dir(),
-            &view.segments,
-            view.log_start_offset,
-            log_end_offset,
+            &next.segments,
+            next.log_start_offset,
+            next.log_end.offset,
             false,
-            &HashSet::new(),
+            &Reindex {
+                segments: &HashSet::new(),
+                cut: None,
+            },
         )?;
-        let mut next = (*view).clone();
         next.first_unstable_offset = state.first_unstable_offset().map(Offset::new);
         *self.producers.lock() = state;
-        self.publish(next);
         Ok(())
     }
 }

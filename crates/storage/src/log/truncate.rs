@@ -55,9 +55,11 @@ impl Log {
             next.log_start_offset = next.log_start_offset.min(target);
             next.high_watermark = next.high_watermark.min(target);
             next.recovery_point = next.recovery_point.min(target);
+            // The state as of the cut, before the view shows it: the transactions whose markers
+            // were cut are open again, and the last stable offset says so at once.
+            self.rebuild_producer_state(&mut next)?;
             self.publish(next);
             self.retire(&removed)?;
-            self.rebuild_producer_state(target)?;
             drop(writer);
             Ok(true)
         })

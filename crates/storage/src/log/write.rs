@@ -198,13 +198,24 @@ impl Log {
             next.first_unstable_offset = producers.first_unstable_offset().map(Offset::new);
             aborted
         };
-        self.publish(next);
-        // Into the segment the markers went to, as Kafka indexes them. Should this fail, the
-        // data is written and the index misses the entry until recovery rebuilds it.
-        for txn in aborted {
-            active.append_aborted_txn(txn)?;
+        // Aborts are indexed, in the segment their markers went to, before the last stable
+        // offset may pass them: a read_committed reader (or the cleaner) that sees the new
+        // bound finds the entries. Should an entry not be written, the data stays written but
+        // the bound does not move (as in Kafka) until recovery rebuilds the index.
+        let indexed = aborted
+            .iter()
+            .try_for_each(|txn| active.append_aborted_txn(*txn));
+        if indexed.is_err() {
+            let unindexed = aborted.iter().map(|txn| Offset::new(txn.first_offset));
+            next.first_unstable_offset = view
+                .first_unstable_offset
+                .into_iter()
+                .chain(unindexed)
+                .min();
         }
+        self.publish(next);
         drop(writer);
+        indexed?;
 
         if let Some(new_base) = rolled {
             self.make_roll_durable(new_base)?;
@@ -236,7 +247,9 @@ impl Log {
                 offset: offset.value(),
                 timestamp: now_ms,
             };
-            self.producers.lock().check_marker(&txn_marker, epoch_bumped)?;
+            self.producers
+                .lock()
+                .check_marker(&txn_marker, epoch_bumped)?;
             let kind = match marker.kind {
                 MarkerKind::Abort => 0,
                 MarkerKind::Commit => 1,

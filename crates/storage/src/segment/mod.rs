@@ -556,6 +556,12 @@ impl Segment {
             .map(|entry| entry.offset)
     }
 
+    /// fsyncs the `.txnindex`, if there is one (recovery rebuilds it below the recovery point,
+    /// where no flush reaches, and an index lost would let aborted data pass for committed).
+    pub fn sync_txn_index(&self) -> Result<()> {
+        self.txn_index.lock().fsync()
+    }
+
     /// Every transaction aborted in this segment, in marker order.
     pub fn aborted_txns(&self) -> Result<Vec<AbortedTxn>> {
         Ok(self.txn_index.lock().entries()?.to_vec())
