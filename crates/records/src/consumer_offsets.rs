@@ -255,13 +255,22 @@ impl GroupValue {
     }
 }
 
-/// The `__consumer_offsets` partition that holds `group`: Java's `String.hashCode` of the id,
-/// made non-negative as Kafka's `Utils.abs` does (`& 0x7fffffff`), modulo the partition count.
+/// The `__consumer_offsets` partition that holds `group`, as Kafka's group coordinator places
+/// it: see [`coordinator_partition`].
 pub fn partition_for_group(group: &str, partitions: i32) -> i32 {
-    let hash = group.encode_utf16().fold(0i32, |hash, unit| {
+    coordinator_partition(group, partitions)
+}
+
+/// The partition of a coordinator's internal topic that holds `id` (a group id in
+/// `__consumer_offsets`, a transactional id in `__transaction_state`): Kafka's
+/// `Utils.abs(id.hashCode()) % partitions`, with Java's `String.hashCode` over UTF-16 code units
+/// and `Utils.abs`, which is the absolute value except for `i32::MIN`, which it makes 0.
+pub fn coordinator_partition(id: &str, partitions: i32) -> i32 {
+    let hash = id.encode_utf16().fold(0i32, |hash, unit| {
         hash.wrapping_mul(31).wrapping_add(i32::from(unit))
     });
-    (hash & 0x7fff_ffff) % partitions.max(1)
+    let abs = if hash == i32::MIN { 0 } else { hash.abs() };
+    abs % partitions.max(1)
 }
 
 fn unknown_version(what: &'static str, version: i16) -> RecordsError {
@@ -470,12 +479,22 @@ mod tests {
     }
 
     #[test]
-    fn group_partitions_follow_java_string_hash_code() {
-        // "a".hashCode() = 97; "".hashCode() = 0; a negative hash is masked, not negated.
-        assert_eq!(partition_for_group("a", 50), 97 % 50);
-        assert_eq!(partition_for_group("", 50), 0);
-        let negative = "polygenelubricants"; // hashCode() == Integer.MIN_VALUE
-        assert_eq!(partition_for_group(negative, 50), 0);
+    fn coordinator_partitions_follow_java_string_hash_code_and_kafka_s_abs() {
+        // Kafka 4.4's own answers (`Utils.abs(id.hashCode()) % 50`): a negative hash is
+        // negated, i32::MIN becomes 0, and characters count as UTF-16 code units.
+        for (id, partition) in [
+            ("my-txn", 45),
+            ("txn-1", 10),
+            ("transactional-id", 31),
+            ("a", 47),
+            ("", 0),
+            ("polygenelubricants", 0),
+            ("é-txn", 44),
+            ("😀", 49),
+        ] {
+            assert_eq!(coordinator_partition(id, 50), partition, "{id:?}");
+            assert_eq!(partition_for_group(id, 50), partition, "{id:?}");
+        }
     }
 
     #[test]

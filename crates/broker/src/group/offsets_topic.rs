@@ -2,7 +2,7 @@
 //! one partition per group (by [`partition_for_group`]), compacted so only the latest record
 //! per key (and tombstones, for a while) survives.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
 
 use ferrolog_records::consumer_offsets::{
@@ -86,7 +86,41 @@ impl OffsetsTopic {
     /// its checksum alone, a damaged frame with the rest of its segment (whose batches cannot be
     /// found past it); loading goes on with what follows, so one damaged place costs the groups
     /// only the commits written there.
+    ///
+    /// Before ferrolog placed groups as Kafka does, a group whose id hashes negative went to
+    /// another partition. Records found outside their group's partition are read too, after the
+    /// others, and only where the group's own partition holds nothing newer for the same key:
+    /// they are older than anything written there since.
     pub fn load(&self, mut visit: impl FnMut(OffsetsRecord)) -> Result<usize> {
+        let mut placed_keys: HashSet<OffsetsKey> = HashSet::new();
+        let mut misplaced: Vec<OffsetsRecord> = Vec::new();
+        let loaded = self.load_partitions(|partition, record| {
+            if self.partition_of(record.0.group()) == partition {
+                placed_keys.insert(record.0.clone());
+                visit(record);
+            } else {
+                misplaced.push(record);
+            }
+        })?;
+        let older: Vec<OffsetsRecord> = misplaced
+            .into_iter()
+            .filter(|(key, _)| !placed_keys.contains(key))
+            .collect();
+        if !older.is_empty() {
+            tracing::info!(
+                records = older.len(),
+                "read group records found outside the offsets-topic partition their group belongs to (written by an older ferrolog); each group's next commit goes to its own partition"
+            );
+        }
+        for record in older {
+            visit(record);
+        }
+        Ok(loaded)
+    }
+
+    /// Every record of every partition that exists, with the partition it is in (see
+    /// [`OffsetsTopic::load`]).
+    fn load_partitions(&self, mut visit: impl FnMut(i32, OffsetsRecord)) -> Result<usize> {
         let mut loaded = 0;
         for partition in 0..self.partitions {
             let topic_partition = TopicPartition::new(OFFSETS_TOPIC, partition);
@@ -142,7 +176,9 @@ impl OffsetsTopic {
                             "skipping a damaged batch of the offsets topic: the group records in it are lost"
                         );
                     } else {
-                        loaded += visit_entry(&topic_partition, &entry, next.value(), &mut visit);
+                        loaded += visit_entry(&topic_partition, &entry, next.value(), &mut |record| {
+                            visit(partition, record)
+                        });
                     }
                     next = entry_next;
                 }
@@ -244,4 +280,77 @@ fn visit_entry(
         }
     }
     visited
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, reason = "tests")]
+mod tests {
+    use super::*;
+    use ferrolog_storage::SystemClock;
+    use ferrolog_storage::manager::ManagerConfig;
+
+    /// Appends `records` for `group` to `partition`, wherever the group belongs.
+    fn append_to(topic: &OffsetsTopic, partition: i32, records: &[OffsetsRecord]) {
+        let log = topic
+            .manager
+            .get_or_create(&TopicPartition::new(OFFSETS_TOPIC, partition))
+            .unwrap();
+        let mut builder = BatchBuilder::new(0);
+        for (key, value) in records {
+            builder
+                .append(1, Some(&key.encode()), value.as_deref(), &[])
+                .unwrap();
+        }
+        log.append_as_leader(builder.build().unwrap()).unwrap();
+    }
+
+    #[test]
+    fn records_an_older_ferrolog_placed_elsewhere_are_read_under_newer_ones() {
+        let temp = tempfile::tempdir().unwrap();
+        let manager = Arc::new(
+            LogManager::open(
+                ManagerConfig {
+                    log_dirs: vec![temp.path().to_path_buf()],
+                    ..ManagerConfig::default()
+                },
+                Arc::new(SystemClock),
+            )
+            .unwrap(),
+        );
+        let topic = OffsetsTopic::new(manager, 50, 1 << 20);
+        topic.ensure_created().unwrap();
+        // "my-txn" hashes negative: Kafka keeps it in partition 45; masking the sign bit, as
+        // ferrolog once did, put it in 3.
+        assert_eq!(topic.partition_of("my-txn"), 45);
+        let offset = |partition| OffsetsKey::Offset {
+            group: "my-txn".into(),
+            topic: "t".into(),
+            partition,
+        };
+        let group = OffsetsKey::Group {
+            group: "my-txn".into(),
+        };
+        append_to(
+            &topic,
+            3,
+            &[
+                (offset(0), Some(b"old".to_vec())),
+                (offset(1), Some(b"only-old".to_vec())),
+                (group.clone(), Some(b"old-group".to_vec())),
+            ],
+        );
+        topic
+            .append("my-txn", &[(offset(0), Some(b"new".to_vec()))], 2)
+            .unwrap();
+        let mut visited = Vec::new();
+        topic.load(|record| visited.push(record)).unwrap();
+        assert_eq!(
+            visited,
+            [
+                (offset(0), Some(b"new".to_vec())),
+                (offset(1), Some(b"only-old".to_vec())),
+                (group, Some(b"old-group".to_vec())),
+            ]
+        );
+    }
 }
