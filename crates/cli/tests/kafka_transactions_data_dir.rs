@@ -5,7 +5,8 @@
 //! and ListOffsets' latest under both isolation levels answer as Kafka answered, after a clean
 //! stop and after a SIGKILL. Kafka's `.txnindex` files stay as they were after a clean stop, and
 //! after the SIGKILL the index ferrolog's recovery rebuilds equals the one Kafka's recovery
-//! rebuilt, byte for byte.
+//! rebuilt, byte for byte. Kafka's own `__transaction_state` records decode with ferrolog's
+//! codec and re-encode to the same bytes.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests")]
 
@@ -21,6 +22,7 @@ use common::answers::wait_until_serving;
 use common::kafka::{KafkaPeer, kafka_available};
 use common::wire::{connect, name, send};
 use common::{python_with_confluent_kafka, run_script};
+use ferrolog_records::transaction_state::{self, TxnLogValue};
 use ferrolog_records::{EntryIter, FileEntry};
 use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
 use kafka_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
@@ -179,6 +181,61 @@ fn ferrolog_answers(copy: &Path, expected: &Answers, when: &str) -> BTreeMap<Pat
     txn_indexes(copy)
 }
 
+/// Kafka's `__transaction_state` records decode with ferrolog's codec, re-encode to the same
+/// bytes, and say what happened to each transactional id.
+fn coordinator_state_reads_as_kafka_wrote_it(kafka_dir: &Path) {
+    let dir = kafka_dir.join("__transaction_state-0");
+    let mut latest: BTreeMap<String, TxnLogValue> = BTreeMap::new();
+    let mut values = 0;
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_none_or(|e| e != "log") {
+            continue;
+        }
+        let bytes = std::fs::read(&path).unwrap();
+        for entry in EntryIter::new(&bytes) {
+            let (_, FileEntry::V2(batch)) = entry.unwrap() else {
+                panic!("a batch older than v2 in {}", path.display());
+            };
+            for record in batch.records(1 << 20).unwrap().iter() {
+                let record = record.unwrap();
+                let id = transaction_state::decode_key(record.key.unwrap()).unwrap();
+                let Some(value) = record.value else {
+                    latest.remove(&id);
+                    continue;
+                };
+                let decoded = TxnLogValue::decode(value).unwrap();
+                let version = i16::from_be_bytes([value[0], value[1]]);
+                assert_eq!(
+                    decoded.encode(version).unwrap(),
+                    value,
+                    "{id}: re-encoded as Kafka wrote it"
+                );
+                values += 1;
+                latest.insert(id, decoded);
+            }
+        }
+    }
+    assert!(values >= 8, "every transition is a record: {values}");
+    let states: BTreeMap<&str, &str> = latest
+        .iter()
+        .map(|(id, value)| (id.as_str(), value.status.name()))
+        .collect();
+    assert_eq!(
+        states,
+        BTreeMap::from([
+            ("history-aborted", "CompleteAbort"),
+            ("history-committed", "CompleteCommit"),
+            ("history-later", "CompleteCommit"),
+            ("history-open", "Ongoing"),
+        ])
+    );
+    assert_eq!(
+        latest["history-open"].partitions,
+        Some(vec![(TOPIC.to_owned(), vec![0])])
+    );
+}
+
 #[test]
 fn a_kafka_data_dir_with_transactions_answers_read_committed_as_kafka() {
     if !kafka_available() {
@@ -232,6 +289,7 @@ fn a_kafka_data_dir_with_transactions_answers_read_committed_as_kafka() {
         "every record, the open and later transactions' included"
     );
     kafka.stop();
+    coordinator_state_reads_as_kafka_wrote_it(&kafka_dir);
     let kafka_indexes = txn_indexes(&kafka_dir);
     assert_eq!(kafka_indexes.values().map(Vec::len).sum::<usize>(), 34);
     let copy = temp.path().join("after-clean-stop");

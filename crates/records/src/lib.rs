@@ -17,10 +17,12 @@ pub mod builder;
 pub mod compression;
 pub mod consumer_offsets;
 pub mod control;
+mod coordinator_codec;
 pub mod entry;
 pub mod error;
 pub mod legacy;
 pub mod record;
+pub mod transaction_state;
 pub mod varint;
 
 pub use batch::{

@@ -281,7 +281,10 @@ fn restarts_keep_open_transactions_and_recovery_rebuilds_the_indexes() {
     );
     std::fs::remove_file(&offset_index).unwrap();
     let (log, source) = open(&dir, true, &clock);
-    assert!(matches!(source, ProducerStateSource::Snapshot(_)), "{source:?}");
+    assert!(
+        matches!(source, ProducerStateSource::Snapshot(_)),
+        "{source:?}"
+    );
     assert!(offset_index.exists(), "the segment was recovered");
     assert_eq!(txn_indexes(&dir), indexes);
     assert_eq!(last_stable(&log), open_at);

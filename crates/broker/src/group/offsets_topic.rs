@@ -176,9 +176,10 @@ impl OffsetsTopic {
                             "skipping a damaged batch of the offsets topic: the group records in it are lost"
                         );
                     } else {
-                        loaded += visit_entry(&topic_partition, &entry, next.value(), &mut |record| {
-                            visit(partition, record)
-                        });
+                        loaded +=
+                            visit_entry(&topic_partition, &entry, next.value(), &mut |record| {
+                                visit(partition, record)
+                            });
                     }
                     next = entry_next;
                 }
