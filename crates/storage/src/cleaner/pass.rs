@@ -9,7 +9,7 @@
 //! tombstones gets a delete horizon (now + `delete.retention.ms`) the first time it is cleaned
 //! (KIP-534), so tombstones go on a later pass once it has passed.
 //!
-//! Transactions, as Kafka's cleaner treats them ([`super::transactions`]): the data of aborted
+//! Transactions, as Kafka's cleaner treats them (the `transactions` module): the data of aborted
 //! transactions is dropped and its keys never reach the map; a marker whose transaction still
 //! has data in the pass is kept (an ABORT with its transaction-index entry, written into the
 //! cleaned segment); one whose data is gone gets a delete horizon and goes on a pass after it.
