@@ -12,12 +12,13 @@ use kafka_protocol::messages::{
     CreateAclsRequest, CreatePartitionsRequest, CreateTopicsRequest, DeleteAclsRequest,
     DeleteGroupsRequest, DeleteRecordsRequest, DeleteTopicsRequest, DescribeAclsRequest,
     DescribeClientQuotasRequest, DescribeClusterRequest, DescribeConfigsRequest,
-    DescribeGroupsRequest, DescribeLogDirsRequest, DescribeTopicPartitionsRequest,
-    DescribeUserScramCredentialsRequest, FetchRequest, FindCoordinatorRequest, HeartbeatRequest,
-    IncrementalAlterConfigsRequest, InitProducerIdRequest, JoinGroupRequest, LeaveGroupRequest,
-    ListGroupsRequest, ListOffsetsRequest, MetadataRequest, OffsetCommitRequest,
-    OffsetDeleteRequest, OffsetFetchRequest, ProduceRequest, RequestHeader, ResponseHeader,
-    SaslAuthenticateRequest, SaslHandshakeRequest, SyncGroupRequest,
+    DescribeGroupsRequest, DescribeLogDirsRequest, DescribeProducersRequest,
+    DescribeTopicPartitionsRequest, DescribeUserScramCredentialsRequest, FetchRequest,
+    FindCoordinatorRequest, HeartbeatRequest, IncrementalAlterConfigsRequest,
+    InitProducerIdRequest, JoinGroupRequest, LeaveGroupRequest, ListGroupsRequest,
+    ListOffsetsRequest, MetadataRequest, OffsetCommitRequest, OffsetDeleteRequest,
+    OffsetFetchRequest, ProduceRequest, RequestHeader, ResponseHeader, SaslAuthenticateRequest,
+    SaslHandshakeRequest, SyncGroupRequest,
 };
 use kafka_protocol::protocol::{Decodable, Encodable};
 
@@ -166,6 +167,7 @@ served_apis! {
     DescribeUserScramCredentials 0..=0, DescribeUserScramCredentialsRequest, blocking handlers::scram_credentials::describe => response, needs [Cluster Describe];
     AlterUserScramCredentials 0..=0, AlterUserScramCredentialsRequest, blocking handlers::scram_credentials::alter => response, needs [Cluster Alter];
     DescribeClientQuotas 0..=1, DescribeClientQuotasRequest, blocking handlers::client_quotas::describe => response, needs [Cluster DescribeConfigs];
+    DescribeProducers 0..=0, DescribeProducersRequest, blocking handlers::describe_producers::handle => response, needs [Topic Read];
 }
 
 /// One request being served: who asked, what, at which version.

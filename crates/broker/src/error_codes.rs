@@ -7,12 +7,13 @@ use kafka_protocol::messages::{
     CreateAclsResponse, CreatePartitionsResponse, CreateTopicsResponse, DeleteAclsResponse,
     DeleteGroupsResponse, DeleteRecordsResponse, DeleteTopicsResponse, DescribeAclsResponse,
     DescribeClientQuotasResponse, DescribeClusterResponse, DescribeConfigsResponse,
-    DescribeGroupsResponse, DescribeLogDirsResponse, DescribeTopicPartitionsResponse,
-    DescribeUserScramCredentialsResponse, FetchResponse, FindCoordinatorResponse,
-    HeartbeatResponse, IncrementalAlterConfigsResponse, InitProducerIdResponse, JoinGroupResponse,
-    LeaveGroupResponse, ListGroupsResponse, ListOffsetsResponse, MetadataResponse,
-    OffsetCommitResponse, OffsetDeleteResponse, OffsetFetchResponse, ProduceResponse,
-    SaslAuthenticateResponse, SaslHandshakeResponse, SyncGroupResponse,
+    DescribeGroupsResponse, DescribeLogDirsResponse, DescribeProducersResponse,
+    DescribeTopicPartitionsResponse, DescribeUserScramCredentialsResponse, FetchResponse,
+    FindCoordinatorResponse, HeartbeatResponse, IncrementalAlterConfigsResponse,
+    InitProducerIdResponse, JoinGroupResponse, LeaveGroupResponse, ListGroupsResponse,
+    ListOffsetsResponse, MetadataResponse, OffsetCommitResponse, OffsetDeleteResponse,
+    OffsetFetchResponse, ProduceResponse, SaslAuthenticateResponse, SaslHandshakeResponse,
+    SyncGroupResponse,
 };
 
 /// The error codes in a response, `NONE` included.
@@ -43,6 +44,15 @@ top_level!(
     SaslAuthenticateResponse,
     DescribeClientQuotasResponse
 );
+
+impl ErrorCodes for DescribeProducersResponse {
+    fn error_codes(&self) -> Vec<i16> {
+        self.topics
+            .iter()
+            .flat_map(|t| t.partitions.iter().map(|p| p.error_code))
+            .collect()
+    }
+}
 
 impl ErrorCodes for DescribeUserScramCredentialsResponse {
     fn error_codes(&self) -> Vec<i16> {

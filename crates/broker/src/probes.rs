@@ -125,6 +125,7 @@ impl Probe {
             DescribeUserScramCredentials => DescribeUserScramCredentialsResponse,
             AlterUserScramCredentials => AlterUserScramCredentialsResponse,
             DescribeClientQuotas => DescribeClientQuotasResponse,
+            DescribeProducers => DescribeProducersResponse,
         }
     }
 }
@@ -427,6 +428,14 @@ pub fn probe(api: ApiKey, topic: &str, group_id: &str) -> Option<Probe> {
                     .with_match(Some(text("probe-user"))),
             ]);
             Probe::new(api, 1, &request)
+        }
+        ApiKey::DescribeProducers => {
+            let request = DescribeProducersRequest::default().with_topics(vec![
+                describe_producers_request::TopicRequest::default()
+                    .with_name(TopicName(text(topic)))
+                    .with_partition_indexes(vec![0]),
+            ]);
+            Probe::new(api, 0, &request)
         }
         _ => return None,
     };

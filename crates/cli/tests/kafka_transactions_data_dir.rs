@@ -3,7 +3,7 @@
 //! producer, opened by ferrolog: a `read_committed` Fetch (records up to the last stable
 //! offset, the aborted transactions, the last stable offset itself), a `read_uncommitted` one
 //! and ListOffsets' latest under both isolation levels answer as Kafka answered, after a clean
-//! stop and after a SIGKILL. Kafka's `.txnindex` files stay as they were after a clean stop, and
+//! stop and after a SIGKILL, and DescribeProducers lists the same producers. Kafka's `.txnindex` files stay as they were after a clean stop, and
 //! after the SIGKILL the index ferrolog's recovery rebuilds equals the one Kafka's recovery
 //! rebuilt, byte for byte. Kafka's own `__transaction_state` records decode with ferrolog's
 //! codec and re-encode to the same bytes.
@@ -24,11 +24,12 @@ use common::wire::{connect, name, send};
 use common::{python_with_confluent_kafka, run_script};
 use ferrolog_records::transaction_state::{self, TxnLogValue};
 use ferrolog_records::{EntryIter, FileEntry};
+use kafka_protocol::messages::describe_producers_request::TopicRequest;
 use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
 use kafka_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
 use kafka_protocol::messages::{
-    ApiKey, BrokerId, FetchRequest, FetchResponse, ListOffsetsRequest, ListOffsetsResponse,
-    TopicName,
+    ApiKey, BrokerId, DescribeProducersRequest, DescribeProducersResponse, FetchRequest,
+    FetchResponse, ListOffsetsRequest, ListOffsetsResponse, TopicName,
 };
 
 const TOPIC: &str = "history";
@@ -51,6 +52,37 @@ struct Answers {
     uncommitted: Read,
     /// ListOffsets latest: (read_uncommitted, read_committed).
     latest: (i64, i64),
+    /// DescribeProducers: (producer id, epoch, last sequence, last timestamp, coordinator
+    /// epoch, current transaction start offset) of each active producer, by producer id.
+    producers: Vec<(i64, i32, i32, i64, i32, i64)>,
+}
+
+fn producers(stream: &mut TcpStream) -> Vec<(i64, i32, i32, i64, i32, i64)> {
+    let request = DescribeProducersRequest::default().with_topics(vec![
+        TopicRequest::default()
+            .with_name(TopicName(name(TOPIC)))
+            .with_partition_indexes(vec![0]),
+    ]);
+    let answer: DescribeProducersResponse =
+        send(stream, ApiKey::DescribeProducers, 0, &request).unwrap();
+    let partition = &answer.topics[0].partitions[0];
+    assert_eq!(partition.error_code, 0);
+    let mut found: Vec<_> = partition
+        .active_producers
+        .iter()
+        .map(|p| {
+            (
+                p.producer_id.0,
+                p.producer_epoch,
+                p.last_sequence,
+                p.last_timestamp,
+                p.coordinator_epoch,
+                p.current_txn_start_offset,
+            )
+        })
+        .collect();
+    found.sort_unstable();
+    found
 }
 
 fn read(stream: &mut TcpStream, isolation_level: i8) -> Read {
@@ -116,6 +148,7 @@ fn answers(port: u16) -> Answers {
         committed: read(&mut stream, 1),
         uncommitted: read(&mut stream, 0),
         latest: (latest(&mut stream, 0), latest(&mut stream, 1)),
+        producers: producers(&mut stream),
     }
 }
 
@@ -272,6 +305,16 @@ fn a_kafka_data_dir_with_transactions_answers_read_committed_as_kafka() {
     );
     assert_eq!(clean.committed.aborted.as_ref().map(Vec::len), Some(1));
     assert_eq!(clean.uncommitted.aborted, None);
+    // The four transactional producers (the plain one, librdkafka's default, has no producer
+    // id); only the one left open has a transaction start.
+    assert_eq!(clean.producers.len(), 4, "{:?}", clean.producers);
+    let open: Vec<i64> = clean
+        .producers
+        .iter()
+        .map(|p| p.5)
+        .filter(|start| *start >= 0)
+        .collect();
+    assert_eq!(open, [clean.committed.last_stable_offset]);
     assert_eq!(
         values(&clean.committed.records),
         [

@@ -558,6 +558,23 @@ pub(super) const DESCRIBE_TOPIC_PARTITIONS: Message = Message {
     ],
 };
 
+/// DescribeProducersRequest v0.
+pub(super) const DESCRIBE_PRODUCERS: Message = Message {
+    api_key: 61,
+    fields: &[Field::new(
+        "Topics",
+        Kind::Array(&[
+            Field::new("Name", Kind::String, v(0, MAX)),
+            Field::new(
+                "PartitionIndexes",
+                Kind::PrimitiveArray(&Kind::Int32),
+                v(0, MAX),
+            ),
+        ]),
+        v(0, MAX),
+    )],
+};
+
 pub(super) const ALL: &[&Message] = &[
     &PRODUCE,
     &FETCH,
@@ -594,4 +611,5 @@ pub(super) const ALL: &[&Message] = &[
     &super::sasl_schemas::DESCRIBE_USER_SCRAM_CREDENTIALS,
     &super::sasl_schemas::ALTER_USER_SCRAM_CREDENTIALS,
     &super::sasl_schemas::DESCRIBE_CLIENT_QUOTAS,
+    &DESCRIBE_PRODUCERS,
 ];

@@ -1,0 +1,71 @@
+//! DescribeProducers: each partition's active producers as its producer state holds them (id,
+//! epoch, last sequence, last timestamp, coordinator epoch, the first offset of an open
+//! transaction), what `kafka-transactions describe-producers` and `find-hanging` read. As in
+//! Kafka, it needs READ (not DESCRIBE) on each topic; a topic without it is
+//! TOPIC_AUTHORIZATION_FAILED on every partition named.
+
+use kafka_protocol::messages::describe_producers_response::{
+    PartitionResponse, ProducerState, TopicResponse,
+};
+use kafka_protocol::messages::{
+    DescribeProducersRequest, DescribeProducersResponse, ProducerId, RequestHeader,
+};
+
+use super::with_logs;
+use crate::authz::{AclOperation, ResourceType};
+use crate::session::Session;
+use crate::{Context, errors};
+
+pub fn handle(
+    context: &Context,
+    session: &Session,
+    _header: &RequestHeader,
+    request: DescribeProducersRequest,
+) -> DescribeProducersResponse {
+    let topics = request
+        .topics
+        .into_iter()
+        .map(|topic| {
+            let readable = context.access.allows(
+                session,
+                AclOperation::Read,
+                ResourceType::Topic,
+                &topic.name.0,
+            );
+            let partitions = with_logs(context, &topic.name.0, topic.partition_indexes, |p| *p)
+                .map(|(partition, log)| {
+                    let response = PartitionResponse::default().with_partition_index(partition);
+                    if !readable {
+                        return response.with_error_code(errors::TOPIC_AUTHORIZATION_FAILED);
+                    }
+                    let Some(log) = log else {
+                        return response.with_error_code(errors::UNKNOWN_TOPIC_OR_PARTITION);
+                    };
+                    let active = log
+                        .producer_state()
+                        .entries()
+                        .into_iter()
+                        .map(|entry| {
+                            ProducerState::default()
+                                .with_producer_id(ProducerId(entry.producer_id))
+                                .with_producer_epoch(i32::from(entry.epoch))
+                                .with_last_sequence(
+                                    entry.batches.back().map_or(-1, |batch| batch.last_seq),
+                                )
+                                .with_last_timestamp(entry.last_timestamp())
+                                .with_coordinator_epoch(entry.coordinator_epoch)
+                                .with_current_txn_start_offset(
+                                    entry.current_txn_first_offset.unwrap_or(-1),
+                                )
+                        })
+                        .collect();
+                    response.with_active_producers(active)
+                })
+                .collect();
+            TopicResponse::default()
+                .with_name(topic.name)
+                .with_partitions(partitions)
+        })
+        .collect();
+    DescribeProducersResponse::default().with_topics(topics)
+}
