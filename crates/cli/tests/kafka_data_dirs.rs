@@ -15,13 +15,12 @@ use std::collections::BTreeMap;
 use std::io::Write;
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::Server;
 use common::answers::{Answers, answers, assert_same_answers, batches, wait_until_serving};
 use common::kafka::{KafkaPeer, kafka_available, kafka_tool_ok};
 use common::wire::{connect, name, send};
+use common::{Server, copy_dir};
 use kafka_protocol::messages::create_topics_request::{CreatableTopic, CreatableTopicConfig};
 use kafka_protocol::messages::delete_records_request::{
     DeleteRecordsPartition, DeleteRecordsTopic,
@@ -209,17 +208,6 @@ fn kafka_only_files(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
         }
     }
     files
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    let status = Command::new("cp")
-        .arg("-a")
-        .arg(from)
-        .arg(to)
-        .stdout(Stdio::null())
-        .status()
-        .unwrap();
-    assert!(status.success());
 }
 
 /// Waits until Kafka's cleaner has cleaned the compacted topic up to its active segment.

@@ -15,12 +15,11 @@ mod common;
 use std::collections::BTreeMap;
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 
-use common::Server;
 use common::answers::wait_until_serving;
 use common::kafka::{KafkaPeer, kafka_available};
 use common::wire::{connect, name, send};
+use common::{Server, copy_dir};
 use common::{python_with_confluent_kafka, run_script};
 use ferrolog_records::transaction_state::{self, TxnLogValue};
 use ferrolog_records::{EntryIter, FileEntry};
@@ -184,17 +183,6 @@ fn txn_indexes(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
             )
         })
         .collect()
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    let status = Command::new("cp")
-        .arg("-a")
-        .arg(from)
-        .arg(to)
-        .stdout(Stdio::null())
-        .status()
-        .unwrap();
-    assert!(status.success());
 }
 
 /// ferrolog serves `copy` and answers as Kafka did; returns the `.txnindex` files it left.

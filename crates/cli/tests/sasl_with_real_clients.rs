@@ -19,8 +19,10 @@ use std::path::Path;
 use std::process::Command;
 
 use common::kafka::{KafkaPeer, go_clients, kafka_available};
-use common::security::{self, PLAIN_MODULE, SCRAM_MODULE, java_config, refusal, tool};
-use common::{Server, free_port, kafkajs_modules, kcat, python_with_confluent_kafka};
+use common::security::{
+    self, PLAIN_MODULE, SCRAM_MODULE, ScriptedClient, java_config, refusal, tool,
+};
+use common::{Server, free_port, kcat};
 
 const CONFIGS: &str = "org.apache.kafka.tools.ConfigCommand";
 const TOPICS: &str = "org.apache.kafka.tools.TopicCommand";
@@ -297,38 +299,10 @@ fn transcript(sasl: u16, dir: &Path) -> Vec<String> {
         }
     }
 
-    // kafka-python and confluent-kafka.
-    if let Some(python) = python_with_confluent_kafka() {
-        for client in ["kafka-python", "confluent"] {
-            let topic = format!("orders-{client}");
-            for (name, sasl_credentials) in [
-                (
-                    "SCRAM-SHA-512",
-                    Some(("SCRAM-SHA-512", "alice", "alice-secret")),
-                ),
-                ("PLAIN", Some(("PLAIN", "alice", "alice-plain"))),
-                ("wrong password", Some(("SCRAM-SHA-512", "alice", "nope"))),
-                ("unknown user", Some(("SCRAM-SHA-256", "mallory", "nope"))),
-                ("wrong PLAIN password", Some(("PLAIN", "alice", "nope"))),
-                ("no credentials", None),
-            ] {
-                let group = format!("billing-{client}-{}", name.replace(' ', "-"));
-                let outcome = security::python_client(
-                    &python,
-                    client,
-                    sasl,
-                    sasl_credentials,
-                    None,
-                    &topic,
-                    &group,
-                );
-                lines.push(format!("{client} {name}: {outcome}"));
-            }
-        }
-    }
-
-    // kafkajs, the same runs.
-    if let Some(modules) = kafkajs_modules() {
+    // kafka-python, confluent-kafka and kafkajs.
+    for client in ScriptedClient::installed() {
+        let client_name = client.name();
+        let topic = format!("orders-{client_name}");
         for (name, sasl_credentials) in [
             (
                 "SCRAM-SHA-512",
@@ -340,16 +314,9 @@ fn transcript(sasl: u16, dir: &Path) -> Vec<String> {
             ("wrong PLAIN password", Some(("PLAIN", "alice", "nope"))),
             ("no credentials", None),
         ] {
-            let group = format!("billing-kafkajs-{}", name.replace(' ', "-"));
-            let outcome = security::kafkajs_client(
-                &modules,
-                sasl,
-                sasl_credentials,
-                None,
-                "orders-kafkajs",
-                &group,
-            );
-            lines.push(format!("kafkajs {name}: {outcome}"));
+            let group = format!("billing-{client_name}-{}", name.replace(' ', "-"));
+            let outcome = client.run(sasl, sasl_credentials, None, &topic, &group);
+            lines.push(format!("{client_name} {name}: {outcome}"));
         }
     }
 

@@ -19,9 +19,10 @@ use std::process::Command;
 
 use common::kafka::{KafkaPeer, go_clients, kafka_available};
 use common::security::{
-    self, ClientTls, Credentials, PLAIN_MODULE, SCRAM_MODULE, java_config, refusal, tool,
+    self, ClientTls, Credentials, PLAIN_MODULE, SCRAM_MODULE, ScriptedClient, java_config, refusal,
+    tool,
 };
-use common::{Server, free_port, kafkajs_modules, kcat, python_with_confluent_kafka};
+use common::{Server, free_port, kcat};
 
 const CONFIGS: &str = "org.apache.kafka.tools.ConfigCommand";
 const TOPICS: &str = "org.apache.kafka.tools.TopicCommand";
@@ -450,46 +451,10 @@ fn transcript(ssl: u16, sasl_ssl: u16, certs: &Path, dir: &Path) -> Vec<String> 
         }
     }
 
-    if let Some(python) = python_with_confluent_kafka() {
-        for client_name in ["kafka-python", "confluent"] {
-            let topic = format!("orders-{client_name}");
-            for (name, port, sasl, tls) in [
-                ("SSL alice", ssl, None, alice.clone()),
-                (
-                    "SASL_SSL bob",
-                    sasl_ssl,
-                    Some(("SCRAM-SHA-512", "bob", "bob-secret")),
-                    server_only.clone(),
-                ),
-                (
-                    "a stranger's certificate",
-                    ssl,
-                    None,
-                    client(certs, Some("eve"), "test"),
-                ),
-                (
-                    "wrong password",
-                    sasl_ssl,
-                    Some(("SCRAM-SHA-512", "bob", "nope")),
-                    server_only.clone(),
-                ),
-            ] {
-                let group = format!("billing-{client_name}-{}", name.replace([' ', '\''], "-"));
-                let outcome = security::python_client(
-                    &python,
-                    client_name,
-                    port,
-                    sasl,
-                    Some(&tls),
-                    &topic,
-                    &group,
-                );
-                lines.push(format!("{client_name} {name}: {outcome}"));
-            }
-        }
-    }
-
-    if let Some(modules) = kafkajs_modules() {
+    // kafka-python, confluent-kafka and kafkajs.
+    for client_tool in ScriptedClient::installed() {
+        let client_name = client_tool.name();
+        let topic = format!("orders-{client_name}");
         for (name, port, sasl, tls) in [
             ("SSL alice", ssl, None, alice.clone()),
             (
@@ -512,16 +477,9 @@ fn transcript(ssl: u16, sasl_ssl: u16, certs: &Path, dir: &Path) -> Vec<String> 
                 server_only.clone(),
             ),
         ] {
-            let group = format!("billing-kafkajs-{}", name.replace([' ', '\''], "-"));
-            let outcome = security::kafkajs_client(
-                &modules,
-                port,
-                sasl,
-                Some(&tls),
-                "orders-kafkajs",
-                &group,
-            );
-            lines.push(format!("kafkajs {name}: {outcome}"));
+            let group = format!("billing-{client_name}-{}", name.replace([' ', '\''], "-"));
+            let outcome = client_tool.run(port, sasl, Some(&tls), &topic, &group);
+            lines.push(format!("{client_name} {name}: {outcome}"));
         }
     }
 

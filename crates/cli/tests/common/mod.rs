@@ -218,6 +218,24 @@ pub fn python_with_confluent_kafka() -> Option<String> {
     None
 }
 
+/// Copies the directory `from` to `to` with everything in it (`cp -a`): a test's copy of a
+/// data directory a broker wrote.
+pub fn copy_dir(from: &Path, to: &Path) {
+    let status = Command::new("cp")
+        .arg("-a")
+        .arg(from)
+        .arg(to)
+        .stdout(Stdio::null())
+        .status()
+        .unwrap();
+    assert!(
+        status.success(),
+        "cp -a {} {}",
+        from.display(),
+        to.display()
+    );
+}
+
 /// The `node_modules` holding kafkajs (`target/nodeclients`, installed by scripts/test.sh),
 /// when it and Node.js are there; required under CI.
 pub fn kafkajs_modules() -> Option<PathBuf> {

@@ -199,6 +199,55 @@ pub fn kafkajs_client(
     scripted_client(command, sasl, tls, topic, group)
 }
 
+/// A client driven by a script that produces five records and reads them back: kafka-python
+/// or confluent-kafka (`tests/python/sasl_clients.py`), or kafkajs.
+#[derive(Debug, Clone)]
+pub enum ScriptedClient {
+    /// The Python interpreter and the client's name (`kafka-python` or `confluent`).
+    Python(String, &'static str),
+    /// The `node_modules` holding kafkajs.
+    Kafkajs(std::path::PathBuf),
+}
+
+impl ScriptedClient {
+    /// Every scripted client installed here: kafka-python and confluent-kafka, then kafkajs.
+    pub fn installed() -> Vec<Self> {
+        let mut clients = Vec::new();
+        if let Some(python) = super::python_with_confluent_kafka() {
+            for name in ["kafka-python", "confluent"] {
+                clients.push(Self::Python(python.clone(), name));
+            }
+        }
+        clients.extend(super::kafkajs_modules().map(Self::Kafkajs));
+        clients
+    }
+
+    pub fn name(&self) -> &'static str {
+        match self {
+            Self::Python(_, name) => name,
+            Self::Kafkajs(_) => "kafkajs",
+        }
+    }
+
+    /// Produces five records to `topic` and reads them back in `group` (see
+    /// [`python_client`]): `exit Some(0), ok 5`, or `exit Some(2), refused`.
+    pub fn run(
+        &self,
+        port: u16,
+        sasl: Option<Credentials<'_>>,
+        tls: Option<&ClientTls>,
+        topic: &str,
+        group: &str,
+    ) -> String {
+        match self {
+            Self::Python(python, name) => {
+                python_client(python, name, port, sasl, tls, topic, group)
+            }
+            Self::Kafkajs(modules) => kafkajs_client(modules, port, sasl, tls, topic, group),
+        }
+    }
+}
+
 /// Runs a client script given its credentials, TLS files, topic and group (the arguments and
 /// environment both scripts take) and says how it went.
 fn scripted_client(
