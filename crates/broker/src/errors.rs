@@ -95,6 +95,7 @@ pub fn code_of(error: &StorageError) -> i16 {
         StorageError::InvalidProducerEpoch { .. } => INVALID_PRODUCER_EPOCH,
         StorageError::InvalidTxnState { .. } => INVALID_TXN_STATE,
         StorageError::CoordinatorFenced { .. } => TRANSACTION_COORDINATOR_FENCED,
+        StorageError::TxnNotVerified { error_code, .. } => *error_code,
         StorageError::PartitionLimit { .. } => POLICY_VIOLATION,
         _ => UNKNOWN_SERVER_ERROR,
     }

@@ -273,6 +273,20 @@ pub enum StorageError {
         /// The newest coordinator epoch the producer's markers carried.
         current: i32,
     },
+    /// The transaction coordinator did not confirm that a transactional batch belongs to an
+    /// ongoing transaction of its producer that includes this partition; the verifier's own
+    /// answer, in its Kafka error code, is passed back to the producer as it is.
+    #[error("producer {producer_id} at epoch {epoch}: {reason}")]
+    TxnNotVerified {
+        /// The producer's id.
+        producer_id: i64,
+        /// The batch's producer epoch.
+        epoch: i16,
+        /// The Kafka error code the verifier answered.
+        error_code: i16,
+        /// What the verifier found.
+        reason: String,
+    },
     /// Creating these partitions would take the node past `ferrolog.max.partitions`.
     #[error(
         "this node holds {held} partitions and ferrolog.max.partitions is {limit}: {requested} more cannot be created"

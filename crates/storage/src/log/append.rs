@@ -386,11 +386,11 @@ fn check_batch_header(batch: &RecordBatch<'_>, batch_index: usize) -> Result<()>
             "producers may not send control batches",
         ));
     }
-    if batch.is_transactional() {
+    if batch.is_transactional() && batch.producer_id() < 0 {
         return Err(invalid(
             batch_index,
             None,
-            "transactional batches are not supported",
+            "a transactional batch needs a producer id",
         ));
     }
     if batch.producer_id() >= 0 && batch.base_sequence() < 0 {

@@ -11,7 +11,9 @@ use crate::config::LogConfig;
 use crate::error::{Result, StorageError};
 use crate::fs::remove_if_exists;
 use crate::offset::{FilePosition, Offset};
-use crate::producer::{MarkerKind, ProducerBatch, ProducerState, TxnMarker, snapshot};
+use crate::producer::{
+    MarkerKind, NoTxnCoordinator, ProducerBatch, ProducerState, TxnMarker, TxnVerifier, snapshot,
+};
 use crate::segment::{
     AbortedTxn, BatchMeta, INDEX_SUFFIX, LOG_SUFFIX, RollParams, Segment, TIME_INDEX_SUFFIX,
     segment_path,
@@ -81,6 +83,17 @@ impl Log {
     /// needed, writes them and moves the high watermark to the new log end. A retry of a batch
     /// already written is answered with where it went and not written again.
     pub fn append_as_leader(&self, records: Vec<u8>) -> Result<AppendInfo> {
+        self.append_as_leader_verified(records, &NoTxnCoordinator)
+    }
+
+    /// [`Log::append_as_leader`], with `verifier` asked, under the writer lock, whether each
+    /// transactional batch that would start a transaction here belongs to its producer's
+    /// ongoing transaction.
+    pub fn append_as_leader_verified(
+        &self,
+        records: Vec<u8>,
+        verifier: &dyn TxnVerifier,
+    ) -> Result<AppendInfo> {
         self.guarded(|| {
             let config = self.config();
             let now_ms = self.clock.now_ms();
@@ -99,7 +112,7 @@ impl Log {
             if let Some(original) = self
                 .producers
                 .lock()
-                .check(&assigned.validated.producer_batches)?
+                .check_verified(&assigned.validated.producer_batches, verifier)?
             {
                 // A retry of a batch already written: answered with where it went, as Kafka does.
                 tracing::debug!(

@@ -277,6 +277,33 @@ pub struct CompletedTxn {
     pub last_stable_offset: i64,
 }
 
+/// The transaction coordinator's check that a producer's transaction includes this partition
+/// (Kafka's partition verification, KIP-890), asked for the first transactional batch of a
+/// transaction in a partition. It is asked under the partition's writer lock, which markers also
+/// take: a transaction cannot end between a yes and the write, so no batch can start a
+/// transaction here that no marker will end.
+pub trait TxnVerifier {
+    /// `Ok` when `producer_id` at `epoch` has an ongoing transaction that includes this
+    /// partition; otherwise the refusal the producer gets
+    /// ([`StorageError::TxnNotVerified`], or an epoch or state error).
+    fn verify(&self, producer_id: i64, epoch: i16) -> Result<()>;
+}
+
+/// The verifier of appends made without a transaction coordinator (tools, tests, embedded use):
+/// a batch that would start a transaction is refused with INVALID_TXN_STATE.
+#[derive(Debug, Clone, Copy)]
+pub struct NoTxnCoordinator;
+
+impl TxnVerifier for NoTxnCoordinator {
+    fn verify(&self, producer_id: i64, _epoch: i16) -> Result<()> {
+        Err(StorageError::InvalidTxnState {
+            producer_id,
+            reason: "a transactional batch, but no transaction coordinator verifies this append"
+                .to_owned(),
+        })
+    }
+}
+
 /// Every producer of a partition, and its open transactions.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ProducerState {
@@ -340,10 +367,22 @@ impl ProducerState {
         self.producers.keys().copied().collect()
     }
 
+    /// [`ProducerState::check_verified`] without a transaction coordinator: a batch that would
+    /// start a transaction is refused.
+    pub fn check(&self, batches: &[ProducerBatch]) -> Result<Option<BatchMetadata>> {
+        self.check_verified(batches, &NoTxnCoordinator)
+    }
+
     /// Checks the batches of one append in order against the state (and against the batches
     /// before them in the same append). `Ok(Some(original))` when a batch is a duplicate: the
-    /// append must be answered with the original's offsets and not written.
-    pub fn check(&self, batches: &[ProducerBatch]) -> Result<Option<BatchMetadata>> {
+    /// append must be answered with the original's offsets and not written. A transactional
+    /// batch of a producer with no transaction open here at its epoch is first put to
+    /// `verifier` (after the epoch check, before the sequence checks, in Kafka's order).
+    pub fn check_verified(
+        &self,
+        batches: &[ProducerBatch],
+        verifier: &dyn TxnVerifier,
+    ) -> Result<Option<BatchMetadata>> {
         let mut pending: HashMap<i64, ProducerEntry> = HashMap::new();
         for batch in batches {
             let current = pending
@@ -359,6 +398,11 @@ impl ProducerState {
                         epoch: batch.epoch,
                         current: entry.epoch,
                     });
+                }
+                let in_open_txn =
+                    entry.current_txn_first_offset.is_some() && entry.epoch == batch.epoch;
+                if batch.transactional && !in_open_txn {
+                    verifier.verify(batch.producer_id, batch.epoch)?;
                 }
                 // A new epoch starts at 0; otherwise the sequence follows the last batch's. An
                 // entry without batches was made by a marker: its epoch is new, so 0 again,
@@ -388,6 +432,9 @@ impl ProducerState {
                         ),
                     });
                 }
+            }
+            if current.is_none() && batch.transactional {
+                verifier.verify(batch.producer_id, batch.epoch)?;
             }
             let mut next = current
                 .cloned()

@@ -44,10 +44,24 @@ fn marker(producer_id: i64, epoch: i16, kind: MarkerKind, offset: i64) -> TxnMar
     }
 }
 
+/// A coordinator that finds every transaction in order.
+struct Accepting;
+
+impl TxnVerifier for Accepting {
+    fn verify(&self, _producer_id: i64, _epoch: i16) -> Result<()> {
+        Ok(())
+    }
+}
+
 fn applied(batches: &[ProducerBatch]) -> ProducerState {
     let mut state = ProducerState::default();
     for b in batches {
-        assert_eq!(state.check(std::slice::from_ref(b)).unwrap(), None);
+        assert_eq!(
+            state
+                .check_verified(std::slice::from_ref(b), &Accepting)
+                .unwrap(),
+            None
+        );
         state.apply(b);
     }
     state
@@ -114,7 +128,7 @@ fn unknown_producers_start_anywhere_and_only_five_batches_are_remembered() {
     let mut state = applied(&[batch(9, 0, 40, 1, 0)]);
     for i in 1..=6 {
         let next = batch(9, 0, 40 + i, 1, i64::from(i));
-        assert_eq!(state.check(&[next]).unwrap(), None);
+        assert_eq!(state.check_verified(&[next], &Accepting).unwrap(), None);
         state.apply(&next);
     }
     assert_eq!(state.get(9).unwrap().batches.len(), BATCHES_PER_PRODUCER);
@@ -200,7 +214,7 @@ fn transactions_open_at_their_first_batch_and_close_at_their_marker() {
     assert_eq!(state.first_unstable_offset(), Some(10));
     // More of the same transaction, and a second producer's transaction behind it.
     for next in [txn_batch(1, 0, 2, 1, 13), txn_batch(2, 0, 0, 2, 14)] {
-        assert_eq!(state.check(&[next]).unwrap(), None);
+        assert_eq!(state.check_verified(&[next], &Accepting).unwrap(), None);
         state.apply(&next);
     }
     assert_eq!(state.open_txns().collect::<Vec<_>>(), [(10, 1), (14, 2)]);
@@ -209,7 +223,7 @@ fn transactions_open_at_their_first_batch_and_close_at_their_marker() {
         vec![batch(1, 0, 3, 1, 16)],
         vec![txn_batch(9, 0, 1, 1, 16), batch(9, 0, 2, 1, 17)],
     ] {
-        let error = state.check(&refused).unwrap_err();
+        let error = state.check_verified(&refused, &Accepting).unwrap_err();
         assert!(
             matches!(error, StorageError::InvalidTxnState { .. }),
             "{error}"
@@ -312,14 +326,23 @@ fn after_a_marker_moves_a_producer_to_a_new_epoch_its_sequences_restart() {
     state.apply_marker(&marker(1, 1, MarkerKind::Commit, 3));
     let entry = state.get(1).unwrap();
     assert!(entry.batches.is_empty() && entry.epoch == 1);
-    let error = state.check(&[txn_batch(1, 1, 3, 1, 4)]).unwrap_err();
+    let error = state
+        .check_verified(&[txn_batch(1, 1, 3, 1, 4)], &Accepting)
+        .unwrap_err();
     assert!(
         matches!(error, StorageError::OutOfOrderSequence { expected: 0, .. }),
         "{error}"
     );
-    assert_eq!(state.check(&[txn_batch(1, 1, 0, 1, 4)]).unwrap(), None);
+    assert_eq!(
+        state
+            .check_verified(&[txn_batch(1, 1, 0, 1, 4)], &Accepting)
+            .unwrap(),
+        None
+    );
     assert!(
-        state.check(&[txn_batch(1, 0, 3, 1, 4)]).is_err(),
+        state
+            .check_verified(&[txn_batch(1, 0, 3, 1, 4)], &Accepting)
+            .is_err(),
         "the old epoch is fenced"
     );
 }
@@ -363,4 +386,74 @@ fn snapshots_carry_open_transactions_and_producers_without_batches() {
     assert_eq!(loaded.first_unstable_offset(), Some(7));
     assert_eq!(loaded.get(3), state.get(3));
     assert_eq!(loaded.get(1).unwrap().current_txn_first_offset, Some(7));
+}
+
+/// A verifier that records what it was asked and answers yes only for `allowed`.
+struct Recording {
+    allowed: Option<(i64, i16)>,
+    asked: std::cell::RefCell<Vec<(i64, i16)>>,
+}
+
+impl TxnVerifier for Recording {
+    fn verify(&self, producer_id: i64, epoch: i16) -> Result<()> {
+        self.asked.borrow_mut().push((producer_id, epoch));
+        if self.allowed == Some((producer_id, epoch)) {
+            Ok(())
+        } else {
+            Err(StorageError::TxnNotVerified {
+                producer_id,
+                epoch,
+                error_code: 48,
+                reason: "not in the transaction".into(),
+            })
+        }
+    }
+}
+
+#[test]
+fn only_a_batch_starting_a_transaction_is_verified() {
+    let verifier = Recording {
+        allowed: Some((7, 0)),
+        asked: Default::default(),
+    };
+    let mut state = ProducerState::default();
+    // Unknown producer, first transactional batch: asked once; the second batch of the same
+    // append joins the transaction the first opened and is not asked about.
+    let first = [txn_batch(7, 0, 0, 2, 0), txn_batch(7, 0, 2, 1, 2)];
+    assert_eq!(state.check_verified(&first, &verifier).unwrap(), None);
+    assert_eq!(*verifier.asked.borrow(), [(7, 0)]);
+    for b in &first {
+        state.apply(b);
+    }
+    // The transaction is open at this epoch: later batches are not asked about.
+    state
+        .check_verified(&[txn_batch(7, 0, 3, 1, 3)], &verifier)
+        .unwrap();
+    assert_eq!(verifier.asked.borrow().len(), 1);
+    // Once a marker ends it, the next transaction's first batch is asked about again.
+    state.apply(&txn_batch(7, 0, 3, 1, 3));
+    state.apply_marker(&marker(7, 0, MarkerKind::Commit, 4));
+    state
+        .check_verified(&[txn_batch(7, 0, 4, 1, 5)], &verifier)
+        .unwrap();
+    assert_eq!(verifier.asked.borrow().len(), 2);
+    // A refusal is the producer's answer, before any sequence check.
+    let refused = state
+        .check_verified(&[txn_batch(8, 0, 9, 1, 6)], &verifier)
+        .unwrap_err();
+    assert!(matches!(
+        refused,
+        StorageError::TxnNotVerified { producer_id: 8, .. }
+    ));
+    // An older epoch is fenced before the verifier is asked.
+    let before = verifier.asked.borrow().len();
+    state.apply_marker(&marker(7, 2, MarkerKind::Abort, 7));
+    let fenced = state
+        .check_verified(&[txn_batch(7, 1, 0, 1, 8)], &verifier)
+        .unwrap_err();
+    assert!(matches!(fenced, StorageError::InvalidProducerEpoch { .. }));
+    assert_eq!(verifier.asked.borrow().len(), before);
+    // Without a coordinator, a batch that would start a transaction is refused.
+    let alone = state.check(&[txn_batch(9, 0, 0, 1, 8)]).unwrap_err();
+    assert!(matches!(alone, StorageError::InvalidTxnState { .. }));
 }
