@@ -8,17 +8,17 @@ use std::sync::Arc;
 use bytes::Bytes;
 use ferrolog_records::be;
 use kafka_protocol::messages::{
-    AlterConfigsRequest, AlterUserScramCredentialsRequest, ApiKey, ApiVersionsRequest,
-    CreateAclsRequest, CreatePartitionsRequest, CreateTopicsRequest, DeleteAclsRequest,
-    DeleteGroupsRequest, DeleteRecordsRequest, DeleteTopicsRequest, DescribeAclsRequest,
-    DescribeClientQuotasRequest, DescribeClusterRequest, DescribeConfigsRequest,
-    DescribeGroupsRequest, DescribeLogDirsRequest, DescribeProducersRequest,
-    DescribeTopicPartitionsRequest, DescribeUserScramCredentialsRequest, FetchRequest,
-    FindCoordinatorRequest, HeartbeatRequest, IncrementalAlterConfigsRequest,
-    InitProducerIdRequest, JoinGroupRequest, LeaveGroupRequest, ListGroupsRequest,
-    ListOffsetsRequest, MetadataRequest, OffsetCommitRequest, OffsetDeleteRequest,
-    OffsetFetchRequest, ProduceRequest, RequestHeader, ResponseHeader, SaslAuthenticateRequest,
-    SaslHandshakeRequest, SyncGroupRequest,
+    AddOffsetsToTxnRequest, AddPartitionsToTxnRequest, AlterConfigsRequest,
+    AlterUserScramCredentialsRequest, ApiKey, ApiVersionsRequest, CreateAclsRequest,
+    CreatePartitionsRequest, CreateTopicsRequest, DeleteAclsRequest, DeleteGroupsRequest,
+    DeleteRecordsRequest, DeleteTopicsRequest, DescribeAclsRequest, DescribeClientQuotasRequest,
+    DescribeClusterRequest, DescribeConfigsRequest, DescribeGroupsRequest, DescribeLogDirsRequest,
+    DescribeProducersRequest, DescribeTopicPartitionsRequest, DescribeUserScramCredentialsRequest,
+    EndTxnRequest, FetchRequest, FindCoordinatorRequest, HeartbeatRequest,
+    IncrementalAlterConfigsRequest, InitProducerIdRequest, JoinGroupRequest, LeaveGroupRequest,
+    ListGroupsRequest, ListOffsetsRequest, MetadataRequest, OffsetCommitRequest,
+    OffsetDeleteRequest, OffsetFetchRequest, ProduceRequest, RequestHeader, ResponseHeader,
+    SaslAuthenticateRequest, SaslHandshakeRequest, SyncGroupRequest, TxnOffsetCommitRequest,
 };
 use kafka_protocol::protocol::{Decodable, Encodable};
 
@@ -168,6 +168,10 @@ served_apis! {
     AlterUserScramCredentials 0..=0, AlterUserScramCredentialsRequest, blocking handlers::scram_credentials::alter => response, needs [Cluster Alter];
     DescribeClientQuotas 0..=1, DescribeClientQuotasRequest, blocking handlers::client_quotas::describe => response, needs [Cluster DescribeConfigs];
     DescribeProducers 0..=0, DescribeProducersRequest, blocking handlers::describe_producers::handle => response, needs [Topic Read];
+    AddPartitionsToTxn 0..=3, AddPartitionsToTxnRequest, blocking handlers::add_partitions_to_txn::handle => response, needs [TransactionalId Write, Topic Write];
+    AddOffsetsToTxn 0..=4, AddOffsetsToTxnRequest, blocking handlers::add_offsets_to_txn::handle => response, needs [TransactionalId Write, Group Read];
+    EndTxn 0..=4, EndTxnRequest, blocking handlers::end_txn::handle => response, needs [TransactionalId Write];
+    TxnOffsetCommit 0..=4, TxnOffsetCommitRequest, blocking handlers::txn_offset_commit::handle => response, needs [TransactionalId Write, Group Read, Topic Read];
 }
 
 /// One request being served: who asked, what, at which version.

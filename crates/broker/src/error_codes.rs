@@ -3,17 +3,18 @@
 //! `ErrorsPerSec` metric.
 
 use kafka_protocol::messages::{
-    AlterConfigsResponse, AlterUserScramCredentialsResponse, ApiVersionsResponse,
-    CreateAclsResponse, CreatePartitionsResponse, CreateTopicsResponse, DeleteAclsResponse,
-    DeleteGroupsResponse, DeleteRecordsResponse, DeleteTopicsResponse, DescribeAclsResponse,
+    AddOffsetsToTxnResponse, AddPartitionsToTxnResponse, AlterConfigsResponse,
+    AlterUserScramCredentialsResponse, ApiVersionsResponse, CreateAclsResponse,
+    CreatePartitionsResponse, CreateTopicsResponse, DeleteAclsResponse, DeleteGroupsResponse,
+    DeleteRecordsResponse, DeleteTopicsResponse, DescribeAclsResponse,
     DescribeClientQuotasResponse, DescribeClusterResponse, DescribeConfigsResponse,
     DescribeGroupsResponse, DescribeLogDirsResponse, DescribeProducersResponse,
-    DescribeTopicPartitionsResponse, DescribeUserScramCredentialsResponse, FetchResponse,
-    FindCoordinatorResponse, HeartbeatResponse, IncrementalAlterConfigsResponse,
+    DescribeTopicPartitionsResponse, DescribeUserScramCredentialsResponse, EndTxnResponse,
+    FetchResponse, FindCoordinatorResponse, HeartbeatResponse, IncrementalAlterConfigsResponse,
     InitProducerIdResponse, JoinGroupResponse, LeaveGroupResponse, ListGroupsResponse,
     ListOffsetsResponse, MetadataResponse, OffsetCommitResponse, OffsetDeleteResponse,
     OffsetFetchResponse, ProduceResponse, SaslAuthenticateResponse, SaslHandshakeResponse,
-    SyncGroupResponse,
+    SyncGroupResponse, TxnOffsetCommitResponse,
 };
 
 /// The error codes in a response, `NONE` included.
@@ -42,8 +43,32 @@ top_level!(
     DescribeAclsResponse,
     SaslHandshakeResponse,
     SaslAuthenticateResponse,
-    DescribeClientQuotasResponse
+    DescribeClientQuotasResponse,
+    AddOffsetsToTxnResponse,
+    EndTxnResponse
 );
+
+impl ErrorCodes for AddPartitionsToTxnResponse {
+    fn error_codes(&self) -> Vec<i16> {
+        self.results_by_topic_v3_and_below
+            .iter()
+            .flat_map(|t| {
+                t.results_by_partition
+                    .iter()
+                    .map(|p| p.partition_error_code)
+            })
+            .collect()
+    }
+}
+
+impl ErrorCodes for TxnOffsetCommitResponse {
+    fn error_codes(&self) -> Vec<i16> {
+        self.topics
+            .iter()
+            .flat_map(|t| t.partitions.iter().map(|p| p.error_code))
+            .collect()
+    }
+}
 
 impl ErrorCodes for DescribeProducersResponse {
     fn error_codes(&self) -> Vec<i16> {

@@ -32,6 +32,17 @@ pub const POLICY_VIOLATION: i16 = ResponseError::PolicyViolation.code();
 pub const OUT_OF_ORDER_SEQUENCE_NUMBER: i16 = ResponseError::OutOfOrderSequenceNumber.code();
 pub const INVALID_PRODUCER_EPOCH: i16 = ResponseError::InvalidProducerEpoch.code();
 pub const INVALID_TXN_STATE: i16 = ResponseError::InvalidTxnState.code();
+pub const PRODUCER_FENCED: i16 = ResponseError::ProducerFenced.code();
+pub const CONCURRENT_TRANSACTIONS: i16 = ResponseError::ConcurrentTransactions.code();
+pub const INVALID_PRODUCER_ID_MAPPING: i16 = ResponseError::InvalidProducerIdMapping.code();
+pub const INVALID_TRANSACTION_TIMEOUT: i16 = ResponseError::InvalidTransactionTimeout.code();
+pub const TRANSACTION_ABORTABLE: i16 = ResponseError::TransactionAbortable.code();
+pub const TRANSACTIONAL_ID_NOT_FOUND: i16 = ResponseError::TransactionalIdNotFound.code();
+pub const COORDINATOR_LOAD_IN_PROGRESS: i16 = ResponseError::CoordinatorLoadInProgress.code();
+pub const NOT_COORDINATOR: i16 = ResponseError::NotCoordinator.code();
+pub const NOT_ENOUGH_REPLICAS: i16 = ResponseError::NotEnoughReplicas.code();
+pub const OPERATION_NOT_ATTEMPTED: i16 = ResponseError::OperationNotAttempted.code();
+pub const UNSTABLE_OFFSET_COMMIT: i16 = ResponseError::UnstableOffsetCommit.code();
 pub const TRANSACTION_COORDINATOR_FENCED: i16 = ResponseError::TransactionCoordinatorFenced.code();
 pub const TRANSACTIONAL_ID_AUTHORIZATION_FAILED: i16 =
     ResponseError::TransactionalIdAuthorizationFailed.code();

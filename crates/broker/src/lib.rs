@@ -16,6 +16,7 @@ pub mod fetch_waiters;
 pub mod frame_shape;
 pub mod group;
 pub mod handlers;
+mod internal_log;
 pub mod listener;
 pub mod metrics;
 pub mod network;
@@ -27,6 +28,7 @@ pub mod session;
 mod stored;
 pub mod tls;
 pub mod transfer;
+pub mod txn;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -36,6 +38,7 @@ use ferrolog_storage::manager::LogManager;
 use crate::group::{GroupConfig, GroupCoordinator};
 use crate::network::limits::ConnectionLimits;
 use crate::transfer::FetchTransfer;
+use crate::txn::{TransactionCoordinator, TxnConfig};
 
 pub use network::{serve, serve_listeners};
 
@@ -62,6 +65,8 @@ pub struct BrokerConfig {
     pub fetch_transfer: FetchTransfer,
     /// The group coordinator's settings.
     pub groups: GroupConfig,
+    /// The transaction coordinator's settings.
+    pub transactions: TxnConfig,
     /// `super.users` and `allow.everyone.if.no.acl.found`, when `authorizer.class.name` names
     /// Kafka's `StandardAuthorizer`; `None` (the default): no authorization.
     pub authorizer: Option<authz::AuthorizerConfig>,
@@ -88,6 +93,7 @@ impl Default for BrokerConfig {
             fetch_max_bytes: 57_671_680,
             fetch_transfer: FetchTransfer::default(),
             groups: GroupConfig::default(),
+            transactions: TxnConfig::default(),
             authorizer: None,
             max_acls: 100_000,
             failed_authentication_delay: Duration::from_millis(100),
@@ -104,6 +110,7 @@ pub struct Context {
     /// Fetches waiting for data, woken by the produces to the partitions they read.
     pub fetch_waiters: fetch_waiters::FetchWaiters,
     pub groups: GroupCoordinator,
+    pub transactions: TransactionCoordinator,
     /// Who may do what.
     pub access: authz::Access,
     /// Users' SCRAM credentials.
@@ -111,13 +118,16 @@ pub struct Context {
 }
 
 impl Context {
-    /// Loads the consumer groups kept in the data dirs' offsets topic, the SCRAM credentials,
+    /// Loads the consumer groups kept in the data dirs' offsets topic, the transactional ids'
+    /// states kept in `__transaction_state`, the SCRAM credentials,
     /// and the ACLs when an authorizer is configured.
     pub fn new(
         manager: Arc<LogManager>,
         config: BrokerConfig,
     ) -> Result<Self, ferrolog_storage::StorageError> {
         let groups = GroupCoordinator::open(Arc::clone(&manager), config.groups.clone())?;
+        let transactions =
+            TransactionCoordinator::open(Arc::clone(&manager), config.transactions.clone())?;
         let access = match &config.authorizer {
             Some(authorizer) => {
                 authz::Access::standard(Arc::clone(&manager), authorizer.clone(), config.max_acls)?
@@ -130,6 +140,7 @@ impl Context {
             config,
             fetch_waiters: fetch_waiters::FetchWaiters::default(),
             groups,
+            transactions,
             access,
             credentials,
         })

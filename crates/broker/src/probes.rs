@@ -37,6 +37,7 @@ use crate::authz::ResourceType;
 use crate::error_codes::ErrorCodes;
 use crate::errors::{
     CLUSTER_AUTHORIZATION_FAILED, GROUP_AUTHORIZATION_FAILED, TOPIC_AUTHORIZATION_FAILED,
+    TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
 };
 
 /// The APIs without a probe: ApiVersions, DescribeCluster, SaslHandshake and SaslAuthenticate
@@ -126,6 +127,10 @@ impl Probe {
             AlterUserScramCredentials => AlterUserScramCredentialsResponse,
             DescribeClientQuotas => DescribeClientQuotasResponse,
             DescribeProducers => DescribeProducersResponse,
+            AddPartitionsToTxn => AddPartitionsToTxnResponse,
+            AddOffsetsToTxn => AddOffsetsToTxnResponse,
+            EndTxn => EndTxnResponse,
+            TxnOffsetCommit => TxnOffsetCommitResponse,
         }
     }
 }
@@ -165,7 +170,8 @@ pub fn creation(
         .with_permission_type(permission)
 }
 
-/// A request of `api` about `topic` (and names starting with it) and `group` that Kafka refuses with an authorization error
+/// A request of `api` about `topic` (and names starting with it) and `group` (also the
+/// transactional id of the transactional APIs) that Kafka refuses with an authorization error
 /// when the principal lacks the ACL it checks; `None` for the APIs that need nothing
 /// (ApiVersions, DescribeCluster) or refuse by leaving things out (ListGroups).
 pub fn probe(api: ApiKey, topic: &str, group_id: &str) -> Option<Probe> {
@@ -437,6 +443,47 @@ pub fn probe(api: ApiKey, topic: &str, group_id: &str) -> Option<Probe> {
             ]);
             Probe::new(api, 0, &request)
         }
+        // The transactional APIs name the group's id as their transactional id too.
+        ApiKey::AddPartitionsToTxn => {
+            let request = AddPartitionsToTxnRequest::default()
+                .with_v3_and_below_transactional_id(TransactionalId(text(group_id)))
+                .with_v3_and_below_producer_id(ProducerId(0))
+                .with_v3_and_below_topics(vec![
+                    kafka_protocol::messages::add_partitions_to_txn_request::AddPartitionsToTxnTopic::default()
+                        .with_name(topic_name(topic))
+                        .with_partitions(vec![0]),
+                ]);
+            Probe::new(api, 3, &request)
+        }
+        ApiKey::AddOffsetsToTxn => {
+            let request = AddOffsetsToTxnRequest::default()
+                .with_transactional_id(TransactionalId(text(group_id)))
+                .with_producer_id(ProducerId(0))
+                .with_group_id(group());
+            Probe::new(api, 3, &request)
+        }
+        ApiKey::EndTxn => {
+            let request = EndTxnRequest::default()
+                .with_transactional_id(TransactionalId(text(group_id)))
+                .with_producer_id(ProducerId(0))
+                .with_committed(true);
+            Probe::new(api, 3, &request)
+        }
+        ApiKey::TxnOffsetCommit => {
+            let request = TxnOffsetCommitRequest::default()
+                .with_transactional_id(TransactionalId(text(group_id)))
+                .with_group_id(group())
+                .with_producer_id(ProducerId(0))
+                .with_generation_id(-1)
+                .with_topics(vec![
+                    kafka_protocol::messages::txn_offset_commit_request::TxnOffsetCommitRequestTopic::default()
+                        .with_name(topic_name(topic))
+                        .with_partitions(vec![
+                            kafka_protocol::messages::txn_offset_commit_request::TxnOffsetCommitRequestPartition::default(),
+                        ]),
+                ]);
+            Probe::new(api, 3, &request)
+        }
         _ => return None,
     };
     Some(probe)
@@ -448,6 +495,7 @@ pub fn refusal(api: ApiKey) -> i16 {
     match crate::dispatch::required_acls(api).first() {
         Some((ResourceType::Topic, _)) => TOPIC_AUTHORIZATION_FAILED,
         Some((ResourceType::Group, _)) => GROUP_AUTHORIZATION_FAILED,
+        Some((ResourceType::TransactionalId, _)) => TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
         _ => CLUSTER_AUTHORIZATION_FAILED,
     }
 }

@@ -416,6 +416,12 @@ async fn every_api_is_refused_without_its_acl_and_served_with_it() {
         ),
         acl(ResourceType::Group, GROUP, CLIENT_HOST, AclOperation::All),
         acl(
+            ResourceType::TransactionalId,
+            GROUP,
+            CLIENT_HOST,
+            AclOperation::All,
+        ),
+        acl(
             ResourceType::Cluster,
             "kafka-cluster",
             CLIENT_HOST,
@@ -541,7 +547,10 @@ fn grant_client(broker: &Broker, granted: &[(ResourceType, AclOperation)]) {
         .map(|(resource_type, operation)| {
             let (name, pattern_type) = match resource_type {
                 ResourceType::Topic => (TOPIC, PatternType::Prefixed),
-                ResourceType::Group => (GROUP, PatternType::Literal),
+                // The probes name the group's id as their transactional id too.
+                ResourceType::Group | ResourceType::TransactionalId => {
+                    (GROUP, PatternType::Literal)
+                }
                 _ => ("kafka-cluster", PatternType::Literal),
             };
             let mut binding = acl(*resource_type, name, CLIENT_HOST, *operation);
@@ -568,6 +577,7 @@ fn refusal_of(resource_type: ResourceType) -> i16 {
     match resource_type {
         ResourceType::Topic => TOPIC_AUTHORIZATION_FAILED,
         ResourceType::Group => GROUP_AUTHORIZATION_FAILED,
+        ResourceType::TransactionalId => TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
         _ => CLUSTER_AUTHORIZATION_FAILED,
     }
 }

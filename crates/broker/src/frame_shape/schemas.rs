@@ -575,6 +575,78 @@ pub(super) const DESCRIBE_PRODUCERS: Message = Message {
     )],
 };
 
+/// AddPartitionsToTxnRequest v0–3 (the client's form).
+pub(super) const ADD_PARTITIONS_TO_TXN: Message = Message {
+    api_key: 24,
+    fields: &[
+        Field::new("V3AndBelowTransactionalId", Kind::String, v(0, 3)),
+        Field::new("V3AndBelowProducerId", Kind::Int64, v(0, 3)),
+        Field::new("V3AndBelowProducerEpoch", Kind::Int16, v(0, 3)),
+        Field::new(
+            "V3AndBelowTopics",
+            Kind::Array(&[
+                Field::new("Name", Kind::String, v(0, MAX)),
+                Field::new("Partitions", Kind::PrimitiveArray(&Kind::Int32), v(0, MAX)),
+            ]),
+            v(0, 3),
+        ),
+    ],
+};
+
+/// AddOffsetsToTxnRequest v0–4.
+pub(super) const ADD_OFFSETS_TO_TXN: Message = Message {
+    api_key: 25,
+    fields: &[
+        Field::new("TransactionalId", Kind::String, v(0, MAX)),
+        Field::new("ProducerId", Kind::Int64, v(0, MAX)),
+        Field::new("ProducerEpoch", Kind::Int16, v(0, MAX)),
+        Field::new("GroupId", Kind::String, v(0, MAX)),
+    ],
+};
+
+/// EndTxnRequest v0–4.
+pub(super) const END_TXN: Message = Message {
+    api_key: 26,
+    fields: &[
+        Field::new("TransactionalId", Kind::String, v(0, MAX)),
+        Field::new("ProducerId", Kind::Int64, v(0, MAX)),
+        Field::new("ProducerEpoch", Kind::Int16, v(0, MAX)),
+        Field::new("Committed", Kind::Bool, v(0, MAX)),
+    ],
+};
+
+/// TxnOffsetCommitRequest v0–4.
+pub(super) const TXN_OFFSET_COMMIT: Message = Message {
+    api_key: 28,
+    fields: &[
+        Field::new("TransactionalId", Kind::String, v(0, MAX)),
+        Field::new("GroupId", Kind::String, v(0, MAX)),
+        Field::new("ProducerId", Kind::Int64, v(0, MAX)),
+        Field::new("ProducerEpoch", Kind::Int16, v(0, MAX)),
+        Field::new("GenerationId", Kind::Int32, v(3, MAX)),
+        Field::new("MemberId", Kind::String, v(3, MAX)),
+        Field::new("GroupInstanceId", Kind::String, v(3, MAX)).nullable(v(3, MAX)),
+        Field::new(
+            "Topics",
+            Kind::Array(&[
+                Field::new("Name", Kind::String, v(0, MAX)),
+                Field::new(
+                    "Partitions",
+                    Kind::Array(&[
+                        Field::new("PartitionIndex", Kind::Int32, v(0, MAX)),
+                        Field::new("CommittedOffset", Kind::Int64, v(0, MAX)),
+                        Field::new("CommittedLeaderEpoch", Kind::Int32, v(2, MAX)),
+                        Field::new("CommittedMetadata", Kind::String, v(0, MAX))
+                            .nullable(v(0, MAX)),
+                    ]),
+                    v(0, MAX),
+                ),
+            ]),
+            v(0, MAX),
+        ),
+    ],
+};
+
 pub(super) const ALL: &[&Message] = &[
     &PRODUCE,
     &FETCH,
@@ -612,4 +684,8 @@ pub(super) const ALL: &[&Message] = &[
     &super::sasl_schemas::ALTER_USER_SCRAM_CREDENTIALS,
     &super::sasl_schemas::DESCRIBE_CLIENT_QUOTAS,
     &DESCRIBE_PRODUCERS,
+    &ADD_PARTITIONS_TO_TXN,
+    &ADD_OFFSETS_TO_TXN,
+    &END_TXN,
+    &TXN_OFFSET_COMMIT,
 ];

@@ -21,6 +21,9 @@ mod membership;
 mod offsets;
 pub mod offsets_topic;
 pub mod state;
+mod txn_offsets;
+
+pub use txn_offsets::TxnCommitter;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -33,7 +36,8 @@ use ferrolog_storage::{Clock, Result, clock};
 use parking_lot::Mutex;
 use tokio::sync::oneshot;
 
-use offsets_topic::{OffsetsRecord, OffsetsTopic};
+use ferrolog_records::consumer_offsets::partition_for_group;
+use offsets_topic::{OffsetsEvent, OffsetsRecord, OffsetsTopic};
 use state::Group;
 
 /// The coordinator's settings, under Kafka's broker keys.
@@ -148,7 +152,28 @@ impl GroupCoordinator {
         );
         let now = clock.now_ms();
         let mut groups: HashMap<String, Group> = HashMap::new();
-        let records = topic.load(|record| replay(&mut groups, record, now))?;
+        let partitions = topic.partitions();
+        let records = topic.load(|event| match event {
+            OffsetsEvent::Record {
+                record,
+                producer_id: None,
+            } => replay(&mut groups, record, now),
+            OffsetsEvent::Record {
+                record,
+                producer_id: Some(producer_id),
+            } => replay_transactional(&mut groups, record, producer_id, now),
+            OffsetsEvent::Marker {
+                partition,
+                producer_id,
+                commit,
+            } => {
+                for group in groups.values_mut() {
+                    if partition_for_group(&group.id, partitions) == partition {
+                        group.end_txn(producer_id, commit);
+                    }
+                }
+            }
+        })?;
         if records > 0 {
             tracing::info!(
                 records,
@@ -171,6 +196,11 @@ impl GroupCoordinator {
 
     fn now(&self) -> i64 {
         self.clock.now_ms()
+    }
+
+    /// The `__consumer_offsets` partition that holds `group`.
+    pub fn partition_of(&self, group: &str) -> i32 {
+        self.topic.partition_of(group)
     }
 
     /// FindCoordinator: this broker coordinates every group; the offsets topic is created the
@@ -278,12 +308,11 @@ fn replay(groups: &mut HashMap<String, Group>, (key, value): OffsetsRecord, now:
         },
         OffsetsKey::Group { group } => match value.map(|bytes| GroupValue::decode(&bytes)) {
             Some(Ok(value)) => {
-                let offsets = groups
-                    .remove(&group)
-                    .map(|old| old.offsets)
-                    .unwrap_or_default();
                 let mut rebuilt = Group::from_value(&group, value, now);
-                rebuilt.offsets = offsets;
+                if let Some(old) = groups.remove(&group) {
+                    rebuilt.offsets = old.offsets;
+                    rebuilt.pending_txn_offsets = old.pending_txn_offsets;
+                }
                 groups.insert(group, rebuilt);
             }
             Some(Err(error)) => {
@@ -295,11 +324,46 @@ fn replay(groups: &mut HashMap<String, Group>, (key, value): OffsetsRecord, now:
                 if let Some(existing) = groups.remove(&group) {
                     let mut empty = Group::new(&group, now);
                     empty.offsets = existing.offsets;
-                    if !empty.offsets.is_empty() {
+                    empty.pending_txn_offsets = existing.pending_txn_offsets;
+                    if !empty.offsets.is_empty() || !empty.pending_txn_offsets.is_empty() {
                         groups.insert(group, empty);
                     }
                 }
             }
         },
+    }
+}
+
+/// Applies one offset record of a transaction (a TxnOffsetCommit of `producer_id`) to the
+/// groups being rebuilt: pending until the transaction's marker.
+fn replay_transactional(
+    groups: &mut HashMap<String, Group>,
+    (key, value): OffsetsRecord,
+    producer_id: i64,
+    now: i64,
+) {
+    let OffsetsKey::Offset {
+        group,
+        topic,
+        partition,
+    } = key
+    else {
+        // Kafka's coordinator writes only offsets in transactions.
+        return replay(groups, (key, value), now);
+    };
+    match value.map(|bytes| OffsetValue::decode(&bytes)) {
+        Some(Ok(value)) => {
+            groups
+                .entry(group.clone())
+                .or_insert_with(|| Group::new(&group, now))
+                .pending_txn_offsets
+                .entry(producer_id)
+                .or_default()
+                .insert((topic, partition), value);
+        }
+        Some(Err(error)) => {
+            tracing::warn!(group, topic, partition, %error, "skipping an unreadable transactional offset record");
+        }
+        None => {}
     }
 }

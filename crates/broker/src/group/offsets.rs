@@ -258,8 +258,9 @@ impl GroupCoordinator {
                 })
                 .map(|(key, _)| key.clone())
                 .collect();
-            // An empty group left without offsets is dead: its metadata is tombstoned too.
-            let dies = expired.len() == group.offsets.len();
+            // An empty group left without offsets is dead: its metadata is tombstoned too
+            // (unless a transaction's offsets for it are pending).
+            let dies = expired.len() == group.offsets.len() && group.pending_txn_offsets.is_empty();
             if expired.is_empty() && !dies {
                 continue;
             }

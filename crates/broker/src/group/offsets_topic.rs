@@ -8,16 +8,37 @@ use std::sync::Arc;
 use ferrolog_records::consumer_offsets::{
     OTHER_GROUP_RECORD_TYPES, OffsetsKey, partition_for_group, record_type,
 };
-use ferrolog_records::{BatchBuilder, DEFAULT_MAX_DECOMPRESSED_BYTES, EntryIter, FileEntry};
+use ferrolog_records::{BatchBuilder, DEFAULT_MAX_DECOMPRESSED_BYTES, FileEntry};
 use ferrolog_storage::TopicPartition;
-use ferrolog_storage::log::{FetchBound, FetchParams, FirstBatch, Log};
 use ferrolog_storage::manager::LogManager;
-use ferrolog_storage::{Offset, Result, StorageError};
+use ferrolog_storage::{Result, StorageError};
+
+use ferrolog_storage::producer::{MarkerKind, TxnMarker, TxnVerifier};
+
+use crate::internal_log;
 
 pub const OFFSETS_TOPIC: &str = "__consumer_offsets";
 
 /// A record of the offsets topic: its key, and its value or `None` for a tombstone.
 pub type OffsetsRecord = (OffsetsKey, Option<Vec<u8>>);
+
+/// What loading the offsets topic meets, in log order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum OffsetsEvent {
+    /// A record; `producer_id` is the transactional producer that wrote it (a TxnOffsetCommit,
+    /// pending until its transaction's marker), `None` for a plain one.
+    Record {
+        record: OffsetsRecord,
+        producer_id: Option<i64>,
+    },
+    /// A transaction marker in `partition`: the producer's pending offsets there are committed
+    /// or dropped.
+    Marker {
+        partition: i32,
+        producer_id: i64,
+        commit: bool,
+    },
+}
 
 #[derive(Debug)]
 pub struct OffsetsTopic {
@@ -35,6 +56,10 @@ impl OffsetsTopic {
             partitions: partitions.max(1),
             segment_bytes,
         }
+    }
+
+    pub fn manager(&self) -> &LogManager {
+        &self.manager
     }
 
     pub fn partitions(&self) -> i32 {
@@ -60,6 +85,33 @@ impl OffsetsTopic {
             .map(|partition| TopicPartition::new(OFFSETS_TOPIC, partition))
             .collect();
         self.manager.create_all(&all)
+    }
+
+    /// Appends `records` for `group` as one transactional batch of `producer_id` at `epoch`
+    /// (a TxnOffsetCommit, as Kafka's coordinator writes it: sequence 0, checked for its epoch
+    /// only), after `verifier` confirms the partition is in the producer's transaction.
+    pub fn append_transactional(
+        &self,
+        group: &str,
+        records: &[OffsetsRecord],
+        now_ms: i64,
+        (producer_id, epoch): (i64, i16),
+        verifier: &dyn TxnVerifier,
+    ) -> Result<()> {
+        let log = self.manager.get_or_create(&TopicPartition::new(
+            OFFSETS_TOPIC,
+            self.partition_of(group),
+        ))?;
+        let mut builder = BatchBuilder::new(0)
+            .producer(producer_id, epoch, 0)
+            .transactional(true);
+        for (key, value) in records {
+            builder
+                .append(now_ms, Some(&key.encode()), value.as_deref(), &[])
+                .map_err(invalid)?;
+        }
+        log.append_as_coordinator(builder.build().map_err(invalid)?, verifier)?;
+        Ok(())
     }
 
     /// Appends `records` for `group` as one batch (visible at once: the log moves its high
@@ -91,16 +143,25 @@ impl OffsetsTopic {
     /// another partition. Records found outside their group's partition are read too, after the
     /// others, and only where the group's own partition holds nothing newer for the same key:
     /// they are older than anything written there since.
-    pub fn load(&self, mut visit: impl FnMut(OffsetsRecord)) -> Result<usize> {
+    pub fn load(&self, mut visit: impl FnMut(OffsetsEvent)) -> Result<usize> {
         let mut placed_keys: HashSet<OffsetsKey> = HashSet::new();
         let mut misplaced: Vec<OffsetsRecord> = Vec::new();
-        let loaded = self.load_partitions(|partition, record| {
-            if self.partition_of(record.0.group()) == partition {
+        let loaded = self.load_partitions(|partition, event| match event {
+            OffsetsEvent::Record {
+                record,
+                producer_id: None,
+            } if self.partition_of(record.0.group()) != partition => misplaced.push(record),
+            OffsetsEvent::Record {
+                record,
+                producer_id,
+            } => {
                 placed_keys.insert(record.0.clone());
-                visit(record);
-            } else {
-                misplaced.push(record);
+                visit(OffsetsEvent::Record {
+                    record,
+                    producer_id,
+                });
             }
+            marker @ OffsetsEvent::Marker { .. } => visit(marker),
         })?;
         let older: Vec<OffsetsRecord> = misplaced
             .into_iter()
@@ -113,113 +174,31 @@ impl OffsetsTopic {
             );
         }
         for record in older {
-            visit(record);
+            visit(OffsetsEvent::Record {
+                record,
+                producer_id: None,
+            });
         }
         Ok(loaded)
     }
 
-    /// Every record of every partition that exists, with the partition it is in (see
-    /// [`OffsetsTopic::load`]).
-    fn load_partitions(&self, mut visit: impl FnMut(i32, OffsetsRecord)) -> Result<usize> {
+    /// Every record and marker of every partition that exists, with the partition it is in
+    /// (see [`OffsetsTopic::load`]).
+    fn load_partitions(&self, mut visit: impl FnMut(i32, OffsetsEvent)) -> Result<usize> {
         let mut loaded = 0;
         for partition in 0..self.partitions {
             let topic_partition = TopicPartition::new(OFFSETS_TOPIC, partition);
             let Some(log) = self.manager.get(&topic_partition) else {
                 continue;
             };
-            let mut next = log.log_start_offset();
-            let end = log.log_end_offset();
-            while next < end {
-                let read = log.read(FetchParams {
-                    start_offset: next,
-                    max_bytes: 1 << 20,
-                    bound: FetchBound::LogEnd,
-                    first_batch: FirstBatch::Whole,
+            internal_log::for_each_batch(&log, "group", |entry, from| {
+                loaded += visit_entry(&topic_partition, entry, from, &mut |event| {
+                    visit(partition, event)
                 });
-                let data = match read {
-                    Ok(data) => data,
-                    Err(error @ StorageError::Corrupt { .. }) => {
-                        next = skip_damaged_segment(&log, &topic_partition, next, &error);
-                        continue;
-                    }
-                    Err(error) => return Err(error),
-                };
-                let bytes = data.read_bytes()?;
-                if bytes.is_empty() {
-                    break;
-                }
-                let before = next;
-                // The slice may end inside a batch (max_bytes): the iterator stops before it,
-                // and the next read starts there.
-                for item in EntryIter::new(&bytes) {
-                    let entry = match item {
-                        Ok((_, entry)) => entry,
-                        Err((position, error)) => {
-                            let error = StorageError::Corrupt {
-                                path: data.segment_path().unwrap_or_default(),
-                                position: data.offset_metadata.position.bytes() + position as u64,
-                                reason: error.to_string(),
-                            };
-                            next = skip_damaged_segment(&log, &topic_partition, next, &error);
-                            break;
-                        }
-                    };
-                    let entry_next = Offset::new(entry.next_offset());
-                    if entry_next <= next {
-                        continue;
-                    }
-                    if let Err(error) = entry.validate() {
-                        tracing::error!(
-                            partition = %topic_partition,
-                            offset = entry.last_offset(),
-                            %error,
-                            "skipping a damaged batch of the offsets topic: the group records in it are lost"
-                        );
-                    } else {
-                        loaded +=
-                            visit_entry(&topic_partition, &entry, next.value(), &mut |record| {
-                                visit(partition, record)
-                            });
-                    }
-                    next = entry_next;
-                }
-                if next == before {
-                    // Nothing whole was read where a batch should start.
-                    let error = StorageError::Corrupt {
-                        path: data.segment_path().unwrap_or_default(),
-                        position: data.offset_metadata.position.bytes(),
-                        reason: "no whole batch where the read started".into(),
-                    };
-                    next = skip_damaged_segment(&log, &topic_partition, next, &error);
-                }
-            }
+            })?;
         }
         Ok(loaded)
     }
-}
-
-/// Where loading goes on after damage at `offset`: the next segment's base, or the log end.
-fn skip_damaged_segment(
-    log: &Log,
-    topic_partition: &TopicPartition,
-    offset: Offset,
-    error: &StorageError,
-) -> Offset {
-    let view = log.view();
-    let resume = view
-        .segments
-        .iter()
-        .map(|segment| segment.base_offset())
-        .find(|base| *base > offset)
-        .unwrap_or(view.log_end.offset);
-    tracing::error!(
-        partition = %topic_partition,
-        %offset,
-        resume_at = %resume,
-        %error,
-        "damaged data in the offsets topic: the group records from here to the next segment cannot be read and are skipped"
-    );
-    resume
 }
 
 fn invalid(error: ferrolog_records::RecordsError) -> StorageError {
@@ -230,17 +209,33 @@ fn invalid(error: ferrolog_records::RecordsError) -> StorageError {
     }
 }
 
-/// Visits the records of one batch at or above `from`; returns how many were visited.
+/// Visits the records of one batch at or above `from` (or the transaction marker it is);
+/// returns how many records were visited.
 fn visit_entry(
     topic_partition: &TopicPartition,
     entry: &FileEntry<'_>,
     from: i64,
-    visit: &mut impl FnMut(OffsetsRecord),
+    visit: &mut impl FnMut(OffsetsEvent),
 ) -> usize {
-    if let FileEntry::V2(batch) = entry
-        && batch.is_control()
-    {
-        return 0;
+    let mut producer_id = None;
+    if let FileEntry::V2(batch) = entry {
+        if batch.is_control() {
+            match TxnMarker::of(batch) {
+                Ok(Some(marker)) => visit(OffsetsEvent::Marker {
+                    partition: topic_partition.partition,
+                    producer_id: marker.producer_id,
+                    commit: marker.kind == MarkerKind::Commit,
+                }),
+                Ok(None) => {}
+                Err(reason) => {
+                    tracing::error!(partition = %topic_partition, offset = batch.base_offset(), reason, "skipping a transaction marker of the offsets topic that does not read: the transaction's offsets stay pending");
+                }
+            }
+            return 0;
+        }
+        if batch.is_transactional() {
+            producer_id = Some(batch.producer_id());
+        }
     }
     let records = match entry.records(DEFAULT_MAX_DECOMPRESSED_BYTES).and_then(|r| {
         r.to_vec().map(|v| {
@@ -272,7 +267,10 @@ fn visit_entry(
         }
         match OffsetsKey::decode(&key) {
             Ok(key) => {
-                visit((key, value));
+                visit(OffsetsEvent::Record {
+                    record: (key, value),
+                    producer_id,
+                });
                 visited += 1;
             }
             Err(error) => {
@@ -344,7 +342,13 @@ mod tests {
             .append("my-txn", &[(offset(0), Some(b"new".to_vec()))], 2)
             .unwrap();
         let mut visited = Vec::new();
-        topic.load(|record| visited.push(record)).unwrap();
+        topic
+            .load(|event| {
+                if let OffsetsEvent::Record { record, .. } = event {
+                    visited.push(record)
+                }
+            })
+            .unwrap();
         assert_eq!(
             visited,
             [

@@ -142,6 +142,9 @@ pub struct Group {
     /// When the group entered its current state (Kafka's `currentStateTimestamp`).
     pub state_timestamp_ms: i64,
     pub offsets: BTreeMap<(String, i32), OffsetValue>,
+    /// Offsets committed in transactions not yet ended, by producer id: invisible until the
+    /// COMMIT marker, dropped at the ABORT.
+    pub pending_txn_offsets: BTreeMap<i64, BTreeMap<(String, i32), OffsetValue>>,
 }
 
 impl Group {
@@ -160,6 +163,24 @@ impl Group {
             sync_deadline_ms: 0,
             state_timestamp_ms: now_ms,
             offsets: BTreeMap::new(),
+            pending_txn_offsets: BTreeMap::new(),
+        }
+    }
+
+    /// Whether a transaction's offsets for `(topic, partition)` await its end.
+    pub fn has_pending_offset(&self, topic: &str, partition: i32) -> bool {
+        self.pending_txn_offsets
+            .values()
+            .any(|offsets| offsets.contains_key(&(topic.to_owned(), partition)))
+    }
+
+    /// Ends `producer_id`'s transaction in this group: its offsets become the committed ones,
+    /// or are dropped.
+    pub fn end_txn(&mut self, producer_id: i64, commit: bool) {
+        if let Some(offsets) = self.pending_txn_offsets.remove(&producer_id)
+            && commit
+        {
+            self.offsets.extend(offsets);
         }
     }
 

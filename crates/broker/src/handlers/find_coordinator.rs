@@ -1,9 +1,8 @@
-//! FindCoordinator: this broker coordinates every group. The first request creates the offsets
-//! topic, as Kafka does. Transactions are not served: a transaction coordinator lookup is
-//! answered with TRANSACTIONAL_ID_AUTHORIZATION_FAILED and a message saying so, an error
-//! clients treat as fatal (a retriable one would leave them retrying until they time out).
-//! Versions 0–3 ask for one key, 4 and later for a list. A group key needs DESCRIBE on the group
-//! (GROUP_AUTHORIZATION_FAILED for that key).
+//! FindCoordinator: this broker coordinates every group and every transactional id. The first
+//! request of each kind creates its internal topic (`__consumer_offsets`,
+//! `__transaction_state`), as Kafka does. Versions 0–3 ask for one key, 4 and later for a list.
+//! A group key needs DESCRIBE on the group (GROUP_AUTHORIZATION_FAILED for that key), a
+//! transaction key DESCRIBE on the transactional id (TRANSACTIONAL_ID_AUTHORIZATION_FAILED).
 
 use kafka_protocol::messages::find_coordinator_response::Coordinator;
 use kafka_protocol::messages::{
@@ -15,10 +14,9 @@ use crate::authz::{AclOperation, ResourceType};
 use crate::session::Session;
 use crate::{Context, errors};
 
-/// Key type 0 is a group; 1 (transaction) is refused until transactions exist.
+/// Key type 0 is a group, 1 a transactional id.
 const GROUP_KEY_TYPE: i8 = 0;
 const TRANSACTION_KEY_TYPE: i8 = 1;
-const NO_TRANSACTIONS: &str = "ferrolog does not serve transactions";
 
 pub fn handle(
     context: &Context,
@@ -31,25 +29,33 @@ pub fn handle(
     let port = i32::from(session.listener().advertised.port);
     // Kafka decides each key on its own: DESCRIBE on the group it names.
     let decide = |key: &str| -> (i16, Option<StrBytes>) {
-        if request.key_type == TRANSACTION_KEY_TYPE {
-            return (
-                errors::TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
-                Some(StrBytes::from_static_str(NO_TRANSACTIONS)),
-            );
-        }
-        if request.key_type != GROUP_KEY_TYPE {
-            return (errors::INVALID_REQUEST, None);
-        }
-        if !context
-            .access
-            .allows(session, AclOperation::Describe, ResourceType::Group, key)
-        {
-            return (errors::GROUP_AUTHORIZATION_FAILED, None);
-        }
-        match context.groups.find_coordinator() {
+        let created = match request.key_type {
+            GROUP_KEY_TYPE => {
+                if !context
+                    .access
+                    .allows(session, AclOperation::Describe, ResourceType::Group, key)
+                {
+                    return (errors::GROUP_AUTHORIZATION_FAILED, None);
+                }
+                context.groups.find_coordinator()
+            }
+            TRANSACTION_KEY_TYPE => {
+                if !context.access.allows(
+                    session,
+                    AclOperation::Describe,
+                    ResourceType::TransactionalId,
+                    key,
+                ) {
+                    return (errors::TRANSACTIONAL_ID_AUTHORIZATION_FAILED, None);
+                }
+                context.transactions.find_coordinator()
+            }
+            _ => return (errors::INVALID_REQUEST, None),
+        };
+        match created {
             Ok(()) => (errors::NONE, None),
             Err(error) => {
-                tracing::warn!(%error, "creating the offsets topic failed");
+                tracing::warn!(%error, "creating a coordinator's internal topic failed");
                 (errors::COORDINATOR_NOT_AVAILABLE, None)
             }
         }

@@ -1,10 +1,14 @@
 //! InitProducerId: a new producer id, with epoch 0, for each idempotent producer that asks, as
 //! Kafka answers a request without a transactional id (a producer asking with its current id
 //! and epoch gets a fresh id too). Ids come from the LogManager's persisted allocator, so none
-//! is handed out twice, across restarts included. Transactional producers get
-//! UNSUPPORTED_VERSION: there are no transactions (after Kafka's check of WRITE on their
-//! transactional id). An idempotent producer needs IDEMPOTENT_WRITE on the cluster or WRITE on
-//! some topic (CLUSTER_AUTHORIZATION_FAILED).
+//! is handed out twice, across restarts included. An idempotent producer needs IDEMPOTENT_WRITE
+//! on the cluster or WRITE on some topic (CLUSTER_AUTHORIZATION_FAILED).
+//!
+//! A transactional producer (WRITE on its transactional id, else
+//! TRANSACTIONAL_ID_AUTHORIZATION_FAILED) gets its id's producer id and a new epoch from the
+//! transaction coordinator, which fences (and aborts the transaction of) any earlier producer
+//! with the same id. Its expected producer id and epoch (v3+) are both −1 or both set
+//! (INVALID_REQUEST otherwise); PRODUCER_FENCED is INVALID_PRODUCER_EPOCH before v4.
 
 use kafka_protocol::messages::{
     InitProducerIdRequest, InitProducerIdResponse, ProducerId, RequestHeader,
@@ -17,7 +21,7 @@ use crate::{Context, errors};
 pub fn handle(
     context: &Context,
     session: &Session,
-    _header: &RequestHeader,
+    header: &RequestHeader,
     request: InitProducerIdRequest,
 ) -> InitProducerIdResponse {
     let refused = |code| {
@@ -35,7 +39,34 @@ pub fn handle(
         ) {
             return refused(errors::TRANSACTIONAL_ID_AUTHORIZATION_FAILED);
         }
-        return refused(errors::UNSUPPORTED_VERSION);
+        let (producer_id, epoch) = (request.producer_id.0, request.producer_epoch);
+        let expected = match (producer_id, epoch) {
+            (-1, -1) => None,
+            (-1, _) | (_, -1) => return refused(errors::INVALID_REQUEST),
+            pair => Some(pair),
+        };
+        if id.is_empty() {
+            return refused(errors::INVALID_REQUEST);
+        }
+        let outcome = context.transactions.init_producer_id(
+            &context.groups,
+            id,
+            request.transaction_timeout_ms,
+            expected,
+        );
+        for partition in &outcome.marked {
+            context.fetch_waiters.wake(partition);
+        }
+        return match outcome.answer {
+            Ok((producer_id, epoch)) => InitProducerIdResponse::default()
+                .with_producer_id(ProducerId(producer_id))
+                .with_producer_epoch(epoch),
+            Err(code) => refused(super::downgrade_producer_fenced(
+                code,
+                header.request_api_version,
+                4,
+            )),
+        };
     }
     // An idempotent producer needs IDEMPOTENT_WRITE on the cluster, or, as Kafka allows
     // instead, WRITE on at least one topic.

@@ -4,6 +4,8 @@
 //! of [`crate::dispatch`].
 
 pub mod acls;
+pub mod add_offsets_to_txn;
+pub mod add_partitions_to_txn;
 pub mod api_versions;
 pub mod client_quotas;
 pub mod configs;
@@ -17,6 +19,7 @@ pub mod describe_groups;
 pub mod describe_log_dirs;
 pub mod describe_producers;
 pub mod describe_topic_partitions;
+pub mod end_txn;
 pub mod fetch;
 pub mod find_coordinator;
 pub mod heartbeat;
@@ -34,6 +37,7 @@ pub mod produce;
 pub mod sasl;
 pub mod scram_credentials;
 pub mod sync_group;
+pub mod txn_offset_commit;
 
 use std::sync::Arc;
 
@@ -106,4 +110,14 @@ pub fn partitions_or_create(context: &Context, topic: &str, allow_create: bool) 
         "created topic on first use"
     );
     partitions_of(context, topic)
+}
+
+/// PRODUCER_FENCED as requests older than `since` know it: INVALID_PRODUCER_EPOCH, as Kafka
+/// answers InitProducerId before v4 and AddPartitionsToTxn, AddOffsetsToTxn and EndTxn before v2.
+pub fn downgrade_producer_fenced(code: i16, version: i16, since: i16) -> i16 {
+    if code == crate::errors::PRODUCER_FENCED && version < since {
+        crate::errors::INVALID_PRODUCER_EPOCH
+    } else {
+        code
+    }
 }

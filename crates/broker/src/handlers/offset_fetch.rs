@@ -7,6 +7,10 @@
 //! error from v8, the response's in v2–7, each partition's in v1), then DESCRIBE on each named
 //! topic (TOPIC_AUTHORIZATION_FAILED on its partitions); asked for every topic, the answer
 //! leaves out those the session may not describe.
+//!
+//! Offsets a transaction committed are invisible until it commits; asked for stable offsets
+//! (v7+), a partition with such offsets pending is answered UNSTABLE_OFFSET_COMMIT, as Kafka
+//! answers it, and the client asks again.
 
 use std::collections::BTreeMap;
 
@@ -34,6 +38,10 @@ fn committed(value: Option<OffsetValue>) -> Committed {
 /// Kafka's answer for a partition of a topic the session may not describe.
 const UNAUTHORIZED: Committed = (-1, -1, String::new(), errors::TOPIC_AUTHORIZATION_FAILED);
 
+/// Kafka's answer, to a request for stable offsets (v7+ `require_stable`), for a partition
+/// whose offsets an open transaction committed: the client asks again later.
+const UNSTABLE: Committed = (-1, -1, String::new(), errors::UNSTABLE_OFFSET_COMMIT);
+
 /// Offsets by topic, by name. Named topics the session may not describe are answered
 /// TOPIC_AUTHORIZATION_FAILED; with every topic asked for, they are left out.
 fn lookup(
@@ -41,6 +49,7 @@ fn lookup(
     session: &Session,
     group: &str,
     topics: Option<Vec<(String, Vec<i32>)>>,
+    require_stable: bool,
 ) -> BTreeMap<String, Vec<(i32, Committed)>> {
     let describable = |topic: &str| {
         context
@@ -66,10 +75,13 @@ fn lookup(
         if topics.is_none() && !describable(&topic) {
             continue;
         }
-        by_topic
-            .entry(topic)
-            .or_default()
-            .push((partition, committed(value)));
+        let answer =
+            if require_stable && context.groups.has_pending_offset(group, &topic, partition) {
+                UNSTABLE
+            } else {
+                committed(value)
+            };
+        by_topic.entry(topic).or_default().push((partition, answer));
     }
     by_topic
 }
@@ -109,7 +121,13 @@ pub fn handle(
                         .map(|t| (t.name.0.to_string(), t.partition_indexes))
                         .collect()
                 });
-                let found = lookup(context, session, &group.group_id.0, topics);
+                let found = lookup(
+                    context,
+                    session,
+                    &group.group_id.0,
+                    topics,
+                    request.require_stable,
+                );
                 OffsetFetchResponseGroup::default()
                     .with_group_id(group.group_id)
                     .with_topics(
@@ -167,7 +185,14 @@ pub fn handle(
             .collect();
         return OffsetFetchResponse::default().with_topics(v1_to_7_topics(found));
     }
-    let found = lookup(context, session, &request.group_id.0, topics);
+    let require_stable = header.request_api_version >= 7 && request.require_stable;
+    let found = lookup(
+        context,
+        session,
+        &request.group_id.0,
+        topics,
+        require_stable,
+    );
     OffsetFetchResponse::default().with_topics(v1_to_7_topics(found))
 }
 

@@ -5,7 +5,9 @@
 //! Authorization as Kafka's: WRITE on the transactional id when the request carries
 //! transactional batches (TRANSACTIONAL_ID_AUTHORIZATION_FAILED on every partition otherwise),
 //! then WRITE on each topic (TOPIC_AUTHORIZATION_FAILED on its partitions, before anything
-//! about the topic is looked up).
+//! about the topic is looked up). A transactional batch that starts its producer's transaction
+//! in a partition is verified with the transaction coordinator (the partition must have been
+//! added to the transaction: INVALID_TXN_STATE otherwise).
 //!
 //! A partition named again in the same request is refused with INVALID_REQUEST (Kafka keeps
 //! the last and drops the others unanswered); so each partition is appended at most once per
@@ -24,6 +26,7 @@ use ferrolog_storage::TopicPartition;
 use super::internal_topics;
 use crate::authz::{AclOperation, ResourceType};
 use crate::session::Session;
+use crate::txn::VerifyFor;
 use crate::{Context, errors};
 
 /// The response, or `None` when the producer asked for none (acks=0).
@@ -98,7 +101,20 @@ pub fn handle(
                         .map(|records| records.to_vec())
                         .unwrap_or_default();
                     let appended_bytes = bytes.len() as u64;
-                    match log.append_as_leader(bytes) {
+                    let appended = match request.transactional_id.as_deref() {
+                        // A transactional batch that starts the producer's transaction here
+                        // must belong to it (Kafka's partition verification).
+                        Some(id) => log.append_as_leader_verified(
+                            bytes,
+                            &context.transactions.verifier(
+                                id,
+                                (name.clone(), partition.index),
+                                VerifyFor::Produce,
+                            ),
+                        ),
+                        None => log.append_as_leader(bytes),
+                    };
+                    match appended {
                         Ok(info) => {
                             // Fetches waiting on this partition answer now (a retry that wrote
                             // nothing wakes them for nothing, and they wait again).

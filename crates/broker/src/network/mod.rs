@@ -142,8 +142,15 @@ pub async fn serve_listeners(
                     return Err(std::io::Error::other(message));
                 }
                 let context = Arc::clone(&context);
-                if let Err(error) = crate::bridge::blocking(move || context.groups.tick()).await {
-                    tracing::error!(%error, "the group coordinator's timers failed; they run again at the next tick");
+                let timers = crate::bridge::blocking(move || {
+                    context.groups.tick();
+                    for partition in context.transactions.tick(&context.groups) {
+                        context.fetch_waiters.wake(&partition);
+                    }
+                })
+                .await;
+                if let Err(error) = timers {
+                    tracing::error!(%error, "the coordinators' timers failed; they run again at the next tick");
                 }
             }
         }

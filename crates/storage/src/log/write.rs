@@ -12,7 +12,8 @@ use crate::error::{Result, StorageError};
 use crate::fs::remove_if_exists;
 use crate::offset::{FilePosition, Offset};
 use crate::producer::{
-    MarkerKind, NoTxnCoordinator, ProducerBatch, ProducerState, TxnMarker, TxnVerifier, snapshot,
+    BatchOrigin, MarkerKind, NoTxnCoordinator, ProducerBatch, ProducerState, TxnMarker,
+    TxnVerifier, snapshot,
 };
 use crate::segment::{
     AbortedTxn, BatchMeta, INDEX_SUFFIX, LOG_SUFFIX, RollParams, Segment, TIME_INDEX_SUFFIX,
@@ -94,6 +95,26 @@ impl Log {
         records: Vec<u8>,
         verifier: &dyn TxnVerifier,
     ) -> Result<AppendInfo> {
+        self.append_leader(records, verifier, BatchOrigin::Client)
+    }
+
+    /// A coordinator's append on behalf of a producer (the group coordinator's transactional
+    /// offset commits): as [`Log::append_as_leader_verified`], but the producer's batches are
+    /// checked for their epoch only, as Kafka checks batches of its `COORDINATOR` origin.
+    pub fn append_as_coordinator(
+        &self,
+        records: Vec<u8>,
+        verifier: &dyn TxnVerifier,
+    ) -> Result<AppendInfo> {
+        self.append_leader(records, verifier, BatchOrigin::Coordinator)
+    }
+
+    fn append_leader(
+        &self,
+        records: Vec<u8>,
+        verifier: &dyn TxnVerifier,
+        origin: BatchOrigin,
+    ) -> Result<AppendInfo> {
         self.guarded(|| {
             let config = self.config();
             let now_ms = self.clock.now_ms();
@@ -109,11 +130,11 @@ impl Log {
                     partition_leader_epoch: LEADER_EPOCH,
                 },
             )?;
-            if let Some(original) = self
-                .producers
-                .lock()
-                .check_verified(&assigned.validated.producer_batches, verifier)?
-            {
+            if let Some(original) = self.producers.lock().check_verified(
+                &assigned.validated.producer_batches,
+                verifier,
+                origin,
+            )? {
                 // A retry of a batch already written: answered with where it went, as Kafka does.
                 tracing::debug!(
                     partition = %self.topic_partition,

@@ -277,6 +277,16 @@ pub struct CompletedTxn {
     pub last_stable_offset: i64,
 }
 
+/// Who wrote a producer batch: Kafka's `AppendOrigin` for the checks that differ.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BatchOrigin {
+    /// A producer: duplicates are recognised and sequences must follow.
+    Client,
+    /// A coordinator writing for a producer (the group coordinator's transactional offset
+    /// commits): its batches carry no sequence of the producer's, so only the epoch is checked.
+    Coordinator,
+}
+
 /// The transaction coordinator's check that a producer's transaction includes this partition
 /// (Kafka's partition verification, KIP-890), asked for the first transactional batch of a
 /// transaction in a partition. It is asked under the partition's writer lock, which markers also
@@ -370,7 +380,7 @@ impl ProducerState {
     /// [`ProducerState::check_verified`] without a transaction coordinator: a batch that would
     /// start a transaction is refused.
     pub fn check(&self, batches: &[ProducerBatch]) -> Result<Option<BatchMetadata>> {
-        self.check_verified(batches, &NoTxnCoordinator)
+        self.check_verified(batches, &NoTxnCoordinator, BatchOrigin::Client)
     }
 
     /// Checks the batches of one append in order against the state (and against the batches
@@ -378,10 +388,12 @@ impl ProducerState {
     /// append must be answered with the original's offsets and not written. A transactional
     /// batch of a producer with no transaction open here at its epoch is first put to
     /// `verifier` (after the epoch check, before the sequence checks, in Kafka's order).
+    /// Batches a coordinator writes are checked for their epoch only.
     pub fn check_verified(
         &self,
         batches: &[ProducerBatch],
         verifier: &dyn TxnVerifier,
+        origin: BatchOrigin,
     ) -> Result<Option<BatchMetadata>> {
         let mut pending: HashMap<i64, ProducerEntry> = HashMap::new();
         for batch in batches {
@@ -389,7 +401,9 @@ impl ProducerState {
                 .get(&batch.producer_id)
                 .or_else(|| self.producers.get(&batch.producer_id));
             if let Some(entry) = current {
-                if let Some(original) = entry.find_duplicate(batch) {
+                if origin == BatchOrigin::Client
+                    && let Some(original) = entry.find_duplicate(batch)
+                {
                     return Ok(Some(original));
                 }
                 if batch.epoch < entry.epoch {
@@ -415,7 +429,7 @@ impl ProducerState {
                     None if entry.epoch == NO_PRODUCER_EPOCH => batch.first_seq,
                     None => 0,
                 };
-                if batch.first_seq != expected {
+                if origin == BatchOrigin::Client && batch.first_seq != expected {
                     return Err(StorageError::OutOfOrderSequence {
                         producer_id: batch.producer_id,
                         expected,

@@ -58,7 +58,7 @@ fn applied(batches: &[ProducerBatch]) -> ProducerState {
     for b in batches {
         assert_eq!(
             state
-                .check_verified(std::slice::from_ref(b), &Accepting)
+                .check_verified(std::slice::from_ref(b), &Accepting, BatchOrigin::Client)
                 .unwrap(),
             None
         );
@@ -128,7 +128,12 @@ fn unknown_producers_start_anywhere_and_only_five_batches_are_remembered() {
     let mut state = applied(&[batch(9, 0, 40, 1, 0)]);
     for i in 1..=6 {
         let next = batch(9, 0, 40 + i, 1, i64::from(i));
-        assert_eq!(state.check_verified(&[next], &Accepting).unwrap(), None);
+        assert_eq!(
+            state
+                .check_verified(&[next], &Accepting, BatchOrigin::Client)
+                .unwrap(),
+            None
+        );
         state.apply(&next);
     }
     assert_eq!(state.get(9).unwrap().batches.len(), BATCHES_PER_PRODUCER);
@@ -214,7 +219,12 @@ fn transactions_open_at_their_first_batch_and_close_at_their_marker() {
     assert_eq!(state.first_unstable_offset(), Some(10));
     // More of the same transaction, and a second producer's transaction behind it.
     for next in [txn_batch(1, 0, 2, 1, 13), txn_batch(2, 0, 0, 2, 14)] {
-        assert_eq!(state.check_verified(&[next], &Accepting).unwrap(), None);
+        assert_eq!(
+            state
+                .check_verified(&[next], &Accepting, BatchOrigin::Client)
+                .unwrap(),
+            None
+        );
         state.apply(&next);
     }
     assert_eq!(state.open_txns().collect::<Vec<_>>(), [(10, 1), (14, 2)]);
@@ -223,7 +233,9 @@ fn transactions_open_at_their_first_batch_and_close_at_their_marker() {
         vec![batch(1, 0, 3, 1, 16)],
         vec![txn_batch(9, 0, 1, 1, 16), batch(9, 0, 2, 1, 17)],
     ] {
-        let error = state.check_verified(&refused, &Accepting).unwrap_err();
+        let error = state
+            .check_verified(&refused, &Accepting, BatchOrigin::Client)
+            .unwrap_err();
         assert!(
             matches!(error, StorageError::InvalidTxnState { .. }),
             "{error}"
@@ -327,7 +339,7 @@ fn after_a_marker_moves_a_producer_to_a_new_epoch_its_sequences_restart() {
     let entry = state.get(1).unwrap();
     assert!(entry.batches.is_empty() && entry.epoch == 1);
     let error = state
-        .check_verified(&[txn_batch(1, 1, 3, 1, 4)], &Accepting)
+        .check_verified(&[txn_batch(1, 1, 3, 1, 4)], &Accepting, BatchOrigin::Client)
         .unwrap_err();
     assert!(
         matches!(error, StorageError::OutOfOrderSequence { expected: 0, .. }),
@@ -335,13 +347,13 @@ fn after_a_marker_moves_a_producer_to_a_new_epoch_its_sequences_restart() {
     );
     assert_eq!(
         state
-            .check_verified(&[txn_batch(1, 1, 0, 1, 4)], &Accepting)
+            .check_verified(&[txn_batch(1, 1, 0, 1, 4)], &Accepting, BatchOrigin::Client)
             .unwrap(),
         None
     );
     assert!(
         state
-            .check_verified(&[txn_batch(1, 0, 3, 1, 4)], &Accepting)
+            .check_verified(&[txn_batch(1, 0, 3, 1, 4)], &Accepting, BatchOrigin::Client)
             .is_err(),
         "the old epoch is fenced"
     );
@@ -420,26 +432,31 @@ fn only_a_batch_starting_a_transaction_is_verified() {
     // Unknown producer, first transactional batch: asked once; the second batch of the same
     // append joins the transaction the first opened and is not asked about.
     let first = [txn_batch(7, 0, 0, 2, 0), txn_batch(7, 0, 2, 1, 2)];
-    assert_eq!(state.check_verified(&first, &verifier).unwrap(), None);
+    assert_eq!(
+        state
+            .check_verified(&first, &verifier, BatchOrigin::Client)
+            .unwrap(),
+        None
+    );
     assert_eq!(*verifier.asked.borrow(), [(7, 0)]);
     for b in &first {
         state.apply(b);
     }
     // The transaction is open at this epoch: later batches are not asked about.
     state
-        .check_verified(&[txn_batch(7, 0, 3, 1, 3)], &verifier)
+        .check_verified(&[txn_batch(7, 0, 3, 1, 3)], &verifier, BatchOrigin::Client)
         .unwrap();
     assert_eq!(verifier.asked.borrow().len(), 1);
     // Once a marker ends it, the next transaction's first batch is asked about again.
     state.apply(&txn_batch(7, 0, 3, 1, 3));
     state.apply_marker(&marker(7, 0, MarkerKind::Commit, 4));
     state
-        .check_verified(&[txn_batch(7, 0, 4, 1, 5)], &verifier)
+        .check_verified(&[txn_batch(7, 0, 4, 1, 5)], &verifier, BatchOrigin::Client)
         .unwrap();
     assert_eq!(verifier.asked.borrow().len(), 2);
     // A refusal is the producer's answer, before any sequence check.
     let refused = state
-        .check_verified(&[txn_batch(8, 0, 9, 1, 6)], &verifier)
+        .check_verified(&[txn_batch(8, 0, 9, 1, 6)], &verifier, BatchOrigin::Client)
         .unwrap_err();
     assert!(matches!(
         refused,
@@ -449,7 +466,7 @@ fn only_a_batch_starting_a_transaction_is_verified() {
     let before = verifier.asked.borrow().len();
     state.apply_marker(&marker(7, 2, MarkerKind::Abort, 7));
     let fenced = state
-        .check_verified(&[txn_batch(7, 1, 0, 1, 8)], &verifier)
+        .check_verified(&[txn_batch(7, 1, 0, 1, 8)], &verifier, BatchOrigin::Client)
         .unwrap_err();
     assert!(matches!(fenced, StorageError::InvalidProducerEpoch { .. }));
     assert_eq!(verifier.asked.borrow().len(), before);

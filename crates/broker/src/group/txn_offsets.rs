@@ -1,0 +1,153 @@
+//! Offsets committed inside transactions (TxnOffsetCommit): written to the group's
+//! `__consumer_offsets` partition as a transactional batch of the producer, pending (invisible
+//! to OffsetFetch, which answers UNSTABLE_OFFSET_COMMIT for them when asked for stable offsets)
+//! until the transaction coordinator's marker commits or aborts them.
+
+use ferrolog_records::consumer_offsets::{OffsetValue, OffsetsKey};
+use ferrolog_storage::TopicPartition;
+use ferrolog_storage::log::MarkerRequest;
+use ferrolog_storage::producer::{MarkerKind, TxnVerifier};
+
+use super::membership::check_member;
+use super::offsets_topic::OFFSETS_TOPIC;
+use super::state::Group;
+use super::{CommitEntry, GroupCoordinator};
+use crate::errors;
+
+/// The member a TxnOffsetCommit claims to come from (all unset for a producer outside any
+/// group's membership).
+#[derive(Debug, Clone, Copy)]
+pub struct TxnCommitter<'a> {
+    pub generation: i32,
+    pub member_id: &'a str,
+    pub group_instance_id: Option<&'a str>,
+}
+
+impl GroupCoordinator {
+    /// TxnOffsetCommit for `producer` (id, epoch): one error per entry. The group's partition
+    /// must be in the producer's transaction (`verifier`, the transaction coordinator's check).
+    pub fn commit_transactional(
+        &self,
+        group_id: &str,
+        producer: (i64, i16),
+        member: TxnCommitter<'_>,
+        entries: &[CommitEntry],
+        verifier: &dyn TxnVerifier,
+    ) -> Vec<i16> {
+        let all = |code| vec![code; entries.len()];
+        if group_id.is_empty() {
+            return all(errors::INVALID_GROUP_ID);
+        }
+        let now = self.now();
+        let mut groups = self.groups.lock();
+        let group = match groups.get_mut(group_id) {
+            Some(group) => group,
+            None if member.generation < 0 => groups
+                .entry(group_id.to_owned())
+                .or_insert_with(|| Group::new(group_id, now)),
+            None => return all(errors::ILLEGAL_GENERATION),
+        };
+        // As Kafka's classic groups: a producer that names no member commits without one; the
+        // group's state is not checked (no REBALANCE_IN_PROGRESS for transactional commits).
+        let names_member = member.generation >= 0
+            || !member.member_id.is_empty()
+            || member.group_instance_id.is_some();
+        if names_member
+            && let Err(code) = check_member(
+                group,
+                member.member_id,
+                member.group_instance_id,
+                member.generation,
+            )
+        {
+            return all(code);
+        }
+        let mut results = Vec::with_capacity(entries.len());
+        let mut records = Vec::new();
+        let mut values = Vec::new();
+        for entry in entries {
+            if entry.metadata.len() > self.config.offset_metadata_max_bytes {
+                results.push(errors::OFFSET_METADATA_TOO_LARGE);
+                continue;
+            }
+            let value = OffsetValue {
+                offset: entry.offset,
+                leader_epoch: entry.leader_epoch,
+                metadata: entry.metadata.clone(),
+                commit_timestamp: now,
+                expire_timestamp: None,
+            };
+            records.push((
+                OffsetsKey::Offset {
+                    group: group_id.to_owned(),
+                    topic: entry.topic.clone(),
+                    partition: entry.partition,
+                },
+                Some(value.encode()),
+            ));
+            values.push(((entry.topic.clone(), entry.partition), value));
+            results.push(errors::NONE);
+        }
+        if records.is_empty() {
+            return results;
+        }
+        if let Err(error) = self
+            .topic
+            .append_transactional(group_id, &records, now, producer, verifier)
+        {
+            tracing::debug!(group = group_id, %error, "a transactional offset commit was refused");
+            // As Kafka's group coordinator maps its write errors.
+            let code = match errors::code_of(&error) {
+                errors::KAFKA_STORAGE_ERROR => errors::NOT_COORDINATOR,
+                errors::MESSAGE_TOO_LARGE | errors::RECORD_LIST_TOO_LARGE => {
+                    errors::UNKNOWN_SERVER_ERROR
+                }
+                errors::UNKNOWN_SERVER_ERROR => errors::COORDINATOR_NOT_AVAILABLE,
+                code => code,
+            };
+            return results
+                .into_iter()
+                .map(|result| if result == errors::NONE { code } else { result })
+                .collect();
+        }
+        group
+            .pending_txn_offsets
+            .entry(producer.0)
+            .or_default()
+            .extend(values);
+        results
+    }
+
+    /// The marker of a transaction that committed offsets in `partition` of
+    /// `__consumer_offsets`: written to that partition, then the producer's pending offsets in
+    /// the partition's groups become committed (COMMIT) or are dropped (ABORT). `Ok(false)` when
+    /// the partition does not exist.
+    pub fn complete_txn(
+        &self,
+        partition: i32,
+        marker: MarkerRequest,
+    ) -> ferrolog_storage::Result<bool> {
+        let mut groups = self.groups.lock();
+        let topic_partition = TopicPartition::new(OFFSETS_TOPIC, partition);
+        let Some(log) = self.topic.manager().get(&topic_partition) else {
+            return Ok(false);
+        };
+        log.append_marker(marker, false)?;
+        let commit = marker.kind == MarkerKind::Commit;
+        for group in groups.values_mut() {
+            if self.topic.partition_of(&group.id) == partition {
+                group.end_txn(marker.producer_id, commit);
+            }
+        }
+        Ok(true)
+    }
+
+    /// Whether offsets of `group_id` for `(topic, partition)` await the end of a transaction
+    /// (OffsetFetch answers UNSTABLE_OFFSET_COMMIT for them when asked for stable offsets).
+    pub fn has_pending_offset(&self, group_id: &str, topic: &str, partition: i32) -> bool {
+        self.groups
+            .lock()
+            .get(group_id)
+            .is_some_and(|group| group.has_pending_offset(topic, partition))
+    }
+}

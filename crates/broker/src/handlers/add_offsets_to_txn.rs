@@ -1,0 +1,46 @@
+//! AddOffsetsToTxn: the group's `__consumer_offsets` partition joins the producer's ongoing
+//! transaction, so the offsets it commits there (TxnOffsetCommit) get the transaction's marker.
+//! Needs WRITE on the transactional id (TRANSACTIONAL_ID_AUTHORIZATION_FAILED), then READ on the
+//! group (GROUP_AUTHORIZATION_FAILED), as Kafka checks them.
+
+use kafka_protocol::messages::{AddOffsetsToTxnRequest, AddOffsetsToTxnResponse, RequestHeader};
+
+use crate::authz::{AclOperation, ResourceType};
+use crate::group::offsets_topic::OFFSETS_TOPIC;
+use crate::session::Session;
+use crate::{Context, errors};
+
+pub fn handle(
+    context: &Context,
+    session: &Session,
+    header: &RequestHeader,
+    request: AddOffsetsToTxnRequest,
+) -> AddOffsetsToTxnResponse {
+    let transactional_id = request.transactional_id.0.as_str();
+    let group = request.group_id.0.as_str();
+    let code = if !context.access.allows(
+        session,
+        AclOperation::Write,
+        ResourceType::TransactionalId,
+        transactional_id,
+    ) {
+        errors::TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+    } else if !context
+        .access
+        .allows(session, AclOperation::Read, ResourceType::Group, group)
+    {
+        errors::GROUP_AUTHORIZATION_FAILED
+    } else if transactional_id.is_empty() {
+        errors::INVALID_REQUEST
+    } else {
+        let partition = (OFFSETS_TOPIC.to_owned(), context.groups.partition_of(group));
+        let code = context.transactions.add_partitions(
+            transactional_id,
+            request.producer_id.0,
+            request.producer_epoch,
+            &[partition],
+        );
+        super::downgrade_producer_fenced(code, header.request_api_version, 2)
+    };
+    AddOffsetsToTxnResponse::default().with_error_code(code)
+}

@@ -1,0 +1,143 @@
+//! TxnOffsetCommit (v0–4): offsets a transactional producer commits for a group, pending until
+//! its transaction ends. Kafka's checks, in its order: WRITE on the transactional id
+//! (TRANSACTIONAL_ID_AUTHORIZATION_FAILED on every partition), READ on the group
+//! (GROUP_AUTHORIZATION_FAILED), READ on each topic (TOPIC_AUTHORIZATION_FAILED), each partition
+//! known (UNKNOWN_TOPIC_OR_PARTITION); then the group's partition must be in the producer's
+//! transaction (AddOffsetsToTxn put it there) and the member, if named, current.
+
+use kafka_protocol::messages::txn_offset_commit_response::{
+    TxnOffsetCommitResponsePartition, TxnOffsetCommitResponseTopic,
+};
+use kafka_protocol::messages::{RequestHeader, TxnOffsetCommitRequest, TxnOffsetCommitResponse};
+
+use ferrolog_storage::TopicPartition;
+
+use crate::authz::{AclOperation, ResourceType};
+use crate::group::offsets_topic::OFFSETS_TOPIC;
+use crate::group::{CommitEntry, TxnCommitter};
+use crate::session::Session;
+use crate::txn::VerifyFor;
+use crate::{Context, errors};
+
+pub fn handle(
+    context: &Context,
+    session: &Session,
+    header: &RequestHeader,
+    request: TxnOffsetCommitRequest,
+) -> TxnOffsetCommitResponse {
+    let transactional_id = request.transactional_id.0.as_str();
+    let group = request.group_id.0.as_str();
+    let everywhere = if !context.access.allows(
+        session,
+        AclOperation::Write,
+        ResourceType::TransactionalId,
+        transactional_id,
+    ) {
+        Some(errors::TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+    } else if !context
+        .access
+        .allows(session, AclOperation::Read, ResourceType::Group, group)
+    {
+        Some(errors::GROUP_AUTHORIZATION_FAILED)
+    } else {
+        None
+    };
+    let refusals: Vec<Vec<Option<i16>>> = request
+        .topics
+        .iter()
+        .map(|topic| {
+            let name = topic.name.0.as_str();
+            let topic_refusal = everywhere.or_else(|| {
+                (!context
+                    .access
+                    .allows(session, AclOperation::Read, ResourceType::Topic, name))
+                .then_some(errors::TOPIC_AUTHORIZATION_FAILED)
+            });
+            topic
+                .partitions
+                .iter()
+                .map(|partition| {
+                    topic_refusal.or_else(|| {
+                        let known = context
+                            .manager
+                            .get(&TopicPartition::new(name, partition.partition_index))
+                            .is_some();
+                        (!known).then_some(errors::UNKNOWN_TOPIC_OR_PARTITION)
+                    })
+                })
+                .collect()
+        })
+        .collect();
+    let entries: Vec<CommitEntry> = request
+        .topics
+        .iter()
+        .zip(&refusals)
+        .flat_map(|(topic, refusals)| {
+            topic
+                .partitions
+                .iter()
+                .zip(refusals)
+                .filter(|(_, refusal)| refusal.is_none())
+                .map(|(partition, _)| CommitEntry {
+                    topic: topic.name.0.to_string(),
+                    partition: partition.partition_index,
+                    offset: partition.committed_offset,
+                    leader_epoch: partition.committed_leader_epoch,
+                    metadata: partition
+                        .committed_metadata
+                        .as_deref()
+                        .unwrap_or_default()
+                        .to_owned(),
+                })
+        })
+        .collect();
+    let mut results = if entries.is_empty() {
+        Vec::new()
+    } else {
+        let offsets_partition = (OFFSETS_TOPIC.to_owned(), context.groups.partition_of(group));
+        let verifier = context.transactions.verifier(
+            transactional_id,
+            offsets_partition,
+            VerifyFor::TxnOffsetCommit {
+                version: header.request_api_version,
+            },
+        );
+        context.groups.commit_transactional(
+            group,
+            (request.producer_id.0, request.producer_epoch),
+            TxnCommitter {
+                generation: request.generation_id,
+                member_id: &request.member_id,
+                group_instance_id: request.group_instance_id.as_deref(),
+            },
+            &entries,
+            &verifier,
+        )
+    }
+    .into_iter();
+    let topics = request
+        .topics
+        .into_iter()
+        .zip(refusals)
+        .map(|(topic, refusals)| {
+            let partitions = topic
+                .partitions
+                .iter()
+                .zip(refusals)
+                .map(|(partition, refusal)| {
+                    let error = match refusal {
+                        Some(code) => code,
+                        None => results.next().unwrap_or_default(),
+                    };
+                    TxnOffsetCommitResponsePartition::default()
+                        .with_partition_index(partition.partition_index)
+                        .with_error_code(error)
+                })
+                .collect();
+            TxnOffsetCommitResponseTopic::default()
+                .with_name(topic.name)
+                .with_partitions(partitions)
+        })
+        .collect();
+    TxnOffsetCommitResponse::default().with_topics(topics)
+}

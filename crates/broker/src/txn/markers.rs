@@ -1,0 +1,105 @@
+//! Writing a prepared transaction's COMMIT or ABORT markers (Kafka's WriteTxnMarkers path, on
+//! one broker called directly): one control batch per partition of the transaction, through
+//! the partition's log, and for the group's `__consumer_offsets` partition through the group
+//! coordinator, which also makes the transaction's offsets visible or drops them.
+//!
+//! Each partition's answer is treated as Kafka's coordinator treats it: written, or the
+//! partition gone (deleted since), and the partition is done; a storage error (a directory
+//! offline, a full disk) and the partition is retried later; a stale producer or coordinator
+//! epoch and the transaction's markers stop, as in Kafka.
+
+use std::collections::BTreeSet;
+
+use ferrolog_records::transaction_state::TxnStatus;
+use ferrolog_storage::log::MarkerRequest;
+use ferrolog_storage::manager::LogManager;
+use ferrolog_storage::producer::MarkerKind;
+use ferrolog_storage::{StorageError, TopicPartition};
+
+use super::state::{TxnMetadata, TxnPartition};
+use crate::group::GroupCoordinator;
+use crate::group::offsets_topic::OFFSETS_TOPIC;
+
+/// What is left of a transaction's markers after a round of writing.
+#[derive(Debug)]
+pub(super) enum Left {
+    Nothing,
+    /// These partitions failed for now and are retried.
+    Retry(BTreeSet<TxnPartition>),
+    /// A partition refused its marker as stale: no more are sent.
+    Refused,
+}
+
+#[derive(Debug)]
+pub(super) struct Written {
+    /// The partitions that got their marker.
+    pub marked: Vec<TopicPartition>,
+    pub left: Left,
+}
+
+/// Writes the markers of `prepared` (PrepareCommit or PrepareAbort) to its partitions.
+pub(super) fn write_all(
+    manager: &LogManager,
+    groups: &GroupCoordinator,
+    transactional_id: &str,
+    prepared: &TxnMetadata,
+    coordinator_epoch: i32,
+) -> Written {
+    let marker = MarkerRequest {
+        producer_id: prepared.producer_id,
+        epoch: prepared.producer_epoch,
+        coordinator_epoch,
+        kind: if prepared.state == TxnStatus::PrepareCommit {
+            MarkerKind::Commit
+        } else {
+            MarkerKind::Abort
+        },
+    };
+    let mut marked = Vec::new();
+    let mut retry = BTreeSet::new();
+    for (topic, partition) in &prepared.partitions {
+        let topic_partition = TopicPartition::new(topic.clone(), *partition);
+        let written = if topic == OFFSETS_TOPIC {
+            groups.complete_txn(*partition, marker)
+        } else {
+            match manager.get(&topic_partition) {
+                Some(log) => log.append_marker(marker, false).map(|_| true),
+                // A partition without a log was deleted since it joined the transaction.
+                None => Ok(false),
+            }
+        };
+        match written {
+            Ok(true) => marked.push(topic_partition),
+            Ok(false) => {
+                tracing::info!(transactional_id, partition = %topic_partition, "no marker for a partition deleted during its transaction");
+            }
+            Err(
+                error @ (StorageError::InvalidProducerEpoch { .. }
+                | StorageError::CoordinatorFenced { .. }),
+            ) => {
+                tracing::error!(
+                    transactional_id,
+                    partition = %topic_partition,
+                    %error,
+                    "a partition refused the transaction's marker as stale; its remaining markers are not sent"
+                );
+                return Written {
+                    marked,
+                    left: Left::Refused,
+                };
+            }
+            Err(error) => {
+                tracing::warn!(transactional_id, partition = %topic_partition, %error, "writing a transaction marker failed; retrying");
+                retry.insert((topic.clone(), *partition));
+            }
+        }
+    }
+    Written {
+        marked,
+        left: if retry.is_empty() {
+            Left::Nothing
+        } else {
+            Left::Retry(retry)
+        },
+    }
+}

@@ -1,0 +1,642 @@
+//! The transaction coordinator (Kafka's `TransactionCoordinator` for a single broker, which
+//! coordinates every transactional id): InitProducerId with a transactional id,
+//! AddPartitionsToTxn, AddOffsetsToTxn, EndTxn, the verification of transactional writes, the
+//! COMMIT and ABORT markers, the abort of transactions past their timeout and the expiry of idle
+//! ids. Transactions v1 (KIP-98 with KIP-360's epoch bumps): the epoch stays through a
+//! transaction's end.
+//!
+//! What is decided is in [`state`] (pure functions of the id's state, the request and the
+//! time); this file keeps the states, writes what was decided to `__transaction_state`
+//! ([`topic`]) before it takes effect, and writes the markers ([`markers`]).
+//!
+//! Locking: one mutex guards every id's state, held while a decision is made and its record
+//! appended to `__transaction_state`, never while markers are written. A transactional append
+//! asks [`TransactionCoordinator::verify`] under its partition's writer lock, which a marker
+//! also takes: so the order is always partition writer → this mutex → `__transaction_state`'s
+//! writer, and a transaction cannot end between a partition's verification and its write.
+//!
+//! An EndTxn is answered once its markers are written and its completion recorded, or, if a
+//! marker cannot be written now (a directory offline, a full disk), once its PrepareCommit or
+//! PrepareAbort is recorded; the coordinator then retries the rest every tick, as Kafka retries
+//! from its marker queue. Meanwhile the id answers CONCURRENT_TRANSACTIONS.
+
+mod markers;
+pub mod state;
+pub mod topic;
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+use std::time::Duration;
+
+use ferrolog_records::transaction_state::TxnStatus;
+use ferrolog_storage::manager::LogManager;
+use ferrolog_storage::producer::TxnVerifier;
+use ferrolog_storage::{Clock, Result, StorageError, TopicPartition, clock};
+use parking_lot::Mutex;
+
+use crate::errors;
+use crate::group::GroupCoordinator;
+use state::{EndDecision, InitDecision, TxnMetadata, TxnPartition};
+use topic::TxnStateTopic;
+
+/// The coordinator's settings, under Kafka's broker keys.
+#[derive(Debug, Clone)]
+pub struct TxnConfig {
+    /// `transaction.state.log.num.partitions`
+    pub state_log_partitions: i32,
+    /// `transaction.state.log.segment.bytes`
+    pub state_log_segment_bytes: u64,
+    /// `transaction.max.timeout.ms`: the longest `transaction.timeout.ms` a producer may ask for.
+    pub max_timeout: Duration,
+    /// `transactional.id.expiration.ms`: how long an id with no transaction open is kept idle.
+    pub id_expiration: Duration,
+    /// `transaction.abort.timed.out.transaction.cleanup.interval.ms`
+    pub abort_timed_out_interval: Duration,
+    /// `transaction.remove.expired.transaction.cleanup.interval.ms`
+    pub remove_expired_interval: Duration,
+    /// `ferrolog.max.transactional.ids`: the most ids kept at once; an InitProducerId for a new
+    /// one beyond it is refused (POLICY_VIOLATION). Kafka has no such limit.
+    pub max_transactional_ids: usize,
+}
+
+impl Default for TxnConfig {
+    fn default() -> Self {
+        Self {
+            state_log_partitions: 50,
+            state_log_segment_bytes: 104_857_600,
+            max_timeout: Duration::from_millis(900_000),
+            id_expiration: Duration::from_millis(604_800_000),
+            abort_timed_out_interval: Duration::from_millis(10_000),
+            remove_expired_interval: Duration::from_millis(3_600_000),
+            max_transactional_ids: 100_000,
+        }
+    }
+}
+
+/// Why an id answers CONCURRENT_TRANSACTIONS for now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Pending {
+    /// A request or the timer is writing its markers.
+    Markers,
+    /// Markers (or the completion record) could not all be written; the timer retries.
+    Retry,
+}
+
+#[derive(Debug, Clone)]
+struct Entry {
+    meta: TxnMetadata,
+    pending: Option<Pending>,
+}
+
+/// An id's transaction as DescribeTransactions and ListTransactions show it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TxnDescription {
+    pub transactional_id: String,
+    pub producer_id: i64,
+    pub producer_epoch: i16,
+    pub state: TxnStatus,
+    pub timeout_ms: i32,
+    pub start_ms: i64,
+    pub partitions: Vec<TxnPartition>,
+}
+
+/// What a request that may write markers leaves behind: its answer, and the partitions that
+/// got a marker (their waiting read_committed fetches may now read further).
+#[derive(Debug, Default)]
+pub struct Outcome<T> {
+    pub answer: T,
+    pub marked: Vec<TopicPartition>,
+}
+
+#[derive(Debug)]
+pub struct TransactionCoordinator {
+    topic: TxnStateTopic,
+    manager: Arc<LogManager>,
+    config: TxnConfig,
+    clock: Arc<dyn Clock>,
+    ids: Mutex<HashMap<String, Entry>>,
+    /// Each `__transaction_state` partition's coordinator epoch: the markers of its ids carry it.
+    coordinator_epochs: BTreeMap<i32, i32>,
+    next_timeout_check_ms: Mutex<i64>,
+    next_expiry_check_ms: Mutex<i64>,
+}
+
+impl TransactionCoordinator {
+    /// Rebuilds every id's state from the `__transaction_state` partitions in the data dirs.
+    /// Transactions found preparing to commit or abort are completed by the first tick; ongoing
+    /// ones stay ongoing until they end or time out.
+    pub fn open(manager: Arc<LogManager>, config: TxnConfig) -> Result<Self> {
+        let clock = Arc::clone(manager.clock());
+        let topic = TxnStateTopic::new(
+            Arc::clone(&manager),
+            config.state_log_partitions,
+            config.state_log_segment_bytes,
+        );
+        let mut loaded: HashMap<String, TxnMetadata> = HashMap::new();
+        let coordinator_epochs = topic.load(|_, (id, value)| match value {
+            Some(value) => {
+                loaded.insert(id, TxnMetadata::from_value(&value));
+            }
+            None => {
+                loaded.remove(&id);
+            }
+        })?;
+        let ids: HashMap<String, Entry> = loaded
+            .into_iter()
+            .map(|(id, meta)| {
+                let unfinished = matches!(
+                    meta.state,
+                    TxnStatus::PrepareCommit | TxnStatus::PrepareAbort
+                );
+                let pending = unfinished.then_some(Pending::Retry);
+                (id, Entry { meta, pending })
+            })
+            .collect();
+        if !ids.is_empty() {
+            tracing::info!(
+                transactional_ids = ids.len(),
+                "transaction states loaded from the transaction state topic"
+            );
+        }
+        let now = clock.now_ms();
+        Ok(Self {
+            topic,
+            manager,
+            next_timeout_check_ms: Mutex::new(clock::after(now, config.abort_timed_out_interval)),
+            next_expiry_check_ms: Mutex::new(clock::after(now, config.remove_expired_interval)),
+            config,
+            clock,
+            ids: Mutex::new(ids),
+            coordinator_epochs,
+        })
+    }
+
+    fn now(&self) -> i64 {
+        self.clock.now_ms()
+    }
+
+    fn coordinator_epoch(&self, transactional_id: &str) -> i32 {
+        let partition = self.topic.partition_of(transactional_id);
+        self.coordinator_epochs
+            .get(&partition)
+            .copied()
+            .unwrap_or(0)
+    }
+
+    /// FindCoordinator for a transactional id: this broker; `__transaction_state` is created the
+    /// first time a client asks, as Kafka does.
+    pub fn find_coordinator(&self) -> Result<()> {
+        self.topic.ensure_created()
+    }
+
+    /// Writes `next` as `transactional_id`'s state; on success it is the state.
+    fn write(&self, id: &str, entry: &mut Entry, next: TxnMetadata, now: i64) -> Result<()> {
+        let value = next.to_value(entry.meta.producer_id);
+        self.topic.append(id, Some(&value), now)?;
+        entry.meta = next;
+        Ok(())
+    }
+
+    /// InitProducerId with a transactional id (after the handler's checks of the request):
+    /// the producer id and epoch, or an error.
+    pub fn init_producer_id(
+        &self,
+        groups: &GroupCoordinator,
+        transactional_id: &str,
+        timeout_ms: i32,
+        expected: Option<(i64, i16)>,
+    ) -> Outcome<std::result::Result<(i64, i16), i16>> {
+        let refuse = |code| Outcome {
+            answer: Err(code),
+            marked: Vec::new(),
+        };
+        if timeout_ms <= 0 || i64::from(timeout_ms) > clock::kafka_ms(self.config.max_timeout) {
+            return refuse(errors::INVALID_TRANSACTION_TIMEOUT);
+        }
+        let now = self.now();
+        let fence = {
+            let mut ids = self.ids.lock();
+            if !ids.contains_key(transactional_id) {
+                if ids.len() >= self.config.max_transactional_ids {
+                    tracing::warn!(
+                        transactional_id,
+                        limit = self.config.max_transactional_ids,
+                        "refusing a new transactional id: ferrolog.max.transactional.ids reached"
+                    );
+                    return refuse(errors::POLICY_VIOLATION);
+                }
+                let producer_id = match self.manager.next_producer_id() {
+                    Ok(id) => id,
+                    Err(error) => {
+                        tracing::warn!(%error, "no producer id could be reserved");
+                        return refuse(errors::COORDINATOR_NOT_AVAILABLE);
+                    }
+                };
+                ids.insert(
+                    transactional_id.to_owned(),
+                    Entry {
+                        meta: TxnMetadata::new(producer_id, timeout_ms, now),
+                        pending: None,
+                    },
+                );
+            }
+            let Some(entry) = ids.get_mut(transactional_id) else {
+                return refuse(errors::UNKNOWN_SERVER_ERROR);
+            };
+            if entry.pending.is_some() {
+                return refuse(errors::CONCURRENT_TRANSACTIONS);
+            }
+            let decision = entry.meta.init_producer_id(timeout_ms, expected, now, || {
+                self.manager.next_producer_id().map_err(|error| {
+                    tracing::warn!(%error, "no producer id could be reserved");
+                    errors::COORDINATOR_NOT_AVAILABLE
+                })
+            });
+            match decision {
+                InitDecision::Refuse(code) => return refuse(code),
+                InitDecision::Write(next) => {
+                    let answer = (next.producer_id, next.producer_epoch);
+                    return match self.write(transactional_id, entry, next, now) {
+                        Ok(()) => Outcome {
+                            answer: Ok(answer),
+                            marked: Vec::new(),
+                        },
+                        Err(error) => refuse(append_error(transactional_id, &error)),
+                    };
+                }
+                InitDecision::FenceOngoing(abort) => {
+                    if let Err(error) = self.write(transactional_id, entry, abort, now) {
+                        return refuse(append_error(transactional_id, &error));
+                    }
+                    entry.pending = Some(Pending::Markers);
+                    entry.meta.clone()
+                }
+            }
+        };
+        // The fenced transaction's abort: the producer asks again once it is complete.
+        let marked = self.finish(groups, transactional_id, &fence);
+        Outcome {
+            answer: Err(errors::CONCURRENT_TRANSACTIONS),
+            marked,
+        }
+    }
+
+    /// AddPartitionsToTxn (v0–3) and AddOffsetsToTxn: NONE, or the error every partition gets.
+    pub fn add_partitions(
+        &self,
+        transactional_id: &str,
+        producer_id: i64,
+        epoch: i16,
+        partitions: &[TxnPartition],
+    ) -> i16 {
+        let now = self.now();
+        let mut ids = self.ids.lock();
+        let Some(entry) = ids.get_mut(transactional_id) else {
+            return errors::INVALID_PRODUCER_ID_MAPPING;
+        };
+        if entry.pending.is_some() {
+            return errors::CONCURRENT_TRANSACTIONS;
+        }
+        match entry
+            .meta
+            .add_partitions(producer_id, epoch, partitions, now)
+        {
+            Err(code) => code,
+            Ok(None) => errors::NONE,
+            Ok(Some(next)) => match self.write(transactional_id, entry, next, now) {
+                Ok(()) => errors::NONE,
+                Err(error) => append_error(transactional_id, &error),
+            },
+        }
+    }
+
+    /// EndTxn (v0–4): commits or aborts the id's transaction.
+    pub fn end_txn(
+        &self,
+        groups: &GroupCoordinator,
+        transactional_id: &str,
+        producer_id: i64,
+        epoch: i16,
+        commit: bool,
+    ) -> Outcome<i16> {
+        let answer = |code| Outcome {
+            answer: code,
+            marked: Vec::new(),
+        };
+        let now = self.now();
+        let prepared = {
+            let mut ids = self.ids.lock();
+            let Some(entry) = ids.get_mut(transactional_id) else {
+                return answer(errors::INVALID_PRODUCER_ID_MAPPING);
+            };
+            if producer_id != entry.meta.producer_id {
+                return answer(errors::INVALID_PRODUCER_ID_MAPPING);
+            }
+            if epoch != entry.meta.producer_epoch {
+                return answer(errors::PRODUCER_FENCED);
+            }
+            if entry.pending.is_some() {
+                return answer(errors::CONCURRENT_TRANSACTIONS);
+            }
+            match entry.meta.end_txn(producer_id, epoch, commit, now) {
+                EndDecision::Refuse(code) => return answer(code),
+                EndDecision::AlreadyComplete => return answer(errors::NONE),
+                EndDecision::Prepare(next) => {
+                    if let Err(error) = self.write(transactional_id, entry, next, now) {
+                        return answer(append_error(transactional_id, &error));
+                    }
+                    entry.pending = Some(Pending::Markers);
+                    entry.meta.clone()
+                }
+            }
+        };
+        Outcome {
+            answer: errors::NONE,
+            marked: self.finish(groups, transactional_id, &prepared),
+        }
+    }
+
+    /// Writes the markers of a prepared transaction (`prepared`, recorded and marked pending),
+    /// then its completion. Whatever cannot be written now is left for the timer.
+    fn finish(
+        &self,
+        groups: &GroupCoordinator,
+        transactional_id: &str,
+        prepared: &TxnMetadata,
+    ) -> Vec<TopicPartition> {
+        let coordinator_epoch = self.coordinator_epoch(transactional_id);
+        let written = markers::write_all(
+            &self.manager,
+            groups,
+            transactional_id,
+            prepared,
+            coordinator_epoch,
+        );
+        let now = self.now();
+        let mut ids = self.ids.lock();
+        let Some(entry) = ids.get_mut(transactional_id) else {
+            return written.marked;
+        };
+        if entry.meta.producer_id != prepared.producer_id
+            || entry.meta.producer_epoch != prepared.producer_epoch
+            || entry.meta.state != prepared.state
+        {
+            return written.marked;
+        }
+        match written.left {
+            markers::Left::Nothing => {
+                let completed = entry.meta.completed(now);
+                match self.write(transactional_id, entry, completed, now) {
+                    Ok(()) => entry.pending = None,
+                    Err(error) => {
+                        tracing::warn!(transactional_id, %error, "recording a transaction's completion failed; retrying");
+                        entry.pending = Some(Pending::Retry);
+                    }
+                }
+            }
+            markers::Left::Retry(partitions) => {
+                entry.meta.partitions = partitions;
+                entry.pending = Some(Pending::Retry);
+            }
+            // The partitions refused the markers as stale: as Kafka, the coordinator stops
+            // sending them and the transaction stays preparing (an operator aborts it by hand).
+            markers::Left::Refused => entry.pending = Some(Pending::Markers),
+        }
+        written.marked
+    }
+
+    /// The verifier of a transactional append to `partition` under `transactional_id`, mapping
+    /// the coordinator's answers as Kafka's broker does for `purpose`.
+    pub fn verifier<'a>(
+        &'a self,
+        transactional_id: &'a str,
+        partition: TxnPartition,
+        purpose: VerifyFor,
+    ) -> Verifier<'a> {
+        Verifier {
+            coordinator: self,
+            transactional_id,
+            partition,
+            purpose,
+        }
+    }
+
+    fn verify(
+        &self,
+        transactional_id: &str,
+        producer_id: i64,
+        epoch: i16,
+        partition: &TxnPartition,
+    ) -> std::result::Result<(), i16> {
+        let ids = self.ids.lock();
+        let entry = ids
+            .get(transactional_id)
+            .ok_or(errors::INVALID_PRODUCER_ID_MAPPING)?;
+        entry.meta.verify(producer_id, epoch, partition)
+    }
+
+    /// An id's state, for DescribeTransactions; `None` when the id is unknown.
+    pub fn describe(&self, transactional_id: &str) -> Option<TxnDescription> {
+        let ids = self.ids.lock();
+        ids.get(transactional_id)
+            .map(|entry| describe(transactional_id, &entry.meta))
+    }
+
+    /// Every id's state, for ListTransactions.
+    pub fn list(&self) -> Vec<TxnDescription> {
+        let ids = self.ids.lock();
+        let mut all: Vec<TxnDescription> = ids
+            .iter()
+            .map(|(id, entry)| describe(id, &entry.meta))
+            .collect();
+        all.sort_by(|a, b| a.transactional_id.cmp(&b.transactional_id));
+        all
+    }
+
+    /// The timers, called every 100 ms: unfinished transactions retried; every
+    /// `transaction.abort.timed.out.transaction.cleanup.interval.ms`, transactions past their
+    /// timeout fenced and aborted; every
+    /// `transaction.remove.expired.transaction.cleanup.interval.ms`, idle ids forgotten.
+    /// Returns the partitions that got a marker.
+    pub fn tick(&self, groups: &GroupCoordinator) -> Vec<TopicPartition> {
+        let now = self.now();
+        let mut marked = Vec::new();
+        for (id, prepared) in self.take_retries() {
+            marked.extend(self.finish(groups, &id, &prepared));
+        }
+        if due(
+            &self.next_timeout_check_ms,
+            now,
+            self.config.abort_timed_out_interval,
+        ) {
+            for (id, abort) in self.fence_timed_out(now) {
+                tracing::info!(
+                    transactional_id = id,
+                    producer_id = abort.producer_id,
+                    "aborting a transaction past its timeout"
+                );
+                marked.extend(self.finish(groups, &id, &abort));
+            }
+        }
+        if due(
+            &self.next_expiry_check_ms,
+            now,
+            self.config.remove_expired_interval,
+        ) {
+            self.remove_expired(now);
+        }
+        marked
+    }
+
+    fn take_retries(&self) -> Vec<(String, TxnMetadata)> {
+        let mut ids = self.ids.lock();
+        ids.iter_mut()
+            .filter(|(_, entry)| entry.pending == Some(Pending::Retry))
+            .map(|(id, entry)| {
+                entry.pending = Some(Pending::Markers);
+                (id.clone(), entry.meta.clone())
+            })
+            .collect()
+    }
+
+    fn fence_timed_out(&self, now: i64) -> Vec<(String, TxnMetadata)> {
+        let mut ids = self.ids.lock();
+        let candidates: Vec<String> = ids
+            .iter()
+            .filter(|(_, entry)| entry.pending.is_none() && entry.meta.timed_out(now))
+            .map(|(id, _)| id.clone())
+            .collect();
+        let mut fenced = Vec::new();
+        for id in candidates {
+            let Some(entry) = ids.get_mut(&id) else {
+                continue;
+            };
+            let abort = entry.meta.fenced_abort(now);
+            match self.write(&id, entry, abort, now) {
+                Ok(()) => {
+                    entry.pending = Some(Pending::Markers);
+                    fenced.push((id, entry.meta.clone()));
+                }
+                Err(error) => {
+                    tracing::warn!(transactional_id = id, %error, "fencing a timed-out transaction failed; retrying at the next check");
+                }
+            }
+        }
+        fenced
+    }
+
+    fn remove_expired(&self, now: i64) {
+        let expiration = clock::kafka_ms(self.config.id_expiration);
+        let mut ids = self.ids.lock();
+        let expired: Vec<String> = ids
+            .iter()
+            .filter(|(_, entry)| entry.pending.is_none() && entry.meta.expired(now, expiration))
+            .map(|(id, _)| id.clone())
+            .collect();
+        for id in expired {
+            match self.topic.append(&id, None, now) {
+                Ok(()) => {
+                    ids.remove(&id);
+                    tracing::info!(
+                        transactional_id = id,
+                        "forgot a transactional id idle past transactional.id.expiration.ms"
+                    );
+                }
+                Err(error) => {
+                    tracing::warn!(transactional_id = id, %error, "writing the tombstone of an expired transactional id failed; retrying at the next check");
+                }
+            }
+        }
+    }
+}
+
+/// Whether a periodic check is due at `now`; if so, the next one is scheduled.
+fn due(next: &Mutex<i64>, now: i64, interval: Duration) -> bool {
+    let mut next = next.lock();
+    if now < *next {
+        return false;
+    }
+    *next = clock::after(now, interval);
+    true
+}
+
+fn describe(transactional_id: &str, meta: &TxnMetadata) -> TxnDescription {
+    TxnDescription {
+        transactional_id: transactional_id.to_owned(),
+        producer_id: meta.producer_id,
+        producer_epoch: meta.producer_epoch,
+        state: meta.state,
+        timeout_ms: meta.timeout_ms,
+        start_ms: meta.start_ms,
+        partitions: meta.partitions.iter().cloned().collect(),
+    }
+}
+
+/// The error a failed `__transaction_state` append answers, as Kafka maps it.
+fn append_error(transactional_id: &str, error: &StorageError) -> i16 {
+    tracing::warn!(transactional_id, %error, "writing to the transaction state topic failed");
+    match error {
+        StorageError::RecordTooLarge { .. } | StorageError::RecordBatchTooLarge { .. } => {
+            errors::UNKNOWN_SERVER_ERROR
+        }
+        StorageError::LogDirOffline { .. } | StorageError::Io { .. } => errors::NOT_COORDINATOR,
+        _ => errors::COORDINATOR_NOT_AVAILABLE,
+    }
+}
+
+/// Whose transactional write is verified: the errors are mapped as Kafka's broker maps them
+/// for each.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum VerifyFor {
+    /// Produce v3–10 (Kafka's `DEFAULT_ERROR`).
+    Produce,
+    /// TxnOffsetCommit v0–4, writing the group's offsets (TRANSACTION_ABORTABLE is
+    /// INVALID_TXN_STATE to v0–3).
+    TxnOffsetCommit { version: i16 },
+}
+
+/// A [`TxnVerifier`] for one transactional append.
+#[derive(Debug)]
+pub struct Verifier<'a> {
+    coordinator: &'a TransactionCoordinator,
+    transactional_id: &'a str,
+    partition: TxnPartition,
+    purpose: VerifyFor,
+}
+
+impl TxnVerifier for Verifier<'_> {
+    fn verify(&self, producer_id: i64, epoch: i16) -> Result<()> {
+        let answer =
+            self.coordinator
+                .verify(self.transactional_id, producer_id, epoch, &self.partition);
+        let Err(code) = answer else { return Ok(()) };
+        let error_code = match (code, self.purpose) {
+            (errors::PRODUCER_FENCED, _) => errors::INVALID_PRODUCER_EPOCH,
+            (errors::TRANSACTION_ABORTABLE, VerifyFor::Produce) => errors::INVALID_TXN_STATE,
+            (errors::TRANSACTION_ABORTABLE, VerifyFor::TxnOffsetCommit { version })
+                if version <= 3 =>
+            {
+                errors::INVALID_TXN_STATE
+            }
+            (errors::CONCURRENT_TRANSACTIONS, VerifyFor::Produce) => errors::NOT_ENOUGH_REPLICAS,
+            (code, _) => code,
+        };
+        let reason = if error_code == errors::INVALID_TXN_STATE {
+            format!(
+                "partition {}-{} was not added to transaction {}",
+                self.partition.0, self.partition.1, self.transactional_id
+            )
+        } else {
+            format!(
+                "the transaction coordinator did not verify transaction {} (error {code})",
+                self.transactional_id
+            )
+        };
+        Err(StorageError::TxnNotVerified {
+            producer_id,
+            epoch,
+            error_code,
+            reason,
+        })
+    }
+}

@@ -1,0 +1,597 @@
+//! A transactional id's state and the coordinator's decisions on it, as pure functions: each
+//! takes the current state, the request and the time, and answers with a Kafka error or the
+//! next state to write to `__transaction_state` (Kafka's `TransactionMetadata` transitions and
+//! the state switches of its `TransactionCoordinator`). Nothing here does I/O or takes a lock;
+//! `super::TransactionCoordinator` writes what these decide and installs it once written.
+
+use std::collections::BTreeSet;
+
+use ferrolog_records::transaction_state::{TxnLogValue, TxnStatus};
+
+use crate::errors;
+
+/// A producer epoch at which the id must move to a new producer id (Kafka's
+/// `isEpochExhausted`: `Short.MAX_VALUE − 1`).
+const EXHAUSTED_EPOCH: i16 = i16::MAX - 1;
+
+/// A topic partition in a transaction.
+pub type TxnPartition = (String, i32);
+
+/// One transactional id's state: what `__transaction_state` keeps for it, and the one field
+/// Kafka keeps only in memory (`last_producer_epoch`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TxnMetadata {
+    pub producer_id: i64,
+    /// The producer id before the last change of id (−1 for none).
+    pub previous_producer_id: i64,
+    pub producer_epoch: i16,
+    /// The epoch before the last InitProducerId bump, so a retry of a successful call gets the
+    /// same epoch (−1 for none; not persisted, as in Kafka).
+    pub last_producer_epoch: i16,
+    pub timeout_ms: i32,
+    pub state: TxnStatus,
+    /// The partitions of the ongoing transaction; in PrepareCommit or PrepareAbort, those the
+    /// markers go to.
+    pub partitions: BTreeSet<TxnPartition>,
+    /// When the transaction began; −1 when none has.
+    pub start_ms: i64,
+    pub last_update_ms: i64,
+    /// The client's transaction version (0: transactions v1).
+    pub client_tv: i16,
+}
+
+/// What InitProducerId decides.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum InitDecision {
+    /// Write this state (Empty, with a new epoch or producer id) and answer with its id and
+    /// epoch.
+    Write(TxnMetadata),
+    /// The id's transaction is ongoing: it is fenced and aborted at the next epoch (write this
+    /// PrepareAbort, then the markers), and the producer is answered CONCURRENT_TRANSACTIONS
+    /// so it asks again once the abort completes.
+    FenceOngoing(TxnMetadata),
+    /// Refused with this error.
+    Refuse(i16),
+}
+
+/// What EndTxn decides.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum EndDecision {
+    /// Write this PrepareCommit or PrepareAbort, then the markers, then complete.
+    Prepare(TxnMetadata),
+    /// Already done (a retry after the transaction completed): answered NONE, nothing written.
+    AlreadyComplete,
+    /// Refused with this error.
+    Refuse(i16),
+}
+
+impl TxnMetadata {
+    /// A transactional id seen for the first time, with `producer_id` allocated for it (epoch
+    /// −1 until InitProducerId bumps it to 0).
+    pub fn new(producer_id: i64, timeout_ms: i32, now: i64) -> Self {
+        Self {
+            producer_id,
+            previous_producer_id: -1,
+            producer_epoch: -1,
+            last_producer_epoch: -1,
+            timeout_ms,
+            state: TxnStatus::Empty,
+            partitions: BTreeSet::new(),
+            start_ms: -1,
+            last_update_ms: now,
+            client_tv: 0,
+        }
+    }
+
+    /// The state as read back from `__transaction_state`.
+    pub fn from_value(value: &TxnLogValue) -> Self {
+        let partitions = match value.status {
+            TxnStatus::Empty => BTreeSet::new(),
+            _ => value
+                .partitions
+                .iter()
+                .flatten()
+                .flat_map(|(topic, ids)| ids.iter().map(move |id| (topic.clone(), *id)))
+                .collect(),
+        };
+        Self {
+            producer_id: value.producer_id,
+            previous_producer_id: value.previous_producer_id,
+            producer_epoch: value.producer_epoch,
+            last_producer_epoch: -1,
+            timeout_ms: value.timeout_ms,
+            state: value.status,
+            partitions,
+            start_ms: value.start_ms,
+            last_update_ms: value.last_update_ms,
+            client_tv: value.client_transaction_version,
+        }
+    }
+
+    /// The record value of this state, reached from a state whose producer id was
+    /// `previous_producer_id` (Kafka 4.4 writes the id before each transition).
+    pub fn to_value(&self, previous_producer_id: i64) -> TxnLogValue {
+        let partitions = (self.state != TxnStatus::Empty).then(|| {
+            let mut by_topic: Vec<(String, Vec<i32>)> = Vec::new();
+            for (topic, partition) in &self.partitions {
+                match by_topic.last_mut() {
+                    Some((last, ids)) if last == topic => ids.push(*partition),
+                    _ => by_topic.push((topic.clone(), vec![*partition])),
+                }
+            }
+            by_topic
+        });
+        TxnLogValue {
+            producer_id: self.producer_id,
+            previous_producer_id,
+            next_producer_id: -1,
+            producer_epoch: self.producer_epoch,
+            next_producer_epoch: -1,
+            timeout_ms: self.timeout_ms,
+            status: self.state,
+            partitions,
+            last_update_ms: self.last_update_ms,
+            start_ms: self.start_ms,
+            client_transaction_version: self.client_tv,
+        }
+    }
+
+    fn epoch_exhausted(&self) -> bool {
+        self.producer_epoch >= EXHAUSTED_EPOCH
+    }
+
+    /// InitProducerId for an id whose state is `self` and has no transition pending, with the
+    /// producer's expected id and epoch (KIP-360; `None` for a new producer). `new_producer_id`
+    /// allocates an id when the epoch is exhausted.
+    pub fn init_producer_id(
+        &self,
+        timeout_ms: i32,
+        expected: Option<(i64, i16)>,
+        now: i64,
+        new_producer_id: impl FnOnce() -> Result<i64, i16>,
+    ) -> InitDecision {
+        if let Some((expected_id, expected_epoch)) = expected {
+            let valid = self.producer_epoch == -1
+                || expected_id == self.producer_id
+                || (expected_id == self.previous_producer_id && expected_epoch >= EXHAUSTED_EPOCH);
+            if !valid {
+                return InitDecision::Refuse(errors::PRODUCER_FENCED);
+            }
+        }
+        match self.state {
+            TxnStatus::PrepareCommit | TxnStatus::PrepareAbort => {
+                InitDecision::Refuse(errors::CONCURRENT_TRANSACTIONS)
+            }
+            TxnStatus::Ongoing => InitDecision::FenceOngoing(self.fenced_abort(now)),
+            TxnStatus::Empty | TxnStatus::CompleteCommit | TxnStatus::CompleteAbort => {
+                let mut next = Self {
+                    timeout_ms,
+                    state: TxnStatus::Empty,
+                    partitions: BTreeSet::new(),
+                    start_ms: -1,
+                    last_update_ms: now,
+                    ..self.clone()
+                };
+                let expected_epoch = expected.map(|(_, epoch)| epoch);
+                if self.epoch_exhausted()
+                    && expected_epoch.is_none_or(|epoch| epoch == self.producer_epoch)
+                {
+                    let producer_id = match new_producer_id() {
+                        Ok(id) => id,
+                        Err(code) => return InitDecision::Refuse(code),
+                    };
+                    next.previous_producer_id = self.producer_id;
+                    next.producer_id = producer_id;
+                    next.producer_epoch = 0;
+                    next.last_producer_epoch = expected_epoch.unwrap_or(-1);
+                    return InitDecision::Write(next);
+                }
+                match expected_epoch {
+                    None => {
+                        next.producer_epoch = self.producer_epoch + 1;
+                        next.last_producer_epoch = -1;
+                    }
+                    Some(epoch) if self.producer_epoch == -1 || epoch == self.producer_epoch => {
+                        next.producer_epoch = self.producer_epoch + 1;
+                        next.last_producer_epoch = self.producer_epoch;
+                    }
+                    // A retry of a call that already bumped the epoch: the same epoch again.
+                    Some(epoch) if epoch == self.last_producer_epoch => {}
+                    Some(_) => return InitDecision::Refuse(errors::PRODUCER_FENCED),
+                }
+                InitDecision::Write(next)
+            }
+            TxnStatus::Dead | TxnStatus::PrepareEpochFence => {
+                InitDecision::Refuse(errors::CONCURRENT_TRANSACTIONS)
+            }
+        }
+    }
+
+    /// The PrepareAbort that fences the producer of an ongoing transaction: its epoch bumped
+    /// (never past `i16::MAX`), so the old producer's writes and markers are refused, and the
+    /// transaction aborted at the new epoch (Kafka's `prepareFenceProducerEpoch` followed by
+    /// the coordinator's own abort, for transactions v1).
+    pub fn fenced_abort(&self, now: i64) -> Self {
+        Self {
+            producer_epoch: self.producer_epoch.saturating_add(1),
+            last_producer_epoch: -1,
+            state: TxnStatus::PrepareAbort,
+            last_update_ms: now,
+            ..self.clone()
+        }
+    }
+
+    /// Whether `producer_id` at `epoch` may add partitions to, or end, this id's transaction:
+    /// the checks AddPartitionsToTxn, AddOffsetsToTxn and verification share.
+    fn check_producer(&self, producer_id: i64, epoch: i16) -> Result<(), i16> {
+        if producer_id != self.producer_id {
+            return Err(errors::INVALID_PRODUCER_ID_MAPPING);
+        }
+        if epoch != self.producer_epoch {
+            return Err(errors::PRODUCER_FENCED);
+        }
+        Ok(())
+    }
+
+    /// AddPartitionsToTxn (and AddOffsetsToTxn, with the group's offsets partition):
+    /// `Ok(None)` when every partition is already in the ongoing transaction (nothing to
+    /// write), else the Ongoing state to write.
+    pub fn add_partitions(
+        &self,
+        producer_id: i64,
+        epoch: i16,
+        partitions: &[TxnPartition],
+        now: i64,
+    ) -> Result<Option<Self>, i16> {
+        self.check_producer(producer_id, epoch)?;
+        match self.state {
+            TxnStatus::PrepareCommit | TxnStatus::PrepareAbort => {
+                Err(errors::CONCURRENT_TRANSACTIONS)
+            }
+            TxnStatus::Ongoing if partitions.iter().all(|p| self.partitions.contains(p)) => {
+                Ok(None)
+            }
+            TxnStatus::Ongoing
+            | TxnStatus::Empty
+            | TxnStatus::CompleteCommit
+            | TxnStatus::CompleteAbort => {
+                let starting = self.state != TxnStatus::Ongoing;
+                let mut next = Self {
+                    state: TxnStatus::Ongoing,
+                    last_update_ms: now,
+                    start_ms: if starting { now } else { self.start_ms },
+                    client_tv: 0,
+                    ..self.clone()
+                };
+                if starting {
+                    next.partitions.clear();
+                }
+                next.partitions.extend(partitions.iter().cloned());
+                Ok(Some(next))
+            }
+            TxnStatus::Dead | TxnStatus::PrepareEpochFence => Err(errors::CONCURRENT_TRANSACTIONS),
+        }
+    }
+
+    /// Whether a transactional write of `producer_id` at `epoch` to `partition` belongs to
+    /// this id's ongoing transaction (Kafka's verify-only AddPartitionsToTxn):
+    /// TRANSACTION_ABORTABLE when the partition was never added.
+    pub fn verify(
+        &self,
+        producer_id: i64,
+        epoch: i16,
+        partition: &TxnPartition,
+    ) -> Result<(), i16> {
+        self.check_producer(producer_id, epoch)?;
+        match self.state {
+            TxnStatus::PrepareCommit | TxnStatus::PrepareAbort => {
+                Err(errors::CONCURRENT_TRANSACTIONS)
+            }
+            TxnStatus::Ongoing if self.partitions.contains(partition) => Ok(()),
+            _ => Err(errors::TRANSACTION_ABORTABLE),
+        }
+    }
+
+    /// EndTxn from a client speaking transactions v1 (EndTxn v0–4): the epoch stays.
+    pub fn end_txn(&self, producer_id: i64, epoch: i16, commit: bool, now: i64) -> EndDecision {
+        if producer_id != self.producer_id {
+            return EndDecision::Refuse(errors::INVALID_PRODUCER_ID_MAPPING);
+        }
+        if epoch != self.producer_epoch {
+            return EndDecision::Refuse(errors::PRODUCER_FENCED);
+        }
+        use TxnStatus::*;
+        match (self.state, commit) {
+            (Ongoing, _) => EndDecision::Prepare(Self {
+                state: if commit { PrepareCommit } else { PrepareAbort },
+                last_update_ms: now,
+                ..self.clone()
+            }),
+            (CompleteCommit, true) | (CompleteAbort, false) => EndDecision::AlreadyComplete,
+            (PrepareCommit, true) | (PrepareAbort, false) => {
+                EndDecision::Refuse(errors::CONCURRENT_TRANSACTIONS)
+            }
+            (Dead | PrepareEpochFence, _) => EndDecision::Refuse(errors::CONCURRENT_TRANSACTIONS),
+            _ => EndDecision::Refuse(errors::INVALID_TXN_STATE),
+        }
+    }
+
+    /// CompleteCommit or CompleteAbort, once every marker of a PrepareCommit or PrepareAbort is
+    /// written.
+    pub fn completed(&self, now: i64) -> Self {
+        Self {
+            state: if self.state == TxnStatus::PrepareCommit {
+                TxnStatus::CompleteCommit
+            } else {
+                TxnStatus::CompleteAbort
+            },
+            partitions: BTreeSet::new(),
+            last_update_ms: now,
+            ..self.clone()
+        }
+    }
+
+    /// Whether the coordinator aborts this transaction now: ongoing past its timeout.
+    pub fn timed_out(&self, now: i64) -> bool {
+        self.state == TxnStatus::Ongoing
+            && self.start_ms.saturating_add(i64::from(self.timeout_ms)) < now
+    }
+
+    /// Whether the id has been idle for `expiration_ms` (`transactional.id.expiration.ms`)
+    /// with no transaction open, and is forgotten (a tombstone in `__transaction_state`).
+    pub fn expired(&self, now: i64, expiration_ms: i64) -> bool {
+        self.state.may_expire() && self.last_update_ms <= now.saturating_sub(expiration_ms)
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, reason = "tests")]
+mod tests {
+    use super::*;
+
+    fn tp(topic: &str, partition: i32) -> TxnPartition {
+        (topic.to_owned(), partition)
+    }
+
+    fn initialized(epoch: i16) -> TxnMetadata {
+        TxnMetadata {
+            producer_epoch: epoch,
+            ..TxnMetadata::new(1000, 60_000, 0)
+        }
+    }
+
+    fn no_new_id() -> Result<i64, i16> {
+        panic!("no new producer id expected")
+    }
+
+    fn write(decision: InitDecision) -> TxnMetadata {
+        match decision {
+            InitDecision::Write(next) => next,
+            other => panic!("expected a write, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn init_producer_id_bumps_the_epoch_and_fences_an_ongoing_transaction() {
+        let fresh = TxnMetadata::new(1000, 60_000, 5);
+        let first = write(fresh.init_producer_id(30_000, None, 10, no_new_id));
+        assert_eq!(
+            (first.producer_id, first.producer_epoch, first.state),
+            (1000, 0, TxnStatus::Empty)
+        );
+        assert_eq!((first.timeout_ms, first.start_ms), (30_000, -1));
+        let second = write(first.init_producer_id(30_000, None, 20, no_new_id));
+        assert_eq!(second.producer_epoch, 1);
+
+        let ongoing = second
+            .add_partitions(1000, 1, &[tp("t", 0)], 30)
+            .unwrap()
+            .unwrap();
+        match ongoing.init_producer_id(30_000, None, 40, no_new_id) {
+            InitDecision::FenceOngoing(abort) => {
+                assert_eq!(abort.state, TxnStatus::PrepareAbort);
+                assert_eq!(abort.producer_epoch, 2);
+                assert_eq!(abort.partitions, BTreeSet::from([tp("t", 0)]));
+                // Once complete, the next InitProducerId bumps again: the new producer gets 3.
+                let again = write(
+                    abort
+                        .completed(50)
+                        .init_producer_id(30_000, None, 60, no_new_id),
+                );
+                assert_eq!(again.producer_epoch, 3);
+            }
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(
+            ongoing
+                .fenced_abort(0)
+                .init_producer_id(1, None, 0, no_new_id),
+            InitDecision::Refuse(errors::CONCURRENT_TRANSACTIONS)
+        );
+    }
+
+    #[test]
+    fn init_producer_id_with_an_expected_epoch_follows_kip_360() {
+        let state = initialized(4);
+        // The current epoch: bumped, and a retry with the same expectation gets the same epoch.
+        let bumped = write(state.init_producer_id(1, Some((1000, 4)), 0, no_new_id));
+        assert_eq!((bumped.producer_epoch, bumped.last_producer_epoch), (5, 4));
+        let retried = write(bumped.init_producer_id(1, Some((1000, 4)), 0, no_new_id));
+        assert_eq!(retried.producer_epoch, 5);
+        // Any other epoch, or another producer id, is fenced.
+        assert_eq!(
+            bumped.init_producer_id(1, Some((1000, 2)), 0, no_new_id),
+            InitDecision::Refuse(errors::PRODUCER_FENCED)
+        );
+        assert_eq!(
+            bumped.init_producer_id(1, Some((7, 5)), 0, no_new_id),
+            InitDecision::Refuse(errors::PRODUCER_FENCED)
+        );
+    }
+
+    #[test]
+    fn an_exhausted_epoch_moves_the_id_to_a_new_producer_id() {
+        let state = initialized(EXHAUSTED_EPOCH);
+        let rotated = write(state.init_producer_id(1, None, 0, || Ok(2000)));
+        assert_eq!(
+            (
+                rotated.producer_id,
+                rotated.producer_epoch,
+                rotated.previous_producer_id
+            ),
+            (2000, 0, 1000)
+        );
+        // A producer that asked with its exhausted epoch, retrying, is recognised by its
+        // previous id and gets the same id and epoch again.
+        let asked = write(state.init_producer_id(1, Some((1000, EXHAUSTED_EPOCH)), 0, || Ok(2000)));
+        let retry = write(asked.init_producer_id(1, Some((1000, EXHAUSTED_EPOCH)), 0, no_new_id));
+        assert_eq!((retry.producer_id, retry.producer_epoch), (2000, 0));
+        // Without that expectation, the old producer is fenced.
+        assert_eq!(
+            rotated.init_producer_id(1, Some((1000, EXHAUSTED_EPOCH)), 0, no_new_id),
+            InitDecision::Refuse(errors::PRODUCER_FENCED)
+        );
+        assert_eq!(
+            state.init_producer_id(1, None, 0, || Err(errors::COORDINATOR_LOAD_IN_PROGRESS)),
+            InitDecision::Refuse(errors::COORDINATOR_LOAD_IN_PROGRESS)
+        );
+    }
+
+    #[test]
+    fn partitions_are_added_by_the_current_producer_only() {
+        let state = initialized(0);
+        assert_eq!(
+            state.add_partitions(999, 0, &[tp("t", 0)], 1),
+            Err(errors::INVALID_PRODUCER_ID_MAPPING)
+        );
+        assert_eq!(
+            state.add_partitions(1000, 1, &[tp("t", 0)], 1),
+            Err(errors::PRODUCER_FENCED)
+        );
+        let ongoing = state
+            .add_partitions(1000, 0, &[tp("t", 0)], 7)
+            .unwrap()
+            .unwrap();
+        assert_eq!((ongoing.state, ongoing.start_ms), (TxnStatus::Ongoing, 7));
+        // Already in: nothing to write; a new one joins and the start stays.
+        assert_eq!(ongoing.add_partitions(1000, 0, &[tp("t", 0)], 9), Ok(None));
+        let more = ongoing
+            .add_partitions(1000, 0, &[tp("u", 3)], 9)
+            .unwrap()
+            .unwrap();
+        assert_eq!(more.start_ms, 7);
+        assert_eq!(more.partitions.len(), 2);
+        assert_eq!(more.verify(1000, 0, &tp("u", 3)), Ok(()));
+        assert_eq!(
+            more.verify(1000, 0, &tp("v", 0)),
+            Err(errors::TRANSACTION_ABORTABLE)
+        );
+        let EndDecision::Prepare(preparing) = more.end_txn(1000, 0, true, 10) else {
+            panic!()
+        };
+        assert_eq!(
+            preparing.add_partitions(1000, 0, &[tp("t", 0)], 11),
+            Err(errors::CONCURRENT_TRANSACTIONS)
+        );
+        assert_eq!(
+            preparing.verify(1000, 0, &tp("t", 0)),
+            Err(errors::CONCURRENT_TRANSACTIONS)
+        );
+        // The next transaction after completion starts afresh.
+        let next = preparing
+            .completed(12)
+            .add_partitions(1000, 0, &[tp("v", 0)], 13)
+            .unwrap()
+            .unwrap();
+        assert_eq!(next.partitions, BTreeSet::from([tp("v", 0)]));
+        assert_eq!(next.start_ms, 13);
+    }
+
+    #[test]
+    fn end_txn_follows_kafka_s_state_table_for_transactions_v1() {
+        let ongoing = initialized(0)
+            .add_partitions(1000, 0, &[tp("t", 0)], 1)
+            .unwrap()
+            .unwrap();
+        let EndDecision::Prepare(commit) = ongoing.end_txn(1000, 0, true, 2) else {
+            panic!()
+        };
+        assert_eq!(
+            (commit.state, commit.producer_epoch),
+            (TxnStatus::PrepareCommit, 0)
+        );
+        let cases = [
+            (
+                &commit,
+                true,
+                EndDecision::Refuse(errors::CONCURRENT_TRANSACTIONS),
+            ),
+            (
+                &commit,
+                false,
+                EndDecision::Refuse(errors::INVALID_TXN_STATE),
+            ),
+        ];
+        for (state, is_commit, expected) in cases {
+            assert_eq!(state.end_txn(1000, 0, is_commit, 3), expected);
+        }
+        let done = commit.completed(3);
+        assert_eq!(done.state, TxnStatus::CompleteCommit);
+        assert!(done.partitions.is_empty());
+        assert_eq!(done.end_txn(1000, 0, true, 4), EndDecision::AlreadyComplete);
+        assert_eq!(
+            done.end_txn(1000, 0, false, 4),
+            EndDecision::Refuse(errors::INVALID_TXN_STATE)
+        );
+        assert_eq!(
+            initialized(0).end_txn(1000, 0, true, 4),
+            EndDecision::Refuse(errors::INVALID_TXN_STATE)
+        );
+        assert_eq!(
+            done.end_txn(1000, 1, true, 4),
+            EndDecision::Refuse(errors::PRODUCER_FENCED)
+        );
+        assert_eq!(
+            done.end_txn(1, 0, true, 4),
+            EndDecision::Refuse(errors::INVALID_PRODUCER_ID_MAPPING)
+        );
+    }
+
+    #[test]
+    fn timeouts_and_expiry_count_from_kafka_s_timestamps() {
+        let ongoing = initialized(0)
+            .add_partitions(1000, 0, &[tp("t", 0)], 1_000)
+            .unwrap()
+            .unwrap();
+        assert!(!ongoing.timed_out(61_000));
+        assert!(ongoing.timed_out(61_001));
+        assert!(!ongoing.expired(i64::MAX, 1));
+        let empty = initialized(0);
+        assert!(empty.expired(10, 10));
+        assert!(!empty.expired(9, 10));
+    }
+
+    #[test]
+    fn values_round_trip_with_partitions_grouped_by_topic() {
+        let ongoing = initialized(3)
+            .add_partitions(1000, 3, &[tp("b", 1), tp("a", 2), tp("b", 0)], 5)
+            .unwrap()
+            .unwrap();
+        let value = ongoing.to_value(1000);
+        assert_eq!(
+            value.partitions,
+            Some(vec![("a".into(), vec![2]), ("b".into(), vec![0, 1])])
+        );
+        let back =
+            TxnMetadata::from_value(&TxnLogValue::decode(&value.encode(1).unwrap()).unwrap());
+        assert_eq!(
+            back,
+            TxnMetadata {
+                last_producer_epoch: -1,
+                previous_producer_id: 1000,
+                ..ongoing
+            }
+        );
+        assert_eq!(initialized(0).to_value(1000).partitions, None);
+    }
+}

@@ -1,0 +1,188 @@
+//! The internal `__transaction_state` topic: each transactional id's state, in the partition
+//! Kafka places it (`Utils.abs(id.hashCode) % transaction.state.log.num.partitions`), compacted
+//! so only the latest record per id (and tombstones, for a while) survives. Records use Kafka's
+//! key and value schemas (`records::transaction_state`); values are written at version 1, as a
+//! Kafka 4.4 cluster writes them.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use ferrolog_records::consumer_offsets::coordinator_partition;
+use ferrolog_records::transaction_state::{TxnLogValue, decode_key, encode_key};
+use ferrolog_records::{BatchBuilder, DEFAULT_MAX_DECOMPRESSED_BYTES, FileEntry};
+use ferrolog_storage::manager::LogManager;
+use ferrolog_storage::{Result, StorageError, TopicPartition};
+
+use crate::internal_log;
+
+pub const TRANSACTION_STATE_TOPIC: &str = "__transaction_state";
+
+/// The value version written: 1 (flexible, with the client's transaction version), as Kafka
+/// writes it once `transaction.version` is 1 or more.
+const VALUE_VERSION: i16 = 1;
+
+/// One record read back: the transactional id and its state, `None` for a tombstone.
+pub type TxnRecord = (String, Option<TxnLogValue>);
+
+#[derive(Debug)]
+pub struct TxnStateTopic {
+    manager: Arc<LogManager>,
+    partitions: i32,
+    segment_bytes: u64,
+}
+
+impl TxnStateTopic {
+    /// `partitions` is `transaction.state.log.num.partitions`, `segment_bytes` is
+    /// `transaction.state.log.segment.bytes`.
+    pub fn new(manager: Arc<LogManager>, partitions: i32, segment_bytes: u64) -> Self {
+        Self {
+            manager,
+            partitions: partitions.max(1),
+            segment_bytes,
+        }
+    }
+
+    pub fn partition_of(&self, transactional_id: &str) -> i32 {
+        coordinator_partition(transactional_id, self.partitions)
+    }
+
+    /// Creates every partition (as Kafka does on the first FindCoordinator for a transaction)
+    /// compacted, with `transaction.state.log.segment.bytes` segments, uncompressed. Settings an
+    /// operator has already given the topic are kept.
+    pub fn ensure_created(&self) -> Result<()> {
+        if self
+            .manager
+            .topic_overrides(TRANSACTION_STATE_TOPIC)
+            .is_empty()
+        {
+            let overrides = BTreeMap::from([
+                ("cleanup.policy".to_owned(), "compact".to_owned()),
+                ("segment.bytes".to_owned(), self.segment_bytes.to_string()),
+                ("compression.type".to_owned(), "uncompressed".to_owned()),
+            ]);
+            self.manager
+                .set_topic_overrides(TRANSACTION_STATE_TOPIC, overrides)?;
+        }
+        let all: Vec<TopicPartition> = (0..self.partitions)
+            .map(|partition| TopicPartition::new(TRANSACTION_STATE_TOPIC, partition))
+            .collect();
+        self.manager.create_all(&all)
+    }
+
+    /// Writes `transactional_id`'s state (`None`: a tombstone, forgetting it) as one record.
+    pub fn append(
+        &self,
+        transactional_id: &str,
+        value: Option<&TxnLogValue>,
+        now_ms: i64,
+    ) -> Result<()> {
+        let topic_partition =
+            TopicPartition::new(TRANSACTION_STATE_TOPIC, self.partition_of(transactional_id));
+        let log = self.manager.get_or_create(&topic_partition)?;
+        let value = value
+            .map(|value| value.encode(VALUE_VERSION))
+            .transpose()
+            .map_err(invalid)?;
+        let mut builder = BatchBuilder::new(0);
+        builder
+            .append(
+                now_ms,
+                Some(&encode_key(transactional_id)),
+                value.as_deref(),
+                &[],
+            )
+            .map_err(invalid)?;
+        log.append_as_leader(builder.build().map_err(invalid)?)?;
+        Ok(())
+    }
+
+    /// Every record of every partition that exists, oldest first within a partition, with its
+    /// partition; records that do not decode are skipped with a warning naming the partition and
+    /// offset, damaged data as [`internal_log::for_each_batch`] reports it. Also returns, per
+    /// partition read, the highest partition leader epoch its batches carry: the coordinator
+    /// epoch it takes, so that its markers are never older than ones Kafka wrote for the same
+    /// partition.
+    pub fn load(&self, mut visit: impl FnMut(i32, TxnRecord)) -> Result<BTreeMap<i32, i32>> {
+        let mut epochs = BTreeMap::new();
+        for partition in 0..self.partitions {
+            let topic_partition = TopicPartition::new(TRANSACTION_STATE_TOPIC, partition);
+            let Some(log) = self.manager.get(&topic_partition) else {
+                continue;
+            };
+            let mut epoch = 0;
+            internal_log::for_each_batch(&log, "transaction", |entry, from| {
+                if let FileEntry::V2(batch) = entry {
+                    epoch = epoch.max(batch.partition_leader_epoch());
+                }
+                visit_entry(&topic_partition, entry, from, &mut |record| {
+                    visit(partition, record)
+                });
+            })?;
+            epochs.insert(partition, epoch);
+        }
+        Ok(epochs)
+    }
+}
+
+fn invalid(error: ferrolog_records::RecordsError) -> StorageError {
+    StorageError::InvalidRecord {
+        batch_index: 0,
+        record_index: None,
+        reason: error.to_string(),
+    }
+}
+
+/// Visits the records of one batch at or above `from`.
+fn visit_entry(
+    topic_partition: &TopicPartition,
+    entry: &FileEntry<'_>,
+    from: i64,
+    visit: &mut impl FnMut(TxnRecord),
+) {
+    if let FileEntry::V2(batch) = entry
+        && batch.is_control()
+    {
+        return;
+    }
+    let records = match entry
+        .records(DEFAULT_MAX_DECOMPRESSED_BYTES)
+        .and_then(|records| {
+            records.to_vec().map(|all| {
+                all.into_iter()
+                    .map(|record| {
+                        (
+                            record.offset,
+                            record.key.map(<[u8]>::to_vec),
+                            record.value.map(<[u8]>::to_vec),
+                        )
+                    })
+                    .collect::<Vec<_>>()
+            })
+        }) {
+        Ok(records) => records,
+        Err(error) => {
+            tracing::warn!(partition = %topic_partition, offset = entry.last_offset(), %error, "skipping an unreadable batch of the transaction state topic");
+            return;
+        }
+    };
+    for (offset, key, value) in records {
+        if offset < from {
+            continue;
+        }
+        let Some(key) = key else { continue };
+        let id = match decode_key(&key) {
+            Ok(id) => id,
+            Err(error) => {
+                // Kafka skips keys of other record types the same way.
+                tracing::warn!(partition = %topic_partition, offset, %error, "skipping a record of the transaction state topic whose key does not read");
+                continue;
+            }
+        };
+        match value.as_deref().map(TxnLogValue::decode).transpose() {
+            Ok(value) => visit((id, value)),
+            Err(error) => {
+                tracing::warn!(partition = %topic_partition, offset, transactional_id = id, %error, "skipping a transaction state record whose value does not read");
+            }
+        }
+    }
+}
