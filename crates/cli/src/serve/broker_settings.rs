@@ -8,6 +8,7 @@ use std::time::Duration;
 use anyhow::{Context as _, bail};
 use ferrolog_broker::BrokerConfig;
 use ferrolog_broker::group::GroupConfig;
+use ferrolog_broker::txn::TxnConfig;
 
 /// A whole number at least `min` under `key`, or an error naming the key and the value.
 fn number<T>(properties: &BTreeMap<String, String>, key: &str, min: T) -> anyhow::Result<Option<T>>
@@ -61,6 +62,42 @@ fn group_config(properties: &BTreeMap<String, String>) -> anyhow::Result<GroupCo
     Ok(config)
 }
 
+/// The transaction coordinator's keys.
+fn transaction_config(properties: &BTreeMap<String, String>) -> anyhow::Result<TxnConfig> {
+    let mut config = TxnConfig::default();
+    if let Some(n) = number(properties, "transaction.state.log.num.partitions", 1)? {
+        config.state_log_partitions = n;
+    }
+    if let Some(n) = number(properties, "transaction.state.log.segment.bytes", 14)? {
+        config.state_log_segment_bytes = n;
+    }
+    // Transaction timeouts travel in InitProducerId as 32-bit milliseconds.
+    if let Some(n) = number::<i32>(properties, "transaction.max.timeout.ms", 1)? {
+        config.max_timeout = Duration::from_millis(n.unsigned_abs().into());
+    }
+    if let Some(n) = number(properties, "transactional.id.expiration.ms", 1)? {
+        config.id_expiration = Duration::from_millis(n);
+    }
+    if let Some(n) = number(
+        properties,
+        "transaction.abort.timed.out.transaction.cleanup.interval.ms",
+        1,
+    )? {
+        config.abort_timed_out_interval = Duration::from_millis(n);
+    }
+    if let Some(n) = number(
+        properties,
+        "transaction.remove.expired.transaction.cleanup.interval.ms",
+        1,
+    )? {
+        config.remove_expired_interval = Duration::from_millis(n);
+    }
+    if let Some(n) = number(properties, "ferrolog.max.transactional.ids", 1)? {
+        config.max_transactional_ids = n;
+    }
+    Ok(config)
+}
+
 /// The broker's settings, parsed from the merged properties (the listeners are
 /// [`listeners::plan`]'s).
 pub(super) fn broker_config(properties: &BTreeMap<String, String>) -> anyhow::Result<BrokerConfig> {
@@ -94,6 +131,7 @@ pub(super) fn broker_config(properties: &BTreeMap<String, String>) -> anyhow::Re
         })?;
     }
     config.groups = group_config(properties)?;
+    config.transactions = transaction_config(properties)?;
     config.authorizer = authorizer_config(properties)?;
     if let Some(max) = number::<usize>(properties, "ferrolog.max.acls", 1)? {
         config.max_acls = max;
