@@ -13,12 +13,13 @@ use kafka_protocol::messages::{
     CreatePartitionsRequest, CreateTopicsRequest, DeleteAclsRequest, DeleteGroupsRequest,
     DeleteRecordsRequest, DeleteTopicsRequest, DescribeAclsRequest, DescribeClientQuotasRequest,
     DescribeClusterRequest, DescribeConfigsRequest, DescribeGroupsRequest, DescribeLogDirsRequest,
-    DescribeProducersRequest, DescribeTopicPartitionsRequest, DescribeUserScramCredentialsRequest,
-    EndTxnRequest, FetchRequest, FindCoordinatorRequest, HeartbeatRequest,
-    IncrementalAlterConfigsRequest, InitProducerIdRequest, JoinGroupRequest, LeaveGroupRequest,
-    ListGroupsRequest, ListOffsetsRequest, MetadataRequest, OffsetCommitRequest,
-    OffsetDeleteRequest, OffsetFetchRequest, ProduceRequest, RequestHeader, ResponseHeader,
-    SaslAuthenticateRequest, SaslHandshakeRequest, SyncGroupRequest, TxnOffsetCommitRequest,
+    DescribeProducersRequest, DescribeTopicPartitionsRequest, DescribeTransactionsRequest,
+    DescribeUserScramCredentialsRequest, EndTxnRequest, FetchRequest, FindCoordinatorRequest,
+    HeartbeatRequest, IncrementalAlterConfigsRequest, InitProducerIdRequest, JoinGroupRequest,
+    LeaveGroupRequest, ListGroupsRequest, ListOffsetsRequest, ListTransactionsRequest,
+    MetadataRequest, OffsetCommitRequest, OffsetDeleteRequest, OffsetFetchRequest, ProduceRequest,
+    RequestHeader, ResponseHeader, SaslAuthenticateRequest, SaslHandshakeRequest, SyncGroupRequest,
+    TxnOffsetCommitRequest, WriteTxnMarkersRequest,
 };
 use kafka_protocol::protocol::{Decodable, Encodable};
 
@@ -62,7 +63,8 @@ impl std::fmt::Display for MalformedRequest {
 /// DELETE on the cluster for every topic of CreateTopics or DeleteTopics, WRITE on some topic
 /// instead of IDEMPOTENT_WRITE for InitProducerId), and what other forms of a request need (a
 /// follower's CLUSTER_ACTION for Fetch; WRITE on the transactional id for Produce's
-/// transactional batches and a transactional InitProducerId; for the config APIs, the cluster's
+/// transactional batches and a transactional InitProducerId; ALTER on the cluster instead of
+/// CLUSTER_ACTION for WriteTxnMarkers; for the config APIs, the cluster's
 /// DESCRIBE_CONFIGS or ALTER_CONFIGS for broker resources and the group's for group ones). ListGroups needs nothing and leaves out the groups the
 /// principal may not describe, as Metadata, DescribeTopicPartitions and OffsetFetch leave out
 /// topics when asked for all of them.
@@ -172,6 +174,9 @@ served_apis! {
     AddOffsetsToTxn 0..=4, AddOffsetsToTxnRequest, blocking handlers::add_offsets_to_txn::handle => response, needs [TransactionalId Write, Group Read];
     EndTxn 0..=4, EndTxnRequest, blocking handlers::end_txn::handle => response, needs [TransactionalId Write];
     TxnOffsetCommit 0..=4, TxnOffsetCommitRequest, blocking handlers::txn_offset_commit::handle => response, needs [TransactionalId Write, Group Read, Topic Read];
+    DescribeTransactions 0..=0, DescribeTransactionsRequest, blocking handlers::describe_transactions::handle => response, needs [TransactionalId Describe];
+    ListTransactions 0..=2, ListTransactionsRequest, blocking handlers::list_transactions::handle => response, needs [];
+    WriteTxnMarkers 1..=1, WriteTxnMarkersRequest, blocking handlers::write_txn_markers::handle => response, needs [Cluster ClusterAction];
 }
 
 /// One request being served: who asked, what, at which version.

@@ -9,12 +9,13 @@ use kafka_protocol::messages::{
     DeleteRecordsResponse, DeleteTopicsResponse, DescribeAclsResponse,
     DescribeClientQuotasResponse, DescribeClusterResponse, DescribeConfigsResponse,
     DescribeGroupsResponse, DescribeLogDirsResponse, DescribeProducersResponse,
-    DescribeTopicPartitionsResponse, DescribeUserScramCredentialsResponse, EndTxnResponse,
-    FetchResponse, FindCoordinatorResponse, HeartbeatResponse, IncrementalAlterConfigsResponse,
-    InitProducerIdResponse, JoinGroupResponse, LeaveGroupResponse, ListGroupsResponse,
-    ListOffsetsResponse, MetadataResponse, OffsetCommitResponse, OffsetDeleteResponse,
-    OffsetFetchResponse, ProduceResponse, SaslAuthenticateResponse, SaslHandshakeResponse,
-    SyncGroupResponse, TxnOffsetCommitResponse,
+    DescribeTopicPartitionsResponse, DescribeTransactionsResponse,
+    DescribeUserScramCredentialsResponse, EndTxnResponse, FetchResponse, FindCoordinatorResponse,
+    HeartbeatResponse, IncrementalAlterConfigsResponse, InitProducerIdResponse, JoinGroupResponse,
+    LeaveGroupResponse, ListGroupsResponse, ListOffsetsResponse, ListTransactionsResponse,
+    MetadataResponse, OffsetCommitResponse, OffsetDeleteResponse, OffsetFetchResponse,
+    ProduceResponse, SaslAuthenticateResponse, SaslHandshakeResponse, SyncGroupResponse,
+    TxnOffsetCommitResponse, WriteTxnMarkersResponse,
 };
 
 /// The error codes in a response, `NONE` included.
@@ -45,8 +46,28 @@ top_level!(
     SaslAuthenticateResponse,
     DescribeClientQuotasResponse,
     AddOffsetsToTxnResponse,
-    EndTxnResponse
+    EndTxnResponse,
+    ListTransactionsResponse
 );
+
+impl ErrorCodes for DescribeTransactionsResponse {
+    fn error_codes(&self) -> Vec<i16> {
+        self.transaction_states
+            .iter()
+            .map(|state| state.error_code)
+            .collect()
+    }
+}
+
+impl ErrorCodes for WriteTxnMarkersResponse {
+    fn error_codes(&self) -> Vec<i16> {
+        self.markers
+            .iter()
+            .flat_map(|m| &m.topics)
+            .flat_map(|t| t.partitions.iter().map(|p| p.error_code))
+            .collect()
+    }
+}
 
 impl ErrorCodes for AddPartitionsToTxnResponse {
     fn error_codes(&self) -> Vec<i16> {

@@ -42,11 +42,12 @@ use crate::errors::{
 
 /// The APIs without a probe: ApiVersions, DescribeCluster, SaslHandshake and SaslAuthenticate
 /// need no ACL (the last two are answered ILLEGAL_SASL_STATE outside a SASL exchange), and
-/// ListGroups refuses by leaving groups out.
+/// ListGroups and ListTransactions refuse by leaving groups and transactional ids out.
 pub const NOT_PROBED: &[ApiKey] = &[
     ApiKey::ApiVersions,
     ApiKey::DescribeCluster,
     ApiKey::ListGroups,
+    ApiKey::ListTransactions,
     ApiKey::SaslHandshake,
     ApiKey::SaslAuthenticate,
 ];
@@ -131,6 +132,8 @@ impl Probe {
             AddOffsetsToTxn => AddOffsetsToTxnResponse,
             EndTxn => EndTxnResponse,
             TxnOffsetCommit => TxnOffsetCommitResponse,
+            DescribeTransactions => DescribeTransactionsResponse,
+            WriteTxnMarkers => WriteTxnMarkersResponse,
         }
     }
 }
@@ -483,6 +486,24 @@ pub fn probe(api: ApiKey, topic: &str, group_id: &str) -> Option<Probe> {
                         ]),
                 ]);
             Probe::new(api, 3, &request)
+        }
+        ApiKey::DescribeTransactions => {
+            let request = DescribeTransactionsRequest::default()
+                .with_transactional_ids(vec![TransactionalId(text(group_id))]);
+            Probe::new(api, 0, &request)
+        }
+        ApiKey::WriteTxnMarkers => {
+            // An ABORT for a producer the partition does not know: harmless once allowed.
+            let request = WriteTxnMarkersRequest::default().with_markers(vec![
+                kafka_protocol::messages::write_txn_markers_request::WritableTxnMarker::default()
+                    .with_producer_id(ProducerId(i64::MAX))
+                    .with_topics(vec![
+                        kafka_protocol::messages::write_txn_markers_request::WritableTxnMarkerTopic::default()
+                            .with_name(topic_name(topic))
+                            .with_partition_indexes(vec![0]),
+                    ]),
+            ]);
+            Probe::new(api, 1, &request)
         }
         _ => return None,
     };

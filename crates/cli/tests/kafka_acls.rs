@@ -305,6 +305,10 @@ fn every_api_is_authorized_as_kafka_authorizes_it() {
         brokers,
         &format!("--allow-host {ADMIN_HOST} --operation All --group *"),
     );
+    add_acl(
+        brokers,
+        &format!("--allow-host {ADMIN_HOST} --operation All --transactional-id *"),
+    );
     for bootstrap in brokers {
         for topic in [TOPIC.to_owned(), probes::doomed_topic(TOPIC)] {
             let (ok, stdout, stderr) =
@@ -313,7 +317,7 @@ fn every_api_is_authorized_as_kafka_authorizes_it() {
         }
     }
     for port in ports {
-        wait_for_acls(port, 3);
+        wait_for_acls(port, 4);
     }
     let kafka_refusals = probe_answers(kafka.port);
     assert_eq!(
@@ -323,7 +327,7 @@ fn every_api_is_authorized_as_kafka_authorizes_it() {
     );
     for (api, codes) in &kafka_refusals {
         assert!(
-            codes.iter().any(|code| [29, 30, 31].contains(code)),
+            codes.iter().any(|code| [29, 30, 31, 53].contains(code)),
             "Kafka did not refuse {api}: {codes:?}"
         );
     }
@@ -331,7 +335,12 @@ fn every_api_is_authorized_as_kafka_authorizes_it() {
     // The client may do what each probe needs: neither refuses it now. (What they answer
     // beyond authorization is compared by the other tests; a Kafka broker whose offsets topic
     // the probes just created answers the group APIs NOT_COORDINATOR for a moment.)
-    for (resource, name) in [("--topic", TOPIC), ("--group", GROUP)] {
+    // The probes name the group's id as their transactional id too.
+    for (resource, name) in [
+        ("--topic", TOPIC),
+        ("--group", GROUP),
+        ("--transactional-id", GROUP),
+    ] {
         add_acl(
             brokers,
             &format!("--allow-host {CLIENT_HOST} --operation All {resource} {name}"),
@@ -348,7 +357,7 @@ fn every_api_is_authorized_as_kafka_authorizes_it() {
         &format!("--allow-host {CLIENT_HOST} --operation All --cluster"),
     );
     for port in ports {
-        wait_for_acls(port, 7);
+        wait_for_acls(port, 9);
     }
     for port in ports {
         for (api, codes) in probe_answers(port) {

@@ -647,6 +647,62 @@ pub(super) const TXN_OFFSET_COMMIT: Message = Message {
     ],
 };
 
+/// DescribeTransactionsRequest v0.
+pub(super) const DESCRIBE_TRANSACTIONS: Message = Message {
+    api_key: 65,
+    fields: &[Field::new(
+        "TransactionalIds",
+        Kind::PrimitiveArray(&Kind::String),
+        v(0, MAX),
+    )],
+};
+
+/// ListTransactionsRequest v0–2.
+pub(super) const LIST_TRANSACTIONS: Message = Message {
+    api_key: 66,
+    fields: &[
+        Field::new(
+            "StateFilters",
+            Kind::PrimitiveArray(&Kind::String),
+            v(0, MAX),
+        ),
+        Field::new(
+            "ProducerIdFilters",
+            Kind::PrimitiveArray(&Kind::Int64),
+            v(0, MAX),
+        ),
+        Field::new("DurationFilter", Kind::Int64, v(1, MAX)),
+        Field::new("TransactionalIdPattern", Kind::String, v(2, MAX)).nullable(v(2, MAX)),
+    ],
+};
+
+/// WriteTxnMarkersRequest v1.
+pub(super) const WRITE_TXN_MARKERS: Message = Message {
+    api_key: 27,
+    fields: &[Field::new(
+        "Markers",
+        Kind::Array(&[
+            Field::new("ProducerId", Kind::Int64, v(0, MAX)),
+            Field::new("ProducerEpoch", Kind::Int16, v(0, MAX)),
+            Field::new("TransactionResult", Kind::Bool, v(0, MAX)),
+            Field::new(
+                "Topics",
+                Kind::Array(&[
+                    Field::new("Name", Kind::String, v(0, MAX)),
+                    Field::new(
+                        "PartitionIndexes",
+                        Kind::PrimitiveArray(&Kind::Int32),
+                        v(0, MAX),
+                    ),
+                ]),
+                v(0, MAX),
+            ),
+            Field::new("CoordinatorEpoch", Kind::Int32, v(0, MAX)),
+        ]),
+        v(0, MAX),
+    )],
+};
+
 pub(super) const ALL: &[&Message] = &[
     &PRODUCE,
     &FETCH,
@@ -688,4 +744,7 @@ pub(super) const ALL: &[&Message] = &[
     &ADD_OFFSETS_TO_TXN,
     &END_TXN,
     &TXN_OFFSET_COMMIT,
+    &DESCRIBE_TRANSACTIONS,
+    &LIST_TRANSACTIONS,
+    &WRITE_TXN_MARKERS,
 ];

@@ -19,6 +19,7 @@ pub mod describe_groups;
 pub mod describe_log_dirs;
 pub mod describe_producers;
 pub mod describe_topic_partitions;
+pub mod describe_transactions;
 pub mod end_txn;
 pub mod fetch;
 pub mod find_coordinator;
@@ -29,6 +30,7 @@ pub mod join_group;
 pub mod leave_group;
 pub mod list_groups;
 pub mod list_offsets;
+pub mod list_transactions;
 pub mod metadata;
 pub mod offset_commit;
 pub mod offset_delete;
@@ -38,6 +40,7 @@ pub mod sasl;
 pub mod scram_credentials;
 pub mod sync_group;
 pub mod txn_offset_commit;
+pub mod write_txn_markers;
 
 use std::sync::Arc;
 
