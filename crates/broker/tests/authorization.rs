@@ -562,13 +562,19 @@ fn grant_client(broker: &Broker, granted: &[(ResourceType, AclOperation)]) {
 }
 
 /// The operations on `resource_type` (ALL aside) that do not allow `needed`: granting any of
-/// them instead must not do.
+/// them instead must not do. ALTER on the cluster is left out for CLUSTER_ACTION: Kafka takes
+/// either for WriteTxnMarkers (tested with the handler).
 fn not_enough(resource_type: ResourceType, needed: AclOperation) -> Vec<AclOperation> {
     resource_type
         .supported_operations()
         .iter()
         .copied()
         .filter(|operation| !allow_covers(*operation, needed))
+        .filter(|operation| {
+            !(resource_type == ResourceType::Cluster
+                && needed == AclOperation::ClusterAction
+                && *operation == AclOperation::Alter)
+        })
         .collect()
 }
 
@@ -879,4 +885,25 @@ async fn a_followers_fetch_needs_cluster_action_and_nothing_else() {
         .unwrap();
     let served: FetchResponse = client.send(ApiKey::Fetch, 12, &fetch).await;
     assert_eq!(served.responses[0].partitions[0].error_code, 0);
+}
+
+#[tokio::test]
+async fn write_txn_markers_takes_alter_on_the_cluster_instead_of_cluster_action() {
+    let Scene {
+        _dir,
+        broker,
+        admin: _,
+        mut client,
+    } = Scene::new(&[TOPIC]).await;
+    assert!(
+        probe(&mut client, ApiKey::WriteTxnMarkers)
+            .await
+            .unwrap()
+            .contains(&CLUSTER_AUTHORIZATION_FAILED)
+    );
+    grant_client(&broker, &[(ResourceType::Cluster, AclOperation::Alter)]);
+    assert_eq!(
+        probe(&mut client, ApiKey::WriteTxnMarkers).await.unwrap(),
+        [0]
+    );
 }
