@@ -107,6 +107,7 @@ pub fn code_of(error: &StorageError) -> i16 {
         StorageError::InvalidTxnState { .. } => INVALID_TXN_STATE,
         StorageError::CoordinatorFenced { .. } => TRANSACTION_COORDINATOR_FENCED,
         StorageError::TxnNotVerified { error_code, .. } => *error_code,
+        StorageError::UnknownTopicOrPartition { .. } => UNKNOWN_TOPIC_OR_PARTITION,
         StorageError::PartitionLimit { .. } => POLICY_VIOLATION,
         _ => UNKNOWN_SERVER_ERROR,
     }

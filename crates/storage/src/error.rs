@@ -287,6 +287,13 @@ pub enum StorageError {
         /// What the verifier found.
         reason: String,
     },
+    /// The partition does not exist on this node (or its directory is offline and it was never
+    /// loaded).
+    #[error("partition {topic_partition} does not exist here")]
+    UnknownTopicOrPartition {
+        /// The partition asked for.
+        topic_partition: crate::types::TopicPartition,
+    },
     /// Creating these partitions would take the node past `ferrolog.max.partitions`.
     #[error(
         "this node holds {held} partitions and ferrolog.max.partitions is {limit}: {requested} more cannot be created"

@@ -23,6 +23,7 @@ pub mod offsets_topic;
 pub mod state;
 mod txn_offsets;
 
+pub use offsets::Fetched;
 pub use txn_offsets::TxnCommitter;
 
 use std::collections::HashMap;
@@ -302,6 +303,7 @@ fn replay(groups: &mut HashMap<String, Group>, (key, value): OffsetsRecord, now:
             }
             None => {
                 if let Some(existing) = groups.get_mut(&group) {
+                    existing.remove_pending(&topic, partition);
                     existing.offsets.remove(&(topic, partition));
                 }
             }

@@ -10,6 +10,16 @@ use super::membership::check_member;
 use super::offsets_topic::OffsetsRecord;
 use super::state::{Group, GroupState};
 use super::{CommitEntry, GroupCoordinator};
+
+/// A partition's answer to OffsetFetch.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Fetched {
+    /// Its committed offset, if any.
+    Committed(Option<OffsetValue>),
+    /// An open transaction committed an offset for it (UNSTABLE_OFFSET_COMMIT to a request for
+    /// stable offsets).
+    Unstable,
+}
 use crate::errors;
 
 impl GroupCoordinator {
@@ -98,25 +108,48 @@ impl GroupCoordinator {
         group_id: &str,
         topics: Option<&[(String, Vec<i32>)]>,
     ) -> Vec<(String, i32, Option<OffsetValue>)> {
+        self.fetch_offsets_stable(group_id, topics, false)
+            .into_iter()
+            .map(|(topic, partition, fetched)| match fetched {
+                Fetched::Committed(value) => (topic, partition, value),
+                Fetched::Unstable => (topic, partition, None),
+            })
+            .collect()
+    }
+
+    /// As [`GroupCoordinator::fetch_offsets`]; with `require_stable`, a partition whose offset
+    /// an open transaction committed is [`Fetched::Unstable`], decided under the same lock as
+    /// the value read.
+    pub fn fetch_offsets_stable(
+        &self,
+        group_id: &str,
+        topics: Option<&[(String, Vec<i32>)]>,
+        require_stable: bool,
+    ) -> Vec<(String, i32, Fetched)> {
         let groups = self.groups.lock();
         let group = groups.get(group_id);
+        let fetched = |topic: &str, partition: i32| match group {
+            Some(g) if require_stable && g.has_pending_offset(topic, partition) => {
+                Fetched::Unstable
+            }
+            Some(g) => Fetched::Committed(g.offsets.get(&(topic.to_owned(), partition)).cloned()),
+            None => Fetched::Committed(None),
+        };
         match topics {
             Some(topics) => topics
                 .iter()
                 .flat_map(|(topic, partitions)| {
-                    partitions.iter().map(move |partition| {
-                        let value = group
-                            .and_then(|g| g.offsets.get(&(topic.clone(), *partition)).cloned());
-                        (topic.clone(), *partition, value)
-                    })
+                    partitions
+                        .iter()
+                        .map(|partition| (topic.clone(), *partition, fetched(topic, *partition)))
                 })
                 .collect(),
             None => group
                 .map(|g| {
                     g.offsets
-                        .iter()
-                        .map(|((topic, partition), value)| {
-                            (topic.clone(), *partition, Some(value.clone()))
+                        .keys()
+                        .map(|(topic, partition)| {
+                            (topic.clone(), *partition, fetched(topic, *partition))
                         })
                         .collect()
                 })
@@ -134,9 +167,10 @@ impl GroupCoordinator {
         if group.state != GroupState::Empty {
             return errors::NON_EMPTY_GROUP;
         }
+        // Offsets pending in transactions go too, as Kafka tombstones them.
         let mut records: Vec<OffsetsRecord> = group
-            .offsets
-            .keys()
+            .offset_keys()
+            .iter()
             .map(|(topic, partition)| (offset_key(group_id, topic, *partition), None))
             .collect();
         records.push((
@@ -162,10 +196,13 @@ impl GroupCoordinator {
         let mut groups = self.groups.lock();
         let mut removed = 0;
         for group in groups.values_mut() {
-            let records: Vec<OffsetsRecord> = group
-                .offsets
-                .keys()
+            let keys: Vec<(String, i32)> = group
+                .offset_keys()
+                .into_iter()
                 .filter(|(t, _)| t == topic)
+                .collect();
+            let records: Vec<OffsetsRecord> = keys
+                .iter()
                 .map(|(t, partition)| (offset_key(&group.id, t, *partition), None))
                 .collect();
             if records.is_empty() {
@@ -175,6 +212,9 @@ impl GroupCoordinator {
                 Ok(()) => {
                     removed += records.len();
                     group.offsets.retain(|(t, _), _| t != topic);
+                    for (t, partition) in &keys {
+                        group.remove_pending(t, *partition);
+                    }
                 }
                 Err(error) => {
                     tracing::warn!(group = %group.id, topic, %error, "removing a deleted topic's offsets failed");
@@ -215,7 +255,9 @@ impl GroupCoordinator {
                 if topics.contains(topic) {
                     return errors::GROUP_SUBSCRIBED_TO_TOPIC;
                 }
-                if group.offsets.contains_key(&(topic.clone(), *partition)) {
+                if group.offsets.contains_key(&(topic.clone(), *partition))
+                    || group.has_pending_offset(topic, *partition)
+                {
                     records.push((offset_key(group_id, topic, *partition), None));
                 }
                 errors::NONE
@@ -231,6 +273,7 @@ impl GroupCoordinator {
             } = key
             {
                 group.offsets.remove(&(topic.clone(), *partition));
+                group.remove_pending(topic, *partition);
             }
         }
         (errors::NONE, results)

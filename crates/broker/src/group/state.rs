@@ -174,6 +174,30 @@ impl Group {
             .any(|offsets| offsets.contains_key(&(topic.to_owned(), partition)))
     }
 
+    /// Forgets every transaction's pending offset for `(topic, partition)` (its record was
+    /// tombstoned).
+    pub fn remove_pending(&mut self, topic: &str, partition: i32) {
+        let key = (topic.to_owned(), partition);
+        for offsets in self.pending_txn_offsets.values_mut() {
+            offsets.remove(&key);
+        }
+        self.pending_txn_offsets
+            .retain(|_, offsets| !offsets.is_empty());
+    }
+
+    /// Every `(topic, partition)` with an offset, committed or pending in a transaction.
+    pub fn offset_keys(&self) -> std::collections::BTreeSet<(String, i32)> {
+        self.offsets
+            .keys()
+            .chain(
+                self.pending_txn_offsets
+                    .values()
+                    .flat_map(|offsets| offsets.keys()),
+            )
+            .cloned()
+            .collect()
+    }
+
     /// Ends `producer_id`'s transaction in this group: its offsets become the committed ones,
     /// or are dropped.
     pub fn end_txn(&mut self, producer_id: i64, commit: bool) {

@@ -10,7 +10,7 @@ use ferrolog_storage::producer::{MarkerKind, TxnVerifier};
 
 use super::membership::check_member;
 use super::offsets_topic::OFFSETS_TOPIC;
-use super::state::Group;
+use super::state::{Group, GroupState};
 use super::{CommitEntry, GroupCoordinator};
 use crate::errors;
 
@@ -38,29 +38,37 @@ impl GroupCoordinator {
         if group_id.is_empty() {
             return all(errors::INVALID_GROUP_ID);
         }
+        // As Kafka: the group's partition must be in the producer's transaction before the
+        // group is looked at (the append asks again, under the partition's writer lock).
+        if let Err(error) = verifier.verify(producer.0, producer.1) {
+            return all(errors::code_of(&error));
+        }
         let now = self.now();
         let mut groups = self.groups.lock();
-        let group = match groups.get_mut(group_id) {
-            Some(group) => group,
-            None if member.generation < 0 => groups
-                .entry(group_id.to_owned())
-                .or_insert_with(|| Group::new(group_id, now)),
+        // As Kafka's classic groups: a commit with a negative generation to an empty (or
+        // missing) group is taken without member checks; otherwise a producer that names no
+        // member commits without one, and the group's state is not checked (no
+        // REBALANCE_IN_PROGRESS for transactional commits).
+        match groups.get(group_id) {
+            None if member.generation < 0 => {}
             None => return all(errors::ILLEGAL_GENERATION),
-        };
-        // As Kafka's classic groups: a producer that names no member commits without one; the
-        // group's state is not checked (no REBALANCE_IN_PROGRESS for transactional commits).
-        let names_member = member.generation >= 0
-            || !member.member_id.is_empty()
-            || member.group_instance_id.is_some();
-        if names_member
-            && let Err(code) = check_member(
-                group,
-                member.member_id,
-                member.group_instance_id,
-                member.generation,
-            )
-        {
-            return all(code);
+            Some(group) => {
+                let standalone = member.generation < 0 && group.state == GroupState::Empty;
+                let names_member = member.generation >= 0
+                    || !member.member_id.is_empty()
+                    || member.group_instance_id.is_some();
+                if !standalone
+                    && names_member
+                    && let Err(code) = check_member(
+                        group,
+                        member.member_id,
+                        member.group_instance_id,
+                        member.generation,
+                    )
+                {
+                    return all(code);
+                }
+            }
         }
         let mut results = Vec::with_capacity(entries.len());
         let mut records = Vec::new();
@@ -110,7 +118,10 @@ impl GroupCoordinator {
                 .map(|result| if result == errors::NONE { code } else { result })
                 .collect();
         }
-        group
+        // A group first named here exists once its commit is written.
+        groups
+            .entry(group_id.to_owned())
+            .or_insert_with(|| Group::new(group_id, now))
             .pending_txn_offsets
             .entry(producer.0)
             .or_default()
@@ -140,14 +151,5 @@ impl GroupCoordinator {
             }
         }
         Ok(true)
-    }
-
-    /// Whether offsets of `group_id` for `(topic, partition)` await the end of a transaction
-    /// (OffsetFetch answers UNSTABLE_OFFSET_COMMIT for them when asked for stable offsets).
-    pub fn has_pending_offset(&self, group_id: &str, topic: &str, partition: i32) -> bool {
-        self.groups
-            .lock()
-            .get(group_id)
-            .is_some_and(|group| group.has_pending_offset(topic, partition))
     }
 }

@@ -23,6 +23,7 @@ use kafka_protocol::messages::{OffsetFetchRequest, OffsetFetchResponse, RequestH
 use kafka_protocol::protocol::StrBytes;
 
 use crate::authz::{AclOperation, ResourceType};
+use crate::group::Fetched;
 use crate::session::Session;
 use crate::{Context, errors};
 
@@ -71,16 +72,17 @@ fn lookup(
         }
         allowed
     });
-    for (topic, partition, value) in context.groups.fetch_offsets(group, topics.as_deref()) {
+    let fetched = context
+        .groups
+        .fetch_offsets_stable(group, topics.as_deref(), require_stable);
+    for (topic, partition, fetched) in fetched {
         if topics.is_none() && !describable(&topic) {
             continue;
         }
-        let answer =
-            if require_stable && context.groups.has_pending_offset(group, &topic, partition) {
-                UNSTABLE
-            } else {
-                committed(value)
-            };
+        let answer = match fetched {
+            Fetched::Committed(value) => committed(value),
+            Fetched::Unstable => UNSTABLE,
+        };
         by_topic.entry(topic).or_default().push((partition, answer));
     }
     by_topic

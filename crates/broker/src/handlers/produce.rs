@@ -9,6 +9,9 @@
 //! in a partition is verified with the transaction coordinator (the partition must have been
 //! added to the transaction: INVALID_TXN_STATE otherwise).
 //!
+//! Transactional batches of more than one producer id and epoch in one request are refused
+//! whole (INVALID_PRODUCER_ID_MAPPING on every partition), as Kafka refuses them.
+//!
 //! A partition named again in the same request is refused with INVALID_REQUEST (Kafka keeps
 //! the last and drops the others unanswered); so each partition is appended at most once per
 //! request, which bounds what one request can make the broker decompress by the partitions
@@ -21,6 +24,7 @@ use kafka_protocol::messages::{ProduceRequest, ProduceResponse, RequestHeader};
 use kafka_protocol::protocol::StrBytes;
 
 use ferrolog_records::batch::{Attributes, field};
+use ferrolog_records::be;
 use ferrolog_storage::TopicPartition;
 
 use super::internal_topics;
@@ -49,6 +53,7 @@ pub fn handle(
                 id,
             )
         });
+    let several_producers = !denied_transaction && has_several_transactional_producers(&request);
     let mut seen = HashSet::new();
     let responses = request
         .topic_data
@@ -57,6 +62,8 @@ pub fn handle(
             let name = topic.name.0.to_string();
             let denied = if denied_transaction {
                 Some(errors::TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+            } else if several_producers {
+                Some(errors::INVALID_PRODUCER_ID_MAPPING)
             } else if !context.access.allows(
                 session,
                 AclOperation::Write,
@@ -154,17 +161,40 @@ pub fn handle(
     (acks != 0).then(|| ProduceResponse::default().with_responses(responses))
 }
 
-/// Whether the first batch of some partition's records is transactional, as Kafka decides it
-/// (`RequestUtils.hasTransactionalRecords`). Records too short to hold a batch header are not:
-/// the append refuses them later for what they are.
-fn has_transactional_batches(request: &ProduceRequest) -> bool {
+/// The first batch header of each partition's records (records too short to hold one are
+/// left out: the append refuses them later for what they are).
+fn first_headers(request: &ProduceRequest) -> impl Iterator<Item = &[u8]> {
     request
         .topic_data
         .iter()
         .flat_map(|topic| &topic.partition_data)
         .filter_map(|partition| partition.records.as_ref())
-        .filter_map(|records| records.get(field::ATTRIBUTES..field::ATTRIBUTES + 2))
-        .any(|attributes| {
-            Attributes(u16::from_be_bytes([attributes[0], attributes[1]])).is_transactional()
-        })
+        .filter_map(|records| records.get(..field::RECORDS))
+}
+
+fn is_transactional(header: &[u8]) -> bool {
+    Attributes(be::i16_at(header, field::ATTRIBUTES) as u16).is_transactional()
+}
+
+/// Whether the first batch of some partition's records is transactional, as Kafka decides it
+/// (`RequestUtils.hasTransactionalRecords`).
+fn has_transactional_batches(request: &ProduceRequest) -> bool {
+    first_headers(request).any(is_transactional)
+}
+
+/// Whether the transactional batches name more than one producer id and epoch, which Kafka
+/// refuses for the whole request (INVALID_PRODUCER_ID_MAPPING).
+fn has_several_transactional_producers(request: &ProduceRequest) -> bool {
+    let mut producers = first_headers(request)
+        .filter(|header| is_transactional(header))
+        .map(|header| {
+            (
+                be::i64_at(header, field::PRODUCER_ID),
+                be::i16_at(header, field::PRODUCER_EPOCH),
+            )
+        });
+    let Some(first) = producers.next() else {
+        return false;
+    };
+    producers.any(|other| other != first)
 }

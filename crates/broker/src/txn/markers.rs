@@ -26,8 +26,9 @@ pub(super) enum Left {
     Nothing,
     /// These partitions failed for now and are retried.
     Retry(BTreeSet<TxnPartition>),
-    /// A partition refused its marker as stale: no more are sent.
-    Refused,
+    /// A partition refused its marker as stale: no more are sent to these partitions (the
+    /// others got theirs).
+    Refused(BTreeSet<TxnPartition>),
 }
 
 #[derive(Debug)]
@@ -55,8 +56,12 @@ pub(super) fn write_all(
             MarkerKind::Abort
         },
     };
+    // With a directory offline, a partition without a log may be one of its partitions, not a
+    // deleted one: its marker waits for it.
+    let dirs_offline = manager.data_dirs().iter().any(|dir| dir.is_offline());
     let mut marked = Vec::new();
     let mut retry = BTreeSet::new();
+    let mut refused = BTreeSet::new();
     for (topic, partition) in &prepared.partitions {
         let topic_partition = TopicPartition::new(topic.clone(), *partition);
         let written = if topic == OFFSETS_TOPIC {
@@ -64,6 +69,9 @@ pub(super) fn write_all(
         } else {
             match manager.get(&topic_partition) {
                 Some(log) => log.append_marker(marker, false).map(|_| true),
+                None if dirs_offline => Err(StorageError::UnknownTopicOrPartition {
+                    topic_partition: topic_partition.clone(),
+                }),
                 // A partition without a log was deleted since it joined the transaction.
                 None => Ok(false),
             }
@@ -81,12 +89,9 @@ pub(super) fn write_all(
                     transactional_id,
                     partition = %topic_partition,
                     %error,
-                    "a partition refused the transaction's marker as stale; its remaining markers are not sent"
+                    "a partition refused the transaction's marker as stale; it gets none, and the transaction stays unfinished until an operator ends it"
                 );
-                return Written {
-                    marked,
-                    left: Left::Refused,
-                };
+                refused.insert((topic.clone(), *partition));
             }
             Err(error) => {
                 tracing::warn!(transactional_id, partition = %topic_partition, %error, "writing a transaction marker failed; retrying");
@@ -94,12 +99,12 @@ pub(super) fn write_all(
             }
         }
     }
-    Written {
-        marked,
-        left: if retry.is_empty() {
-            Left::Nothing
-        } else {
-            Left::Retry(retry)
-        },
-    }
+    let left = if !refused.is_empty() {
+        Left::Refused(refused)
+    } else if !retry.is_empty() {
+        Left::Retry(retry)
+    } else {
+        Left::Nothing
+    };
+    Written { marked, left }
 }

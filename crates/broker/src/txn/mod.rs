@@ -24,7 +24,7 @@ mod markers;
 pub mod state;
 pub mod topic;
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -76,11 +76,21 @@ impl Default for TxnConfig {
 /// Why an id answers CONCURRENT_TRANSACTIONS for now.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Pending {
-    /// A request or the timer is writing its markers.
-    Markers,
-    /// Markers (or the completion record) could not all be written; the timer retries.
-    Retry,
+    /// A request or the timer is writing its markers, or its tombstone.
+    InFlight,
+    /// Markers (or the completion record) could not all be written; the timer retries from
+    /// `not_before_ms`.
+    Retry { not_before_ms: i64 },
+    /// A partition refused a marker as stale: as in Kafka, nothing more is sent, and the id
+    /// stays preparing until an operator ends the transaction (`kafka-transactions abort`).
+    Stuck,
 }
+
+/// How long a failed marker or completion write waits before it is tried again.
+const RETRY_BACKOFF_MS: i64 = 1_000;
+
+/// The longest transactional id kept (Kafka: any length a string can have, 32,767 bytes).
+pub const MAX_TRANSACTIONAL_ID_BYTES: usize = 1_024;
 
 #[derive(Debug, Clone)]
 struct Entry {
@@ -115,8 +125,15 @@ pub struct TransactionCoordinator {
     config: TxnConfig,
     clock: Arc<dyn Clock>,
     ids: Mutex<HashMap<String, Entry>>,
-    /// Each `__transaction_state` partition's coordinator epoch: the markers of its ids carry it.
-    coordinator_epochs: BTreeMap<i32, i32>,
+    /// The coordinator epoch every marker carries: the highest partition leader epoch in
+    /// `__transaction_state`'s batches and every coordinator epoch a partition's producer state
+    /// holds, so a marker is never older than one written before (by Kafka, for a directory
+    /// it moved here). ferrolog's own batches carry leader epoch 0.
+    coordinator_epoch: i32,
+    /// `__transaction_state` partitions that should exist but were not loaded (their
+    /// directory is offline): their ids' states are unknown, so those ids are refused
+    /// (NOT_COORDINATOR, which clients retry) rather than started afresh.
+    unavailable: BTreeSet<i32>,
     next_timeout_check_ms: Mutex<i64>,
     next_expiry_check_ms: Mutex<i64>,
 }
@@ -133,7 +150,7 @@ impl TransactionCoordinator {
             config.state_log_segment_bytes,
         );
         let mut loaded: HashMap<String, TxnMetadata> = HashMap::new();
-        let coordinator_epochs = topic.load(|_, (id, value)| match value {
+        let state_epoch = topic.load(|_, (id, value)| match value {
             Some(value) => {
                 loaded.insert(id, TxnMetadata::from_value(&value));
             }
@@ -148,7 +165,7 @@ impl TransactionCoordinator {
                     meta.state,
                     TxnStatus::PrepareCommit | TxnStatus::PrepareAbort
                 );
-                let pending = unfinished.then_some(Pending::Retry);
+                let pending = unfinished.then_some(Pending::Retry { not_before_ms: 0 });
                 (id, Entry { meta, pending })
             })
             .collect();
@@ -158,8 +175,29 @@ impl TransactionCoordinator {
                 "transaction states loaded from the transaction state topic"
             );
         }
+        let producer_epoch = manager
+            .logs()
+            .iter()
+            .flat_map(|(_, log)| {
+                log.producer_state()
+                    .entries()
+                    .into_iter()
+                    .map(|entry| entry.coordinator_epoch)
+                    .collect::<Vec<_>>()
+            })
+            .max()
+            .unwrap_or(0);
+        let unavailable: BTreeSet<i32> = topic.missing_partitions().into_iter().collect();
+        if !unavailable.is_empty() {
+            tracing::error!(
+                partitions = ?unavailable,
+                "partitions of the transaction state topic are missing (their directory is offline?): the transactional ids they hold are refused until they are back"
+            );
+        }
         let now = clock.now_ms();
         Ok(Self {
+            coordinator_epoch: state_epoch.max(producer_epoch),
+            unavailable,
             topic,
             manager,
             next_timeout_check_ms: Mutex::new(clock::after(now, config.abort_timed_out_interval)),
@@ -167,7 +205,6 @@ impl TransactionCoordinator {
             config,
             clock,
             ids: Mutex::new(ids),
-            coordinator_epochs,
         })
     }
 
@@ -175,12 +212,16 @@ impl TransactionCoordinator {
         self.clock.now_ms()
     }
 
-    fn coordinator_epoch(&self, transactional_id: &str) -> i32 {
-        let partition = self.topic.partition_of(transactional_id);
-        self.coordinator_epochs
-            .get(&partition)
-            .copied()
-            .unwrap_or(0)
+    /// Whether `transactional_id` may be served: its `__transaction_state` partition was
+    /// loaded. Otherwise NOT_COORDINATOR.
+    fn check_available(&self, transactional_id: &str) -> std::result::Result<(), i16> {
+        if self
+            .unavailable
+            .contains(&self.topic.partition_of(transactional_id))
+        {
+            return Err(errors::NOT_COORDINATOR);
+        }
+        Ok(())
     }
 
     /// FindCoordinator for a transactional id: this broker; `__transaction_state` is created the
@@ -191,7 +232,7 @@ impl TransactionCoordinator {
 
     /// Writes `next` as `transactional_id`'s state; on success it is the state.
     fn write(&self, id: &str, entry: &mut Entry, next: TxnMetadata, now: i64) -> Result<()> {
-        let value = next.to_value(entry.meta.producer_id);
+        let value = next.to_value();
         self.topic.append(id, Some(&value), now)?;
         entry.meta = next;
         Ok(())
@@ -213,10 +254,21 @@ impl TransactionCoordinator {
         if timeout_ms <= 0 || i64::from(timeout_ms) > clock::kafka_ms(self.config.max_timeout) {
             return refuse(errors::INVALID_TRANSACTION_TIMEOUT);
         }
+        if let Err(code) = self.check_available(transactional_id) {
+            return refuse(code);
+        }
         let now = self.now();
         let fence = {
             let mut ids = self.ids.lock();
             if !ids.contains_key(transactional_id) {
+                if transactional_id.len() > MAX_TRANSACTIONAL_ID_BYTES {
+                    tracing::warn!(
+                        bytes = transactional_id.len(),
+                        limit = MAX_TRANSACTIONAL_ID_BYTES,
+                        "refusing a transactional id longer than ferrolog keeps"
+                    );
+                    return refuse(errors::INVALID_REQUEST);
+                }
                 if ids.len() >= self.config.max_transactional_ids {
                     tracing::warn!(
                         transactional_id,
@@ -268,7 +320,7 @@ impl TransactionCoordinator {
                     if let Err(error) = self.write(transactional_id, entry, abort, now) {
                         return refuse(append_error(transactional_id, &error));
                     }
-                    entry.pending = Some(Pending::Markers);
+                    entry.pending = Some(Pending::InFlight);
                     entry.meta.clone()
                 }
             }
@@ -289,6 +341,9 @@ impl TransactionCoordinator {
         epoch: i16,
         partitions: &[TxnPartition],
     ) -> i16 {
+        if let Err(code) = self.check_available(transactional_id) {
+            return code;
+        }
         let now = self.now();
         let mut ids = self.ids.lock();
         let Some(entry) = ids.get_mut(transactional_id) else {
@@ -323,6 +378,9 @@ impl TransactionCoordinator {
             answer: code,
             marked: Vec::new(),
         };
+        if let Err(code) = self.check_available(transactional_id) {
+            return answer(code);
+        }
         let now = self.now();
         let prepared = {
             let mut ids = self.ids.lock();
@@ -345,7 +403,7 @@ impl TransactionCoordinator {
                     if let Err(error) = self.write(transactional_id, entry, next, now) {
                         return answer(append_error(transactional_id, &error));
                     }
-                    entry.pending = Some(Pending::Markers);
+                    entry.pending = Some(Pending::InFlight);
                     entry.meta.clone()
                 }
             }
@@ -364,13 +422,12 @@ impl TransactionCoordinator {
         transactional_id: &str,
         prepared: &TxnMetadata,
     ) -> Vec<TopicPartition> {
-        let coordinator_epoch = self.coordinator_epoch(transactional_id);
         let written = markers::write_all(
             &self.manager,
             groups,
             transactional_id,
             prepared,
-            coordinator_epoch,
+            self.coordinator_epoch,
         );
         let now = self.now();
         let mut ids = self.ids.lock();
@@ -383,6 +440,9 @@ impl TransactionCoordinator {
         {
             return written.marked;
         }
+        let retry = Pending::Retry {
+            not_before_ms: now.saturating_add(RETRY_BACKOFF_MS),
+        };
         match written.left {
             markers::Left::Nothing => {
                 let completed = entry.meta.completed(now);
@@ -390,17 +450,20 @@ impl TransactionCoordinator {
                     Ok(()) => entry.pending = None,
                     Err(error) => {
                         tracing::warn!(transactional_id, %error, "recording a transaction's completion failed; retrying");
-                        entry.pending = Some(Pending::Retry);
+                        // Every marker is written: only the completion is retried.
+                        entry.meta.partitions.clear();
+                        entry.pending = Some(retry);
                     }
                 }
             }
             markers::Left::Retry(partitions) => {
                 entry.meta.partitions = partitions;
-                entry.pending = Some(Pending::Retry);
+                entry.pending = Some(retry);
             }
-            // The partitions refused the markers as stale: as Kafka, the coordinator stops
-            // sending them and the transaction stays preparing (an operator aborts it by hand).
-            markers::Left::Refused => entry.pending = Some(Pending::Markers),
+            markers::Left::Refused(partitions) => {
+                entry.meta.partitions = partitions;
+                entry.pending = Some(Pending::Stuck);
+            }
         }
         written.marked
     }
@@ -461,7 +524,7 @@ impl TransactionCoordinator {
     pub fn tick(&self, groups: &GroupCoordinator) -> Vec<TopicPartition> {
         let now = self.now();
         let mut marked = Vec::new();
-        for (id, prepared) in self.take_retries() {
+        for (id, prepared) in self.take_retries(now) {
             marked.extend(self.finish(groups, &id, &prepared));
         }
         if due(
@@ -488,12 +551,14 @@ impl TransactionCoordinator {
         marked
     }
 
-    fn take_retries(&self) -> Vec<(String, TxnMetadata)> {
+    fn take_retries(&self, now: i64) -> Vec<(String, TxnMetadata)> {
         let mut ids = self.ids.lock();
         ids.iter_mut()
-            .filter(|(_, entry)| entry.pending == Some(Pending::Retry))
+            .filter(|(_, entry)| {
+                matches!(entry.pending, Some(Pending::Retry { not_before_ms }) if not_before_ms <= now)
+            })
             .map(|(id, entry)| {
-                entry.pending = Some(Pending::Markers);
+                entry.pending = Some(Pending::InFlight);
                 (id.clone(), entry.meta.clone())
             })
             .collect()
@@ -514,7 +579,7 @@ impl TransactionCoordinator {
             let abort = entry.meta.fenced_abort(now);
             match self.write(&id, entry, abort, now) {
                 Ok(()) => {
-                    entry.pending = Some(Pending::Markers);
+                    entry.pending = Some(Pending::InFlight);
                     fenced.push((id, entry.meta.clone()));
                 }
                 Err(error) => {
@@ -525,27 +590,48 @@ impl TransactionCoordinator {
         fenced
     }
 
+    /// Forgets ids idle past `transactional.id.expiration.ms`: each is marked in flight under
+    /// the lock, their tombstones are written without it (one batch per partition), and those
+    /// written are removed, unless they changed meanwhile.
     fn remove_expired(&self, now: i64) {
         let expiration = clock::kafka_ms(self.config.id_expiration);
+        let expired: Vec<(String, TxnMetadata)> = {
+            let mut ids = self.ids.lock();
+            ids.iter_mut()
+                .filter(|(_, entry)| entry.pending.is_none() && entry.meta.expired(now, expiration))
+                .map(|(id, entry)| {
+                    entry.pending = Some(Pending::InFlight);
+                    (id.clone(), entry.meta.clone())
+                })
+                .collect()
+        };
+        if expired.is_empty() {
+            return;
+        }
+        let names: Vec<String> = expired.iter().map(|(id, _)| id.clone()).collect();
+        let written = self.topic.append_tombstones(&names, now);
         let mut ids = self.ids.lock();
-        let expired: Vec<String> = ids
-            .iter()
-            .filter(|(_, entry)| entry.pending.is_none() && entry.meta.expired(now, expiration))
-            .map(|(id, _)| id.clone())
-            .collect();
-        for id in expired {
-            match self.topic.append(&id, None, now) {
+        let mut forgotten = 0;
+        for (id, result) in written {
+            let Some(entry) = ids.get_mut(&id) else {
+                continue;
+            };
+            match result {
                 Ok(()) => {
                     ids.remove(&id);
-                    tracing::info!(
-                        transactional_id = id,
-                        "forgot a transactional id idle past transactional.id.expiration.ms"
-                    );
+                    forgotten += 1;
                 }
                 Err(error) => {
                     tracing::warn!(transactional_id = id, %error, "writing the tombstone of an expired transactional id failed; retrying at the next check");
+                    entry.pending = None;
                 }
             }
+        }
+        if forgotten > 0 {
+            tracing::info!(
+                forgotten,
+                "forgot transactional ids idle past transactional.id.expiration.ms"
+            );
         }
     }
 }
@@ -606,9 +692,15 @@ pub struct Verifier<'a> {
 
 impl TxnVerifier for Verifier<'_> {
     fn verify(&self, producer_id: i64, epoch: i16) -> Result<()> {
-        let answer =
+        // No transaction can include `__transaction_state` (AddPartitionsToTxn refuses internal
+        // topics), and asking would take the coordinator's lock under that topic's writer lock,
+        // which the coordinator takes under its own.
+        let answer = if self.partition.0 == topic::TRANSACTION_STATE_TOPIC {
+            Err(errors::TRANSACTION_ABORTABLE)
+        } else {
             self.coordinator
-                .verify(self.transactional_id, producer_id, epoch, &self.partition);
+                .verify(self.transactional_id, producer_id, epoch, &self.partition)
+        };
         let Err(code) = answer else { return Ok(()) };
         let error_code = match (code, self.purpose) {
             (errors::PRODUCER_FENCED, _) => errors::INVALID_PRODUCER_EPOCH,

@@ -108,9 +108,8 @@ impl TxnMetadata {
         }
     }
 
-    /// The record value of this state, reached from a state whose producer id was
-    /// `previous_producer_id` (Kafka 4.4 writes the id before each transition).
-    pub fn to_value(&self, previous_producer_id: i64) -> TxnLogValue {
+    /// The record value of this state.
+    pub fn to_value(&self) -> TxnLogValue {
         let partitions = (self.state != TxnStatus::Empty).then(|| {
             let mut by_topic: Vec<(String, Vec<i32>)> = Vec::new();
             for (topic, partition) in &self.partitions {
@@ -123,7 +122,7 @@ impl TxnMetadata {
         });
         TxnLogValue {
             producer_id: self.producer_id,
-            previous_producer_id,
+            previous_producer_id: self.previous_producer_id,
             next_producer_id: -1,
             producer_epoch: self.producer_epoch,
             next_producer_epoch: -1,
@@ -133,6 +132,15 @@ impl TxnMetadata {
             last_update_ms: self.last_update_ms,
             start_ms: self.start_ms,
             client_transaction_version: self.client_tv,
+        }
+    }
+
+    /// The starting point of every transition: this state, with the producer id before the
+    /// transition recorded as the previous one, as Kafka records it at each.
+    fn next(&self) -> Self {
+        Self {
+            previous_producer_id: self.producer_id,
+            ..self.clone()
         }
     }
 
@@ -170,7 +178,7 @@ impl TxnMetadata {
                     partitions: BTreeSet::new(),
                     start_ms: -1,
                     last_update_ms: now,
-                    ..self.clone()
+                    ..self.next()
                 };
                 let expected_epoch = expected.map(|(_, epoch)| epoch);
                 if self.epoch_exhausted()
@@ -180,7 +188,6 @@ impl TxnMetadata {
                         Ok(id) => id,
                         Err(code) => return InitDecision::Refuse(code),
                     };
-                    next.previous_producer_id = self.producer_id;
                     next.producer_id = producer_id;
                     next.producer_epoch = 0;
                     next.last_producer_epoch = expected_epoch.unwrap_or(-1);
@@ -217,7 +224,7 @@ impl TxnMetadata {
             last_producer_epoch: -1,
             state: TxnStatus::PrepareAbort,
             last_update_ms: now,
-            ..self.clone()
+            ..self.next()
         }
     }
 
@@ -261,7 +268,7 @@ impl TxnMetadata {
                     last_update_ms: now,
                     start_ms: if starting { now } else { self.start_ms },
                     client_tv: 0,
-                    ..self.clone()
+                    ..self.next()
                 };
                 if starting {
                     next.partitions.clear();
@@ -305,7 +312,7 @@ impl TxnMetadata {
             (Ongoing, _) => EndDecision::Prepare(Self {
                 state: if commit { PrepareCommit } else { PrepareAbort },
                 last_update_ms: now,
-                ..self.clone()
+                ..self.next()
             }),
             (CompleteCommit, true) | (CompleteAbort, false) => EndDecision::AlreadyComplete,
             (PrepareCommit, true) | (PrepareAbort, false) => {
@@ -327,7 +334,7 @@ impl TxnMetadata {
             },
             partitions: BTreeSet::new(),
             last_update_ms: now,
-            ..self.clone()
+            ..self.next()
         }
     }
 
@@ -577,7 +584,7 @@ mod tests {
             .add_partitions(1000, 3, &[tp("b", 1), tp("a", 2), tp("b", 0)], 5)
             .unwrap()
             .unwrap();
-        let value = ongoing.to_value(1000);
+        let value = ongoing.to_value();
         assert_eq!(
             value.partitions,
             Some(vec![("a".into(), vec![2]), ("b".into(), vec![0, 1])])
@@ -588,10 +595,9 @@ mod tests {
             back,
             TxnMetadata {
                 last_producer_epoch: -1,
-                previous_producer_id: 1000,
                 ..ongoing
             }
         );
-        assert_eq!(initialized(0).to_value(1000).partitions, None);
+        assert_eq!(initialized(0).to_value().partitions, None);
     }
 }
