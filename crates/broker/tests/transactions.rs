@@ -1,9 +1,12 @@
 //! The transaction coordinator over a real LogManager, driven by a manual clock: markers end
 //! transactions in every partition, a transaction past its timeout is fenced and aborted, one
 //! found preparing at startup is completed, idle ids expire with a tombstone, offsets committed
-//! in a transaction stay pending until its marker, and the state survives a restart.
+//! in a transaction stay pending until its marker, and the state survives a restart; a
+//! Produce naming two transactional producers is refused whole.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests")]
+
+mod common;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -425,4 +428,58 @@ fn no_transaction_can_include_the_transaction_state_topic() {
         ferrolog_broker::errors::code_of(&refused),
         INVALID_TXN_STATE
     );
+}
+
+/// A transactional batch of one record.
+fn transactional_batch(producer_id: i64, epoch: i16) -> bytes::Bytes {
+    let mut builder = BatchBuilder::new(0)
+        .producer(producer_id, epoch, 0)
+        .transactional(true);
+    builder.append(1, None, Some(b"v"), &[]).unwrap();
+    bytes::Bytes::from(builder.build().unwrap())
+}
+
+#[tokio::test]
+async fn a_produce_with_transactional_batches_of_two_producers_is_refused_whole() {
+    use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
+    use kafka_protocol::messages::{ApiKey, ProduceRequest, ProduceResponse, TopicName};
+    use kafka_protocol::protocol::StrBytes;
+
+    let dir = tempfile::tempdir().unwrap();
+    let broker = common::Broker::start(dir.path()).await;
+    let mut client = broker.client().await;
+    assert_eq!(client.create_topic(TOPIC, 2, &[]).await.error_code, 0);
+    let request = ProduceRequest::default()
+        .with_transactional_id(Some(kafka_protocol::messages::TransactionalId(
+            StrBytes::from_static_str("t"),
+        )))
+        .with_acks(-1)
+        .with_timeout_ms(5000)
+        .with_topic_data(vec![
+            TopicProduceData::default()
+                .with_name(TopicName(StrBytes::from_static_str(TOPIC)))
+                .with_partition_data(vec![
+                    PartitionProduceData::default()
+                        .with_index(0)
+                        .with_records(Some(transactional_batch(7, 0))),
+                    PartitionProduceData::default()
+                        .with_index(1)
+                        .with_records(Some(transactional_batch(8, 0))),
+                ]),
+        ]);
+    let response: ProduceResponse = client.send(ApiKey::Produce, 9, &request).await;
+    let codes: Vec<i16> = response.responses[0]
+        .partition_responses
+        .iter()
+        .map(|partition| partition.error_code)
+        .collect();
+    assert_eq!(codes, [49, 49], "INVALID_PRODUCER_ID_MAPPING");
+    for partition in [0, 1] {
+        let log = broker
+            .context
+            .manager
+            .get(&TopicPartition::new(TOPIC, partition))
+            .unwrap();
+        assert_eq!(log.log_end_offset().value(), 0, "nothing written");
+    }
 }
