@@ -134,11 +134,11 @@ macro_rules! answer {
 }
 
 served_apis! {
-    Produce 3..=9, ProduceRequest, blocking handlers::produce::handle => optional, needs [Topic Write];
+    Produce 3..=12, ProduceRequest, blocking handlers::produce::handle => optional, needs [Topic Write];
     Fetch 4..=12, FetchRequest, waiting handlers::fetch::handle => spliced, needs [Topic Read];
     ListOffsets 1..=7, ListOffsetsRequest, blocking handlers::list_offsets::handle => response, needs [Topic Describe];
     Metadata 0..=12, MetadataRequest, blocking handlers::metadata::handle => response, needs [Topic Describe];
-    ApiVersions 0..=3, ApiVersionsRequest, inline handlers::api_versions::handle => response, needs [];
+    ApiVersions 0..=4, ApiVersionsRequest, blocking handlers::api_versions::handle => response, needs [];
     CreateTopics 2..=7, CreateTopicsRequest, blocking handlers::create_topics::handle => response, needs [Topic Create];
     CreatePartitions 0..=3, CreatePartitionsRequest, blocking handlers::create_partitions::handle => response, needs [Topic Alter];
     DescribeConfigs 1..=4, DescribeConfigsRequest, blocking handlers::configs::describe => response, needs [Topic DescribeConfigs];
@@ -148,7 +148,7 @@ served_apis! {
     DescribeLogDirs 1..=4, DescribeLogDirsRequest, blocking handlers::describe_log_dirs::handle => response, needs [Cluster Describe];
     DeleteTopics 1..=5, DeleteTopicsRequest, blocking handlers::delete_topics::handle => response, needs [Topic Delete];
     DeleteRecords 0..=2, DeleteRecordsRequest, blocking handlers::delete_records::handle => response, needs [Topic Delete];
-    InitProducerId 0..=4, InitProducerIdRequest, blocking handlers::init_producer_id::handle => response, needs [Cluster IdempotentWrite];
+    InitProducerId 0..=5, InitProducerIdRequest, blocking handlers::init_producer_id::handle => response, needs [Cluster IdempotentWrite];
     FindCoordinator 0..=4, FindCoordinatorRequest, blocking handlers::find_coordinator::handle => response, needs [Group Describe];
     JoinGroup 0..=9, JoinGroupRequest, waiting handlers::join_group::handle => response, needs [Group Read];
     SyncGroup 0..=5, SyncGroupRequest, waiting handlers::sync_group::handle => response, needs [Group Read];
@@ -172,8 +172,8 @@ served_apis! {
     DescribeProducers 0..=0, DescribeProducersRequest, blocking handlers::describe_producers::handle => response, needs [Topic Read];
     AddPartitionsToTxn 0..=3, AddPartitionsToTxnRequest, blocking handlers::add_partitions_to_txn::handle => response, needs [TransactionalId Write, Topic Write];
     AddOffsetsToTxn 0..=4, AddOffsetsToTxnRequest, blocking handlers::add_offsets_to_txn::handle => response, needs [TransactionalId Write, Group Read];
-    EndTxn 0..=4, EndTxnRequest, blocking handlers::end_txn::handle => response, needs [TransactionalId Write];
-    TxnOffsetCommit 0..=4, TxnOffsetCommitRequest, blocking handlers::txn_offset_commit::handle => response, needs [TransactionalId Write, Group Read, Topic Read];
+    EndTxn 0..=5, EndTxnRequest, blocking handlers::end_txn::handle => response, needs [TransactionalId Write];
+    TxnOffsetCommit 0..=5, TxnOffsetCommitRequest, blocking handlers::txn_offset_commit::handle => response, needs [TransactionalId Write, Group Read, Topic Read];
     DescribeTransactions 0..=0, DescribeTransactionsRequest, blocking handlers::describe_transactions::handle => response, needs [TransactionalId Describe];
     ListTransactions 0..=2, ListTransactionsRequest, blocking handlers::list_transactions::handle => response, needs [];
     WriteTxnMarkers 1..=1, WriteTxnMarkersRequest, blocking handlers::write_txn_markers::handle => response, needs [Cluster ClusterAction];

@@ -102,9 +102,11 @@ impl Node {
         builder
             .append(1_700_000_000_000, None, Some(value.as_bytes()), &[])
             .unwrap();
-        let verifier =
-            self.transactions
-                .verifier(id, (TOPIC.to_owned(), partition), VerifyFor::Produce);
+        let verifier = self.transactions.verifier(
+            id,
+            (TOPIC.to_owned(), partition),
+            VerifyFor::Produce { version: 9 },
+        );
         self.log(partition)
             .append_as_leader_verified(builder.build().unwrap(), &verifier)
             .map(|_| ())
@@ -119,29 +121,35 @@ impl Node {
 
 /// The markers in `log`, as (producer id, epoch, COMMIT?).
 fn markers(log: &Log) -> Vec<(i64, i16, bool)> {
-    let bytes = log
-        .read(ferrolog_storage::log::FetchParams {
-            start_offset: log.log_start_offset(),
-            max_bytes: 1 << 20,
-            bound: ferrolog_storage::log::FetchBound::LogEnd,
-            first_batch: ferrolog_storage::log::FirstBatch::Whole,
-        })
-        .unwrap()
-        .read_bytes()
-        .unwrap();
-    ferrolog_records::EntryIter::new(&bytes)
-        .filter_map(|entry| match entry.unwrap().1 {
-            ferrolog_records::FileEntry::V2(batch) => TxnMarker::of(&batch).unwrap(),
-            _ => None,
-        })
-        .map(|marker| {
-            (
-                marker.producer_id,
-                marker.epoch,
-                marker.kind == ferrolog_storage::producer::MarkerKind::Commit,
-            )
-        })
-        .collect()
+    let mut found = Vec::new();
+    let mut next = log.log_start_offset();
+    // A read returns one segment's batches: read on until the log end.
+    while next < log.log_end_offset() {
+        let bytes = log
+            .read(ferrolog_storage::log::FetchParams {
+                start_offset: next,
+                max_bytes: 1 << 20,
+                bound: ferrolog_storage::log::FetchBound::LogEnd,
+                first_batch: ferrolog_storage::log::FirstBatch::Whole,
+            })
+            .unwrap()
+            .read_bytes()
+            .unwrap();
+        for entry in ferrolog_records::EntryIter::new(&bytes) {
+            let ferrolog_records::FileEntry::V2(batch) = entry.unwrap().1 else {
+                continue;
+            };
+            next = ferrolog_storage::Offset::new(batch.last_offset() + 1);
+            if let Some(marker) = TxnMarker::of(&batch).unwrap() {
+                found.push((
+                    marker.producer_id,
+                    marker.epoch,
+                    marker.kind == ferrolog_storage::producer::MarkerKind::Commit,
+                ));
+            }
+        }
+    }
+    found
 }
 
 fn setup(dir: &std::path::Path, clock: &Arc<ManualClock>) -> Node {
@@ -170,7 +178,7 @@ fn a_transaction_ends_with_a_marker_in_each_partition_and_its_state_survives_a_r
     let partitions = [(TOPIC.to_owned(), 0), (TOPIC.to_owned(), 1)];
     assert_eq!(
         node.transactions
-            .add_partitions("t", producer.0, producer.1, &partitions),
+            .add_partitions("t", producer.0, producer.1, &partitions, 0),
         0
     );
     node.produce("t", producer, 0, 0, "a").unwrap();
@@ -185,8 +193,8 @@ fn a_transaction_ends_with_a_marker_in_each_partition_and_its_state_survives_a_r
 
     let ended = node
         .transactions
-        .end_txn(&node.groups, "t", producer.0, producer.1, true);
-    assert_eq!(ended.answer, 0);
+        .end_txn(&node.groups, "t", producer, true, false);
+    assert_eq!(ended.answer.code, 0);
     assert_eq!(ended.marked.len(), 2);
     for partition in [0, 1] {
         let log = node.log(partition);
@@ -200,8 +208,9 @@ fn a_transaction_ends_with_a_marker_in_each_partition_and_its_state_survives_a_r
     // A retry of the same EndTxn is answered NONE, and writes nothing.
     assert_eq!(
         node.transactions
-            .end_txn(&node.groups, "t", producer.0, producer.1, true)
-            .answer,
+            .end_txn(&node.groups, "t", producer, true, false)
+            .answer
+            .code,
         0
     );
     assert_eq!(markers(&node.log(0)).len(), 1);
@@ -217,7 +226,7 @@ fn a_transaction_ends_with_a_marker_in_each_partition_and_its_state_survives_a_r
     assert_eq!(successor, (producer.0, 1));
     assert_eq!(
         node.transactions
-            .add_partitions("t", producer.0, producer.1, &partitions),
+            .add_partitions("t", producer.0, producer.1, &partitions, 0),
         PRODUCER_FENCED
     );
 }
@@ -229,7 +238,7 @@ fn a_transaction_past_its_timeout_is_fenced_and_aborted_by_the_timer() {
     let node = setup(dir.path(), &clock);
     let producer = node.init("slow", 5_000);
     node.transactions
-        .add_partitions("slow", producer.0, producer.1, &[(TOPIC.to_owned(), 0)]);
+        .add_partitions("slow", producer.0, producer.1, &[(TOPIC.to_owned(), 0)], 0);
     node.produce("slow", producer, 0, 0, "late").unwrap();
     clock.advance_ms(5_000);
     assert!(node.transactions.tick(&node.groups).is_empty());
@@ -250,8 +259,9 @@ fn a_transaction_past_its_timeout_is_fenced_and_aborted_by_the_timer() {
     );
     assert_eq!(
         node.transactions
-            .end_txn(&node.groups, "slow", producer.0, producer.1, true)
-            .answer,
+            .end_txn(&node.groups, "slow", producer, true, false)
+            .answer
+            .code,
         PRODUCER_FENCED
     );
 }
@@ -262,8 +272,13 @@ fn a_transaction_found_preparing_at_startup_is_completed() {
     let clock = Arc::new(ManualClock::new(1_700_000_000_000));
     let node = setup(dir.path(), &clock);
     let producer = node.init("crashed", 60_000);
-    node.transactions
-        .add_partitions("crashed", producer.0, producer.1, &[(TOPIC.to_owned(), 2)]);
+    node.transactions.add_partitions(
+        "crashed",
+        producer.0,
+        producer.1,
+        &[(TOPIC.to_owned(), 2)],
+        0,
+    );
     node.produce("crashed", producer, 2, 0, "x").unwrap();
     // What a crash right after the PrepareCommit record leaves: the record, no marker.
     let topic = TxnStateTopic::new(Arc::clone(&node.manager), 3, 1 << 20);
@@ -304,7 +319,7 @@ fn idle_ids_expire_with_a_tombstone() {
     node.init("idle", 60_000);
     let busy = node.init("busy", 60_000);
     node.transactions
-        .add_partitions("busy", busy.0, busy.1, &[(TOPIC.to_owned(), 0)]);
+        .add_partitions("busy", busy.0, busy.1, &[(TOPIC.to_owned(), 0)], 0);
     clock.advance(Duration::from_secs(3601));
     // The ongoing one times out and is aborted; the idle one is forgotten at the next check.
     node.transactions.tick(&node.groups);
@@ -365,11 +380,12 @@ fn offsets_committed_in_a_transaction_are_pending_until_its_marker() {
         producer.0,
         producer.1,
         std::slice::from_ref(&offsets_partition),
+        0,
     );
     assert_eq!(commit(&node, producer, 5), [0]);
     assert_eq!(fetched(&node), Fetched::Unstable);
     node.transactions
-        .end_txn(&node.groups, "worker", producer.0, producer.1, true);
+        .end_txn(&node.groups, "worker", producer, true, false);
     let Fetched::Committed(Some(value)) = fetched(&node) else {
         panic!("{:?}", fetched(&node))
     };
@@ -381,6 +397,7 @@ fn offsets_committed_in_a_transaction_are_pending_until_its_marker() {
         producer.0,
         producer.1,
         std::slice::from_ref(&offsets_partition),
+        0,
     );
     assert_eq!(commit(&node, producer, 9), [0]);
     drop(node);
@@ -388,7 +405,7 @@ fn offsets_committed_in_a_transaction_are_pending_until_its_marker() {
     let node = open(dir.path(), &clock);
     assert_eq!(fetched(&node), Fetched::Unstable);
     node.transactions
-        .end_txn(&node.groups, "worker", producer.0, producer.1, false);
+        .end_txn(&node.groups, "worker", producer, false, false);
     let Fetched::Committed(Some(value)) = fetched(&node) else {
         panic!("{:?}", fetched(&node))
     };
@@ -419,7 +436,7 @@ fn no_transaction_can_include_the_transaction_state_topic() {
     let verifier = node.transactions.verifier(
         "t",
         (TRANSACTION_STATE_TOPIC.to_owned(), 0),
-        VerifyFor::Produce,
+        VerifyFor::Produce { version: 9 },
     );
     let refused = log
         .append_as_leader_verified(builder.build().unwrap(), &verifier)
@@ -482,4 +499,150 @@ async fn a_produce_with_transactional_batches_of_two_producers_is_refused_whole(
             .unwrap();
         assert_eq!(log.log_end_offset().value(), 0, "nothing written");
     }
+}
+
+impl Node {
+    /// Appends one transactional record as a transactions-v2 producer does (Produce v12: the
+    /// write adds its partition to the transaction).
+    fn produce_v2(
+        &self,
+        id: &str,
+        (producer_id, epoch): (i64, i16),
+        partition: i32,
+        sequence: i32,
+    ) -> Result<(), StorageError> {
+        let mut builder = BatchBuilder::new(0)
+            .producer(producer_id, epoch, sequence)
+            .transactional(true);
+        builder.append(1, None, Some(b"v2"), &[]).unwrap();
+        let verifier = self.transactions.verifier(
+            id,
+            (TOPIC.to_owned(), partition),
+            VerifyFor::Produce { version: 12 },
+        );
+        self.log(partition)
+            .append_as_leader_verified(builder.build().unwrap(), &verifier)
+            .map(|_| ())
+    }
+}
+
+#[test]
+fn transactions_v2_bump_the_epoch_at_every_end_and_add_partitions_with_their_writes() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Arc::new(ManualClock::new(1_700_000_000_000));
+    let node = setup(dir.path(), &clock);
+    let producer = node.init("v2", 60_000);
+    // No AddPartitionsToTxn: the writes add their partitions.
+    node.produce_v2("v2", producer, 0, 0).unwrap();
+    node.produce_v2("v2", producer, 1, 0).unwrap();
+    assert_eq!(
+        node.state("v2"),
+        Some((
+            TxnStatus::Ongoing,
+            0,
+            vec![(TOPIC.to_owned(), 0), (TOPIC.to_owned(), 1)]
+        ))
+    );
+    let ended = node
+        .transactions
+        .end_txn(&node.groups, "v2", producer, true, true);
+    assert_eq!(
+        (
+            ended.answer.code,
+            ended.answer.producer_id,
+            ended.answer.epoch
+        ),
+        (0, producer.0, 1),
+        "the producer goes on at the next epoch"
+    );
+    for partition in [0, 1] {
+        assert_eq!(markers(&node.log(partition)), [(producer.0, 1, true)]);
+    }
+    // A retry of that EndTxn (at the old epoch) is answered with where the producer is.
+    let retried = node
+        .transactions
+        .end_txn(&node.groups, "v2", producer, true, true);
+    assert_eq!(
+        (retried.answer.code, retried.answer.epoch),
+        (0, 1),
+        "{retried:?}"
+    );
+    // An abort of the old epoch's committed transaction is INVALID_TXN_STATE.
+    assert_eq!(
+        node.transactions
+            .end_txn(&node.groups, "v2", producer, false, true)
+            .answer
+            .code,
+        INVALID_TXN_STATE
+    );
+    // The next transaction, at epoch 1: its first write to partition 0 is verified again.
+    let next = (producer.0, 1);
+    node.produce_v2("v2", next, 0, 0).unwrap();
+    // The old epoch is fenced from writing.
+    let zombie = node.produce_v2("v2", producer, 2, 0).unwrap_err();
+    assert_eq!(
+        ferrolog_broker::errors::code_of(&zombie),
+        INVALID_PRODUCER_EPOCH
+    );
+    let aborted = node
+        .transactions
+        .end_txn(&node.groups, "v2", next, false, true);
+    assert_eq!((aborted.answer.code, aborted.answer.epoch), (0, 2));
+    assert_eq!(
+        markers(&node.log(0)),
+        [(producer.0, 1, true), (producer.0, 2, false)]
+    );
+    // An abort with nothing open bumps the epoch too; a commit is INVALID_TXN_STATE.
+    let idle = (producer.0, 2);
+    assert_eq!(
+        node.transactions
+            .end_txn(&node.groups, "v2", idle, true, true)
+            .answer
+            .code,
+        INVALID_TXN_STATE
+    );
+    let empty_abort = node
+        .transactions
+        .end_txn(&node.groups, "v2", idle, false, true);
+    assert_eq!((empty_abort.answer.code, empty_abort.answer.epoch), (0, 3));
+    assert!(empty_abort.marked.is_empty());
+}
+
+#[test]
+fn a_v2_transaction_whose_completion_was_lost_completes_again_with_the_same_markers() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Arc::new(ManualClock::new(1_700_000_000_000));
+    let node = setup(dir.path(), &clock);
+    let producer = node.init("again", 60_000);
+    node.produce_v2("again", producer, 0, 0).unwrap();
+    node.transactions
+        .end_txn(&node.groups, "again", producer, true, true);
+    assert_eq!(markers(&node.log(0)), [(producer.0, 1, true)]);
+    // As if the CompleteCommit had not reached the disk: the PrepareCommit is the last record.
+    let topic = TxnStateTopic::new(Arc::clone(&node.manager), 3, 1 << 20);
+    let prepared = TxnLogValue {
+        producer_id: producer.0,
+        previous_producer_id: producer.0,
+        next_producer_id: -1,
+        producer_epoch: 1,
+        next_producer_epoch: -1,
+        timeout_ms: 60_000,
+        status: TxnStatus::PrepareCommit,
+        partitions: Some(vec![(TOPIC.to_owned(), vec![0])]),
+        last_update_ms: clock.now_ms(),
+        start_ms: clock.now_ms(),
+        client_transaction_version: 2,
+    };
+    topic
+        .append("again", Some(&prepared), clock.now_ms())
+        .unwrap();
+    drop((topic, node));
+    let node = open(dir.path(), &clock);
+    // The marker is written again at the same epoch: the partition takes it as a retry.
+    node.transactions.tick(&node.groups);
+    assert_eq!(node.state("again").unwrap().0, TxnStatus::CompleteCommit);
+    assert_eq!(
+        markers(&node.log(0)),
+        [(producer.0, 1, true), (producer.0, 1, true)]
+    );
 }

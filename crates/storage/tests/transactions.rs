@@ -177,16 +177,24 @@ fn aborts_are_indexed_and_committed_reads_stop_at_the_first_open_transaction() {
         matches!(error, StorageError::CoordinatorFenced { .. }),
         "{error}"
     );
+    assert_eq!(log.log_end_offset(), before);
+    // With transactions v2, a marker at the producer's epoch while its transaction is open is
+    // stale; once the transaction has ended, the same marker again is a retry and is taken
+    // (KAFKA-19999).
+    write(&log, 1, 0, 1, true);
     let same_epoch = MarkerRequest {
         coordinator_epoch: 1,
         ..stale_coordinator
     };
+    let before = log.log_end_offset();
     let error = log.append_marker(same_epoch, true).unwrap_err();
     assert!(
         matches!(error, StorageError::InvalidProducerEpoch { .. }),
         "{error}"
     );
     assert_eq!(log.log_end_offset(), before);
+    end(&log, 1, MarkerKind::Commit).unwrap();
+    log.append_marker(same_epoch, true).unwrap();
     log.close().unwrap();
 }
 

@@ -130,20 +130,22 @@ impl GroupCoordinator {
     }
 
     /// The marker of a transaction that committed offsets in `partition` of
-    /// `__consumer_offsets`: written to that partition, then the producer's pending offsets in
+    /// `__consumer_offsets` (`epoch_bumped`: of a transaction v2): written to that partition, then
+    /// the producer's pending offsets in
     /// the partition's groups become committed (COMMIT) or are dropped (ABORT). `Ok(false)` when
     /// the partition does not exist.
     pub fn complete_txn(
         &self,
         partition: i32,
         marker: MarkerRequest,
+        epoch_bumped: bool,
     ) -> ferrolog_storage::Result<bool> {
         let mut groups = self.groups.lock();
         let topic_partition = TopicPartition::new(OFFSETS_TOPIC, partition);
         let Some(log) = self.topic.manager().get(&topic_partition) else {
             return Ok(false);
         };
-        log.append_marker(marker, false)?;
+        log.append_marker(marker, epoch_bumped)?;
         let commit = marker.kind == MarkerKind::Commit;
         for group in groups.values_mut() {
             if self.topic.partition_of(&group.id) == partition {

@@ -39,6 +39,7 @@ pub fn handle(
             request.producer_id.0,
             request.producer_epoch,
             &[partition],
+            0,
         );
         super::downgrade_producer_fenced(code, header.request_api_version, 2)
     };

@@ -85,6 +85,7 @@ pub fn handle(
             request.v3_and_below_producer_id.0,
             request.v3_and_below_producer_epoch,
             &partitions,
+            0,
         );
         super::downgrade_producer_fenced(code, header.request_api_version, 2)
     };

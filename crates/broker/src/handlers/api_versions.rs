@@ -1,18 +1,75 @@
-//! ApiVersions: the APIs and versions this broker really implements, no more. From version 3
-//! the client names its software, and a name or version Kafka would not accept is answered
-//! `INVALID_REQUEST`, as Kafka answers it.
+//! ApiVersions: the APIs and versions this broker really implements, no more, and (from
+//! version 3) the one feature clients act on, `transaction.version`: supported 0–2 (listed from
+//! version 4, as Kafka leaves out features whose lowest level is 0 before it, KAFKA-17492) and
+//! finalized at `ferrolog.transaction.version` (2 by default, as a new Kafka 4.4 cluster; a
+//! level of 0 is not listed, as in Kafka). From version 3 the client names its software, and a
+//! name or version Kafka would not accept is answered `INVALID_REQUEST`, as Kafka answers it.
 
-use kafka_protocol::messages::api_versions_response::ApiVersion;
+use kafka_protocol::messages::api_versions_response::{
+    ApiVersion, FinalizedFeatureKey, SupportedFeatureKey,
+};
 use kafka_protocol::messages::{ApiKey, ApiVersionsRequest, ApiVersionsResponse, RequestHeader};
+use kafka_protocol::protocol::StrBytes;
 
 use crate::dispatch::SUPPORTED;
-use crate::errors;
+use crate::session::Session;
+use crate::{Context, errors};
 
-pub fn handle(header: &RequestHeader, request: &ApiVersionsRequest) -> ApiVersionsResponse {
-    if !names_software_validly(request, header.request_api_version) {
+/// The feature naming the transaction protocol clients may use (KIP-890).
+const TRANSACTION_VERSION: &str = "transaction.version";
+
+/// The highest `transaction.version` this broker serves.
+pub const MAX_TRANSACTION_VERSION: i16 = 2;
+
+pub fn handle(
+    context: &Context,
+    _session: &Session,
+    header: &RequestHeader,
+    request: ApiVersionsRequest,
+) -> ApiVersionsResponse {
+    let version = header.request_api_version;
+    if !names_software_validly(&request, version) {
         return ApiVersionsResponse::default().with_error_code(errors::INVALID_REQUEST);
     }
-    advertising(SUPPORTED)
+    with_features(
+        advertising(SUPPORTED),
+        context.config.transaction_version,
+        version,
+    )
+}
+
+/// `response` with the features a request of `version` is told of, `transaction_version` the
+/// finalized level.
+pub fn with_features(
+    response: ApiVersionsResponse,
+    transaction_version: i16,
+    version: i16,
+) -> ApiVersionsResponse {
+    let name = || StrBytes::from_static_str(TRANSACTION_VERSION);
+    let supported = if version >= 4 {
+        vec![
+            SupportedFeatureKey::default()
+                .with_name(name())
+                .with_min_version(0)
+                .with_max_version(MAX_TRANSACTION_VERSION),
+        ]
+    } else {
+        Vec::new()
+    };
+    let finalized = if transaction_version > 0 {
+        vec![
+            FinalizedFeatureKey::default()
+                .with_name(name())
+                .with_min_version_level(transaction_version)
+                .with_max_version_level(transaction_version),
+        ]
+    } else {
+        Vec::new()
+    };
+    response
+        .with_supported_features(supported)
+        .with_finalized_features_epoch(0)
+        .with_finalized_features(finalized)
 }
 
 /// Whether a request of `version` names the client's software as Kafka requires from version 3:
@@ -51,14 +108,12 @@ pub fn advertising(apis: &[(ApiKey, i16, i16)]) -> ApiVersionsResponse {
 
 /// The answer to an ApiVersions request of a version this broker does not know (sent as v0).
 pub fn unsupported() -> ApiVersionsResponse {
-    handle(&RequestHeader::default(), &ApiVersionsRequest::default())
-        .with_error_code(errors::UNSUPPORTED_VERSION)
+    advertising(SUPPORTED).with_error_code(errors::UNSUPPORTED_VERSION)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use kafka_protocol::protocol::StrBytes;
 
     fn request(name: &str, version: &str) -> ApiVersionsRequest {
         ApiVersionsRequest::default()
@@ -94,11 +149,25 @@ mod tests {
             );
             assert!(names_software_validly(&request(name, version), 2));
         }
-        let answer = handle(
-            &RequestHeader::default().with_request_api_version(3),
-            &request("", ""),
+    }
+
+    #[test]
+    fn transaction_version_is_told_as_kafka_tells_it() {
+        let at = |level, version| with_features(ApiVersionsResponse::default(), level, version);
+        let v4 = at(2, 4);
+        assert_eq!(v4.supported_features.len(), 1);
+        assert_eq!(
+            (
+                v4.supported_features[0].min_version,
+                v4.supported_features[0].max_version
+            ),
+            (0, 2)
         );
-        assert_eq!(answer.error_code, errors::INVALID_REQUEST);
-        assert!(answer.api_keys.is_empty());
+        assert_eq!(v4.finalized_features[0].max_version_level, 2);
+        // Before v4 a feature whose lowest level is 0 is not listed as supported.
+        assert!(at(2, 3).supported_features.is_empty());
+        assert_eq!(at(2, 3).finalized_features.len(), 1);
+        // Level 0 is never listed as finalized.
+        assert!(at(0, 4).finalized_features.is_empty());
     }
 }

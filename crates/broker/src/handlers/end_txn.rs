@@ -1,7 +1,8 @@
-//! EndTxn (v0–4, transactions v1): commits or aborts the producer's transaction. Needs WRITE on
-//! the transactional id (TRANSACTIONAL_ID_AUTHORIZATION_FAILED). Answered once the transaction's
-//! markers are written and its end recorded (or, when a marker must wait, once its
-//! PrepareCommit or PrepareAbort is recorded: the coordinator finishes it).
+//! EndTxn: commits or aborts the producer's transaction, as transactions v1 (v0–4) or v2 (v5:
+//! the epoch bumps with every end, and the answer carries the producer id and epoch to go on
+//! with). Needs WRITE on the transactional id (TRANSACTIONAL_ID_AUTHORIZATION_FAILED). Answered
+//! once the transaction's markers are written and its end recorded (or, when a marker must wait,
+//! once its PrepareCommit or PrepareAbort is recorded: the coordinator finishes it).
 
 use kafka_protocol::messages::{EndTxnRequest, EndTxnResponse, ProducerId, RequestHeader};
 
@@ -16,30 +17,39 @@ pub fn handle(
     request: EndTxnRequest,
 ) -> EndTxnResponse {
     let transactional_id = request.transactional_id.0.as_str();
-    let code = if !context.access.allows(
+    let version = header.request_api_version;
+    let refused = |code| {
+        EndTxnResponse::default()
+            .with_error_code(code)
+            .with_producer_id(ProducerId(-1))
+            .with_producer_epoch(-1)
+    };
+    if !context.access.allows(
         session,
         AclOperation::Write,
         ResourceType::TransactionalId,
         transactional_id,
     ) {
-        errors::TRANSACTIONAL_ID_AUTHORIZATION_FAILED
-    } else if transactional_id.is_empty() {
-        errors::INVALID_REQUEST
-    } else {
-        let outcome = context.transactions.end_txn(
-            &context.groups,
-            transactional_id,
-            request.producer_id.0,
-            request.producer_epoch,
-            request.committed,
-        );
-        for partition in &outcome.marked {
-            context.fetch_waiters.wake(partition);
-        }
-        super::downgrade_producer_fenced(outcome.answer, header.request_api_version, 2)
-    };
+        return refused(errors::TRANSACTIONAL_ID_AUTHORIZATION_FAILED);
+    }
+    if transactional_id.is_empty() {
+        return refused(errors::INVALID_REQUEST);
+    }
+    let outcome = context.transactions.end_txn(
+        &context.groups,
+        transactional_id,
+        (request.producer_id.0, request.producer_epoch),
+        request.committed,
+        version >= 5,
+    );
+    for partition in &outcome.marked {
+        context.fetch_waiters.wake(partition);
+    }
+    let answer = outcome.answer;
+    if answer.code != errors::NONE {
+        return refused(super::downgrade_producer_fenced(answer.code, version, 2));
+    }
     EndTxnResponse::default()
-        .with_error_code(code)
-        .with_producer_id(ProducerId(-1))
-        .with_producer_epoch(-1)
+        .with_producer_id(ProducerId(answer.producer_id))
+        .with_producer_epoch(answer.epoch)
 }

@@ -33,6 +33,11 @@ use crate::session::Session;
 use crate::txn::VerifyFor;
 use crate::{Context, errors};
 
+/// How long a transactions-v2 write waits for its id's previous transaction to finish before
+/// it is answered CONCURRENT_TRANSACTIONS (Kafka retries for
+/// `add.partitions.to.txn.retry.backoff.max.ms`, 100 ms).
+const TV2_RETRY_WINDOW: std::time::Duration = std::time::Duration::from_millis(100);
+
 /// The response, or `None` when the producer asked for none (acks=0).
 pub fn handle(
     context: &Context,
@@ -110,15 +115,23 @@ pub fn handle(
                     let appended_bytes = bytes.len() as u64;
                     let appended = match request.transactional_id.as_deref() {
                         // A transactional batch that starts the producer's transaction here
-                        // must belong to it (Kafka's partition verification).
-                        Some(id) => log.append_as_leader_verified(
-                            bytes,
-                            &context.transactions.verifier(
-                                id,
-                                (name.clone(), partition.index),
-                                VerifyFor::Produce,
-                            ),
-                        ),
+                        // must belong to it (Kafka's partition verification); from v12 it adds
+                        // the partition to it, once the id's previous transaction has ended.
+                        Some(id) => {
+                            if version >= 12 {
+                                context
+                                    .transactions
+                                    .wait_until_settled(id, TV2_RETRY_WINDOW);
+                            }
+                            log.append_as_leader_verified(
+                                bytes,
+                                &context.transactions.verifier(
+                                    id,
+                                    (name.clone(), partition.index),
+                                    VerifyFor::Produce { version },
+                                ),
+                            )
+                        }
                         None => log.append_as_leader(bytes),
                     };
                     match appended {

@@ -82,7 +82,7 @@ pub fn handle(
 fn write(context: &Context, topic: &str, partition: i32, marker: MarkerRequest) -> i16 {
     let topic_partition = TopicPartition::new(topic, partition);
     let written = if topic == OFFSETS_TOPIC {
-        context.groups.complete_txn(partition, marker)
+        context.groups.complete_txn(partition, marker, false)
     } else {
         match context.manager.get(&topic_partition) {
             Some(log) => log.append_marker(marker, false).map(|_| true),

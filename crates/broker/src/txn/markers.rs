@@ -59,16 +59,18 @@ pub(super) fn write_all(
     // With a directory offline, a partition without a log may be one of its partitions, not a
     // deleted one: its marker waits for it.
     let dirs_offline = manager.data_dirs().iter().any(|dir| dir.is_offline());
+    // A transaction v2's markers carry an epoch above the producer's (checked strictly).
+    let epoch_bumped = prepared.client_tv >= super::state::TV_2;
     let mut marked = Vec::new();
     let mut retry = BTreeSet::new();
     let mut refused = BTreeSet::new();
     for (topic, partition) in &prepared.partitions {
         let topic_partition = TopicPartition::new(topic.clone(), *partition);
         let written = if topic == OFFSETS_TOPIC {
-            groups.complete_txn(*partition, marker)
+            groups.complete_txn(*partition, marker, epoch_bumped)
         } else {
             match manager.get(&topic_partition) {
-                Some(log) => log.append_marker(marker, false).map(|_| true),
+                Some(log) => log.append_marker(marker, epoch_bumped).map(|_| true),
                 None if dirs_offline => Err(StorageError::UnknownTopicOrPartition {
                     topic_partition: topic_partition.clone(),
                 }),

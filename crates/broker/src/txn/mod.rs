@@ -110,6 +110,14 @@ pub struct TxnDescription {
     pub partitions: Vec<TxnPartition>,
 }
 
+/// EndTxn's answer: its error, and the producer id and epoch the producer goes on with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EndAnswer {
+    pub code: i16,
+    pub producer_id: i64,
+    pub epoch: i16,
+}
+
 /// What a request that may write markers leaves behind: its answer, and the partitions that
 /// got a marker (their waiting read_committed fetches may now read further).
 #[derive(Debug, Default)]
@@ -333,13 +341,33 @@ impl TransactionCoordinator {
         }
     }
 
-    /// AddPartitionsToTxn (v0–3) and AddOffsetsToTxn: NONE, or the error every partition gets.
+    /// Waits, up to `window`, while `transactional_id` has a transition in progress (its
+    /// previous transaction's markers being written): a transactions-v2 write adding a
+    /// partition would otherwise be answered CONCURRENT_TRANSACTIONS. Kafka retries such a
+    /// write for up to 100 ms; waiting before the write keeps the partition's lock free.
+    pub fn wait_until_settled(&self, transactional_id: &str, window: Duration) {
+        let deadline = std::time::Instant::now() + window;
+        while self
+            .ids
+            .lock()
+            .get(transactional_id)
+            .is_some_and(|entry| entry.pending == Some(Pending::InFlight))
+            && std::time::Instant::now() < deadline
+        {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// AddPartitionsToTxn (v0–3) and AddOffsetsToTxn (`client_tv` 0), and the partitions a
+    /// transactions-v2 write adds itself (`client_tv` 2): NONE, or the error every partition
+    /// gets.
     pub fn add_partitions(
         &self,
         transactional_id: &str,
         producer_id: i64,
         epoch: i16,
         partitions: &[TxnPartition],
+        client_tv: i16,
     ) -> i16 {
         if let Err(code) = self.check_available(transactional_id) {
             return code;
@@ -354,7 +382,7 @@ impl TransactionCoordinator {
         }
         match entry
             .meta
-            .add_partitions(producer_id, epoch, partitions, now)
+            .add_partitions(producer_id, epoch, partitions, client_tv, now)
         {
             Err(code) => code,
             Ok(None) => errors::NONE,
@@ -365,17 +393,23 @@ impl TransactionCoordinator {
         }
     }
 
-    /// EndTxn (v0–4): commits or aborts the id's transaction.
+    /// EndTxn: commits or aborts the id's transaction, as a transactions-v1 client (EndTxn
+    /// v0–4) or a v2 one (`v2`, EndTxn v5, whose every end bumps the epoch) asks. The answer's
+    /// producer id and epoch are those the producer goes on with (v5), −1 with an error.
     pub fn end_txn(
         &self,
         groups: &GroupCoordinator,
         transactional_id: &str,
-        producer_id: i64,
-        epoch: i16,
+        (producer_id, epoch): (i64, i16),
         commit: bool,
-    ) -> Outcome<i16> {
+        v2: bool,
+    ) -> Outcome<EndAnswer> {
         let answer = |code| Outcome {
-            answer: code,
+            answer: EndAnswer {
+                code,
+                producer_id: -1,
+                epoch: -1,
+            },
             marked: Vec::new(),
         };
         if let Err(code) = self.check_available(transactional_id) {
@@ -387,18 +421,42 @@ impl TransactionCoordinator {
             let Some(entry) = ids.get_mut(transactional_id) else {
                 return answer(errors::INVALID_PRODUCER_ID_MAPPING);
             };
-            if producer_id != entry.meta.producer_id {
-                return answer(errors::INVALID_PRODUCER_ID_MAPPING);
-            }
-            if epoch != entry.meta.producer_epoch {
-                return answer(errors::PRODUCER_FENCED);
-            }
-            if entry.pending.is_some() {
-                return answer(errors::CONCURRENT_TRANSACTIONS);
-            }
-            match entry.meta.end_txn(producer_id, epoch, commit, now) {
+            let decision = if v2 {
+                // Kafka checks a pending transition first with v2: the producer may already be
+                // using the id a completing transaction moves to.
+                if entry.pending.is_some() {
+                    return answer(errors::CONCURRENT_TRANSACTIONS);
+                }
+                entry.meta.end_txn_v2(producer_id, epoch, commit, now, || {
+                    self.manager.next_producer_id().map_err(|error| {
+                        tracing::warn!(%error, "no producer id could be reserved");
+                        errors::COORDINATOR_NOT_AVAILABLE
+                    })
+                })
+            } else {
+                if producer_id != entry.meta.producer_id {
+                    return answer(errors::INVALID_PRODUCER_ID_MAPPING);
+                }
+                if epoch != entry.meta.producer_epoch {
+                    return answer(errors::PRODUCER_FENCED);
+                }
+                if entry.pending.is_some() {
+                    return answer(errors::CONCURRENT_TRANSACTIONS);
+                }
+                entry.meta.end_txn(producer_id, epoch, commit, now)
+            };
+            match decision {
                 EndDecision::Refuse(code) => return answer(code),
-                EndDecision::AlreadyComplete => return answer(errors::NONE),
+                EndDecision::AlreadyComplete => {
+                    return Outcome {
+                        answer: EndAnswer {
+                            code: errors::NONE,
+                            producer_id: entry.meta.producer_id,
+                            epoch: entry.meta.producer_epoch,
+                        },
+                        marked: Vec::new(),
+                    };
+                }
                 EndDecision::Prepare(next) => {
                     if let Err(error) = self.write(transactional_id, entry, next, now) {
                         return answer(append_error(transactional_id, &error));
@@ -408,8 +466,14 @@ impl TransactionCoordinator {
                 }
             }
         };
+        // What the producer goes on with: the completed state's id and epoch.
+        let completed = prepared.completed(now);
         Outcome {
-            answer: errors::NONE,
+            answer: EndAnswer {
+                code: errors::NONE,
+                producer_id: completed.producer_id,
+                epoch: completed.producer_epoch,
+            },
             marked: self.finish(groups, transactional_id, &prepared),
         }
     }
@@ -670,15 +734,50 @@ fn append_error(transactional_id: &str, error: &StorageError) -> i16 {
     }
 }
 
-/// Whose transactional write is verified: the errors are mapped as Kafka's broker maps them
-/// for each.
+/// Whose transactional write is verified, at which request version: the errors are mapped as
+/// Kafka's broker maps them for each. Produce from v12 and TxnOffsetCommit from v5 come from
+/// transactions-v2 clients, which add the partition to the transaction with the write itself.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum VerifyFor {
-    /// Produce v3–10 (Kafka's `DEFAULT_ERROR`).
-    Produce,
-    /// TxnOffsetCommit v0–4, writing the group's offsets (TRANSACTION_ABORTABLE is
-    /// INVALID_TXN_STATE to v0–3).
+    /// Produce.
+    Produce { version: i16 },
+    /// TxnOffsetCommit, writing the group's offsets.
     TxnOffsetCommit { version: i16 },
+}
+
+impl VerifyFor {
+    /// Whether the write adds its partition to the transaction (transactions v2).
+    fn adds_partition(self) -> bool {
+        match self {
+            Self::Produce { version } => version >= 12,
+            Self::TxnOffsetCommit { version } => version >= 5,
+        }
+    }
+
+    /// The coordinator's answer as the writer gets it (Kafka's `AddPartitionsToTxnManager`,
+    /// the Produce handler's post-verification mapping and the group coordinator's).
+    fn map(self, code: i16) -> i16 {
+        match (self, code) {
+            (_, errors::PRODUCER_FENCED) => errors::INVALID_PRODUCER_EPOCH,
+            (Self::Produce { version }, errors::TRANSACTION_ABORTABLE) if version <= 10 => {
+                errors::INVALID_TXN_STATE
+            }
+            (Self::TxnOffsetCommit { version }, errors::TRANSACTION_ABORTABLE) if version <= 3 => {
+                errors::INVALID_TXN_STATE
+            }
+            (
+                Self::Produce { .. },
+                errors::NOT_COORDINATOR
+                | errors::COORDINATOR_NOT_AVAILABLE
+                | errors::COORDINATOR_LOAD_IN_PROGRESS,
+            ) => errors::NOT_ENOUGH_REPLICAS,
+            // Transactions v2 producers are told, and retry; older ones see a retriable error.
+            (Self::Produce { version }, errors::CONCURRENT_TRANSACTIONS) if version < 12 => {
+                errors::NOT_ENOUGH_REPLICAS
+            }
+            (_, code) => code,
+        }
+    }
 }
 
 /// A [`TxnVerifier`] for one transactional append.
@@ -697,22 +796,23 @@ impl TxnVerifier for Verifier<'_> {
         // which the coordinator takes under its own.
         let answer = if self.partition.0 == topic::TRANSACTION_STATE_TOPIC {
             Err(errors::TRANSACTION_ABORTABLE)
+        } else if self.purpose.adds_partition() {
+            match self.coordinator.add_partitions(
+                self.transactional_id,
+                producer_id,
+                epoch,
+                std::slice::from_ref(&self.partition),
+                state::TV_2,
+            ) {
+                errors::NONE => Ok(()),
+                code => Err(code),
+            }
         } else {
             self.coordinator
                 .verify(self.transactional_id, producer_id, epoch, &self.partition)
         };
         let Err(code) = answer else { return Ok(()) };
-        let error_code = match (code, self.purpose) {
-            (errors::PRODUCER_FENCED, _) => errors::INVALID_PRODUCER_EPOCH,
-            (errors::TRANSACTION_ABORTABLE, VerifyFor::Produce) => errors::INVALID_TXN_STATE,
-            (errors::TRANSACTION_ABORTABLE, VerifyFor::TxnOffsetCommit { version })
-                if version <= 3 =>
-            {
-                errors::INVALID_TXN_STATE
-            }
-            (errors::CONCURRENT_TRANSACTIONS, VerifyFor::Produce) => errors::NOT_ENOUGH_REPLICAS,
-            (code, _) => code,
-        };
+        let error_code = self.purpose.map(code);
         let reason = if error_code == errors::INVALID_TXN_STATE {
             format!(
                 "partition {}-{} was not added to transaction {}",

@@ -36,9 +36,16 @@ pub struct TxnMetadata {
     /// When the transaction began; −1 when none has.
     pub start_ms: i64,
     pub last_update_ms: i64,
-    /// The client's transaction version (0: transactions v1).
+    /// The client's transaction version (0: transactions v1; 2: v2, the epoch bumped at every
+    /// commit or abort).
     pub client_tv: i16,
+    /// The producer id a transaction v2 moves to once it completes, when its epoch ran out
+    /// (−1 for none).
+    pub next_producer_id: i64,
 }
+
+/// The transaction version of clients whose every commit or abort bumps the epoch (KIP-890).
+pub const TV_2: i16 = 2;
 
 /// What InitProducerId decides.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -80,6 +87,7 @@ impl TxnMetadata {
             start_ms: -1,
             last_update_ms: now,
             client_tv: 0,
+            next_producer_id: -1,
         }
     }
 
@@ -105,6 +113,7 @@ impl TxnMetadata {
             start_ms: value.start_ms,
             last_update_ms: value.last_update_ms,
             client_tv: value.client_transaction_version,
+            next_producer_id: value.next_producer_id,
         }
     }
 
@@ -123,7 +132,7 @@ impl TxnMetadata {
         TxnLogValue {
             producer_id: self.producer_id,
             previous_producer_id: self.previous_producer_id,
-            next_producer_id: -1,
+            next_producer_id: self.next_producer_id,
             producer_epoch: self.producer_epoch,
             next_producer_epoch: -1,
             timeout_ms: self.timeout_ms,
@@ -248,6 +257,7 @@ impl TxnMetadata {
         producer_id: i64,
         epoch: i16,
         partitions: &[TxnPartition],
+        client_tv: i16,
         now: i64,
     ) -> Result<Option<Self>, i16> {
         self.check_producer(producer_id, epoch)?;
@@ -267,7 +277,7 @@ impl TxnMetadata {
                     state: TxnStatus::Ongoing,
                     last_update_ms: now,
                     start_ms: if starting { now } else { self.start_ms },
-                    client_tv: 0,
+                    client_tv,
                     ..self.next()
                 };
                 if starting {
@@ -326,7 +336,7 @@ impl TxnMetadata {
     /// CompleteCommit or CompleteAbort, once every marker of a PrepareCommit or PrepareAbort is
     /// written.
     pub fn completed(&self, now: i64) -> Self {
-        Self {
+        let mut next = Self {
             state: if self.state == TxnStatus::PrepareCommit {
                 TxnStatus::CompleteCommit
             } else {
@@ -334,8 +344,105 @@ impl TxnMetadata {
             },
             partitions: BTreeSet::new(),
             last_update_ms: now,
+            next_producer_id: -1,
             ..self.next()
+        };
+        // A transaction v2 whose epoch ran out moves to its new producer id, at epoch 0.
+        if self.client_tv >= TV_2 && self.next_producer_id >= 0 {
+            next.producer_id = self.next_producer_id;
+            next.producer_epoch = 0;
         }
+        next
+    }
+
+    /// EndTxn from a client speaking transactions v2 (EndTxn v5), as Kafka's coordinator
+    /// decides it: the PrepareCommit or PrepareAbort bumps the epoch (a new producer id follows
+    /// at completion once the epoch runs out: `new_producer_id`), a retry of a finished EndTxn
+    /// (one epoch behind, or the old id after a change of id) is answered without a write, and
+    /// an abort with no transaction open bumps the epoch too. Pending transitions are the
+    /// caller's to refuse first (CONCURRENT_TRANSACTIONS).
+    pub fn end_txn_v2(
+        &self,
+        producer_id: i64,
+        epoch: i16,
+        commit: bool,
+        now: i64,
+        new_producer_id: impl FnOnce() -> Result<i64, i16>,
+    ) -> EndDecision {
+        use TxnStatus::*;
+        let retry_on_overflow = self.previous_producer_id == producer_id
+            && epoch == EXHAUSTED_EPOCH
+            && self.producer_epoch == 0;
+        let retry_on_epoch_bump = i32::from(self.producer_epoch) == i32::from(epoch) + 1;
+        if producer_id != self.producer_id && !retry_on_overflow {
+            return EndDecision::Refuse(errors::INVALID_PRODUCER_ID_MAPPING);
+        }
+        let valid_epoch = match self.state {
+            Ongoing | Empty | Dead | PrepareEpochFence => epoch == self.producer_epoch,
+            PrepareCommit | PrepareAbort => retry_on_epoch_bump,
+            CompleteCommit | CompleteAbort => {
+                retry_on_epoch_bump || retry_on_overflow || epoch == self.producer_epoch
+            }
+        };
+        if !valid_epoch {
+            return EndDecision::Refuse(errors::PRODUCER_FENCED);
+        }
+        let retry = retry_on_epoch_bump || retry_on_overflow;
+        let prepare = |state, no_partition_added| match self.prepare_v2(
+            state,
+            no_partition_added,
+            now,
+            new_producer_id,
+        ) {
+            Ok(next) => EndDecision::Prepare(next),
+            Err(code) => EndDecision::Refuse(code),
+        };
+        match (self.state, commit) {
+            (Ongoing, true) => prepare(PrepareCommit, false),
+            (Ongoing, false) => prepare(PrepareAbort, false),
+            (CompleteCommit, true) | (CompleteAbort, false) if retry => {
+                EndDecision::AlreadyComplete
+            }
+            (CompleteCommit | CompleteAbort | Empty, false) if !retry => {
+                prepare(PrepareAbort, true)
+            }
+            (PrepareCommit, true) | (PrepareAbort, false) => {
+                EndDecision::Refuse(errors::CONCURRENT_TRANSACTIONS)
+            }
+            (Dead | PrepareEpochFence, _) => EndDecision::Refuse(errors::CONCURRENT_TRANSACTIONS),
+            _ => EndDecision::Refuse(errors::INVALID_TXN_STATE),
+        }
+    }
+
+    /// The PrepareCommit or PrepareAbort of a transaction v2: the epoch bumped (the old one
+    /// kept as the last), the start set when no partition was added, the next producer id
+    /// reserved when the epoch runs out.
+    fn prepare_v2(
+        &self,
+        state: TxnStatus,
+        no_partition_added: bool,
+        now: i64,
+        new_producer_id: impl FnOnce() -> Result<i64, i16>,
+    ) -> Result<Self, i16> {
+        let next_producer_id = if self.epoch_exhausted() {
+            new_producer_id()?
+        } else {
+            -1
+        };
+        Ok(Self {
+            state,
+            producer_epoch: self.producer_epoch.saturating_add(1),
+            last_producer_epoch: self.producer_epoch,
+            start_ms: if no_partition_added {
+                now
+            } else {
+                self.start_ms
+            },
+            last_update_ms: now,
+            client_tv: TV_2,
+            next_producer_id,
+            ..self.next()
+        })
     }
 
     /// Whether the coordinator aborts this transaction now: ongoing past its timeout.
@@ -391,7 +498,7 @@ mod tests {
         assert_eq!(second.producer_epoch, 1);
 
         let ongoing = second
-            .add_partitions(1000, 1, &[tp("t", 0)], 30)
+            .add_partitions(1000, 1, &[tp("t", 0)], 0, 30)
             .unwrap()
             .unwrap();
         match ongoing.init_producer_id(30_000, None, 40, no_new_id) {
@@ -468,22 +575,25 @@ mod tests {
     fn partitions_are_added_by_the_current_producer_only() {
         let state = initialized(0);
         assert_eq!(
-            state.add_partitions(999, 0, &[tp("t", 0)], 1),
+            state.add_partitions(999, 0, &[tp("t", 0)], 0, 1),
             Err(errors::INVALID_PRODUCER_ID_MAPPING)
         );
         assert_eq!(
-            state.add_partitions(1000, 1, &[tp("t", 0)], 1),
+            state.add_partitions(1000, 1, &[tp("t", 0)], 0, 1),
             Err(errors::PRODUCER_FENCED)
         );
         let ongoing = state
-            .add_partitions(1000, 0, &[tp("t", 0)], 7)
+            .add_partitions(1000, 0, &[tp("t", 0)], 0, 7)
             .unwrap()
             .unwrap();
         assert_eq!((ongoing.state, ongoing.start_ms), (TxnStatus::Ongoing, 7));
         // Already in: nothing to write; a new one joins and the start stays.
-        assert_eq!(ongoing.add_partitions(1000, 0, &[tp("t", 0)], 9), Ok(None));
+        assert_eq!(
+            ongoing.add_partitions(1000, 0, &[tp("t", 0)], 0, 9),
+            Ok(None)
+        );
         let more = ongoing
-            .add_partitions(1000, 0, &[tp("u", 3)], 9)
+            .add_partitions(1000, 0, &[tp("u", 3)], 0, 9)
             .unwrap()
             .unwrap();
         assert_eq!(more.start_ms, 7);
@@ -497,7 +607,7 @@ mod tests {
             panic!()
         };
         assert_eq!(
-            preparing.add_partitions(1000, 0, &[tp("t", 0)], 11),
+            preparing.add_partitions(1000, 0, &[tp("t", 0)], 0, 11),
             Err(errors::CONCURRENT_TRANSACTIONS)
         );
         assert_eq!(
@@ -507,7 +617,7 @@ mod tests {
         // The next transaction after completion starts afresh.
         let next = preparing
             .completed(12)
-            .add_partitions(1000, 0, &[tp("v", 0)], 13)
+            .add_partitions(1000, 0, &[tp("v", 0)], 0, 13)
             .unwrap()
             .unwrap();
         assert_eq!(next.partitions, BTreeSet::from([tp("v", 0)]));
@@ -517,7 +627,7 @@ mod tests {
     #[test]
     fn end_txn_follows_kafka_s_state_table_for_transactions_v1() {
         let ongoing = initialized(0)
-            .add_partitions(1000, 0, &[tp("t", 0)], 1)
+            .add_partitions(1000, 0, &[tp("t", 0)], 0, 1)
             .unwrap()
             .unwrap();
         let EndDecision::Prepare(commit) = ongoing.end_txn(1000, 0, true, 2) else {
@@ -567,7 +677,7 @@ mod tests {
     #[test]
     fn timeouts_and_expiry_count_from_kafka_s_timestamps() {
         let ongoing = initialized(0)
-            .add_partitions(1000, 0, &[tp("t", 0)], 1_000)
+            .add_partitions(1000, 0, &[tp("t", 0)], 0, 1_000)
             .unwrap()
             .unwrap();
         assert!(!ongoing.timed_out(61_000));
@@ -581,7 +691,7 @@ mod tests {
     #[test]
     fn values_round_trip_with_partitions_grouped_by_topic() {
         let ongoing = initialized(3)
-            .add_partitions(1000, 3, &[tp("b", 1), tp("a", 2), tp("b", 0)], 5)
+            .add_partitions(1000, 3, &[tp("b", 1), tp("a", 2), tp("b", 0)], 0, 5)
             .unwrap()
             .unwrap();
         let value = ongoing.to_value();

@@ -132,6 +132,12 @@ pub(super) fn broker_config(properties: &BTreeMap<String, String>) -> anyhow::Re
     }
     config.groups = group_config(properties)?;
     config.transactions = transaction_config(properties)?;
+    if let Some(level) = number::<i16>(properties, "ferrolog.transaction.version", 0)? {
+        if level > ferrolog_broker::handlers::api_versions::MAX_TRANSACTION_VERSION {
+            bail!("invalid value {level} for ferrolog.transaction.version: must be 0, 1 or 2");
+        }
+        config.transaction_version = level;
+    }
     config.authorizer = authorizer_config(properties)?;
     if let Some(max) = number::<usize>(properties, "ferrolog.max.acls", 1)? {
         config.max_acls = max;

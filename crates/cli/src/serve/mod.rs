@@ -85,6 +85,8 @@ const BROKER_KEYS: &[&str] = &[
     "transaction.remove.expired.transaction.cleanup.interval.ms",
     // Not a Kafka key: the most transactional ids kept.
     "ferrolog.max.transactional.ids",
+    // Not a Kafka key: the transaction.version feature clients are told is finalized.
+    "ferrolog.transaction.version",
     "authorizer.class.name",
     "super.users",
     "allow.everyone.if.no.acl.found",

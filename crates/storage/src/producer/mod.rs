@@ -473,14 +473,21 @@ impl ProducerState {
     }
 
     /// Checks a marker the coordinator is about to write: its producer epoch may not be older
-    /// than the producer's (with `epoch_bumped`, transactions v2, it must be newer), nor its
+    /// than the producer's (with `epoch_bumped`, transactions v2, it must be newer, unless it
+    /// repeats the last marker: the producer has no transaction open at its epoch), nor its
     /// coordinator epoch older than the last marker's.
     pub fn check_marker(&self, marker: &TxnMarker, epoch_bumped: bool) -> Result<()> {
         let Some(entry) = self.producers.get(&marker.producer_id) else {
             return Ok(());
         };
+        // With transactions v2 a marker's epoch is above the producer's, except a retry of the
+        // marker already written (the producer has nothing open at that epoch), which Kafka
+        // 4.4 accepts (KAFKA-19999): a coordinator completing a transaction after a restart
+        // writes its markers again.
+        let retried = marker.epoch == entry.epoch
+            && (entry.current_txn_first_offset.is_none() || entry.epoch == i16::MAX);
         let stale = if epoch_bumped {
-            marker.epoch <= entry.epoch
+            marker.epoch < entry.epoch || (marker.epoch == entry.epoch && !retried)
         } else {
             marker.epoch < entry.epoch
         };
