@@ -3,7 +3,9 @@
 //! transaction aborted by the coordinator past its timeout, and runs a consume-transform-produce
 //! loop with its positions in the transactions (`python/transactions_confluent_kafka.py`). A
 //! read_committed consumer sees every committed record once and nothing aborted; the group's
-//! offsets are those of committed transactions only. Kafka's `kafka-transactions` tool lists,
+//! offsets are those of committed transactions only. Kafka's Java producer (on transactions v2:
+//! both brokers finalize `transaction.version` 2) does the same as `TransactionsCheck`, with the
+//! same transcript. Kafka's `kafka-transactions` tool lists,
 //! describes, finds hanging transactions and aborts one by its start offset alike.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests")]
@@ -205,4 +207,46 @@ fn kafka_transactions_tool_answers_as_kafka() {
         |rows: &[Vec<String>]| rows.iter().skip(1).filter(|row| row[3] != "None").count();
     assert_eq!(open_producers(&answers[2]), 1, "{:?}", answers[2]);
     assert_eq!(open_producers(&answers[4]), 0, "{:?}", answers[4]);
+}
+
+#[test]
+fn java_transactions_answer_as_kafka() {
+    if !kafka_available() {
+        return;
+    }
+    let temp = tempfile::tempdir().unwrap();
+    let kafka = KafkaPeer::start(&temp.path().join("kafka"), SETTINGS);
+    let check = |port: u16| {
+        kafka_tool_ok(
+            "TransactionsCheck",
+            &[&format!("127.0.0.1:{port}"), "java-txn"],
+            b"",
+        )
+    };
+    let kafka_transcript = check(kafka.port);
+    drop(kafka);
+    let server = Server::start_with(&temp.path().join("ferrolog"), SETTINGS);
+    let transcript = check(server.port);
+    assert_eq!(
+        transcript, kafka_transcript,
+        "ferrolog (left) and Kafka 4.4 (right) answer the Java producer's transactions differently"
+    );
+    // Kafka's Java client speaks transactions v2 to both: a commit of a transaction the
+    // coordinator aborted past its timeout is INVALID_TXN_STATE in Kafka 4.4.0 (KAFKA-20785
+    // makes it PRODUCER_FENCED later).
+    assert_eq!(
+        transcript.lines().collect::<Vec<_>>(),
+        [
+            "committed",
+            "aborted",
+            "offset after abort 2",
+            "empty transactions ended",
+            "zombie commit refused: ProducerFencedException",
+            "successor committed",
+            "timed-out commit refused: InvalidTxnStateException",
+            "read_committed [commit-1, commit-2, commit-3, successor-1]",
+            "read_uncommitted [commit-1, commit-2, commit-3, abort-1, abort-2, fenced-1, successor-1, timed-out-1]",
+            "offset at the end 2",
+        ]
+    );
 }
