@@ -5,7 +5,8 @@
 //! read_committed consumer sees every committed record once and nothing aborted; the group's
 //! offsets are those of committed transactions only. Kafka's Java producer (on transactions v2:
 //! both brokers finalize `transaction.version` 2) does the same as `TransactionsCheck`, with the
-//! same transcript. Kafka's `kafka-transactions` tool lists,
+//! same transcript, and so does kafka-python (`python/transactions_kafka_python.py`). Kafka's
+//! `kafka-transactions` tool lists,
 //! describes, finds hanging transactions and aborts one by its start offset alike.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests")]
@@ -247,6 +248,44 @@ fn java_transactions_answer_as_kafka() {
             "read_committed [commit-1, commit-2, commit-3, successor-1]",
             "read_uncommitted [commit-1, commit-2, commit-3, abort-1, abort-2, fenced-1, successor-1, timed-out-1]",
             "offset at the end 2",
+        ]
+    );
+}
+
+#[test]
+fn kafka_python_transactions_answer_as_kafka() {
+    if !kafka_available() {
+        return;
+    }
+    let Some(python) = common::python() else {
+        return;
+    };
+    let temp = tempfile::tempdir().unwrap();
+    let kafka = KafkaPeer::start(&temp.path().join("kafka"), SETTINGS);
+    let kafka_transcript = run_script(&python, "transactions_kafka_python.py", kafka.port, &["kp"]);
+    drop(kafka);
+    let server = Server::start_with(&temp.path().join("ferrolog"), SETTINGS);
+    let transcript = run_script(
+        &python,
+        "transactions_kafka_python.py",
+        server.port,
+        &["kp"],
+    );
+    assert_eq!(
+        transcript, kafka_transcript,
+        "ferrolog (left) and Kafka 4.4 (right) answer kafka-python's transactions differently"
+    );
+    assert_eq!(
+        transcript.lines().collect::<Vec<_>>(),
+        [
+            "committed",
+            "aborted",
+            "offset after abort 1",
+            "zombie commit refused: ProducerFencedError",
+            "transformed 2",
+            "read_committed ['commit-1', 'commit-2', 'commit-3', 'IN-1', 'IN-2']",
+            "read_uncommitted ['IN-1', 'IN-2', 'abort-1', 'abort-2', 'commit-1', 'commit-2', 'commit-3', 'fenced-1']",
+            "offset at the end 3",
         ]
     );
 }
