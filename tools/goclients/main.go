@@ -7,6 +7,11 @@
 //
 //	goclients franz|sarama BROKER TOPIC
 //
+// With franz-transactions, franz-go's transactional session copies records instead (see
+// runFranzTransactions).
+//
+//	goclients franz-transactions BROKER TOPIC
+//
 // With FERROLOG_SASL=MECHANISM:USER:PASSWORD (PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512), franz-go
 // authenticates with SASL; with FERROLOG_TLS_CA (and FERROLOG_TLS_CERT, FERROLOG_TLS_KEY) it
 // speaks TLS.
@@ -113,7 +118,7 @@ func eventually(check func() error) error {
 
 func main() {
 	if len(os.Args) != 4 {
-		fmt.Fprintln(os.Stderr, "usage: goclients franz|sarama BROKER TOPIC")
+		fmt.Fprintln(os.Stderr, "usage: goclients franz|sarama|franz-transactions BROKER TOPIC")
 		os.Exit(2)
 	}
 	client, broker, topic := os.Args[1], os.Args[2], os.Args[3]
@@ -123,6 +128,8 @@ func main() {
 		err = runFranz(broker, topic)
 	case "sarama":
 		err = runSarama(broker, topic)
+	case "franz-transactions":
+		err = runFranzTransactions(broker, topic)
 	default:
 		err = fmt.Errorf("unknown client %q", client)
 	}

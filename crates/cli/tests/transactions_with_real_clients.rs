@@ -5,7 +5,8 @@
 //! read_committed consumer sees every committed record once and nothing aborted; the group's
 //! offsets are those of committed transactions only. Kafka's Java producer (on transactions v2:
 //! both brokers finalize `transaction.version` 2) does the same as `TransactionsCheck`, with the
-//! same transcript, and so does kafka-python (`python/transactions_kafka_python.py`). Kafka's
+//! same transcript, and so does kafka-python (`python/transactions_kafka_python.py`); franz-go's
+//! transactional session copies records exactly once on both (`tools/goclients`). Kafka's
 //! `kafka-transactions` tool lists,
 //! describes, finds hanging transactions and aborts one by its start offset alike.
 
@@ -288,4 +289,33 @@ fn kafka_python_transactions_answer_as_kafka() {
             "offset at the end 3",
         ]
     );
+}
+
+#[test]
+fn franz_go_transactional_session_copies_exactly_once_on_kafka_and_ferrolog() {
+    let Some(go_clients) = common::kafka::go_clients() else {
+        return;
+    };
+    if !kafka_available() {
+        return;
+    }
+    let temp = tempfile::tempdir().unwrap();
+    let kafka = KafkaPeer::start(&temp.path().join("kafka"), &[]);
+    let server = Server::start(&temp.path().join("ferrolog"));
+    for broker in [kafka.bootstrap(), format!("127.0.0.1:{}", server.port)] {
+        let output = std::process::Command::new(&go_clients)
+            .args(["franz-transactions", &broker, "franz-txn"])
+            .output()
+            .unwrap();
+        let printed = String::from_utf8_lossy(&output.stdout);
+        assert!(
+            output.status.success(),
+            "{broker}: {printed}{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        assert!(
+            printed.contains("300 records copied exactly once, the aborted ones unseen"),
+            "{broker}: {printed}"
+        );
+    }
 }
