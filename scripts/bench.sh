@@ -47,6 +47,7 @@ cargo bench -p ferrolog-storage --bench cleaner | tee target/bench-data/cleaner.
 cargo bench -p ferrolog-broker --bench authorize
 scripts/bench_network.sh
 scripts/bench_tls.sh
+scripts/bench_transactions.sh
 # Produce while 32 consumers long-poll idle partitions, ferrolog and Kafka 4.4 alternating.
 venv="${FERROLOG_VENV:-$PWD/target/test-venv}"
 if ! "$venv/bin/python" -c "import confluent_kafka" 2>/dev/null; then

@@ -80,7 +80,8 @@ def main(baseline_path):
     cores = os.cpu_count()
     fs = subprocess.run(["sh", "-c", "df -T target | tail -1 | awk '{print $2}'"],
                         capture_output=True, text=True).stdout.strip()
-    date = datetime.date.today().isoformat()
+    # The day the baseline was measured: a section measured on another day says so itself.
+    date = file_date(baseline_path)
 
     append_16k = rate("append/1KiB_records/16KiB_batches")
     append_1m = rate("append/1KiB_records/1MiB_batches")
@@ -361,6 +362,9 @@ def main(baseline_path):
     tls_path = "target/bench-data/tls.txt"
     if os.path.exists(tls_path):
         print_tls_section(tls_path, "target/bench-data/tls-cipher.txt")
+    transactions_path = "target/bench-data/transactions.txt"
+    if os.path.exists(transactions_path):
+        print_transactions_section(transactions_path, date)
     idle_path = "target/bench-data/idle_fetchers.txt"
     if os.path.exists(idle_path):
         idle = {}
@@ -426,6 +430,78 @@ def main(baseline_path):
   `../shared/notes/machine.md`): the `dd` baseline and the append bench both write new files
   and pay it alike, which is why the baseline is measured in the same way and the same run.
 """)
+
+
+def file_date(path):
+    """The day `path` was last written."""
+    return datetime.date.fromtimestamp(os.path.getmtime(path)).isoformat()
+
+
+def print_transactions_section(path, page_date):
+    """The transactions section, from scripts/bench_transactions.sh's medians."""
+    txn = {}
+    with open(path) as f:
+        for line in f:
+            key, value = line.split()
+            txn[key] = float(value)
+    measured = file_date(path)
+    bars = []
+    for name, kind in (("ferrolog", "ferrolog"), ("kafka", "Kafka")):
+        for transfer, label in (("java_idempotent", "idempotent"), ("java_txn1000", "txn of 1,000"),
+                                ("java_txn10000", "txn of 10,000")):
+            bars.append(("%s, Java, %s" % (kind, label), txn["%s_%s" % (name, transfer)] / 1e9, kind))
+    bar_chart("docs/bench-transactions.svg", "Transactional produce, Kafka's Java producer", bars)
+    print("## Transactional produce\n")
+    print("![Transactional produce against idempotent produce](bench-transactions.svg)\n")
+    if measured != page_date:
+        print("Measured on %s, with the rest of the page's machine.\n" % measured)
+    print("`scripts/bench_transactions.sh`: 1 KiB messages written by Kafka's Java producer")
+    print("(`tools/kafka/apps/TransactionsBench.java`: acks=all, 5 ms linger, 1 MiB batches; on")
+    print("transactions v2 with both brokers) in transactions of 1,000 and of 10,000 messages, each")
+    print("committed before the next begins, and idempotently outside any transaction; 500,000")
+    print("messages per transfer. librdkafka (`tools/loadgen`, transactions v1) writes 50,000 in")
+    print("transactions of 1,000 and of 10,000. ferrolog and Apache Kafka 4.4 (its start script's")
+    print("JVM settings), each from an empty data dir, three rounds, the order of the Java transfers")
+    print("rotating; medians. The broker's CPU is counted over each client's whole run (Kafka's JIT")
+    print("warming up included: it starts afresh each round).\n")
+    print("| client, transfer | ferrolog | Kafka 4.4 | ferrolog / Kafka | broker CPU-s per GB, ferrolog / Kafka | client CPU-s per GB, with ferrolog / with Kafka |")
+    print("|---|---|---|---|---|---|")
+    transfers = (("java_idempotent", "Java, idempotent (no transaction)"),
+                 ("java_txn1000", "Java, transactions of 1,000"),
+                 ("java_txn10000", "Java, transactions of 10,000"),
+                 ("rdkafka_txn1000", "librdkafka, transactions of 1,000"),
+                 ("rdkafka_txn10000", "librdkafka, transactions of 10,000"))
+    for transfer, label in transfers:
+        ours, theirs = txn["ferrolog_" + transfer], txn["kafka_" + transfer]
+        print("| %s | %s | %s | %.2f× | %.2f / %.2f | %.2f / %.2f |"
+              % (label, gbs(ours), gbs(theirs), ours / theirs,
+                 txn["ferrolog_%s_broker_cpu" % transfer], txn["kafka_%s_broker_cpu" % transfer],
+                 txn["ferrolog_%s_client_cpu" % transfer], txn["kafka_%s_client_cpu" % transfer]))
+    print()
+
+    def cores(broker, transfer):
+        """The cores client and broker kept busy together during the transfer."""
+        return txn["%s_%s" % (broker, transfer)] / 1e9 * (
+            txn["%s_%s_broker_cpu" % (broker, transfer)] + txn["%s_%s_client_cpu" % (broker, transfer)])
+
+    print("- **Transactions against no transaction, on ferrolog**: transactions of 1,000 run at")
+    print("  %.2f× and of 10,000 at %.2f× the idempotent rate with the Java producer. The Java client"
+          % (txn["ferrolog_java_txn1000"] / txn["ferrolog_java_idempotent"],
+             txn["ferrolog_java_txn10000"] / txn["ferrolog_java_idempotent"]))
+    print("  spends %.1f–%.1f CPU-s per GB against ferrolog's %.1f–%.1f: together"
+          % (min(txn["ferrolog_java_%s_client_cpu" % t] for t in ("idempotent", "txn1000", "txn10000")),
+             max(txn["ferrolog_java_%s_client_cpu" % t] for t in ("idempotent", "txn1000", "txn10000")),
+             min(txn["ferrolog_java_%s_broker_cpu" % t] for t in ("idempotent", "txn1000", "txn10000")),
+             max(txn["ferrolog_java_%s_broker_cpu" % t] for t in ("idempotent", "txn1000", "txn10000"))))
+    print("  they keep %.1f–%.1f of the machine's 2 cores busy, so the client's CPU, not the transactions,"
+          % (min(cores("ferrolog", "java_" + t) for t in ("idempotent", "txn1000", "txn10000")),
+             max(cores("ferrolog", "java_" + t) for t in ("idempotent", "txn1000", "txn10000"))))
+    print("  bounds these rates.")
+    print("- **librdkafka spends about 100 ms on each transaction against either broker** (%.1f and"
+          % (txn["ferrolog_rdkafka_txn1000"] / 1.024e6))
+    print("  %.1f transactions of 1,000 1 KiB messages a second against ferrolog and Kafka): its own"
+          % (txn["kafka_rdkafka_txn1000"] / 1.024e6))
+    print("  pacing, not either broker's; transactions of 10,000 spread it over ten times the data.\n")
 
 
 def print_tls_section(tls_path, cipher_path):

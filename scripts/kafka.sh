@@ -13,6 +13,8 @@
 #   scripts/kafka.sh stop PID                stop that broker (SIGTERM, then SIGKILL after 30 s)
 #   scripts/kafka.sh run CLASS ARGS...       run one of Kafka's main classes (its tools) or
 #                                            of tools/kafka/apps
+#   scripts/kafka.sh bench CLASS ARGS...     the same with the JVM's full compilers and a
+#                                            1 GiB heap, for a benchmark's client
 #   scripts/kafka.sh mirror-maker CONFIG     run MirrorMaker 2 (dedicated mode) with CONFIG
 #   scripts/kafka.sh classpath               print the classpath
 #
@@ -62,6 +64,15 @@ run() {
   local class="$1"
   shift
   exec "$java" -Xmx512m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 -Djava.awt.headless=true \
+    -Dlog4j2.configurationFile="$root/tools/kafka/log4j2-tools.properties" \
+    -cp "$libs/*:$apps" "$class" "$@"
+}
+
+# A benchmark's client: the JVM as a tuned application runs it (both JIT tiers, G1).
+bench() {
+  local class="$1"
+  shift
+  exec "$java" -Xmx1G -Xms1G -XX:+UseG1GC -Djava.awt.headless=true \
     -Dlog4j2.configurationFile="$root/tools/kafka/log4j2-tools.properties" \
     -cp "$libs/*:$apps" "$class" "$@"
 }
@@ -146,6 +157,7 @@ case "$command" in
   start) resolve; start "$@" ;;
   stop) stop "$@" ;;
   run) run "$@" ;;
+  bench) bench "$@" ;;
   mirror-maker) mirror_maker "$@" ;;
   classpath) echo "$libs/*" ;;
   *) sed -n '2,/^set -euo/p' "$0" | sed '$d' >&2; exit 2 ;;

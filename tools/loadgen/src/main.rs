@@ -58,10 +58,14 @@ enum Client {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Sends `messages` values of `size` bytes with acks=1 and waits for every acknowledgement.
+    /// Sends `messages` values of `size` bytes with acks=1 and waits for every acknowledgement;
+    /// with `--transaction-records N`, as a transactional producer (acks=all, idempotent)
+    /// committing a transaction every N messages.
     Produce {
         #[arg(long, default_value_t = 1024)]
         size: usize,
+        #[arg(long)]
+        transaction_records: Option<u64>,
     },
     /// Reads `messages` messages from the start of partitions `0..partitions`, or of
     /// `--partition` alone.
@@ -125,7 +129,7 @@ fn main() -> Result<()> {
             };
             return sink::serve(&listen, &log, tls_pem.as_deref());
         }
-        (Client::Rskafka, Command::Produce { size }) => rskafka_client::produce(
+        (Client::Rskafka, Command::Produce { size, .. }) => rskafka_client::produce(
             &args.brokers,
             &args.topic,
             args.messages,
@@ -145,17 +149,38 @@ fn main() -> Result<()> {
             }
             rskafka_client::consume(&args.brokers, &args.topic, args.messages, args.fetch_bytes)?
         }
-        (Client::Rdkafka, Command::Produce { size }) => {
+        (
+            Client::Rdkafka,
+            Command::Produce {
+                size,
+                transaction_records,
+            },
+        ) => {
             config
                 .set("acks", "1")
                 .set("linger.ms", "5")
                 .set("batch.size", "1000000")
                 .set("queue.buffering.max.messages", "1000000")
                 .set("queue.buffering.max.kbytes", "1048576");
+            if transaction_records.is_some() {
+                config.set(
+                    "transactional.id",
+                    format!("ferrolog-loadgen-{}", std::process::id()),
+                );
+            }
             for (key, value) in &args.properties {
                 config.set(key, value);
             }
-            produce(&config, &args.topic, args.messages, size)?
+            match transaction_records {
+                Some(per_transaction) => produce_transactions(
+                    &config,
+                    &args.topic,
+                    args.messages,
+                    size,
+                    per_transaction.max(1),
+                )?,
+                None => produce(&config, &args.topic, args.messages, size)?,
+            }
         }
         (
             Client::Rdkafka,
@@ -240,6 +265,61 @@ fn produce(config: &ClientConfig, topic: &str, messages: u64, size: usize) -> Re
     producer
         .flush(Duration::from_secs(120))
         .context("waiting for acknowledgements")?;
+    Ok(stopwatch.finish(messages, messages * size as u64))
+}
+
+/// Sends `messages` values in transactions of `per_transaction`, each committed before the next
+/// begins (a warm-up transaction of one message first).
+fn produce_transactions(
+    config: &ClientConfig,
+    topic: &str,
+    messages: u64,
+    size: usize,
+    per_transaction: u64,
+) -> Result<Outcome> {
+    let producer: BaseProducer = config.create().context("creating the producer")?;
+    let timeout = Duration::from_secs(60);
+    producer
+        .init_transactions(timeout)
+        .context("initializing transactions")?;
+    let value = vec![b'x'; size];
+    let send = |index: u64| -> Result<()> {
+        let key = index.to_be_bytes();
+        let mut record = BaseRecord::<[u8], [u8]>::to(topic)
+            .key(&key[..])
+            .payload(&value[..]);
+        loop {
+            match producer.send(record) {
+                Ok(()) => return Ok(()),
+                Err((KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull), returned)) => {
+                    record = returned;
+                    producer.poll(Duration::from_millis(1));
+                }
+                Err((error, _)) => bail!("producing message {index}: {error}"),
+            }
+        }
+    };
+    producer.begin_transaction()?;
+    send(u64::MAX)?;
+    producer
+        .commit_transaction(timeout)
+        .context("committing the warm-up transaction")?;
+    let stopwatch = Stopwatch::start();
+    let mut index = 0;
+    while index < messages {
+        producer.begin_transaction()?;
+        let end = (index + per_transaction).min(messages);
+        while index < end {
+            send(index)?;
+            if index % 1024 == 0 {
+                producer.poll(Duration::ZERO);
+            }
+            index += 1;
+        }
+        producer
+            .commit_transaction(timeout)
+            .with_context(|| format!("committing the transaction ending at message {end}"))?;
+    }
     Ok(stopwatch.finish(messages, messages * size as u64))
 }
 
