@@ -6,7 +6,8 @@
 //! stop and after a SIGKILL, and DescribeProducers lists the same producers. Kafka's `.txnindex` files stay as they were after a clean stop, and
 //! after the SIGKILL the index ferrolog's recovery rebuilds equals the one Kafka's recovery
 //! rebuilt, byte for byte. Kafka's own `__transaction_state` records decode with ferrolog's
-//! codec and re-encode to the same bytes.
+//! codec and re-encode to the same bytes, and ferrolog's coordinator reads them: the
+//! transaction Kafka left open ends when its producer starts again.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests")]
 
@@ -28,7 +29,8 @@ use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
 use kafka_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
 use kafka_protocol::messages::{
     ApiKey, BrokerId, DescribeProducersRequest, DescribeProducersResponse, FetchRequest,
-    FetchResponse, ListOffsetsRequest, ListOffsetsResponse, TopicName,
+    FetchResponse, InitProducerIdRequest, InitProducerIdResponse, ListOffsetsRequest,
+    ListOffsetsResponse, ProducerId, TopicName, TransactionalId,
 };
 
 const TOPIC: &str = "history";
@@ -202,6 +204,45 @@ fn ferrolog_answers(copy: &Path, expected: &Answers, when: &str) -> BTreeMap<Pat
     txn_indexes(copy)
 }
 
+/// ferrolog's coordinator, on Kafka's `__transaction_state` (one partition here, where
+/// ferrolog's default is 50: the topic's own count places the ids), knows the transaction Kafka
+/// left open: a new producer with its id fences it and aborts it (the first InitProducerId is
+/// answered CONCURRENT_TRANSACTIONS, the next gets the epoch after the fencing one), and the
+/// partition's last stable offset reaches its high watermark.
+fn the_open_transaction_ends_when_its_producer_starts_again(copy: &Path, before: &Answers) {
+    let server = Server::start(copy);
+    let mut stream = connect(server.port);
+    let init = |stream: &mut TcpStream| -> InitProducerIdResponse {
+        let request = InitProducerIdRequest::default()
+            .with_transactional_id(Some(TransactionalId(name("history-open"))))
+            .with_transaction_timeout_ms(60_000)
+            .with_producer_id(ProducerId(-1))
+            .with_producer_epoch(-1);
+        send(stream, ApiKey::InitProducerId, 4, &request).unwrap()
+    };
+    let open_producer = before
+        .producers
+        .iter()
+        .find(|p| p.5 >= 0)
+        .map(|p| (p.0, p.1))
+        .unwrap();
+    let fenced = init(&mut stream);
+    assert_eq!(fenced.error_code, 51, "CONCURRENT_TRANSACTIONS: {fenced:?}");
+    let started = init(&mut stream);
+    assert_eq!(started.error_code, 0, "{started:?}");
+    assert_eq!(
+        (started.producer_id.0, i32::from(started.producer_epoch)),
+        (open_producer.0, open_producer.1 + 2),
+        "the fencing epoch, then the new producer's"
+    );
+    assert_eq!(
+        latest(&mut stream, 1),
+        latest(&mut stream, 0),
+        "the last stable offset reaches the high watermark"
+    );
+    server.stop();
+}
+
 /// Kafka's `__transaction_state` records decode with ferrolog's codec, re-encode to the same
 /// bytes, and say what happened to each transactional id.
 fn coordinator_state_reads_as_kafka_wrote_it(kafka_dir: &Path) {
@@ -327,6 +368,7 @@ fn a_kafka_data_dir_with_transactions_answers_read_committed_as_kafka() {
     copy_dir(&kafka_dir, &copy);
     let left = ferrolog_answers(&copy, &clean, "clean stop");
     assert_eq!(left, kafka_indexes, "Kafka's .txnindex is left as it was");
+    the_open_transaction_ends_when_its_producer_starts_again(&copy, &clean);
 
     // SIGKILL: both recover the partition, and rebuild its transaction index.
     kafka.restart();
