@@ -7,7 +7,8 @@
 //! after the SIGKILL the index ferrolog's recovery rebuilds equals the one Kafka's recovery
 //! rebuilt, byte for byte. Kafka's own `__transaction_state` records decode with ferrolog's
 //! codec and re-encode to the same bytes, and ferrolog's coordinator reads them: the
-//! transaction Kafka left open ends when its producer starts again.
+//! transaction Kafka left open ends when its producer starts again. The same traffic written
+//! into ferrolog leaves Kafka's `.txnindex` bytes and the same markers.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests")]
 
@@ -34,6 +35,12 @@ use kafka_protocol::messages::{
 };
 
 const TOPIC: &str = "history";
+
+/// One partition for each coordinator's topic, on both brokers.
+const SMALL_INTERNAL_TOPICS: &[&str] = &[
+    "transaction.state.log.num.partitions=1",
+    "offsets.topic.num.partitions=1",
+];
 
 /// What a Fetch from offset 0 at one isolation level answers.
 #[derive(Debug, PartialEq, Eq)]
@@ -172,6 +179,41 @@ fn values(records: &[u8]) -> Vec<String> {
     found
 }
 
+/// The transaction markers of the partition as its files hold them: offset, producer id,
+/// producer epoch, and the control record's key and value bytes (its timestamp aside).
+fn markers_in(dir: &Path) -> Vec<(i64, i64, i16, Vec<u8>, Vec<u8>)> {
+    let mut logs: Vec<PathBuf> = std::fs::read_dir(dir.join(format!("{TOPIC}-0")))
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .filter(|path| path.extension().is_some_and(|e| e == "log"))
+        .collect();
+    logs.sort();
+    let mut markers = Vec::new();
+    for log in logs {
+        let bytes = std::fs::read(&log).unwrap();
+        for entry in EntryIter::new(&bytes) {
+            let (_, FileEntry::V2(batch)) = entry.unwrap() else {
+                continue;
+            };
+            if !batch.is_control() {
+                continue;
+            }
+            let records = batch.records(1 << 20).unwrap();
+            for record in records.iter() {
+                let record = record.unwrap();
+                markers.push((
+                    batch.base_offset(),
+                    batch.producer_id(),
+                    batch.producer_epoch(),
+                    record.key.unwrap().to_vec(),
+                    record.value.unwrap().to_vec(),
+                ));
+            }
+        }
+    }
+    markers
+}
+
 /// The partition's `.txnindex` files, by name.
 fn txn_indexes(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
     std::fs::read_dir(dir.join(format!("{TOPIC}-0")))
@@ -308,13 +350,7 @@ fn a_kafka_data_dir_with_transactions_answers_read_committed_as_kafka() {
     };
     let temp = tempfile::tempdir().unwrap();
     let kafka_dir = temp.path().join("kafka").join("data");
-    let mut kafka = KafkaPeer::start(
-        &kafka_dir,
-        &[
-            "transaction.state.log.num.partitions=1",
-            "offsets.topic.num.partitions=1",
-        ],
-    );
+    let mut kafka = KafkaPeer::start(&kafka_dir, SMALL_INTERNAL_TOPICS);
     let written = run_script(&python, "transactional_history.py", kafka.port, &[TOPIC]);
     assert_eq!(written.trim(), "ok");
     let clean = answers(kafka.port);
@@ -364,6 +400,29 @@ fn a_kafka_data_dir_with_transactions_answers_read_committed_as_kafka() {
     coordinator_state_reads_as_kafka_wrote_it(&kafka_dir);
     let kafka_indexes = txn_indexes(&kafka_dir);
     assert_eq!(kafka_indexes.values().map(Vec::len).sum::<usize>(), 34);
+    // The same traffic written into ferrolog leaves the same transaction index, byte for byte,
+    // and the same markers.
+    let ferrolog_dir = temp.path().join("ferrolog-history");
+    let server = Server::start_with(&ferrolog_dir, SMALL_INTERNAL_TOPICS);
+    let written = run_script(&python, "transactional_history.py", server.port, &[TOPIC]);
+    assert_eq!(written.trim(), "ok");
+    server.stop();
+    assert_eq!(
+        txn_indexes(&ferrolog_dir),
+        kafka_indexes,
+        "the .txnindex ferrolog wrote (left) and Kafka's (right)"
+    );
+    // Their offsets may differ: Kafka writes a transaction's markers after answering its
+    // EndTxn, so a record the script writes next may land before them (docs/operations.md).
+    let without_offsets = |markers: Vec<(i64, i64, i16, Vec<u8>, Vec<u8>)>| {
+        markers
+            .into_iter()
+            .map(|(_, producer, epoch, key, value)| (producer, epoch, key, value))
+            .collect::<Vec<_>>()
+    };
+    let kafka_markers = without_offsets(markers_in(&kafka_dir));
+    assert_eq!(kafka_markers.len(), 3, "{kafka_markers:?}");
+    assert_eq!(without_offsets(markers_in(&ferrolog_dir)), kafka_markers);
     let copy = temp.path().join("after-clean-stop");
     copy_dir(&kafka_dir, &copy);
     let left = ferrolog_answers(&copy, &clean, "clean stop");
