@@ -42,6 +42,18 @@ use crate::txn::{TransactionCoordinator, TxnConfig};
 
 pub use network::{serve, serve_listeners};
 
+/// Arms the fault points named in the `FAILPOINTS` environment variable (the `fail` crate's
+/// syntax: `txn.markers=sleep(60000)`), for the crash tests that kill a broker in a chosen
+/// state. Only with the `failpoints` feature; otherwise it does nothing.
+pub fn arm_failpoints_from_env() {
+    #[cfg(feature = "failpoints")]
+    if let Some(points) = std::env::var_os("FAILPOINTS") {
+        // The scenario lives as long as the process.
+        std::mem::forget(fail::FailScenario::setup());
+        tracing::warn!(points = %points.to_string_lossy(), "fault points armed from FAILPOINTS");
+    }
+}
+
 /// How the broker presents itself and what it allows.
 #[derive(Debug, Clone)]
 pub struct BrokerConfig {

@@ -78,6 +78,7 @@ pub(super) fn write_all(
                 None => Ok(false),
             }
         };
+        super::failpoint("txn.marker-written");
         match written {
             Ok(true) => marked.push(topic_partition),
             Ok(false) => {

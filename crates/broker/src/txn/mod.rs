@@ -486,6 +486,7 @@ impl TransactionCoordinator {
         transactional_id: &str,
         prepared: &TxnMetadata,
     ) -> Vec<TopicPartition> {
+        failpoint("txn.markers");
         let written = markers::write_all(
             &self.manager,
             groups,
@@ -493,6 +494,7 @@ impl TransactionCoordinator {
             prepared,
             self.coordinator_epoch,
         );
+        failpoint("txn.complete");
         let now = self.now();
         let mut ids = self.ids.lock();
         let Some(entry) = ids.get_mut(transactional_id) else {
@@ -698,6 +700,16 @@ impl TransactionCoordinator {
             );
         }
     }
+}
+
+/// A point where a crash test makes the coordinator wait (`crate::arm_failpoints_from_env`):
+/// `txn.markers` before a prepared transaction's markers, `txn.marker-written` after each
+/// marker, `txn.complete` before its completion is recorded.
+pub(crate) fn failpoint(name: &str) {
+    #[cfg(feature = "failpoints")]
+    fail::fail_point!(name);
+    #[cfg(not(feature = "failpoints"))]
+    let _ = name;
 }
 
 /// Whether a periodic check is due at `now`; if so, the next one is scheduled.

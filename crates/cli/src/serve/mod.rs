@@ -195,6 +195,7 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<()> {
     if let Some(level) = properties.get("ferrolog.log.level") {
         crate::set_log_level(level)?;
     }
+    ferrolog_broker::arm_failpoints_from_env();
     let manager_config = ManagerConfig::from_properties(&properties)?;
     let broker_config = broker_config(&properties)?;
     let (planned, notes) = listeners::plan(&properties)?;
