@@ -179,9 +179,12 @@ fn values(records: &[u8]) -> Vec<String> {
     found
 }
 
-/// The transaction markers of the partition as its files hold them: offset, producer id,
-/// producer epoch, and the control record's key and value bytes (its timestamp aside).
-fn markers_in(dir: &Path) -> Vec<(i64, i64, i16, Vec<u8>, Vec<u8>)> {
+/// A marker as its file holds it: offset, producer id, producer epoch, and the control record's
+/// key and value bytes (its timestamp aside).
+type Marker = (i64, i64, i16, Vec<u8>, Vec<u8>);
+
+/// The transaction markers of the partition, in offset order.
+fn markers_in(dir: &Path) -> Vec<Marker> {
     let mut logs: Vec<PathBuf> = std::fs::read_dir(dir.join(format!("{TOPIC}-0")))
         .unwrap()
         .map(|entry| entry.unwrap().path())
@@ -414,7 +417,7 @@ fn a_kafka_data_dir_with_transactions_answers_read_committed_as_kafka() {
     );
     // Their offsets may differ: Kafka writes a transaction's markers after answering its
     // EndTxn, so a record the script writes next may land before them (docs/operations.md).
-    let without_offsets = |markers: Vec<(i64, i64, i16, Vec<u8>, Vec<u8>)>| {
+    let without_offsets = |markers: Vec<Marker>| {
         markers
             .into_iter()
             .map(|(_, producer, epoch, key, value)| (producer, epoch, key, value))
