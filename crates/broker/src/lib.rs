@@ -79,10 +79,6 @@ pub struct BrokerConfig {
     pub groups: GroupConfig,
     /// The transaction coordinator's settings.
     pub transactions: TxnConfig,
-    /// `ferrolog.transaction.version`: the `transaction.version` clients are told is finalized
-    /// (2, as a new Kafka 4.4 cluster: every commit or abort bumps the producer's epoch and
-    /// writes add partitions themselves; 1 or 0 keeps clients on transactions v1).
-    pub transaction_version: i16,
     /// `super.users` and `allow.everyone.if.no.acl.found`, when `authorizer.class.name` names
     /// Kafka's `StandardAuthorizer`; `None` (the default): no authorization.
     pub authorizer: Option<authz::AuthorizerConfig>,
@@ -110,7 +106,6 @@ impl Default for BrokerConfig {
             fetch_transfer: FetchTransfer::default(),
             groups: GroupConfig::default(),
             transactions: TxnConfig::default(),
-            transaction_version: 2,
             authorizer: None,
             max_acls: 100_000,
             failed_authentication_delay: Duration::from_millis(100),

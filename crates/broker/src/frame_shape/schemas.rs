@@ -6,7 +6,7 @@
 
 use super::{Field, Kind, MAX, Message, v};
 
-/// ProduceRequest v3–9.
+/// ProduceRequest v3–12.
 pub(super) const PRODUCE: Message = Message {
     api_key: 0,
     fields: &[
@@ -120,7 +120,7 @@ pub(super) const METADATA: Message = Message {
     ],
 };
 
-/// ApiVersionsRequest v0–3.
+/// ApiVersionsRequest v0–4.
 pub(super) const API_VERSIONS: Message = Message {
     api_key: 18,
     fields: &[
@@ -317,7 +317,7 @@ pub(super) const DELETE_RECORDS: Message = Message {
     ],
 };
 
-/// InitProducerIdRequest v0–4.
+/// InitProducerIdRequest v0–5.
 pub(super) const INIT_PRODUCER_ID: Message = Message {
     api_key: 22,
     fields: &[
@@ -604,7 +604,7 @@ pub(super) const ADD_OFFSETS_TO_TXN: Message = Message {
     ],
 };
 
-/// EndTxnRequest v0–4.
+/// EndTxnRequest v0–5.
 pub(super) const END_TXN: Message = Message {
     api_key: 26,
     fields: &[
@@ -615,7 +615,7 @@ pub(super) const END_TXN: Message = Message {
     ],
 };
 
-/// TxnOffsetCommitRequest v0–4.
+/// TxnOffsetCommitRequest v0–5.
 pub(super) const TXN_OFFSET_COMMIT: Message = Message {
     api_key: 28,
     fields: &[

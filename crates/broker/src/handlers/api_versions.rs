@@ -33,9 +33,22 @@ pub fn handle(
     }
     with_features(
         advertising(SUPPORTED),
-        context.config.transaction_version,
+        context.config.transactions.transaction_version,
         version,
     )
+}
+
+/// The finalized features' epoch: the time this process started, in milliseconds. Clients keep
+/// the features of the highest epoch they have seen, so a restart with another
+/// `ferrolog.transaction.version` must tell them a higher one (Kafka's grows with its metadata
+/// log).
+fn features_epoch() -> i64 {
+    static STARTED: std::sync::OnceLock<i64> = std::sync::OnceLock::new();
+    *STARTED.get_or_init(|| {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |since| since.as_millis() as i64)
+    })
 }
 
 /// `response` with the features a request of `version` is told of, `transaction_version` the
@@ -68,7 +81,7 @@ pub fn with_features(
     };
     response
         .with_supported_features(supported)
-        .with_finalized_features_epoch(0)
+        .with_finalized_features_epoch(features_epoch())
         .with_finalized_features(finalized)
 }
 

@@ -59,6 +59,17 @@ pub fn handle(
             )
         });
     let several_producers = !denied_transaction && has_several_transactional_producers(&request);
+    // A transactions-v2 write adds its partitions to the transaction: it waits (once per
+    // request) for the id's previous transaction to finish ending.
+    if version >= 12
+        && !denied_transaction
+        && has_transactional_batches(&request)
+        && let Some(id) = request.transactional_id.as_deref()
+    {
+        context
+            .transactions
+            .wait_until_settled(id, TV2_RETRY_WINDOW);
+    }
     let mut seen = HashSet::new();
     let responses = request
         .topic_data
@@ -117,21 +128,14 @@ pub fn handle(
                         // A transactional batch that starts the producer's transaction here
                         // must belong to it (Kafka's partition verification); from v12 it adds
                         // the partition to it, once the id's previous transaction has ended.
-                        Some(id) => {
-                            if version >= 12 {
-                                context
-                                    .transactions
-                                    .wait_until_settled(id, TV2_RETRY_WINDOW);
-                            }
-                            log.append_as_leader_verified(
-                                bytes,
-                                &context.transactions.verifier(
-                                    id,
-                                    (name.clone(), partition.index),
-                                    VerifyFor::Produce { version },
-                                ),
-                            )
-                        }
+                        Some(id) => log.append_as_leader_verified(
+                            bytes,
+                            &context.transactions.verifier(
+                                id,
+                                (name.clone(), partition.index),
+                                VerifyFor::Produce { version },
+                            ),
+                        ),
                         None => log.append_as_leader(bytes),
                     };
                     match appended {

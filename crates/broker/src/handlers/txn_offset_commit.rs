@@ -1,5 +1,6 @@
-//! TxnOffsetCommit (v0–4): offsets a transactional producer commits for a group, pending until
-//! its transaction ends. Kafka's checks, in its order: WRITE on the transactional id
+//! TxnOffsetCommit (v0–5): offsets a transactional producer commits for a group, pending until
+//! its transaction ends (from v5, a transactions-v2 client's, the commit adds the group's
+//! partition to the transaction itself). Kafka's checks, in its order: WRITE on the transactional id
 //! (TRANSACTIONAL_ID_AUTHORIZATION_FAILED on every partition), READ on the group
 //! (GROUP_AUTHORIZATION_FAILED), READ on each topic (TOPIC_AUTHORIZATION_FAILED), each partition
 //! known (UNKNOWN_TOPIC_OR_PARTITION); then the group's partition must be in the producer's

@@ -1,9 +1,10 @@
 //! The transaction coordinator (Kafka's `TransactionCoordinator` for a single broker, which
 //! coordinates every transactional id): InitProducerId with a transactional id,
-//! AddPartitionsToTxn, AddOffsetsToTxn, EndTxn, the verification of transactional writes, the
-//! COMMIT and ABORT markers, the abort of transactions past their timeout and the expiry of idle
-//! ids. Transactions v1 (KIP-98 with KIP-360's epoch bumps): the epoch stays through a
-//! transaction's end.
+//! AddPartitionsToTxn, AddOffsetsToTxn, EndTxn, the verification of transactional writes (and,
+//! with transactions v2, the partitions they add), the COMMIT and ABORT markers, the abort of
+//! transactions past their timeout and the expiry of idle ids. Both protocols, each request by
+//! its version: v1 (KIP-98 with KIP-360's epoch bumps), where the epoch stays through a
+//! transaction's end, and v2 (KIP-890), where every end bumps it.
 //!
 //! What is decided is in [`state`] (pure functions of the id's state, the request and the
 //! time); this file keeps the states, writes what was decided to `__transaction_state`
@@ -57,6 +58,10 @@ pub struct TxnConfig {
     /// `ferrolog.max.transactional.ids`: the most ids kept at once; an InitProducerId for a new
     /// one beyond it is refused (POLICY_VIOLATION). Kafka has no such limit.
     pub max_transactional_ids: usize,
+    /// `ferrolog.transaction.version`: the `transaction.version` ApiVersions tells clients is
+    /// finalized, which the coordinator's own aborts (fencing, timeouts) follow, as Kafka's
+    /// follow the cluster's level: 2 (a new Kafka 4.4 cluster's) by default.
+    pub transaction_version: i16,
 }
 
 impl Default for TxnConfig {
@@ -69,6 +74,7 @@ impl Default for TxnConfig {
             abort_timed_out_interval: Duration::from_millis(10_000),
             remove_expired_interval: Duration::from_millis(3_600_000),
             max_transactional_ids: 100_000,
+            transaction_version: 2,
         }
     }
 }
@@ -306,12 +312,16 @@ impl TransactionCoordinator {
             if entry.pending.is_some() {
                 return refuse(errors::CONCURRENT_TRANSACTIONS);
             }
-            let decision = entry.meta.init_producer_id(timeout_ms, expected, now, || {
-                self.manager.next_producer_id().map_err(|error| {
-                    tracing::warn!(%error, "no producer id could be reserved");
-                    errors::COORDINATOR_NOT_AVAILABLE
-                })
-            });
+            let cluster_tv = self.config.transaction_version;
+            let decision =
+                entry
+                    .meta
+                    .init_producer_id(timeout_ms, expected, now, cluster_tv, || {
+                        self.manager.next_producer_id().map_err(|error| {
+                            tracing::warn!(%error, "no producer id could be reserved");
+                            errors::COORDINATOR_NOT_AVAILABLE
+                        })
+                    });
             match decision {
                 InitDecision::Refuse(code) => return refuse(code),
                 InitDecision::Write(next) => {
@@ -642,7 +652,18 @@ impl TransactionCoordinator {
             let Some(entry) = ids.get_mut(&id) else {
                 continue;
             };
-            let abort = entry.meta.fenced_abort(now);
+            let abort = entry
+                .meta
+                .fenced_abort(now, self.config.transaction_version, || {
+                    self.manager.next_producer_id().map_err(|error| {
+                        tracing::warn!(%error, "no producer id could be reserved");
+                        errors::COORDINATOR_NOT_AVAILABLE
+                    })
+                });
+            let Ok(abort) = abort else {
+                // No producer id for the fenced epoch's successor now: the next check retries.
+                continue;
+            };
             match self.write(&id, entry, abort, now) {
                 Ok(()) => {
                     entry.pending = Some(Pending::InFlight);

@@ -165,6 +165,7 @@ impl TxnMetadata {
         timeout_ms: i32,
         expected: Option<(i64, i16)>,
         now: i64,
+        cluster_tv: i16,
         new_producer_id: impl FnOnce() -> Result<i64, i16>,
     ) -> InitDecision {
         if let Some((expected_id, expected_epoch)) = expected {
@@ -179,7 +180,10 @@ impl TxnMetadata {
             TxnStatus::PrepareCommit | TxnStatus::PrepareAbort => {
                 InitDecision::Refuse(errors::CONCURRENT_TRANSACTIONS)
             }
-            TxnStatus::Ongoing => InitDecision::FenceOngoing(self.fenced_abort(now)),
+            TxnStatus::Ongoing => match self.fenced_abort(now, cluster_tv, new_producer_id) {
+                Ok(abort) => InitDecision::FenceOngoing(abort),
+                Err(code) => InitDecision::Refuse(code),
+            },
             TxnStatus::Empty | TxnStatus::CompleteCommit | TxnStatus::CompleteAbort => {
                 let mut next = Self {
                     timeout_ms,
@@ -223,18 +227,28 @@ impl TxnMetadata {
         }
     }
 
-    /// The PrepareAbort that fences the producer of an ongoing transaction: its epoch bumped
-    /// (never past `i16::MAX`), so the old producer's writes and markers are refused, and the
-    /// transaction aborted at the new epoch (Kafka's `prepareFenceProducerEpoch` followed by
-    /// the coordinator's own abort, for transactions v1).
-    pub fn fenced_abort(&self, now: i64) -> Self {
-        Self {
+    /// The PrepareAbort that fences the producer of an ongoing transaction: its epoch bumped,
+    /// so the old producer's writes and markers are refused, and the transaction aborted at the
+    /// new epoch (Kafka's `prepareFenceProducerEpoch` followed by the coordinator's own abort).
+    /// With the cluster at transactions v2 (`cluster_tv`), as a v2 end: the epoch it leaves is
+    /// the last, a new producer id follows once the epoch runs out (KAFKA-20090), and the
+    /// markers are v2's; with v1 the epoch never passes `i16::MAX`.
+    pub fn fenced_abort(
+        &self,
+        now: i64,
+        cluster_tv: i16,
+        new_producer_id: impl FnOnce() -> Result<i64, i16>,
+    ) -> Result<Self, i16> {
+        if cluster_tv >= TV_2 {
+            return self.prepare_v2(TxnStatus::PrepareAbort, false, now, new_producer_id);
+        }
+        Ok(Self {
             producer_epoch: self.producer_epoch.saturating_add(1),
             last_producer_epoch: -1,
             state: TxnStatus::PrepareAbort,
             last_update_ms: now,
             ..self.next()
-        }
+        })
     }
 
     /// Whether `producer_id` at `epoch` may add partitions to, or end, this id's transaction:
@@ -319,9 +333,12 @@ impl TxnMetadata {
         }
         use TxnStatus::*;
         match (self.state, commit) {
+            // Ended by a v1 request, the transaction is v1's whatever added its partitions:
+            // its markers keep the epoch (Kafka's `endTransactionWithTV1`).
             (Ongoing, _) => EndDecision::Prepare(Self {
                 state: if commit { PrepareCommit } else { PrepareAbort },
                 last_update_ms: now,
+                client_tv: 0,
                 ..self.next()
             }),
             (CompleteCommit, true) | (CompleteAbort, false) => EndDecision::AlreadyComplete,
@@ -488,20 +505,20 @@ mod tests {
     #[test]
     fn init_producer_id_bumps_the_epoch_and_fences_an_ongoing_transaction() {
         let fresh = TxnMetadata::new(1000, 60_000, 5);
-        let first = write(fresh.init_producer_id(30_000, None, 10, no_new_id));
+        let first = write(fresh.init_producer_id(30_000, None, 10, 0, no_new_id));
         assert_eq!(
             (first.producer_id, first.producer_epoch, first.state),
             (1000, 0, TxnStatus::Empty)
         );
         assert_eq!((first.timeout_ms, first.start_ms), (30_000, -1));
-        let second = write(first.init_producer_id(30_000, None, 20, no_new_id));
+        let second = write(first.init_producer_id(30_000, None, 20, 0, no_new_id));
         assert_eq!(second.producer_epoch, 1);
 
         let ongoing = second
             .add_partitions(1000, 1, &[tp("t", 0)], 0, 30)
             .unwrap()
             .unwrap();
-        match ongoing.init_producer_id(30_000, None, 40, no_new_id) {
+        match ongoing.init_producer_id(30_000, None, 40, 0, no_new_id) {
             InitDecision::FenceOngoing(abort) => {
                 assert_eq!(abort.state, TxnStatus::PrepareAbort);
                 assert_eq!(abort.producer_epoch, 2);
@@ -510,7 +527,7 @@ mod tests {
                 let again = write(
                     abort
                         .completed(50)
-                        .init_producer_id(30_000, None, 60, no_new_id),
+                        .init_producer_id(30_000, None, 60, 0, no_new_id),
                 );
                 assert_eq!(again.producer_epoch, 3);
             }
@@ -518,8 +535,9 @@ mod tests {
         }
         assert_eq!(
             ongoing
-                .fenced_abort(0)
-                .init_producer_id(1, None, 0, no_new_id),
+                .fenced_abort(0, 0, no_new_id)
+                .unwrap()
+                .init_producer_id(1, None, 0, 0, no_new_id),
             InitDecision::Refuse(errors::CONCURRENT_TRANSACTIONS)
         );
     }
@@ -528,17 +546,17 @@ mod tests {
     fn init_producer_id_with_an_expected_epoch_follows_kip_360() {
         let state = initialized(4);
         // The current epoch: bumped, and a retry with the same expectation gets the same epoch.
-        let bumped = write(state.init_producer_id(1, Some((1000, 4)), 0, no_new_id));
+        let bumped = write(state.init_producer_id(1, Some((1000, 4)), 0, 0, no_new_id));
         assert_eq!((bumped.producer_epoch, bumped.last_producer_epoch), (5, 4));
-        let retried = write(bumped.init_producer_id(1, Some((1000, 4)), 0, no_new_id));
+        let retried = write(bumped.init_producer_id(1, Some((1000, 4)), 0, 0, no_new_id));
         assert_eq!(retried.producer_epoch, 5);
         // Any other epoch, or another producer id, is fenced.
         assert_eq!(
-            bumped.init_producer_id(1, Some((1000, 2)), 0, no_new_id),
+            bumped.init_producer_id(1, Some((1000, 2)), 0, 0, no_new_id),
             InitDecision::Refuse(errors::PRODUCER_FENCED)
         );
         assert_eq!(
-            bumped.init_producer_id(1, Some((7, 5)), 0, no_new_id),
+            bumped.init_producer_id(1, Some((7, 5)), 0, 0, no_new_id),
             InitDecision::Refuse(errors::PRODUCER_FENCED)
         );
     }
@@ -546,7 +564,7 @@ mod tests {
     #[test]
     fn an_exhausted_epoch_moves_the_id_to_a_new_producer_id() {
         let state = initialized(EXHAUSTED_EPOCH);
-        let rotated = write(state.init_producer_id(1, None, 0, || Ok(2000)));
+        let rotated = write(state.init_producer_id(1, None, 0, 0, || Ok(2000)));
         assert_eq!(
             (
                 rotated.producer_id,
@@ -557,16 +575,18 @@ mod tests {
         );
         // A producer that asked with its exhausted epoch, retrying, is recognised by its
         // previous id and gets the same id and epoch again.
-        let asked = write(state.init_producer_id(1, Some((1000, EXHAUSTED_EPOCH)), 0, || Ok(2000)));
-        let retry = write(asked.init_producer_id(1, Some((1000, EXHAUSTED_EPOCH)), 0, no_new_id));
+        let asked =
+            write(state.init_producer_id(1, Some((1000, EXHAUSTED_EPOCH)), 0, 0, || Ok(2000)));
+        let retry =
+            write(asked.init_producer_id(1, Some((1000, EXHAUSTED_EPOCH)), 0, 0, no_new_id));
         assert_eq!((retry.producer_id, retry.producer_epoch), (2000, 0));
         // Without that expectation, the old producer is fenced.
         assert_eq!(
-            rotated.init_producer_id(1, Some((1000, EXHAUSTED_EPOCH)), 0, no_new_id),
+            rotated.init_producer_id(1, Some((1000, EXHAUSTED_EPOCH)), 0, 0, no_new_id),
             InitDecision::Refuse(errors::PRODUCER_FENCED)
         );
         assert_eq!(
-            state.init_producer_id(1, None, 0, || Err(errors::COORDINATOR_LOAD_IN_PROGRESS)),
+            state.init_producer_id(1, None, 0, 0, || Err(errors::COORDINATOR_LOAD_IN_PROGRESS)),
             InitDecision::Refuse(errors::COORDINATOR_LOAD_IN_PROGRESS)
         );
     }
@@ -709,5 +729,151 @@ mod tests {
             }
         );
         assert_eq!(initialized(0).to_value().partitions, None);
+    }
+
+    #[test]
+    fn end_txn_v2_follows_kafka_s_table() {
+        let no = || -> Result<i64, i16> { panic!("no new producer id expected") };
+        let ongoing = initialized(4)
+            .add_partitions(1000, 4, &[tp("t", 0)], TV_2, 1)
+            .unwrap()
+            .unwrap();
+        let EndDecision::Prepare(prepared) = ongoing.end_txn_v2(1000, 4, true, 2, no) else {
+            panic!()
+        };
+        assert_eq!(
+            (
+                prepared.state,
+                prepared.producer_epoch,
+                prepared.last_producer_epoch
+            ),
+            (TxnStatus::PrepareCommit, 5, 4)
+        );
+        // While preparing: a retry at the old epoch commits again (CONCURRENT), an abort is
+        // INVALID_TXN_STATE, the new epoch is fenced.
+        assert_eq!(
+            prepared.end_txn_v2(1000, 4, true, 3, no),
+            EndDecision::Refuse(errors::CONCURRENT_TRANSACTIONS)
+        );
+        assert_eq!(
+            prepared.end_txn_v2(1000, 4, false, 3, no),
+            EndDecision::Refuse(errors::INVALID_TXN_STATE)
+        );
+        assert_eq!(
+            prepared.end_txn_v2(1000, 5, true, 3, no),
+            EndDecision::Refuse(errors::PRODUCER_FENCED)
+        );
+        let done = prepared.completed(4);
+        // CompleteCommit: a retry of the commit is done; of an abort INVALID_TXN_STATE; at the
+        // current epoch an abort bumps again, a commit is INVALID_TXN_STATE.
+        let cases = [
+            (4, true, EndDecision::AlreadyComplete),
+            (4, false, EndDecision::Refuse(errors::INVALID_TXN_STATE)),
+            (5, true, EndDecision::Refuse(errors::INVALID_TXN_STATE)),
+            (3, true, EndDecision::Refuse(errors::PRODUCER_FENCED)),
+        ];
+        for (epoch, commit, expected) in cases {
+            assert_eq!(
+                done.end_txn_v2(1000, epoch, commit, 5, no),
+                expected,
+                "{epoch} {commit}"
+            );
+        }
+        let EndDecision::Prepare(empty_abort) = done.end_txn_v2(1000, 5, false, 6, no) else {
+            panic!()
+        };
+        assert_eq!(
+            (
+                empty_abort.producer_epoch,
+                empty_abort.start_ms,
+                empty_abort.partitions.len()
+            ),
+            (6, 6, 0)
+        );
+        // Empty: abort at the current epoch bumps, commit is INVALID_TXN_STATE, a retry epoch
+        // is fenced.
+        let empty = initialized(2);
+        assert!(matches!(
+            empty.end_txn_v2(1000, 2, false, 1, no),
+            EndDecision::Prepare(_)
+        ));
+        assert_eq!(
+            empty.end_txn_v2(1000, 2, true, 1, no),
+            EndDecision::Refuse(errors::INVALID_TXN_STATE)
+        );
+        assert_eq!(
+            empty.end_txn_v2(1000, 1, false, 1, no),
+            EndDecision::Refuse(errors::PRODUCER_FENCED)
+        );
+        assert_eq!(
+            empty.end_txn_v2(7, 2, false, 1, no),
+            EndDecision::Refuse(errors::INVALID_PRODUCER_ID_MAPPING)
+        );
+    }
+
+    #[test]
+    fn a_v2_end_at_an_exhausted_epoch_moves_to_a_new_producer_id() {
+        let ongoing = initialized(EXHAUSTED_EPOCH)
+            .add_partitions(1000, EXHAUSTED_EPOCH, &[tp("t", 0)], TV_2, 1)
+            .unwrap()
+            .unwrap();
+        let EndDecision::Prepare(prepared) =
+            ongoing.end_txn_v2(1000, EXHAUSTED_EPOCH, true, 2, || Ok(2000))
+        else {
+            panic!()
+        };
+        // The markers go at i16::MAX under the old id; completion moves to the new one.
+        assert_eq!(
+            (prepared.producer_id, prepared.producer_epoch),
+            (1000, i16::MAX)
+        );
+        assert_eq!(prepared.next_producer_id, 2000);
+        assert_eq!(prepared.to_value().next_producer_id, 2000);
+        let done = prepared.completed(3);
+        assert_eq!(
+            (
+                done.producer_id,
+                done.producer_epoch,
+                done.previous_producer_id
+            ),
+            (2000, 0, 1000)
+        );
+        // The old producer retrying its EndTxn is recognised and answered with the new id.
+        assert_eq!(
+            done.end_txn_v2(1000, EXHAUSTED_EPOCH, true, 4, || panic!()),
+            EndDecision::AlreadyComplete
+        );
+    }
+
+    #[test]
+    fn fencing_follows_the_cluster_s_transaction_version() {
+        let ongoing = initialized(EXHAUSTED_EPOCH)
+            .add_partitions(1000, EXHAUSTED_EPOCH, &[tp("t", 0)], 0, 1)
+            .unwrap()
+            .unwrap();
+        // v2: as a v2 abort, to a new producer id once the epoch runs out (KAFKA-20090).
+        let v2 = ongoing.fenced_abort(2, TV_2, || Ok(2000)).unwrap();
+        assert_eq!((v2.producer_epoch, v2.client_tv), (i16::MAX, TV_2));
+        assert_eq!(v2.completed(3).producer_id, 2000);
+        // v1: the epoch bumped, the markers v1's.
+        let v1 = initialized(3)
+            .add_partitions(1000, 3, &[tp("t", 0)], 0, 1)
+            .unwrap()
+            .unwrap()
+            .fenced_abort(2, 1, || panic!())
+            .unwrap();
+        assert_eq!((v1.producer_epoch, v1.client_tv), (4, 0));
+    }
+
+    #[test]
+    fn a_v1_end_of_a_transaction_a_v2_write_added_to_keeps_the_epoch() {
+        let ongoing = initialized(0)
+            .add_partitions(1000, 0, &[tp("t", 0)], TV_2, 1)
+            .unwrap()
+            .unwrap();
+        let EndDecision::Prepare(prepared) = ongoing.end_txn(1000, 0, true, 2) else {
+            panic!()
+        };
+        assert_eq!((prepared.producer_epoch, prepared.client_tv), (0, 0));
     }
 }
