@@ -7,7 +7,7 @@
 //! cannot be found past it). Loading goes on with what follows, so one damaged place costs the
 //! coordinator only the records written there.
 
-use ferrolog_records::{EntryIter, FileEntry};
+use ferrolog_records::{DEFAULT_MAX_DECOMPRESSED_BYTES, EntryIter, FileEntry, RecordsError};
 use ferrolog_storage::log::{FetchBound, FetchParams, FirstBatch, Log};
 use ferrolog_storage::{Offset, Result, StorageError};
 
@@ -84,6 +84,25 @@ pub fn for_each_batch(
         }
     }
     Ok(())
+}
+
+/// A record of an internal topic, owned: offset, key, value (`None` for a null one).
+pub type OwnedRecord = (i64, Option<Vec<u8>>, Option<Vec<u8>>);
+
+/// The records of one batch, decompressed (within Kafka's default bound) and owned.
+pub fn owned_records(entry: &FileEntry<'_>) -> std::result::Result<Vec<OwnedRecord>, RecordsError> {
+    let records = entry.records(DEFAULT_MAX_DECOMPRESSED_BYTES)?;
+    Ok(records
+        .to_vec()?
+        .into_iter()
+        .map(|record| {
+            (
+                record.offset,
+                record.key.map(<[u8]>::to_vec),
+                record.value.map(<[u8]>::to_vec),
+            )
+        })
+        .collect())
 }
 
 /// Where loading goes on after damage at `offset`: the next segment's base, or the log end.

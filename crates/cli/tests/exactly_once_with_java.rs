@@ -15,13 +15,9 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 
 use common::kafka::{kafka_available, kafka_tool};
-use common::wire::{connect, name, send};
+use common::wire::{connect, latest_offsets};
 use common::{Server, free_port};
 use ferrolog_testkit::crash::KillDelays;
-use kafka_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
-use kafka_protocol::messages::{
-    ApiKey, BrokerId, ListOffsetsRequest, ListOffsetsResponse, TopicName,
-};
 
 const RECORDS: &str = "20000";
 
@@ -55,24 +51,10 @@ fn check(mode: &str, bootstrap: &str, name: &str) -> String {
 
 /// The sum of the high watermarks of `topic`'s two partitions.
 fn output_end(port: u16, topic: &str) -> i64 {
-    let mut stream = connect(port);
-    let request = ListOffsetsRequest::default()
-        .with_replica_id(BrokerId(-1))
-        .with_topics(vec![
-            ListOffsetsTopic::default()
-                .with_name(TopicName(name(topic)))
-                .with_partitions(
-                    (0..2)
-                        .map(|partition| {
-                            ListOffsetsPartition::default()
-                                .with_partition_index(partition)
-                                .with_timestamp(-1)
-                        })
-                        .collect(),
-                ),
-        ]);
-    let answer: ListOffsetsResponse = send(&mut stream, ApiKey::ListOffsets, 7, &request).unwrap();
-    answer.topics[0].partitions.iter().map(|p| p.offset).sum()
+    latest_offsets(&mut connect(port), topic, 2, 0)
+        .unwrap()
+        .iter()
+        .sum()
 }
 
 #[test]

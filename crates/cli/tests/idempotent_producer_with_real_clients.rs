@@ -1,8 +1,7 @@
 //! confluent-kafka with `enable.idempotence=true` produces through a proxy that, again and
 //! again, drops the broker's responses and cuts every connection mid-stream: batches are written
 //! whose acknowledgements are lost, the client retries them, and the broker must recognise the
-//! retries. Every message ends up in the log exactly once, in order per partition. A
-//! transactional producer is refused at once with a message saying transactions are not served.
+//! retries. Every message ends up in the log exactly once, in order per partition.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests")]
 

@@ -20,18 +20,17 @@ use std::path::{Path, PathBuf};
 
 use common::answers::wait_until_serving;
 use common::kafka::{KafkaPeer, kafka_available};
-use common::wire::{connect, name, send};
+use common::wire::{connect, latest_offsets, name, send};
 use common::{Server, copy_dir};
 use common::{python_with_confluent_kafka, run_script};
 use ferrolog_records::transaction_state::{self, TxnLogValue};
 use ferrolog_records::{EntryIter, FileEntry};
 use kafka_protocol::messages::describe_producers_request::TopicRequest;
 use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
-use kafka_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
 use kafka_protocol::messages::{
     ApiKey, BrokerId, DescribeProducersRequest, DescribeProducersResponse, FetchRequest,
-    FetchResponse, InitProducerIdRequest, InitProducerIdResponse, ListOffsetsRequest,
-    ListOffsetsResponse, ProducerId, TopicName, TransactionalId,
+    FetchResponse, InitProducerIdRequest, InitProducerIdResponse, ProducerId, TopicName,
+    TransactionalId,
 };
 
 const TOPIC: &str = "history";
@@ -132,22 +131,7 @@ fn read(stream: &mut TcpStream, isolation_level: i8) -> Read {
 }
 
 fn latest(stream: &mut TcpStream, isolation_level: i8) -> i64 {
-    let request = ListOffsetsRequest::default()
-        .with_replica_id(BrokerId(-1))
-        .with_isolation_level(isolation_level)
-        .with_topics(vec![
-            ListOffsetsTopic::default()
-                .with_name(TopicName(name(TOPIC)))
-                .with_partitions(vec![
-                    ListOffsetsPartition::default()
-                        .with_partition_index(0)
-                        .with_timestamp(-1),
-                ]),
-        ]);
-    let answer: ListOffsetsResponse = send(stream, ApiKey::ListOffsets, 7, &request).unwrap();
-    let partition = &answer.topics[0].partitions[0];
-    assert_eq!(partition.error_code, 0);
-    partition.offset
+    latest_offsets(stream, TOPIC, 1, isolation_level).unwrap()[0]
 }
 
 fn answers(port: u16) -> Answers {

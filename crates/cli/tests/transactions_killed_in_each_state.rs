@@ -16,38 +16,18 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::wire::{connect, name, send};
+use common::wire::{connect, latest_offsets, name, send};
 use common::{Server, free_port, python_with_confluent_kafka, run_script};
-use kafka_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
 use kafka_protocol::messages::{
-    ApiKey, BrokerId, DescribeTransactionsRequest, DescribeTransactionsResponse,
-    ListOffsetsRequest, ListOffsetsResponse, TopicName, TransactionalId,
+    ApiKey, DescribeTransactionsRequest, DescribeTransactionsResponse, TransactionalId,
 };
 
 /// The coordinator looks for transactions past their timeout every 500 ms.
 const SETTINGS: &[&str] = &["transaction.abort.timed.out.transaction.cleanup.interval.ms=500"];
 
 /// ListOffsets latest of partitions 0 and 1 at `isolation_level` (1: the last stable offset).
-fn latest(stream: &mut TcpStream, topic: &str, isolation_level: i8) -> [i64; 2] {
-    let request = ListOffsetsRequest::default()
-        .with_replica_id(BrokerId(-1))
-        .with_isolation_level(isolation_level)
-        .with_topics(vec![
-            ListOffsetsTopic::default()
-                .with_name(TopicName(name(topic)))
-                .with_partitions(
-                    (0..2)
-                        .map(|partition| {
-                            ListOffsetsPartition::default()
-                                .with_partition_index(partition)
-                                .with_timestamp(-1)
-                        })
-                        .collect(),
-                ),
-        ]);
-    let answer: ListOffsetsResponse = send(stream, ApiKey::ListOffsets, 7, &request).unwrap();
-    let partitions = &answer.topics[0].partitions;
-    [partitions[0].offset, partitions[1].offset]
+fn latest(stream: &mut TcpStream, topic: &str, isolation_level: i8) -> Vec<i64> {
+    latest_offsets(stream, topic, 2, isolation_level).unwrap()
 }
 
 /// The state DescribeTransactions gives `topic`'s transactional id.

@@ -18,42 +18,17 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::wire::{connect, name, send};
+use common::wire::{connect, latest_offsets};
 use common::{Server, free_port, python_with_confluent_kafka, run_script};
 use ferrolog_testkit::crash::KillDelays;
-use kafka_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
-use kafka_protocol::messages::{
-    ApiKey, BrokerId, ListOffsetsRequest, ListOffsetsResponse, TopicName,
-};
 
 const TOPIC: &str = "through-kills";
 const KILLS: usize = 10;
 
 /// ListOffsets latest of both partitions at `isolation_level` (0: the high watermark, 1: the
 /// last stable offset); `None` while the partitions are not there yet.
-fn latest(stream: &mut TcpStream, isolation_level: i8) -> Option<[i64; 2]> {
-    let request = ListOffsetsRequest::default()
-        .with_replica_id(BrokerId(-1))
-        .with_isolation_level(isolation_level)
-        .with_topics(vec![
-            ListOffsetsTopic::default()
-                .with_name(TopicName(name(TOPIC)))
-                .with_partitions(
-                    (0..2)
-                        .map(|partition| {
-                            ListOffsetsPartition::default()
-                                .with_partition_index(partition)
-                                .with_timestamp(-1)
-                        })
-                        .collect(),
-                ),
-        ]);
-    let answer: ListOffsetsResponse = send(stream, ApiKey::ListOffsets, 7, &request)?;
-    let partitions = &answer.topics.first()?.partitions;
-    if partitions.len() != 2 || partitions.iter().any(|p| p.error_code != 0) {
-        return None;
-    }
-    Some([partitions[0].offset, partitions[1].offset])
+fn latest(stream: &mut TcpStream, isolation_level: i8) -> Option<Vec<i64>> {
+    latest_offsets(stream, TOPIC, 2, isolation_level)
 }
 
 fn start(port: u16, dir: &Path) -> Server {
@@ -87,7 +62,7 @@ fn transactions_finish_as_their_producer_saw_them_through_sigkills() {
     });
 
     let mut delays = KillDelays::new(0x5eed_7a11, 1_500, 1_500);
-    let mut stable_before = [0i64; 2];
+    let mut stable_before = vec![0i64; 2];
     for _ in 0..KILLS {
         std::thread::sleep(delays.next_delay());
         server.kill();

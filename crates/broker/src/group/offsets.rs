@@ -58,32 +58,11 @@ impl GroupCoordinator {
                 member.session_deadline_ms = now + i64::from(member.session_timeout_ms);
             }
         }
-        let mut results = Vec::with_capacity(entries.len());
-        let mut records = Vec::new();
-        let mut values = Vec::new();
-        for entry in entries {
-            if entry.metadata.len() > self.config.offset_metadata_max_bytes {
-                results.push(errors::OFFSET_METADATA_TOO_LARGE);
-                continue;
-            }
-            let value = OffsetValue {
-                offset: entry.offset,
-                leader_epoch: entry.leader_epoch,
-                metadata: entry.metadata.clone(),
-                commit_timestamp: now,
-                expire_timestamp: retention_ms.map(|retention| now + retention),
-            };
-            records.push((
-                OffsetsKey::Offset {
-                    group: group_id.to_owned(),
-                    topic: entry.topic.clone(),
-                    partition: entry.partition,
-                },
-                Some(value.encode()),
-            ));
-            values.push(((entry.topic.clone(), entry.partition), value));
-            results.push(errors::NONE);
-        }
+        let CommitRecords {
+            results,
+            records,
+            values,
+        } = self.commit_records(group_id, entries, now, retention_ms);
         if let Err(error) = self.topic.append(group_id, &records, now) {
             tracing::warn!(group = group_id, %error, "storing committed offsets failed");
             return results
@@ -336,6 +315,54 @@ impl GroupCoordinator {
         }
         for id in dead {
             groups.remove(&id);
+        }
+    }
+}
+
+/// What a commit writes and answers: one error per entry, the records of the entries
+/// accepted, and their values as the group keeps them.
+pub(super) struct CommitRecords {
+    pub results: Vec<i16>,
+    pub records: Vec<OffsetsRecord>,
+    pub values: Vec<((String, i32), OffsetValue)>,
+}
+
+impl GroupCoordinator {
+    /// The records of a commit of `entries` for `group_id` at `now` (kept until `now` +
+    /// `retention_ms` when the client asked), entries whose metadata is too long refused.
+    pub(super) fn commit_records(
+        &self,
+        group_id: &str,
+        entries: &[CommitEntry],
+        now: i64,
+        retention_ms: Option<i64>,
+    ) -> CommitRecords {
+        let mut results = Vec::with_capacity(entries.len());
+        let mut records = Vec::new();
+        let mut values = Vec::new();
+        for entry in entries {
+            if entry.metadata.len() > self.config.offset_metadata_max_bytes {
+                results.push(errors::OFFSET_METADATA_TOO_LARGE);
+                continue;
+            }
+            let value = OffsetValue {
+                offset: entry.offset,
+                leader_epoch: entry.leader_epoch,
+                metadata: entry.metadata.clone(),
+                commit_timestamp: now,
+                expire_timestamp: retention_ms.map(|retention| now + retention),
+            };
+            records.push((
+                offset_key(group_id, &entry.topic, entry.partition),
+                Some(value.encode()),
+            ));
+            values.push(((entry.topic.clone(), entry.partition), value));
+            results.push(errors::NONE);
+        }
+        CommitRecords {
+            results,
+            records,
+            values,
         }
     }
 }

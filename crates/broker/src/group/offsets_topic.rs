@@ -8,7 +8,7 @@ use std::sync::Arc;
 use ferrolog_records::consumer_offsets::{
     OTHER_GROUP_RECORD_TYPES, OffsetsKey, partition_for_group, record_type,
 };
-use ferrolog_records::{BatchBuilder, DEFAULT_MAX_DECOMPRESSED_BYTES, FileEntry};
+use ferrolog_records::{BatchBuilder, FileEntry};
 use ferrolog_storage::TopicPartition;
 use ferrolog_storage::manager::LogManager;
 use ferrolog_storage::{Result, StorageError};
@@ -237,19 +237,7 @@ fn visit_entry(
             producer_id = Some(batch.producer_id());
         }
     }
-    let records = match entry.records(DEFAULT_MAX_DECOMPRESSED_BYTES).and_then(|r| {
-        r.to_vec().map(|v| {
-            v.into_iter()
-                .map(|record| {
-                    (
-                        record.offset,
-                        record.key.map(<[u8]>::to_vec),
-                        record.value.map(<[u8]>::to_vec),
-                    )
-                })
-                .collect::<Vec<_>>()
-        })
-    }) {
+    let records = match internal_log::owned_records(entry) {
         Ok(records) => records,
         Err(error) => {
             tracing::warn!(partition = %topic_partition, offset = entry.last_offset(), %error, "skipping an unreadable batch of the offsets topic");

@@ -3,12 +3,12 @@
 //! to OffsetFetch, which answers UNSTABLE_OFFSET_COMMIT for them when asked for stable offsets)
 //! until the transaction coordinator's marker commits or aborts them.
 
-use ferrolog_records::consumer_offsets::{OffsetValue, OffsetsKey};
 use ferrolog_storage::TopicPartition;
 use ferrolog_storage::log::MarkerRequest;
 use ferrolog_storage::producer::{MarkerKind, TxnVerifier};
 
 use super::membership::check_member;
+use super::offsets::CommitRecords;
 use super::offsets_topic::OFFSETS_TOPIC;
 use super::state::{Group, GroupState};
 use super::{CommitEntry, GroupCoordinator};
@@ -70,32 +70,11 @@ impl GroupCoordinator {
                 }
             }
         }
-        let mut results = Vec::with_capacity(entries.len());
-        let mut records = Vec::new();
-        let mut values = Vec::new();
-        for entry in entries {
-            if entry.metadata.len() > self.config.offset_metadata_max_bytes {
-                results.push(errors::OFFSET_METADATA_TOO_LARGE);
-                continue;
-            }
-            let value = OffsetValue {
-                offset: entry.offset,
-                leader_epoch: entry.leader_epoch,
-                metadata: entry.metadata.clone(),
-                commit_timestamp: now,
-                expire_timestamp: None,
-            };
-            records.push((
-                OffsetsKey::Offset {
-                    group: group_id.to_owned(),
-                    topic: entry.topic.clone(),
-                    partition: entry.partition,
-                },
-                Some(value.encode()),
-            ));
-            values.push(((entry.topic.clone(), entry.partition), value));
-            results.push(errors::NONE);
-        }
+        let CommitRecords {
+            results,
+            records,
+            values,
+        } = self.commit_records(group_id, entries, now, None);
         if records.is_empty() {
             return results;
         }

@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use ferrolog_records::consumer_offsets::coordinator_partition;
 use ferrolog_records::transaction_state::{TxnLogValue, decode_key, encode_key};
-use ferrolog_records::{BatchBuilder, DEFAULT_MAX_DECOMPRESSED_BYTES, FileEntry};
+use ferrolog_records::{BatchBuilder, FileEntry};
 use ferrolog_storage::manager::LogManager;
 use ferrolog_storage::{Result, StorageError, TopicPartition};
 
@@ -225,21 +225,7 @@ fn visit_entry(
     {
         return;
     }
-    let records = match entry
-        .records(DEFAULT_MAX_DECOMPRESSED_BYTES)
-        .and_then(|records| {
-            records.to_vec().map(|all| {
-                all.into_iter()
-                    .map(|record| {
-                        (
-                            record.offset,
-                            record.key.map(<[u8]>::to_vec),
-                            record.value.map(<[u8]>::to_vec),
-                        )
-                    })
-                    .collect::<Vec<_>>()
-            })
-        }) {
+    let records = match internal_log::owned_records(entry) {
         Ok(records) => records,
         Err(error) => {
             tracing::warn!(partition = %topic_partition, offset = entry.last_offset(), %error, "skipping an unreadable batch of the transaction state topic");

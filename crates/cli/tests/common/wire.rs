@@ -84,3 +84,38 @@ pub fn connect(port: u16) -> TcpStream {
 pub fn name(text: &str) -> StrBytes {
     StrBytes::from_string(text.to_owned())
 }
+
+/// ListOffsets latest (timestamp −1) of `topic`'s partitions `0..partitions` at
+/// `isolation_level` (0: the high watermarks, 1: the last stable offsets); `None` when the
+/// broker closed the connection or a partition answered an error (not there yet, say).
+pub fn latest_offsets(
+    stream: &mut TcpStream,
+    topic: &str,
+    partitions: i32,
+    isolation_level: i8,
+) -> Option<Vec<i64>> {
+    use kafka_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
+    use kafka_protocol::messages::{BrokerId, ListOffsetsRequest, ListOffsetsResponse, TopicName};
+    let request = ListOffsetsRequest::default()
+        .with_replica_id(BrokerId(-1))
+        .with_isolation_level(isolation_level)
+        .with_topics(vec![
+            ListOffsetsTopic::default()
+                .with_name(TopicName(name(topic)))
+                .with_partitions(
+                    (0..partitions)
+                        .map(|partition| {
+                            ListOffsetsPartition::default()
+                                .with_partition_index(partition)
+                                .with_timestamp(-1)
+                        })
+                        .collect(),
+                ),
+        ]);
+    let answer: ListOffsetsResponse = send(stream, ApiKey::ListOffsets, 7, &request)?;
+    let answered = &answer.topics.first()?.partitions;
+    if answered.len() != partitions as usize || answered.iter().any(|p| p.error_code != 0) {
+        return None;
+    }
+    Some(answered.iter().map(|p| p.offset).collect())
+}

@@ -159,14 +159,3 @@ for p in range(PARTITIONS):
     assert values[p] == expected, ("partition", p, "first difference at",
                                    next(i for i, (a, b) in enumerate(zip(values[p] + [None] * len(expected), expected)) if a != b))
 print("idempotent ok: %d messages exactly once and in order through %d cuts" % (MESSAGES, proxy.cuts))
-
-# Transactions are not served: a transactional producer fails at once, saying so.
-transactional = Producer({"bootstrap.servers": "127.0.0.1:%d" % BROKER[1], "transactional.id": "tx"})
-try:
-    transactional.init_transactions(10)
-    raise AssertionError("a transactional producer was initialised")
-except AssertionError:
-    raise
-except Exception as error:
-    assert "does not serve transactions" in str(error), error
-print("transactions refused: ok")
