@@ -18,8 +18,8 @@ use std::time::Instant;
 use ferrolog_records::{BatchBuilder, Compression};
 use ferrolog_storage::cleaner::offset_map::{BYTES_PER_SLOT, OffsetMap};
 use ferrolog_storage::cleaner::pass;
-use ferrolog_storage::cleaner::throttle::Throttle;
 use ferrolog_storage::log::Log;
+use ferrolog_storage::throttle::Throttle;
 use ferrolog_storage::{CleanupPolicy, LogConfig, SystemClock, TopicPartition};
 
 const LOG_BYTES: usize = 64 * 1024 * 1024;

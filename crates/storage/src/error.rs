@@ -306,6 +306,13 @@ pub enum StorageError {
         /// `ferrolog.max.partitions`.
         limit: usize,
     },
+    /// A data directory asked for by path that is not one of `log.dirs` (Kafka's
+    /// LOG_DIR_NOT_FOUND).
+    #[error("{} is not one of this node's log.dirs", path.display())]
+    UnknownLogDir {
+        /// The path asked for.
+        path: PathBuf,
+    },
     /// Startup or an operation cannot go on; the message says why and what to do.
     #[error("{0}")]
     Fatal(String),

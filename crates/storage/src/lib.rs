@@ -23,6 +23,7 @@ pub mod offset;
 pub mod producer;
 pub mod scheduler;
 pub mod segment;
+pub mod throttle;
 pub mod types;
 
 pub use clock::{Clock, ManualClock, SystemClock};

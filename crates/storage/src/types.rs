@@ -121,6 +121,30 @@ pub fn delete_dir_name(topic_partition: &TopicPartition, unique_id: &str) -> Str
     suffixed_dir_name(topic_partition, unique_id, PartitionDirKind::Delete)
 }
 
+/// The name of a partition's copy growing in another data directory while it moves there:
+/// `<topic>-<partition>.<uuid32>-future` (not cut: Kafka does not cut it either).
+pub fn future_dir_name(topic_partition: &TopicPartition, unique_id: &str) -> String {
+    format!(
+        "{}.{unique_id}{}",
+        topic_partition.dir_name(),
+        PartitionDirKind::Future.suffix()
+    )
+}
+
+/// The unique id of a `-delete`, `-future` or `-stray` directory name (the part between the
+/// last `.` and the suffix).
+pub fn dir_unique_id(name: &str) -> Option<&str> {
+    let stem = [
+        PartitionDirKind::Delete,
+        PartitionDirKind::Future,
+        PartitionDirKind::Stray,
+    ]
+    .into_iter()
+    .find_map(|kind| name.strip_suffix(kind.suffix()))?;
+    let (_, unique_id) = stem.rsplit_once('.')?;
+    (!unique_id.is_empty()).then_some(unique_id)
+}
+
 fn suffixed_dir_name(tp: &TopicPartition, unique_id: &str, kind: PartitionDirKind) -> String {
     let tail = format!("-{}.{}{}", tp.partition, unique_id, kind.suffix());
     let room = MAX_FILE_NAME_BYTES.saturating_sub(tail.len());

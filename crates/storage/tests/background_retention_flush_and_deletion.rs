@@ -223,7 +223,7 @@ fn deleted_segments_stay_as_deleted_files_until_the_delay() {
     append(&log, 1, START + 2 * HOUR);
     setup.clock.advance_ms(2 * HOUR);
     assert_eq!(log.delete_old_segments().unwrap().plan.delete_count(), 2);
-    let partition_dir = log.dir();
+    let partition_dir = &log.dir();
     assert_eq!(
         files_with_suffix(partition_dir, ".deleted"),
         6,
@@ -265,7 +265,7 @@ fn cleanup_expired_segments_on_the_schedule_leaves_one_segment() {
     assert!(stats.iter().all(|job| job.failures() == 0));
     setup.clock.advance(LogConfig::default().file_delete_delay);
     setup.manager.deleter().run_due();
-    let partition_dir = log.dir();
+    let partition_dir = &log.dir();
     assert_eq!(files_with_suffix(partition_dir, ".log"), 1);
     assert_eq!(files_with_suffix(partition_dir, ".index"), 1);
     assert_eq!(files_with_suffix(partition_dir, ".timeindex"), 1);

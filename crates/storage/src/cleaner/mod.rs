@@ -13,7 +13,6 @@
 pub mod offset_map;
 pub mod pass;
 pub mod select;
-pub mod throttle;
 mod transactions;
 
 use std::collections::{HashMap, HashSet};
@@ -28,11 +27,11 @@ use crate::clock::Clock;
 use crate::error::{Result, StorageError};
 use crate::log::Log;
 use crate::scheduler::Wakeup;
+use crate::throttle::Throttle;
 use crate::types::TopicPartition;
 use offset_map::OffsetMap;
 use pass::PassStats;
 use select::{Cleanable, LogInfo, SegmentInfo};
-use throttle::Throttle;
 
 /// The cleaner's settings (broker keys `log.cleaner.*`).
 #[derive(Debug, Clone, Copy, PartialEq)]

@@ -29,7 +29,6 @@ use ferrolog_records::{
 };
 
 use super::offset_map::OffsetMap;
-use super::throttle::Throttle;
 use super::transactions::TxnFilter;
 use crate::config::LogConfig;
 use crate::error::{Result, StorageError};
@@ -40,6 +39,7 @@ use crate::segment::{
     AbortedTxn, BatchMeta, CLEANED_SUFFIX, INDEX_SUFFIX, LOG_SUFFIX, Segment, TIME_INDEX_SUFFIX,
     TXN_INDEX_SUFFIX, segment_path, with_added_suffix,
 };
+use crate::throttle::Throttle;
 
 /// Figures of one pass, for the summary line and the metrics.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -363,7 +363,7 @@ fn clean_group(
     abort: &AtomicBool,
 ) -> Result<Segment> {
     let (config, now_ms) = (context.config, context.now_ms);
-    let dir = log.dir();
+    let dir = &log.dir();
     let base = group[0].base_offset();
     for suffix in [
         LOG_SUFFIX,

@@ -3,6 +3,8 @@
 //! never stalls appends; the lock is taken only to open the partition directory (renames of it
 //! happen under that lock) and to publish the new recovery point.
 
+use std::sync::Arc;
+
 use super::Log;
 use crate::error::Result;
 use crate::fs::OpenDir;
@@ -77,6 +79,11 @@ impl Log {
                     // That is the deletion winning the race, not a failing disk.
                     let writer = self.writer.lock();
                     self.ensure_open(&writer)?;
+                    // Likewise a log moved to another directory meanwhile: these files are
+                    // no longer its own.
+                    if !Arc::ptr_eq(&self.view().home, &view.home) {
+                        return Ok(false);
+                    }
                     return Err(error);
                 }
                 flushed_any = true;
@@ -93,14 +100,17 @@ impl Log {
             let dir = {
                 let writer = self.writer.lock();
                 self.ensure_open(&writer)?;
-                OpenDir::open(self.dir())?
+                OpenDir::open(&self.dir())?
             };
             dir.fsync()?;
         }
         let mut writer = self.writer.lock();
         self.ensure_open(&writer)?;
         let current = self.view();
-        if up_to > current.recovery_point && up_to <= current.log_end.offset {
+        // A log that took its future log's place meanwhile has other files: what was fsynced
+        // here says nothing of them.
+        let same_files = Arc::ptr_eq(&current.home, &view.home);
+        if same_files && up_to > current.recovery_point && up_to <= current.log_end.offset {
             let mut next = (*current).clone();
             next.recovery_point = up_to;
             self.publish(next);

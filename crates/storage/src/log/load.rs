@@ -15,7 +15,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use arc_swap::ArcSwap;
 use parking_lot::Mutex;
 
-use super::{Log, LogEnvironment, LogOffsetMetadata, LogView, WriterState};
+use super::{Log, LogEnvironment, LogHome, LogOffsetMetadata, LogView, WriterState};
 use crate::clock::Clock;
 use crate::config::LogConfig;
 use crate::error::{Result, StorageError};
@@ -374,9 +374,12 @@ impl Log {
             recovery_point,
             damaged_end: damaged_end.map(Arc::new),
             first_unstable_offset: producer_state.first_unstable_offset().map(Offset::new),
+            home: Arc::new(LogHome {
+                dir: dir.to_path_buf(),
+                health,
+            }),
         };
         let log = Self {
-            dir: dir.to_path_buf(),
             topic_partition,
             config: ArcSwap::from_pointee(config),
             clock: Arc::clone(&clock),
@@ -385,7 +388,6 @@ impl Log {
                 closed: false,
             }),
             view: ArcSwap::from_pointee(view),
-            health,
             reaper,
             producers: Mutex::new(producer_state),
             reported_damage: Mutex::new(std::collections::HashSet::new()),
@@ -412,7 +414,18 @@ impl Log {
         config: LogConfig,
         environment: LogEnvironment,
     ) -> Result<Self> {
-        let dir = super::partition_dir(data_dir, topic_partition);
+        Self::create_named_in(data_dir, &topic_partition.dir_name(), config, environment)
+    }
+
+    /// Creates a new, empty log in `data_dir` under `dir_name`: a partition's plain name, or a
+    /// `-future` name for a copy of a log moving to this data directory.
+    pub fn create_named_in(
+        data_dir: &Path,
+        dir_name: &str,
+        config: LogConfig,
+        environment: LogEnvironment,
+    ) -> Result<Self> {
+        let dir = data_dir.join(dir_name);
         std::fs::create_dir_all(&dir).map_err(StorageError::io("create", &dir))?;
         let params = LoadParams {
             had_clean_shutdown: true,

@@ -196,7 +196,7 @@ impl Log {
                 cleaned.delete_files()?;
                 return Ok(false);
             };
-            let dir = self.dir();
+            let dir = &view.home.dir;
             // From the first rename the files are between the old state and the new, which only
             // loading settles (it completes the swap). A failure now, of whatever kind, must
             // not let the log go on over them: the directory goes offline until the next start.
@@ -211,7 +211,7 @@ impl Log {
                 .and_then(|()| cleaned.change_file_suffixes(SWAP_SUFFIX, ""))
                 .and_then(|()| fsync_dir(dir));
             if let Err(error) = swapped {
-                self.health.mark_offline(&error);
+                view.home.health.mark_offline(&error);
                 return Err(error);
             }
             let mut segments: Vec<Arc<Segment>> = view.segments[..start].to_vec();

@@ -28,6 +28,7 @@ mod load;
 mod maintenance;
 mod producers;
 mod read;
+mod relocate;
 pub mod retention;
 mod truncate;
 mod write;
@@ -47,6 +48,7 @@ pub use read::{
     FetchBound, FetchData, FetchParams, FileSlice, FirstBatch, LogOffsetMetadata, Watermarks,
     special_timestamps,
 };
+pub use relocate::{CopyStep, SwapPaths};
 pub use write::MarkerRequest;
 
 use crate::clock::Clock;
@@ -85,6 +87,20 @@ pub struct LogView {
     /// The first offset of the earliest open transaction, from the producer state as of this
     /// view: `read_committed` consumers read no further (see [`Watermarks`]).
     pub first_unstable_offset: Option<Offset>,
+    /// Where the log's files are. In the view, so that work begun on one snapshot (a flush)
+    /// can tell whether the log moved to another directory meanwhile.
+    pub home: Arc<LogHome>,
+}
+
+/// Where a log lives: its partition directory and the health of the data directory holding
+/// it. It changes only when a log moved to another data directory takes its future log's place
+/// ([`Log::take_over`]).
+#[derive(Debug)]
+pub struct LogHome {
+    /// The partition directory.
+    pub dir: PathBuf,
+    /// The data directory's health, shared with every log in it.
+    pub health: Arc<DirHealth>,
 }
 
 impl LogView {
@@ -124,13 +140,11 @@ struct WriterState {
 /// One partition's log.
 #[derive(Debug)]
 pub struct Log {
-    dir: PathBuf,
     topic_partition: TopicPartition,
     config: ArcSwap<LogConfig>,
     clock: Arc<dyn Clock>,
     writer: Mutex<WriterState>,
     view: ArcSwap<LogView>,
-    health: Arc<DirHealth>,
     reaper: Option<Arc<dyn SegmentReaper>>,
     /// Idempotent producers' state; taken after `writer` when both are held.
     producers: Mutex<ProducerState>,
@@ -175,8 +189,8 @@ impl Log {
         &self.topic_partition
     }
     /// The partition directory.
-    pub fn dir(&self) -> &Path {
-        &self.dir
+    pub fn dir(&self) -> PathBuf {
+        self.view.load().home.dir.clone()
     }
     /// The configuration in force, as given at opening or by [`Log::update_config`] since.
     pub fn config(&self) -> Arc<LogConfig> {
@@ -250,8 +264,8 @@ impl Log {
     }
 
     /// The data directory's health, shared with every log in it.
-    pub fn health(&self) -> &Arc<DirHealth> {
-        &self.health
+    pub fn health(&self) -> Arc<DirHealth> {
+        Arc::clone(&self.view.load().home.health)
     }
 
     /// Runs a file-touching operation: refused at once when the directory is offline, and an
@@ -259,10 +273,11 @@ impl Log {
     /// Damaged bytes in a segment refuse the operation (they are never taken for the end of
     /// the data) and are reported: logged at ERROR once per place, counted every time.
     fn guarded<T>(&self, operation: impl FnOnce() -> Result<T>) -> Result<T> {
-        self.health.ensure_online()?;
+        let health = self.health();
+        health.ensure_online()?;
         let result = operation();
         if let Err(error) = &result {
-            self.health.observe(error);
+            health.observe(error);
             if let StorageError::Corrupt { path, position, .. } = error {
                 self.report_damage(path, *position, error);
             }

@@ -248,8 +248,8 @@ impl Log {
         let bytes = snapshot::encode(self.producers.lock().entries().into_iter());
         let dir = self.dir();
         match sync {
-            SnapshotSync::Now => snapshot::write(dir, offset.value(), &bytes),
-            SnapshotSync::Later => snapshot::write_unsynced(dir, offset.value(), &bytes),
+            SnapshotSync::Now => snapshot::write(&dir, offset.value(), &bytes),
+            SnapshotSync::Later => snapshot::write_unsynced(&dir, offset.value(), &bytes),
         }
     }
 
@@ -257,7 +257,7 @@ impl Log {
     /// below the new start deleted.
     pub(super) fn on_log_start_moved(&self, log_start_offset: Offset) -> Result<()> {
         self.producers.lock().evict_below(log_start_offset.value());
-        for (offset, path) in snapshot::list(self.dir())? {
+        for (offset, path) in snapshot::list(&self.dir())? {
             if offset < log_start_offset.value() {
                 remove_if_exists(&path)?;
             }
@@ -270,7 +270,7 @@ impl Log {
     /// way), and `next` takes its first unstable offset.
     pub(super) fn rebuild_producer_state(&self, next: &mut super::LogView) -> Result<()> {
         let (state, _, _reported_when_met) = load(
-            self.dir(),
+            &self.dir(),
             &next.segments,
             next.log_start_offset,
             next.log_end.offset,

@@ -77,7 +77,7 @@ impl Log {
                 segment.change_file_suffixes("", DELETED_SUFFIX)?;
             }
             let segment = Arc::new(Segment::create(
-                self.dir(),
+                &self.dir(),
                 offset,
                 &config,
                 self.clock.now_ms(),
@@ -96,7 +96,7 @@ impl Log {
             next.first_unstable_offset = None;
             self.publish(next);
             *self.producers.lock() = ProducerState::default();
-            for (_, path) in snapshot::list(self.dir())? {
+            for (_, path) in snapshot::list(&self.dir())? {
                 remove_if_exists(&path)?;
             }
             self.dispose_renamed(&old)

@@ -352,7 +352,7 @@ impl Log {
     ) -> Result<Offset> {
         let view = self.view();
         refuse_past_damaged_end(&view)?;
-        let dir = self.dir();
+        let dir = &view.home.dir;
         let new_base = expected_next_offset
             .unwrap_or(Offset::ZERO)
             .max(view.log_end.offset);
@@ -417,6 +417,6 @@ impl Log {
     /// whoever rolled (an appender, `roll`, an idle roll, retention) pays it.
     pub(super) fn make_roll_durable(&self, new_base: Offset) -> Result<()> {
         self.flush_up_to(new_base)?;
-        snapshot::sync(self.dir(), new_base.value())
+        snapshot::sync(&self.dir(), new_base.value())
     }
 }

@@ -14,7 +14,7 @@ impl LogManager {
             return Ok(());
         }
         let entries: OffsetMap = self
-            .logs_in(dir_index)
+            .all_logs_in(dir_index)
             .iter()
             .map(|(topic_partition, log)| (topic_partition.clone(), log.recovery_point().value()))
             .collect();
@@ -29,7 +29,7 @@ impl LogManager {
             return Ok(());
         }
         let entries: OffsetMap = self
-            .logs_in(dir_index)
+            .all_logs_in(dir_index)
             .iter()
             .filter_map(|(topic_partition, log)| {
                 let view = log.view();

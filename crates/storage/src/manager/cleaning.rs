@@ -19,10 +19,16 @@ impl CleanerHost for Host {
         let Some(manager) = self.0.upgrade() else {
             return Vec::new();
         };
+        // A partition moving to another directory is not cleaned until it has moved, as Kafka
+        // pauses cleaning it.
         manager
             .logs()
             .into_iter()
-            .filter(|(_, log)| log.config().cleanup_policy.compact && !log.health().is_offline())
+            .filter(|(topic_partition, log)| {
+                log.config().cleanup_policy.compact
+                    && !log.health().is_offline()
+                    && !manager.is_moving(topic_partition)
+            })
             .collect()
     }
 

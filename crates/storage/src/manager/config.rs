@@ -44,6 +44,9 @@ pub struct ManagerConfig {
     /// disk always load). Every partition holds at least one open file and its memory maps.
     /// Default 10000.
     pub max_partitions: usize,
+    /// `replica.alter.log.dirs.io.max.bytes.per.second`: bytes per second copied into future
+    /// logs, all moves together. Default unlimited (Kafka's `Long.MAX_VALUE`).
+    pub move_max_bytes_per_second: f64,
 }
 
 /// Periods of the scheduler's jobs. Field docs give the broker key and default.
@@ -93,6 +96,7 @@ impl Default for ManagerConfig {
             background: BackgroundConfig::default(),
             cleaner: CleanerConfig::default(),
             max_partitions: 10_000,
+            move_max_bytes_per_second: f64::MAX,
         }
     }
 }
@@ -269,6 +273,7 @@ pub fn known_keys() -> impl Iterator<Item = &'static str> {
             "broker.id",
             "ferrolog.log.dir.placement.policy",
             "ferrolog.max.partitions",
+            "replica.alter.log.dirs.io.max.bytes.per.second",
         ])
 }
 
@@ -336,6 +341,16 @@ impl ManagerConfig {
                         "must be an integer of at least 1",
                     )
                 })?;
+        }
+        let move_rate_key = "replica.alter.log.dirs.io.max.bytes.per.second";
+        if let Some(value) = properties.get(move_rate_key) {
+            config.move_max_bytes_per_second = value
+                .trim()
+                .parse::<i64>()
+                .ok()
+                .filter(|rate| *rate >= 1)
+                .map(|rate| rate as f64)
+                .ok_or_else(|| invalid(move_rate_key, value, "must be an integer of at least 1"))?;
         }
         for key in INTERVAL_KEYS {
             let Some(value) = properties.get(*key) else {

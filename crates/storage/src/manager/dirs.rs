@@ -121,6 +121,7 @@ impl DataDirs {
         &self,
         policy: PlacementPolicy,
         partitions_per_dir: &[usize],
+        draining: &[bool],
     ) -> Vec<usize> {
         let online: Vec<usize> = (0..self.dirs.len())
             .filter(|&index| !self.dirs[index].is_offline())
@@ -131,7 +132,7 @@ impl DataDirs {
                 self.dirs.iter().map(|dir| dir.free_bytes()).collect()
             }
         };
-        placement_order(policy, online, partitions_per_dir, &free_bytes)
+        placement_order(policy, online, partitions_per_dir, &free_bytes, draining)
     }
 
     /// Releases every directory's lock at shutdown (an offline directory's is only dropped).
@@ -150,21 +151,28 @@ impl DataDirs {
 }
 
 /// The placement policy itself: `online` directories (indexes) sorted by the policy, ties to the
-/// first listed. `partitions_per_dir` and `free_bytes` are by index; missing entries count as 0.
+/// first listed; directories being drained (a partition is moving out of them) come after every
+/// other, tried only when no other can take the partition. `partitions_per_dir`, `free_bytes`
+/// and `draining` are by index; missing entries count as 0 and not draining.
 pub(crate) fn placement_order(
     policy: PlacementPolicy,
     mut online: Vec<usize>,
     partitions_per_dir: &[usize],
     free_bytes: &[u64],
+    draining: &[bool],
 ) -> Vec<usize> {
     let count = |index: usize, of: &[usize]| of.get(index).copied().unwrap_or(0);
+    let is_draining = |index: usize| draining.get(index).copied().unwrap_or(false);
     match policy {
         PlacementPolicy::FewestPartitions => {
-            online.sort_by_key(|&index| (count(index, partitions_per_dir), index));
+            online.sort_by_key(|&index| {
+                (is_draining(index), count(index, partitions_per_dir), index)
+            });
         }
         PlacementPolicy::MostFreeBytes => {
             let free = |index: usize| free_bytes.get(index).copied().unwrap_or(0);
-            online.sort_by_key(|&index| (std::cmp::Reverse(free(index)), index));
+            online
+                .sort_by_key(|&index| (is_draining(index), std::cmp::Reverse(free(index)), index));
         }
     }
     online
@@ -200,8 +208,30 @@ mod tests {
             vec![0, 1, 2],
             &[3, 1, 1],
             &[],
+            &[],
         );
         assert_eq!(order, vec![1, 2, 0]);
+    }
+
+    #[test]
+    fn directories_being_drained_come_last_under_either_policy() {
+        let draining = [false, true, false];
+        let order = placement_order(
+            PlacementPolicy::FewestPartitions,
+            vec![0, 1, 2],
+            &[3, 0, 1],
+            &[],
+            &draining,
+        );
+        assert_eq!(order, vec![2, 0, 1]);
+        let order = placement_order(
+            PlacementPolicy::MostFreeBytes,
+            vec![0, 1, 2],
+            &[],
+            &[100, 900, 50],
+            &draining,
+        );
+        assert_eq!(order, vec![0, 2, 1]);
     }
 
     #[test]
@@ -212,6 +242,7 @@ mod tests {
             vec![0, 1, 2],
             &[0, 9, 9, 0],
             &free,
+            &[],
         );
         assert_eq!(
             order,

@@ -1,7 +1,7 @@
 //! Loading every partition log of the data directories at startup: all directories at once,
 //! `num.recovery.threads.per.data.dir` threads each, with progress figures per directory.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -18,7 +18,7 @@ use crate::fs::remove_if_exists;
 use crate::log::{LoadParams, Log, LogEnvironment, SegmentReaper};
 use crate::offset::Offset;
 use crate::segment::TMP_SUFFIX;
-use crate::types::{PartitionDirKind, TopicPartition, parse_partition_dir};
+use crate::types::{PartitionDirKind, TopicPartition, dir_unique_id, parse_partition_dir};
 
 /// Sub-directories of a data directory that hold no partition log ferrolog manages.
 const SKIPPED_DIRS: &[&str] = &["__cluster_metadata-0", "remote-log-index-cache"];
@@ -31,11 +31,22 @@ pub(crate) struct LoadedLog {
     pub dir_index: usize,
     pub log: Arc<Log>,
     pub report: crate::log::LoadReport,
+    /// For a future log (a `-future` directory), the unique id of its name.
+    pub future_id: Option<String>,
 }
 
-/// What loading one directory found.
+/// Every log loaded, and the unique ids of the `-delete` directories removed meanwhile (the
+/// current log's directory takes its future log's id at a swap: see `moves.rs`).
+pub(crate) struct Loaded {
+    pub logs: Vec<LoadedLog>,
+    pub removed_delete_ids: HashSet<String>,
+}
+
+/// What loading one directory found: partition directories, each with its future log's
+/// unique id if it is one.
 struct DirJobs {
-    logs: Vec<(TopicPartition, PathBuf)>,
+    logs: Vec<(TopicPartition, PathBuf, Option<String>)>,
+    removed_delete_ids: Vec<String>,
 }
 
 /// Lists the partition directories of `dir`, removing `-delete` directories and leftover
@@ -43,6 +54,7 @@ struct DirJobs {
 fn list_jobs(dir: &DataDir) -> Result<DirJobs> {
     let path = dir.path();
     let mut logs = Vec::new();
+    let mut removed_delete_ids = Vec::new();
     let entries = std::fs::read_dir(path).map_err(StorageError::io("list data directory", path))?;
     for entry in entries {
         let entry = entry.map_err(StorageError::io("list data directory", path))?;
@@ -69,22 +81,32 @@ fn list_jobs(dir: &DataDir) -> Result<DirJobs> {
             ))
         })?;
         match kind {
-            PartitionDirKind::Live => logs.push((topic_partition, entry_path)),
+            PartitionDirKind::Live => logs.push((topic_partition, entry_path, None)),
+            PartitionDirKind::Future => {
+                let unique_id = dir_unique_id(&name).unwrap_or_default().to_owned();
+                logs.push((topic_partition, entry_path, Some(unique_id)));
+            }
             PartitionDirKind::Delete => {
                 std::fs::remove_dir_all(&entry_path)
                     .map_err(StorageError::io("delete", &entry_path))?;
                 tracing::info!(path = %entry_path.display(), "removed a partition directory queued for deletion");
+                if let Some(unique_id) = dir_unique_id(&name) {
+                    removed_delete_ids.push(unique_id.to_owned());
+                }
             }
-            PartitionDirKind::Future | PartitionDirKind::Stray => {
+            PartitionDirKind::Stray => {
                 tracing::warn!(
                     path = %entry_path.display(),
-                    "left alone: replica moves and stray replicas are not supported"
+                    "left alone: stray replicas belong to a cluster's other brokers"
                 );
             }
         }
     }
     logs.sort();
-    Ok(DirJobs { logs })
+    Ok(DirJobs {
+        logs,
+        removed_delete_ids,
+    })
 }
 
 /// What every log of the manager is given, besides its data directory's health.
@@ -112,15 +134,16 @@ pub(crate) fn load_all(
     threads_per_dir: usize,
     services: &LogServices,
     config_for: &(dyn Fn(&str) -> LogConfig + Sync),
-) -> Result<Vec<LoadedLog>> {
+) -> Result<Loaded> {
     let loaded = Mutex::new(Vec::new());
+    let removed_delete_ids = Mutex::new(HashSet::new());
     let fatal: Mutex<Option<StorageError>> = Mutex::new(None);
     std::thread::scope(|scope| {
         for (dir_index, dir) in dirs.iter().enumerate() {
             if dir.is_offline() {
                 continue;
             }
-            let (loaded, fatal) = (&loaded, &fatal);
+            let (loaded, fatal, removed_delete_ids) = (&loaded, &fatal, &removed_delete_ids);
             scope.spawn(move || {
                 if let Err(error) = load_dir(
                     dir_index,
@@ -129,6 +152,7 @@ pub(crate) fn load_all(
                     services,
                     config_for,
                     loaded,
+                    removed_delete_ids,
                 ) {
                     if error.is_storage_failure() {
                         dir.health().mark_offline(&error);
@@ -142,7 +166,10 @@ pub(crate) fn load_all(
     if let Some(error) = fatal.into_inner() {
         return Err(error);
     }
-    Ok(loaded.into_inner())
+    Ok(Loaded {
+        logs: loaded.into_inner(),
+        removed_delete_ids: removed_delete_ids.into_inner(),
+    })
 }
 
 fn load_dir(
@@ -152,9 +179,13 @@ fn load_dir(
     services: &LogServices,
     config_for: &(dyn Fn(&str) -> LogConfig + Sync),
     loaded: &Mutex<Vec<LoadedLog>>,
+    removed_delete_ids: &Mutex<HashSet<String>>,
 ) -> Result<()> {
     let started = Instant::now();
     let jobs = list_jobs(dir)?;
+    removed_delete_ids
+        .lock()
+        .extend(jobs.removed_delete_ids.iter().cloned());
     let recovery_points = dir.read_checkpoint_or_empty(RECOVERY_POINT_CHECKPOINT);
     let log_starts = dir.read_checkpoint_or_empty(LOG_START_OFFSET_CHECKPOINT);
     let total = jobs.logs.len();
@@ -182,7 +213,7 @@ fn load_dir(
                             return;
                         }
                         let job = next_job.fetch_add(1, Ordering::Relaxed);
-                        let Some((topic_partition, path)) = jobs.logs.get(job) else {
+                        let Some((topic_partition, path, future_id)) = jobs.logs.get(job) else {
                             return;
                         };
                         let params = LoadParams {
@@ -206,6 +237,7 @@ fn load_dir(
                                 dir_index,
                                 log: Arc::new(log),
                                 report,
+                                future_id: future_id.clone(),
                             }),
                             Err(error) => {
                                 failure.lock().get_or_insert(error);
@@ -293,14 +325,17 @@ fn load_one(
     Ok((log, report))
 }
 
-/// Counts per partition, for duplicate detection across directories.
+/// Refuses a partition with two current logs, or two future logs, as Kafka does: which one
+/// holds its data is not known.
 pub(crate) fn find_duplicates(loaded: &[LoadedLog], dirs: &[Arc<DataDir>]) -> Result<()> {
-    let mut seen: HashMap<&TopicPartition, usize> = HashMap::new();
+    let mut seen: HashMap<(&TopicPartition, bool), usize> = HashMap::new();
     for log in loaded {
-        if let Some(other) = seen.insert(&log.topic_partition, log.dir_index) {
+        let future = log.future_id.is_some();
+        if let Some(other) = seen.insert((&log.topic_partition, future), log.dir_index) {
             return Err(StorageError::Fatal(format!(
-                "partition {} is in two data directories: {} and {}",
+                "partition {} has {} in two data directories: {} and {}; move the one that does not hold its data out of the data directory",
                 log.topic_partition,
+                if future { "a future log" } else { "a log" },
                 dirs[other].path().display(),
                 dirs[log.dir_index].path().display()
             )));

@@ -1,6 +1,8 @@
 //! The LogManager's map of logs, indexed both by partition and by topic, so that a topic's
-//! partitions (Metadata, CreateTopics, DeleteTopics) are found without walking every log; and
-//! each topic's id, which lives exactly as long as the topic has a partition here.
+//! partitions (Metadata, CreateTopics, DeleteTopics) are found without walking every log; each
+//! topic's id, which lives exactly as long as the topic has a partition here; the future logs
+//! of partitions moving to another data directory; and the directories operators asked for
+//! partitions that do not exist yet.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
@@ -16,11 +18,25 @@ pub(super) struct Entry {
     pub dir_index: usize,
 }
 
+/// A partition's copy growing in another data directory (Kafka's future log).
+#[derive(Debug, Clone)]
+pub(super) struct FutureEntry {
+    pub log: Arc<Log>,
+    pub dir_index: usize,
+    /// The unique id of its `-future` name; the current log's directory takes it in its
+    /// `-delete` name at the swap, which is how loading recognizes an interrupted swap.
+    pub unique_id: String,
+}
+
 #[derive(Debug, Default)]
 pub(super) struct LogMap {
     by_partition: HashMap<TopicPartition, Entry>,
     by_topic: BTreeMap<String, BTreeSet<i32>>,
     topic_ids: HashMap<String, TopicId>,
+    /// Every future log has its current log in `by_partition`, in another directory.
+    pub futures: HashMap<TopicPartition, FutureEntry>,
+    /// Directories asked for partitions not created yet (Kafka's preferred log dirs).
+    pub preferred_dirs: HashMap<TopicPartition, usize>,
 }
 
 impl LogMap {
@@ -29,6 +45,8 @@ impl LogMap {
             by_partition: HashMap::with_capacity(capacity),
             by_topic: BTreeMap::new(),
             topic_ids: HashMap::new(),
+            futures: HashMap::new(),
+            preferred_dirs: HashMap::new(),
         }
     }
 
@@ -54,6 +72,35 @@ impl LogMap {
 
     pub fn get(&self, topic_partition: &TopicPartition) -> Option<&Entry> {
         self.by_partition.get(topic_partition)
+    }
+
+    /// Records that `topic_partition`'s log now lives in directory `dir_index`.
+    pub fn set_dir(&mut self, topic_partition: &TopicPartition, dir_index: usize) {
+        if let Some(entry) = self.by_partition.get_mut(topic_partition) {
+            entry.dir_index = dir_index;
+        }
+    }
+
+    /// Partitions and future logs per directory, the counts placement goes by (Kafka counts
+    /// both).
+    pub fn logs_per_dir(&self, dirs: usize) -> Vec<usize> {
+        let mut counts = vec![0usize; dirs];
+        let indexes = self.by_partition.values().map(|entry| entry.dir_index);
+        for index in indexes.chain(self.futures.values().map(|future| future.dir_index)) {
+            if let Some(count) = counts.get_mut(index) {
+                *count += 1;
+            }
+        }
+        counts
+    }
+
+    /// Whether directory `dir_index` holds a log moving to another directory.
+    pub fn is_draining(&self, dir_index: usize) -> bool {
+        self.futures.keys().any(|topic_partition| {
+            self.by_partition
+                .get(topic_partition)
+                .is_some_and(|entry| entry.dir_index == dir_index)
+        })
     }
 
     pub fn len(&self) -> usize {

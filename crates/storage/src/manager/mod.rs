@@ -18,6 +18,7 @@ mod documents;
 mod load;
 mod log_map;
 mod meta_properties;
+mod moves;
 mod producer_ids;
 mod properties;
 mod tasks;
@@ -37,6 +38,7 @@ pub use deleter::Deleter;
 pub use dirs::DataDirs;
 pub use documents::Document;
 pub use meta_properties::{META_PROPERTIES, MetaProperties, random_uuid};
+pub use moves::{COPY_CHUNK_BYTES, FutureLog, LogDirChange, SWAP_TAIL_BYTES};
 pub use producer_ids::PRODUCER_IDS_FILE;
 pub use properties::parse_properties;
 use topic_configs::StoredTopicConfigs;
@@ -67,6 +69,11 @@ pub struct StartupReport {
     /// The logs whose loading changed something on disk (data cut by recovery, segments or
     /// leftover files removed, swaps completed) or met damaged bytes it left in place.
     pub changed: Vec<(TopicPartition, crate::log::LoadReport)>,
+    /// Partitions whose move to another directory was interrupted in its swap and finished by
+    /// loading.
+    pub moves_completed: Vec<TopicPartition>,
+    /// Partitions whose move to another directory goes on from where it stopped.
+    pub moves_resumed: Vec<TopicPartition>,
 }
 
 /// Every partition log of the node, across its data directories. Each part of its state has
@@ -115,14 +122,31 @@ impl LogManager {
             &services,
             &config_for,
         )?;
-        load::find_duplicates(&loaded, dirs.all())?;
+        load::find_duplicates(&loaded.logs, dirs.all())?;
+        let settled = moves::settle_futures(loaded, &dirs)?;
         let mut startup = StartupReport {
-            logs_loaded: loaded.len(),
+            logs_loaded: settled.current.len(),
             offline_dirs: dirs.failed_at_start().to_vec(),
+            moves_completed: settled.completed,
+            moves_resumed: settled
+                .future
+                .iter()
+                .map(|log| log.topic_partition.clone())
+                .collect(),
             ..StartupReport::default()
         };
-        let mut logs = LogMap::with_capacity(loaded.len());
-        for loaded_log in loaded {
+        let mut logs = LogMap::with_capacity(settled.current.len());
+        for future in settled.future {
+            logs.futures.insert(
+                future.topic_partition,
+                log_map::FutureEntry {
+                    log: future.log,
+                    dir_index: future.dir_index,
+                    unique_id: future.future_id.unwrap_or_default(),
+                },
+            );
+        }
+        for loaded_log in settled.current {
             startup.segments_recovered += loaded_log.report.recovered.len();
             let report = &loaded_log.report;
             if report.truncated_bytes() > 0
@@ -163,6 +187,7 @@ impl LogManager {
                 first_producer_id = first_producer_id.max(highest.saturating_add(1));
             }
         }
+        let maintenance = Maintenance::new(deleter, config.move_max_bytes_per_second);
         let manager = Self {
             producer_ids: producer_ids::ProducerIdBlock::starting_at(first_producer_id),
             config,
@@ -174,7 +199,7 @@ impl LogManager {
             shut_down: AtomicBool::new(false),
             identity,
             startup,
-            maintenance: Maintenance::new(deleter),
+            maintenance,
         };
         manager.dirs.ensure_some_online()?;
         manager.load_cleaner_checkpoints();
@@ -335,7 +360,17 @@ impl LogManager {
             .topic_id(&topic_partition.topic)
             .unwrap_or_else(TopicId::random);
         let mut last_error = None;
-        for dir_index in self.placement_order() {
+        // A directory asked for before the partition existed comes first (Kafka's preferred
+        // log dir), then the placement policy's order.
+        let preferred = self.logs.write().preferred_dirs.remove(topic_partition);
+        let mut order = self.placement_order();
+        if let Some(preferred) = preferred
+            && let Some(position) = order.iter().position(|index| *index == preferred)
+        {
+            order.remove(position);
+            order.insert(0, preferred);
+        }
+        for dir_index in order {
             let dir = &self.dirs[dir_index];
             let partition_path = partition_dir(dir.path(), topic_partition);
             let existed = partition_path.exists();
@@ -346,7 +381,7 @@ impl LogManager {
                 self.log_services().environment_in(dir),
             )
             .and_then(|log| {
-                topic_ids::write(log.dir(), topic_id)?;
+                topic_ids::write(&log.dir(), topic_id)?;
                 Ok(log)
             });
             match created {
@@ -395,11 +430,15 @@ impl LogManager {
 
     /// Online directories in the order a new partition should try them.
     fn placement_order(&self) -> Vec<usize> {
-        let mut counts = vec![0usize; self.dirs.len()];
-        for entry in self.logs.read().values() {
-            counts[entry.dir_index] += 1;
-        }
-        self.dirs.placement_order(self.config.placement, &counts)
+        let (counts, draining) = {
+            let logs = self.logs.read();
+            let draining: Vec<bool> = (0..self.dirs.len())
+                .map(|index| logs.is_draining(index))
+                .collect();
+            (logs.logs_per_dir(self.dirs.len()), draining)
+        };
+        self.dirs
+            .placement_order(self.config.placement, &counts, &draining)
     }
 
     /// Removes `topic_partition`'s log: it leaves the map at once, its directory is renamed
@@ -411,6 +450,9 @@ impl LogManager {
             return Ok(false);
         }
         self.stop_cleaning_for_deletion(topic_partition);
+        // The future log goes first: a future log found alone at startup is then always the
+        // end of an interrupted swap, never the leftover of a deletion.
+        self.abandon_future(topic_partition)?;
         let Some(entry) = self.logs.write().remove(topic_partition) else {
             return Ok(false);
         };
@@ -437,7 +479,7 @@ impl LogManager {
         Ok(true)
     }
 
-    /// The logs of directory `dir_index`.
+    /// The current logs of directory `dir_index`.
     fn logs_in(&self, dir_index: usize) -> Vec<(TopicPartition, Arc<Log>)> {
         self.logs
             .read()
@@ -445,6 +487,23 @@ impl LogManager {
             .filter(|(_, entry)| entry.dir_index == dir_index)
             .map(|(topic_partition, entry)| (topic_partition.clone(), Arc::clone(&entry.log)))
             .collect()
+    }
+
+    /// Every log whose files are in directory `dir_index`: its current logs and the future
+    /// logs moving there (both have checkpoint entries there, as in Kafka).
+    fn all_logs_in(&self, dir_index: usize) -> Vec<(TopicPartition, Arc<Log>)> {
+        let mut logs = self.logs_in(dir_index);
+        logs.extend(
+            self.logs
+                .read()
+                .futures
+                .iter()
+                .filter(|(_, future)| future.dir_index == dir_index)
+                .map(|(topic_partition, future)| {
+                    (topic_partition.clone(), Arc::clone(&future.log))
+                }),
+        );
+        logs
     }
 
     /// The deleter removing deleted segments and partitions after their delay.
@@ -491,7 +550,7 @@ impl LogManager {
         if dir.is_offline() {
             return Ok(());
         }
-        let logs = self.logs_in(dir_index);
+        let logs = self.all_logs_in(dir_index);
         let next = std::sync::atomic::AtomicUsize::new(0);
         let failures = Mutex::new(Vec::new());
         std::thread::scope(|scope| {

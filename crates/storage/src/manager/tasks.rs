@@ -15,7 +15,7 @@
 
 use std::collections::HashMap;
 use std::sync::{Arc, Weak};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
 
@@ -23,8 +23,9 @@ use super::{Deleter, LogManager};
 use crate::cleaner::LogCleaner;
 use crate::error::{Result, StorageError};
 use crate::log::Log;
-use crate::scheduler::{BackgroundThread, SchedulerThread};
+use crate::scheduler::{BackgroundThread, SchedulerThread, Wakeup};
 use crate::scheduler::{JobStats, Scheduler};
+use crate::throttle::Throttle;
 use crate::types::TopicPartition;
 
 /// Logs handled between pauses of a long pass.
@@ -143,7 +144,21 @@ impl LogManager {
             .start(Arc::clone(&self.clock))
             .map_err(cannot_start)?;
         let deleter = self.maintenance.deleter.start().map_err(cannot_start)?;
-        *self.maintenance.background.lock() = Some(Background { scheduler, deleter });
+        let mover = {
+            let manager: Weak<LogManager> = Arc::downgrade(self);
+            let wakeup = Arc::clone(&self.maintenance.mover_wakeup);
+            BackgroundThread::spawn("log-dir-mover", wakeup, move || {
+                manager
+                    .upgrade()
+                    .map_or(Duration::from_secs(1), |manager| manager.move_logs_once())
+            })
+            .map_err(cannot_start)?
+        };
+        *self.maintenance.background.lock() = Some(Background {
+            scheduler,
+            deleter,
+            mover,
+        });
         self.start_cleaner()?;
         Ok(stats)
     }
@@ -162,6 +177,10 @@ pub(super) struct Maintenance {
     pub cleaner: Mutex<Option<Arc<LogCleaner>>>,
     /// First dirty offset per compacted partition (`cleaner-offset-checkpoint`).
     pub cleaner_checkpoints: Mutex<HashMap<TopicPartition, i64>>,
+    /// Wakes the mover when a move starts.
+    pub mover_wakeup: Arc<Wakeup>,
+    /// `replica.alter.log.dirs.io.max.bytes.per.second`, over every move.
+    pub move_throttle: Throttle,
 }
 
 /// The running background threads.
@@ -169,15 +188,18 @@ pub(super) struct Maintenance {
 pub(super) struct Background {
     scheduler: SchedulerThread,
     deleter: BackgroundThread,
+    mover: BackgroundThread,
 }
 
 impl Maintenance {
-    pub fn new(deleter: Arc<Deleter>) -> Self {
+    pub fn new(deleter: Arc<Deleter>, move_max_bytes_per_second: f64) -> Self {
         Self {
             deleter,
             background: Mutex::new(None),
             cleaner: Mutex::new(None),
             cleaner_checkpoints: Mutex::new(HashMap::new()),
+            mover_wakeup: Arc::new(Wakeup::default()),
+            move_throttle: Throttle::new(move_max_bytes_per_second),
         }
     }
 
@@ -189,6 +211,7 @@ impl Maintenance {
         if let Some(mut background) = self.background.lock().take() {
             background.scheduler.stop();
             background.deleter.stop();
+            background.mover.stop();
         }
     }
 }

@@ -127,7 +127,7 @@ pub(super) fn settle(logs: &mut LogMap) {
                 continue;
             };
             let dir = entry.log.dir();
-            match read(dir) {
+            match read(&dir) {
                 Ok(Some(id)) if found.is_none_or(|first| first == id) => found = Some(id),
                 Ok(Some(id)) => {
                     tracing::error!(%topic, partition, path = %dir.display(), %id, kept = %found.map(|id| id.to_string()).unwrap_or_default(), "a partition holds another topic id than the topic's other partitions; the first one found is used");
@@ -140,7 +140,7 @@ pub(super) fn settle(logs: &mut LogMap) {
         }
         let id = found.unwrap_or_else(TopicId::random);
         for dir in missing {
-            if let Err(error) = write(dir, id) {
+            if let Err(error) = write(&dir, id) {
                 tracing::warn!(%topic, path = %dir.display(), error = %error, "could not write the topic id");
             }
         }

@@ -612,6 +612,25 @@ impl Segment {
         Ok(())
     }
 
+    /// Points every file of the segment into `dir`, keeping their names, after their partition
+    /// directory was renamed to `dir` (open handles follow a rename; only the paths change).
+    pub fn moved_to(&self, dir: &Path) {
+        let moved = |path: &Path| match path.file_name() {
+            Some(name) => dir.join(name),
+            None => path.to_path_buf(),
+        };
+        self.log.set_path(moved(&self.log.path()));
+        let mut offset_index = self.offset_index.write();
+        let path = moved(offset_index.path());
+        offset_index.set_path(path);
+        let mut time_index = self.time_index.write();
+        let path = moved(time_index.path());
+        time_index.set_path(path);
+        let mut txn_index = self.txn_index.lock();
+        let path = moved(txn_index.path());
+        txn_index.set_path(path);
+    }
+
     /// The segment's `.txnindex` path, with the same suffix as its `.log`; the file may not exist.
     pub fn txn_index_path(&self) -> PathBuf {
         self.txn_index.lock().path().to_path_buf()

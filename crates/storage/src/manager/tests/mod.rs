@@ -17,6 +17,7 @@ use crate::log::{FetchBound, FetchParams, FirstBatch};
 use crate::offset::Offset;
 
 mod documents;
+mod moves;
 mod startup;
 
 const NOW: i64 = 1_700_000_000_000;

@@ -1,5 +1,7 @@
-//! `log.cleaner.io.max.bytes.per.second`: every cleaner thread counts the bytes it reads and
-//! writes into one shared throttle, which makes the thread that crosses the rate sleep it off.
+//! A byte rate shared by threads (`log.cleaner.io.max.bytes.per.second` for the cleaner,
+//! `replica.alter.log.dirs.io.max.bytes.per.second` for moves between data directories): each
+//! counts the bytes it reads and writes into one throttle, which makes the thread that crosses
+//! the rate sleep it off.
 //! Accounts are settled per window of 300 ms as in Kafka's throttler, and also as soon as the
 //! bytes counted are worth a whole window, so a fast burst is held to the rate too.
 
@@ -7,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
 
-/// A limit shared by every cleaner thread's I/O (`log.cleaner.io.max.bytes.per.second`).
+/// A byte rate shared by the threads that count into it.
 #[derive(Debug)]
 pub struct Throttle {
     bytes_per_second: f64,
