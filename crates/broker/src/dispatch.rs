@@ -9,6 +9,7 @@ use bytes::Bytes;
 use ferrolog_records::be;
 use kafka_protocol::messages::{
     AddOffsetsToTxnRequest, AddPartitionsToTxnRequest, AlterConfigsRequest,
+    AlterPartitionReassignmentsRequest, AlterReplicaLogDirsRequest,
     AlterUserScramCredentialsRequest, ApiKey, ApiVersionsRequest, CreateAclsRequest,
     CreatePartitionsRequest, CreateTopicsRequest, DeleteAclsRequest, DeleteGroupsRequest,
     DeleteRecordsRequest, DeleteTopicsRequest, DescribeAclsRequest, DescribeClientQuotasRequest,
@@ -16,10 +17,10 @@ use kafka_protocol::messages::{
     DescribeProducersRequest, DescribeTopicPartitionsRequest, DescribeTransactionsRequest,
     DescribeUserScramCredentialsRequest, EndTxnRequest, FetchRequest, FindCoordinatorRequest,
     HeartbeatRequest, IncrementalAlterConfigsRequest, InitProducerIdRequest, JoinGroupRequest,
-    LeaveGroupRequest, ListGroupsRequest, ListOffsetsRequest, ListTransactionsRequest,
-    MetadataRequest, OffsetCommitRequest, OffsetDeleteRequest, OffsetFetchRequest, ProduceRequest,
-    RequestHeader, ResponseHeader, SaslAuthenticateRequest, SaslHandshakeRequest, SyncGroupRequest,
-    TxnOffsetCommitRequest, WriteTxnMarkersRequest,
+    LeaveGroupRequest, ListGroupsRequest, ListOffsetsRequest, ListPartitionReassignmentsRequest,
+    ListTransactionsRequest, MetadataRequest, OffsetCommitRequest, OffsetDeleteRequest,
+    OffsetFetchRequest, ProduceRequest, RequestHeader, ResponseHeader, SaslAuthenticateRequest,
+    SaslHandshakeRequest, SyncGroupRequest, TxnOffsetCommitRequest, WriteTxnMarkersRequest,
 };
 use kafka_protocol::protocol::{Decodable, Encodable};
 
@@ -146,6 +147,9 @@ served_apis! {
     IncrementalAlterConfigs 0..=1, IncrementalAlterConfigsRequest, blocking handlers::configs::incremental_alter => response, needs [Topic AlterConfigs];
     DescribeCluster 0..=1, DescribeClusterRequest, blocking handlers::describe_cluster::handle => response, needs [];
     DescribeLogDirs 1..=4, DescribeLogDirsRequest, blocking handlers::describe_log_dirs::handle => response, needs [Cluster Describe];
+    AlterReplicaLogDirs 1..=2, AlterReplicaLogDirsRequest, blocking handlers::alter_replica_log_dirs::handle => response, needs [Cluster Alter];
+    AlterPartitionReassignments 0..=1, AlterPartitionReassignmentsRequest, blocking handlers::partition_reassignments::alter => response, needs [Cluster Alter];
+    ListPartitionReassignments 0..=0, ListPartitionReassignmentsRequest, blocking handlers::partition_reassignments::list => response, needs [Cluster Describe];
     DeleteTopics 1..=5, DeleteTopicsRequest, blocking handlers::delete_topics::handle => response, needs [Topic Delete];
     DeleteRecords 0..=2, DeleteRecordsRequest, blocking handlers::delete_records::handle => response, needs [Topic Delete];
     InitProducerId 0..=5, InitProducerIdRequest, blocking handlers::init_producer_id::handle => response, needs [Cluster IdempotentWrite];

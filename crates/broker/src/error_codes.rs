@@ -4,6 +4,7 @@
 
 use kafka_protocol::messages::{
     AddOffsetsToTxnResponse, AddPartitionsToTxnResponse, AlterConfigsResponse,
+    AlterPartitionReassignmentsResponse, AlterReplicaLogDirsResponse,
     AlterUserScramCredentialsResponse, ApiVersionsResponse, CreateAclsResponse,
     CreatePartitionsResponse, CreateTopicsResponse, DeleteAclsResponse, DeleteGroupsResponse,
     DeleteRecordsResponse, DeleteTopicsResponse, DescribeAclsResponse,
@@ -12,10 +13,11 @@ use kafka_protocol::messages::{
     DescribeTopicPartitionsResponse, DescribeTransactionsResponse,
     DescribeUserScramCredentialsResponse, EndTxnResponse, FetchResponse, FindCoordinatorResponse,
     HeartbeatResponse, IncrementalAlterConfigsResponse, InitProducerIdResponse, JoinGroupResponse,
-    LeaveGroupResponse, ListGroupsResponse, ListOffsetsResponse, ListTransactionsResponse,
-    MetadataResponse, OffsetCommitResponse, OffsetDeleteResponse, OffsetFetchResponse,
-    ProduceResponse, SaslAuthenticateResponse, SaslHandshakeResponse, SyncGroupResponse,
-    TxnOffsetCommitResponse, WriteTxnMarkersResponse,
+    LeaveGroupResponse, ListGroupsResponse, ListOffsetsResponse,
+    ListPartitionReassignmentsResponse, ListTransactionsResponse, MetadataResponse,
+    OffsetCommitResponse, OffsetDeleteResponse, OffsetFetchResponse, ProduceResponse,
+    SaslAuthenticateResponse, SaslHandshakeResponse, SyncGroupResponse, TxnOffsetCommitResponse,
+    WriteTxnMarkersResponse,
 };
 
 /// The error codes in a response, `NONE` included.
@@ -35,6 +37,7 @@ macro_rules! top_level {
 
 top_level!(
     ApiVersionsResponse,
+    ListPartitionReassignmentsResponse,
     DescribeClusterResponse,
     InitProducerIdResponse,
     JoinGroupResponse,
@@ -238,6 +241,27 @@ impl ErrorCodes for AlterConfigsResponse {
 impl ErrorCodes for IncrementalAlterConfigsResponse {
     fn error_codes(&self) -> Vec<i16> {
         self.responses.iter().map(|r| r.error_code).collect()
+    }
+}
+
+impl ErrorCodes for AlterReplicaLogDirsResponse {
+    fn error_codes(&self) -> Vec<i16> {
+        self.results
+            .iter()
+            .flat_map(|topic| topic.partitions.iter().map(|p| p.error_code))
+            .collect()
+    }
+}
+
+impl ErrorCodes for AlterPartitionReassignmentsResponse {
+    fn error_codes(&self) -> Vec<i16> {
+        let mut codes = vec![self.error_code];
+        codes.extend(
+            self.responses
+                .iter()
+                .flat_map(|topic| topic.partitions.iter().map(|p| p.error_code)),
+        );
+        codes
     }
 }
 

@@ -10,6 +10,7 @@
 pub mod authz;
 pub mod bridge;
 pub mod dispatch;
+pub mod dynamic_configs;
 pub mod error_codes;
 pub mod errors;
 pub mod fetch_waiters;
@@ -127,6 +128,8 @@ pub struct Context {
     pub access: authz::Access,
     /// Users' SCRAM credentials.
     pub credentials: sasl::ScramStore,
+    /// Broker configs changed at run time.
+    pub dynamic_configs: dynamic_configs::DynamicBrokerConfigs,
 }
 
 impl Context {
@@ -155,6 +158,7 @@ impl Context {
             transactions,
             access,
             credentials,
+            dynamic_configs: dynamic_configs::DynamicBrokerConfigs::default(),
         })
     }
 }

@@ -109,6 +109,9 @@ impl Probe {
             AlterConfigs => AlterConfigsResponse,
             IncrementalAlterConfigs => IncrementalAlterConfigsResponse,
             DescribeLogDirs => DescribeLogDirsResponse,
+            AlterReplicaLogDirs => AlterReplicaLogDirsResponse,
+            AlterPartitionReassignments => AlterPartitionReassignmentsResponse,
+            ListPartitionReassignments => ListPartitionReassignmentsResponse,
             InitProducerId => InitProducerIdResponse,
             FindCoordinator => FindCoordinatorResponse,
             JoinGroup => JoinGroupResponse,
@@ -296,6 +299,37 @@ pub fn probe(api: ApiKey, topic: &str, group_id: &str) -> Option<Probe> {
         ApiKey::DescribeLogDirs => {
             Probe::new(api, 4, &DescribeLogDirsRequest::default().with_topics(None))
         }
+        ApiKey::AlterReplicaLogDirs => {
+            // Allowed, it names no directory of either broker: LOG_DIR_NOT_FOUND.
+            let request = AlterReplicaLogDirsRequest::default().with_dirs(vec![
+                alter_replica_log_dirs_request::AlterReplicaLogDir::default()
+                    .with_path(text("/no-such-log-dir"))
+                    .with_topics(vec![
+                        alter_replica_log_dirs_request::AlterReplicaLogDirTopic::default()
+                            .with_name(TopicName(text(topic)))
+                            .with_partitions(vec![0]),
+                    ]),
+            ]);
+            Probe::new(api, 2, &request)
+        }
+        ApiKey::AlterPartitionReassignments => {
+            // Allowed, it cancels a reassignment neither broker has: NO_REASSIGNMENT_IN_PROGRESS.
+            let request = AlterPartitionReassignmentsRequest::default().with_topics(vec![
+                alter_partition_reassignments_request::ReassignableTopic::default()
+                    .with_name(TopicName(text(topic)))
+                    .with_partitions(vec![
+                        alter_partition_reassignments_request::ReassignablePartition::default()
+                            .with_partition_index(0)
+                            .with_replicas(None),
+                    ]),
+            ]);
+            Probe::new(api, 0, &request)
+        }
+        ApiKey::ListPartitionReassignments => Probe::new(
+            api,
+            0,
+            &ListPartitionReassignmentsRequest::default().with_topics(None),
+        ),
         ApiKey::InitProducerId => {
             let request = InitProducerIdRequest::default()
                 .with_transactional_id(None)

@@ -19,6 +19,13 @@
 //! | `fs.fsync` | fsync of such a file |
 //! | `fs.rename` | renaming files (atomic replaces, segment suffixes, swaps) |
 //! | `fs.fsync_dir` | fsync of a directory |
+//!
+//! One point makes a crash test's kills land inside a step instead of failing it: armed with
+//! `sleep(ms)`, [`pause`] waits there.
+//!
+//! | point | where |
+//! |---|---|
+//! | `log.move.between-renames` | a log moving to another directory, between the rename of its current directory to `-delete` and of its future log's to the plain name |
 
 use std::io;
 
@@ -37,6 +44,17 @@ pub(crate) fn point(name: &str) -> io::Result<()> {
 pub(crate) fn point(_name: &str) -> io::Result<()> {
     Ok(())
 }
+
+/// Waits as armed for `name` (`sleep(ms)`), if armed.
+#[cfg(feature = "failpoints")]
+pub(crate) fn pause(name: &str) {
+    fail::fail_point!(name);
+}
+
+/// Without the `failpoints` feature no point can be armed.
+#[cfg(not(feature = "failpoints"))]
+#[inline(always)]
+pub(crate) fn pause(_name: &str) {}
 
 /// The error an armed point returns: the errno named by its argument (EIO when none).
 #[cfg(feature = "failpoints")]

@@ -5,6 +5,7 @@
 //! Accounts are settled per window of 300 ms as in Kafka's throttler, and also as soon as the
 //! bytes counted are worth a whole window, so a fast burst is held to the rate too.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
@@ -12,7 +13,8 @@ use parking_lot::Mutex;
 /// A byte rate shared by the threads that count into it.
 #[derive(Debug)]
 pub struct Throttle {
-    bytes_per_second: f64,
+    /// The rate's `f64` bits, so that it can change while threads count into it.
+    bytes_per_second: AtomicU64,
     window: Mutex<(Instant, u64)>,
 }
 
@@ -22,14 +24,25 @@ impl Throttle {
     /// `f64::MAX` (Kafka's default) never throttles.
     pub fn new(bytes_per_second: f64) -> Self {
         Self {
-            bytes_per_second,
+            bytes_per_second: AtomicU64::new(bytes_per_second.to_bits()),
             window: Mutex::new((Instant::now(), 0)),
         }
     }
 
+    /// The rate in bytes per second.
+    pub fn rate(&self) -> f64 {
+        f64::from_bits(self.bytes_per_second.load(Ordering::Relaxed))
+    }
+
+    /// Changes the rate (a dynamic broker config); later accounts are held to it.
+    pub fn set_rate(&self, bytes_per_second: f64) {
+        self.bytes_per_second
+            .store(bytes_per_second.to_bits(), Ordering::Relaxed);
+    }
+
     /// Whether the rate is so high (Kafka's default, `f64::MAX`) that nothing is counted.
     pub fn is_unlimited(&self) -> bool {
-        self.bytes_per_second >= f64::MAX / 2.0
+        self.rate() >= f64::MAX / 2.0
     }
 
     /// Counts `bytes`; sleeps when the current window is over the rate.
@@ -41,7 +54,8 @@ impl Throttle {
             let mut window = self.window.lock();
             window.1 += bytes;
             let elapsed = window.0.elapsed();
-            let allowed = Duration::from_secs_f64(window.1 as f64 / self.bytes_per_second);
+            // A rate of 0 (nothing may pass) is held to a byte per second here; callers skip the work.
+            let allowed = Duration::from_secs_f64(window.1 as f64 / self.rate().max(1.0));
             // Settle up once a window has passed, or once the bytes alone are worth a window.
             if elapsed < CHECK_WINDOW && allowed < CHECK_WINDOW {
                 return;

@@ -271,6 +271,72 @@ pub(super) const DESCRIBE_CLUSTER: Message = Message {
     ],
 };
 
+/// AlterReplicaLogDirsRequest v1–2.
+pub(super) const ALTER_REPLICA_LOG_DIRS: Message = Message {
+    api_key: 34,
+    fields: &[Field::new(
+        "Dirs",
+        Kind::Array(&[
+            Field::new("Path", Kind::String, v(0, MAX)),
+            Field::new(
+                "Topics",
+                Kind::Array(&[
+                    Field::new("Name", Kind::String, v(0, MAX)),
+                    Field::new("Partitions", Kind::PrimitiveArray(&Kind::Int32), v(0, MAX)),
+                ]),
+                v(0, MAX),
+            ),
+        ]),
+        v(0, MAX),
+    )],
+};
+
+/// AlterPartitionReassignmentsRequest v0–1.
+pub(super) const ALTER_PARTITION_REASSIGNMENTS: Message = Message {
+    api_key: 45,
+    fields: &[
+        Field::new("TimeoutMs", Kind::Int32, v(0, MAX)),
+        Field::new("AllowReplicationFactorChange", Kind::Bool, v(1, MAX)),
+        Field::new(
+            "Topics",
+            Kind::Array(&[
+                Field::new("Name", Kind::String, v(0, MAX)),
+                Field::new(
+                    "Partitions",
+                    Kind::Array(&[
+                        Field::new("PartitionIndex", Kind::Int32, v(0, MAX)),
+                        Field::new("Replicas", Kind::PrimitiveArray(&Kind::Int32), v(0, MAX))
+                            .nullable(v(0, MAX)),
+                    ]),
+                    v(0, MAX),
+                ),
+            ]),
+            v(0, MAX),
+        ),
+    ],
+};
+
+/// ListPartitionReassignmentsRequest v0.
+pub(super) const LIST_PARTITION_REASSIGNMENTS: Message = Message {
+    api_key: 46,
+    fields: &[
+        Field::new("TimeoutMs", Kind::Int32, v(0, MAX)),
+        Field::new(
+            "Topics",
+            Kind::Array(&[
+                Field::new("Name", Kind::String, v(0, MAX)),
+                Field::new(
+                    "PartitionIndexes",
+                    Kind::PrimitiveArray(&Kind::Int32),
+                    v(0, MAX),
+                ),
+            ]),
+            v(0, MAX),
+        )
+        .nullable(v(0, MAX)),
+    ],
+};
+
 /// DescribeLogDirsRequest v1–4.
 pub(super) const DESCRIBE_LOG_DIRS: Message = Message {
     api_key: 35,
@@ -716,6 +782,9 @@ pub(super) const ALL: &[&Message] = &[
     &INCREMENTAL_ALTER_CONFIGS,
     &DESCRIBE_CLUSTER,
     &DESCRIBE_LOG_DIRS,
+    &ALTER_REPLICA_LOG_DIRS,
+    &ALTER_PARTITION_REASSIGNMENTS,
+    &LIST_PARTITION_REASSIGNMENTS,
     &DELETE_TOPICS,
     &DELETE_RECORDS,
     &INIT_PRODUCER_ID,

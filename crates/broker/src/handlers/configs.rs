@@ -2,8 +2,9 @@
 //! ferrolog supports with its effective value, and changes validated by the storage's own rules,
 //! kept across restarts and applied to the live logs at once. IncrementalAlterConfigs applies
 //! SET and DELETE to the current overrides; the older AlterConfigs replaces them all, as Kafka
-//! does (keys it does not name go back to their defaults). Broker resources describe as empty
-//! and refuse changes: broker settings come from `server.properties`.
+//! does (keys it does not name go back to their defaults). Broker resources describe as empty;
+//! IncrementalAlterConfigs changes only the replication throttles on them
+//! (`dynamic_configs.rs`), the rest of the broker's settings come from `server.properties`.
 //!
 //! Each resource is authorized as Kafka does, before anything else about it: DESCRIBE_CONFIGS
 //! (describe) or ALTER_CONFIGS (changes) on the topic or group, or on the cluster for broker
@@ -26,6 +27,7 @@ use ferrolog_storage::config::TOPIC_CONFIG_KEYS;
 
 use super::{internal_topics, partitions_of};
 use crate::authz::{AclOperation, ResourceType};
+use crate::dynamic_configs::{Change, MOVE_RATE, Scope};
 use crate::session::Session;
 use crate::{Context, errors};
 
@@ -148,14 +150,24 @@ pub fn incremental_alter(
             let response = AlterConfigsResourceResponse::default()
                 .with_resource_type(resource.resource_type)
                 .with_resource_name(resource.resource_name.clone());
-            let outcome = alter_topic(
-                context,
-                session,
-                &name,
-                resource.resource_type,
-                request.validate_only,
-                |overrides| apply_incremental(overrides, &resource.configs),
-            );
+            let outcome = if resource.resource_type == BROKER {
+                alter_broker(
+                    context,
+                    session,
+                    &name,
+                    &resource.configs,
+                    request.validate_only,
+                )
+            } else {
+                alter_topic(
+                    context,
+                    session,
+                    &name,
+                    resource.resource_type,
+                    request.validate_only,
+                    |overrides| apply_incremental(overrides, &resource.configs),
+                )
+            };
             match outcome {
                 Ok(()) => response,
                 Err((code, message)) => response
@@ -279,6 +291,66 @@ fn apply_incremental(
         }
     }
     Ok(overrides)
+}
+
+/// Changes this broker's dynamic configs (see `dynamic_configs.rs`): the resource is this
+/// broker (its node id) or every broker (empty name); ALTER_CONFIGS on the cluster is needed.
+fn alter_broker(
+    context: &Context,
+    session: &Session,
+    name: &str,
+    changes: &[kafka_protocol::messages::incremental_alter_configs_request::AlterableConfig],
+    validate_only: bool,
+) -> Result<(), Refusal> {
+    if let Some((code, message)) =
+        denied(context, session, AclOperation::AlterConfigs, BROKER, name)
+    {
+        return Err((code, message.to_owned()));
+    }
+    let scope = if name.is_empty() {
+        Scope::ClusterDefault
+    } else if name.parse::<i32>().ok() == Some(context.manager.node_id()) {
+        Scope::Broker
+    } else {
+        return Err((
+            errors::INVALID_REQUEST,
+            format!(
+                "broker {name} is not this broker ({})",
+                context.manager.node_id()
+            ),
+        ));
+    };
+    let changes = changes
+        .iter()
+        .map(|change| {
+            let key = change.name.to_string();
+            match change.config_operation {
+                SET => Ok(Change::Set(
+                    key,
+                    change
+                        .value
+                        .as_ref()
+                        .map(ToString::to_string)
+                        .unwrap_or_default(),
+                )),
+                DELETE => Ok(Change::Delete(key)),
+                other => Err((
+                    errors::INVALID_CONFIG,
+                    format!(
+                        "config operation {other} does not apply to {key}, which is not a list"
+                    ),
+                )),
+            }
+        })
+        .collect::<Result<Vec<_>, Refusal>>()?;
+    context
+        .dynamic_configs
+        .apply(scope, &changes, validate_only)
+        .map_err(|reason| (errors::INVALID_CONFIG, reason))?;
+    context
+        .manager
+        .set_move_rate(context.dynamic_configs.rate(MOVE_RATE));
+    Ok(())
 }
 
 /// Authorizes the change of a resource's configs, then computes a topic's new overrides from its

@@ -1,6 +1,8 @@
 //! DescribeLogDirs: each data directory with its partitions and their sizes (all, or the ones
-//! asked for), and (v4) the directory's free bytes. An offline directory reports
-//! KAFKA_STORAGE_ERROR.
+//! asked for), and (v4) the size and free bytes of its file system. A partition moving to
+//! another directory is listed twice, as Kafka lists it: its current log (offset lag 0) and its
+//! future log (`IsFutureKey`, lagging the current log's end by the offsets still to copy). An
+//! offline directory reports KAFKA_STORAGE_ERROR.
 
 use std::collections::BTreeMap;
 
@@ -41,6 +43,7 @@ pub fn handle(
             .any(|asked| asked.topic.0.as_str() == topic && asked.partitions.contains(&partition)),
     };
     let logs = context.manager.logs();
+    let futures = context.manager.future_logs();
     let results = context
         .manager
         .data_dirs()
@@ -58,11 +61,33 @@ pub fn handle(
                     .dir_of(tp)
                     .is_some_and(|owner| std::sync::Arc::ptr_eq(owner, dir));
                 if in_this_dir && wanted(&tp.topic, tp.partition) {
+                    // Kafka: max(HW − LEO, 0), which a single replica keeps at 0.
+                    let lag = (log.high_watermark() - log.log_end_offset()).max(0);
                     topics.entry(tp.topic.clone()).or_default().push(
                         DescribeLogDirsPartition::default()
                             .with_partition_index(tp.partition)
                             .with_partition_size(log.size_in_bytes() as i64)
-                            .with_offset_lag(0),
+                            .with_offset_lag(lag),
+                    );
+                }
+            }
+            for future in &futures {
+                let tp = &future.topic_partition;
+                let in_this_dir = context
+                    .manager
+                    .data_dirs()
+                    .get(future.dir_index)
+                    .is_some_and(|owner| std::sync::Arc::ptr_eq(owner, dir));
+                if in_this_dir && wanted(&tp.topic, tp.partition) {
+                    let lag = context.manager.get(tp).map_or(-1, |current| {
+                        current.log_end_offset() - future.log.log_end_offset()
+                    });
+                    topics.entry(tp.topic.clone()).or_default().push(
+                        DescribeLogDirsPartition::default()
+                            .with_partition_index(tp.partition)
+                            .with_partition_size(future.log.size_in_bytes() as i64)
+                            .with_offset_lag(lag)
+                            .with_is_future_key(true),
                     );
                 }
             }
@@ -78,7 +103,7 @@ pub fn handle(
             );
             if header.request_api_version >= 4 {
                 result = result
-                    .with_total_bytes(-1)
+                    .with_total_bytes(dir.total_bytes() as i64)
                     .with_usable_bytes(dir.free_bytes() as i64);
             }
             result

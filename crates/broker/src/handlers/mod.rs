@@ -6,6 +6,7 @@
 pub mod acls;
 pub mod add_offsets_to_txn;
 pub mod add_partitions_to_txn;
+pub mod alter_replica_log_dirs;
 pub mod api_versions;
 pub mod client_quotas;
 pub mod configs;
@@ -35,6 +36,7 @@ pub mod metadata;
 pub mod offset_commit;
 pub mod offset_delete;
 pub mod offset_fetch;
+pub mod partition_reassignments;
 pub mod produce;
 pub mod sasl;
 pub mod scram_credentials;

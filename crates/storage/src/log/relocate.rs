@@ -143,6 +143,7 @@ impl Log {
             source_home.health.observe(&error);
             return Err(error);
         }
+        crate::fault::pause("log.move.between-renames");
         if let Err(error) = rename_durably(&target_home.dir, &paths.final_dir) {
             // This log's files are gone from their name; it serves nothing more until loading
             // finishes the swap at the next start.

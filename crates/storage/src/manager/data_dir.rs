@@ -143,6 +143,11 @@ impl DataDir {
         fs4::available_space(&self.path).unwrap_or(0)
     }
 
+    /// The size of the file system holding the directory, 0 if it cannot be read.
+    pub fn total_bytes(&self) -> u64 {
+        fs4::total_space(&self.path).unwrap_or(0)
+    }
+
     /// Reads a checkpoint of this directory; a malformed one is reported and read as empty
     /// (every log then recovers from offset 0), as Kafka's startup does.
     pub(crate) fn read_checkpoint_or_empty(&self, name: &str) -> OffsetMap {

@@ -108,6 +108,12 @@ impl LogManager {
         if current.dir_index == dir_index {
             return Ok(LogDirChange::AlreadyThere);
         }
+        // As Kafka: no future log is made while any directory is offline.
+        if let Some(offline) = self.dirs.iter().find(|dir| dir.is_offline()) {
+            return Err(StorageError::LogDirOffline {
+                dir: offline.path().to_path_buf(),
+            });
+        }
         self.create_future(topic_partition, &current.log, dir_index)?;
         Ok(LogDirChange::Moving)
     }
@@ -198,6 +204,18 @@ impl LogManager {
         Ok(())
     }
 
+    /// `replica.alter.log.dirs.io.max.bytes.per.second` in force.
+    pub fn move_rate(&self) -> f64 {
+        self.maintenance.move_throttle.rate()
+    }
+
+    /// Changes `replica.alter.log.dirs.io.max.bytes.per.second` (a dynamic broker config);
+    /// `None` goes back to the configured value.
+    pub fn set_move_rate(&self, bytes_per_second: Option<f64>) {
+        let rate = bytes_per_second.unwrap_or(self.config.move_max_bytes_per_second);
+        self.maintenance.move_throttle.set_rate(rate);
+    }
+
     /// Every future log, by partition.
     pub fn future_logs(&self) -> Vec<FutureLog> {
         let mut futures: Vec<FutureLog> = self
@@ -259,6 +277,10 @@ impl LogManager {
         let Some(current) = self.get(&future.topic_partition) else {
             return Ok(false);
         };
+        // A rate of 0 stops every copy, as Kafka's quota of 0 does.
+        if self.maintenance.move_throttle.rate() < 1.0 {
+            return Ok(false);
+        }
         let step = current.copy_into(&future.log, COPY_CHUNK_BYTES)?;
         self.maintenance.move_throttle.account(step.copied_bytes);
         if step.offset_lag > 0 {

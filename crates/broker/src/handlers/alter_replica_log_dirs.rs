@@ -1,0 +1,94 @@
+//! AlterReplicaLogDirs: moves partitions to another of this node's data directories while they
+//! serve (see the storage's `manager/moves.rs`). Answered as soon as each move has started, as
+//! Kafka does; DescribeLogDirs shows its progress. Per partition, as Kafka 4.4 answers:
+//! - a path that is not exactly one of `log.dirs` (absolute, no trailing `/`): LOG_DIR_NOT_FOUND;
+//! - that directory offline, or any directory offline when a move must start:
+//!   KAFKA_STORAGE_ERROR;
+//! - a partition this node does not have: UNKNOWN_TOPIC_OR_PARTITION, or REPLICA_NOT_AVAILABLE
+//!   when its topic exists; the directory is remembered for the partition's creation;
+//! - the partition already there: NONE, and a move elsewhere under way is cancelled.
+//!
+//! Needs ALTER on the cluster (else CLUSTER_AUTHORIZATION_FAILED for every partition).
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use ferrolog_storage::manager::LogDirChange;
+use ferrolog_storage::types::{TopicPartition, future_dir_name};
+use kafka_protocol::messages::alter_replica_log_dirs_response::{
+    AlterReplicaLogDirPartitionResult, AlterReplicaLogDirTopicResult,
+};
+use kafka_protocol::messages::{
+    AlterReplicaLogDirsRequest, AlterReplicaLogDirsResponse, RequestHeader, TopicName,
+};
+use kafka_protocol::protocol::StrBytes;
+
+use super::partitions_of;
+use crate::authz::AclOperation;
+use crate::session::Session;
+use crate::{Context, errors};
+
+/// The longest file name most file systems allow; a future log's name is not cut to fit.
+const MAX_FILE_NAME_BYTES: usize = 255;
+/// A future log's unique id is 32 hex digits.
+const UNIQUE_ID_LEN: usize = 32;
+
+pub fn handle(
+    context: &Context,
+    session: &Session,
+    _header: &RequestHeader,
+    request: AlterReplicaLogDirsRequest,
+) -> AlterReplicaLogDirsResponse {
+    let allowed = context
+        .access
+        .allows_on_cluster(session, AclOperation::Alter);
+    let mut results: BTreeMap<String, Vec<AlterReplicaLogDirPartitionResult>> = BTreeMap::new();
+    for dir in &request.dirs {
+        let path = Path::new(dir.path.as_str());
+        for topic in &dir.topics {
+            let name = topic.name.0.to_string();
+            for &partition in &topic.partitions {
+                let code = if allowed {
+                    alter_one(context, &TopicPartition::new(name.clone(), partition), path)
+                } else {
+                    errors::CLUSTER_AUTHORIZATION_FAILED
+                };
+                results.entry(name.clone()).or_default().push(
+                    AlterReplicaLogDirPartitionResult::default()
+                        .with_partition_index(partition)
+                        .with_error_code(code),
+                );
+            }
+        }
+    }
+    AlterReplicaLogDirsResponse::default().with_results(
+        results
+            .into_iter()
+            .map(|(name, partitions)| {
+                AlterReplicaLogDirTopicResult::default()
+                    .with_topic_name(TopicName(StrBytes::from_string(name)))
+                    .with_partitions(partitions)
+            })
+            .collect(),
+    )
+}
+
+fn alter_one(context: &Context, topic_partition: &TopicPartition, path: &Path) -> i16 {
+    let future_name_len = future_dir_name(topic_partition, "").len() + UNIQUE_ID_LEN;
+    if future_name_len > MAX_FILE_NAME_BYTES {
+        return errors::INVALID_TOPIC_EXCEPTION;
+    }
+    match context.manager.alter_log_dir(topic_partition, path) {
+        Ok(LogDirChange::AlreadyThere | LogDirChange::Moving) => errors::NONE,
+        Ok(LogDirChange::Preferred)
+            if partitions_of(context, &topic_partition.topic).is_empty() =>
+        {
+            errors::UNKNOWN_TOPIC_OR_PARTITION
+        }
+        Ok(LogDirChange::Preferred) => errors::REPLICA_NOT_AVAILABLE,
+        Err(error) => {
+            tracing::warn!(partition = %topic_partition, path = %path.display(), %error, "could not alter the partition's log dir");
+            errors::code_of(&error)
+        }
+    }
+}

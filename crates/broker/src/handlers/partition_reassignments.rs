@@ -1,0 +1,141 @@
+//! AlterPartitionReassignments and ListPartitionReassignments on a single node: a partition's
+//! only replica is this node, so no reassignment is ever under way. A reassignment to the
+//! replicas a partition has is accepted and changes nothing, as Kafka's controller accepts it
+//! (`kafka-reassign-partitions` sends one with every move between data directories); any other
+//! replica set is INVALID_REPLICA_ASSIGNMENT with Kafka's reason, and a cancellation
+//! NO_REASSIGNMENT_IN_PROGRESS. Both need the cluster (ALTER, DESCRIBE), else the whole
+//! request is CLUSTER_AUTHORIZATION_FAILED.
+
+use std::collections::HashSet;
+
+use kafka_protocol::messages::alter_partition_reassignments_response::{
+    ReassignablePartitionResponse, ReassignableTopicResponse,
+};
+use kafka_protocol::messages::{
+    AlterPartitionReassignmentsRequest, AlterPartitionReassignmentsResponse, BrokerId,
+    ListPartitionReassignmentsRequest, ListPartitionReassignmentsResponse, RequestHeader,
+};
+use kafka_protocol::protocol::StrBytes;
+
+use super::partitions_of;
+use crate::authz::AclOperation;
+use crate::session::Session;
+use crate::{Context, errors};
+
+pub fn alter(
+    context: &Context,
+    session: &Session,
+    header: &RequestHeader,
+    request: AlterPartitionReassignmentsRequest,
+) -> AlterPartitionReassignmentsResponse {
+    let response = AlterPartitionReassignmentsResponse::default()
+        .with_allow_replication_factor_change(
+            header.request_api_version >= 1 && request.allow_replication_factor_change,
+        );
+    if !context
+        .access
+        .allows_on_cluster(session, AclOperation::Alter)
+    {
+        return response.with_error_code(errors::CLUSTER_AUTHORIZATION_FAILED);
+    }
+    let node = context.manager.node_id();
+    let responses = request
+        .topics
+        .into_iter()
+        .map(|topic| {
+            let existing = partitions_of(context, topic.name.0.as_str());
+            let partitions = topic
+                .partitions
+                .into_iter()
+                .map(|partition| {
+                    let (code, message) = if !existing.contains(&partition.partition_index) {
+                        (errors::UNKNOWN_TOPIC_OR_PARTITION, None)
+                    } else {
+                        judge(node, partition.replicas.as_deref())
+                    };
+                    ReassignablePartitionResponse::default()
+                        .with_partition_index(partition.partition_index)
+                        .with_error_code(code)
+                        .with_error_message(message.map(StrBytes::from_string))
+                })
+                .collect();
+            ReassignableTopicResponse::default()
+                .with_name(topic.name)
+                .with_partitions(partitions)
+        })
+        .collect();
+    response.with_responses(responses)
+}
+
+/// Kafka's controller's answer to a reassignment of a partition whose one replica is `node`.
+fn judge(node: i32, replicas: Option<&[BrokerId]>) -> (i16, Option<String>) {
+    let Some(replicas) = replicas else {
+        return (errors::NO_REASSIGNMENT_IN_PROGRESS, None);
+    };
+    if replicas.is_empty() {
+        return (
+            errors::INVALID_REPLICA_ASSIGNMENT,
+            Some("The manual partition assignment includes an empty replica list.".into()),
+        );
+    }
+    let mut seen = HashSet::new();
+    for replica in replicas {
+        if !seen.insert(replica.0) {
+            return (
+                errors::INVALID_REPLICA_ASSIGNMENT,
+                Some(format!(
+                    "The manual partition assignment includes the broker {} more than once.",
+                    replica.0
+                )),
+            );
+        }
+        if replica.0 != node {
+            return (
+                errors::INVALID_REPLICA_ASSIGNMENT,
+                Some(format!(
+                    "The manual partition assignment includes broker {}, but no such broker is registered.",
+                    replica.0
+                )),
+            );
+        }
+    }
+    (errors::NONE, None)
+}
+
+pub fn list(
+    context: &Context,
+    session: &Session,
+    _header: &RequestHeader,
+    _request: ListPartitionReassignmentsRequest,
+) -> ListPartitionReassignmentsResponse {
+    let response = ListPartitionReassignmentsResponse::default();
+    if !context
+        .access
+        .allows_on_cluster(session, AclOperation::Describe)
+    {
+        return response.with_error_code(errors::CLUSTER_AUTHORIZATION_FAILED);
+    }
+    // Nothing is ever being reassigned on a single node.
+    response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_the_replica_set_a_partition_has_is_accepted() {
+        assert_eq!(judge(1, Some(&[BrokerId(1)])), (errors::NONE, None));
+        assert_eq!(judge(1, None).0, errors::NO_REASSIGNMENT_IN_PROGRESS);
+        for replicas in [
+            vec![],
+            vec![BrokerId(2)],
+            vec![BrokerId(1), BrokerId(1)],
+            vec![BrokerId(1), BrokerId(2)],
+        ] {
+            let (code, message) = judge(1, Some(&replicas));
+            assert_eq!(code, errors::INVALID_REPLICA_ASSIGNMENT, "{replicas:?}");
+            assert!(message.is_some());
+        }
+    }
+}
