@@ -20,7 +20,8 @@ impl CleanerHost for Host {
             return Vec::new();
         };
         // A partition moving to another directory is not cleaned until it has moved, as Kafka
-        // pauses cleaning it.
+        // pauses cleaning it (the running cleaner is paused on it too, which also stops a pass
+        // that picked the log just before its move began).
         manager
             .logs()
             .into_iter()
@@ -126,6 +127,10 @@ impl LogManager {
             return Ok(());
         }
         let cleaner = self.new_cleaner();
+        // Partitions whose move goes on from before the start are not cleaned until it ends.
+        for future in self.future_logs() {
+            cleaner.abort_and_pause(&future.topic_partition);
+        }
         cleaner.start().map_err(|error| {
             StorageError::Fatal(format!("cannot start the cleaner threads: {error}"))
         })?;

@@ -154,12 +154,6 @@ impl LogManager {
                 return Err(error);
             }
         };
-        // The cleaner leaves a moving partition alone (see `cleaning.rs`); a pass under way
-        // is aborted and waited for.
-        if let Some(cleaner) = self.cleaner() {
-            cleaner.abort_and_pause(topic_partition);
-            cleaner.resume(topic_partition);
-        }
         self.logs.write().futures.insert(
             topic_partition.clone(),
             FutureEntry {
@@ -168,6 +162,11 @@ impl LogManager {
                 unique_id,
             },
         );
+        // The cleaner leaves a moving partition alone until its swap or its abandonment: a
+        // pass under way is aborted and waited for (its files would be renamed under it).
+        if let Some(cleaner) = self.cleaner() {
+            cleaner.abort_and_pause(topic_partition);
+        }
         tracing::info!(partition = %topic_partition, dir = %dir.path().display(), "moving a log to another data directory");
         self.maintenance.mover_wakeup.wake();
         Ok(())
@@ -181,6 +180,9 @@ impl LogManager {
             return Ok(());
         };
         future.log.close_for_deletion();
+        if let Some(cleaner) = self.cleaner() {
+            cleaner.resume(topic_partition);
+        }
         let dir = &self.dirs[future.dir_index];
         tracing::info!(partition = %topic_partition, dir = %dir.path().display(), "abandoned a log's move to another data directory");
         if dir.is_offline() {
@@ -318,6 +320,9 @@ impl LogManager {
             let mut logs = self.logs.write();
             logs.futures.remove(topic_partition);
             logs.set_dir(topic_partition, future.dir_index);
+        }
+        if let Some(cleaner) = self.cleaner() {
+            cleaner.resume(topic_partition);
         }
         tracing::info!(partition = %topic_partition, from = %source.path().display(), to = %target.path().display(), "moved a log to another data directory");
         metrics::counter!("ferrolog_log_dir_moves_total").increment(1);
