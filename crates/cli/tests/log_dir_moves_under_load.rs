@@ -19,14 +19,13 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::wire::{connect, name, send};
+use common::wire::{connect, log_dirs, name, send};
 use common::{Server, python_with_confluent_kafka};
 use kafka_protocol::messages::alter_replica_log_dirs_request::{
     AlterReplicaLogDir, AlterReplicaLogDirTopic,
 };
 use kafka_protocol::messages::{
-    AlterReplicaLogDirsRequest, AlterReplicaLogDirsResponse, ApiKey, DescribeLogDirsRequest,
-    DescribeLogDirsResponse, TopicName,
+    AlterReplicaLogDirsRequest, AlterReplicaLogDirsResponse, ApiKey, TopicName,
 };
 
 const TOPICS: [(&str, i32); 2] = [("busy", 3), ("compacted", 2)];
@@ -57,36 +56,6 @@ fn move_all(stream: &mut TcpStream, dir: &Path, server: &Server) {
     }
 }
 
-/// Future logs DescribeLogDirs lists, and the directory of each current log.
-fn describe(stream: &mut TcpStream) -> (usize, Vec<(String, String)>) {
-    let response: DescribeLogDirsResponse = send(
-        stream,
-        ApiKey::DescribeLogDirs,
-        4,
-        &DescribeLogDirsRequest::default().with_topics(None),
-    )
-    .unwrap();
-    let mut futures = 0;
-    let mut homes = Vec::new();
-    for dir in &response.results {
-        assert_eq!(dir.error_code, 0);
-        for topic in &dir.topics {
-            for partition in &topic.partitions {
-                if partition.is_future_key {
-                    futures += 1;
-                } else {
-                    homes.push((
-                        format!("{}-{}", topic.name.0, partition.partition_index),
-                        dir.log_dir.to_string(),
-                    ));
-                }
-            }
-        }
-    }
-    homes.sort();
-    (futures, homes)
-}
-
 /// The bytes of a partition directory's segments, in offset order.
 fn log_bytes(dir: &Path) -> Vec<u8> {
     let mut segments: Vec<PathBuf> = std::fs::read_dir(dir)
@@ -108,9 +77,9 @@ fn clients_lose_nothing_while_every_partition_moves_back_and_forth() {
     };
     let temp = tempfile::tempdir().unwrap();
     let dirs = [temp.path().join("a"), temp.path().join("b")];
-    let log_dirs = format!("{},{}", dirs[0].display(), dirs[1].display());
+    let both = format!("{},{}", dirs[0].display(), dirs[1].display());
     let server = Server::start_with(
-        Path::new(&log_dirs),
+        Path::new(&both),
         &[
             "log.segment.delete.delay.ms=3600000",
             "log.cleaner.backoff.ms=100",
@@ -134,7 +103,7 @@ fn clients_lose_nothing_while_every_partition_moves_back_and_forth() {
 
     // Where each plain partition is, and so how many times it moves: a round asks for every
     // partition in one directory, and those already there stay.
-    let mut homes: std::collections::BTreeMap<String, String> = describe(&mut stream)
+    let mut homes: std::collections::BTreeMap<String, String> = log_dirs(&mut stream)
         .1
         .into_iter()
         .filter(|(partition, _)| partition.starts_with("busy-"))
@@ -151,7 +120,7 @@ fn clients_lose_nothing_while_every_partition_moves_back_and_forth() {
         move_all(&mut stream, target, &server);
         let started = Instant::now();
         loop {
-            let (futures, homes) = describe(&mut stream);
+            let (futures, homes) = log_dirs(&mut stream);
             if futures == 0 {
                 let ours = homes.iter().filter(|(partition, _)| {
                     TOPICS

@@ -119,3 +119,35 @@ pub fn latest_offsets(
     }
     Some(answered.iter().map(|p| p.offset).collect())
 }
+
+/// DescribeLogDirs of every partition: how many future logs there are, and each current log's
+/// `topic-partition` with its directory, sorted.
+pub fn log_dirs(stream: &mut TcpStream) -> (usize, Vec<(String, String)>) {
+    use kafka_protocol::messages::{DescribeLogDirsRequest, DescribeLogDirsResponse};
+    let response: DescribeLogDirsResponse = send(
+        stream,
+        ApiKey::DescribeLogDirs,
+        4,
+        &DescribeLogDirsRequest::default().with_topics(None),
+    )
+    .unwrap();
+    let mut futures = 0;
+    let mut homes = Vec::new();
+    for dir in &response.results {
+        assert_eq!(dir.error_code, 0, "{}", dir.log_dir);
+        for topic in &dir.topics {
+            for partition in &topic.partitions {
+                if partition.is_future_key {
+                    futures += 1;
+                } else {
+                    homes.push((
+                        format!("{}-{}", topic.name.0, partition.partition_index),
+                        dir.log_dir.to_string(),
+                    ));
+                }
+            }
+        }
+    }
+    homes.sort();
+    (futures, homes)
+}
