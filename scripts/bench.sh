@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs ferrolog's benchmarks beside the machine's own limits measured in the same run, and
-# writes docs/benchmarks.md. Takes about 20 minutes on a 2-core machine.
+# writes docs/benchmarks.md. Takes about 25 minutes on a 2-core machine.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mkdir -p target/bench-data
@@ -48,6 +48,7 @@ cargo bench -p ferrolog-broker --bench authorize
 scripts/bench_network.sh
 scripts/bench_tls.sh
 scripts/bench_transactions.sh
+scripts/bench_log_dir_move.sh
 # Produce while 32 consumers long-poll idle partitions, ferrolog and Kafka 4.4 alternating.
 venv="${FERROLOG_VENV:-$PWD/target/test-venv}"
 if ! "$venv/bin/python" -c "import confluent_kafka" 2>/dev/null; then
