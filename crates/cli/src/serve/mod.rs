@@ -121,6 +121,7 @@ const IGNORED_KAFKA_KEYS: &[&str] = &[
     // Re-authentication is not offered: SaslAuthenticate answers a session lifetime of 0.
     "connections.max.reauth.ms",
     "num.replica.fetchers",
+    "num.replica.alter.log.dirs.threads",
     "unclean.leader.election.enable",
     "delete.topic.enable",
 ];
