@@ -64,7 +64,6 @@ pub const UNSUPPORTED_SASL_MECHANISM: i16 = ResponseError::UnsupportedSaslMechan
 pub const RESOURCE_NOT_FOUND: i16 = ResponseError::ResourceNotFound.code();
 pub const DUPLICATE_RESOURCE: i16 = ResponseError::DuplicateResource.code();
 pub const UNACCEPTABLE_CREDENTIAL: i16 = ResponseError::UnacceptableCredential.code();
-pub const REPLICA_NOT_AVAILABLE: i16 = ResponseError::ReplicaNotAvailable.code();
 pub const INVALID_REPLICA_ASSIGNMENT: i16 = ResponseError::InvalidReplicaAssignment.code();
 pub const LOG_DIR_NOT_FOUND: i16 = ResponseError::LogDirNotFound.code();
 pub const NO_REASSIGNMENT_IN_PROGRESS: i16 = ResponseError::NoReassignmentInProgress.code();

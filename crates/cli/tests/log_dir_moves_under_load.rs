@@ -31,6 +31,16 @@ use kafka_protocol::messages::{
 const TOPICS: [(&str, i32); 2] = [("busy", 3), ("compacted", 2)];
 const ROUNDS: usize = 6;
 
+/// The clients' process, killed if the test fails before it ends.
+struct Clients(std::process::Child);
+
+impl Drop for Clients {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 /// Asks for every partition of both topics in `dir`; each must be answered NONE.
 fn move_all(stream: &mut TcpStream, dir: &Path, server: &Server) {
     let request = AlterReplicaLogDirsRequest::default().with_dirs(vec![
@@ -88,15 +98,17 @@ fn clients_lose_nothing_while_every_partition_moves_back_and_forth() {
         ],
     );
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python/moves_under_load.py");
-    let mut clients = Command::new(&python)
-        .arg(&script)
-        .arg(server.port.to_string())
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(clients.stdout.take().unwrap()).lines();
+    let mut clients = Clients(
+        Command::new(&python)
+            .arg(&script)
+            .arg(server.port.to_string())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .unwrap(),
+    );
+    let mut lines = BufReader::new(clients.0.stdout.take().unwrap()).lines();
     assert_eq!(lines.next().unwrap().unwrap(), "ready");
     let mut stream = connect(server.port);
     std::thread::sleep(Duration::from_secs(2));
@@ -143,9 +155,9 @@ fn clients_lose_nothing_while_every_partition_moves_back_and_forth() {
         std::thread::sleep(Duration::from_millis(500));
     }
 
-    writeln!(clients.stdin.take().unwrap(), "stop").unwrap();
+    writeln!(clients.0.stdin.take().unwrap(), "stop").unwrap();
     let verdict: Vec<String> = lines.map(Result::unwrap).collect();
-    let status = clients.wait().unwrap();
+    let status = clients.0.wait().unwrap();
     assert!(
         status.success() && verdict.last().is_some_and(|line| line.starts_with("OK")),
         "{verdict:?}"

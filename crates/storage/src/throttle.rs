@@ -47,10 +47,19 @@ impl Throttle {
 
     /// Counts `bytes`; sleeps when the current window is over the rate.
     pub fn account(&self, bytes: u64) {
-        if self.is_unlimited() {
-            return;
+        let sleep = self.charge(bytes);
+        if !sleep.is_zero() {
+            std::thread::sleep(sleep);
         }
-        let sleep = {
+    }
+
+    /// Counts `bytes` and returns how long the caller should wait to keep to the rate (zero
+    /// when it is within it), for a caller that waits in its own interruptible way.
+    pub fn charge(&self, bytes: u64) -> Duration {
+        if self.is_unlimited() {
+            return Duration::ZERO;
+        }
+        {
             let mut window = self.window.lock();
             window.1 += bytes;
             let elapsed = window.0.elapsed();
@@ -58,13 +67,10 @@ impl Throttle {
             let allowed = Duration::from_secs_f64(window.1 as f64 / self.rate().max(1.0));
             // Settle up once a window has passed, or once the bytes alone are worth a window.
             if elapsed < CHECK_WINDOW && allowed < CHECK_WINDOW {
-                return;
+                return Duration::ZERO;
             }
             *window = (Instant::now(), 0);
             allowed.saturating_sub(elapsed)
-        };
-        if !sleep.is_zero() {
-            std::thread::sleep(sleep);
         }
     }
 }

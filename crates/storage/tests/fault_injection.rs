@@ -408,3 +408,45 @@ fn running_out_of_file_descriptors_or_maps_is_not_a_disk_failure() {
     acknowledged.all_in(&log);
     scenario.teardown();
 }
+
+#[test]
+fn a_swap_whose_second_rename_fails_is_undone_and_the_log_serves_on() {
+    let scenario = FailScenario::setup();
+    let temp = tempfile::tempdir().unwrap();
+    let dirs = vec![temp.path().join("a"), temp.path().join("b")];
+    let config = ManagerConfig {
+        log_dirs: dirs.clone(),
+        ..ManagerConfig::default()
+    };
+    let manager = LogManager::open(config.clone(), Arc::new(ManualClock::new(START))).unwrap();
+    let log = manager.get_or_create(&tp(0)).unwrap();
+    assert_eq!(manager.dir_of(&tp(0)).unwrap().path(), dirs[0]);
+    let mut acknowledged = Acknowledged::default();
+    acknowledged.produce_many(&log, 0, 100);
+    manager.alter_log_dir(&tp(0), &dirs[1]).unwrap();
+
+    // The swap's first rename (the log to `-delete`) goes through, its second fails.
+    fail::cfg("fs.rename", "1*off->1*return(EIO)").unwrap();
+    for _ in 0..5 {
+        manager.move_logs_once();
+    }
+    fail::remove("fs.rename");
+    assert!(
+        manager.data_dirs()[1].is_offline(),
+        "the target directory failed"
+    );
+    assert!(!manager.is_moving(&tp(0)), "the move is dropped with it");
+    assert_eq!(manager.dir_of(&tp(0)).unwrap().path(), dirs[0]);
+    assert!(
+        dirs[0].join("events-0").is_dir(),
+        "the first rename was undone"
+    );
+    acknowledged.produce_many(&log, 100, 10);
+    acknowledged.all_in(&log);
+    manager.shutdown().unwrap();
+
+    let manager = LogManager::open(config, Arc::new(ManualClock::new(START))).unwrap();
+    acknowledged.all_in(&manager.get(&tp(0)).unwrap());
+    manager.shutdown().unwrap();
+    scenario.teardown();
+}

@@ -4,9 +4,10 @@
 //! - a path that is not exactly one of `log.dirs` (absolute, no trailing `/`): LOG_DIR_NOT_FOUND;
 //! - that directory offline, or any directory offline when a move must start:
 //!   KAFKA_STORAGE_ERROR;
-//! - a partition this node does not have: UNKNOWN_TOPIC_OR_PARTITION, or REPLICA_NOT_AVAILABLE
-//!   when its topic exists; the directory is remembered for the partition's creation;
-//! - the partition already there: NONE, and a move elsewhere under way is cancelled.
+//! - a partition this node does not have: UNKNOWN_TOPIC_OR_PARTITION (Kafka's answer for a
+//!   partition that does not exist); the directory is remembered for its creation;
+//! - the partition already there: NONE, and a move elsewhere under way is cancelled;
+//! - a partition named twice: the last directory naming it, one answer.
 //!
 //! Needs ALTER on the cluster (else CLUSTER_AUTHORIZATION_FAILED for every partition).
 
@@ -23,7 +24,6 @@ use kafka_protocol::messages::{
 };
 use kafka_protocol::protocol::StrBytes;
 
-use super::partitions_of;
 use crate::authz::AclOperation;
 use crate::session::Session;
 use crate::{Context, errors};
@@ -42,24 +42,31 @@ pub fn handle(
     let allowed = context
         .access
         .allows_on_cluster(session, AclOperation::Alter);
-    let mut results: BTreeMap<String, Vec<AlterReplicaLogDirPartitionResult>> = BTreeMap::new();
+    // A partition named twice goes to the last directory naming it, as in Kafka.
+    let mut asked: BTreeMap<(String, i32), &str> = BTreeMap::new();
     for dir in &request.dirs {
-        let path = Path::new(dir.path.as_str());
         for topic in &dir.topics {
-            let name = topic.name.0.to_string();
             for &partition in &topic.partitions {
-                let code = if allowed {
-                    alter_one(context, &TopicPartition::new(name.clone(), partition), path)
-                } else {
-                    errors::CLUSTER_AUTHORIZATION_FAILED
-                };
-                results.entry(name.clone()).or_default().push(
-                    AlterReplicaLogDirPartitionResult::default()
-                        .with_partition_index(partition)
-                        .with_error_code(code),
-                );
+                asked.insert((topic.name.0.to_string(), partition), dir.path.as_str());
             }
         }
+    }
+    let mut results: BTreeMap<String, Vec<AlterReplicaLogDirPartitionResult>> = BTreeMap::new();
+    for ((name, partition), path) in asked {
+        let code = if allowed {
+            alter_one(
+                context,
+                &TopicPartition::new(name.clone(), partition),
+                Path::new(path),
+            )
+        } else {
+            errors::CLUSTER_AUTHORIZATION_FAILED
+        };
+        results.entry(name).or_default().push(
+            AlterReplicaLogDirPartitionResult::default()
+                .with_partition_index(partition)
+                .with_error_code(code),
+        );
     }
     AlterReplicaLogDirsResponse::default().with_results(
         results
@@ -80,12 +87,8 @@ fn alter_one(context: &Context, topic_partition: &TopicPartition, path: &Path) -
     }
     match context.manager.alter_log_dir(topic_partition, path) {
         Ok(LogDirChange::AlreadyThere | LogDirChange::Moving) => errors::NONE,
-        Ok(LogDirChange::Preferred)
-            if partitions_of(context, &topic_partition.topic).is_empty() =>
-        {
-            errors::UNKNOWN_TOPIC_OR_PARTITION
-        }
-        Ok(LogDirChange::Preferred) => errors::REPLICA_NOT_AVAILABLE,
+        // A single node hosts every partition that exists: this one does not (yet).
+        Ok(LogDirChange::Preferred) => errors::UNKNOWN_TOPIC_OR_PARTITION,
         Err(error) => {
             tracing::warn!(partition = %topic_partition, path = %path.display(), %error, "could not alter the partition's log dir");
             errors::code_of(&error)

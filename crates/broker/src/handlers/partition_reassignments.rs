@@ -32,12 +32,10 @@ pub fn alter(
         .with_allow_replication_factor_change(
             header.request_api_version >= 1 && request.allow_replication_factor_change,
         );
-    if !context
+    // Refused, every partition is answered so too, as Kafka's error response does.
+    let allowed = context
         .access
-        .allows_on_cluster(session, AclOperation::Alter)
-    {
-        return response.with_error_code(errors::CLUSTER_AUTHORIZATION_FAILED);
-    }
+        .allows_on_cluster(session, AclOperation::Alter);
     let node = context.manager.node_id();
     let responses = request
         .topics
@@ -48,7 +46,9 @@ pub fn alter(
                 .partitions
                 .into_iter()
                 .map(|partition| {
-                    let (code, message) = if !existing.contains(&partition.partition_index) {
+                    let (code, message) = if !allowed {
+                        (errors::CLUSTER_AUTHORIZATION_FAILED, None)
+                    } else if !existing.contains(&partition.partition_index) {
                         (errors::UNKNOWN_TOPIC_OR_PARTITION, None)
                     } else {
                         judge(node, partition.replicas.as_deref())
@@ -64,7 +64,12 @@ pub fn alter(
                 .with_partitions(partitions)
         })
         .collect();
-    response.with_responses(responses)
+    let response = response.with_responses(responses);
+    if allowed {
+        response
+    } else {
+        response.with_error_code(errors::CLUSTER_AUTHORIZATION_FAILED)
+    }
 }
 
 /// Kafka's controller's answer to a reassignment of a partition whose one replica is `node`.

@@ -273,11 +273,12 @@ impl Log {
     /// Damaged bytes in a segment refuse the operation (they are never taken for the end of
     /// the data) and are reported: logged at ERROR once per place, counted every time.
     fn guarded<T>(&self, operation: impl FnOnce() -> Result<T>) -> Result<T> {
-        let health = self.health();
-        health.ensure_online()?;
+        self.health().ensure_online()?;
         let result = operation();
         if let Err(error) = &result {
-            health.observe(error);
+            // The directory the log is in now: an operation that waited out a move to another
+            // directory worked on the moved files.
+            self.health().observe(error);
             if let StorageError::Corrupt { path, position, .. } = error {
                 self.report_damage(path, *position, error);
             }
@@ -375,6 +376,9 @@ impl Log {
     /// Flushes everything, writes final time-index entries and trims indexes. Further writes
     /// fail with [`StorageError::LogClosed`].
     pub fn close(&self) -> Result<()> {
+        if self.writer.lock().closed {
+            return Ok(());
+        }
         self.guarded(|| {
             self.flush_inclusive()?;
             let mut writer = self.writer.lock();

@@ -100,29 +100,31 @@ impl Log {
         })
     }
 
-    /// Swaps `future` in for this log's files, if the bytes it still lacks are at most
-    /// `max_tail_bytes`: under the writer lock (appends wait) the tail is copied, the future
-    /// log is fsynced as far as this log was, this log's directory is renamed to
-    /// `paths.retired` and the future log's to `paths.final_dir`, then this log goes on over
-    /// the future log's segments, producer state and directory. Returns false, changing
-    /// nothing, when the tail is larger.
+    /// Swaps `future` in for this log's files. Under the writer lock (appends wait) the tail
+    /// the future log still lacks is copied, at most `max_tail_bytes` of it (a future log further
+    /// behind is left to catch up first: false, nothing changed); the future log is fsynced as
+    /// far as this log was; this log's directory is renamed to `paths.retired` and the future
+    /// log's to `paths.final_dir`; then this log goes on over the future log's segments,
+    /// producer state and directory.
     ///
     /// The renames go in that order so that a crash between them leaves one complete copy, the
     /// future log, beside a `-delete` directory of the same unique id: loading finishes the
-    /// swap. A failure of either rename takes its directory offline and closes this log.
+    /// swap. A failed first rename changes nothing; a failed second one is undone, and this log
+    /// serves on from its own directory (the target directory goes offline).
     pub fn take_over(&self, future: &Log, paths: &SwapPaths, max_tail_bytes: u64) -> Result<bool> {
         let mut writer = self.writer.lock();
         self.ensure_open(&writer)?;
-        let view = self.view();
-        let lag_bytes = view.size_in_bytes().saturating_sub(future.size_in_bytes());
-        if view.log_end.offset > future.log_end_offset() && lag_bytes > max_tail_bytes {
-            return Ok(false);
-        }
-        while future.log_end_offset() < view.log_end.offset
-            || future.log_start_offset() < view.log_start_offset
-        {
+        let mut copied = 0u64;
+        loop {
             let step = self.copy_into(future, max_tail_bytes.max(1))?;
-            if step.copied_bytes == 0 && step.offset_lag > 0 {
+            copied += step.copied_bytes;
+            if step.offset_lag <= 0 {
+                break;
+            }
+            if copied > max_tail_bytes {
+                return Ok(false);
+            }
+            if step.copied_bytes == 0 {
                 return Err(StorageError::Fatal(format!(
                     "{}: the copy to {} made no progress at offset {}",
                     self.topic_partition,
@@ -130,27 +132,40 @@ impl Log {
                     future.log_end_offset()
                 )));
             }
-            if step.offset_lag <= 0 {
-                break;
-            }
         }
+        let view = self.view();
         // What was durable here stays durable there.
         future.flush_up_to(view.recovery_point.min(future.log_end_offset()))?;
-        let (future_view, producers) = future.hand_over()?;
         let source_home = Arc::clone(&view.home);
-        let target_home = Arc::clone(&future_view.home);
+        let target_home = Arc::clone(&future.view().home);
         if let Err(error) = rename_durably(&source_home.dir, &paths.retired) {
             source_home.health.observe(&error);
             return Err(error);
         }
+        // Readers still on the old view find its files (their transaction indexes, read when
+        // first needed, included) where they now are.
+        for segment in view.segments.iter() {
+            segment.moved_to(&paths.retired);
+        }
         crate::fault::pause("log.move.between-renames");
         if let Err(error) = rename_durably(&target_home.dir, &paths.final_dir) {
-            // This log's files are gone from their name; it serves nothing more until loading
-            // finishes the swap at the next start.
             target_home.health.observe(&error);
-            writer.closed = true;
+            match rename_durably(&paths.retired, &source_home.dir) {
+                Ok(()) => {
+                    for segment in view.segments.iter() {
+                        segment.moved_to(&source_home.dir);
+                    }
+                }
+                Err(undo) => {
+                    // Loading finishes the swap at the next start, or keeps this copy if the
+                    // target directory is gone; until then the log serves nothing.
+                    source_home.health.observe(&undo);
+                    writer.closed = true;
+                }
+            }
             return Err(error);
         }
+        let (future_view, producers) = future.hand_over();
         for segment in future_view.segments.iter() {
             segment.moved_to(&paths.final_dir);
         }
@@ -193,12 +208,11 @@ impl Log {
 
     /// Closes a future log for its swap, giving its last view and its producer state to the
     /// log taking its place.
-    fn hand_over(&self) -> Result<(Arc<super::LogView>, ProducerState)> {
+    fn hand_over(&self) -> (Arc<super::LogView>, ProducerState) {
         let mut writer = self.writer.lock();
-        self.ensure_open(&writer)?;
         writer.closed = true;
         let producers = std::mem::take(&mut *self.producers.lock());
-        Ok((self.view(), producers))
+        (self.view(), producers)
     }
 }
 

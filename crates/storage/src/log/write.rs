@@ -417,6 +417,13 @@ impl Log {
     /// whoever rolled (an appender, `roll`, an idle roll, retention) pays it.
     pub(super) fn make_roll_durable(&self, new_base: Offset) -> Result<()> {
         self.flush_up_to(new_base)?;
-        snapshot::sync(&self.dir(), new_base.value())
+        // Read under the lock, which a move to another directory holds from its first rename
+        // to the new view: the directory is one that exists. (A snapshot written before a move
+        // is not in the new one, which the sync allows.)
+        let dir = {
+            let _writer = self.writer.lock();
+            self.dir()
+        };
+        snapshot::sync(&dir, new_base.value())
     }
 }

@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Weak};
 
 use super::LogManager;
-use crate::checkpoint::{CLEANER_OFFSET_CHECKPOINT, OffsetMap, write_offset_checkpoint};
+use crate::checkpoint::{CLEANER_OFFSET_CHECKPOINT, OffsetMap};
 use crate::cleaner::{CleanerHost, LogCleaner};
 use crate::error::{Result, StorageError};
 use crate::log::Log;
@@ -95,11 +95,7 @@ impl LogManager {
                 .filter_map(|(tp, _)| checkpoints.get(&tp).map(|offset| (tp, *offset)))
                 .collect()
         };
-        let result = write_offset_checkpoint(&dir.path().join(CLEANER_OFFSET_CHECKPOINT), &entries);
-        if let Err(error) = &result {
-            dir.health().observe(error);
-        }
-        result
+        dir.write_cleaner_offsets(&entries)
     }
 
     /// The first dirty offset the cleaner recorded for `topic_partition`.

@@ -18,8 +18,8 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use parking_lot::Mutex;
 
 use crate::checkpoint::{
-    LOG_START_OFFSET_CHECKPOINT, OffsetMap, RECOVERY_POINT_CHECKPOINT, read_offset_checkpoint,
-    write_offset_checkpoint,
+    CLEANER_OFFSET_CHECKPOINT, LOG_START_OFFSET_CHECKPOINT, OffsetMap, RECOVERY_POINT_CHECKPOINT,
+    read_offset_checkpoint, write_offset_checkpoint,
 };
 use crate::error::{Result, StorageError};
 use crate::fs::{atomic_write, fsync_dir, remove_if_exists};
@@ -49,6 +49,9 @@ pub struct DataDir {
     /// clean-shutdown marker: the unloaded logs were never recovered, KAFKA-15375).
     loaded: AtomicBool,
     pub(crate) progress: LoadProgress,
+    /// Held while a checkpoint file is replaced: two writers of one file (the scheduler's job
+    /// and a deletion or a move, say) would share its temporary file.
+    checkpoint_writes: Mutex<()>,
 }
 
 impl DataDir {
@@ -103,6 +106,7 @@ impl DataDir {
             had_clean_shutdown,
             loaded: AtomicBool::new(false),
             progress: LoadProgress::default(),
+            checkpoint_writes: Mutex::new(()),
         })
     }
 
@@ -163,8 +167,19 @@ impl DataDir {
 
     pub(crate) fn write_recovery_points(&self, entries: &OffsetMap) -> Result<()> {
         self.health.ensure_online()?;
+        let _writing = self.checkpoint_writes.lock();
         self.observed(write_offset_checkpoint(
             &self.path.join(RECOVERY_POINT_CHECKPOINT),
+            entries,
+        ))
+    }
+
+    /// Replaces the cleaner's checkpoint (`cleaner-offset-checkpoint`).
+    pub(crate) fn write_cleaner_offsets(&self, entries: &OffsetMap) -> Result<()> {
+        self.health.ensure_online()?;
+        let _writing = self.checkpoint_writes.lock();
+        self.observed(write_offset_checkpoint(
+            &self.path.join(CLEANER_OFFSET_CHECKPOINT),
             entries,
         ))
     }
@@ -186,6 +201,7 @@ impl DataDir {
 
     pub(crate) fn write_log_start_offsets(&self, entries: &OffsetMap) -> Result<()> {
         self.health.ensure_online()?;
+        let _writing = self.checkpoint_writes.lock();
         self.observed(write_offset_checkpoint(
             &self.path.join(LOG_START_OFFSET_CHECKPOINT),
             entries,

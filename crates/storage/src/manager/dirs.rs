@@ -193,8 +193,11 @@ impl<'a> IntoIterator for &'a DataDirs {
     }
 }
 
+/// `path` made absolute, without a trailing `/`, as Kafka's `File.getAbsolutePath` gives it
+/// (AlterReplicaLogDirs compares requested paths with it as text).
 fn absolute(path: &Path) -> PathBuf {
-    std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf())
+    let absolute = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+    absolute.components().collect()
 }
 
 #[cfg(test)]

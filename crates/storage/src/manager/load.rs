@@ -35,11 +35,18 @@ pub(crate) struct LoadedLog {
     pub future_id: Option<String>,
 }
 
-/// Every log loaded, and the unique ids of the `-delete` directories removed meanwhile (the
-/// current log's directory takes its future log's id at a swap: see `moves.rs`).
+/// Every log loaded, and the unique ids of the `-delete` directories found (the current log's
+/// directory takes its future log's id at a swap: see `moves.rs`).
 pub(crate) struct Loaded {
     pub logs: Vec<LoadedLog>,
     pub removed_delete_ids: HashSet<String>,
+}
+
+/// What the directories' loading threads gather.
+#[derive(Default)]
+struct Found {
+    logs: Mutex<Vec<LoadedLog>>,
+    delete_ids: Mutex<HashSet<String>>,
 }
 
 /// What loading one directory found: partition directories, each with its future log's
@@ -49,9 +56,10 @@ struct DirJobs {
     removed_delete_ids: Vec<String>,
 }
 
-/// Lists the partition directories of `dir`, removing `-delete` directories and leftover
-/// temporary files, and failing on a sub-directory that is not a partition directory.
-fn list_jobs(dir: &DataDir) -> Result<DirJobs> {
+/// Lists the partition directories of `dir`, removing leftover temporary files and `-delete`
+/// directories (unless `keep_deleted`), and failing on a sub-directory that is not a partition
+/// directory.
+fn list_jobs(dir: &DataDir, keep_deleted: bool) -> Result<DirJobs> {
     let path = dir.path();
     let mut logs = Vec::new();
     let mut removed_delete_ids = Vec::new();
@@ -87,9 +95,14 @@ fn list_jobs(dir: &DataDir) -> Result<DirJobs> {
                 logs.push((topic_partition, entry_path, Some(unique_id)));
             }
             PartitionDirKind::Delete => {
-                std::fs::remove_dir_all(&entry_path)
-                    .map_err(StorageError::io("delete", &entry_path))?;
-                tracing::info!(path = %entry_path.display(), "removed a partition directory queued for deletion");
+                if keep_deleted {
+                    // The log a swap retired, whose copy may be in the offline directory.
+                    tracing::warn!(path = %entry_path.display(), "kept a partition directory queued for deletion while a data directory is offline");
+                } else {
+                    std::fs::remove_dir_all(&entry_path)
+                        .map_err(StorageError::io("delete", &entry_path))?;
+                    tracing::info!(path = %entry_path.display(), "removed a partition directory queued for deletion");
+                }
                 if let Some(unique_id) = dir_unique_id(&name) {
                     removed_delete_ids.push(unique_id.to_owned());
                 }
@@ -135,15 +148,17 @@ pub(crate) fn load_all(
     services: &LogServices,
     config_for: &(dyn Fn(&str) -> LogConfig + Sync),
 ) -> Result<Loaded> {
-    let loaded = Mutex::new(Vec::new());
-    let removed_delete_ids = Mutex::new(HashSet::new());
+    let found = Found::default();
+    // A `-delete` directory may be the only complete copy of a partition whose swap was under
+    // way when the process stopped, its future log in a directory that is offline now.
+    let keep_deleted = dirs.iter().any(|dir| dir.is_offline());
     let fatal: Mutex<Option<StorageError>> = Mutex::new(None);
     std::thread::scope(|scope| {
         for (dir_index, dir) in dirs.iter().enumerate() {
             if dir.is_offline() {
                 continue;
             }
-            let (loaded, fatal, removed_delete_ids) = (&loaded, &fatal, &removed_delete_ids);
+            let (found, fatal) = (&found, &fatal);
             scope.spawn(move || {
                 if let Err(error) = load_dir(
                     dir_index,
@@ -151,8 +166,8 @@ pub(crate) fn load_all(
                     threads_per_dir,
                     services,
                     config_for,
-                    loaded,
-                    removed_delete_ids,
+                    found,
+                    keep_deleted,
                 ) {
                     if error.is_storage_failure() {
                         dir.health().mark_offline(&error);
@@ -167,8 +182,8 @@ pub(crate) fn load_all(
         return Err(error);
     }
     Ok(Loaded {
-        logs: loaded.into_inner(),
-        removed_delete_ids: removed_delete_ids.into_inner(),
+        logs: found.logs.into_inner(),
+        removed_delete_ids: found.delete_ids.into_inner(),
     })
 }
 
@@ -178,12 +193,13 @@ fn load_dir(
     threads: usize,
     services: &LogServices,
     config_for: &(dyn Fn(&str) -> LogConfig + Sync),
-    loaded: &Mutex<Vec<LoadedLog>>,
-    removed_delete_ids: &Mutex<HashSet<String>>,
+    found: &Found,
+    keep_deleted: bool,
 ) -> Result<()> {
     let started = Instant::now();
-    let jobs = list_jobs(dir)?;
-    removed_delete_ids
+    let jobs = list_jobs(dir, keep_deleted)?;
+    found
+        .delete_ids
         .lock()
         .extend(jobs.removed_delete_ids.iter().cloned());
     let recovery_points = dir.read_checkpoint_or_empty(RECOVERY_POINT_CHECKPOINT);
@@ -232,7 +248,7 @@ fn load_dir(
                             services,
                             dir,
                         ) {
-                            Ok((log, report)) => loaded.lock().push(LoadedLog {
+                            Ok((log, report)) => found.logs.lock().push(LoadedLog {
                                 topic_partition: topic_partition.clone(),
                                 dir_index,
                                 log: Arc::new(log),

@@ -241,12 +241,23 @@ impl LogManager {
     }
 
     /// One turn of the mover: a chunk copied into each future log, and the swap of each that
-    /// has caught up. Returns how long to rest before the next turn (none after progress).
+    /// has caught up. Returns how long to rest before the next turn (none after progress); a
+    /// turn over the rate of `replica.alter.log.dirs.io.max.bytes.per.second` rests until the
+    /// rate allows more, in the mover's interruptible sleep.
     pub fn move_logs_once(&self) -> Duration {
+        let throttle = &self.maintenance.move_throttle;
+        // A rate of 0 stops every copy, as Kafka's quota of 0 does.
+        if throttle.rate() < 1.0 {
+            return IDLE_WAIT;
+        }
+        let chunk = copy_chunk(throttle);
         let mut progressed = false;
         for future in self.future_logs() {
+            if let Some(wait) = self.maintenance.move_pause.remaining() {
+                return wait;
+            }
             let topic_partition = &future.topic_partition;
-            match self.move_step(&future) {
+            match self.move_step(&future, chunk) {
                 Ok(step_progressed) => progressed |= step_progressed,
                 Err(StorageError::LogDirOffline { dir }) => {
                     // A failed target directory takes only the future log with it.
@@ -275,19 +286,21 @@ impl LogManager {
 
     /// Copies a chunk into `future` and swaps it in once it has caught up. Returns whether
     /// anything was copied or swapped.
-    fn move_step(&self, future: &FutureLog) -> Result<bool> {
+    fn move_step(&self, future: &FutureLog, chunk: u64) -> Result<bool> {
         let Some(current) = self.get(&future.topic_partition) else {
             return Ok(false);
         };
-        // A rate of 0 stops every copy, as Kafka's quota of 0 does.
-        if self.maintenance.move_throttle.rate() < 1.0 {
-            return Ok(false);
-        }
-        let step = current.copy_into(&future.log, COPY_CHUNK_BYTES)?;
-        self.maintenance.move_throttle.account(step.copied_bytes);
+        let chunk = chunk.min(future.log.config().segment_bytes);
+        let step = current.copy_into(&future.log, chunk)?;
+        let wait = self.maintenance.move_throttle.charge(step.copied_bytes);
+        self.maintenance.move_pause.pause_for(wait);
         if step.offset_lag > 0 {
             return Ok(step.copied_bytes > 0);
         }
+        // The big fsync before the swap, outside the log's lock: the swap's own covers the tail.
+        future
+            .log
+            .flush_up_to(current.recovery_point().min(future.log.log_end_offset()))?;
         Ok(self.swap(&future.topic_partition)? || step.copied_bytes > 0)
     }
 
@@ -343,6 +356,37 @@ impl LogManager {
     }
 }
 
+/// Bytes copied per turn: a second's worth at the throttle's rate, at most 1 MiB (one batch
+/// larger than that still comes whole).
+pub(super) fn copy_chunk(throttle: &crate::throttle::Throttle) -> u64 {
+    if throttle.is_unlimited() {
+        return COPY_CHUNK_BYTES;
+    }
+    (throttle.rate() as u64).clamp(1, COPY_CHUNK_BYTES)
+}
+
+/// When the mover may copy again after going over its rate.
+#[derive(Debug, Default)]
+pub(super) struct MovePause {
+    until: parking_lot::Mutex<Option<std::time::Instant>>,
+}
+
+impl MovePause {
+    /// No copy for `wait` from now (nothing when `wait` is zero).
+    fn pause_for(&self, wait: Duration) {
+        if !wait.is_zero() {
+            *self.until.lock() = Some(std::time::Instant::now() + wait);
+        }
+    }
+
+    /// How long the pause still lasts, if it does.
+    fn remaining(&self) -> Option<Duration> {
+        let until = (*self.until.lock())?;
+        let left = until.saturating_duration_since(std::time::Instant::now());
+        (!left.is_zero()).then_some(left)
+    }
+}
+
 /// The logs loading found, with the future logs settled.
 pub(super) struct Settled {
     /// The partitions' current logs, promoted future logs among them.
@@ -358,7 +402,9 @@ pub(super) struct Settled {
 ///   unless its controller had already taken the new directory, which a single node has no
 ///   record of); a future log longer than its current log, which recovery cut, is cut to the
 ///   same end first, so the two never differ at an offset;
-/// - alone, with a `-delete` directory of the same unique id removed by this load, it is the
+/// - beside a current log of another topic id, it is a copy of an older topic of the same
+///   name and is removed;
+/// - alone, with a `-delete` directory of the same unique id found by this load, it is the
 ///   complete copy of a swap interrupted between its two renames: it takes the partition's
 ///   plain name and is its log;
 /// - alone otherwise (its current log is in a directory offline or no longer in `log.dirs`),
@@ -389,6 +435,23 @@ pub(super) fn settle_futures(loaded: Loaded, dirs: &DataDirs) -> Result<Settled>
                 future.log.close_for_deletion();
                 std::fs::remove_dir_all(&path).map_err(StorageError::io("delete", &path))?;
                 tracing::warn!(path = %path.display(), "removed a future log in its current log's own directory");
+            }
+            Some((_, current_log))
+                if topic_ids::read(&path)
+                    .ok()
+                    .flatten()
+                    .is_some_and(|future_id| {
+                        topic_ids::read(&current_log.dir())
+                            .ok()
+                            .flatten()
+                            .is_some_and(|current_id| current_id != future_id)
+                    }) =>
+            {
+                // A copy of an older topic of the same name, deleted while its directory was
+                // offline: not this partition's.
+                future.log.close_for_deletion();
+                std::fs::remove_dir_all(&path).map_err(StorageError::io("delete", &path))?;
+                tracing::warn!(path = %path.display(), "removed a future log of another topic id than its partition's");
             }
             Some((_, current_log)) => {
                 if future.log.log_end_offset() > current_log.log_end_offset() {

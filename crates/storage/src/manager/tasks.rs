@@ -144,6 +144,8 @@ impl LogManager {
             .start(Arc::clone(&self.clock))
             .map_err(cannot_start)?;
         let deleter = self.maintenance.deleter.start().map_err(cannot_start)?;
+        // The cleaner first: the mover resumes its cleaning of a partition it has moved.
+        self.start_cleaner()?;
         let mover = {
             let manager: Weak<LogManager> = Arc::downgrade(self);
             let wakeup = Arc::clone(&self.maintenance.mover_wakeup);
@@ -159,7 +161,6 @@ impl LogManager {
             deleter,
             mover,
         });
-        self.start_cleaner()?;
         Ok(stats)
     }
 }
@@ -181,6 +182,8 @@ pub(super) struct Maintenance {
     pub mover_wakeup: Arc<Wakeup>,
     /// `replica.alter.log.dirs.io.max.bytes.per.second`, over every move.
     pub move_throttle: Throttle,
+    /// Set when the moves went over that rate.
+    pub move_pause: super::moves::MovePause,
 }
 
 /// The running background threads.
@@ -200,6 +203,7 @@ impl Maintenance {
             cleaner_checkpoints: Mutex::new(HashMap::new()),
             mover_wakeup: Arc::new(Wakeup::default()),
             move_throttle: Throttle::new(move_max_bytes_per_second),
+            move_pause: super::moves::MovePause::default(),
         }
     }
 

@@ -69,7 +69,9 @@ impl LogManager {
                 }
             })?;
         }
-        for (topic_partition, log) in self.logs() {
+        let futures = self.future_logs().into_iter();
+        let moving = futures.map(|future| (future.topic_partition, future.log));
+        for (topic_partition, log) in self.logs().into_iter().chain(moving) {
             if topic_partition.topic == topic {
                 log.update_config(config.clone());
             }
