@@ -457,18 +457,9 @@ impl LogManager {
             return Ok(false);
         };
         entry.log.close_for_deletion();
-        let dir = &self.dirs[entry.dir_index];
-        let from = partition_dir(dir.path(), topic_partition);
-        let to = dir
-            .path()
-            .join(delete_dir_name(topic_partition, &random_unique_id()));
-        let renamed = crate::fs::rename(&from, &to)
-            .map_err(StorageError::io("rename for deletion", &from))
-            .and_then(|()| fsync_dir(dir.path()));
-        if let Err(error) = renamed {
-            dir.health().observe(&error);
-            return Err(error);
-        }
+        let from = partition_dir(self.dirs[entry.dir_index].path(), topic_partition);
+        let to =
+            self.rename_for_deletion(entry.dir_index, &from, topic_partition, &random_unique_id())?;
         self.checkpoint_dir(entry.dir_index)?;
         self.write_cleaner_checkpoint(entry.dir_index)?;
         // The rename made the deletion durable and invisible; the files go after the delay.
@@ -477,6 +468,28 @@ impl LogManager {
             .schedule_dir(to, self.config.log_defaults.file_delete_delay);
         tracing::info!(partition = %topic_partition, "deleted log");
         Ok(true)
+    }
+
+    /// Renames the partition directory `from`, in directory `dir_index`, to
+    /// `<topic>-<partition>.<unique_id>-delete` and makes the rename durable; a failure takes
+    /// the directory offline. Returns the new path, for the deleter.
+    fn rename_for_deletion(
+        &self,
+        dir_index: usize,
+        from: &std::path::Path,
+        topic_partition: &TopicPartition,
+        unique_id: &str,
+    ) -> Result<PathBuf> {
+        let dir = &self.dirs[dir_index];
+        let to = dir.path().join(delete_dir_name(topic_partition, unique_id));
+        let renamed = crate::fs::rename(from, &to)
+            .map_err(StorageError::io("rename for deletion", from))
+            .and_then(|()| fsync_dir(dir.path()));
+        if let Err(error) = renamed {
+            dir.health().observe(&error);
+            return Err(error);
+        }
+        Ok(to)
     }
 
     /// The current logs of directory `dir_index`.

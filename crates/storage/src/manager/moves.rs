@@ -24,7 +24,6 @@ use super::load::{Loaded, LoadedLog};
 use super::log_map::FutureEntry;
 use super::topic_ids;
 use crate::error::{Result, StorageError};
-use crate::fs::fsync_dir;
 use crate::log::{Log, SwapPaths, partition_dir};
 use crate::types::{TopicPartition, delete_dir_name, future_dir_name, random_unique_id};
 
@@ -188,17 +187,12 @@ impl LogManager {
         if dir.is_offline() {
             return Ok(());
         }
-        let from = future.log.dir();
-        let to = dir
-            .path()
-            .join(delete_dir_name(topic_partition, &future.unique_id));
-        let renamed = crate::fs::rename(&from, &to)
-            .map_err(StorageError::io("rename for deletion", &from))
-            .and_then(|()| fsync_dir(dir.path()));
-        if let Err(error) = renamed {
-            dir.health().observe(&error);
-            return Err(error);
-        }
+        let to = self.rename_for_deletion(
+            future.dir_index,
+            &future.log.dir(),
+            topic_partition,
+            &future.unique_id,
+        )?;
         self.checkpoint_dir(future.dir_index)?;
         self.maintenance
             .deleter
