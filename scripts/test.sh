@@ -68,6 +68,10 @@ if ! cmp -s tools/nodeclients/package-lock.json target/nodeclients/package-lock.
   (cd target/nodeclients && npm ci --no-audit --no-fund --cache "$PWD/../npm-cache" >/dev/null)
 fi
 
+# A whole-suite run gains little from incremental compilation, whose caches would nearly double
+# target/ on a fresh clone; a developer's own setting is kept.
+export CARGO_INCREMENTAL="${CARGO_INCREMENTAL:-0}"
+
 echo "== formatting"
 cargo fmt --all -- --check
 # The storage crate's fault-injection points are compiled in for the tests that arm them
