@@ -30,6 +30,11 @@ fn tp(partition: i32) -> TopicPartition {
 }
 
 fn open(dir: &Path, policy: CleanupPolicy) -> Arc<LogManager> {
+    open_with(dir, policy, i64::MAX)
+}
+
+/// `open` with `flush.messages` set.
+fn open_with(dir: &Path, policy: CleanupPolicy, flush_messages: i64) -> Arc<LogManager> {
     let config = ManagerConfig {
         log_dirs: vec![dir.to_path_buf()],
         log_defaults: LogConfig {
@@ -38,6 +43,7 @@ fn open(dir: &Path, policy: CleanupPolicy) -> Arc<LogManager> {
             index_interval_bytes: 512,
             min_cleanable_dirty_ratio: 0.01,
             file_delete_delay: Duration::ZERO,
+            flush_messages,
             ..LogConfig::default()
         },
         ..ManagerConfig::default()
@@ -240,6 +246,80 @@ fn a_failed_fsync_takes_the_directory_offline_and_is_never_retried() {
         acknowledged.all_in(&manager.get(&tp(0)).unwrap());
         scenario.teardown();
     }
+}
+
+/// With `flush.messages=1` every append fsyncs its records, but the active segment's indexes
+/// are fsynced only when it rolls: recovery after a crash re-indexes the segment holding the
+/// recovery point, and the roll syncs them before the recovery point can pass it. An index
+/// fsync that fails at the roll fails that append, and nothing acknowledged is lost.
+#[test]
+fn the_active_segments_indexes_are_fsynced_at_its_roll_not_at_each_flush() {
+    let scenario = FailScenario::setup();
+    let (_temp, dir) = data_dir();
+    let manager = open_with(&dir, CleanupPolicy::DELETE, 1);
+    let log = manager.get_or_create(&tp(0)).unwrap();
+    let mut acknowledged = Acknowledged::default();
+    acknowledged.produce_many(&log, 0, 5);
+
+    fail::cfg("index.fsync", "return(EIO)").unwrap();
+    // About 5 KiB more in a 16 KiB segment, with an index entry every 512 bytes: no roll.
+    acknowledged.produce_many(&log, 5, 20);
+    assert_eq!(log.segment_count(), 1);
+    assert_eq!(
+        log.recovery_point(),
+        log.log_end_offset(),
+        "each append fsynced its records"
+    );
+    assert!(!offline(&manager));
+
+    // The append that rolls must first fsync the full segment's indexes.
+    let rolled_at = log.log_end_offset();
+    let mut index = 25;
+    let failed = loop {
+        match acknowledged.produce(
+            &log,
+            &format!("key-{index}"),
+            &format!("value-{index:05}-{}", "x".repeat(200)),
+        ) {
+            Ok(_) => index += 1,
+            Err(error) => break error,
+        }
+        assert!(
+            index < 200,
+            "no append failed: the roll did not fsync the indexes"
+        );
+    };
+    assert!(
+        matches!(&failed, StorageError::Io { path, .. } if path.to_string_lossy().ends_with("index")),
+        "{failed}"
+    );
+    assert!(
+        offline(&manager),
+        "a failed fsync takes the directory offline"
+    );
+    assert_eq!(log.segment_count(), 1, "the roll did not happen");
+    assert!(log.recovery_point() >= rolled_at);
+
+    fail::remove("index.fsync");
+    drop(log);
+    crash(manager);
+    let manager = reopen_after_crash(&dir, CleanupPolicy::DELETE);
+    let log = manager.get(&tp(0)).unwrap();
+    acknowledged.all_in(&log);
+    // And with every fsync working, the log rolls on and reads back whole from any offset.
+    acknowledged.produce_many(&log, 1000, 150);
+    assert!(log.segment_count() > 2);
+    acknowledged.all_in(&log);
+    for from in [0, 40, 77, 120] {
+        let expected: Vec<_> = acknowledged
+            .0
+            .iter()
+            .filter(|(offset, _)| *offset >= from)
+            .cloned()
+            .collect();
+        assert_eq!(records(&log, from), expected, "from offset {from}");
+    }
+    scenario.teardown();
 }
 
 /// A compacted log of 400 acknowledged records over 50 keys (so a pass has superseded records

@@ -2,6 +2,13 @@
 //! then the recovery point moves there. Every fsync runs outside the writer lock, so a flush
 //! never stalls appends; the lock is taken only to open the partition directory (renames of it
 //! happen under that lock) and to publish the new recovery point.
+//!
+//! The active segment's offset and time indexes are not fsynced by a flush that leaves the
+//! recovery point inside it: recovery after a crash re-reads the segment holding the recovery
+//! point whole and rebuilds its indexes, so only its records need to be on disk. They are
+//! fsynced once the segment is no longer active (the roll's flush, or a shutdown's), before the
+//! recovery point can pass beyond it. With `flush.messages=1` this makes an append cost one
+//! fsync of the `.log` instead of three.
 
 use std::sync::Arc;
 
@@ -72,9 +79,17 @@ impl Log {
         };
         let mut new_segment_included = false;
         let mut flushed_any = false;
+        // The active segment, when only its records were fsynced.
+        let mut records_only = None;
         for (index, segment) in view.segments.iter().enumerate() {
             if overlaps(index, segment) {
-                if let Err(error) = segment.flush() {
+                let flushed = if end == FlushEnd::Below && index + 1 == view.segments.len() {
+                    records_only = Some(segment);
+                    segment.flush_records()
+                } else {
+                    segment.flush()
+                };
+                if let Err(error) = flushed {
                     // Index files are fsynced by path; a log deleted meanwhile has moved them.
                     // That is the deletion winning the race, not a failing disk.
                     let writer = self.writer.lock();
@@ -110,6 +125,17 @@ impl Log {
         // A log that took its future log's place meanwhile has other files: what was fsynced
         // here says nothing of them.
         let same_files = Arc::ptr_eq(&current.home, &view.home);
+        if let Some(segment) = records_only
+            && same_files
+            && !current
+                .segments
+                .last()
+                .is_some_and(|active| Arc::ptr_eq(active, segment))
+        {
+            // It rolled meanwhile, so the recovery point may now reach the next segment, past
+            // which recovery would not rebuild this one's indexes: they are fsynced first.
+            segment.flush()?;
+        }
         if same_files && up_to > current.recovery_point && up_to <= current.log_end.offset {
             let mut next = (*current).clone();
             next.recovery_point = up_to;

@@ -129,9 +129,12 @@ pub struct Segment {
     index_interval_bytes: u32,
     segment_index_bytes: u32,
     roll_jitter: std::time::Duration,
-    /// Changed since the last flush: a flush of an unchanged segment costs no fsync, so
-    /// shutting down or flushing thousands of idle logs stays cheap.
+    /// The `.log` (and `.txnindex`) changed since the last flush: a flush of an unchanged
+    /// segment costs no fsync, so shutting down or flushing thousands of idle logs stays cheap.
     dirty: AtomicBool,
+    /// The offset and time indexes changed since they were last fsynced (a flush of the
+    /// records alone leaves them so, see [`Segment::flush_records`]).
+    indexes_dirty: AtomicBool,
     /// An index entry was left out for lack of disk space (reported once).
     index_entries_skipped: AtomicBool,
 }
@@ -205,6 +208,7 @@ impl Segment {
             segment_index_bytes: config.segment_index_bytes,
             roll_jitter: roll_jitter(config),
             dirty: AtomicBool::new(preallocate.is_some() || !existed),
+            indexes_dirty: AtomicBool::new(preallocate.is_some() || !existed),
             index_entries_skipped: AtomicBool::new(false),
         })
     }
@@ -216,6 +220,7 @@ impl Segment {
 
     fn mark_dirty(&self) {
         self.dirty.store(true, Ordering::Release);
+        self.indexes_dirty.store(true, Ordering::Release);
     }
     /// Bytes of valid data in the `.log`.
     pub fn size(&self) -> u64 {
@@ -569,14 +574,33 @@ impl Segment {
 
     /// fsyncs the `.log`, then the indexes, if anything changed since the last flush.
     pub fn flush(&self) -> Result<()> {
+        self.flush_records()?;
+        if !self.indexes_dirty.swap(false, Ordering::AcqRel) {
+            return Ok(());
+        }
+        let flushed = self
+            .offset_index
+            .read()
+            .flush()
+            .and_then(|()| self.time_index.read().flush());
+        if flushed.is_err() {
+            self.indexes_dirty.store(true, Ordering::Release);
+        }
+        flushed
+    }
+
+    /// fsyncs the `.log` and the `.txnindex`, if they changed since the last flush, but not the
+    /// offset and time indexes, which stay marked for the next [`Segment::flush`]. For the
+    /// segment holding the log's recovery point only: recovery after a crash re-reads that
+    /// segment whole and rebuilds both its indexes (as Kafka's does), so fsyncing them would buy
+    /// nothing, and with `flush.messages=1` it would cost two more fsyncs per append.
+    pub fn flush_records(&self) -> Result<()> {
         if !self.dirty.swap(false, Ordering::AcqRel) {
             return Ok(());
         }
         let flushed = self
             .log
             .flush()
-            .and_then(|()| self.offset_index.read().flush())
-            .and_then(|()| self.time_index.read().flush())
             .and_then(|()| self.txn_index.lock().fsync());
         if flushed.is_err() {
             self.mark_dirty();
