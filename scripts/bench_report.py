@@ -54,8 +54,10 @@ def bar_chart(path, title, bars):
     legend_y = height - 12
     out.append('<rect x="%d" y="%d" width="12" height="12" fill="%s"/>' % (left, legend_y - 10, colours["ferrolog"]))
     out.append('<text x="%d" y="%d">ferrolog</text>' % (left + 18, legend_y))
-    out.append('<rect x="%d" y="%d" width="12" height="12" fill="%s"/>' % (left + 100, legend_y - 10, colours["limit"]))
-    out.append('<text x="%d" y="%d">this machine\'s limit, same run</text>' % (left + 118, legend_y))
+    if any(kind == "limit" for _, _, kind in bars):
+        out.append('<rect x="%d" y="%d" width="12" height="12" fill="%s"/>'
+                   % (left + 100, legend_y - 10, colours["limit"]))
+        out.append('<text x="%d" y="%d">this machine\'s limit, same run</text>' % (left + 118, legend_y))
     if any(kind == "stand-in" for _, _, kind in bars):
         out.append('<rect x="%d" y="%d" width="12" height="12" fill="%s"/>'
                    % (left - 290, legend_y - 10, colours["stand-in"]))
@@ -359,6 +361,10 @@ def main(baseline_path):
   sender's copy. Hence `copy` is the default; `sendfile` stays available for real NICs, where
   the saved copy is worth more.
 """)
+    vs_kafka_path = "target/bench-data/vs-kafka.txt"
+    if os.path.exists(vs_kafka_path):
+        import bench_report_vs_kafka
+        bench_report_vs_kafka.print_section(vs_kafka_path, file_date(vs_kafka_path), date, bar_chart)
     tls_path = "target/bench-data/tls.txt"
     if os.path.exists(tls_path):
         print_tls_section(tls_path, "target/bench-data/tls-cipher.txt")

@@ -10,6 +10,9 @@
 #                                            controller) on 127.0.0.1:PORT, its controller on
 #                                            CONTROLLER_PORT (default PORT+1); waits until it
 #                                            answers, prints its PID
+#   scripts/kafka.sh launch DATA_DIR PORT [CONTROLLER_PORT]
+#                                            the same, but prints the PID at once without
+#                                            waiting (a benchmark timing the start polls itself)
 #   scripts/kafka.sh stop PID                stop that broker (SIGTERM, then SIGKILL after 30 s)
 #   scripts/kafka.sh run CLASS ARGS...       run one of Kafka's main classes (its tools) or
 #                                            of tools/kafka/apps
@@ -77,12 +80,15 @@ bench() {
     -cp "$libs/*:$apps" "$class" "$@"
 }
 
-start() {
+# Writes the configuration, formats DATA_DIR the first time and starts the broker in the
+# background; sets `pid` and `log`.
+launch() {
   local data="$1" port="$2"
   local controller="${3:-$((port + 1))}"
   mkdir -p "$data"
   data="$(cd "$data" && pwd)"
-  local config="$data.properties" log="$data/../kafka-$port.log"
+  local config="$data.properties"
+  log="$data/../kafka-$port.log"
   cat >"$config" <<PROPS
 process.roles=broker,controller
 node.id=${FERROLOG_KAFKA_NODE_ID:-0}
@@ -117,7 +123,12 @@ PROPS
   nohup "$java" ${FERROLOG_KAFKA_JVM_OPTS:--Xmx1g -Xms256m -XX:+UseSerialGC} -Djava.awt.headless=true \
     -Dlog4j2.configurationFile="$root/tools/kafka/log4j2-broker.properties" \
     -cp "$libs/*" kafka.Kafka "$config" >>"$log" 2>&1 </dev/null &
-  local pid=$!
+  pid=$!
+}
+
+start() {
+  local port="$2" pid log
+  launch "$@"
   # Serving once the broker answers ApiVersions through Kafka's own tool.
   for _ in $(seq 1 120); do
     if ! kill -0 "$pid" 2>/dev/null; then
@@ -155,6 +166,7 @@ shift || true
 case "$command" in
   install) install ;;
   start) resolve; start "$@" ;;
+  launch) resolve; launch "$@"; echo "$pid" ;;
   stop) stop "$@" ;;
   run) run "$@" ;;
   bench) bench "$@" ;;

@@ -14,6 +14,7 @@ use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
 use rdkafka::{Message, Offset, TopicPartitionList};
 
+mod ready;
 mod rskafka_client;
 mod sink;
 mod stopwatch;
@@ -75,6 +76,17 @@ enum Command {
         #[arg(long)]
         partition: Option<i32>,
     },
+    /// Produces one message to each of the first `--partitions` partitions of each of
+    /// `--topics` as soon as the broker serves them and prints when the last was acknowledged
+    /// (start-to-serving, see ready.rs).
+    Ready {
+        #[arg(long, value_delimiter = ',', required = true)]
+        topics: Vec<String>,
+        #[arg(long)]
+        partitions: i32,
+        #[arg(long, default_value_t = 600)]
+        timeout_seconds: u64,
+    },
     /// Stands in for the broker, doing as little as one can (see sink.rs), so the clients can be
     /// measured against it; serves until killed.
     Sink {
@@ -110,6 +122,21 @@ fn main() -> Result<()> {
     let mut config = ClientConfig::new();
     config.set("bootstrap.servers", &args.brokers);
     let outcome = match (args.client, args.command) {
+        (
+            _,
+            Command::Ready {
+                topics,
+                partitions,
+                timeout_seconds,
+            },
+        ) => {
+            return ready::ready(
+                &args.brokers,
+                &topics,
+                partitions,
+                Duration::from_secs(timeout_seconds),
+            );
+        }
         (
             _,
             Command::Sink {

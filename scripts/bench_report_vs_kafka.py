@@ -1,0 +1,172 @@
+"""The section of docs/benchmarks.md comparing ferrolog with Apache Kafka 4.4, from
+scripts/bench_vs_kafka.sh's medians (target/bench-data/vs-kafka.txt)."""
+
+BROKERS = ("ferrolog", "kafka")
+
+# (figure, label in the table, label in the chart)
+THROUGHPUT = [
+    ("produce_java_1p_acks1", "produce, Java perf test, 1 partition, acks=1", "Java produce 1p acks=1"),
+    ("produce_java_64p_acks1", "produce, Java perf test, 64 partitions, acks=1", "Java produce 64p acks=1"),
+    ("produce_java_1p_acksall", "produce, Java perf test, 1 partition, acks=all", "Java produce 1p acks=all"),
+    ("produce_java_64p_acksall", "produce, Java perf test, 64 partitions, acks=all",
+     "Java produce 64p acks=all"),
+    ("produce_rdkafka_1p", "produce, librdkafka, 1 partition, acks=1", "librdkafka produce 1p"),
+    ("produce_rdkafka_64p", "produce, librdkafka, 64 partitions, acks=1", "librdkafka produce 64p"),
+    ("wide_produce", "produce, librdkafka, 10,000 partitions, acks=1", "librdkafka produce 10,000p"),
+    ("consume_java_1p", "consume, Java perf test, 1 partition", "Java consume 1p"),
+    ("consume_java_64p", "consume, Java perf test, 64 partitions", "Java consume 64p"),
+    ("consume_rdkafka_1p", "consume, librdkafka, 1 partition", "librdkafka consume 1p"),
+    ("consume_rdkafka_64p", "consume, librdkafka, 64 partitions", "librdkafka consume 64p"),
+]
+
+LATENCY = [
+    ("latency_1p_acks1", "produce at 32 MiB/s, 1 partition, acks=1"),
+    ("latency_64p_acks1", "produce at 100 MiB/s, 64 partitions, acks=1"),
+    ("latency_1p_acksall", "produce at 32 MiB/s, 1 partition, acks=all"),
+    ("latency_64p_acksall", "produce at 100 MiB/s, 64 partitions, acks=all"),
+    ("e2e", "end to end, one record at a time, acks=all"),
+]
+
+
+def read_figures(path):
+    figures = {}
+    with open(path) as f:
+        for line in f:
+            key, value = line.split()
+            figures[key] = float(value)
+    return figures
+
+
+def ratio(value, reference):
+    """value ÷ reference; infinite when the reference is zero, so a goal is never met by it."""
+    return value / reference if reference else float("inf")
+
+
+def verdict(met):
+    return "met" if met else "**missed**"
+
+
+def print_section(path, measured, page_date, bar_chart):
+    figures = read_figures(path)
+
+    def both(key):
+        return figures["ferrolog_" + key], figures["kafka_" + key]
+
+    print("## Against Apache Kafka 4.4, same machine, same run\n")
+    if measured != page_date:
+        print("Measured on %s, with the rest of the page's machine.\n" % measured)
+    print("![ferrolog and Kafka 4.4 under the same clients](bench-vs-kafka.svg)\n")
+    print("`scripts/bench_vs_kafka.sh`: `ferrolog serve` with its defaults and Apache Kafka 4.4")
+    print("(single-node KRaft, the JVM settings of its own `kafka-server-start.sh`: 1 GiB heap, G1),")
+    print("each from an empty data dir on the same file system, taking turns, medians of the")
+    print("rounds. 1 KiB records. Kafka's `kafka-producer-perf-test` runs with the Java producer's")
+    print("defaults but acks (16 KiB batches, linger.ms=5), `kafka-consumer-perf-test` is timed")
+    print("over its fetching (joining the group excluded); librdkafka is `tools/loadgen` with the")
+    print("loopback section's settings; 500,000 records (0.5 GB) per transfer. The broker's CPU is")
+    print("its process's user + system time over the client's whole run, the client's start")
+    print("included.\n")
+
+    bars = []
+    print("| transfer | ferrolog | Kafka 4.4 | ferrolog ÷ Kafka (goal ≥ 1.0×) "
+          "| broker CPU-s per GB, ferrolog / Kafka | CPU ratio (goal ≤ 0.5×) |")
+    print("|---|---|---|---|---|---|")
+    missed_rate, missed_cpu = [], []
+    for key, label, short in THROUGHPUT:
+        if "ferrolog_" + key not in figures:
+            continue
+        ours, theirs = both(key)
+        cpu_ours, cpu_theirs = both(key + "_broker_cpu")
+        rate_ratio, cpu_ratio = ratio(ours, theirs), ratio(cpu_ours, cpu_theirs)
+        if rate_ratio < 1.0:
+            missed_rate.append(label)
+        if cpu_ratio > 0.5:
+            missed_cpu.append(label)
+        print("| %s | %.2f GB/s | %.2f GB/s | %.2f× | %.2f / %.2f | %.2f× |"
+              % (label, ours / 1e9, theirs / 1e9, rate_ratio, cpu_ours, cpu_theirs, cpu_ratio))
+        bars.append((short, ours / 1e9, "ferrolog"))
+        bars.append(("", theirs / 1e9, "Kafka"))
+    print()
+    bar_chart("docs/bench-vs-kafka.svg", "ferrolog and Apache Kafka 4.4, same clients, same run", bars)
+
+    print("Latency with Kafka's Java producer (`tools/kafka/apps/LatencyBench.java`, microseconds:")
+    print("Kafka's own tools print whole milliseconds): at a fixed rate for 5 seconds, 100 MiB/s")
+    print("(102,400 records a second) over 64 partitions and 32 MiB/s into one (the Java producer")
+    print("with linger.ms=0 reaches about 65,000 records a second into one partition of Kafka 4.4")
+    print("here, so 100 MiB/s would measure its queue), each send timed from its scheduled time to")
+    print("its acknowledgement, the first second not counted; and end to end, kafka-e2e-latency's")
+    print("loop (send one record, poll until a consumer has it, then the next), the first tenth")
+    print("not counted.\n")
+    print("| latency | ferrolog p50 / p99 / p99.9 | Kafka 4.4 p50 / p99 / p99.9 "
+          "| p99 ferrolog ÷ Kafka (goal ≤ 0.5×) | rate reached, ferrolog / Kafka |")
+    print("|---|---|---|---|---|")
+    missed_latency = []
+    for key, label in LATENCY:
+        if "ferrolog_%s_p99_us" % key not in figures:
+            continue
+        cells = []
+        for broker in BROKERS:
+            cells.append(" / ".join("%.0f µs" % figures["%s_%s_%s" % (broker, key, p)]
+                                    for p in ("p50_us", "p99_us", "p999_us")))
+        p99_ratio = ratio(*both(key + "_p99_us"))
+        if p99_ratio > 0.5:
+            missed_latency.append(label)
+        rates = both(key + "_records_per_second")
+        print("| %s | %s | %s | %.2f× | %s / %s records/s |"
+              % (label, cells[0], cells[1], p99_ratio, f"{rates[0]:,.0f}", f"{rates[1]:,.0f}"))
+    print()
+    ours, theirs = both("e2e_tool_avg_ms")
+    print("Kafka's `kafka-e2e-latency` itself (acks=all, same loop, every record counted), its")
+    print("average: ferrolog %.3f ms, Kafka 4.4 %.3f ms.\n" % (ours, theirs))
+
+    print("Memory, start and disk:\n")
+    print("| figure | ferrolog | Kafka 4.4 | ferrolog ÷ Kafka | goal |")
+    print("|---|---|---|---|---|")
+    missed_other = []
+
+    def row(label, key, unit, goal, scale=1.0, fmt="%.0f"):
+        ours, theirs = both(key)
+        r = ratio(ours, theirs)
+        if goal is not None and r > goal:
+            missed_other.append(label)
+        print("| %s | %s %s | %s %s | %.2f× | %s |"
+              % (label, fmt % (ours * scale), unit, fmt % (theirs * scale), unit, r,
+                 "≤ %.2f×" % goal if goal is not None else ""))
+
+    row("RSS, idle, empty data dir", "rss_idle_empty", "MiB", 0.25, 1 / 1024)
+    row("RSS, peak over the transfers above", "rss_peak", "MiB", 0.25, 1 / 1024)
+    row("RSS, idle after the transfers", "rss_idle_loaded", "MiB", 0.25, 1 / 1024)
+    row("RSS, idle with 10,000 partitions", "wide_rss_idle", "MiB", 0.25, 1 / 1024)
+    row("start to serving 10,000 partitions, after a clean stop", "wide_start_clean", "s", 0.5,
+        fmt="%.2f")
+    row("start to serving 10,000 partitions, after SIGKILL", "wide_start_unclean", "s", 0.5,
+        fmt="%.2f")
+    row("data dir after the transfers, bytes", "disk_bytes", "GB", None, 1e-9, "%.2f")
+    row("data dir after the transfers, allocated", "disk_allocated_bytes", "GB", None, 1e-9, "%.2f")
+    print()
+
+    ours, theirs = both("fsync_each")
+    dsync = (figures["ferrolog_dsync_appends_per_s"] + figures["kafka_dsync_appends_per_s"]) / 2
+    ours_rate, theirs_rate = ours / 1024, theirs / 1024
+    print("Every message fsynced (a topic with `flush.messages=1`; librdkafka sends one 1 KiB")
+    print("message per request, requests pipelined, acks=1), against the disk's own rate of the")
+    print("same kind of write, `dd bs=1k oflag=dsync` appending to a new file in the same rounds:\n")
+    print("| | appends fsynced per second | of `dd`'s rate (goal ≥ 0.95) |")
+    print("|---|---|---|")
+    print("| ferrolog | %s | %.2f |" % (f"{ours_rate:,.0f}", ours_rate / dsync))
+    print("| Kafka 4.4 | %s | %.2f |" % (f"{theirs_rate:,.0f}", theirs_rate / dsync))
+    print("| `dd bs=1k oflag=dsync` | %s | |" % f"{dsync:,.0f}")
+    print()
+    fsync_met = ours_rate / dsync >= 0.95
+
+    print("Goals, in this run:\n")
+    print("- throughput ≥ 1.0× Kafka on every client and shape: %s%s"
+          % (verdict(not missed_rate), (" (" + "; ".join(missed_rate) + ")") if missed_rate else ""))
+    print("- broker CPU per GB ≤ 0.5× Kafka's: %s%s"
+          % (verdict(not missed_cpu), (" (" + "; ".join(missed_cpu) + ")") if missed_cpu else ""))
+    print("- p99 ≤ 0.5× Kafka's: %s%s"
+          % (verdict(not missed_latency),
+             (" (" + "; ".join(missed_latency) + ")") if missed_latency else ""))
+    print("- RSS ≤ 0.25× and start ≤ 0.5× Kafka's: %s%s"
+          % (verdict(not missed_other), (" (" + "; ".join(missed_other) + ")") if missed_other else ""))
+    print("- fsync'd appends ≥ 0.95× the disk's rate: %s" % verdict(fsync_met))
+    print()
