@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs ferrolog's benchmarks beside the machine's own limits measured in the same run, and
-# writes docs/benchmarks.md. Takes about 25 minutes on a 2-core machine.
+# writes docs/benchmarks.md. Takes about an hour on a 2-core machine (scripts/bench_vs_kafka.sh,
+# against Kafka 4.4, about 40 minutes of it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mkdir -p target/bench-data

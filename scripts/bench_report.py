@@ -364,7 +364,9 @@ def main(baseline_path):
     vs_kafka_path = "target/bench-data/vs-kafka.txt"
     if os.path.exists(vs_kafka_path):
         import bench_report_vs_kafka
-        bench_report_vs_kafka.print_section(vs_kafka_path, file_date(vs_kafka_path), date, bar_chart)
+        bench_report_vs_kafka.print_section(vs_kafka_path, "target/bench-data/vs-kafka-latency.txt",
+                                            "target/bench-data/fsync-appends-storage.txt",
+                                            file_date(vs_kafka_path), date, bar_chart)
     tls_path = "target/bench-data/tls.txt"
     if os.path.exists(tls_path):
         print_tls_section(tls_path, "target/bench-data/tls-cipher.txt")

@@ -20,10 +20,10 @@ THROUGHPUT = [
 ]
 
 LATENCY = [
-    ("latency_1p_acks1", "produce at 32 MiB/s, 1 partition, acks=1"),
-    ("latency_64p_acks1", "produce at 100 MiB/s, 64 partitions, acks=1"),
-    ("latency_1p_acksall", "produce at 32 MiB/s, 1 partition, acks=all"),
-    ("latency_64p_acksall", "produce at 100 MiB/s, 64 partitions, acks=all"),
+    ("latency_1p_acks1", "produce at 10 MiB/s, 1 partition, acks=1"),
+    ("latency_64p_acks1", "produce at 32 MiB/s, 64 partitions, acks=1"),
+    ("latency_1p_acksall", "produce at 10 MiB/s, 1 partition, acks=all"),
+    ("latency_64p_acksall", "produce at 32 MiB/s, 64 partitions, acks=all"),
     ("e2e", "end to end, one record at a time, acks=all"),
 ]
 
@@ -46,8 +46,26 @@ def verdict(met):
     return "met" if met else "**missed**"
 
 
-def print_section(path, measured, page_date, bar_chart):
+def read_storage_fsync(path):
+    """Medians of the `raw` and `log` rates of the fsync_appends bench, or None."""
+    try:
+        with open(path) as f:
+            lines = f.read().split("\n")
+    except FileNotFoundError:
+        return None
+    rates = {"raw": [], "log": []}
+    for line in lines:
+        name, _, value = line.partition(" appends_per_s=")
+        if name in rates and value:
+            rates[name].append(float(value))
+    if not rates["raw"] or not rates["log"]:
+        return None
+    return {name: sorted(values)[len(values) // 2] for name, values in rates.items()}
+
+
+def print_section(path, latency_path, storage_fsync_path, measured, page_date, bar_chart):
     figures = read_figures(path)
+    figures.update(read_figures(latency_path))
 
     def both(key):
         return figures["ferrolog_" + key], figures["kafka_" + key]
@@ -89,13 +107,16 @@ def print_section(path, measured, page_date, bar_chart):
     bar_chart("docs/bench-vs-kafka.svg", "ferrolog and Apache Kafka 4.4, same clients, same run", bars)
 
     print("Latency with Kafka's Java producer (`tools/kafka/apps/LatencyBench.java`, microseconds:")
-    print("Kafka's own tools print whole milliseconds): at a fixed rate for 5 seconds, 100 MiB/s")
-    print("(102,400 records a second) over 64 partitions and 32 MiB/s into one (the Java producer")
-    print("with linger.ms=0 reaches about 65,000 records a second into one partition of Kafka 4.4")
-    print("here, so 100 MiB/s would measure its queue), each send timed from its scheduled time to")
-    print("its acknowledgement, the first second not counted; and end to end, kafka-e2e-latency's")
-    print("loop (send one record, poll until a consumer has it, then the next), the first tenth")
-    print("not counted.\n")
+    print("Kafka's own tools print whole milliseconds), each broker from an empty data dir and")
+    print("warmed by 0.5 GB of kafka-producer-perf-test first (Kafka's JIT compiles its produce")
+    print("path over its first seconds of load; cold, it answered sends in up to a second): at a")
+    print("fixed rate for 5 seconds, 32 MiB/s (32,768 records a second) over 64 partitions and")
+    print("10 MiB/s into one, linger.ms=0, each send timed to its acknowledgement (from its")
+    print("scheduled time when the client fell behind), the first second not counted; and end to")
+    print("end, kafka-e2e-latency's loop (send one record, poll until a consumer has it, then the")
+    print("next), the first tenth not counted. At 100 MiB/s the Java client, beside either broker")
+    print("on these two cores, fell behind its schedule, and both brokers' p99 was its backlog,")
+    print("hundreds of milliseconds.\n")
     print("| latency | ferrolog p50 / p99 / p99.9 | Kafka 4.4 p50 / p99 / p99.9 "
           "| p99 ferrolog ÷ Kafka (goal ≤ 0.5×) | rate reached, ferrolog / Kafka |")
     print("|---|---|---|---|---|")
@@ -157,7 +178,22 @@ def print_section(path, measured, page_date, bar_chart):
     print("| `dd bs=1k oflag=dsync` | %s | |" % f"{dsync:,.0f}")
     print()
     fsync_met = ours_rate / dsync >= 0.95
+    storage = read_storage_fsync(storage_fsync_path)
+    if storage:
+        print("The storage engine alone, in one process (`cargo bench -p ferrolog-storage --bench")
+        print("fsync_appends`: `Log::append_as_leader` of a 1 KiB batch with `flush.messages=1`, against")
+        print("`write` + `fdatasync` of the same batch to a new file, taking turns, medians of 3 runs")
+        print("of 5,000): %s appends a second against %s, %.2f×. Its appends cost one fdatasync"
+              % (f"{storage['log']:,.0f}", f"{storage['raw']:,.0f}", storage["log"] / storage["raw"]))
+        print("each, as the raw loop's do (the active segment's indexes wait for its roll,")
+        print("ARCHITECTURE.md). Between that and the broker's %.2f of `dd` lies its request path:"
+              % (ours_rate / dsync))
+        print("each request of a connection is read, handed to the blocking pool for its append")
+        print("and fsync, and answered before the next is read (Kafka's order), and each hand-over")
+        print("between threads wakes a vCPU, about 40 µs here")
+        print("(`../shared/notes/machine.md`).\n")
 
+    print_bounds(figures)
     print("Goals, in this run:\n")
     print("- throughput ≥ 1.0× Kafka on every client and shape: %s%s"
           % (verdict(not missed_rate), (" (" + "; ".join(missed_rate) + ")") if missed_rate else ""))
@@ -170,3 +206,26 @@ def print_section(path, measured, page_date, bar_chart):
           % (verdict(not missed_other), (" (" + "; ".join(missed_other) + ")") if missed_other else ""))
     print("- fsync'd appends ≥ 0.95× the disk's rate: %s" % verdict(fsync_met))
     print()
+
+
+def print_bounds(figures):
+    """What bounds the consume figures that miss their goals, from this run and the loopback
+    section's (target/bench-data/network.txt)."""
+    try:
+        network = read_figures("target/bench-data/network.txt")
+    except FileNotFoundError:
+        return
+    cpu_ours, cpu_theirs = figures["ferrolog_consume_rdkafka_1p_broker_cpu"], \
+        figures["kafka_consume_rdkafka_1p_broker_cpu"]
+    print("**Consume CPU.** Kafka hands fetched bytes to the socket with `sendfile`: the kernel")
+    print("copies them from the page cache into the socket, and the broker process is charged")
+    print("little for it. ferrolog by default reads them into a buffer and writes that")
+    print("(`ferrolog.fetch.transfer=copy`), because on this two-core loopback it moves more:")
+    print("in the loopback section, copy consumed %.2f GB/s at %.2f broker CPU-s per GB, sendfile"
+          % (network["consume_copy"] / 1e9, network["consume_copy_broker_cpu"]))
+    print("%.2f GB/s at %.2f. With librdkafka on one partition here ferrolog spent %.2f CPU-s per"
+          % (network["consume_sendfile"] / 1e9, network["consume_sendfile_broker_cpu"], cpu_ours))
+    print("GB against Kafka's %.2f; sendfile's cost would be under half of Kafka's, at some of"
+          % cpu_theirs)
+    print("the rate. The 64-partition consume (each fetch answering up to 64 slices, each its own")
+    print("`pread` and copy) is not profiled yet.\n")

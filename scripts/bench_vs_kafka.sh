@@ -8,7 +8,7 @@
 #     then kafka-consumer-perf-test, 1 KiB records, one partition and 64, unthrottled;
 #   - librdkafka (tools/loadgen, the loopback benchmark's settings) producing and consuming the
 #     same shapes;
-#   - produce latency at fixed rates (100 MiB/s over 64 partitions, 32 MiB/s into one) and
+#   - produce latency at fixed rates (32 MiB/s over 64 partitions, 10 MiB/s into one) and
 #     end-to-end latency (produce, then consume, one
 #     record at a time), with the Java client, in microseconds (tools/kafka/apps/LatencyBench.java;
 #     Kafka's own tools print whole milliseconds), and Kafka's kafka-e2e-latency itself;
@@ -20,11 +20,15 @@
 #     to each acknowledged), after a clean stop and after SIGKILL.
 #
 # Every figure also has the broker's CPU time over the client's run, its peak and idle RSS and
-# the bytes its data dir holds. Writes target/bench-data/vs-kafka.txt (medians) for
-# scripts/bench_report.py. Called by scripts/bench.sh; takes about 9 minutes a round.
+# the bytes its data dir holds. Writes target/bench-data/vs-kafka.txt and vs-kafka-latency.txt
+# (medians) and fsync-appends-storage.txt (the storage engine's fsync'd appends alone) for
+# scripts/bench_report.py. `scripts/bench_vs_kafka.sh ROUNDS latency` runs the latency part
+# alone. Called by scripts/bench.sh; takes about 13 minutes a round.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rounds="${1:-3}"
+# `all`, or `latency` for the latency part alone (target/bench-data/vs-kafka-latency.txt).
+parts="${2:-all}"
 mkdir -p target/bench-data
 out=target/bench-data/vs-kafka.txt
 runs=target/bench-data/vs-kafka-runs.txt
@@ -39,15 +43,29 @@ scripts/kafka.sh install >/dev/null
 address="127.0.0.1:$port"
 data="$PWD/target/bench-data/vs-kafka-data"
 records=500000           # of 1 KiB per transfer: 0.5 GB
-# Fixed rates for the latency runs, below what the Java producer reaches against either broker
-# with linger.ms=0 (against Kafka 4.4 on one partition, about 65,000 records a second): 100 MiB/s
-# over 64 partitions, 32 MiB/s into one. Five seconds each, the first warming up.
-rate_many=102400
-rate_one=32768
+# Fixed rates for the latency runs, well below what the Java producer sustains beside either
+# broker on two cores with linger.ms=0: at 100 MiB/s over 64 partitions (and 32 MiB/s into
+# one) it fell behind its schedule, and both brokers' p99 was its backlog, hundreds of
+# milliseconds. 32 MiB/s over 64 partitions, 10 MiB/s into one; five seconds each, the first
+# warming up.
+rate_many=32768
+rate_one=10240
 e2e_records=5000
 fsync_records=5000
 wide_topics=10           # of 1,000 partitions each (Kafka's controller takes at most 10,000
 wide_partitions=1000     # records in one operation, so one topic of 10,000 is refused)
+
+# Before each timed transfer: the dirty pages of the ones before are written back first. A
+# transfer that starts with gigabytes of them is throttled by the kernel's write-back (past about
+# 2.3 GB here, ../shared/notes/machine.md), which stalled single produces for hundreds of
+# milliseconds, whichever the broker.
+settle() { sync; }
+
+# bench_common.sh's `load`, settled first.
+settled_load() {
+  settle
+  load "$@"
+}
 
 # The figure NAME of the current broker, appended to the runs file; a value that is not a
 # number (a tool that printed something else, a broker gone) stops the benchmark.
@@ -127,6 +145,7 @@ per_gigabyte() {
 # kafka-producer-perf-test, unthrottled: NAME TOPIC ACKS.
 producer_perf() {
   local before line
+  settle
   before=$(broker_cpu)
   line=$(scripts/kafka.sh bench org.apache.kafka.tools.ProducerPerformance --topic "$2" \
     --num-records "$records" --record-size 1024 --throughput -1 \
@@ -138,6 +157,7 @@ producer_perf() {
 # kafka-consumer-perf-test: NAME TOPIC, the rate of its fetch phase (joining the group excluded).
 consumer_perf() {
   local before line
+  settle
   before=$(broker_cpu)
   line=$(scripts/kafka.sh bench org.apache.kafka.tools.ConsumerPerformance --topic "$2" \
     --num-records "$records" --bootstrap-server "$address" --timeout 60000 | tail -1)
@@ -149,6 +169,7 @@ consumer_perf() {
 latency() {
   local name=$1 mode=$2 result before
   shift 2
+  settle
   before=$(broker_cpu)
   result=$(scripts/kafka.sh bench LatencyBench "$mode" "$address" "$@" 2>>"$log" | tail -1)
   echo "$result" | python3 -c '
@@ -160,7 +181,33 @@ for key in ("records_per_second", "p50_us", "p99_us", "p999_us", "max_us"):
   record "${name}_broker_cpu_s" "$(python3 -c 'import sys; print(float(sys.argv[2]) - float(sys.argv[1]))' "$before" "$(broker_cpu)")"
 }
 
-# The throughput, latency and fsync rounds of one broker, from an empty data dir.
+# Latency at fixed rates, acks=1 and acks=all, and end to end (acks=all), from an empty data
+# dir, after a warm-up produce of 0.5 GB.
+latencies() {
+  rm -rf "$data"
+  start_broker
+  topic one 1
+  topic many 64
+  # Warmed first: Kafka's JIT compiles its produce path over its first seconds of load, and a
+  # cold JVM broker answered the first latency run's sends in up to a second.
+  topic warm 1
+  scripts/kafka.sh bench org.apache.kafka.tools.ProducerPerformance --topic warm \
+    --num-records "$records" --record-size 1024 --throughput -1 \
+    --producer-props "bootstrap.servers=$address" acks=1 >/dev/null
+  latency latency_1p_acks1 produce one $((rate_one * 5)) "$rate_one" 1 1024
+  latency latency_64p_acks1 produce many $((rate_many * 5)) "$rate_many" 1 1024
+  latency latency_1p_acksall produce one $((rate_one * 5)) "$rate_one" all 1024
+  latency latency_64p_acksall produce many $((rate_many * 5)) "$rate_many" all 1024
+  latency e2e e2e one "$e2e_records" all 1024
+  local line
+  settle
+  line=$(scripts/kafka.sh bench org.apache.kafka.tools.EndToEndLatency --bootstrap-server "$address" \
+    --topic one --num-records "$e2e_records" --producer-acks all --record-size 1024 2>>"$log" | grep 'Avg latency')
+  record e2e_tool_avg_ms "$(echo "$line" | awk '{print $3}')"
+  stop_broker
+}
+
+# The throughput and fsync rounds of one broker, from an empty data dir.
 transfers() {
   rm -rf "$data"
   start_broker
@@ -178,20 +225,10 @@ transfers() {
     --bootstrap-server "$address" --timeout 60000 >/dev/null
   consumer_perf consume_java_1p one
   consumer_perf consume_java_64p many
-  load "${broker}_produce_rdkafka_1p" "$address" --topic one --messages "$records" produce
-  load "${broker}_produce_rdkafka_64p" "$address" --topic many --messages "$records" produce
-  load "${broker}_consume_rdkafka_1p" "$address" --topic one --messages "$records" consume
-  load "${broker}_consume_rdkafka_64p" "$address" --topic many --messages "$records" consume --partitions 64
-  # Latency at a fixed rate, acks=1 and acks=all, and end to end (acks=all).
-  latency latency_1p_acks1 produce one $((rate_one * 5)) "$rate_one" 1 1024
-  latency latency_64p_acks1 produce many $((rate_many * 5)) "$rate_many" 1 1024
-  latency latency_1p_acksall produce one $((rate_one * 5)) "$rate_one" all 1024
-  latency latency_64p_acksall produce many $((rate_many * 5)) "$rate_many" all 1024
-  latency e2e e2e one "$e2e_records" all 1024
-  local line
-  line=$(scripts/kafka.sh bench org.apache.kafka.tools.EndToEndLatency --bootstrap-server "$address" \
-    --topic one --num-records "$e2e_records" --producer-acks all --record-size 1024 2>>"$log" | grep 'Avg latency')
-  record e2e_tool_avg_ms "$(echo "$line" | awk '{print $3}')"
+  settled_load "${broker}_produce_rdkafka_1p" "$address" --topic one --messages "$records" produce
+  settled_load "${broker}_produce_rdkafka_64p" "$address" --topic many --messages "$records" produce
+  settled_load "${broker}_consume_rdkafka_1p" "$address" --topic one --messages "$records" consume
+  settled_load "${broker}_consume_rdkafka_64p" "$address" --topic many --messages "$records" consume --partitions 64
   record rss_peak "$(rss_kib "$server" VmHWM)"
   # One 1 KiB message per request (librdkafka pipelines them), each append fsynced, beside the
   # disk's own rate of 1 KiB appends each followed by a sync.
@@ -199,7 +236,7 @@ transfers() {
   record dsync_appends_per_s "$(LC_ALL=C dd if=/dev/zero of=target/bench-data/dsync.bin bs=1k count="$fsync_records" oflag=dsync 2>&1 \
     | tail -1 | awk -v n="$fsync_records" -F', ' '{split($3, t, " "); print n / t[1]}')"
   rm -f target/bench-data/dsync.bin
-  load "${broker}_fsync_each" "$address" --topic synced --messages "$fsync_records" \
+  settled_load "${broker}_fsync_each" "$address" --topic synced --messages "$fsync_records" \
     --set linger.ms=0 --set batch.num.messages=1 produce
   sleep 3
   record rss_idle_loaded "$(rss_kib "$server" VmRSS)"
@@ -229,6 +266,7 @@ wide() {
   # rate is the load generator's own, from its first acknowledged message to its last, summed
   # over the topics (its start and metadata fetch are outside it); the broker's CPU is counted
   # over every run.
+  settle
   before=$(broker_cpu)
   local results
   results=$(for t in $(seq 0 $((wide_topics - 1))); do
@@ -249,17 +287,28 @@ print(sum(run["bytes"] for run in runs) / sum(run["seconds"] for run in runs))')
   stop_broker
 }
 
-for round in $(seq "$rounds"); do
-  # The brokers take turns going first.
-  order="ferrolog kafka"
-  [ $((round % 2)) = 0 ] && order="kafka ferrolog"
-  for broker in $order; do
-    echo "== round $round: $broker" >&2
-    transfers
-    wide
+# `run_rounds PART...`: each part, ROUNDS rounds, the brokers taking turns going first; the runs
+# file's medians into OUT.
+run_rounds() {
+  : > "$runs"
+  for round in $(seq "$rounds"); do
+    order="ferrolog kafka"
+    [ $((round % 2)) = 0 ] && order="kafka ferrolog"
+    for broker in $order; do
+      echo "== round $round: $broker: $*" >&2
+      for part in "$@"; do "$part"; done
+    done
   done
-done
-rm -rf "$data"
-: > "$out"
-medians_to "$out"
-cat "$out"
+  : > "$out"
+  medians_to "$out"
+  cat "$out"
+}
+
+if [ "$parts" != latency ]; then
+  cargo bench -q -p ferrolog-storage --bench fsync_appends > target/bench-data/fsync-appends-storage.txt
+  run_rounds transfers wide
+fi
+out=target/bench-data/vs-kafka-latency.txt
+runs=target/bench-data/vs-kafka-latency-runs.txt
+run_rounds latencies
+rm -rf "$data" "target/bench-data/kafka-$port.log"
