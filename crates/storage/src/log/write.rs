@@ -380,18 +380,19 @@ impl Log {
                 tracing::warn!(path = %stale.display(), "removed a stale file in the way of a new segment");
             }
         }
-        // A recovery point already at the old segment's end would have recovery after a crash
-        // start at the new segment, so the old one's indexes, which flushes leave unsynced
-        // while it is active (flush.rs), are fsynced before the new segment is published. Only
-        // with frequent flushes (`flush.messages=1`) is the recovery point there, and then this
-        // is two fsyncs once per segment, under the lock.
-        if view.recovery_point >= view.log_end.offset {
-            active.flush()?;
-        }
         // The state as of the new base: every batch below it, none above.
         self.write_producer_snapshot(new_base, SnapshotSync::Later)?;
         let segment = Arc::new(Segment::create(dir, new_base, config, self.clock.now_ms())?);
         active.on_becoming_inactive()?;
+        // A recovery point already at the old segment's end would have recovery after a crash
+        // start at the new segment, so the old one's indexes, which flushes leave unsynced
+        // while it is active (flush.rs), are fsynced, trimmed, before the new segment is
+        // published. Only with frequent flushes (`flush.messages=1`) is the recovery point
+        // there, and then this is two fsyncs once per segment, under the lock (a failure takes
+        // the directory offline, as every failed fsync does).
+        if view.recovery_point >= view.log_end.offset {
+            active.flush()?;
+        }
         segments.push(Arc::clone(&segment));
         let mut next = (*view).clone();
         next.segments = Arc::new(segments);

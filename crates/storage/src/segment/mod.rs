@@ -135,6 +135,10 @@ pub struct Segment {
     /// The offset and time indexes changed since they were last fsynced (a flush of the
     /// records alone leaves them so, see [`Segment::flush_records`]).
     indexes_dirty: AtomicBool,
+    /// Held across a flush's fsyncs: a second flush of the segment waits for the first's to
+    /// finish rather than find the flags clear and return while its data is not yet on disk.
+    /// Taken after the log's writer lock when both are held, never before it.
+    flushing: Mutex<()>,
     /// An index entry was left out for lack of disk space (reported once).
     index_entries_skipped: AtomicBool,
 }
@@ -209,6 +213,7 @@ impl Segment {
             roll_jitter: roll_jitter(config),
             dirty: AtomicBool::new(preallocate.is_some() || !existed),
             indexes_dirty: AtomicBool::new(preallocate.is_some() || !existed),
+            flushing: Mutex::new(()),
             index_entries_skipped: AtomicBool::new(false),
         })
     }
@@ -574,7 +579,8 @@ impl Segment {
 
     /// fsyncs the `.log`, then the indexes, if anything changed since the last flush.
     pub fn flush(&self) -> Result<()> {
-        self.flush_records()?;
+        let _flushing = self.flushing.lock();
+        self.flush_records_locked()?;
         if !self.indexes_dirty.swap(false, Ordering::AcqRel) {
             return Ok(());
         }
@@ -595,6 +601,11 @@ impl Segment {
     /// segment whole and rebuilds both its indexes (as Kafka's does), so fsyncing them would buy
     /// nothing, and with `flush.messages=1` it would cost two more fsyncs per append.
     pub fn flush_records(&self) -> Result<()> {
+        let _flushing = self.flushing.lock();
+        self.flush_records_locked()
+    }
+
+    fn flush_records_locked(&self) -> Result<()> {
         if !self.dirty.swap(false, Ordering::AcqRel) {
             return Ok(());
         }
