@@ -3,6 +3,7 @@
 //! blocking pool through [`crate::bridge`]), and the response encoded with the matching header
 //! version.
 
+use std::pin::Pin;
 use std::sync::Arc;
 
 use bytes::Bytes;
@@ -55,8 +56,9 @@ impl std::fmt::Display for MalformedRequest {
 ///   (`async fn(context, session, header, request)`).
 ///
 /// What it answers: `response` (always one), `checked` (a response, or a request Kafka would
-/// fail to parse, which closes the connection), `optional` (`None`: no response, Produce with
-/// acks=0), `spliced` (a response and the file regions its placeholders stand for).
+/// fail to parse, which closes the connection), `produced` (Produce's: no response with acks=0,
+/// else one that may wait for flushes, see [`Reply::AfterFlush`]), `spliced` (a response and
+/// the file regions its placeholders stand for).
 ///
 /// What it needs: the operations Kafka checks, each on the resources of its type the request
 /// names (the cluster for `Cluster`), in the order Kafka checks them; the first refusal is the
@@ -84,7 +86,7 @@ macro_rules! served_apis {
             &[$((ApiKey::$key, &[$((ResourceType::$resource, AclOperation::$operation)),*]),)*];
 
         /// Decodes the body of a supported request, runs its handler and encodes the answer.
-        async fn route(call: &Call<'_>, mut body: Bytes) -> Result<Option<ResponseFrame>, MalformedRequest> {
+        async fn route(call: &Call<'_>, mut body: Bytes) -> Result<Reply, MalformedRequest> {
             match call.api {
                 $(ApiKey::$key => {
                     let request = decode::<$request>(call, &mut body)?;
@@ -118,24 +120,35 @@ macro_rules! run {
 
 macro_rules! answer {
     (response, $call:ident, $answer:ident) => {
-        encode($call, &$answer, Vec::new()).map(Some)
+        encode($call, &$answer, Vec::new()).map(Reply::Now)
     };
     (checked, $call:ident, $answer:ident) => {
-        encode($call, &$answer?, Vec::new()).map(Some)
+        encode($call, &$answer?, Vec::new()).map(Reply::Now)
     };
-    (optional, $call:ident, $answer:ident) => {
-        $answer
-            .map(|response| encode($call, &response, Vec::new()))
-            .transpose()
+    (produced, $call:ident, $answer:ident) => {
+        match $answer {
+            None => Ok(Reply::Nothing),
+            Some(produced) if produced.is_durable() => {
+                encode($call, &produced.into_response(), Vec::new()).map(Reply::Now)
+            }
+            Some(produced) => {
+                let answering = Answering::of($call);
+                let flushing = crate::bridge::start(move || produced.flush());
+                Ok(Reply::AfterFlush(Box::pin(async move {
+                    let response = flushing.await.map_err(malformed)?;
+                    answering.encode(&response, Vec::new())
+                })))
+            }
+        }
     };
     (spliced, $call:ident, $answer:ident) => {{
         let (response, regions) = $answer;
-        encode($call, &response, regions).map(Some)
+        encode($call, &response, regions).map(Reply::Now)
     }};
 }
 
 served_apis! {
-    Produce 3..=12, ProduceRequest, blocking handlers::produce::handle => optional, needs [Topic Write];
+    Produce 3..=12, ProduceRequest, blocking handlers::produce::handle => produced, needs [Topic Write];
     Fetch 4..=12, FetchRequest, waiting handlers::fetch::handle => spliced, needs [Topic Read];
     ListOffsets 1..=7, ListOffsetsRequest, blocking handlers::list_offsets::handle => response, needs [Topic Describe];
     Metadata 0..=12, MetadataRequest, blocking handlers::metadata::handle => response, needs [Topic Describe];
@@ -183,6 +196,43 @@ served_apis! {
     WriteTxnMarkers 1..=1, WriteTxnMarkersRequest, blocking handlers::write_txn_markers::handle => response, needs [Cluster ClusterAction];
 }
 
+/// What a request is answered with.
+pub enum Reply {
+    /// Nothing (Produce with acks=0).
+    Nothing,
+    /// The response, to be written now.
+    Now(ResponseFrame),
+    /// A Produce's response, once the flushes its appends were due (`flush.messages`) have
+    /// ended. The appends are done and the flushes started: the connection may read and
+    /// serve its next requests meanwhile, as long as it writes the responses in order.
+    AfterFlush(PendingReply),
+}
+
+/// A response still waiting for the flushes it acknowledges.
+pub type PendingReply =
+    Pin<Box<dyn Future<Output = Result<ResponseFrame, MalformedRequest>> + Send>>;
+
+impl std::fmt::Debug for Reply {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Nothing => f.write_str("Nothing"),
+            Self::Now(response) => f.debug_tuple("Now").field(response).finish(),
+            Self::AfterFlush(_) => f.write_str("AfterFlush(..)"),
+        }
+    }
+}
+
+impl Reply {
+    /// The response, after its flushes when it waits for any; `None` for no response.
+    pub async fn into_response(self) -> Result<Option<ResponseFrame>, MalformedRequest> {
+        match self {
+            Self::Nothing => Ok(None),
+            Self::Now(response) => Ok(Some(response)),
+            Self::AfterFlush(pending) => pending.await.map(Some),
+        }
+    }
+}
+
 /// One request being served: who asked, what, at which version.
 struct Call<'a> {
     context: &'a Arc<Context>,
@@ -218,32 +268,43 @@ fn decode<R: Decodable>(call: &Call<'_>, body: &mut Bytes) -> Result<R, Malforme
         .map_err(|error| malformed(format!("{:?} v{} body: {error}", call.api, call.version)))
 }
 
-/// Decodes one checked request frame and returns the response frame, or `None` when no
-/// response is due (produce with acks=0). Each request is counted and timed per API.
+/// Decodes one checked request frame and returns what answers it. Each request is counted and
+/// timed per API, up to its response (a produce's flushes included).
 pub async fn dispatch(
     context: &Arc<Context>,
     frame: CheckedFrame,
     session: &Arc<Session>,
-) -> Result<Option<ResponseFrame>, MalformedRequest> {
+) -> Result<Reply, MalformedRequest> {
     let frame = frame.into_bytes();
     let started = std::time::Instant::now();
     let api = frame
         .get(..2)
         .and_then(|key| ApiKey::try_from(be::i16_at(key, 0)).ok());
-    let result = dispatch_inner(context, frame, session).await;
     let name = api.map_or_else(|| "Unknown".to_owned(), |api| format!("{api:?}"));
-    crate::metrics::record_request(&name, started.elapsed().as_secs_f64() * 1000.0);
-    if result.is_err() {
-        crate::metrics::record_error(&name, crate::errors::INVALID_REQUEST);
+    let counted = move |failed: bool| {
+        crate::metrics::record_request(&name, started.elapsed().as_secs_f64() * 1000.0);
+        if failed {
+            crate::metrics::record_error(&name, crate::errors::INVALID_REQUEST);
+        }
+    };
+    match dispatch_inner(context, frame, session).await {
+        Ok(Reply::AfterFlush(pending)) => Ok(Reply::AfterFlush(Box::pin(async move {
+            let response = pending.await;
+            counted(response.is_err());
+            response
+        }))),
+        result => {
+            counted(result.is_err());
+            result
+        }
     }
-    result
 }
 
 async fn dispatch_inner(
     context: &Arc<Context>,
     mut frame: Bytes,
     session: &Arc<Session>,
-) -> Result<Option<ResponseFrame>, MalformedRequest> {
+) -> Result<Reply, MalformedRequest> {
     if frame.len() < 4 {
         return Err(malformed("a request shorter than its header"));
     }
@@ -267,7 +328,7 @@ async fn dispatch_inner(
             // Kafka answers an unknown ApiVersions version with v0 and UNSUPPORTED_VERSION, so
             // the client can retry with a version it finds in the list.
             let response = handlers::api_versions::unsupported();
-            return encode(&Call { version: 0, ..call }, &response, Vec::new()).map(Some);
+            return encode(&Call { version: 0, ..call }, &response, Vec::new()).map(Reply::Now);
         }
         return Err(malformed(format!(
             "{api:?} version {api_version} is not supported"
@@ -276,39 +337,66 @@ async fn dispatch_inner(
     route(&call, frame).await
 }
 
-/// Encodes a response whose placeholders stand for `regions`, in encoding order, and counts
-/// the errors it carries.
+/// Encodes a response to `call` (see [`Answering::encode`]).
 fn encode<R: Encodable + ErrorCodes>(
     call: &Call<'_>,
     response: &R,
     regions: Vec<FileRegion>,
 ) -> Result<ResponseFrame, MalformedRequest> {
-    let (api, version) = (call.api, call.version);
-    let codes = response.error_codes();
-    if codes.iter().any(|code| *code != crate::errors::NONE) {
-        let name = format!("{api:?}");
-        for code in codes
-            .into_iter()
-            .filter(|code| *code != crate::errors::NONE)
-        {
-            crate::metrics::record_error(&name, code);
+    Answering::of(call).encode(response, regions)
+}
+
+/// What encoding a request's response needs of it, kept for responses that wait.
+struct Answering {
+    api: ApiKey,
+    version: i16,
+    correlation_id: i32,
+}
+
+impl Answering {
+    fn of(call: &Call<'_>) -> Self {
+        Self {
+            api: call.api,
+            version: call.version,
+            correlation_id: call.header.correlation_id,
         }
     }
-    let mut out = SplicingBuf::new(regions);
-    let header_version = if api == ApiKey::ApiVersions {
-        0
-    } else {
-        api.response_header_version(version)
-    };
-    ResponseHeader::default()
-        .with_correlation_id(call.header.correlation_id)
-        .encode(&mut out, header_version)
-        .map_err(|error| malformed(format!("encoding the response header: {error}")))?;
-    response
-        .encode(&mut out, version)
-        .map_err(|error| malformed(format!("encoding the {api:?} v{version} response: {error}")))?;
-    out.finish()
-        .map_err(|error| malformed(format!("encoding the {api:?} v{version} response: {error}")))
+
+    /// Encodes a response whose placeholders stand for `regions`, in encoding order, and
+    /// counts the errors it carries.
+    fn encode<R: Encodable + ErrorCodes>(
+        &self,
+        response: &R,
+        regions: Vec<FileRegion>,
+    ) -> Result<ResponseFrame, MalformedRequest> {
+        let (api, version) = (self.api, self.version);
+        let codes = response.error_codes();
+        if codes.iter().any(|code| *code != crate::errors::NONE) {
+            let name = format!("{api:?}");
+            for code in codes
+                .into_iter()
+                .filter(|code| *code != crate::errors::NONE)
+            {
+                crate::metrics::record_error(&name, code);
+            }
+        }
+        let mut out = SplicingBuf::new(regions);
+        let header_version = if api == ApiKey::ApiVersions {
+            0
+        } else {
+            api.response_header_version(version)
+        };
+        ResponseHeader::default()
+            .with_correlation_id(self.correlation_id)
+            .encode(&mut out, header_version)
+            .map_err(|error| malformed(format!("encoding the response header: {error}")))?;
+        response.encode(&mut out, version).map_err(|error| {
+            malformed(format!("encoding the {api:?} v{version} response: {error}"))
+        })?;
+        out.finish().map_err(|error| {
+            malformed(format!("encoding the {api:?} v{version} response: {error}"))
+        })
+    }
 }
 
 #[cfg(test)]

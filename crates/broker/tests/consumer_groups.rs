@@ -74,6 +74,9 @@ async fn offset_fetch(context: &Arc<Context>, version: i16, group: &str) -> Offs
     )
     .await
     .unwrap()
+    .into_response()
+    .await
+    .unwrap()
     .unwrap();
     let mut bytes = BytesMut::new();
     for chunk in response.chunks {

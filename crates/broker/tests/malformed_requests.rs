@@ -244,7 +244,12 @@ async fn the_decoder_survives_mutated_requests() {
         let Ok(checked) = frame_shape::scan(Bytes::from(bytes)) else {
             continue;
         };
-        let request = dispatch::dispatch(&context, checked, &session);
+        let request = async {
+            match dispatch::dispatch(&context, checked, &session).await {
+                Ok(reply) => reply.into_response().await.map(|_| ()),
+                Err(malformed) => Err(malformed),
+            }
+        };
         let _ = tokio::time::timeout(Duration::from_millis(100), request).await;
     }
     context.manager.shutdown().unwrap();

@@ -21,6 +21,7 @@ use ferrolog_storage::Offset;
 use ferrolog_storage::cleaner::offset_map::OffsetMap;
 use ferrolog_storage::log::{FetchBound, Log};
 use ferrolog_storage::manager::{CLEAN_SHUTDOWN_FILE, LogManager, ManagerConfig};
+use ferrolog_storage::producer::NoTxnCoordinator;
 use ferrolog_storage::{CleanupPolicy, LogConfig, ManualClock, StorageError, TopicPartition};
 
 const START: i64 = 1_700_000_000_000;
@@ -324,6 +325,58 @@ fn the_active_segments_indexes_are_fsynced_at_its_roll_not_at_each_flush() {
 
 /// A compacted log of 400 acknowledged records over 50 keys (so a pass has superseded records
 /// to remove), rolled so that all of it is cleanable.
+#[test]
+fn appends_deferring_their_flush_are_made_durable_by_one_fsync() {
+    let scenario = FailScenario::setup();
+    let (_temp, dir) = data_dir();
+    let manager = open_with(&dir, CleanupPolicy::DELETE, 1);
+    let log = manager.get_or_create(&tp(0)).unwrap();
+    let batch = |value: &str| {
+        let mut builder = BatchBuilder::new(0);
+        builder
+            .append(START, None, Some(value.as_bytes()), &[])
+            .unwrap();
+        builder.build().unwrap()
+    };
+    let first = log
+        .append_as_leader_deferring_flush(batch("first"), &NoTxnCoordinator)
+        .unwrap();
+    let second = log
+        .append_as_leader_deferring_flush(batch("second"), &NoTxnCoordinator)
+        .unwrap();
+    assert!(first.flush_due && second.flush_due, "flush.messages=1");
+    assert_eq!(
+        log.recovery_point(),
+        Offset::new(0),
+        "nothing is flushed before the flush is asked for"
+    );
+
+    log.flush_appended(&first).unwrap();
+    assert_eq!(
+        log.recovery_point(),
+        Offset::new(2),
+        "the first append's flush covers the second, made before it"
+    );
+    // The second needs no fsync of its own: one that failed would be an error.
+    fail::cfg("log.fsync", "return(EIO)").unwrap();
+    log.flush_appended(&second).unwrap();
+    assert!(!offline(&manager));
+
+    // A third append's flush does fsync, and its failure is its error.
+    let third = log
+        .append_as_leader_deferring_flush(batch("third"), &NoTxnCoordinator)
+        .unwrap();
+    let failed = log.flush_appended(&third).unwrap_err();
+    assert!(matches!(failed, StorageError::Io { .. }), "{failed}");
+    assert_eq!(log.recovery_point(), Offset::new(2));
+    assert!(
+        offline(&manager),
+        "a failed fsync takes the directory offline"
+    );
+    fail::remove("log.fsync");
+    scenario.teardown();
+}
+
 fn compacted_log(dir: &Path) -> (Arc<LogManager>, Arc<Log>, Acknowledged) {
     let manager = open(dir, CleanupPolicy::COMPACT);
     let log = manager.get_or_create(&tp(0)).unwrap();

@@ -133,6 +133,10 @@ impl CheckedFrame {
     pub fn shape(&self) -> Shape {
         self.shape
     }
+    /// The request's API key (the scan checked the frame holds one).
+    pub fn api_key(&self) -> i16 {
+        ferrolog_records::be::i16_at(&self.bytes, 0)
+    }
     /// What decoding and answering this request may take beyond its frame.
     pub fn work_bytes(&self) -> u64 {
         self.shape.work_bytes()

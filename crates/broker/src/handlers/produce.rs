@@ -1,6 +1,9 @@
 //! Produce: each partition's records are appended through the LogManager; the log moves its
 //! high watermark to the new end in the same step (a single replica). acks=0, 1 and all are
-//! answered alike once the append is done (the dispatcher sends nothing for acks=0).
+//! answered alike once the append is done (the dispatcher sends nothing for acks=0) and, for a
+//! partition whose `flush.messages` it reached, flushed. That flush runs after the handler
+//! returns ([`Produced::flush`]), so the connection can append its next produce meanwhile and
+//! one fsync acknowledge both.
 //!
 //! Authorization as Kafka's: WRITE on the transactional id when the request carries
 //! transactional batches (TRANSACTIONAL_ID_AUTHORIZATION_FAILED on every partition otherwise),
@@ -18,6 +21,7 @@
 //! that exist.
 
 use std::collections::HashSet;
+use std::sync::Arc;
 
 use kafka_protocol::messages::produce_response::{PartitionProduceResponse, TopicProduceResponse};
 use kafka_protocol::messages::{ProduceRequest, ProduceResponse, RequestHeader};
@@ -25,7 +29,9 @@ use kafka_protocol::protocol::StrBytes;
 
 use ferrolog_records::batch::{Attributes, field};
 use ferrolog_records::be;
-use ferrolog_storage::TopicPartition;
+use ferrolog_storage::log::{Appended, Log};
+use ferrolog_storage::producer::NoTxnCoordinator;
+use ferrolog_storage::{StorageError, TopicPartition};
 
 use super::internal_topics;
 use crate::authz::{AclOperation, ResourceType};
@@ -38,13 +44,60 @@ use crate::{Context, errors};
 /// `add.partitions.to.txn.retry.backoff.max.ms`, 100 ms).
 const TV2_RETRY_WINDOW: std::time::Duration = std::time::Duration::from_millis(100);
 
-/// The response, or `None` when the producer asked for none (acks=0).
+/// A produce whose appends are done: its response, and the appends that must be flushed
+/// before it may be sent (the partition's `flush.messages` reached).
+#[derive(Debug)]
+pub struct Produced {
+    version: i16,
+    response: ProduceResponse,
+    unflushed: Vec<Unflushed>,
+}
+
+/// An append due for a flush, and where its partition's answer is in the response.
+#[derive(Debug)]
+struct Unflushed {
+    topic: usize,
+    partition: usize,
+    log: Arc<Log>,
+    appended: Appended,
+}
+
+impl Produced {
+    /// Whether the response may be sent now: nothing it answers waits for a flush.
+    pub fn is_durable(&self) -> bool {
+        self.unflushed.is_empty()
+    }
+
+    /// The response, once every append due for a flush is flushed (blocking: fsyncs). A
+    /// partition whose flush failed is answered with the error instead of its offset, as if
+    /// its append had failed.
+    pub fn flush(mut self) -> ProduceResponse {
+        for unflushed in self.unflushed {
+            let Err(error) = unflushed.log.flush_appended(&unflushed.appended) else {
+                continue;
+            };
+            tracing::debug!(partition = %unflushed.log.topic_partition(), error = %error, "produce refused: flush failed");
+            let answer = &mut self.response.responses[unflushed.topic].partition_responses
+                [unflushed.partition];
+            *answer = refused(answer.index, self.version, &error);
+        }
+        self.response
+    }
+
+    /// The response without waiting for any flush, for requests that need none.
+    pub fn into_response(self) -> ProduceResponse {
+        self.response
+    }
+}
+
+/// The appends done and the flushes due, or `None` when the producer asked for no response
+/// (acks=0: flushes are done before returning).
 pub fn handle(
     context: &Context,
     session: &Session,
     header: &RequestHeader,
     request: ProduceRequest,
-) -> Option<ProduceResponse> {
+) -> Option<Produced> {
     let version = header.request_api_version;
     let acks = request.acks;
     // Kafka checks WRITE on the transactional id first when the request carries transactional
@@ -71,10 +124,12 @@ pub fn handle(
             .wait_until_settled(id, TV2_RETRY_WINDOW);
     }
     let mut seen = HashSet::new();
+    let mut unflushed = Vec::new();
     let responses = request
         .topic_data
         .into_iter()
-        .map(|topic| {
+        .enumerate()
+        .map(|(topic_position, topic)| {
             let name = topic.name.0.to_string();
             let denied = if denied_transaction {
                 Some(errors::TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
@@ -94,7 +149,8 @@ pub fn handle(
             let partitions = topic
                 .partition_data
                 .into_iter()
-                .map(|partition| {
+                .enumerate()
+                .map(|(partition_position, partition)| {
                     let mut response =
                         PartitionProduceResponse::default().with_index(partition.index);
                     if let Some(code) = denied {
@@ -128,7 +184,7 @@ pub fn handle(
                         // A transactional batch that starts the producer's transaction here
                         // must belong to it (Kafka's partition verification); from v12 it adds
                         // the partition to it, once the id's previous transaction has ended.
-                        Some(id) => log.append_as_leader_verified(
+                        Some(id) => log.append_as_leader_deferring_flush(
                             bytes,
                             &context.transactions.verifier(
                                 id,
@@ -136,10 +192,11 @@ pub fn handle(
                                 VerifyFor::Produce { version },
                             ),
                         ),
-                        None => log.append_as_leader(bytes),
+                        None => log.append_as_leader_deferring_flush(bytes, &NoTxnCoordinator),
                     };
                     match appended {
-                        Ok(info) => {
+                        Ok(appended) => {
+                            let info = &appended.info;
                             // Fetches waiting on this partition answer now (a retry that wrote
                             // nothing wakes them for nothing, and they wait again).
                             context.fetch_waiters.wake(&tp);
@@ -155,17 +212,19 @@ pub fn handle(
                                 response =
                                     response.with_log_start_offset(log.log_start_offset().value());
                             }
+                            if appended.flush_due {
+                                unflushed.push(Unflushed {
+                                    topic: topic_position,
+                                    partition: partition_position,
+                                    log,
+                                    appended,
+                                });
+                            }
                             response
                         }
                         Err(error) => {
                             tracing::debug!(partition = %tp, error = %error, "produce refused");
-                            response = response.with_error_code(errors::code_of(&error));
-                            if version >= 8 {
-                                response = response.with_error_message(Some(
-                                    StrBytes::from_string(error.to_string()),
-                                ));
-                            }
-                            response
+                            refused(partition.index, version, &error)
                         }
                     }
                 })
@@ -175,7 +234,29 @@ pub fn handle(
                 .with_partition_responses(partitions)
         })
         .collect();
-    (acks != 0).then(|| ProduceResponse::default().with_responses(responses))
+    let produced = Produced {
+        version,
+        response: ProduceResponse::default().with_responses(responses),
+        unflushed,
+    };
+    if acks == 0 {
+        // No response to hold back: the flushes are made before the next request is read.
+        produced.flush();
+        return None;
+    }
+    Some(produced)
+}
+
+/// A partition's answer when its append, or the flush it was due, failed.
+fn refused(index: i32, version: i16, error: &StorageError) -> PartitionProduceResponse {
+    let response = PartitionProduceResponse::default()
+        .with_index(index)
+        .with_error_code(errors::code_of(error));
+    if version >= 8 {
+        response.with_error_message(Some(StrBytes::from_string(error.to_string())))
+    } else {
+        response
+    }
 }
 
 /// The first batch header of each partition's records (records too short to hold one are

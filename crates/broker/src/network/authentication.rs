@@ -79,7 +79,11 @@ pub(super) async fn authenticate(
                         return Ok(None);
                     }
                 };
-                match dispatch::dispatch(context, checked, &anonymous).await {
+                let answered = match dispatch::dispatch(context, checked, &anonymous).await {
+                    Ok(reply) => reply.into_response().await,
+                    Err(error) => Err(error),
+                };
+                match answered {
                     Ok(Some(response)) => {
                         connection.writer.write(connection.stream, response).await?
                     }

@@ -1,5 +1,8 @@
 //! One client connection: size-prefixed requests are read in turn, each dispatched and its
-//! response written before the next is read (Kafka's order).
+//! response written before the next is read (Kafka's order), with one exception: a Produce
+//! whose appends wait for their flush (`flush.messages`) lets the next Produce requests be read
+//! and appended meanwhile, up to [`MAX_IN_FLIGHT`] responses held back, so that one fsync can
+//! acknowledge several (group commit). Responses are written in the order of their requests.
 //!
 //! What a connection may hold is bounded: before a request's bytes are read, it is charged
 //! against the broker's request memory (its frame, then what decoding will make of it), and
@@ -10,26 +13,35 @@
 //! shrinks back after a large request; the buffer that copies fetched bytes is lent from a
 //! shared pool only while a response is written.
 
+use std::collections::VecDeque;
 use std::io;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
+use kafka_protocol::messages::ApiKey;
 use tokio::io::AsyncReadExt;
 use tokio::net::TcpStream;
 use tokio::time::Instant;
 
 use super::Shared;
+use super::memory::Charge;
 use super::transport::Transport;
+use crate::dispatch::{MalformedRequest, PendingReply, Reply};
 use crate::frame_shape;
 use crate::listener::Listener;
+use crate::response::ResponseFrame;
 use crate::session::Session;
 use crate::transfer::FrameWriter;
 use crate::{Context, dispatch};
 
 /// Bytes read ahead from the socket when waiting for a request's size.
 const READ_AHEAD: usize = 4 * 1024;
+/// Produce responses held back for their flushes at most, per connection, while the next
+/// requests are read. The Java producer sends at most 5 requests before an answer, librdkafka
+/// without idempotence many more; each holds its request's memory charge until answered.
+const MAX_IN_FLIGHT: usize = 16;
 /// A read buffer grown past this for one large request is dropped once that request is read.
 const KEEP_BUFFER_AT_MOST: usize = 64 * 1024;
 
@@ -97,9 +109,32 @@ pub(super) async fn serve_connection(
         }
     };
     let session = Arc::new(session);
+    // Responses held back, oldest first, each with its request's memory charge.
+    let mut in_flight: VecDeque<(PendingReply, Charge)> = VecDeque::new();
     loop {
-        let Some(size) = inbound.read_size(&mut stream, idle_limit).await? else {
-            return Ok(());
+        let full = in_flight.len() >= MAX_IN_FLIGHT;
+        let event = match in_flight.front_mut() {
+            None => Event::Request(inbound.read_size(&mut stream, idle_limit).await?),
+            Some((reply, _)) if full => Event::Answered(reply.await),
+            // Reading a size is cancel-safe: bytes read stay in the buffer.
+            Some((reply, _)) => tokio::select! {
+                biased;
+                answered = reply => Event::Answered(answered),
+                size = inbound.read_size(&mut stream, idle_limit) => Event::Request(size?),
+            },
+        };
+        let size = match event {
+            Event::Answered(answered) => {
+                let Some((_, charge)) = in_flight.pop_front() else {
+                    continue;
+                };
+                if !answer(&mut stream, &mut writer, &shared, peer, answered, charge).await? {
+                    return Ok(());
+                }
+                continue;
+            }
+            Event::Request(None) => return Ok(()),
+            Event::Request(Some(size)) => size,
         };
         let Ok(size) = usize::try_from(size) else {
             tracing::warn!(%peer, size, "closing a connection: negative request size");
@@ -143,24 +178,82 @@ pub(super) async fn serve_connection(
             );
             return Ok(());
         }
-        match dispatch::dispatch(&context, frame, &session).await {
-            Ok(Some(response)) => {
-                // A response held in memory beyond its request's charge (Metadata for every
-                // topic) is written even when the pool cannot cover it; such responses grow
-                // with the broker's state, not with what a client sends. Fetched record bytes
-                // are not held: they go from the files.
-                shared
-                    .memory
-                    .try_raise_work(&mut charge, response.encoded_len() as u64);
-                writer.write(&mut stream, response).await?;
+        // Only a Produce is served while earlier responses wait for their flushes: its
+        // appends follow theirs, which are already in the log. Anything else waits for every
+        // earlier response to be written, as in Kafka's one-request-at-a-time order.
+        if frame.api_key() != ApiKey::Produce as i16 {
+            while let Some((reply, charge)) = in_flight.pop_front() {
+                let answered = reply.await;
+                if !answer(&mut stream, &mut writer, &shared, peer, answered, charge).await? {
+                    return Ok(());
+                }
             }
-            Ok(None) => {} // acks=0 produce: no response
+        }
+        let reply = match dispatch::dispatch(&context, frame, &session).await {
+            Ok(reply) => reply,
             Err(error) => {
                 tracing::warn!(%peer, error = %error, "closing a connection after a malformed request");
                 return Ok(());
             }
+        };
+        match reply {
+            Reply::Nothing => drop(charge), // acks=0 produce: no response
+            Reply::Now(response) if in_flight.is_empty() => {
+                if !answer(
+                    &mut stream,
+                    &mut writer,
+                    &shared,
+                    peer,
+                    Ok(response),
+                    charge,
+                )
+                .await?
+                {
+                    return Ok(());
+                }
+            }
+            Reply::Now(response) => {
+                in_flight.push_back((Box::pin(std::future::ready(Ok(response))), charge));
+            }
+            Reply::AfterFlush(pending) => in_flight.push_back((pending, charge)),
         }
-        drop(charge);
+    }
+}
+
+/// What the connection waits for next.
+enum Event {
+    /// The next request's size, or `None` when the client closed.
+    Request(Option<i32>),
+    /// The oldest response held back.
+    Answered(Result<ResponseFrame, MalformedRequest>),
+}
+
+/// Writes a response and releases its request's memory; `false` when the connection is to be
+/// closed instead (the response could not be encoded).
+async fn answer(
+    stream: &mut Transport,
+    writer: &mut FrameWriter,
+    shared: &Shared,
+    peer: SocketAddr,
+    answered: Result<ResponseFrame, MalformedRequest>,
+    mut charge: Charge,
+) -> io::Result<bool> {
+    match answered {
+        Ok(response) => {
+            // A response held in memory beyond its request's charge (Metadata for every
+            // topic) is written even when the pool cannot cover it; such responses grow with
+            // the broker's state, not with what a client sends. Fetched record bytes are not
+            // held: they go from the files.
+            shared
+                .memory
+                .try_raise_work(&mut charge, response.encoded_len() as u64);
+            writer.write(stream, response).await?;
+            Ok(true)
+        }
+        Err(error) => {
+            tracing::warn!(%peer, error = %error, "closing a connection after a malformed request");
+            Ok(false)
+        }
     }
 }
 

@@ -391,6 +391,7 @@ impl Log {
             reaper,
             producers: Mutex::new(producer_state),
             reported_damage: Mutex::new(std::collections::HashSet::new()),
+            flush_turn: Mutex::new(()),
         };
         Ok((log, report))
     }

@@ -49,7 +49,7 @@ pub use read::{
     special_timestamps,
 };
 pub use relocate::{CopyStep, SwapPaths};
-pub use write::MarkerRequest;
+pub use write::{Appended, MarkerRequest};
 
 use crate::clock::Clock;
 use crate::config::LogConfig;
@@ -151,6 +151,10 @@ pub struct Log {
     /// Damaged places of this log's files already logged, so a consumer retrying a fetch over
     /// damage does not flood the log (each read is still refused and counted).
     reported_damage: Mutex<HashSet<(PathBuf, u64)>>,
+    /// Held by [`Log::flush_appended`] across its flush: deferred flushes take turns, so each
+    /// finds out, once its turn comes, whether the one before covered its append (group
+    /// commit); taken before `writer`.
+    flush_turn: Mutex<()>,
 }
 
 /// Removes the files of deleted segments after a delay (the LogManager's deleter thread).

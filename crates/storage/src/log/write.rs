@@ -67,6 +67,17 @@ fn apply_in_offset_order(
     aborted
 }
 
+/// An append done, and whether it must be flushed before it is acknowledged
+/// (`flush.messages` reached). See [`Log::append_as_leader_deferring_flush`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[must_use = "an append due for a flush is acknowledged only once flushed"]
+pub struct Appended {
+    /// Where the records went.
+    pub info: AppendInfo,
+    /// Whether the partition's unflushed messages reached `flush.messages` with this append.
+    pub flush_due: bool,
+}
+
 /// Who chose an append's offsets, which decides what it does to the high watermark.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum AppendOrigin {
@@ -95,7 +106,38 @@ impl Log {
         records: Vec<u8>,
         verifier: &dyn TxnVerifier,
     ) -> Result<AppendInfo> {
+        let appended = self.append_leader(records, verifier, BatchOrigin::Client)?;
+        self.flush_appended(&appended)?;
+        Ok(appended.info)
+    }
+
+    /// [`Log::append_as_leader_verified`] without its flush: an append that reached
+    /// `flush.messages` comes back [`Appended::flush_due`], to be acknowledged only after
+    /// [`Log::flush_appended`]. Between the two, the next appends can be made (a connection's
+    /// next produce request), and one fsync then covers them all.
+    pub fn append_as_leader_deferring_flush(
+        &self,
+        records: Vec<u8>,
+        verifier: &dyn TxnVerifier,
+    ) -> Result<Appended> {
         self.append_leader(records, verifier, BatchOrigin::Client)
+    }
+
+    /// Makes an append durable when it was [`Appended::flush_due`]: fsyncs up to the log end as
+    /// it is now, unless a flush since the append already moved the recovery point past it.
+    /// These flushes take turns, each checking once its turn has come: while one fsyncs, the
+    /// appends made meanwhile wait for the next, which covers them all, and the others find
+    /// themselves covered and return without an fsync of their own.
+    pub fn flush_appended(&self, appended: &Appended) -> Result<()> {
+        let covered = || self.view().recovery_point > appended.info.last_offset;
+        if !appended.flush_due || covered() {
+            return Ok(());
+        }
+        let _turn = self.flush_turn.lock();
+        if covered() {
+            return Ok(());
+        }
+        self.flush()
     }
 
     /// A coordinator's append on behalf of a producer (the group coordinator's transactional
@@ -106,7 +148,9 @@ impl Log {
         records: Vec<u8>,
         verifier: &dyn TxnVerifier,
     ) -> Result<AppendInfo> {
-        self.append_leader(records, verifier, BatchOrigin::Coordinator)
+        let appended = self.append_leader(records, verifier, BatchOrigin::Coordinator)?;
+        self.flush_appended(&appended)?;
+        Ok(appended.info)
     }
 
     fn append_leader(
@@ -114,7 +158,7 @@ impl Log {
         records: Vec<u8>,
         verifier: &dyn TxnVerifier,
         origin: BatchOrigin,
-    ) -> Result<AppendInfo> {
+    ) -> Result<Appended> {
         self.guarded(|| {
             let config = self.config();
             let now_ms = self.clock.now_ms();
@@ -141,15 +185,18 @@ impl Log {
                     first_offset = original.first_offset,
                     "duplicate producer batch acknowledged without writing it"
                 );
-                return Ok(AppendInfo {
-                    first_offset: Offset::new(original.first_offset),
-                    last_offset: Offset::new(original.last_offset),
-                    max_timestamp: original.timestamp,
-                    offset_of_max_timestamp: Offset::new(original.last_offset),
-                    log_append_time_ms: -1,
-                    record_count: 0,
-                    batch_count: 0,
-                    valid_bytes: 0,
+                return Ok(Appended {
+                    info: AppendInfo {
+                        first_offset: Offset::new(original.first_offset),
+                        last_offset: Offset::new(original.last_offset),
+                        max_timestamp: original.timestamp,
+                        offset_of_max_timestamp: Offset::new(original.last_offset),
+                        log_append_time_ms: -1,
+                        record_count: 0,
+                        batch_count: 0,
+                        valid_bytes: 0,
+                    },
+                    flush_due: false,
                 });
             }
             self.write_validated(
@@ -171,7 +218,10 @@ impl Log {
             self.ensure_open(&writer)?;
             let validated =
                 super::follower::validate_follower_append(bytes, self.log_end_offset())?;
-            self.write_validated(writer, &config, bytes, validated, AppendOrigin::Follower)
+            let appended =
+                self.write_validated(writer, &config, bytes, validated, AppendOrigin::Follower)?;
+            self.flush_appended(&appended)?;
+            Ok(appended.info)
         })
     }
 
@@ -182,7 +232,7 @@ impl Log {
         bytes: &[u8],
         validated: ValidatedAppend,
         origin: AppendOrigin,
-    ) -> Result<AppendInfo> {
+    ) -> Result<Appended> {
         refuse_past_damaged_end(&self.view())?;
         let info = validated.info;
         if bytes.len() as u64 > config.segment_bytes {
@@ -254,10 +304,10 @@ impl Log {
         if let Some(new_base) = rolled {
             self.make_roll_durable(new_base)?;
         }
-        if unflushed >= config.flush_messages {
-            self.flush()?;
-        }
-        Ok(info)
+        Ok(Appended {
+            info,
+            flush_due: unflushed >= config.flush_messages,
+        })
     }
 
     /// Writes a COMMIT or ABORT marker for `producer_id` at `epoch` (the transaction
@@ -326,7 +376,10 @@ impl Log {
                 producer_batches: Vec::new(),
                 markers: vec![txn_marker],
             };
-            self.write_validated(writer, &config, &bytes, validated, AppendOrigin::Leader)
+            let appended =
+                self.write_validated(writer, &config, &bytes, validated, AppendOrigin::Leader)?;
+            self.flush_appended(&appended)?;
+            Ok(appended.info)
         })
     }
 
