@@ -259,8 +259,8 @@ def main(baseline_path):
         for name, stand_in, label in [
             ("produce", "sink_produce", "produce, librdkafka"),
             ("produce_rskafka", "sink_produce_rskafka", "produce, rskafka"),
-            ("consume_copy", "sink_consume", "consume, librdkafka, `ferrolog.fetch.transfer=copy` (default)"),
-            ("consume_sendfile", "sink_consume", "consume, librdkafka, `ferrolog.fetch.transfer=sendfile`"),
+            ("consume_copy", "sink_consume", "consume, librdkafka, `ferrolog.fetch.transfer=copy`"),
+            ("consume_sendfile", "sink_consume", "consume, librdkafka, `ferrolog.fetch.transfer=sendfile` (default)"),
         ]:
             print("| %s | %s | %.0f%% | %s | %.0f%% | %.0f%% |"
                   % (label, gbs(network[name]), 100 * network[name] / loopback,
@@ -355,11 +355,15 @@ def main(baseline_path):
   1` side by side, 1 GB each, by hand) moved 2.4–2.7 GB/s together, median 2.69 GB/s of 5
   rounds: about 65% of loopback. rskafka consumes at about 0.65 GB/s (it decodes every record
   into vectors of its own), so it is not run here.
-- **sendfile is slower than pread + write here**, as plain C programs on this machine show
-  for loopback with 2 cores (a `sendfile` loop moved 1.54 GB/s, `read` + `write` with a 1 MiB
-  buffer 2.57 GB/s): the receiver copies either way, so sendfile saves only the
-  sender's copy. Hence `copy` is the default; `sendfile` stays available for real NICs, where
-  the saved copy is worth more.
+- **sendfile moves a little less than pread + write here, for far less of the broker's
+  CPU**, as plain C programs on this machine show for loopback with 2 cores (a `sendfile`
+  loop moved 1.54 GB/s, `read` + `write` with a 1 MiB buffer 2.57 GB/s): the receiver copies
+  either way, so sendfile saves only the sender's copy, but that copy is most of what a
+  consume costs the broker. Under the next section's consumers (0.5 GB each, two rounds by
+  hand on 2026-12-02) sendfile cost the broker 0.21–0.35 CPU-s per GB over 64 partitions
+  against 0.64–0.88 for `copy`, and 0.43–1.00 against 0.72–1.45 on one partition, at rates
+  within the runs' spread of each other (the Java consumer's a little higher with sendfile).
+  So sendfile is the default, as in Kafka; `copy` stays available.
 """)
     vs_kafka_path = "target/bench-data/vs-kafka.txt"
     if os.path.exists(vs_kafka_path):

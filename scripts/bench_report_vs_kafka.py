@@ -186,12 +186,11 @@ def print_section(path, latency_path, storage_fsync_path, measured, page_date, b
         print("of 5,000): %s appends a second against %s, %.2f×. Its appends cost one fdatasync"
               % (f"{storage['log']:,.0f}", f"{storage['raw']:,.0f}", storage["log"] / storage["raw"]))
         print("each, as the raw loop's do (the active segment's indexes wait for its roll,")
-        print("ARCHITECTURE.md). Between that and the broker's %.2f of `dd` lies its request path:"
-              % (ours_rate / dsync))
-        print("each request of a connection is read, handed to the blocking pool for its append")
-        print("and fsync, and answered before the next is read (Kafka's order), and each hand-over")
-        print("between threads wakes a vCPU, about 40 µs here")
-        print("(`../shared/notes/machine.md`).\n")
+        print("ARCHITECTURE.md).")
+    print("Through the broker, a connection's next produce requests are read and appended while")
+    print("an fsync runs, and the next fsync acknowledges them together (group commit,")
+    print("ARCHITECTURE.md), so ferrolog can pass `dd`, which waits for each write's sync before")
+    print("the next. Kafka serves a connection's requests one at a time, one fsync each.\n")
 
     print_bounds(figures)
     print("Goals, in this run:\n")
@@ -209,23 +208,15 @@ def print_section(path, latency_path, storage_fsync_path, measured, page_date, b
 
 
 def print_bounds(figures):
-    """What bounds the consume figures that miss their goals, from this run and the loopback
-    section's (target/bench-data/network.txt)."""
-    try:
-        network = read_figures("target/bench-data/network.txt")
-    except FileNotFoundError:
+    """How fetched bytes reach the socket, which decides the consume CPU figures."""
+    consumes = [key for key, _, _ in THROUGHPUT if key.startswith("consume_")]
+    shares = [ratio(figures["ferrolog_%s_broker_cpu" % key], figures["kafka_%s_broker_cpu" % key])
+              for key in consumes if "ferrolog_%s_broker_cpu" % key in figures]
+    if not shares:
         return
-    cpu_ours, cpu_theirs = figures["ferrolog_consume_rdkafka_1p_broker_cpu"], \
-        figures["kafka_consume_rdkafka_1p_broker_cpu"]
-    print("**Consume CPU.** Kafka hands fetched bytes to the socket with `sendfile`: the kernel")
-    print("copies them from the page cache into the socket, and the broker process is charged")
-    print("little for it. ferrolog by default reads them into a buffer and writes that")
-    print("(`ferrolog.fetch.transfer=copy`), because on this two-core loopback it moves more:")
-    print("in the loopback section, copy consumed %.2f GB/s at %.2f broker CPU-s per GB, sendfile"
-          % (network["consume_copy"] / 1e9, network["consume_copy_broker_cpu"]))
-    print("%.2f GB/s at %.2f. With librdkafka on one partition here ferrolog spent %.2f CPU-s per"
-          % (network["consume_sendfile"] / 1e9, network["consume_sendfile_broker_cpu"], cpu_ours))
-    print("GB against Kafka's %.2f; sendfile's cost would be under half of Kafka's, at some of"
-          % cpu_theirs)
-    print("the rate. The 64-partition consume (each fetch answering up to 64 slices, each its own")
-    print("`pread` and copy) is not profiled yet.\n")
+    print("**Consume CPU.** Both brokers hand fetched bytes to the socket with `sendfile` (ferrolog's")
+    print("`ferrolog.fetch.transfer=sendfile`, its default): the kernel copies them from the page")
+    print("cache into the socket. ferrolog's consumes cost its process %.2f–%.2f× Kafka's CPU per"
+          % (min(shares), max(shares)))
+    print("GB here; with `copy` (a `pread` into a buffer, then a `write`) they cost two to three times")
+    print("what they do with sendfile (the loopback section).\n")

@@ -18,15 +18,7 @@ impl std::fmt::Display for WorkFailed {
 pub async fn blocking<T: Send + 'static>(
     work: impl FnOnce() -> T + Send + 'static,
 ) -> Result<T, WorkFailed> {
-    start(work).await
-}
-
-/// Starts `work` on the blocking pool now; the returned future waits for it. The work runs
-/// whether or not the future is polled (a produce's flush, started while the connection reads
-/// its next request).
-pub fn start<T: Send + 'static>(
-    work: impl FnOnce() -> T + Send + 'static,
-) -> impl Future<Output = Result<T, WorkFailed>> + Send + 'static {
-    let handle = tokio::task::spawn_blocking(work);
-    async move { handle.await.map_err(|error| WorkFailed(error.to_string())) }
+    tokio::task::spawn_blocking(work)
+        .await
+        .map_err(|error| WorkFailed(error.to_string()))
 }

@@ -128,14 +128,22 @@ macro_rules! answer {
     (produced, $call:ident, $answer:ident) => {
         match $answer {
             None => Ok(Reply::Nothing),
-            Some(produced) if produced.is_durable() => {
+            Some(produced) if produced.is_flushed() => {
                 encode($call, &produced.into_response(), Vec::new()).map(Reply::Now)
             }
             Some(produced) => {
                 let answering = Answering::of($call);
-                let flushing = crate::bridge::start(move || produced.flush());
                 Ok(Reply::AfterFlush(Box::pin(async move {
-                    let response = flushing.await.map_err(malformed)?;
+                    // Run once it is the oldest response held back: by then the flush for an
+                    // earlier request has often covered these appends too, and then no thread
+                    // is taken to find that out.
+                    let response = if produced.is_flushed() {
+                        produced.into_response()
+                    } else {
+                        crate::bridge::blocking(move || produced.flush())
+                            .await
+                            .map_err(malformed)?
+                    };
                     answering.encode(&response, Vec::new())
                 })))
             }
@@ -203,8 +211,9 @@ pub enum Reply {
     /// The response, to be written now.
     Now(ResponseFrame),
     /// A Produce's response, once the flushes its appends were due (`flush.messages`) have
-    /// ended. The appends are done and the flushes started: the connection may read and
-    /// serve its next requests meanwhile, as long as it writes the responses in order.
+    /// ended. The appends are done, and the flushes run when the future is first polled: the
+    /// connection may read and serve its next requests meanwhile, as long as it writes the
+    /// responses in order.
     AfterFlush(PendingReply),
 }
 

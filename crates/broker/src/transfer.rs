@@ -22,12 +22,14 @@ use crate::response::{Chunk, FileRegion, ResponseFrame};
 /// How fetched record bytes travel from the segment file to the socket.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum FetchTransfer {
-    /// `pread` into a per-connection buffer, then `write`. One more copy than sendfile, but on
-    /// loopback with two cores it measured faster (docs/benchmarks.md): the receiver copies
-    /// either way, and large user-space writes move more per wake-up.
-    #[default]
+    /// `pread` into a per-connection buffer, then `write`. One more copy than sendfile; on
+    /// loopback with two cores it moved as much per second or a little more for one librdkafka
+    /// consumer, at two to three times the broker's CPU per byte (docs/benchmarks.md).
     Copy,
-    /// `sendfile(2)`: no copy through user space.
+    /// `sendfile(2)`: no copy through user space, as Kafka's `transferTo`. The default: under
+    /// the same consumers it cost the broker well under half the CPU per gigabyte `copy` did
+    /// with 64 partitions, leaving the cores to the clients (docs/benchmarks.md).
+    #[default]
     Sendfile,
 }
 

@@ -13,7 +13,9 @@ mod common;
 
 use bytes::Bytes;
 use common::{Broker, Client};
+use ferrolog_broker::BrokerConfig;
 use ferrolog_records::BatchBuilder;
+use ferrolog_storage::manager::ManagerConfig;
 use ferrolog_storage::{Offset, TopicPartition};
 use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
 use kafka_protocol::messages::{
@@ -34,6 +36,10 @@ fn one_record(value: &str) -> Bytes {
 }
 
 fn produce_request(value: &str) -> ProduceRequest {
+    produce_request_of(one_record(value))
+}
+
+fn produce_request_of(records: Bytes) -> ProduceRequest {
     ProduceRequest::default()
         .with_acks(-1)
         .with_timeout_ms(5000)
@@ -43,7 +49,7 @@ fn produce_request(value: &str) -> ProduceRequest {
                 .with_partition_data(vec![
                     PartitionProduceData::default()
                         .with_index(0)
-                        .with_records(Some(one_record(value))),
+                        .with_records(Some(records)),
                 ]),
         ])
 }
@@ -73,7 +79,21 @@ fn produce_answer(mut body: Bytes) -> (i16, i64) {
 }
 
 async fn broker_with_synced_topic(dir: &std::path::Path) -> (Broker, Client) {
-    let broker = Broker::start(dir).await;
+    broker_with_synced_topic_and(dir, BrokerConfig::default()).await
+}
+
+async fn broker_with_synced_topic_and(
+    dir: &std::path::Path,
+    config: BrokerConfig,
+) -> (Broker, Client) {
+    let broker = Broker::start_with(
+        ManagerConfig {
+            log_dirs: vec![dir.to_path_buf()],
+            ..ManagerConfig::default()
+        },
+        config,
+    )
+    .await;
     let mut client = broker.client().await;
     let created = client
         .create_topic(TOPIC, 1, &[("flush.messages", "1")])
@@ -224,5 +244,68 @@ async fn a_failed_fsync_is_the_error_of_every_produce_it_was_to_acknowledge() {
     }
     fail::remove("log.fsync");
     assert!(broker.context.manager.data_dirs()[0].is_offline());
+    scenario.teardown();
+}
+
+#[cfg(feature = "failpoints")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn answers_held_back_are_written_when_memory_runs_short_and_when_the_client_closes_its_side()
+{
+    let scenario = fail::FailScenario::setup();
+    let temp = tempfile::tempdir().unwrap();
+    // Room for three of the produces below at a time.
+    let config = BrokerConfig {
+        queued_max_request_bytes: Some(64 * 1024),
+        ..BrokerConfig::default()
+    };
+    let (broker, mut client) = broker_with_synced_topic_and(temp.path(), config).await;
+    let log = broker
+        .context
+        .manager
+        .get(&TopicPartition::new(TOPIC, 0))
+        .unwrap();
+
+    fail::cfg("log.fsync", "pause").unwrap();
+    let frames: Vec<_> = (0..8)
+        .map(|index| {
+            let value = format!("{index}-{}", "v".repeat(16 * 1024));
+            common::frame(
+                ApiKey::Produce,
+                PRODUCE_VERSION,
+                index,
+                &produce_request_of(one_record(&value)),
+            )
+        })
+        .collect();
+    send_all(&mut client, &frames).await;
+    // The client sends nothing more and waits for its answers.
+    client.stream.shutdown().await.unwrap();
+    // The fourth request waits for memory its own connection holds in answers held back.
+    let waited = std::time::Instant::now();
+    while log.log_end_offset() < Offset::new(3)
+        && waited.elapsed() < std::time::Duration::from_secs(20)
+    {
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    }
+    let log_end = log.log_end_offset();
+    fail::remove("log.fsync");
+    assert!(log_end >= Offset::new(3), "log end {log_end}");
+
+    let produce_header = ApiKey::Produce.response_header_version(PRODUCE_VERSION);
+    for index in 0..8 {
+        let (correlation_id, body) = tokio::time::timeout(
+            std::time::Duration::from_secs(30),
+            next_response(&mut client, produce_header),
+        )
+        .await
+        .unwrap_or_else(|_| panic!("no answer to produce {index}: the connection is stuck"));
+        assert_eq!(correlation_id, index);
+        assert_eq!(produce_answer(body), (0, i64::from(index)));
+    }
+    assert!(
+        client.read_frame().await.is_none(),
+        "the broker closes the connection after the last answer"
+    );
+    assert_eq!(log.recovery_point(), Offset::new(8));
     scenario.teardown();
 }

@@ -377,6 +377,41 @@ fn appends_deferring_their_flush_are_made_durable_by_one_fsync() {
     scenario.teardown();
 }
 
+#[test]
+fn a_retry_of_a_batch_still_waiting_for_its_flush_waits_for_it_too() {
+    let scenario = FailScenario::setup();
+    let (_temp, dir) = data_dir();
+    let manager = open_with(&dir, CleanupPolicy::DELETE, 1);
+    let log = manager.get_or_create(&tp(0)).unwrap();
+    let mut builder = BatchBuilder::new(0).producer(7, 0, 0);
+    builder
+        .append(START, None, Some(b"idempotent"), &[])
+        .unwrap();
+    let batch = builder.build().unwrap();
+
+    let original = log
+        .append_as_leader_deferring_flush(batch.clone(), &NoTxnCoordinator)
+        .unwrap();
+    assert!(original.flush_due);
+    let retry = log
+        .append_as_leader_deferring_flush(batch.clone(), &NoTxnCoordinator)
+        .unwrap();
+    assert_eq!(retry.info.record_count, 0, "the retry writes nothing");
+    assert_eq!(retry.info.first_offset, original.info.first_offset);
+    assert!(
+        retry.flush_due && !log.is_flushed(&retry),
+        "acknowledged before the original is on disk"
+    );
+
+    log.flush_appended(&retry).unwrap();
+    assert!(log.is_flushed(&original));
+    let later_retry = log
+        .append_as_leader_deferring_flush(batch, &NoTxnCoordinator)
+        .unwrap();
+    assert!(!later_retry.flush_due, "the original is on disk");
+    scenario.teardown();
+}
+
 fn compacted_log(dir: &Path) -> (Arc<LogManager>, Arc<Log>, Acknowledged) {
     let manager = open(dir, CleanupPolicy::COMPACT);
     let log = manager.get_or_create(&tp(0)).unwrap();

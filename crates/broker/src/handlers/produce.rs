@@ -2,8 +2,8 @@
 //! high watermark to the new end in the same step (a single replica). acks=0, 1 and all are
 //! answered alike once the append is done (the dispatcher sends nothing for acks=0) and, for a
 //! partition whose `flush.messages` it reached, flushed. That flush runs after the handler
-//! returns ([`Produced::flush`]), so the connection can append its next produce meanwhile and
-//! one fsync acknowledge both.
+//! returns ([`Produced::flush`]), so the connection can append its next produces meanwhile and
+//! one fsync acknowledge them all.
 //!
 //! Authorization as Kafka's: WRITE on the transactional id when the request carries
 //! transactional batches (TRANSACTIONAL_ID_AUTHORIZATION_FAILED on every partition otherwise),
@@ -63,9 +63,12 @@ struct Unflushed {
 }
 
 impl Produced {
-    /// Whether the response may be sent now: nothing it answers waits for a flush.
-    pub fn is_durable(&self) -> bool {
-        self.unflushed.is_empty()
+    /// Whether the response may be sent now: every append it answers that was due a flush has
+    /// had one (by this request or a later one's). Never blocks.
+    pub fn is_flushed(&self) -> bool {
+        self.unflushed
+            .iter()
+            .all(|unflushed| unflushed.log.is_flushed(&unflushed.appended))
     }
 
     /// The response, once every append due for a flush is flushed (blocking: fsyncs). A
@@ -84,7 +87,7 @@ impl Produced {
         self.response
     }
 
-    /// The response without waiting for any flush, for requests that need none.
+    /// The response as it is, for requests whose appends need no flush (any more).
     pub fn into_response(self) -> ProduceResponse {
         self.response
     }

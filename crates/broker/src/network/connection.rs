@@ -109,23 +109,30 @@ pub(super) async fn serve_connection(
         }
     };
     let session = Arc::new(session);
-    // Responses held back, oldest first, each with its request's memory charge.
-    let mut in_flight: VecDeque<(PendingReply, Charge)> = VecDeque::new();
+    let mut held = HeldBack::new();
+    // Closes the connection once the responses the client is already owed are written.
+    macro_rules! close {
+        () => {{
+            answer_all(&mut held, &mut stream, &mut writer, &shared, peer).await?;
+            return Ok(());
+        }};
+    }
     loop {
-        let full = in_flight.len() >= MAX_IN_FLIGHT;
-        let event = match in_flight.front_mut() {
+        let full = held.len() >= MAX_IN_FLIGHT;
+        let event = match held.front_mut() {
             None => Event::Request(inbound.read_size(&mut stream, idle_limit).await?),
             Some((reply, _)) if full => Event::Answered(reply.await),
-            // Reading a size is cancel-safe: bytes read stay in the buffer.
+            // Reading a size is cancel-safe: bytes read stay in the buffer. A client is not
+            // idle while it waits for answers, so no idle limit here.
             Some((reply, _)) => tokio::select! {
                 biased;
                 answered = reply => Event::Answered(answered),
-                size = inbound.read_size(&mut stream, idle_limit) => Event::Request(size?),
+                size = inbound.read_size(&mut stream, None) => Event::Request(size?),
             },
         };
         let size = match event {
             Event::Answered(answered) => {
-                let Some((_, charge)) = in_flight.pop_front() else {
+                let Some((_, charge)) = held.pop_front() else {
                     continue;
                 };
                 if !answer(&mut stream, &mut writer, &shared, peer, answered, charge).await? {
@@ -133,73 +140,89 @@ pub(super) async fn serve_connection(
                 }
                 continue;
             }
-            Event::Request(None) => return Ok(()),
+            Event::Request(None) => close!(),
             Event::Request(Some(size)) => size,
         };
         let Ok(size) = usize::try_from(size) else {
             tracing::warn!(%peer, size, "closing a connection: negative request size");
-            return Ok(());
+            close!()
         };
         if size > config.socket_request_max_bytes {
             tracing::warn!(%peer, size, limit = config.socket_request_max_bytes, "closing a connection: request larger than socket.request.max.bytes");
-            return Ok(());
+            close!()
         }
         // Charged before the bytes are read: with the pool spent, this connection reads no
-        // more until other requests are answered.
-        let mut charge = match shared.memory.charge_frame(size as u64).await {
-            Ok(charge) => charge,
-            Err(too_large) => {
+        // more until other requests are answered (its own held-back ones among them).
+        let charged = answering_while(
+            shared.memory.charge_frame(size as u64),
+            &mut held,
+            &mut stream,
+            &mut writer,
+            &shared,
+            peer,
+        )
+        .await?;
+        let mut charge = match charged {
+            None => return Ok(()),
+            Some(Ok(charge)) => charge,
+            Some(Err(too_large)) => {
                 tracing::warn!(%peer, size, capacity = too_large.capacity, "closing a connection: request larger than queued.max.request.bytes");
-                return Ok(());
+                close!()
             }
         };
         let Some(frame) = inbound.read_frame(&mut stream, size, idle_limit).await? else {
-            return Ok(());
+            close!()
         };
         let frame = match frame_shape::scan(frame) {
             Ok(frame) => frame,
             Err(malformed) => {
                 crate::metrics::record_error(&malformed.api, crate::errors::INVALID_REQUEST);
                 tracing::warn!(%peer, error = %malformed, "closing a connection after a malformed request");
-                return Ok(());
+                close!()
             }
         };
-        if let Err(too_large) = shared
-            .memory
-            .charge_work(&mut charge, frame.work_bytes())
-            .await
-        {
-            tracing::warn!(
-                %peer,
-                size,
-                decoded_bytes = too_large.needed,
-                capacity = too_large.capacity,
-                "closing a connection: decoding the request would take more than queued.max.request.bytes"
-            );
-            return Ok(());
+        let charged = answering_while(
+            shared.memory.charge_work(&mut charge, frame.work_bytes()),
+            &mut held,
+            &mut stream,
+            &mut writer,
+            &shared,
+            peer,
+        )
+        .await?;
+        match charged {
+            None => return Ok(()),
+            Some(Ok(())) => {}
+            Some(Err(too_large)) => {
+                tracing::warn!(
+                    %peer,
+                    size,
+                    decoded_bytes = too_large.needed,
+                    capacity = too_large.capacity,
+                    "closing a connection: decoding the request would take more than queued.max.request.bytes"
+                );
+                close!()
+            }
         }
         // Only a Produce is served while earlier responses wait for their flushes: its
         // appends follow theirs, which are already in the log. Anything else waits for every
         // earlier response to be written, as in Kafka's one-request-at-a-time order.
-        if frame.api_key() != ApiKey::Produce as i16 {
-            while let Some((reply, charge)) = in_flight.pop_front() {
-                let answered = reply.await;
-                if !answer(&mut stream, &mut writer, &shared, peer, answered, charge).await? {
-                    return Ok(());
-                }
-            }
+        if frame.api_key() != ApiKey::Produce as i16
+            && !answer_all(&mut held, &mut stream, &mut writer, &shared, peer).await?
+        {
+            return Ok(());
         }
         let reply = match dispatch::dispatch(&context, frame, &session).await {
             Ok(reply) => reply,
             Err(error) => {
                 tracing::warn!(%peer, error = %error, "closing a connection after a malformed request");
-                return Ok(());
+                close!()
             }
         };
         match reply {
             Reply::Nothing => drop(charge), // acks=0 produce: no response
-            Reply::Now(response) if in_flight.is_empty() => {
-                if !answer(
+            Reply::Now(response) if held.is_empty() => {
+                let written = answer(
                     &mut stream,
                     &mut writer,
                     &shared,
@@ -207,15 +230,66 @@ pub(super) async fn serve_connection(
                     Ok(response),
                     charge,
                 )
-                .await?
-                {
+                .await?;
+                if !written {
                     return Ok(());
                 }
             }
             Reply::Now(response) => {
-                in_flight.push_back((Box::pin(std::future::ready(Ok(response))), charge));
+                held.push_back((Box::pin(std::future::ready(Ok(response))), charge));
             }
-            Reply::AfterFlush(pending) => in_flight.push_back((pending, charge)),
+            Reply::AfterFlush(pending) => held.push_back((pending, charge)),
+        }
+    }
+}
+
+/// Responses held back, oldest first, each with its request's memory charge.
+type HeldBack = VecDeque<(PendingReply, Charge)>;
+
+/// Writes every held-back response, in order; `false` when the connection is to be closed
+/// instead.
+async fn answer_all(
+    held: &mut HeldBack,
+    stream: &mut Transport,
+    writer: &mut FrameWriter,
+    shared: &Shared,
+    peer: SocketAddr,
+) -> io::Result<bool> {
+    while let Some((reply, charge)) = held.pop_front() {
+        let answered = reply.await;
+        if !answer(stream, writer, shared, peer, answered, charge).await? {
+            return Ok(false);
+        }
+    }
+    Ok(true)
+}
+
+/// Waits for `wanted` (memory for the next request) while writing the held-back responses
+/// that complete meanwhile: they hold memory the wait may need, so waiting without answering
+/// them could wait for ever. `None` when the connection is to be closed instead.
+async fn answering_while<T>(
+    wanted: impl Future<Output = T>,
+    held: &mut HeldBack,
+    stream: &mut Transport,
+    writer: &mut FrameWriter,
+    shared: &Shared,
+    peer: SocketAddr,
+) -> io::Result<Option<T>> {
+    let mut wanted = std::pin::pin!(wanted);
+    loop {
+        let answered = match held.front_mut() {
+            None => return Ok(Some(wanted.await)),
+            Some((reply, _)) => tokio::select! {
+                biased;
+                answered = reply => answered,
+                value = &mut wanted => return Ok(Some(value)),
+            },
+        };
+        let Some((_, charge)) = held.pop_front() else {
+            continue;
+        };
+        if !answer(stream, writer, shared, peer, answered, charge).await? {
+            return Ok(None);
         }
     }
 }

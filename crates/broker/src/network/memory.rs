@@ -10,7 +10,9 @@
 //! Two pools, not one, because a request learns its second charge only while holding its
 //! first: with one pool, requests holding frames could each wait for more while none returns
 //! any. Here a connection waits for work memory holding only frame memory, and holders of work
-//! memory never wait for frame memory, so each wait ends.
+//! memory never wait for frame memory, so each wait ends. A connection holding answers back
+//! (Produce requests waiting for their flush) writes them while it waits for either pool, so
+//! what they hold comes back without it.
 
 use std::sync::Arc;
 

@@ -63,7 +63,7 @@ const BROKER_KEYS: &[&str] = &[
     "max.connections.per.ip.overrides",
     "connections.max.idle.ms",
     "fetch.max.bytes",
-    // Not a Kafka key: how fetched bytes reach the socket, `copy` (default) or `sendfile`.
+    // Not a Kafka key: how fetched bytes reach the socket, `sendfile` (default) or `copy`.
     "ferrolog.fetch.transfer",
     // Not a Kafka key: where the Prometheus endpoint listens (off unless set).
     "metrics.listener",

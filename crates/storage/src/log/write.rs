@@ -67,6 +67,10 @@ fn apply_in_offset_order(
     aborted
 }
 
+/// Flushes [`Log::flush_appended`] makes before giving up on raising the recovery point past
+/// its append: each that does not is the log having moved directory meanwhile, which is rare.
+const MAX_FLUSH_ATTEMPTS: usize = 3;
+
 /// An append done, and whether it must be flushed before it is acknowledged
 /// (`flush.messages` reached). See [`Log::append_as_leader_deferring_flush`].
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -123,21 +127,38 @@ impl Log {
         self.append_leader(records, verifier, BatchOrigin::Client)
     }
 
+    /// Whether `appended` needs no flush (any more): it was not due one, or the recovery point
+    /// has passed it. Never blocks.
+    pub fn is_flushed(&self, appended: &Appended) -> bool {
+        !appended.flush_due || self.view().recovery_point > appended.info.last_offset
+    }
+
     /// Makes an append durable when it was [`Appended::flush_due`]: fsyncs up to the log end as
     /// it is now, unless a flush since the append already moved the recovery point past it.
     /// These flushes take turns, each checking once its turn has come: while one fsyncs, the
     /// appends made meanwhile wait for the next, which covers them all, and the others find
     /// themselves covered and return without an fsync of their own.
     pub fn flush_appended(&self, appended: &Appended) -> Result<()> {
-        let covered = || self.view().recovery_point > appended.info.last_offset;
-        if !appended.flush_due || covered() {
+        if self.is_flushed(appended) {
             return Ok(());
         }
         let _turn = self.flush_turn.lock();
-        if covered() {
+        // A flush returns without raising the recovery point when the log took its future
+        // log's place meanwhile (what it fsynced were the old files): the next one works on the
+        // new. An append cut away by a truncation needs nothing more.
+        for _ in 0..MAX_FLUSH_ATTEMPTS {
+            if self.is_flushed(appended) || self.log_end_offset() <= appended.info.last_offset {
+                return Ok(());
+            }
+            self.flush()?;
+        }
+        if self.is_flushed(appended) || self.log_end_offset() <= appended.info.last_offset {
             return Ok(());
         }
-        self.flush()
+        Err(StorageError::Fatal(format!(
+            "{}: {MAX_FLUSH_ATTEMPTS} flushes did not make offset {} durable",
+            self.topic_partition, appended.info.last_offset
+        )))
     }
 
     /// A coordinator's append on behalf of a producer (the group coordinator's transactional
@@ -196,7 +217,13 @@ impl Log {
                         batch_count: 0,
                         valid_bytes: 0,
                     },
-                    flush_due: false,
+                    // The original may still wait for its flush: the retry is acknowledged only
+                    // once the original is durable, as a flush of its own would have made it.
+                    flush_due: {
+                        let view = self.view.load();
+                        original.last_offset >= view.recovery_point.value()
+                            && view.log_end.offset - view.recovery_point >= config.flush_messages
+                    },
                 });
             }
             self.write_validated(
