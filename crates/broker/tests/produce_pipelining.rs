@@ -78,6 +78,15 @@ fn produce_answer(mut body: Bytes) -> (i16, i64) {
     (answer.error_code, answer.base_offset)
 }
 
+/// The synced topic's one partition.
+fn synced_log(broker: &Broker) -> std::sync::Arc<ferrolog_storage::log::Log> {
+    broker
+        .context
+        .manager
+        .get(&TopicPartition::new(TOPIC, 0))
+        .unwrap()
+}
+
 async fn broker_with_synced_topic(dir: &std::path::Path) -> (Broker, Client) {
     broker_with_synced_topic_and(dir, BrokerConfig::default()).await
 }
@@ -145,11 +154,7 @@ async fn produces_waiting_for_their_fsync_are_read_on_and_answered_in_order() {
             "appended in the order sent"
         );
     }
-    let log = broker
-        .context
-        .manager
-        .get(&TopicPartition::new(TOPIC, 0))
-        .unwrap();
+    let log = synced_log(&broker);
     assert_eq!(
         log.recovery_point(),
         Offset::new(20),
@@ -165,11 +170,7 @@ async fn the_next_produces_are_appended_while_an_fsync_runs_and_one_fsync_answer
     let scenario = fail::FailScenario::setup();
     let temp = tempfile::tempdir().unwrap();
     let (broker, mut client) = broker_with_synced_topic(temp.path()).await;
-    let log = broker
-        .context
-        .manager
-        .get(&TopicPartition::new(TOPIC, 0))
-        .unwrap();
+    let log = synced_log(&broker);
 
     // The first produce's fsync blocks until the point is removed.
     fail::cfg("log.fsync", "pause").unwrap();
@@ -259,11 +260,7 @@ async fn answers_held_back_are_written_when_memory_runs_short_and_when_the_clien
         ..BrokerConfig::default()
     };
     let (broker, mut client) = broker_with_synced_topic_and(temp.path(), config).await;
-    let log = broker
-        .context
-        .manager
-        .get(&TopicPartition::new(TOPIC, 0))
-        .unwrap();
+    let log = synced_log(&broker);
 
     fail::cfg("log.fsync", "pause").unwrap();
     let frames: Vec<_> = (0..8)
