@@ -18,8 +18,10 @@
 //! body.
 
 mod acl_schemas;
+mod group_schemas;
 mod sasl_schemas;
 mod schemas;
+mod txn_schemas;
 
 use bytes::Bytes;
 use ferrolog_records::be;

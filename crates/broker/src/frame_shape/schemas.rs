@@ -408,200 +408,6 @@ pub(super) const FIND_COORDINATOR: Message = Message {
     ],
 };
 
-/// JoinGroupRequest v0–9.
-pub(super) const JOIN_GROUP: Message = Message {
-    api_key: 11,
-    fields: &[
-        Field::new("GroupId", Kind::String, v(0, MAX)),
-        Field::new("SessionTimeoutMs", Kind::Int32, v(0, MAX)),
-        Field::new("RebalanceTimeoutMs", Kind::Int32, v(1, MAX)),
-        Field::new("MemberId", Kind::String, v(0, MAX)),
-        Field::new("GroupInstanceId", Kind::String, v(5, MAX)).nullable(v(5, MAX)),
-        Field::new("ProtocolType", Kind::String, v(0, MAX)),
-        Field::new(
-            "Protocols",
-            Kind::Array(&[
-                Field::new("Name", Kind::String, v(0, MAX)),
-                Field::new("Metadata", Kind::Bytes, v(0, MAX)),
-            ]),
-            v(0, MAX),
-        ),
-        Field::new("Reason", Kind::String, v(8, MAX)).nullable(v(8, MAX)),
-    ],
-};
-
-/// SyncGroupRequest v0–5.
-pub(super) const SYNC_GROUP: Message = Message {
-    api_key: 14,
-    fields: &[
-        Field::new("GroupId", Kind::String, v(0, MAX)),
-        Field::new("GenerationId", Kind::Int32, v(0, MAX)),
-        Field::new("MemberId", Kind::String, v(0, MAX)),
-        Field::new("GroupInstanceId", Kind::String, v(3, MAX)).nullable(v(3, MAX)),
-        Field::new("ProtocolType", Kind::String, v(5, MAX)).nullable(v(5, MAX)),
-        Field::new("ProtocolName", Kind::String, v(5, MAX)).nullable(v(5, MAX)),
-        Field::new(
-            "Assignments",
-            Kind::Array(&[
-                Field::new("MemberId", Kind::String, v(0, MAX)),
-                Field::new("Assignment", Kind::Bytes, v(0, MAX)),
-            ]),
-            v(0, MAX),
-        ),
-    ],
-};
-
-/// HeartbeatRequest v0–4.
-pub(super) const HEARTBEAT: Message = Message {
-    api_key: 12,
-    fields: &[
-        Field::new("GroupId", Kind::String, v(0, MAX)),
-        Field::new("GenerationId", Kind::Int32, v(0, MAX)),
-        Field::new("MemberId", Kind::String, v(0, MAX)),
-        Field::new("GroupInstanceId", Kind::String, v(3, MAX)).nullable(v(3, MAX)),
-    ],
-};
-
-/// LeaveGroupRequest v0–5.
-pub(super) const LEAVE_GROUP: Message = Message {
-    api_key: 13,
-    fields: &[
-        Field::new("GroupId", Kind::String, v(0, MAX)),
-        Field::new("MemberId", Kind::String, v(0, 2)),
-        Field::new(
-            "Members",
-            Kind::Array(&[
-                Field::new("MemberId", Kind::String, v(3, MAX)),
-                Field::new("GroupInstanceId", Kind::String, v(3, MAX)).nullable(v(3, MAX)),
-                Field::new("Reason", Kind::String, v(5, MAX)).nullable(v(5, MAX)),
-            ]),
-            v(3, MAX),
-        ),
-    ],
-};
-
-/// OffsetCommitRequest v2–8.
-pub(super) const OFFSET_COMMIT: Message = Message {
-    api_key: 8,
-    fields: &[
-        Field::new("GroupId", Kind::String, v(0, MAX)),
-        Field::new("GenerationIdOrMemberEpoch", Kind::Int32, v(1, MAX)),
-        Field::new("MemberId", Kind::String, v(1, MAX)),
-        Field::new("GroupInstanceId", Kind::String, v(7, MAX)).nullable(v(7, MAX)),
-        Field::new("RetentionTimeMs", Kind::Int64, v(2, 4)),
-        Field::new(
-            "Topics",
-            Kind::Array(&[
-                Field::new("Name", Kind::String, v(0, MAX)),
-                Field::new(
-                    "Partitions",
-                    Kind::Array(&[
-                        Field::new("PartitionIndex", Kind::Int32, v(0, MAX)),
-                        Field::new("CommittedOffset", Kind::Int64, v(0, MAX)),
-                        Field::new("CommittedLeaderEpoch", Kind::Int32, v(6, MAX)),
-                        Field::new("CommittedMetadata", Kind::String, v(0, MAX))
-                            .nullable(v(0, MAX)),
-                    ]),
-                    v(0, MAX),
-                ),
-            ]),
-            v(0, MAX),
-        ),
-    ],
-};
-
-/// OffsetFetchRequest v1–8.
-pub(super) const OFFSET_FETCH: Message = Message {
-    api_key: 9,
-    fields: &[
-        Field::new("GroupId", Kind::String, v(0, 7)),
-        Field::new(
-            "Topics",
-            Kind::Array(&[
-                Field::new("Name", Kind::String, v(0, 7)),
-                Field::new(
-                    "PartitionIndexes",
-                    Kind::PrimitiveArray(&Kind::Int32),
-                    v(0, 7),
-                ),
-            ]),
-            v(0, 7),
-        )
-        .nullable(v(2, 7)),
-        Field::new(
-            "Groups",
-            Kind::Array(&[
-                Field::new("GroupId", Kind::String, v(8, MAX)),
-                Field::new(
-                    "Topics",
-                    Kind::Array(&[
-                        Field::new("Name", Kind::String, v(8, MAX)),
-                        Field::new(
-                            "PartitionIndexes",
-                            Kind::PrimitiveArray(&Kind::Int32),
-                            v(8, MAX),
-                        ),
-                    ]),
-                    v(8, MAX),
-                )
-                .nullable(v(8, MAX)),
-            ]),
-            v(8, MAX),
-        ),
-        Field::new("RequireStable", Kind::Bool, v(7, MAX)),
-    ],
-};
-
-/// ListGroupsRequest v0–4.
-pub(super) const LIST_GROUPS: Message = Message {
-    api_key: 16,
-    fields: &[Field::new(
-        "StatesFilter",
-        Kind::PrimitiveArray(&Kind::String),
-        v(4, MAX),
-    )],
-};
-
-/// DescribeGroupsRequest v0–5.
-pub(super) const DESCRIBE_GROUPS: Message = Message {
-    api_key: 15,
-    fields: &[
-        Field::new("Groups", Kind::PrimitiveArray(&Kind::String), v(0, MAX)),
-        Field::new("IncludeAuthorizedOperations", Kind::Bool, v(3, MAX)),
-    ],
-};
-
-/// DeleteGroupsRequest v0–2.
-pub(super) const DELETE_GROUPS: Message = Message {
-    api_key: 42,
-    fields: &[Field::new(
-        "GroupsNames",
-        Kind::PrimitiveArray(&Kind::String),
-        v(0, MAX),
-    )],
-};
-
-/// OffsetDeleteRequest v0–0.
-pub(super) const OFFSET_DELETE: Message = Message {
-    api_key: 47,
-    fields: &[
-        Field::new("GroupId", Kind::String, v(0, MAX)),
-        Field::new(
-            "Topics",
-            Kind::Array(&[
-                Field::new("Name", Kind::String, v(0, MAX)),
-                Field::new(
-                    "Partitions",
-                    Kind::Array(&[Field::new("PartitionIndex", Kind::Int32, v(0, MAX))]),
-                    v(0, MAX),
-                ),
-            ]),
-            v(0, MAX),
-        ),
-    ],
-};
-
-/// Every message above.
 /// DescribeTopicPartitionsRequest v0.
 pub(super) const DESCRIBE_TOPIC_PARTITIONS: Message = Message {
     api_key: 75,
@@ -624,151 +430,7 @@ pub(super) const DESCRIBE_TOPIC_PARTITIONS: Message = Message {
     ],
 };
 
-/// DescribeProducersRequest v0.
-pub(super) const DESCRIBE_PRODUCERS: Message = Message {
-    api_key: 61,
-    fields: &[Field::new(
-        "Topics",
-        Kind::Array(&[
-            Field::new("Name", Kind::String, v(0, MAX)),
-            Field::new(
-                "PartitionIndexes",
-                Kind::PrimitiveArray(&Kind::Int32),
-                v(0, MAX),
-            ),
-        ]),
-        v(0, MAX),
-    )],
-};
-
-/// AddPartitionsToTxnRequest v0–3 (the client's form).
-pub(super) const ADD_PARTITIONS_TO_TXN: Message = Message {
-    api_key: 24,
-    fields: &[
-        Field::new("V3AndBelowTransactionalId", Kind::String, v(0, 3)),
-        Field::new("V3AndBelowProducerId", Kind::Int64, v(0, 3)),
-        Field::new("V3AndBelowProducerEpoch", Kind::Int16, v(0, 3)),
-        Field::new(
-            "V3AndBelowTopics",
-            Kind::Array(&[
-                Field::new("Name", Kind::String, v(0, MAX)),
-                Field::new("Partitions", Kind::PrimitiveArray(&Kind::Int32), v(0, MAX)),
-            ]),
-            v(0, 3),
-        ),
-    ],
-};
-
-/// AddOffsetsToTxnRequest v0–4.
-pub(super) const ADD_OFFSETS_TO_TXN: Message = Message {
-    api_key: 25,
-    fields: &[
-        Field::new("TransactionalId", Kind::String, v(0, MAX)),
-        Field::new("ProducerId", Kind::Int64, v(0, MAX)),
-        Field::new("ProducerEpoch", Kind::Int16, v(0, MAX)),
-        Field::new("GroupId", Kind::String, v(0, MAX)),
-    ],
-};
-
-/// EndTxnRequest v0–5.
-pub(super) const END_TXN: Message = Message {
-    api_key: 26,
-    fields: &[
-        Field::new("TransactionalId", Kind::String, v(0, MAX)),
-        Field::new("ProducerId", Kind::Int64, v(0, MAX)),
-        Field::new("ProducerEpoch", Kind::Int16, v(0, MAX)),
-        Field::new("Committed", Kind::Bool, v(0, MAX)),
-    ],
-};
-
-/// TxnOffsetCommitRequest v0–5.
-pub(super) const TXN_OFFSET_COMMIT: Message = Message {
-    api_key: 28,
-    fields: &[
-        Field::new("TransactionalId", Kind::String, v(0, MAX)),
-        Field::new("GroupId", Kind::String, v(0, MAX)),
-        Field::new("ProducerId", Kind::Int64, v(0, MAX)),
-        Field::new("ProducerEpoch", Kind::Int16, v(0, MAX)),
-        Field::new("GenerationId", Kind::Int32, v(3, MAX)),
-        Field::new("MemberId", Kind::String, v(3, MAX)),
-        Field::new("GroupInstanceId", Kind::String, v(3, MAX)).nullable(v(3, MAX)),
-        Field::new(
-            "Topics",
-            Kind::Array(&[
-                Field::new("Name", Kind::String, v(0, MAX)),
-                Field::new(
-                    "Partitions",
-                    Kind::Array(&[
-                        Field::new("PartitionIndex", Kind::Int32, v(0, MAX)),
-                        Field::new("CommittedOffset", Kind::Int64, v(0, MAX)),
-                        Field::new("CommittedLeaderEpoch", Kind::Int32, v(2, MAX)),
-                        Field::new("CommittedMetadata", Kind::String, v(0, MAX))
-                            .nullable(v(0, MAX)),
-                    ]),
-                    v(0, MAX),
-                ),
-            ]),
-            v(0, MAX),
-        ),
-    ],
-};
-
-/// DescribeTransactionsRequest v0.
-pub(super) const DESCRIBE_TRANSACTIONS: Message = Message {
-    api_key: 65,
-    fields: &[Field::new(
-        "TransactionalIds",
-        Kind::PrimitiveArray(&Kind::String),
-        v(0, MAX),
-    )],
-};
-
-/// ListTransactionsRequest v0–2.
-pub(super) const LIST_TRANSACTIONS: Message = Message {
-    api_key: 66,
-    fields: &[
-        Field::new(
-            "StateFilters",
-            Kind::PrimitiveArray(&Kind::String),
-            v(0, MAX),
-        ),
-        Field::new(
-            "ProducerIdFilters",
-            Kind::PrimitiveArray(&Kind::Int64),
-            v(0, MAX),
-        ),
-        Field::new("DurationFilter", Kind::Int64, v(1, MAX)),
-        Field::new("TransactionalIdPattern", Kind::String, v(2, MAX)).nullable(v(2, MAX)),
-    ],
-};
-
-/// WriteTxnMarkersRequest v1.
-pub(super) const WRITE_TXN_MARKERS: Message = Message {
-    api_key: 27,
-    fields: &[Field::new(
-        "Markers",
-        Kind::Array(&[
-            Field::new("ProducerId", Kind::Int64, v(0, MAX)),
-            Field::new("ProducerEpoch", Kind::Int16, v(0, MAX)),
-            Field::new("TransactionResult", Kind::Bool, v(0, MAX)),
-            Field::new(
-                "Topics",
-                Kind::Array(&[
-                    Field::new("Name", Kind::String, v(0, MAX)),
-                    Field::new(
-                        "PartitionIndexes",
-                        Kind::PrimitiveArray(&Kind::Int32),
-                        v(0, MAX),
-                    ),
-                ]),
-                v(0, MAX),
-            ),
-            Field::new("CoordinatorEpoch", Kind::Int32, v(0, MAX)),
-        ]),
-        v(0, MAX),
-    )],
-};
-
+/// Every message the broker serves.
 pub(super) const ALL: &[&Message] = &[
     &PRODUCE,
     &FETCH,
@@ -789,16 +451,16 @@ pub(super) const ALL: &[&Message] = &[
     &DELETE_RECORDS,
     &INIT_PRODUCER_ID,
     &FIND_COORDINATOR,
-    &JOIN_GROUP,
-    &SYNC_GROUP,
-    &HEARTBEAT,
-    &LEAVE_GROUP,
-    &OFFSET_COMMIT,
-    &OFFSET_FETCH,
-    &LIST_GROUPS,
-    &DESCRIBE_GROUPS,
-    &DELETE_GROUPS,
-    &OFFSET_DELETE,
+    &super::group_schemas::JOIN_GROUP,
+    &super::group_schemas::SYNC_GROUP,
+    &super::group_schemas::HEARTBEAT,
+    &super::group_schemas::LEAVE_GROUP,
+    &super::group_schemas::OFFSET_COMMIT,
+    &super::group_schemas::OFFSET_FETCH,
+    &super::group_schemas::LIST_GROUPS,
+    &super::group_schemas::DESCRIBE_GROUPS,
+    &super::group_schemas::DELETE_GROUPS,
+    &super::group_schemas::OFFSET_DELETE,
     &DESCRIBE_TOPIC_PARTITIONS,
     &super::acl_schemas::DESCRIBE_ACLS,
     &super::acl_schemas::CREATE_ACLS,
@@ -808,12 +470,12 @@ pub(super) const ALL: &[&Message] = &[
     &super::sasl_schemas::DESCRIBE_USER_SCRAM_CREDENTIALS,
     &super::sasl_schemas::ALTER_USER_SCRAM_CREDENTIALS,
     &super::sasl_schemas::DESCRIBE_CLIENT_QUOTAS,
-    &DESCRIBE_PRODUCERS,
-    &ADD_PARTITIONS_TO_TXN,
-    &ADD_OFFSETS_TO_TXN,
-    &END_TXN,
-    &TXN_OFFSET_COMMIT,
-    &DESCRIBE_TRANSACTIONS,
-    &LIST_TRANSACTIONS,
-    &WRITE_TXN_MARKERS,
+    &super::txn_schemas::DESCRIBE_PRODUCERS,
+    &super::txn_schemas::ADD_PARTITIONS_TO_TXN,
+    &super::txn_schemas::ADD_OFFSETS_TO_TXN,
+    &super::txn_schemas::END_TXN,
+    &super::txn_schemas::TXN_OFFSET_COMMIT,
+    &super::txn_schemas::DESCRIBE_TRANSACTIONS,
+    &super::txn_schemas::LIST_TRANSACTIONS,
+    &super::txn_schemas::WRITE_TXN_MARKERS,
 ];

@@ -21,11 +21,14 @@
 //! PrepareAbort is recorded; the coordinator then retries the rest every tick, as Kafka retries
 //! from its marker queue. Meanwhile the id answers CONCURRENT_TRANSACTIONS.
 
+mod config;
 mod markers;
 pub mod state;
+mod timers;
 pub mod topic;
 mod verify;
 
+pub use config::TxnConfig;
 pub use verify::{Verifier, VerifyFor};
 
 use std::collections::{BTreeSet, HashMap};
@@ -41,45 +44,6 @@ use crate::errors;
 use crate::group::GroupCoordinator;
 use state::{EndDecision, InitDecision, TxnMetadata, TxnPartition};
 use topic::TxnStateTopic;
-
-/// The coordinator's settings, under Kafka's broker keys.
-#[derive(Debug, Clone)]
-pub struct TxnConfig {
-    /// `transaction.state.log.num.partitions`
-    pub state_log_partitions: i32,
-    /// `transaction.state.log.segment.bytes`
-    pub state_log_segment_bytes: u64,
-    /// `transaction.max.timeout.ms`: the longest `transaction.timeout.ms` a producer may ask for.
-    pub max_timeout: Duration,
-    /// `transactional.id.expiration.ms`: how long an id with no transaction open is kept idle.
-    pub id_expiration: Duration,
-    /// `transaction.abort.timed.out.transaction.cleanup.interval.ms`
-    pub abort_timed_out_interval: Duration,
-    /// `transaction.remove.expired.transaction.cleanup.interval.ms`
-    pub remove_expired_interval: Duration,
-    /// `ferrolog.max.transactional.ids`: the most ids kept at once; an InitProducerId for a new
-    /// one beyond it is refused (POLICY_VIOLATION). Kafka has no such limit.
-    pub max_transactional_ids: usize,
-    /// `ferrolog.transaction.version`: the `transaction.version` ApiVersions tells clients is
-    /// finalized, which the coordinator's own aborts (fencing, timeouts) follow, as Kafka's
-    /// follow the cluster's level: 2 (a new Kafka 4.4 cluster's) by default.
-    pub transaction_version: i16,
-}
-
-impl Default for TxnConfig {
-    fn default() -> Self {
-        Self {
-            state_log_partitions: 50,
-            state_log_segment_bytes: 104_857_600,
-            max_timeout: Duration::from_millis(900_000),
-            id_expiration: Duration::from_millis(604_800_000),
-            abort_timed_out_interval: Duration::from_millis(10_000),
-            remove_expired_interval: Duration::from_millis(3_600_000),
-            max_transactional_ids: 100_000,
-            transaction_version: 2,
-        }
-    }
-}
 
 /// Why an id answers CONCURRENT_TRANSACTIONS for now.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -588,136 +552,6 @@ impl TransactionCoordinator {
         all.sort_by(|a, b| a.transactional_id.cmp(&b.transactional_id));
         all
     }
-
-    /// The timers, called every 100 ms: unfinished transactions retried; every
-    /// `transaction.abort.timed.out.transaction.cleanup.interval.ms`, transactions past their
-    /// timeout fenced and aborted; every
-    /// `transaction.remove.expired.transaction.cleanup.interval.ms`, idle ids forgotten.
-    /// Returns the partitions that got a marker.
-    pub fn tick(&self, groups: &GroupCoordinator) -> Vec<TopicPartition> {
-        let now = self.now();
-        let mut marked = Vec::new();
-        for (id, prepared) in self.take_retries(now) {
-            marked.extend(self.finish(groups, &id, &prepared));
-        }
-        if due(
-            &self.next_timeout_check_ms,
-            now,
-            self.config.abort_timed_out_interval,
-        ) {
-            for (id, abort) in self.fence_timed_out(now) {
-                tracing::info!(
-                    transactional_id = id,
-                    producer_id = abort.producer_id,
-                    "aborting a transaction past its timeout"
-                );
-                marked.extend(self.finish(groups, &id, &abort));
-            }
-        }
-        if due(
-            &self.next_expiry_check_ms,
-            now,
-            self.config.remove_expired_interval,
-        ) {
-            self.remove_expired(now);
-        }
-        marked
-    }
-
-    fn take_retries(&self, now: i64) -> Vec<(String, TxnMetadata)> {
-        let mut ids = self.ids.lock();
-        ids.iter_mut()
-            .filter(|(_, entry)| {
-                matches!(entry.pending, Some(Pending::Retry { not_before_ms }) if not_before_ms <= now)
-            })
-            .map(|(id, entry)| {
-                entry.pending = Some(Pending::InFlight);
-                (id.clone(), entry.meta.clone())
-            })
-            .collect()
-    }
-
-    fn fence_timed_out(&self, now: i64) -> Vec<(String, TxnMetadata)> {
-        let mut ids = self.ids.lock();
-        let candidates: Vec<String> = ids
-            .iter()
-            .filter(|(_, entry)| entry.pending.is_none() && entry.meta.timed_out(now))
-            .map(|(id, _)| id.clone())
-            .collect();
-        let mut fenced = Vec::new();
-        for id in candidates {
-            let Some(entry) = ids.get_mut(&id) else {
-                continue;
-            };
-            let abort = entry
-                .meta
-                .fenced_abort(now, self.config.transaction_version, || {
-                    self.manager.next_producer_id().map_err(|error| {
-                        tracing::warn!(%error, "no producer id could be reserved");
-                        errors::COORDINATOR_NOT_AVAILABLE
-                    })
-                });
-            let Ok(abort) = abort else {
-                // No producer id for the fenced epoch's successor now: the next check retries.
-                continue;
-            };
-            match self.write(&id, entry, abort, now) {
-                Ok(()) => {
-                    entry.pending = Some(Pending::InFlight);
-                    fenced.push((id, entry.meta.clone()));
-                }
-                Err(error) => {
-                    tracing::warn!(transactional_id = id, %error, "fencing a timed-out transaction failed; retrying at the next check");
-                }
-            }
-        }
-        fenced
-    }
-
-    /// Forgets ids idle past `transactional.id.expiration.ms`: each is marked in flight under
-    /// the lock, their tombstones are written without it (one batch per partition), and those
-    /// written are removed, unless they changed meanwhile.
-    fn remove_expired(&self, now: i64) {
-        let expiration = clock::kafka_ms(self.config.id_expiration);
-        let expired: Vec<(String, TxnMetadata)> = {
-            let mut ids = self.ids.lock();
-            ids.iter_mut()
-                .filter(|(_, entry)| entry.pending.is_none() && entry.meta.expired(now, expiration))
-                .map(|(id, entry)| {
-                    entry.pending = Some(Pending::InFlight);
-                    (id.clone(), entry.meta.clone())
-                })
-                .collect()
-        };
-        if expired.is_empty() {
-            return;
-        }
-        let names: Vec<String> = expired.iter().map(|(id, _)| id.clone()).collect();
-        let written = self.topic.append_tombstones(&names, now);
-        let mut ids = self.ids.lock();
-        let mut forgotten = 0;
-        for (id, result) in written {
-            let Some(entry) = ids.get_mut(&id) else {
-                continue;
-            };
-            match result {
-                Ok(()) => {
-                    ids.remove(&id);
-                    forgotten += 1;
-                }
-                Err(error) => {
-                    tracing::warn!(transactional_id = id, %error, "writing the tombstone of an expired transactional id failed; retrying at the next check");
-                    entry.pending = None;
-                }
-            }
-        }
-        if forgotten > 0 {
-            tracing::info!(
-                forgotten,
-                "forgot transactional ids idle past transactional.id.expiration.ms"
-            );
-        }
-    }
 }
 
 /// A point where a crash test makes the coordinator wait (`crate::arm_failpoints_from_env`):
@@ -728,16 +562,6 @@ pub(crate) fn failpoint(name: &str) {
     fail::fail_point!(name);
     #[cfg(not(feature = "failpoints"))]
     let _ = name;
-}
-
-/// Whether a periodic check is due at `now`; if so, the next one is scheduled.
-fn due(next: &Mutex<i64>, now: i64, interval: Duration) -> bool {
-    let mut next = next.lock();
-    if now < *next {
-        return false;
-    }
-    *next = clock::after(now, interval);
-    true
 }
 
 fn describe(transactional_id: &str, meta: &TxnMetadata) -> TxnDescription {
