@@ -35,11 +35,30 @@ use crate::session::Session;
 
 /// A request this broker will not answer; the connection is closed.
 #[derive(Debug)]
-pub struct MalformedRequest(pub String);
+pub enum Unanswerable {
+    /// It cannot be decoded, or asks for what this broker does not serve.
+    Malformed(String),
+    /// Serving it failed inside the broker (its blocking work panicked): only the connection
+    /// that sent it closes.
+    Failed(String),
+}
 
-impl std::fmt::Display for MalformedRequest {
+impl Unanswerable {
+    /// The error code it is counted as in the request metrics.
+    fn error_code(&self) -> i16 {
+        match self {
+            Self::Malformed(_) => crate::errors::INVALID_REQUEST,
+            Self::Failed(_) => crate::errors::UNKNOWN_SERVER_ERROR,
+        }
+    }
+}
+
+impl std::fmt::Display for Unanswerable {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
+        match self {
+            Self::Malformed(what) => write!(f, "malformed request: {what}"),
+            Self::Failed(what) => write!(f, "serving the request failed: {what}"),
+        }
     }
 }
 
@@ -86,7 +105,7 @@ macro_rules! served_apis {
             &[$((ApiKey::$key, &[$((ResourceType::$resource, AclOperation::$operation)),*]),)*];
 
         /// Decodes the body of a supported request, runs its handler and encodes the answer.
-        async fn route(call: &Call<'_>, mut body: Bytes) -> Result<Reply, MalformedRequest> {
+        async fn route(call: &Call<'_>, mut body: Bytes) -> Result<Reply, Unanswerable> {
             match call.api {
                 $(ApiKey::$key => {
                     let request = decode::<$request>(call, &mut body)?;
@@ -111,7 +130,7 @@ macro_rules! run {
         );
         crate::bridge::blocking(move || $handler(&context, &session, &header, $request))
             .await
-            .map_err(malformed)?
+            .map_err(failed)?
     }};
     (waiting, $handler:path, $call:ident, $request:ident) => {
         $handler($call.context, $call.session, &$call.header, $request).await
@@ -142,7 +161,7 @@ macro_rules! answer {
                     } else {
                         crate::bridge::blocking(move || produced.flush())
                             .await
-                            .map_err(malformed)?
+                            .map_err(failed)?
                     };
                     answering.encode(&response, Vec::new())
                 })))
@@ -218,8 +237,7 @@ pub enum Reply {
 }
 
 /// A response still waiting for the flushes it acknowledges.
-pub type PendingReply =
-    Pin<Box<dyn Future<Output = Result<ResponseFrame, MalformedRequest>> + Send>>;
+pub type PendingReply = Pin<Box<dyn Future<Output = Result<ResponseFrame, Unanswerable>> + Send>>;
 
 impl std::fmt::Debug for Reply {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -233,7 +251,7 @@ impl std::fmt::Debug for Reply {
 
 impl Reply {
     /// The response, after its flushes when it waits for any; `None` for no response.
-    pub async fn into_response(self) -> Result<Option<ResponseFrame>, MalformedRequest> {
+    pub async fn into_response(self) -> Result<Option<ResponseFrame>, Unanswerable> {
         match self {
             Self::Nothing => Ok(None),
             Self::Now(response) => Ok(Some(response)),
@@ -268,11 +286,15 @@ pub fn supported_range(api_key: ApiKey) -> Option<(i16, i16)> {
         .map(|(_, min, max)| (*min, *max))
 }
 
-fn malformed(what: impl std::fmt::Display) -> MalformedRequest {
-    MalformedRequest(what.to_string())
+fn malformed(what: impl std::fmt::Display) -> Unanswerable {
+    Unanswerable::Malformed(what.to_string())
 }
 
-fn decode<R: Decodable>(call: &Call<'_>, body: &mut Bytes) -> Result<R, MalformedRequest> {
+fn failed(what: crate::bridge::WorkFailed) -> Unanswerable {
+    Unanswerable::Failed(what.to_string())
+}
+
+fn decode<R: Decodable>(call: &Call<'_>, body: &mut Bytes) -> Result<R, Unanswerable> {
     R::decode(body, call.version)
         .map_err(|error| malformed(format!("{:?} v{} body: {error}", call.api, call.version)))
 }
@@ -283,27 +305,27 @@ pub async fn dispatch(
     context: &Arc<Context>,
     frame: CheckedFrame,
     session: &Arc<Session>,
-) -> Result<Reply, MalformedRequest> {
+) -> Result<Reply, Unanswerable> {
     let frame = frame.into_bytes();
     let started = std::time::Instant::now();
     let api = frame
         .get(..2)
         .and_then(|key| ApiKey::try_from(be::i16_at(key, 0)).ok());
     let name = api.map_or_else(|| "Unknown".to_owned(), |api| format!("{api:?}"));
-    let counted = move |failed: bool| {
+    let counted = move |failure: Option<&Unanswerable>| {
         crate::metrics::record_request(&name, started.elapsed().as_secs_f64() * 1000.0);
-        if failed {
-            crate::metrics::record_error(&name, crate::errors::INVALID_REQUEST);
+        if let Some(failure) = failure {
+            crate::metrics::record_error(&name, failure.error_code());
         }
     };
     match dispatch_inner(context, frame, session).await {
         Ok(Reply::AfterFlush(pending)) => Ok(Reply::AfterFlush(Box::pin(async move {
             let response = pending.await;
-            counted(response.is_err());
+            counted(response.as_ref().err());
             response
         }))),
         result => {
-            counted(result.is_err());
+            counted(result.as_ref().err());
             result
         }
     }
@@ -313,7 +335,7 @@ async fn dispatch_inner(
     context: &Arc<Context>,
     mut frame: Bytes,
     session: &Arc<Session>,
-) -> Result<Reply, MalformedRequest> {
+) -> Result<Reply, Unanswerable> {
     if frame.len() < 4 {
         return Err(malformed("a request shorter than its header"));
     }
@@ -351,7 +373,7 @@ fn encode<R: Encodable + ErrorCodes>(
     call: &Call<'_>,
     response: &R,
     regions: Vec<FileRegion>,
-) -> Result<ResponseFrame, MalformedRequest> {
+) -> Result<ResponseFrame, Unanswerable> {
     Answering::of(call).encode(response, regions)
 }
 
@@ -377,7 +399,7 @@ impl Answering {
         &self,
         response: &R,
         regions: Vec<FileRegion>,
-    ) -> Result<ResponseFrame, MalformedRequest> {
+    ) -> Result<ResponseFrame, Unanswerable> {
         let (api, version) = (self.api, self.version);
         let codes = response.error_codes();
         if codes.iter().any(|code| *code != crate::errors::NONE) {
@@ -398,12 +420,14 @@ impl Answering {
         ResponseHeader::default()
             .with_correlation_id(self.correlation_id)
             .encode(&mut out, header_version)
-            .map_err(|error| malformed(format!("encoding the response header: {error}")))?;
+            .map_err(|error| {
+                Unanswerable::Failed(format!("encoding the response header: {error}"))
+            })?;
         response.encode(&mut out, version).map_err(|error| {
-            malformed(format!("encoding the {api:?} v{version} response: {error}"))
+            Unanswerable::Failed(format!("encoding the {api:?} v{version} response: {error}"))
         })?;
         out.finish().map_err(|error| {
-            malformed(format!("encoding the {api:?} v{version} response: {error}"))
+            Unanswerable::Failed(format!("encoding the {api:?} v{version} response: {error}"))
         })
     }
 }

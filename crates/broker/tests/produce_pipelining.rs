@@ -306,3 +306,36 @@ async fn answers_held_back_are_written_when_memory_runs_short_and_when_the_clien
     assert_eq!(log.recovery_point(), Offset::new(8));
     scenario.teardown();
 }
+
+#[cfg(feature = "failpoints")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_flush_that_panics_closes_only_its_connection_and_the_next_flush_covers_its_append() {
+    let scenario = fail::FailScenario::setup();
+    let temp = tempfile::tempdir().unwrap();
+    let (broker, mut client) = broker_with_synced_topic(temp.path()).await;
+
+    fail::cfg("log.fsync", "1*panic(injected)").unwrap();
+    let frame = common::frame(
+        ApiKey::Produce,
+        PRODUCE_VERSION,
+        7,
+        &produce_request("lost"),
+    );
+    send_all(&mut client, &[frame]).await;
+    assert!(
+        client.read_frame().await.is_none(),
+        "a produce whose flush panicked was answered"
+    );
+    fail::remove("log.fsync");
+
+    let mut next = broker.client().await;
+    let acknowledged = next.produce(TOPIC, 0, one_record("after")).await;
+    assert_eq!((acknowledged.error_code, acknowledged.base_offset), (0, 1));
+    let log = synced_log(&broker);
+    assert_eq!(log.log_end_offset(), Offset::new(2));
+    assert!(
+        log.recovery_point() >= Offset::new(2),
+        "the next flush left the unanswered append off the disk"
+    );
+    scenario.teardown();
+}

@@ -30,7 +30,7 @@ use crate::authz::{
     AccessEntry, AclBinding, AclFilter, AclOperation, EntryFilter, PatternFilter, PatternType,
     PatternTypeFilter, Permission, ResourcePattern, ResourceType,
 };
-use crate::dispatch::MalformedRequest;
+use crate::dispatch::Unanswerable;
 use crate::errors::{
     CLUSTER_AUTHORIZATION_FAILED, INVALID_REQUEST, NONE, POLICY_VIOLATION, SECURITY_DISABLED,
     UNKNOWN_SERVER_ERROR,
@@ -45,7 +45,7 @@ pub fn describe(
     session: &Session,
     _header: &RequestHeader,
     request: DescribeAclsRequest,
-) -> Result<DescribeAclsResponse, MalformedRequest> {
+) -> Result<DescribeAclsResponse, Unanswerable> {
     let filter = filter_of(
         request.resource_type_filter,
         request.resource_name_filter.as_ref(),
@@ -109,7 +109,7 @@ pub fn create(
     session: &Session,
     _header: &RequestHeader,
     request: CreateAclsRequest,
-) -> Result<CreateAclsResponse, MalformedRequest> {
+) -> Result<CreateAclsResponse, Unanswerable> {
     // Parsed first: a request Kafka cannot parse is refused whoever sends it.
     let candidates = request
         .creations
@@ -177,7 +177,7 @@ pub fn delete(
     session: &Session,
     _header: &RequestHeader,
     request: DeleteAclsRequest,
-) -> Result<DeleteAclsResponse, MalformedRequest> {
+) -> Result<DeleteAclsResponse, Unanswerable> {
     let filters = request
         .filters
         .iter()
@@ -274,11 +274,11 @@ fn decoded<T>(
     code: i8,
     from_code: impl Fn(i8) -> Option<T>,
     what: &str,
-) -> Result<Option<T>, MalformedRequest> {
+) -> Result<Option<T>, Unanswerable> {
     match from_code(code) {
         Some(value) => Ok(Some(value)),
         None if code == ANY => Ok(None),
-        None => Err(MalformedRequest(format!(
+        None => Err(Unanswerable::Malformed(format!(
             "{what} code {code} is not one Kafka defines"
         ))),
     }
@@ -296,7 +296,7 @@ enum Candidate {
 }
 
 /// Judges one creation; `Err` when Kafka could not parse the request at all.
-fn candidate_of(creation: &AclCreation) -> Result<Candidate, MalformedRequest> {
+fn candidate_of(creation: &AclCreation) -> Result<Candidate, Unanswerable> {
     let resource_type = decoded(
         creation.resource_type,
         ResourceType::from_code,
@@ -304,7 +304,7 @@ fn candidate_of(creation: &AclCreation) -> Result<Candidate, MalformedRequest> {
     )?;
     let pattern_type =
         PatternTypeFilter::from_code(creation.resource_pattern_type).ok_or_else(|| {
-            MalformedRequest(format!(
+            Unanswerable::Malformed(format!(
                 "pattern type code {} is not one Kafka defines",
                 creation.resource_pattern_type
             ))
@@ -358,13 +358,13 @@ fn filter_of(
     host: Option<&StrBytes>,
     operation: i8,
     permission: i8,
-) -> Result<AclFilter, MalformedRequest> {
+) -> Result<AclFilter, Unanswerable> {
     Ok(AclFilter {
         pattern: PatternFilter {
             resource_type: decoded(resource_type, ResourceType::from_code, "resource type")?,
             name: name.map(ToString::to_string),
             pattern_type: PatternTypeFilter::from_code(pattern_type).ok_or_else(|| {
-                MalformedRequest(format!(
+                Unanswerable::Malformed(format!(
                     "pattern type code {pattern_type} is not one Kafka defines"
                 ))
             })?,

@@ -89,7 +89,7 @@ pub(super) async fn authenticate(
                     }
                     Ok(None) => {}
                     Err(error) => {
-                        tracing::warn!(%peer, error = %error, "closing a connection after a malformed request");
+                        tracing::warn!(%peer, error = %error, "closing a connection after a request it cannot answer");
                         return Ok(None);
                     }
                 }

@@ -28,7 +28,7 @@ use tokio::time::Instant;
 use super::Shared;
 use super::memory::Charge;
 use super::transport::Transport;
-use crate::dispatch::{MalformedRequest, PendingReply, Reply};
+use crate::dispatch::{PendingReply, Reply, Unanswerable};
 use crate::frame_shape;
 use crate::listener::Listener;
 use crate::response::ResponseFrame;
@@ -215,7 +215,7 @@ pub(super) async fn serve_connection(
         let reply = match dispatch::dispatch(&context, frame, &session).await {
             Ok(reply) => reply,
             Err(error) => {
-                tracing::warn!(%peer, error = %error, "closing a connection after a malformed request");
+                tracing::warn!(%peer, error = %error, "closing a connection after a request it cannot answer");
                 close!()
             }
         };
@@ -299,7 +299,7 @@ enum Event {
     /// The next request's size, or `None` when the client closed.
     Request(Option<i32>),
     /// The oldest response held back.
-    Answered(Result<ResponseFrame, MalformedRequest>),
+    Answered(Result<ResponseFrame, Unanswerable>),
 }
 
 /// Writes a response and releases its request's memory; `false` when the connection is to be
@@ -309,7 +309,7 @@ async fn answer(
     writer: &mut FrameWriter,
     shared: &Shared,
     peer: SocketAddr,
-    answered: Result<ResponseFrame, MalformedRequest>,
+    answered: Result<ResponseFrame, Unanswerable>,
     mut charge: Charge,
 ) -> io::Result<bool> {
     match answered {
@@ -325,7 +325,7 @@ async fn answer(
             Ok(true)
         }
         Err(error) => {
-            tracing::warn!(%peer, error = %error, "closing a connection after a malformed request");
+            tracing::warn!(%peer, error = %error, "closing a connection after a request it cannot answer");
             Ok(false)
         }
     }
