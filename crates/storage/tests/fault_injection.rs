@@ -618,3 +618,49 @@ fn a_swap_whose_second_rename_fails_is_undone_and_the_log_serves_on() {
     manager.shutdown().unwrap();
     scenario.teardown();
 }
+
+#[test]
+fn a_swap_finished_at_startup_keeps_the_retired_directory_until_the_copy_has_its_name() {
+    let scenario = FailScenario::setup();
+    let temp = tempfile::tempdir().unwrap();
+    let dirs = vec![temp.path().join("a"), temp.path().join("b")];
+    let config = ManagerConfig {
+        log_dirs: dirs.clone(),
+        ..ManagerConfig::default()
+    };
+    let manager = LogManager::open(config.clone(), Arc::new(ManualClock::new(START))).unwrap();
+    let log = manager.get_or_create(&tp(0)).unwrap();
+    let mut acknowledged = Acknowledged::default();
+    acknowledged.produce_many(&log, 0, 100);
+    drop(log);
+    manager.shutdown().unwrap();
+    // What a crash between a swap's two renames leaves: the log renamed `-delete` in its old
+    // directory, its complete copy still `-future` in the new one, both of one unique id.
+    let id = "00112233445566778899aabbccddeeff";
+    let retired = dirs[0].join(format!("events-0.{id}-delete"));
+    let copy = dirs[1].join(format!("events-0.{id}-future"));
+    std::fs::rename(dirs[0].join("events-0"), &retired).unwrap();
+    std::fs::create_dir(&copy).unwrap();
+    for file in std::fs::read_dir(&retired).unwrap() {
+        let file = file.unwrap();
+        std::fs::copy(file.path(), copy.join(file.file_name())).unwrap();
+    }
+
+    // The start that would finish the swap fails at its rename of the copy.
+    fail::cfg("fs.rename", "return(EIO)").unwrap();
+    let failed = LogManager::open(config.clone(), Arc::new(ManualClock::new(START)));
+    fail::remove("fs.rename");
+    assert!(failed.is_err(), "the rename of the copy failed");
+    assert!(
+        retired.is_dir(),
+        "the retired directory was removed before the copy took the partition's name"
+    );
+
+    let manager = LogManager::open(config, Arc::new(ManualClock::new(START))).unwrap();
+    assert_eq!(manager.startup_report().moves_completed, vec![tp(0)]);
+    assert_eq!(manager.dir_of(&tp(0)).unwrap().path(), dirs[1]);
+    acknowledged.all_in(&manager.get(&tp(0)).unwrap());
+    assert!(!retired.exists(), "removed once the copy is the log");
+    manager.shutdown().unwrap();
+    scenario.teardown();
+}

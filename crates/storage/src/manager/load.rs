@@ -1,7 +1,7 @@
 //! Loading every partition log of the data directories at startup: all directories at once,
 //! `num.recovery.threads.per.data.dir` threads each, with progress figures per directory.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -35,34 +35,42 @@ pub(crate) struct LoadedLog {
     pub future_id: Option<String>,
 }
 
-/// Every log loaded, and the unique ids of the `-delete` directories found (the current log's
-/// directory takes its future log's id at a swap: see `moves.rs`).
+/// Every log loaded, and the `-delete` directories found (the current log's directory takes
+/// its future log's unique id at a swap: see `moves.rs`). Those are removed only once the
+/// future logs are settled ([`remove_deleted`]): one may be what shows that a lone future log
+/// is the complete copy of an interrupted swap.
 pub(crate) struct Loaded {
     pub logs: Vec<LoadedLog>,
-    pub removed_delete_ids: HashSet<String>,
+    pub deleted: Vec<DeletedDir>,
+}
+
+/// A partition directory queued for deletion (`-delete`) found at startup.
+pub(crate) struct DeletedDir {
+    pub dir_index: usize,
+    pub path: PathBuf,
+    pub unique_id: Option<String>,
 }
 
 /// What the directories' loading threads gather.
 #[derive(Default)]
 struct Found {
     logs: Mutex<Vec<LoadedLog>>,
-    delete_ids: Mutex<HashSet<String>>,
+    deleted: Mutex<Vec<DeletedDir>>,
 }
 
 /// What loading one directory found: partition directories, each with its future log's
 /// unique id if it is one.
 struct DirJobs {
     logs: Vec<(TopicPartition, PathBuf, Option<String>)>,
-    removed_delete_ids: Vec<String>,
+    deleted: Vec<DeletedDir>,
 }
 
-/// Lists the partition directories of `dir`, removing leftover temporary files and `-delete`
-/// directories (unless `keep_deleted`), and failing on a sub-directory that is not a partition
-/// directory.
-fn list_jobs(dir: &DataDir, keep_deleted: bool) -> Result<DirJobs> {
+/// Lists the partition directories of `dir` and its `-delete` directories, removing leftover
+/// temporary files, and failing on a sub-directory that is not a partition directory.
+fn list_jobs(dir_index: usize, dir: &DataDir) -> Result<DirJobs> {
     let path = dir.path();
     let mut logs = Vec::new();
-    let mut removed_delete_ids = Vec::new();
+    let mut deleted = Vec::new();
     let entries = std::fs::read_dir(path).map_err(StorageError::io("list data directory", path))?;
     for entry in entries {
         let entry = entry.map_err(StorageError::io("list data directory", path))?;
@@ -94,19 +102,11 @@ fn list_jobs(dir: &DataDir, keep_deleted: bool) -> Result<DirJobs> {
                 let unique_id = dir_unique_id(&name).unwrap_or_default().to_owned();
                 logs.push((topic_partition, entry_path, Some(unique_id)));
             }
-            PartitionDirKind::Delete => {
-                if keep_deleted {
-                    // The log a swap retired, whose copy may be in the offline directory.
-                    tracing::warn!(path = %entry_path.display(), "kept a partition directory queued for deletion while a data directory is offline");
-                } else {
-                    std::fs::remove_dir_all(&entry_path)
-                        .map_err(StorageError::io("delete", &entry_path))?;
-                    tracing::info!(path = %entry_path.display(), "removed a partition directory queued for deletion");
-                }
-                if let Some(unique_id) = dir_unique_id(&name) {
-                    removed_delete_ids.push(unique_id.to_owned());
-                }
-            }
+            PartitionDirKind::Delete => deleted.push(DeletedDir {
+                dir_index,
+                unique_id: dir_unique_id(&name).map(str::to_owned),
+                path: entry_path,
+            }),
             PartitionDirKind::Stray => {
                 tracing::warn!(
                     path = %entry_path.display(),
@@ -116,10 +116,30 @@ fn list_jobs(dir: &DataDir, keep_deleted: bool) -> Result<DirJobs> {
         }
     }
     logs.sort();
-    Ok(DirJobs {
-        logs,
-        removed_delete_ids,
-    })
+    Ok(DirJobs { logs, deleted })
+}
+
+/// Removes the `-delete` directories loading found, once the future logs are settled; while
+/// any data directory is offline they are kept: one may be the only complete copy of a
+/// partition whose swap was under way, its future log in the directory that is offline now.
+pub(crate) fn remove_deleted(deleted: Vec<DeletedDir>, dirs: &[Arc<DataDir>]) {
+    let keep = dirs.iter().any(|dir| dir.is_offline());
+    for dir in deleted {
+        if keep {
+            tracing::warn!(path = %dir.path.display(), "kept a partition directory queued for deletion while a data directory is offline");
+            continue;
+        }
+        match std::fs::remove_dir_all(&dir.path) {
+            Ok(()) => {
+                tracing::info!(path = %dir.path.display(), "removed a partition directory queued for deletion");
+            }
+            Err(error) => {
+                // Its data directory goes offline, as for any other I/O failure at startup.
+                let error = StorageError::io("delete", &dir.path)(error);
+                dirs[dir.dir_index].health().mark_offline(&error);
+            }
+        }
+    }
 }
 
 /// What every log of the manager is given, besides its data directory's health.
@@ -149,9 +169,6 @@ pub(crate) fn load_all(
     config_for: &(dyn Fn(&str) -> LogConfig + Sync),
 ) -> Result<Loaded> {
     let found = Found::default();
-    // A `-delete` directory may be the only complete copy of a partition whose swap was under
-    // way when the process stopped, its future log in a directory that is offline now.
-    let keep_deleted = dirs.iter().any(|dir| dir.is_offline());
     let fatal: Mutex<Option<StorageError>> = Mutex::new(None);
     std::thread::scope(|scope| {
         for (dir_index, dir) in dirs.iter().enumerate() {
@@ -160,15 +177,9 @@ pub(crate) fn load_all(
             }
             let (found, fatal) = (&found, &fatal);
             scope.spawn(move || {
-                if let Err(error) = load_dir(
-                    dir_index,
-                    dir,
-                    threads_per_dir,
-                    services,
-                    config_for,
-                    found,
-                    keep_deleted,
-                ) {
+                if let Err(error) =
+                    load_dir(dir_index, dir, threads_per_dir, services, config_for, found)
+                {
                     if error.is_storage_failure() {
                         dir.health().mark_offline(&error);
                     } else {
@@ -183,7 +194,7 @@ pub(crate) fn load_all(
     }
     Ok(Loaded {
         logs: found.logs.into_inner(),
-        removed_delete_ids: found.delete_ids.into_inner(),
+        deleted: found.deleted.into_inner(),
     })
 }
 
@@ -194,17 +205,16 @@ fn load_dir(
     services: &LogServices,
     config_for: &(dyn Fn(&str) -> LogConfig + Sync),
     found: &Found,
-    keep_deleted: bool,
 ) -> Result<()> {
     let started = Instant::now();
-    let jobs = list_jobs(dir, keep_deleted)?;
-    found
-        .delete_ids
-        .lock()
-        .extend(jobs.removed_delete_ids.iter().cloned());
+    let DirJobs {
+        logs: jobs,
+        deleted,
+    } = list_jobs(dir_index, dir)?;
+    found.deleted.lock().extend(deleted);
     let recovery_points = dir.read_checkpoint_or_empty(RECOVERY_POINT_CHECKPOINT);
     let log_starts = dir.read_checkpoint_or_empty(LOG_START_OFFSET_CHECKPOINT);
-    let total = jobs.logs.len();
+    let total = jobs.len();
     dir.progress.remaining_logs.store(total, Ordering::Relaxed);
     publish_progress(dir, total);
     tracing::info!(
@@ -229,7 +239,7 @@ fn load_dir(
                             return;
                         }
                         let job = next_job.fetch_add(1, Ordering::Relaxed);
-                        let Some((topic_partition, path, future_id)) = jobs.logs.get(job) else {
+                        let Some((topic_partition, path, future_id)) = jobs.get(job) else {
                             return;
                         };
                         let params = LoadParams {

@@ -123,7 +123,9 @@ impl LogManager {
             &config_for,
         )?;
         load::find_duplicates(&loaded.logs, dirs.all())?;
-        let settled = moves::settle_futures(loaded, &dirs)?;
+        let mut settled = moves::settle_futures(loaded, &dirs)?;
+        // Only now: a `-delete` directory is what made a lone future log its partition's log.
+        load::remove_deleted(std::mem::take(&mut settled.deleted), dirs.all());
         let mut startup = StartupReport {
             logs_loaded: settled.current.len(),
             offline_dirs: dirs.failed_at_start().to_vec(),

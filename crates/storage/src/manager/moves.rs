@@ -13,14 +13,14 @@
 //! Lock order: `create_lock` (held by every step that adds or removes a current or future
 //! log, the swap included), then a log's writer lock, then the map's lock.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
 use super::LogManager;
 use super::dirs::DataDirs;
-use super::load::{Loaded, LoadedLog};
+use super::load::{DeletedDir, Loaded, LoadedLog};
 use super::log_map::FutureEntry;
 use super::topic_ids;
 use crate::error::{Result, StorageError};
@@ -389,6 +389,8 @@ pub(super) struct Settled {
     pub future: Vec<LoadedLog>,
     /// Partitions whose interrupted swap loading finished.
     pub completed: Vec<TopicPartition>,
+    /// The `-delete` directories found, to be removed now that nothing depends on them.
+    pub deleted: Vec<DeletedDir>,
 }
 
 /// Decides what each future log found at startup is, by what else is there:
@@ -405,6 +407,11 @@ pub(super) struct Settled {
 ///   it is left on disk, not served, with a warning: it may be an incomplete copy;
 /// - in the same directory as its current log, which no move makes, it is removed.
 pub(super) fn settle_futures(loaded: Loaded, dirs: &DataDirs) -> Result<Settled> {
+    let deleted_ids: HashSet<String> = loaded
+        .deleted
+        .iter()
+        .filter_map(|dir| dir.unique_id.clone())
+        .collect();
     let (futures, mut current): (Vec<LoadedLog>, Vec<LoadedLog>) = loaded
         .logs
         .into_iter()
@@ -454,7 +461,7 @@ pub(super) fn settle_futures(loaded: Loaded, dirs: &DataDirs) -> Result<Settled>
                 tracing::info!(partition = %topic_partition, path = %path.display(), "a log's move to another data directory goes on");
                 settled_futures.push(future);
             }
-            None if loaded.removed_delete_ids.contains(&unique_id) => {
+            None if deleted_ids.contains(&unique_id) => {
                 let final_dir = partition_dir(dirs[future.dir_index].path(), &topic_partition);
                 future.log.rename_dir(&final_dir)?;
                 tracing::info!(partition = %topic_partition, path = %final_dir.display(), "finished a move to another data directory interrupted in its swap");
@@ -478,5 +485,6 @@ pub(super) fn settle_futures(loaded: Loaded, dirs: &DataDirs) -> Result<Settled>
         current,
         future: settled_futures,
         completed,
+        deleted: loaded.deleted,
     })
 }
