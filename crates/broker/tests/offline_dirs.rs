@@ -1,7 +1,7 @@
 //! A data directory going offline, as clients see it: its partitions have no leader in
 //! Metadata (LEADER_NOT_AVAILABLE, leader −1, this node among the offline replicas), Produce
-//! to them answers KAFKA_STORAGE_ERROR, DescribeLogDirs reports the directory's error, the
-//! other directory serves on; and once every directory is offline the broker stops.
+//! to them answers KAFKA_STORAGE_ERROR, DescribeLogDirs reports the directory's error, a move
+//! into it is refused, the other directory serves on; and once every directory is offline the broker stops.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests")]
 
@@ -14,16 +14,21 @@ use common::Broker;
 use ferrolog_broker::BrokerConfig;
 use ferrolog_storage::manager::ManagerConfig;
 use ferrolog_storage::{StorageError, TopicPartition};
+use kafka_protocol::messages::alter_replica_log_dirs_request::{
+    AlterReplicaLogDir, AlterReplicaLogDirTopic,
+};
 use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
 use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
 use kafka_protocol::messages::{
-    ApiKey, BrokerId, DescribeLogDirsRequest, DescribeLogDirsResponse, MetadataRequest,
-    MetadataResponse, ProduceRequest, ProduceResponse, TopicName,
+    AlterReplicaLogDirsRequest, AlterReplicaLogDirsResponse, ApiKey, BrokerId,
+    DescribeLogDirsRequest, DescribeLogDirsResponse, MetadataRequest, MetadataResponse,
+    ProduceRequest, ProduceResponse, TopicName,
 };
 use kafka_protocol::protocol::StrBytes;
 
 const LEADER_NOT_AVAILABLE: i16 = 5;
 const KAFKA_STORAGE_ERROR: i16 = 56;
+const LOG_DIR_NOT_FOUND: i16 = 57;
 
 fn topic_name(name: &str) -> TopicName {
     TopicName(StrBytes::from_string(name.to_owned()))
@@ -130,6 +135,36 @@ async fn an_offline_directory_shows_in_metadata_and_the_broker_stops_when_all_ar
         .await;
     let errors: Vec<i16> = dirs.results.iter().map(|dir| dir.error_code).collect();
     assert_eq!(errors, vec![KAFKA_STORAGE_ERROR, 0]);
+
+    // A move into the offline directory is refused as Kafka refuses it; a path that is not a
+    // data directory at all is another error.
+    let online = (0..4).find(|partition| !in_failed_dir(*partition)).unwrap();
+    let offline_path = failed.path().display().to_string();
+    for (path, expected) in [
+        (offline_path.as_str(), KAFKA_STORAGE_ERROR),
+        ("/nowhere", LOG_DIR_NOT_FOUND),
+    ] {
+        let altered: AlterReplicaLogDirsResponse = client
+            .send(
+                ApiKey::AlterReplicaLogDirs,
+                2,
+                &AlterReplicaLogDirsRequest::default().with_dirs(vec![
+                    AlterReplicaLogDir::default()
+                        .with_path(StrBytes::from_string(path.to_owned()))
+                        .with_topics(vec![
+                            AlterReplicaLogDirTopic::default()
+                                .with_name(topic_name("events"))
+                                .with_partitions(vec![online]),
+                        ]),
+                ]),
+            )
+            .await;
+        assert_eq!(
+            altered.results[0].partitions[0].error_code, expected,
+            "a move to {path}"
+        );
+    }
+    assert!(!manager.is_moving(&TopicPartition::new("events", online)));
 
     // The last directory fails: nothing can be served, and the broker stops.
     manager.data_dirs()[1]
