@@ -210,6 +210,10 @@ impl LogManager {
     pub fn set_move_rate(&self, bytes_per_second: Option<f64>) {
         let rate = bytes_per_second.unwrap_or(self.config.move_max_bytes_per_second);
         self.maintenance.move_throttle.set_rate(rate);
+        // A wait reckoned at the old rate ends now (one batch larger than a second's worth can
+        // have made it hours long); the next turn is held to the new rate.
+        self.maintenance.move_pause.clear();
+        self.maintenance.mover_wakeup.wake();
     }
 
     /// Every future log, by partition.
@@ -371,6 +375,11 @@ impl MovePause {
         if !wait.is_zero() {
             *self.until.lock() = Some(std::time::Instant::now() + wait);
         }
+    }
+
+    /// Ends the pause.
+    fn clear(&self) {
+        *self.until.lock() = None;
     }
 
     /// How long the pause still lasts, if it does.

@@ -531,7 +531,7 @@ fn retention_goes_on_during_a_move_and_the_log_start_and_producer_state_follow_i
 }
 
 #[test]
-fn a_throttled_move_copies_a_seconds_worth_a_turn_and_then_waits_its_rate_out() {
+fn a_throttled_move_copies_a_seconds_worth_a_turn_and_waits_until_its_rate_is_raised() {
     let (_temp, dirs) = temp_dirs(2);
     let manager = LogManager::open(
         ManagerConfig {
@@ -561,6 +561,11 @@ fn a_throttled_move_copies_a_seconds_worth_a_turn_and_then_waits_its_rate_out() 
         wait.max(next_wait) > std::time::Duration::from_secs(5),
         "{wait:?} {next_wait:?}"
     );
+
+    // Raising the rate ends the wait reckoned at the old one: the move goes on at once.
+    manager.set_move_rate(Some(f64::MAX));
+    finish_moves(&manager);
+    assert_eq!(manager.dir_of(&topic_partition).unwrap().path(), dirs[1]);
 
     drop(log);
     manager.shutdown().unwrap();
