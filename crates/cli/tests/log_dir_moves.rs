@@ -2,7 +2,9 @@
 //! serve` and against a Kafka 4.4 broker beside it, both with two data directories:
 //! `kafka-log-dirs --describe` before and after, `kafka-reassign-partitions` with `log_dirs` in
 //! its plan (`--execute`, then `--verify` until the move is done), a move throttled with
-//! `--replica-alter-log-dirs-throttle` (whose `--verify` clears the throttle), and a plan naming
+//! `--replica-alter-log-dirs-throttle` (whose `--verify` clears the throttle), a move a
+//! throttle of 1 B/s holds part-way (the copy a future log behind its partition, `--verify`
+//! still in progress, until the throttle is deleted), and a plan naming
 //! a directory the broker does not have. Outputs are compared once the directories' paths are
 //! masked; the records read back are the same.
 
@@ -21,6 +23,8 @@ const TOPICS: &str = "org.apache.kafka.tools.TopicCommand";
 const LOG_DIRS: &str = "org.apache.kafka.tools.LogDirsCommand";
 const REASSIGN: &str = "org.apache.kafka.tools.reassign.ReassignPartitionsCommand";
 const TOPIC: &str = "moving";
+/// A topic whose move a throttle holds part-way.
+const HELD: &str = "held";
 const RECORDS: usize = 3000;
 
 /// One broker and its two data directories.
@@ -69,10 +73,15 @@ impl Broker {
         file.display().to_string()
     }
 
-    /// `kafka-log-dirs --describe`: per partition, its directory index and whether it is a
-    /// future log, with its offset lag; sorted.
+    /// `kafka-log-dirs --describe` of the test's topic.
     fn log_dirs(&self) -> Vec<(String, usize, bool, i64)> {
-        let output = self.run(LOG_DIRS, &["--describe", "--topic-list", TOPIC], b"");
+        self.log_dirs_of(TOPIC)
+    }
+
+    /// `kafka-log-dirs --describe` of `topic`: per partition, its directory index and whether
+    /// it is a future log, with its offset lag; sorted.
+    fn log_dirs_of(&self, topic: &str) -> Vec<(String, usize, bool, i64)> {
+        let output = self.run(LOG_DIRS, &["--describe", "--topic-list", topic], b"");
         assert!(output.status.success(), "{}", self.masked(&output));
         let stdout = String::from_utf8_lossy(&output.stdout);
         let lines: Vec<&str> = stdout.lines().collect();
@@ -261,6 +270,105 @@ fn kafkas_tools_move_partitions_between_log_dirs_of_ferrolog_as_of_kafka() {
         moved,
         r#"[("moving-0", 1, false, 0), ("moving-1", 0, false, 0)]"#
     );
+
+    // A move held part-way by a throttle of 1 B/s: both brokers show the copy as a future log
+    // behind its partition, and `--verify` says it is still in progress; once the throttle is
+    // deleted the move ends.
+    let held_file = |broker: &Broker| temp.path().join(format!("held-{}.json", broker.name));
+    let held = each(&|broker| {
+        ok(
+            broker,
+            TOPICS,
+            &["--create", "--topic", HELD, "--partitions", "1"],
+            b"",
+        );
+        kafka_tool_ok(
+            "org.apache.kafka.tools.ProducerPerformance",
+            &[
+                "--topic",
+                HELD,
+                "--num-records",
+                "3000",
+                "--record-size",
+                "1000",
+                "--throughput",
+                "-1",
+                "--producer-props",
+                &format!("bootstrap.servers={}", broker.bootstrap),
+                "acks=all",
+            ],
+            b"",
+        );
+        let from = broker.log_dirs_of(HELD)[0].1;
+        let plan = format!(
+            r#"{{"version":1,"partitions":[{{"topic":"{HELD}","partition":0,"replicas":[0],"log_dirs":["{}"]}}]}}"#,
+            broker.path(1 - from)
+        );
+        std::fs::write(held_file(broker), plan).unwrap();
+        let held_plan = held_file(broker).display().to_string();
+        let executed = ok(
+            broker,
+            REASSIGN,
+            &[
+                "--execute",
+                "--reassignment-json-file",
+                &held_plan,
+                "--replica-alter-log-dirs-throttle",
+                "1",
+            ],
+            b"",
+        );
+        // Where each row is, relative to where the partition was: (partition, "from"/"to",
+        // future, behind).
+        let rows: Vec<String> = broker
+            .log_dirs_of(HELD)
+            .into_iter()
+            .map(|(partition, dir, future, lag)| {
+                let place = if dir == from { "from" } else { "to" };
+                format!("{partition} {place} future={future} behind={}", lag > 0)
+            })
+            .collect();
+        let verified = broker.run(
+            REASSIGN,
+            &["--verify", "--reassignment-json-file", &held_plan],
+            b"",
+        );
+        let verified = broker
+            .masked(&verified)
+            .replace(&broker.path(1 - from), "<target>");
+        format!(
+            "{}\n{}\n{verified}",
+            executed.replace(&format!("<dir {}>", 1 - from), "<target>"),
+            rows.join("\n")
+        )
+    });
+    assert!(
+        held.contains(&format!(
+            "{HELD}-0 from future=false behind=false\n{HELD}-0 to future=true behind=true"
+        )),
+        "{held}"
+    );
+    assert!(held.contains("is still in progress."), "{held}");
+    each(&|broker| {
+        ok(
+            broker,
+            "org.apache.kafka.tools.ConfigCommand",
+            &[
+                "--alter",
+                "--entity-type",
+                "brokers",
+                "--entity-name",
+                "0",
+                "--delete-config",
+                "replica.alter.log.dirs.io.max.bytes.per.second",
+            ],
+            b"",
+        );
+        broker.verify_until_done(&held_file(broker).display().to_string(), 1);
+        let rows = broker.log_dirs_of(HELD);
+        assert_eq!(rows.len(), 1, "{rows:?}");
+        format!("{:?}", (&rows[0].0, rows[0].2, rows[0].3))
+    });
 
     // A directory the broker does not have.
     let refused = each(&|broker| {
