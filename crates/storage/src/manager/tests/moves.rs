@@ -570,3 +570,28 @@ fn a_throttled_move_copies_a_seconds_worth_a_turn_and_waits_until_its_rate_is_ra
     drop(log);
     manager.shutdown().unwrap();
 }
+
+#[test]
+fn a_partition_in_two_directories_stops_the_start_and_names_both() {
+    // What Kafka leaves when it stops between its swap's renames (the copy renamed to the
+    // partition's name first): two logs of one partition. Neither is known to be the complete
+    // one, so the start stops, as Kafka's does.
+    let (_temp, dirs) = temp_dirs(2);
+    let manager = open(&dirs);
+    let topic_partition = tp("t", 0);
+    append(&manager.get_or_create(&topic_partition).unwrap(), 10);
+    manager.shutdown().unwrap();
+    copy_dir(&dirs[0].join("t-0"), &dirs[1].join("t-0"));
+
+    let error = LogManager::open(config(&dirs), Arc::new(ManualClock::new(NOW)))
+        .err()
+        .expect("the start stops")
+        .to_string();
+    for dir in &dirs {
+        assert!(error.contains(&dir.display().to_string()), "{error}");
+    }
+    assert!(
+        dirs[0].join("t-0").is_dir() && dirs[1].join("t-0").is_dir(),
+        "both left as they were"
+    );
+}
