@@ -584,8 +584,7 @@ fn a_partition_in_two_directories_stops_the_start_and_names_both() {
     copy_dir(&dirs[0].join("t-0"), &dirs[1].join("t-0"));
 
     let error = LogManager::open(config(&dirs), Arc::new(ManualClock::new(NOW)))
-        .err()
-        .expect("the start stops")
+        .expect_err("the start stops")
         .to_string();
     for dir in &dirs {
         assert!(error.contains(&dir.display().to_string()), "{error}");
