@@ -249,6 +249,41 @@ fn a_failed_fsync_takes_the_directory_offline_and_is_never_retried() {
     }
 }
 
+#[test]
+fn a_flush_that_panics_before_its_fsync_leaves_its_data_for_the_next_flush() {
+    let scenario = FailScenario::setup();
+    let (_temp, dir) = data_dir();
+    let manager = open(&dir, CleanupPolicy::DELETE);
+    let log = manager.get_or_create(&tp(0)).unwrap();
+    let mut acknowledged = Acknowledged::default();
+    acknowledged.produce_many(&log, 0, 30);
+    let recovery_point = log.recovery_point();
+
+    fail::cfg("log.fsync", "panic(injected)").unwrap();
+    let panicked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| log.flush()));
+    assert!(panicked.is_err());
+    assert_eq!(log.recovery_point(), recovery_point);
+
+    // Nothing appended since: the next flush still has the records to fsync.
+    let fsyncs = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counted = Arc::clone(&fsyncs);
+    fail::cfg_callback("log.fsync", move || {
+        counted.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    })
+    .unwrap();
+    log.flush().unwrap();
+    fail::remove("log.fsync");
+    assert!(
+        fsyncs.load(std::sync::atomic::Ordering::Relaxed) > 0,
+        "the records were left marked as fsynced"
+    );
+    assert_eq!(log.recovery_point(), log.log_end_offset());
+    assert!(!offline(&manager), "a panic is not a disk failure");
+    drop(log);
+    manager.shutdown().unwrap();
+    scenario.teardown();
+}
+
 /// With `flush.messages=1` every append fsyncs its records, but the active segment's indexes
 /// are fsynced only when it rolls: recovery after a crash re-indexes the segment holding the
 /// recovery point, and the roll syncs them before the recovery point can pass it. An index

@@ -227,6 +227,7 @@ impl Segment {
         self.dirty.store(true, Ordering::Release);
         self.indexes_dirty.store(true, Ordering::Release);
     }
+
     /// Bytes of valid data in the `.log`.
     pub fn size(&self) -> u64 {
         self.log.size()
@@ -584,15 +585,13 @@ impl Segment {
         if !self.indexes_dirty.swap(false, Ordering::AcqRel) {
             return Ok(());
         }
-        let flushed = self
-            .offset_index
+        let unflushed = StillDirty([&self.indexes_dirty]);
+        self.offset_index
             .read()
             .flush()
-            .and_then(|()| self.time_index.read().flush());
-        if flushed.is_err() {
-            self.indexes_dirty.store(true, Ordering::Release);
-        }
-        flushed
+            .and_then(|()| self.time_index.read().flush())?;
+        unflushed.flushed();
+        Ok(())
     }
 
     /// fsyncs the `.log` and the `.txnindex`, if they changed since the last flush, but not the
@@ -609,14 +608,13 @@ impl Segment {
         if !self.dirty.swap(false, Ordering::AcqRel) {
             return Ok(());
         }
-        let flushed = self
-            .log
+        // The indexes too, as any write marks them: what failed may have been half written.
+        let unflushed = StillDirty([&self.dirty, &self.indexes_dirty]);
+        self.log
             .flush()
-            .and_then(|()| self.txn_index.lock().fsync());
-        if flushed.is_err() {
-            self.mark_dirty();
-        }
-        flushed
+            .and_then(|()| self.txn_index.lock().fsync())?;
+        unflushed.flushed();
+        Ok(())
     }
 
     /// Renames every file of the segment from suffix `old` to `new` (`""`, `.deleted`, `.swap`,
@@ -687,6 +685,26 @@ impl Segment {
             self.time_index.read().path().to_path_buf(),
             self.txn_index_path(),
         ]
+    }
+}
+
+/// The dirty flags a flush cleared, set again when it is dropped before its fsyncs ended (an
+/// error, or a panic): what it was to write stays marked for the next flush, which would
+/// otherwise find it clean and let the recovery point pass data never fsynced.
+struct StillDirty<'a, const N: usize>([&'a AtomicBool; N]);
+
+impl<const N: usize> StillDirty<'_, N> {
+    /// The fsyncs ended: the flags stay cleared.
+    fn flushed(self) {
+        std::mem::forget(self);
+    }
+}
+
+impl<const N: usize> Drop for StillDirty<'_, N> {
+    fn drop(&mut self) {
+        for flag in self.0 {
+            flag.store(true, Ordering::Release);
+        }
     }
 }
 
