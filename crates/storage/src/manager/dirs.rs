@@ -100,6 +100,17 @@ impl DataDirs {
         self.failed_at_start.len() + self.dirs.iter().filter(|dir| dir.is_offline()).count()
     }
 
+    /// One directory offline now, if any: the first that failed at startup, else the first
+    /// that failed since.
+    pub fn first_offline(&self) -> Option<PathBuf> {
+        self.failed_at_start.first().cloned().or_else(|| {
+            self.dirs
+                .iter()
+                .find(|dir| dir.is_offline())
+                .map(|dir| dir.path().to_path_buf())
+        })
+    }
+
     /// True once every directory is offline: nothing can be served any more.
     pub fn is_halted(&self) -> bool {
         self.dirs.iter().all(|dir| dir.is_offline())

@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 use parking_lot::Mutex;
 
 use super::data_dir::DataDir;
+use super::dirs::DataDirs;
 use crate::checkpoint::{LOG_START_OFFSET_CHECKPOINT, RECOVERY_POINT_CHECKPOINT};
 use crate::clock::Clock;
 use crate::config::LogConfig;
@@ -119,13 +120,13 @@ fn list_jobs(dir_index: usize, dir: &DataDir) -> Result<DirJobs> {
     Ok(DirJobs { logs, deleted })
 }
 
-/// Removes the `-delete` directories loading found, once the future logs are settled; while
-/// any data directory is offline they are kept: one may be the only complete copy of a
-/// partition whose swap was under way, its future log in the directory that is offline now.
-pub(crate) fn remove_deleted(deleted: Vec<DeletedDir>, dirs: &[Arc<DataDir>]) {
-    let keep = dirs.iter().any(|dir| dir.is_offline());
+/// Removes the `-delete` directories loading found, once the future logs are settled. While
+/// any data directory is offline (failed at startup or since) they are kept: one may be the
+/// only complete copy of a partition whose swap was under way, its future log in the directory
+/// that is offline now.
+pub(crate) fn remove_deleted(deleted: Vec<DeletedDir>, dirs: &DataDirs) {
     for dir in deleted {
-        if keep {
+        if dirs.offline_count() > 0 {
             tracing::warn!(path = %dir.path.display(), "kept a partition directory queued for deletion while a data directory is offline");
             continue;
         }
@@ -136,7 +137,7 @@ pub(crate) fn remove_deleted(deleted: Vec<DeletedDir>, dirs: &[Arc<DataDir>]) {
             Err(error) => {
                 // Its data directory goes offline, as for any other I/O failure at startup.
                 let error = StorageError::io("delete", &dir.path)(error);
-                dirs[dir.dir_index].health().mark_offline(&error);
+                dirs.all()[dir.dir_index].health().mark_offline(&error);
             }
         }
     }

@@ -124,8 +124,7 @@ impl LogManager {
         )?;
         load::find_duplicates(&loaded.logs, dirs.all())?;
         let mut settled = moves::settle_futures(loaded, &dirs)?;
-        // Only now: a `-delete` directory is what made a lone future log its partition's log.
-        load::remove_deleted(std::mem::take(&mut settled.deleted), dirs.all());
+        let deleted = std::mem::take(&mut settled.deleted);
         let mut startup = StartupReport {
             logs_loaded: settled.current.len(),
             offline_dirs: dirs.failed_at_start().to_vec(),
@@ -170,13 +169,6 @@ impl LogManager {
             );
         }
         topic_ids::settle(&mut logs);
-        for dir in &dirs {
-            if dir.is_offline() {
-                startup.offline_dirs.push(dir.path().to_path_buf());
-            } else {
-                dir.mark_loaded();
-            }
-        }
         // Producer ids start above every reserved block and every id the logs still hold.
         let mut first_producer_id = 0i64;
         for dir in dirs.iter().filter(|dir| !dir.is_offline()) {
@@ -187,6 +179,16 @@ impl LogManager {
         for entry in logs.values() {
             if let Some(highest) = entry.log.active_producer_ids().into_iter().max() {
                 first_producer_id = first_producer_id.max(highest.saturating_add(1));
+            }
+        }
+        // Only once the future logs are settled: a `-delete` directory is what made a lone
+        // future log its partition's log. A removal that fails takes its directory offline.
+        load::remove_deleted(deleted, &dirs);
+        for dir in &dirs {
+            if dir.is_offline() {
+                startup.offline_dirs.push(dir.path().to_path_buf());
+            } else {
+                dir.mark_loaded();
             }
         }
         let maintenance = Maintenance::new(deleter, config.move_max_bytes_per_second);

@@ -107,11 +107,10 @@ impl LogManager {
         if current.dir_index == dir_index {
             return Ok(LogDirChange::AlreadyThere);
         }
-        // As Kafka: no future log is made while any directory is offline.
-        if let Some(offline) = self.dirs.iter().find(|dir| dir.is_offline()) {
-            return Err(StorageError::LogDirOffline {
-                dir: offline.path().to_path_buf(),
-            });
+        // As Kafka: no future log is made while any directory is offline, one that could not
+        // be opened at startup included.
+        if let Some(offline) = self.dirs.first_offline() {
+            return Err(StorageError::LogDirOffline { dir: offline });
         }
         self.create_future(topic_partition, &current.log, dir_index)?;
         Ok(LogDirChange::Moving)
@@ -212,7 +211,7 @@ impl LogManager {
         self.maintenance.move_throttle.set_rate(rate);
         // A wait reckoned at the old rate ends now (one batch larger than a second's worth can
         // have made it hours long); the next turn is held to the new rate.
-        self.maintenance.move_pause.clear();
+        self.maintenance.move_pause.rate_changed();
         self.maintenance.mover_wakeup.wake();
     }
 
@@ -289,9 +288,10 @@ impl LogManager {
             return Ok(false);
         };
         let chunk = chunk.min(future.log.config().segment_bytes);
+        let rate_changes = self.maintenance.move_pause.rate_changes();
         let step = current.copy_into(&future.log, chunk)?;
         let wait = self.maintenance.move_throttle.charge(step.copied_bytes);
-        self.maintenance.move_pause.pause_for(wait);
+        self.maintenance.move_pause.pause_for(wait, rate_changes);
         if step.offset_lag > 0 {
             return Ok(step.copied_bytes > 0);
         }
@@ -366,25 +366,41 @@ pub(super) fn copy_chunk(throttle: &crate::throttle::Throttle) -> u64 {
 /// When the mover may copy again after going over its rate.
 #[derive(Debug, Default)]
 pub(super) struct MovePause {
-    until: parking_lot::Mutex<Option<std::time::Instant>>,
+    state: parking_lot::Mutex<PauseState>,
+}
+
+#[derive(Debug, Default)]
+struct PauseState {
+    until: Option<std::time::Instant>,
+    /// Times the rate changed: a wait reckoned before the latest change is not kept.
+    rate_changes: u64,
 }
 
 impl MovePause {
-    /// No copy for `wait` from now (nothing when `wait` is zero).
-    fn pause_for(&self, wait: Duration) {
-        if !wait.is_zero() {
-            *self.until.lock() = Some(std::time::Instant::now() + wait);
+    /// How many times the rate has changed so far, for [`MovePause::pause_for`].
+    fn rate_changes(&self) -> u64 {
+        self.state.lock().rate_changes
+    }
+
+    /// No copy for `wait` from now (nothing when `wait` is zero), unless the rate changed
+    /// since `rate_changes` was read: that wait was reckoned at a rate no longer set.
+    fn pause_for(&self, wait: Duration, rate_changes: u64) {
+        let mut state = self.state.lock();
+        if !wait.is_zero() && state.rate_changes == rate_changes {
+            state.until = Some(std::time::Instant::now() + wait);
         }
     }
 
-    /// Ends the pause.
-    fn clear(&self) {
-        *self.until.lock() = None;
+    /// Ends the pause: the rate changed.
+    fn rate_changed(&self) {
+        let mut state = self.state.lock();
+        state.until = None;
+        state.rate_changes += 1;
     }
 
     /// How long the pause still lasts, if it does.
     fn remaining(&self) -> Option<Duration> {
-        let until = (*self.until.lock())?;
+        let until = self.state.lock().until?;
         let left = until.saturating_duration_since(std::time::Instant::now());
         (!left.is_zero()).then_some(left)
     }

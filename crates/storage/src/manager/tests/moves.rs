@@ -594,3 +594,67 @@ fn a_partition_in_two_directories_stops_the_start_and_names_both() {
         "both left as they were"
     );
 }
+
+#[test]
+fn a_swap_whose_copy_is_in_a_directory_that_fails_to_open_keeps_the_retired_log() {
+    let (_temp, dirs) = temp_dirs(3);
+    let manager = open(&dirs);
+    let topic_partition = tp("t", 0);
+    let log = manager.get_or_create(&topic_partition).unwrap();
+    append(&log, 10);
+    let expected = all_records(&log);
+    drop(log);
+    manager.shutdown().unwrap();
+    // A crash between a swap's renames: the log retired in its old directory, the complete copy
+    // still `-future` in the new one.
+    let id = "00112233445566778899aabbccddeeff";
+    let retired = dirs[0].join(delete_dir_name(&topic_partition, id));
+    std::fs::rename(dirs[0].join("t-0"), &retired).unwrap();
+    copy_dir(
+        &retired,
+        &dirs[1].join(future_dir_name(&topic_partition, id)),
+    );
+    // The new directory cannot be opened at the next start.
+    let away = dirs[1].with_extension("away");
+    std::fs::rename(&dirs[1], &away).unwrap();
+    std::fs::write(&dirs[1], b"not a directory").unwrap();
+
+    let reopened = open(&dirs);
+    assert_eq!(
+        reopened.startup_report().offline_dirs,
+        vec![dirs[1].clone()]
+    );
+    assert!(reopened.get(&topic_partition).is_none());
+    assert!(
+        retired.is_dir(),
+        "the retired log was removed while the copy could not be read"
+    );
+    // Nor does any move start while it is offline, as in Kafka.
+    let other = tp("other", 0);
+    reopened.get_or_create(&other).unwrap();
+    let elsewhere = if reopened.dir_of(&other).unwrap().path() == dirs[0] {
+        &dirs[2]
+    } else {
+        &dirs[0]
+    };
+    let refused = reopened.alter_log_dir(&other, elsewhere).unwrap_err();
+    assert!(
+        matches!(&refused, StorageError::LogDirOffline { dir } if *dir == dirs[1]),
+        "{refused}"
+    );
+    reopened.shutdown().unwrap();
+
+    std::fs::remove_file(&dirs[1]).unwrap();
+    std::fs::rename(&away, &dirs[1]).unwrap();
+    let reopened = open(&dirs);
+    assert_eq!(
+        reopened.startup_report().moves_completed,
+        vec![topic_partition.clone()]
+    );
+    assert_eq!(
+        all_records(&reopened.get(&topic_partition).unwrap()),
+        expected
+    );
+    assert!(!retired.exists());
+    reopened.shutdown().unwrap();
+}
