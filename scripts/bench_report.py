@@ -537,32 +537,63 @@ def print_log_dir_move_section(path, storage_path, page_date):
                 storage["during_move"].append(float(fields["during_move"]))
     middle = {key: sorted(values)[len(values) // 2] for key, values in storage.items()}
     measured = file_date(path)
+    cold = moves.get("cold_cache", 0) >= 1
     print("## Moving a partition between data directories\n")
     if measured != page_date:
         print("Measured on %s, with the rest of the page's machine.\n" % measured)
     print("`scripts/bench_log_dir_move.sh`: a one-partition topic of 512 MiB (Kafka's")
     print("producer-perf-test, 100 KiB records) moved to the broker's other data directory, on the")
     print("same file system, by Kafka's `kafka-reassign-partitions` with `log_dirs`, unthrottled;")
+    if cold:
+        print("the page cache dropped first, so that the copy reads the log from the disk. Then moved")
+        print("back, from a cold cache again, while Kafka's producer-perf-test writes 1 KiB records")
+    else:
+        print("the page cache could not be dropped (not root), so the copy read the log from memory.")
+        print("Then moved back while Kafka's producer-perf-test writes 1 KiB records")
+    print("(acks=1) to an eight-partition topic of the same broker as fast as it can. A move is")
     print("timed on the file system from the moment the `-future` directory appears to the moment")
-    print("the partition's directory is in the target and the future one gone, the swap")
-    print("included. `ferrolog serve` and Apache Kafka 4.4 (its start script's JVM settings),")
-    print("each from empty data dirs, three rounds taking turns; medians. Beside them, in the same")
-    print("run: `dd` writing 256 MiB in 1 MiB blocks, buffered and with `conv=fdatasync`.\n")
-    print("| | move rate | against buffered `dd` bs=1M |")
-    print("|---|---|---|")
+    print("the partition's directory is in the target and the future one gone, the swap included;")
+    print("the producer's rate is its topic's log files' growth during the move, against the same")
+    print("over the 3 seconds before. `ferrolog serve` and Apache Kafka 4.4 (its start script's JVM")
+    print("settings), each from empty data dirs, three rounds taking turns; medians. Beside them, in")
+    print("the same run: `dd` writing 256 MiB in 1 MiB blocks, buffered and with `conv=fdatasync`,")
+    print("and reading it back with `iflag=direct` (the disk's sequential read).\n")
+    read = moves["dd_read_1M_direct"]
     buffered, synced = moves["dd_1M_none"], moves["dd_1M_fdatasync"]
+
+    def share(part, whole):
+        return "%.0f%%" % (100 * part / whole) if whole > 0 else "n/a"
+
+    print("| | move rate | of the disk's read | move rate beside the producer | the producer during the move / before it |")
+    print("|---|---|---|---|---|")
     for name, label in (("ferrolog", "ferrolog"), ("kafka", "Kafka 4.4")):
-        print("| %s | %s | %.0f%% |" % (label, gbs(moves[name]), 100 * moves[name] / buffered))
-    print("| `dd` bs=1M, buffered / with fdatasync | %s / %s | |" % (gbs(buffered), gbs(synced)))
+        during, alone = moves[name + "_loaded_others"], moves[name + "_others_alone"]
+        print("| %s | %s | %s | %s | %.0f / %.0f MB/s (%s) |" % (
+            label, gbs(moves[name]), share(moves[name], read) if cold else "n/a (warm cache)",
+            gbs(moves[name + "_loaded"]), during / 1e6, alone / 1e6, share(during, alone)))
+    print("| `dd` bs=1M: read with O_DIRECT / write buffered / write with fdatasync | %s / %s / %s | | | |"
+          % (gbs(read) if read > 0 else "n/a", gbs(buffered), gbs(synced)))
     print()
     print("Neither broker fsyncs the copy beyond what the partition's log had fsynced: ferrolog's")
     print("swap fsyncs the future log up to the current log's recovery point, and the freshly")
-    print("produced log was not flushed yet (default flush settings). The copy is a buffered one;")
-    print("buffered `dd` is its ceiling.\n")
-    print("ferrolog moves the partition %.1f× as fast as Kafka 4.4. Kafka's mover fetches 1 MiB at a"
-          % (moves["ferrolog"] / moves["kafka"]))
-    print("time through its replica fetcher path and waits for its controller to accept the new")
-    print("directory before it swaps; ferrolog's copies 1 MiB chunks straight from the log's files.\n")
+    print("produced log was not flushed yet (default flush settings).")
+    if cold:
+        print("The copy reads the disk and writes to the page cache; the disk's read rate bounds it.\n")
+    else:
+        print("The copy reads and writes the page cache; buffered `dd` bounds it.\n")
+    print("ferrolog moves the partition %.1f× as fast as Kafka 4.4 alone, and %.1f× as fast beside"
+          % (moves["ferrolog"] / moves["kafka"], moves["ferrolog_loaded"] / moves["kafka_loaded"]))
+    print("the producer. Kafka's mover fetches 1 MiB at a time through its replica fetcher path and")
+    print("waits for its controller to accept the new directory before it swaps; ferrolog's copies")
+    print("1 MiB chunks straight from the log's files. The producer beside the move keeps %s of"
+          % share(moves["ferrolog_loaded_others"], moves["ferrolog_others_alone"]))
+    print("its rate on ferrolog and %s on Kafka while the move runs, and writes %.1f× as much to"
+          % (share(moves["kafka_loaded_others"], moves["kafka_others_alone"]),
+             moves["ferrolog_loaded_others"] / max(moves["kafka_loaded_others"], 1)))
+    print("ferrolog as to Kafka meanwhile (the same Java producer writes %.1f× as much to ferrolog"
+          % (moves["ferrolog_others_alone"] / max(moves["kafka_others_alone"], 1)))
+    print("with nothing moving). The two cores are shared by the broker, the producer's JVM and the")
+    print("copy.\n")
     print("The LogManager alone (`cargo bench -p ferrolog-storage --bench log_dir_move`, same run, 64")
     print("MiB segments, medians of 3), the log flushed first so that the swap fsyncs the whole copy:")
     print("the same 512 MiB move runs at %s while another partition of" % gbs(middle["move"]))

@@ -335,7 +335,7 @@ fn kafkas_tools_move_partitions_between_log_dirs_of_ferrolog_as_of_kafka() {
         );
         let verified = broker
             .masked(&verified)
-            .replace(&broker.path(1 - from), "<target>");
+            .replace(&format!("<dir {}>", 1 - from), "<target>");
         format!(
             "{}\n{}\n{verified}",
             executed.replace(&format!("<dir {}>", 1 - from), "<target>"),

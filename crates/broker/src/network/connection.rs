@@ -303,7 +303,7 @@ enum Event {
 }
 
 /// Writes a response and releases its request's memory; `false` when the connection is to be
-/// closed instead (the response could not be encoded).
+/// closed instead (the request could not be answered: see [`Unanswerable`]).
 async fn answer(
     stream: &mut Transport,
     writer: &mut FrameWriter,

@@ -473,7 +473,8 @@ fn retention_goes_on_during_a_move_and_the_log_start_and_producer_state_follow_i
     let manager = open_with_defaults(&dirs, defaults.clone());
     let topic_partition = tp("retained", 0);
     let log = manager.get_or_create(&topic_partition).unwrap();
-    // About 3 MiB: the mover copies 1 MiB a turn, so the move is part-way after one.
+    // About 3 MiB: the mover copies at most a segment (256 KiB) a turn, so the move is
+    // part-way after one.
     for sequence in (0..3_000).step_by(10) {
         log.append_as_leader(idempotent_batch(sequence)).unwrap();
     }
