@@ -7,6 +7,8 @@ import platform
 import subprocess
 import sys
 
+from bench_figures import read_figures
+
 CRITERION = "target/criterion"
 
 
@@ -72,11 +74,7 @@ def bar_chart(path, title, bars):
 
 
 def main(baseline_path):
-    baseline = {}
-    with open(baseline_path) as f:
-        for line in f:
-            key, value = line.split()
-            baseline[key] = float(value)
+    baseline = read_figures(baseline_path)
     cpu = subprocess.run(["sh", "-c", "grep -m1 'model name' /proc/cpuinfo | cut -d: -f2"],
                          capture_output=True, text=True).stdout.strip()
     cores = os.cpu_count()
@@ -217,11 +215,7 @@ def main(baseline_path):
         print("done: every record is decompressed, checked against the map and the survivors recompressed.\n")
     network_path = "target/bench-data/network.txt"
     if os.path.exists(network_path):
-        network = {}
-        with open(network_path) as f:
-            for line in f:
-                key, value = line.split()
-                network[key] = float(value)
+        network = read_figures(network_path)
         loopback = network["iperf3"]
         bar_chart("docs/bench-network.svg", "Real clients over loopback", [
             ("produce, librdkafka", network["produce"] / 1e9, "ferrolog"),
@@ -382,11 +376,7 @@ def main(baseline_path):
         print_log_dir_move_section(move_path, "target/bench-data/log-dir-move-storage.txt", date)
     idle_path = "target/bench-data/idle_fetchers.txt"
     if os.path.exists(idle_path):
-        idle = {}
-        with open(idle_path) as f:
-            for line in f:
-                key, value = line.split()
-                idle[key] = float(value)
+        idle = read_figures(idle_path)
         print("## Produce while consumers wait on idle partitions\n")
         print("`scripts/bench_idle_fetchers.py`: 32 librdkafka consumers (confluent-kafka) long-poll one")
         print("partition each of a topic nobody writes to (`fetch.wait.max.ms=500`) while one producer")
@@ -454,11 +444,7 @@ def file_date(path):
 
 def print_transactions_section(path, page_date):
     """The transactions section, from scripts/bench_transactions.sh's medians."""
-    txn = {}
-    with open(path) as f:
-        for line in f:
-            key, value = line.split()
-            txn[key] = float(value)
+    txn = read_figures(path)
     measured = file_date(path)
     bars = []
     for name, kind in (("ferrolog", "ferrolog"), ("kafka", "Kafka")):
@@ -521,11 +507,7 @@ def print_transactions_section(path, page_date):
 
 def print_log_dir_move_section(path, storage_path, page_date):
     """Moving a partition between data directories, from scripts/bench_log_dir_move.sh."""
-    moves = {}
-    with open(path) as f:
-        for line in f:
-            key, value = line.split()
-            moves[key] = float(value)
+    moves = read_figures(path)
     storage = {"move": [], "idle": [], "during_move": []}
     with open(storage_path) as f:
         for line in f:
@@ -608,11 +590,7 @@ def print_log_dir_move_section(path, storage_path, page_date):
 
 def print_tls_section(tls_path, cipher_path):
     """The TLS section, from scripts/bench_tls.sh's medians."""
-    tls = {}
-    with open(tls_path) as f:
-        for line in f:
-            key, value = line.split()
-            tls[key] = float(value)
+    tls = read_figures(tls_path)
     ciphers = {}
     if os.path.exists(cipher_path):
         with open(cipher_path) as f:

@@ -1,6 +1,8 @@
 """The section of docs/benchmarks.md comparing ferrolog with Apache Kafka 4.4, from
 scripts/bench_vs_kafka.sh's medians (target/bench-data/vs-kafka.txt)."""
 
+from bench_figures import read_figures
+
 BROKERS = ("ferrolog", "kafka")
 
 # (figure, label in the table, label in the chart)
@@ -26,15 +28,6 @@ LATENCY = [
     ("latency_64p_acksall", "produce at 32 MiB/s, 64 partitions, acks=all"),
     ("e2e", "end to end, one record at a time, acks=all"),
 ]
-
-
-def read_figures(path):
-    figures = {}
-    with open(path) as f:
-        for line in f:
-            key, value = line.split()
-            figures[key] = float(value)
-    return figures
 
 
 def ratio(value, reference):
