@@ -612,15 +612,21 @@ fn running_out_of_file_descriptors_or_maps_is_not_a_disk_failure() {
     scenario.teardown();
 }
 
-#[test]
-fn a_swap_whose_second_rename_fails_is_undone_and_the_log_serves_on() {
-    let scenario = FailScenario::setup();
-    let temp = tempfile::tempdir().unwrap();
-    let dirs = vec![temp.path().join("a"), temp.path().join("b")];
+/// Two data directories `a` and `b` under `root`, and a manager's config over them.
+fn two_data_dirs(root: &Path) -> (Vec<PathBuf>, ManagerConfig) {
+    let dirs = vec![root.join("a"), root.join("b")];
     let config = ManagerConfig {
         log_dirs: dirs.clone(),
         ..ManagerConfig::default()
     };
+    (dirs, config)
+}
+
+#[test]
+fn a_swap_whose_second_rename_fails_is_undone_and_the_log_serves_on() {
+    let scenario = FailScenario::setup();
+    let temp = tempfile::tempdir().unwrap();
+    let (dirs, config) = two_data_dirs(temp.path());
     let manager = LogManager::open(config.clone(), Arc::new(ManualClock::new(START))).unwrap();
     let log = manager.get_or_create(&tp(0)).unwrap();
     assert_eq!(manager.dir_of(&tp(0)).unwrap().path(), dirs[0]);
@@ -658,11 +664,7 @@ fn a_swap_whose_second_rename_fails_is_undone_and_the_log_serves_on() {
 fn a_swap_finished_at_startup_keeps_the_retired_directory_until_the_copy_has_its_name() {
     let scenario = FailScenario::setup();
     let temp = tempfile::tempdir().unwrap();
-    let dirs = vec![temp.path().join("a"), temp.path().join("b")];
-    let config = ManagerConfig {
-        log_dirs: dirs.clone(),
-        ..ManagerConfig::default()
-    };
+    let (dirs, config) = two_data_dirs(temp.path());
     let manager = LogManager::open(config.clone(), Arc::new(ManualClock::new(START))).unwrap();
     let log = manager.get_or_create(&tp(0)).unwrap();
     let mut acknowledged = Acknowledged::default();

@@ -281,19 +281,9 @@ fn a_swap_stopped_between_its_renames_is_finished_at_startup() {
     let log = manager.get_or_create(&topic_partition).unwrap();
     append(&log, 10);
     let expected = all_records(&log);
+    drop(log);
     manager.shutdown().unwrap();
-    // The state a crash leaves after the first rename of a swap: the current log renamed
-    // `-delete`, the complete copy still `-future`, both with the same unique id.
-    let id = "00112233445566778899aabbccddeeff";
-    std::fs::rename(
-        dirs[0].join("t-0"),
-        dirs[1].join(future_dir_name(&topic_partition, id)),
-    )
-    .unwrap();
-    copy_dir(
-        &dirs[1].join(future_dir_name(&topic_partition, id)),
-        &dirs[0].join(delete_dir_name(&topic_partition, id)),
-    );
+    stop_between_swap_renames(&dirs, &topic_partition);
 
     let reopened = open(&dirs);
     assert_eq!(
@@ -347,6 +337,21 @@ fn two_future_logs_of_one_partition_stop_the_start() {
             .contains("a future log in two data directories"),
         "{refused}"
     );
+}
+
+/// Leaves the state a crash leaves between a swap's two renames of `topic_partition` from
+/// `dirs[0]` to `dirs[1]` (the broker stopped): the log renamed `-delete` in its old directory,
+/// its complete copy still `-future` in the new one, both of one unique id. Returns the
+/// `-delete` directory.
+fn stop_between_swap_renames(dirs: &[PathBuf], topic_partition: &TopicPartition) -> PathBuf {
+    let id = "00112233445566778899aabbccddeeff";
+    let retired = dirs[0].join(delete_dir_name(topic_partition, id));
+    std::fs::rename(dirs[0].join(topic_partition.dir_name()), &retired).unwrap();
+    copy_dir(
+        &retired,
+        &dirs[1].join(future_dir_name(topic_partition, id)),
+    );
+    retired
 }
 
 fn copy_dir(from: &std::path::Path, to: &std::path::Path) {
@@ -606,15 +611,7 @@ fn a_swap_whose_copy_is_in_a_directory_that_fails_to_open_keeps_the_retired_log(
     let expected = all_records(&log);
     drop(log);
     manager.shutdown().unwrap();
-    // A crash between a swap's renames: the log retired in its old directory, the complete copy
-    // still `-future` in the new one.
-    let id = "00112233445566778899aabbccddeeff";
-    let retired = dirs[0].join(delete_dir_name(&topic_partition, id));
-    std::fs::rename(dirs[0].join("t-0"), &retired).unwrap();
-    copy_dir(
-        &retired,
-        &dirs[1].join(future_dir_name(&topic_partition, id)),
-    );
+    let retired = stop_between_swap_renames(&dirs, &topic_partition);
     // The new directory cannot be opened at the next start.
     let away = dirs[1].with_extension("away");
     std::fs::rename(&dirs[1], &away).unwrap();
