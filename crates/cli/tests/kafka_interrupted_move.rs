@@ -13,7 +13,9 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use common::answers::partition_answers;
-use common::kafka::{KafkaPeer, kafka_available, kafka_tool_ok};
+use common::kafka::{
+    CONFIG_COMMAND, DELETE_MOVE_THROTTLE, KafkaPeer, kafka_available, kafka_tool_ok,
+};
 use common::wire::{connect, log_dirs};
 use common::{Server, copy_dir};
 
@@ -169,18 +171,7 @@ fn a_move_kafka_was_killed_in_settles_in_ferrolog_as_in_kafka() {
 
     // Kafka, restarted, goes on with the move too (the throttle dropped, to be quick).
     kafka.restart();
-    tool(
-        "org.apache.kafka.tools.ConfigCommand",
-        &[
-            "--alter",
-            "--entity-type",
-            "brokers",
-            "--entity-name",
-            "0",
-            "--delete-config",
-            "replica.alter.log.dirs.io.max.bytes.per.second",
-        ],
-    );
+    tool(CONFIG_COMMAND, DELETE_MOVE_THROTTLE);
     wait_until_moved(kafka.port, &kafka_dirs[to], "Kafka");
 
     let theirs = partition_answers(&mut connect(kafka.port), TOPIC, 0);

@@ -17,7 +17,9 @@ use std::process::Output;
 use std::time::{Duration, Instant};
 
 use common::Server;
-use common::kafka::{KafkaPeer, kafka_available, kafka_tool, kafka_tool_ok};
+use common::kafka::{
+    CONFIG_COMMAND, DELETE_MOVE_THROTTLE, KafkaPeer, kafka_available, kafka_tool, kafka_tool_ok,
+};
 
 const TOPICS: &str = "org.apache.kafka.tools.TopicCommand";
 const LOG_DIRS: &str = "org.apache.kafka.tools.LogDirsCommand";
@@ -350,20 +352,7 @@ fn kafkas_tools_move_partitions_between_log_dirs_of_ferrolog_as_of_kafka() {
     );
     assert!(held.contains("is still in progress."), "{held}");
     each(&|broker| {
-        ok(
-            broker,
-            "org.apache.kafka.tools.ConfigCommand",
-            &[
-                "--alter",
-                "--entity-type",
-                "brokers",
-                "--entity-name",
-                "0",
-                "--delete-config",
-                "replica.alter.log.dirs.io.max.bytes.per.second",
-            ],
-            b"",
-        );
+        ok(broker, CONFIG_COMMAND, DELETE_MOVE_THROTTLE, b"");
         broker.verify_until_done(&held_file(broker).display().to_string(), 1);
         let rows = broker.log_dirs_of(HELD);
         assert_eq!(rows.len(), 1, "{rows:?}");

@@ -10,6 +10,21 @@ use std::time::{Duration, Instant};
 
 use super::free_port;
 
+/// Kafka's `kafka-configs` main class.
+pub const CONFIG_COMMAND: &str = "org.apache.kafka.tools.ConfigCommand";
+
+/// `kafka-configs` arguments (after `--bootstrap-server`) that delete node 0's throttle of
+/// moves between data directories, going back to its `server.properties`.
+pub const DELETE_MOVE_THROTTLE: &[&str] = &[
+    "--alter",
+    "--entity-type",
+    "brokers",
+    "--entity-name",
+    "0",
+    "--delete-config",
+    "replica.alter.log.dirs.io.max.bytes.per.second",
+];
+
 fn script() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/kafka.sh")
 }
