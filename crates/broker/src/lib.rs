@@ -72,6 +72,10 @@ pub struct BrokerConfig {
     /// `connections.max.idle.ms`: a connection that sends nothing, or reads nothing of its
     /// response, this long is closed (`None`: never). Default 10 minutes.
     pub connections_max_idle: Option<Duration>,
+    /// `ferrolog.request.arrival.timeout.ms`: a request whose bytes have not all arrived this
+    /// long after its size closes its connection (`None`: never). Default 30 seconds, the
+    /// Java client's own `request.timeout.ms`.
+    pub request_arrival_timeout: Option<Duration>,
     /// `fetch.max.bytes`: the most record bytes one fetch returns. Default 55 MiB.
     pub fetch_max_bytes: i32,
     /// How fetched record bytes reach the socket (`ferrolog.fetch.transfer`).
@@ -103,6 +107,7 @@ impl Default for BrokerConfig {
             queued_max_request_bytes: Some(512 << 20),
             limits: ConnectionLimits::default(),
             connections_max_idle: Some(Duration::from_millis(600_000)),
+            request_arrival_timeout: Some(Duration::from_secs(30)),
             fetch_max_bytes: 57_671_680,
             fetch_transfer: FetchTransfer::default(),
             groups: GroupConfig::default(),

@@ -12,6 +12,8 @@ use std::sync::Arc;
 
 use super::Shared;
 use super::connection::Connection;
+use super::inbound::Arrival;
+use super::memory::{Charge, Sender};
 use crate::listener::Listener;
 use crate::sasl::SaslSettings;
 use crate::sasl::authenticator::{Authenticator, Outcome};
@@ -56,17 +58,8 @@ pub(super) async fn authenticate(
             .await;
         }
         let size = size as usize;
-        let charge = match shared.memory.charge_frame(size as u64).await {
-            Ok(charge) => charge,
-            Err(too_large) => {
-                tracing::warn!(%peer, size, capacity = too_large.capacity, "closing a connection: request larger than queued.max.request.bytes");
-                return Ok(None);
-            }
-        };
-        let Some(frame) = connection
-            .inbound
-            .read_frame(connection.stream, size, idle_limit)
-            .await?
+        let Some((frame, charge)) =
+            receive_unauthenticated(connection, size, config, shared).await?
         else {
             return Ok(None);
         };
@@ -113,6 +106,48 @@ pub(super) async fn authenticate(
         }
         drop(charge);
     }
+}
+
+/// A request of `size` bytes from a client not yet authenticated, charged as
+/// [`super::memory`] says for one (its share of the memory for requests still arriving is
+/// smaller); `None` when the connection is to close.
+async fn receive_unauthenticated(
+    connection: &mut Connection<'_>,
+    size: usize,
+    config: &crate::BrokerConfig,
+    shared: &Shared,
+) -> io::Result<Option<(bytes::Bytes, Charge)>> {
+    let peer = connection.peer;
+    let mut arrival = Arrival::start(config.request_arrival_timeout);
+    if !connection
+        .inbound
+        .read_own_part(connection.stream, size, &arrival)
+        .await?
+    {
+        return Ok(None);
+    }
+    let waiting_since = tokio::time::Instant::now();
+    let charged = shared
+        .memory
+        .charge_request(size as u64, Sender::Unauthenticated)
+        .await;
+    arrival.paused_for(waiting_since.elapsed());
+    let mut charge = match charged {
+        Ok(charge) => charge,
+        Err(too_large) => {
+            tracing::warn!(%peer, size, capacity = too_large.capacity, "closing a connection: request larger than queued.max.request.bytes");
+            return Ok(None);
+        }
+    };
+    let Some(frame) = connection
+        .inbound
+        .read_frame(connection.stream, size, &arrival)
+        .await?
+    else {
+        return Ok(None);
+    };
+    charge.arrived();
+    Ok(Some((frame, charge)))
 }
 
 /// Ends an exchange that did not authenticate. A failed authentication (`delayed`: a wrong

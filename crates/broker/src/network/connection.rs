@@ -4,29 +4,26 @@
 //! and appended meanwhile, up to [`MAX_IN_FLIGHT`] responses held back, so that one fsync can
 //! acknowledge several (group commit). Responses are written in the order of their requests.
 //!
-//! What a connection may hold is bounded: before a request's bytes are read, it is charged
-//! against the broker's request memory (its frame, then what decoding will make of it), and
+//! What a connection may hold is bounded: a request is charged against the broker's request
+//! memory (its frame, as [`super::memory`] says when, then what decoding will make of it), and
 //! holds that charge until its response is written; a connection that sends nothing, or reads
 //! nothing of its response, for `connections.max.idle.ms` is closed, and so is one whose
-//! request has not all arrived that long after its size did (a request's frame charge is held
-//! while it arrives, so a client trickling bytes must not hold it longer); its read buffer
-//! shrinks back after a large request; the buffer that copies fetched bytes is lent from a
-//! shared pool only while a response is written.
+//! request has not all arrived within `ferrolog.request.arrival.timeout.ms` of its size
+//! ([`super::inbound`]); its read buffer shrinks back after a large request; the buffer that
+//! copies fetched bytes is lent from a shared pool only while a response is written.
 
 use std::collections::VecDeque;
 use std::io;
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::Duration;
 
-use bytes::{Bytes, BytesMut};
 use kafka_protocol::messages::ApiKey;
-use tokio::io::AsyncReadExt;
 use tokio::net::TcpStream;
 use tokio::time::Instant;
 
 use super::Shared;
-use super::memory::Charge;
+use super::inbound::{Arrival, Inbound};
+use super::memory::{Charge, Sender};
 use super::transport::Transport;
 use crate::dispatch::{PendingReply, Reply, Unanswerable};
 use crate::frame_shape;
@@ -36,22 +33,10 @@ use crate::session::Session;
 use crate::transfer::FrameWriter;
 use crate::{Context, dispatch};
 
-/// Bytes read ahead from the socket when waiting for a request's size.
-const READ_AHEAD: usize = 4 * 1024;
 /// Produce responses held back for their flushes at most, per connection, while the next
 /// requests are read. The Java producer sends at most 5 requests before an answer, librdkafka
 /// without idempotence many more; each holds its request's memory charge until answered.
 const MAX_IN_FLIGHT: usize = 16;
-/// A read buffer grown past this for one large request is dropped once that request is read.
-const KEEP_BUFFER_AT_MOST: usize = 64 * 1024;
-
-/// Why a connection closed, for the log (at debug: these are the client's doing).
-fn idle(idle: Duration) -> io::Error {
-    io::Error::new(
-        io::ErrorKind::TimedOut,
-        format!("idle for connections.max.idle.ms ({} ms)", idle.as_millis()),
-    )
-}
 
 /// Reads and answers requests until the client closes, goes idle, or sends what this broker
 /// will not take.
@@ -151,10 +136,21 @@ pub(super) async fn serve_connection(
             tracing::warn!(%peer, size, limit = config.socket_request_max_bytes, "closing a connection: request larger than socket.request.max.bytes");
             close!()
         }
-        // Charged before the bytes are read: with the pool spent, this connection reads no
-        // more until other requests are answered (its own held-back ones among them).
+        if let Some(too_large) = shared.memory.frame_too_large(size as u64) {
+            tracing::warn!(%peer, size, capacity = too_large.capacity, "closing a connection: request larger than queued.max.request.bytes");
+            close!()
+        }
+        let mut arrival = Arrival::start(config.request_arrival_timeout);
+        if !inbound.read_own_part(&mut stream, size, &arrival).await? {
+            close!()
+        }
+        // With the pool spent, this connection reads no more until other requests are
+        // answered (its own held-back ones among them).
+        let waiting_since = Instant::now();
         let charged = answering_while(
-            shared.memory.charge_frame(size as u64),
+            shared
+                .memory
+                .charge_request(size as u64, Sender::Authenticated),
             &mut held,
             &mut stream,
             &mut writer,
@@ -162,6 +158,7 @@ pub(super) async fn serve_connection(
             peer,
         )
         .await?;
+        arrival.paused_for(waiting_since.elapsed());
         let mut charge = match charged {
             None => return Ok(()),
             Some(Ok(charge)) => charge,
@@ -170,9 +167,10 @@ pub(super) async fn serve_connection(
                 close!()
             }
         };
-        let Some(frame) = inbound.read_frame(&mut stream, size, idle_limit).await? else {
+        let Some(frame) = inbound.read_frame(&mut stream, size, &arrival).await? else {
             close!()
         };
+        charge.arrived();
         let frame = match frame_shape::scan(frame) {
             Ok(frame) => frame,
             Err(malformed) => {
@@ -338,122 +336,4 @@ pub(super) struct Connection<'a> {
     pub inbound: &'a mut Inbound,
     pub writer: &'a mut FrameWriter,
     pub peer: SocketAddr,
-}
-
-/// How long a read may wait.
-#[derive(Debug, Clone, Copy)]
-enum Wait {
-    /// Each read, this long at most (waiting for a request to start).
-    EachRead(Duration),
-    /// Every read done by then (a request that has started).
-    Until(Instant, Duration),
-    Forever,
-}
-
-/// Bytes read from the socket and not yet taken as a request.
-#[derive(Debug, Default)]
-pub(super) struct Inbound {
-    buffer: BytesMut,
-}
-
-impl Inbound {
-    /// Reads until `want` bytes are buffered. `false` when the client closed first.
-    async fn fill(&mut self, stream: &mut Transport, want: usize, wait: Wait) -> io::Result<bool> {
-        while self.buffer.len() < want {
-            self.buffer
-                .reserve((want - self.buffer.len()).max(READ_AHEAD));
-            let read = stream.read_buf(&mut self.buffer);
-            let count = match wait {
-                Wait::EachRead(limit) => tokio::time::timeout(limit, read)
-                    .await
-                    .map_err(|_| idle(limit))??,
-                Wait::Until(deadline, limit) => tokio::time::timeout_at(deadline, read)
-                    .await
-                    .map_err(|_| idle(limit))??,
-                Wait::Forever => read.await?,
-            };
-            if count == 0 {
-                return Ok(false);
-            }
-        }
-        Ok(true)
-    }
-
-    /// The next request's size prefix, or `None` when the client closed.
-    pub(super) async fn read_size(
-        &mut self,
-        stream: &mut Transport,
-        idle_limit: Option<Duration>,
-    ) -> io::Result<Option<i32>> {
-        let wait = idle_limit.map_or(Wait::Forever, Wait::EachRead);
-        if !self.fill(stream, 4, wait).await? {
-            return Ok(None);
-        }
-        let prefix = self.buffer.split_to(4);
-        Ok(Some(ferrolog_records::be::i32_at(&prefix, 0)))
-    }
-
-    /// The request of `size` bytes, or `None` when the client closed before sending it all.
-    /// It must all arrive within the idle limit.
-    pub(super) async fn read_frame(
-        &mut self,
-        stream: &mut Transport,
-        size: usize,
-        idle_limit: Option<Duration>,
-    ) -> io::Result<Option<Bytes>> {
-        let wait = idle_limit.map_or(Wait::Forever, |limit| {
-            Wait::Until(Instant::now() + limit, limit)
-        });
-        if !self.fill(stream, size, wait).await? {
-            return Ok(None);
-        }
-        let frame = self.buffer.split_to(size).freeze();
-        if size > KEEP_BUFFER_AT_MOST {
-            // The buffer still shares the frame's large allocation, and would own it again once
-            // the frame is dropped: keep only a copy of what the client already sent of its
-            // next request.
-            self.buffer = BytesMut::from(&self.buffer[..]);
-        }
-        Ok(Some(frame))
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use tokio::io::AsyncWriteExt;
-
-    use super::*;
-
-    #[tokio::test]
-    async fn a_large_request_leaves_no_large_buffer_behind() {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let mut client = TcpStream::connect(listener.local_addr().unwrap())
-            .await
-            .unwrap();
-        let (server, _) = listener.accept().await.unwrap();
-        let mut server = Transport::Plain(server);
-        let size = 1 << 20;
-        let mut sent = vec![7u8; size];
-        sent.extend_from_slice(b"next");
-        client.write_all(&sent).await.unwrap();
-
-        let mut inbound = Inbound::default();
-        let frame = inbound
-            .read_frame(&mut server, size, None)
-            .await
-            .unwrap()
-            .unwrap();
-        assert_eq!(frame.len(), size);
-        drop(frame);
-        inbound.fill(&mut server, 4, Wait::Forever).await.unwrap();
-        assert_eq!(
-            &inbound.buffer[..4],
-            b"next",
-            "the next request's bytes are kept"
-        );
-        assert!(
-            !inbound.buffer.try_reclaim(KEEP_BUFFER_AT_MOST + 1),
-            "the buffer holds no allocation larger than {KEEP_BUFFER_AT_MOST} bytes"
-        );
-    }
 }

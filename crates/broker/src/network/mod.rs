@@ -9,6 +9,7 @@
 
 mod authentication;
 mod connection;
+mod inbound;
 pub mod limits;
 pub mod memory;
 mod tls_handshake;

@@ -166,6 +166,32 @@ impl Client {
         response.responses.remove(0).partition_responses.remove(0)
     }
 
+    /// Fetch (v11, no wait) of `topic`-`partition` from `offset`; the partition's answer.
+    pub async fn fetch(
+        &mut self,
+        topic: &str,
+        partition: i32,
+        offset: i64,
+    ) -> kafka_protocol::messages::fetch_response::PartitionData {
+        use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
+        let request = kafka_protocol::messages::FetchRequest::default()
+            .with_max_wait_ms(0)
+            .with_max_bytes(1 << 20)
+            .with_topics(vec![
+                FetchTopic::default()
+                    .with_topic(TopicName(StrBytes::from_string(topic.to_owned())))
+                    .with_partitions(vec![
+                        FetchPartition::default()
+                            .with_partition(partition)
+                            .with_fetch_offset(offset)
+                            .with_partition_max_bytes(1 << 20),
+                    ]),
+            ]);
+        let mut response: kafka_protocol::messages::FetchResponse =
+            self.send(ApiKey::Fetch, 11, &request).await;
+        response.responses.remove(0).partitions.remove(0)
+    }
+
     /// The next response frame, or `None` when the broker closed the connection.
     pub async fn read_frame(&mut self) -> Option<Bytes> {
         let size = self.stream.read_i32().await.ok()?;

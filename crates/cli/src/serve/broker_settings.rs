@@ -218,18 +218,11 @@ fn network_limits(
         );
     }
     if let Some(value) = properties.get("connections.max.idle.ms") {
-        let millis: i64 = value.trim().parse().with_context(|| {
-            format!("invalid value {value:?} for connections.max.idle.ms: expected milliseconds")
-        })?;
-        // Kafka: a negative value turns the idle check off. Zero would close every connection
-        // before its first request arrived.
-        if millis == 0 {
-            bail!(
-                "connections.max.idle.ms=0 would close every connection at once: give a positive number of milliseconds, or -1 for no limit"
-            );
-        }
-        config.connections_max_idle =
-            (millis >= 0).then(|| std::time::Duration::from_millis(millis as u64));
+        config.connections_max_idle = optional_millis(value, "connections.max.idle.ms")?;
+    }
+    if let Some(value) = properties.get("ferrolog.request.arrival.timeout.ms") {
+        config.request_arrival_timeout =
+            optional_millis(value, "ferrolog.request.arrival.timeout.ms")?;
     }
     if let Some(value) = properties.get("queued.max.request.bytes") {
         let bytes: i64 = value.trim().parse().with_context(|| {
@@ -250,4 +243,19 @@ fn network_limits(
         config.fetch_max_bytes = bytes;
     }
     Ok(())
+}
+
+/// A time limit in milliseconds under `key`: positive, or negative for none (Kafka's reading
+/// of `connections.max.idle.ms`). Zero would close every connection at once.
+fn optional_millis(value: &str, key: &str) -> anyhow::Result<Option<Duration>> {
+    let millis: i64 = value
+        .trim()
+        .parse()
+        .with_context(|| format!("invalid value {value:?} for {key}: expected milliseconds"))?;
+    if millis == 0 {
+        bail!(
+            "{key}=0 would close every connection at once: give a positive number of milliseconds, or -1 for no limit"
+        );
+    }
+    Ok((millis >= 0).then(|| Duration::from_millis(millis as u64)))
 }

@@ -62,6 +62,8 @@ const BROKER_KEYS: &[&str] = &[
     "max.connections.per.ip",
     "max.connections.per.ip.overrides",
     "connections.max.idle.ms",
+    // Not a Kafka key: how long a request's bytes may take to arrive after its size.
+    "ferrolog.request.arrival.timeout.ms",
     "fetch.max.bytes",
     // Not a Kafka key: how fetched bytes reach the socket, `sendfile` (default) or `copy`.
     "ferrolog.fetch.transfer",
@@ -417,6 +419,10 @@ mod tests {
         assert!(error.contains("listener.name.x.ssl.bogus"), "{error}");
         for (setting, key) in [
             ("connections.max.idle.ms=0", "connections.max.idle.ms=0"),
+            (
+                "ferrolog.request.arrival.timeout.ms=0",
+                "ferrolog.request.arrival.timeout.ms=0",
+            ),
             (
                 "queued.max.request.bytes=1000",
                 "queued.max.request.bytes (1000)",
