@@ -7,18 +7,24 @@
 //! every response in `dispatch`, bytes in produce and fetch, flushes in the storage layer, startup recovery progress in the
 //! LogManager); gauges that describe state (offsets, sizes, cleaner figures, offline
 //! directories) are read from the LogManager when the endpoint is scraped, so they are never
-//! stale. The endpoint is a minimal HTTP/1.1 responder: any `GET` gets the text exposition.
+//! stale. The endpoint is a minimal HTTP/1.1 responder: any `GET` gets the text exposition. It
+//! is bounded as the broker's listeners are: [`MAX_SCRAPES`] connections at once, each with its
+//! time limits, and an accept loop that pauses on failures instead of ending.
 
 use std::sync::{Arc, OnceLock};
+use std::time::Duration;
 
 use ferrolog_storage::manager::LogManager;
 use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpListener;
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::Semaphore;
+
+use crate::network::backoff::AcceptBackoff;
 
 /// A gauge not set for this long is dropped from the output: the state gauges are set at every
 /// scrape for the partitions that exist, so a deleted partition's disappear.
-const STALE_GAUGE: std::time::Duration = std::time::Duration::from_secs(60);
+const STALE_GAUGE: Duration = Duration::from_secs(60);
 
 /// Installs the process-wide recorder. Call once, before anything records.
 pub fn install() -> Result<PrometheusHandle, String> {
@@ -32,37 +38,91 @@ pub fn install() -> Result<PrometheusHandle, String> {
         .map_err(|error| format!("installing the metrics recorder: {error}"))
 }
 
-/// Serves scrapes until the future is dropped. `manager` is filled in once the LogManager has
-/// opened; until then only the startup figures (recovery progress) are there.
+/// Scrapes served at once; further connections wait in the listen backlog until one ends. Each
+/// holds a descriptor and refreshes every partition's gauges: a scraper needs one or two.
+pub const MAX_SCRAPES: usize = 32;
+/// How long a scraper has to send its request, and then to read the answer; a connection that
+/// takes longer is closed, so that idle connections cannot hold the endpoint's slots.
+pub const SCRAPE_REQUEST_WITHIN: Duration = Duration::from_secs(5);
+pub const SCRAPE_ANSWER_WITHIN: Duration = Duration::from_secs(30);
+/// The longest request head read; the rest is not looked at.
+const MAX_REQUEST_HEAD: usize = 8 * 1024;
+
+/// Serves scrapes until the future is dropped; it never ends on its own. `manager` is filled in
+/// once the LogManager has opened; until then only the startup figures (recovery progress) are
+/// there. A failed `accept` pauses accepting, as the broker's listeners do
+/// ([`crate::network::backoff`]).
 pub async fn serve(
     listener: TcpListener,
     handle: PrometheusHandle,
     manager: Arc<OnceLock<Arc<LogManager>>>,
-) -> std::io::Result<()> {
+) {
+    let slots = Arc::new(Semaphore::new(MAX_SCRAPES));
+    let mut backoff = AcceptBackoff::new();
     loop {
-        let (mut stream, _) = listener.accept().await?;
+        // The semaphore is never closed.
+        let Ok(slot) = Arc::clone(&slots).acquire_owned().await else {
+            return;
+        };
+        let stream = match listener.accept().await {
+            Ok((stream, _)) => stream,
+            Err(error) => {
+                tokio::time::sleep(backoff.failed(&error, "metrics")).await;
+                continue;
+            }
+        };
+        backoff.succeeded();
         let handle = handle.clone();
         let manager = Arc::clone(&manager);
         tokio::spawn(async move {
-            // The request itself does not matter; read what arrived and answer.
-            let mut request = [0u8; 4096];
-            let _ = stream.read(&mut request).await;
-            if let Some(manager) = manager.get() {
-                let manager = Arc::clone(manager);
-                if let Err(error) = crate::bridge::blocking(move || refresh(&manager)).await {
-                    tracing::warn!(%error, "the log gauges were not refreshed for this scrape");
-                }
-            }
-            let body = handle.render();
-            let head = format!(
-                "HTTP/1.1 200 OK\r\nContent-Type: text/plain; version=0.0.4\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-                body.len()
-            );
-            let _ = stream.write_all(head.as_bytes()).await;
-            let _ = stream.write_all(body.as_bytes()).await;
-            let _ = stream.shutdown().await;
+            let _slot = slot;
+            scrape(stream, &handle, &manager).await;
         });
     }
+}
+
+/// Answers one scrape: any request head gets the text exposition.
+async fn scrape(
+    mut stream: TcpStream,
+    handle: &PrometheusHandle,
+    manager: &OnceLock<Arc<LogManager>>,
+) {
+    let head = tokio::time::timeout(SCRAPE_REQUEST_WITHIN, read_request_head(&mut stream)).await;
+    if !matches!(head, Ok(Ok(true))) {
+        return;
+    }
+    if let Some(manager) = manager.get() {
+        let manager = Arc::clone(manager);
+        if let Err(error) = crate::bridge::blocking(move || refresh(&manager)).await {
+            tracing::warn!(%error, "the log gauges were not refreshed for this scrape");
+        }
+    }
+    let body = handle.render();
+    let head = format!(
+        "HTTP/1.1 200 OK\r\nContent-Type: text/plain; version=0.0.4\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        body.len()
+    );
+    let answer = async {
+        stream.write_all(head.as_bytes()).await?;
+        stream.write_all(body.as_bytes()).await?;
+        stream.shutdown().await
+    };
+    let _ = tokio::time::timeout(SCRAPE_ANSWER_WITHIN, answer).await;
+}
+
+/// Reads until the end of an HTTP request head (a blank line), [`MAX_REQUEST_HEAD`] bytes, or
+/// the end of the stream; `false` when the client sent nothing.
+async fn read_request_head(stream: &mut TcpStream) -> std::io::Result<bool> {
+    let mut head = Vec::with_capacity(1024);
+    let mut chunk = [0u8; 1024];
+    while head.len() < MAX_REQUEST_HEAD && !head.windows(4).any(|w| w == b"\r\n\r\n") {
+        let read = stream.read(&mut chunk).await?;
+        if read == 0 {
+            break;
+        }
+        head.extend_from_slice(&chunk[..read]);
+    }
+    Ok(!head.is_empty())
 }
 
 /// Sets the state gauges from the LogManager.

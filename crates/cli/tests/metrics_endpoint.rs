@@ -174,3 +174,64 @@ fn figures_move_with_produce_fetch_roll_retention_and_cleaning() {
     );
     server.stop();
 }
+
+#[test]
+fn idle_connections_at_the_file_limit_neither_stop_the_endpoint_nor_the_broker() {
+    let Some(kcat) = kcat() else { return };
+    let prlimit_works = Command::new("prlimit")
+        .args(["--nofile=64:64", "true"])
+        .status()
+        .is_ok_and(|status| status.success());
+    if !prlimit_works {
+        println!("skipped: prlimit cannot lower the file limit here");
+        return;
+    }
+    let temp = tempfile::tempdir().unwrap();
+    let metrics_port = free_port();
+    let listener = format!("metrics.listener=http://127.0.0.1:{metrics_port}");
+    // 256 descriptors in all (soft and hard, so the broker cannot raise it).
+    let server = Server::start_under(
+        &["prlimit", "--nofile=256:256"],
+        &temp.path().join("data"),
+        &[&listener],
+        "warn",
+    );
+    // More idle connections than the broker has descriptors, all sending nothing.
+    let idle: Vec<TcpStream> = (0..400)
+        .filter_map(|_| TcpStream::connect(("127.0.0.1", metrics_port)).ok())
+        .collect();
+    assert!(idle.len() > 256, "{} connections made", idle.len());
+    std::thread::sleep(Duration::from_millis(500));
+    // The broker still has descriptors for its partitions and its clients.
+    let produced = Command::new(&kcat)
+        .args([
+            "-b",
+            &format!("127.0.0.1:{}", server.port),
+            "-P",
+            "-t",
+            "beside",
+        ])
+        .stdin(Stdio::piped())
+        .spawn()
+        .and_then(|mut producer| {
+            producer.stdin.take().unwrap().write_all(b"one\ntwo\n")?;
+            producer.wait()
+        })
+        .unwrap();
+    assert!(
+        produced.success(),
+        "a topic is created and written beside the idle scrapers"
+    );
+    drop(idle);
+    // Every one of them is gone now; the endpoint answers again.
+    let metrics = scrape(metrics_port);
+    assert_eq!(
+        value(
+            &metrics,
+            "kafka_server_brokertopicmetrics_messagesin_total{topic=\"beside\"}"
+        ),
+        Some(2.0),
+        "{metrics}"
+    );
+    server.stop();
+}

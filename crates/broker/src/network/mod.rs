@@ -2,12 +2,10 @@
 //! task ([`connection`]; on a SASL listener, authenticated first by [`authentication`]), the
 //! group coordinator's timers, and the stop when every data directory is offline.
 //!
-//! The accept loop never ends on an error. A failed `accept` (out of file descriptors, say,
-//! with the pending connection still queued) is logged, at most once a second with a count,
-//! and accepting resumes after a pause that doubles from 10 ms up to a second, so the loop
-//! neither spins nor gives up.
+//! The accept loop never ends on an error: see [`backoff`].
 
 mod authentication;
+pub(crate) mod backoff;
 mod connection;
 mod inbound;
 pub mod limits;
@@ -17,7 +15,7 @@ pub mod transport;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
@@ -25,50 +23,19 @@ use tokio::sync::Semaphore;
 use crate::Context;
 use crate::listener::Listener;
 use crate::transfer::CopyBuffers;
+use backoff::{AcceptBackoff, Throttled};
 use limits::AddressQuotas;
 use memory::RequestMemory;
 
 /// How often the group coordinator's timers (sessions, rebalances, offset expiry) run, and
 /// how often the broker checks that a data directory is still online.
 const TICK: Duration = Duration::from_millis(100);
-/// The first pause after a failed `accept`, doubled after each further failure.
-const FIRST_ACCEPT_BACKOFF: Duration = Duration::from_millis(10);
-const MAX_ACCEPT_BACKOFF: Duration = Duration::from_secs(1);
-/// The most often a repeated refusal or failure is logged.
-const LOG_EVERY: Duration = Duration::from_secs(1);
 
 /// What every connection of one listener shares.
 #[derive(Debug)]
 pub(crate) struct Shared {
     pub memory: RequestMemory,
     pub copy_buffers: Arc<CopyBuffers>,
-}
-
-/// Logs a repeated event at most once per [`LOG_EVERY`], counting what it held back.
-#[derive(Debug)]
-struct Throttled {
-    last: Option<Instant>,
-    held_back: u64,
-}
-
-impl Throttled {
-    fn new() -> Self {
-        Self {
-            last: None,
-            held_back: 0,
-        }
-    }
-
-    /// Whether to log now, and how many were held back since the last line.
-    fn due(&mut self) -> Option<u64> {
-        let now = Instant::now();
-        if self.last.is_some_and(|last| now - last < LOG_EVERY) {
-            self.held_back += 1;
-            return None;
-        }
-        self.last = Some(now);
-        Some(std::mem::take(&mut self.held_back))
-    }
 }
 
 /// Serves one PLAINTEXT listener named `PLAINTEXT`, advertised at its own address (127.0.0.1
@@ -161,9 +128,9 @@ pub async fn serve_listeners(
 /// Accepts connections on one listener, within the connection limits, for ever.
 async fn accept(socket: TcpListener, listener: Arc<Listener>, accepting: Arc<Accepting>) {
     let mut slot = None;
-    let mut backoff = FIRST_ACCEPT_BACKOFF;
+    let mut backoff = AcceptBackoff::new();
     let mut resume_accepting: Option<tokio::time::Instant> = None;
-    let (mut accept_failures, mut address_refusals) = (Throttled::new(), Throttled::new());
+    let mut address_refusals = Throttled::new();
     loop {
         tokio::select! {
             // At max.connections, the broker stops accepting until a connection closes; new
@@ -181,7 +148,7 @@ async fn accept(socket: TcpListener, listener: Arc<Listener>, accepting: Arc<Acc
             accepted = socket.accept(), if slot.is_some() && resume_accepting.is_none() => {
                 match accepted {
                     Ok((stream, peer)) => {
-                        backoff = FIRST_ACCEPT_BACKOFF;
+                        backoff.succeeded();
                         match accepting.addresses.admit(peer.ip()) {
                             Ok(address_slot) => {
                                 let held = (slot.take(), address_slot);
@@ -202,18 +169,8 @@ async fn accept(socket: TcpListener, listener: Arc<Listener>, accepting: Arc<Acc
                         }
                     }
                     Err(error) => {
-                        if let Some(held_back) = accept_failures.due() {
-                            tracing::error!(
-                                %error,
-                                listener = %listener.name,
-                                failed_since_last_line = held_back,
-                                pause_ms = backoff.as_millis() as u64,
-                                "accepting a connection failed; accepting again after a pause"
-                            );
-                        }
-                        crate::metrics::record_accept_failure();
-                        resume_accepting = Some(tokio::time::Instant::now() + backoff);
-                        backoff = (backoff * 2).min(MAX_ACCEPT_BACKOFF);
+                        let pause = backoff.failed(&error, &listener.name);
+                        resume_accepting = Some(tokio::time::Instant::now() + pause);
                     }
                 }
             }

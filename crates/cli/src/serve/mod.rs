@@ -227,13 +227,11 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<()> {
             .with_context(|| format!("metrics.listener: listening on {address}"))?;
         tracing::info!(%address, "serving Prometheus metrics");
         let manager_cell = Arc::clone(&opened_manager);
-        runtime.spawn(async move {
-            if let Err(error) =
-                ferrolog_broker::metrics::serve(listener, handle, manager_cell).await
-            {
-                tracing::error!(%error, "the metrics endpoint stopped");
-            }
-        });
+        runtime.spawn(ferrolog_broker::metrics::serve(
+            listener,
+            handle,
+            manager_cell,
+        ));
     }
     let manager = Arc::new(
         LogManager::open(manager_config, Arc::new(SystemClock))
