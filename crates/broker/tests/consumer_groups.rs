@@ -156,6 +156,7 @@ fn join_request(group: &str, member_id: &str, protocols: &[&str]) -> JoinRequest
         protocol_type: "consumer".into(),
         protocols: protocols.iter().map(|p| (p.to_string(), vec![1])).collect(),
         require_known_member_id: true,
+        supports_skip_assignment: true,
     }
 }
 

@@ -12,11 +12,12 @@
 //! gets its assignment (and when the group empties), each commit, and tombstones when offsets
 //! expire or are deleted and when a group is deleted.
 //!
-//! Files: [`state`] (a group as data), `membership` (join, sync, heartbeat, leave, session
-//! expiry), `offsets` (commits, fetches, deletions, expiry), [`offsets_topic`] (the records'
+//! Files: [`state`] (a group as data), `join` (JoinGroup and the join phase), `membership`
+//! (sync, heartbeat, leave, session and sync expiry, member checks), `offsets` (commits, fetches, deletions, expiry), [`offsets_topic`] (the records'
 //! partition, appends and the startup load); this file holds the shared types, the startup
 //! replay and the timers.
 
+mod join;
 mod membership;
 mod offsets;
 pub mod offsets_topic;
@@ -99,6 +100,9 @@ pub struct JoinRequest {
     pub protocols: Vec<(String, Vec<u8>)>,
     /// Version 4 and later: a new dynamic member is first sent away with MEMBER_ID_REQUIRED.
     pub require_known_member_id: bool,
+    /// Version 9 and later: the answer can tell a returning static leader to skip the
+    /// assignment (KIP-814).
+    pub supports_skip_assignment: bool,
 }
 
 /// One partition's offset in an OffsetCommit.
@@ -230,7 +234,12 @@ impl GroupCoordinator {
     pub fn describe(&self, group_id: &str) -> Option<GroupDescription> {
         let groups = self.groups.lock();
         let group = groups.get(group_id)?;
-        let protocol = group.protocol.clone().unwrap_or_default();
+        // As Kafka: the protocol and the members' metadata only of a Stable group (during a
+        // rebalance they are about to change).
+        let protocol = match group.state {
+            state::GroupState::Stable => group.protocol.clone().unwrap_or_default(),
+            _ => String::new(),
+        };
         Some(GroupDescription {
             state: group.state.name(),
             protocol_type: group.protocol_type.clone().unwrap_or_default(),
@@ -243,7 +252,11 @@ impl GroupCoordinator {
                     group_instance_id: m.group_instance_id.clone(),
                     client_id: m.client_id.clone(),
                     client_host: m.client_host.clone(),
-                    metadata: m.metadata_for(&protocol),
+                    metadata: if protocol.is_empty() {
+                        Vec::new()
+                    } else {
+                        m.metadata_for(&protocol)
+                    },
                     assignment: m.assignment.clone(),
                 })
                 .collect(),

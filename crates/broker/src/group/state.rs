@@ -9,7 +9,7 @@
 //!                         └──── join (new member or changed) / leave / expiry ── Stable
 //! ```
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use ferrolog_records::consumer_offsets::{GroupValue, MemberValue, OffsetValue};
 use tokio::sync::oneshot;
@@ -46,6 +46,9 @@ pub struct JoinResult {
     pub member_id: String,
     /// The members and their metadata for the chosen protocol: only the leader gets them.
     pub members: Vec<(String, Option<String>, Vec<u8>)>,
+    /// KIP-814 (JoinGroup 9 and later): a static leader that came back to a Stable group gets
+    /// the members but need not compute the assignment again.
+    pub skip_assignment: bool,
 }
 
 impl JoinResult {
@@ -136,9 +139,11 @@ pub struct Group {
     pub rebalance_deadline_ms: i64,
     /// The join phase does not end before this (`group.initial.rebalance.delay.ms`).
     pub initial_delay_until_ms: i64,
-    /// End of the sync phase: if the leader has not sent the assignment by then, the members
-    /// that have not synced are removed and the group rebalances again.
+    /// End of the sync phase: members still in [`Self::pending_sync`] by then are removed and
+    /// the group rebalances again.
     pub sync_deadline_ms: i64,
+    /// Members of the current generation that have not sent their SyncGroup yet.
+    pub pending_sync: BTreeSet<String>,
     /// When the group entered its current state (Kafka's `currentStateTimestamp`).
     pub state_timestamp_ms: i64,
     pub offsets: BTreeMap<(String, i32), OffsetValue>,
@@ -161,6 +166,7 @@ impl Group {
             rebalance_deadline_ms: 0,
             initial_delay_until_ms: 0,
             sync_deadline_ms: 0,
+            pending_sync: BTreeSet::new(),
             state_timestamp_ms: now_ms,
             offsets: BTreeMap::new(),
             pending_txn_offsets: BTreeMap::new(),
@@ -230,6 +236,7 @@ impl Group {
     pub fn remove_member(&mut self, member_id: &str) -> Option<Member> {
         let index = self.members.iter().position(|m| m.member_id == member_id)?;
         let member = self.members.remove(index);
+        self.pending_sync.remove(member_id);
         if self.leader.as_deref() == Some(member_id) {
             self.leader = self.members.first().map(|m| m.member_id.clone());
         }
@@ -318,6 +325,7 @@ impl Group {
             leader,
             member_id: member_id.to_owned(),
             members,
+            skip_assignment: false,
         }
     }
 

@@ -52,6 +52,7 @@ pub async fn handle(
             .map(|p| (p.name.to_string(), p.metadata.to_vec()))
             .collect(),
         require_known_member_id: version >= 4,
+        supports_skip_assignment: version >= 9,
     };
     let member_id = join.member_id.clone();
     let context = Arc::clone(context);
@@ -70,6 +71,7 @@ pub async fn handle(
         .with_protocol_name(result.protocol.map(StrBytes::from_string))
         .with_leader(StrBytes::from_string(result.leader))
         .with_member_id(StrBytes::from_string(result.member_id))
+        .with_skip_assignment(result.skip_assignment)
         .with_members(
             result
                 .members
