@@ -25,9 +25,10 @@ use super::wire::{connect, frame, name, send};
 /// read.
 pub const PROTOCOL_TYPE: &str = "fl-static";
 /// Every member's rebalance timeout.
-pub const REBALANCE_TIMEOUT_MS: i32 = 5_000;
-/// An answer "at once" comes within this; a request not answered by then waits.
-const AT_ONCE: Duration = Duration::from_secs(5);
+pub const REBALANCE_TIMEOUT_MS: i32 = 10_000;
+/// An answer "at once" comes within this; a request not answered by then waits (for the join
+/// phase's end at the latest, a rebalance timeout later).
+const AT_ONCE: Duration = Duration::from_secs(3);
 
 /// One member's connection; a JoinGroup or SyncGroup that waits keeps it busy until answered.
 pub struct Member {
