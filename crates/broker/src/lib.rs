@@ -76,6 +76,10 @@ pub struct BrokerConfig {
     /// long after its size closes its connection (`None`: never). Default 30 seconds, the
     /// Java client's own `request.timeout.ms`.
     pub request_arrival_timeout: Option<Duration>,
+    /// `ferrolog.connection.setup.timeout.ms`: a connection that has not finished its TLS
+    /// handshake and SASL authentication, and sent its first request, this long after it was
+    /// accepted is closed (`None`: never). Default 10 seconds.
+    pub connection_setup_timeout: Option<Duration>,
     /// `fetch.max.bytes`: the most record bytes one fetch returns. Default 55 MiB.
     pub fetch_max_bytes: i32,
     /// How fetched record bytes reach the socket (`ferrolog.fetch.transfer`).
@@ -108,6 +112,7 @@ impl Default for BrokerConfig {
             limits: ConnectionLimits::default(),
             connections_max_idle: Some(Duration::from_millis(600_000)),
             request_arrival_timeout: Some(Duration::from_secs(30)),
+            connection_setup_timeout: Some(Duration::from_secs(10)),
             fetch_max_bytes: 57_671_680,
             fetch_transfer: FetchTransfer::default(),
             groups: GroupConfig::default(),

@@ -83,6 +83,10 @@ pub struct Listener {
     pub sasl: Option<Arc<SaslSettings>>,
     /// The TLS of an SSL or SASL_SSL listener; `None` for the others.
     pub tls: Option<Arc<TlsSettings>>,
+    /// `listener.name.<name>.max.connections`: connections open at once through it. `None`:
+    /// `max.connections`, less a reserve for each other listener (see
+    /// [`crate::network::limits::ListenerLimits`]).
+    pub max_connections: Option<usize>,
 }
 
 impl Listener {
@@ -98,6 +102,7 @@ impl Listener {
             },
             sasl: None,
             tls: None,
+            max_connections: None,
         }
     }
 

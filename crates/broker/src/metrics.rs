@@ -223,6 +223,12 @@ impl Drop for OpenConnection {
     }
 }
 
+/// A connection closed because it had not finished its TLS handshake or authentication, or sent
+/// its first request, within `ferrolog.connection.setup.timeout.ms`.
+pub fn record_setup_timeout() {
+    metrics::counter!("ferrolog_network_connections_setup_timed_out_total").increment(1);
+}
+
 /// An `accept` that failed (out of file descriptors, say); the listener goes on after a pause.
 pub fn record_accept_failure() {
     metrics::counter!("ferrolog_network_accept_failures_total").increment(1);

@@ -91,6 +91,7 @@ async fn start(dir: &Path) -> SaslBroker {
             )])),
         })),
         tls: None,
+        max_connections: None,
     };
     let plaintext = Listener::plaintext("127.0.0.1", plaintext_port);
     let server = tokio::spawn(ferrolog_broker::serve_listeners(

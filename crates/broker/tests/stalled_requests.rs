@@ -7,22 +7,14 @@
 
 mod common;
 
-use std::collections::BTreeMap;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
+use common::sasl::{alice, plain_listener, start_listeners};
 use common::{Broker, Client};
-use ferrolog_broker::listener::{Endpoint, Listener, SecurityProtocol};
-use ferrolog_broker::sasl::{Mechanism, PlainUsers, SaslSettings};
-use ferrolog_broker::{BrokerConfig, Context};
-use ferrolog_storage::SystemClock;
-use ferrolog_storage::manager::{LogManager, ManagerConfig};
-use kafka_protocol::messages::{
-    ApiKey, SaslAuthenticateRequest, SaslAuthenticateResponse, SaslHandshakeRequest,
-    SaslHandshakeResponse,
-};
-use kafka_protocol::protocol::StrBytes;
+use ferrolog_broker::BrokerConfig;
+use ferrolog_broker::listener::Listener;
+use ferrolog_storage::manager::ManagerConfig;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
@@ -103,74 +95,14 @@ async fn size_prefixes_that_exceed_the_request_memory_stall_no_other_connection(
     );
 }
 
-/// A broker with one SASL_PLAINTEXT listener where alice logs in with PLAIN.
-async fn sasl_broker(
-    dir: &std::path::Path,
-) -> (
-    Arc<Context>,
-    u16,
-    tokio::task::JoinHandle<std::io::Result<()>>,
-) {
-    let manager = ManagerConfig {
-        log_dirs: vec![dir.to_path_buf()],
-        ..ManagerConfig::default()
-    };
-    let manager = Arc::new(LogManager::open(manager, Arc::new(SystemClock)).unwrap());
-    let context = Arc::new(Context::new(manager, BrokerConfig::default()).unwrap());
-    let socket = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let port = socket.local_addr().unwrap().port();
-    let listener = Listener {
-        name: "CLIENTS".into(),
-        protocol: SecurityProtocol::SaslPlaintext,
-        advertised: Endpoint {
-            host: "127.0.0.1".into(),
-            port,
-        },
-        sasl: Some(Arc::new(SaslSettings {
-            mechanisms: vec![Mechanism::Plain],
-            plain_users: PlainUsers::new(BTreeMap::from([(
-                "alice".to_owned(),
-                "alice-secret".to_owned(),
-            )])),
-        })),
-        tls: None,
-    };
-    let server = tokio::spawn(ferrolog_broker::serve_listeners(
-        vec![(socket, Arc::new(listener))],
-        Arc::clone(&context),
-    ));
-    (context, port, server)
-}
-
-/// A client logged in as alice with PLAIN.
-async fn alice(port: u16) -> Client {
-    let mut client = Client::connect(port).await;
-    let mechanism = StrBytes::from_static_str("PLAIN");
-    let handshake: SaslHandshakeResponse = client
-        .send(
-            ApiKey::SaslHandshake,
-            1,
-            &SaslHandshakeRequest::default().with_mechanism(mechanism),
-        )
-        .await;
-    assert_eq!(handshake.error_code, 0);
-    let token = Bytes::from_static(b"\0alice\0alice-secret");
-    let authenticated: SaslAuthenticateResponse = client
-        .send(
-            ApiKey::SaslAuthenticate,
-            2,
-            &SaslAuthenticateRequest::default().with_auth_bytes(token),
-        )
-        .await;
-    assert_eq!(authenticated.error_code, 0);
-    client
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn size_prefixes_before_logging_in_stall_no_one_on_a_sasl_listener() {
     ferrolog_broker::network::raise_file_limit();
     let temp = tempfile::tempdir().unwrap();
-    let (context, port, server) = sasl_broker(temp.path()).await;
+    let listeners: [&dyn Fn(u16) -> Listener; 1] = [&|port| plain_listener("CLIENTS", port)];
+    let (context, ports, server) =
+        start_listeners(temp.path(), BrokerConfig::default(), &listeners).await;
+    let port = ports[0];
     let mut admin = alice(port).await;
     assert_eq!(admin.create_topic("logged-in", 1, &[]).await.error_code, 0);
 

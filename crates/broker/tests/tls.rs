@@ -111,15 +111,26 @@ async fn start(
     rules: PrincipalRules,
     super_user: &str,
 ) -> TlsBroker {
+    let config = BrokerConfig {
+        authorizer: Some(AuthorizerConfig::parse(Some(super_user), None).unwrap()),
+        ..BrokerConfig::default()
+    };
+    start_with(dir, ca, protocol, client_auth, rules, config).await
+}
+
+async fn start_with(
+    dir: &Path,
+    ca: &Authority,
+    protocol: SecurityProtocol,
+    client_auth: ClientAuth,
+    rules: PrincipalRules,
+    config: BrokerConfig,
+) -> TlsBroker {
     let manager = ManagerConfig {
         log_dirs: vec![dir.to_path_buf()],
         ..ManagerConfig::default()
     };
     let manager = Arc::new(LogManager::open(manager, Arc::new(SystemClock)).unwrap());
-    let config = BrokerConfig {
-        authorizer: Some(AuthorizerConfig::parse(Some(super_user), None).unwrap()),
-        ..BrokerConfig::default()
-    };
     let context = Arc::new(Context::new(manager, config).unwrap());
     let (chain, key) = ca.sign(
         &["localhost", "127.0.0.1"],
@@ -155,6 +166,7 @@ async fn start(
         },
         sasl,
         tls: Some(Arc::new(tls)),
+        max_connections: None,
     };
     let server = tokio::spawn(ferrolog_broker::serve_listeners(
         vec![(socket, Arc::new(listener))],
@@ -340,6 +352,40 @@ async fn a_certificate_no_rule_maps_is_refused() {
     )
     .await;
     assert!(connect(broker.port, &ca, Some(alice(&ca))).await.is_err());
+}
+
+#[tokio::test]
+async fn a_handshake_not_done_by_the_setup_limit_closes_its_connection() {
+    let temp = tempfile::tempdir().unwrap();
+    let ca = Authority::new("ferrolog-test-ca");
+    let setup = Duration::from_secs(1);
+    let config = BrokerConfig {
+        connection_setup_timeout: Some(setup),
+        ..BrokerConfig::default()
+    };
+    let broker = start_with(
+        temp.path(),
+        &ca,
+        SecurityProtocol::Ssl,
+        ClientAuth::None,
+        PrincipalRules::default(),
+        config,
+    )
+    .await;
+    // A TCP connection that never starts its handshake, as a half-open flood leaves them.
+    let started = std::time::Instant::now();
+    let mut silent = TcpStream::connect(("127.0.0.1", broker.port))
+        .await
+        .unwrap();
+    let mut sink = [0u8; 64];
+    let read = tokio::time::timeout(Duration::from_secs(5), silent.read(&mut sink))
+        .await
+        .expect("closed at the setup limit, not after a minute");
+    assert!(matches!(read, Ok(0) | Err(_)), "{read:?}");
+    assert!(started.elapsed() >= setup);
+    // A client that shakes hands is served.
+    let mut stream = connect(broker.port, &ca, None).await.unwrap();
+    assert_eq!(create_topic(&mut stream, "after-silence").await, 0);
 }
 
 #[tokio::test]

@@ -1,6 +1,7 @@
 //! Fetch: record bytes as they lie in the segment files, never decoded. When fewer than
 //! `min_bytes` are ready, the request waits (up to `max_wait_ms`) and is woken by the next
-//! produce to one of the partitions it reads ([`crate::fetch_waiters`]); the first partition
+//! produce to one of the partitions it reads ([`crate::fetch_waiters`]), never longer than
+//! `connections.max.idle.ms` (a connection waiting on a fetch is idle); the first partition
 //! with data returns at least one whole batch, so a batch larger than the limits is never stuck. Fetch sessions are not kept: every response is a full one
 //! (session id 0).
 //!
@@ -40,8 +41,7 @@ pub async fn handle(
     header: &RequestHeader,
     request: FetchRequest,
 ) -> (FetchResponse, Vec<FileRegion>) {
-    let deadline =
-        Instant::now() + Duration::from_millis(u64::try_from(request.max_wait_ms).unwrap_or(0));
+    let deadline = Instant::now() + wait_at_most(&context.config, request.max_wait_ms);
     let denied = Arc::new(denied_topics(context, session, &request));
     let request = Arc::new(request);
     let partitions: Vec<TopicPartition> = request
@@ -252,5 +252,39 @@ fn records(data: FetchData, regions: &mut Vec<FileRegion>) -> ferrolog_storage::
             Ok(placeholder)
         }
         None => region.slice.read_bytes().map(Bytes::from),
+    }
+}
+
+/// How long a fetch may wait for data: its `max_wait_ms` (none when negative), and no longer
+/// than `connections.max.idle.ms`, as a connection whose only request is a long poll is idle:
+/// Kafka closes it there, ferrolog answers it.
+fn wait_at_most(config: &crate::BrokerConfig, max_wait_ms: i32) -> Duration {
+    let asked = Duration::from_millis(u64::try_from(max_wait_ms).unwrap_or(0));
+    config
+        .connections_max_idle
+        .map_or(asked, |idle| asked.min(idle))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_fetch_waits_no_longer_than_the_idle_limit() {
+        let config = crate::BrokerConfig {
+            connections_max_idle: Some(Duration::from_secs(600)),
+            ..crate::BrokerConfig::default()
+        };
+        assert_eq!(wait_at_most(&config, 500), Duration::from_millis(500));
+        assert_eq!(wait_at_most(&config, i32::MAX), Duration::from_secs(600));
+        assert_eq!(wait_at_most(&config, -1), Duration::ZERO);
+        let unlimited = crate::BrokerConfig {
+            connections_max_idle: None,
+            ..config
+        };
+        assert_eq!(
+            wait_at_most(&unlimited, i32::MAX),
+            Duration::from_millis(i32::MAX as u64)
+        );
     }
 }

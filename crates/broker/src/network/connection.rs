@@ -22,7 +22,7 @@ use tokio::net::TcpStream;
 use tokio::time::Instant;
 
 use super::Shared;
-use super::inbound::{Arrival, Inbound};
+use super::inbound::{Arrival, Inbound, Setup};
 use super::memory::{Charge, Sender};
 use super::transport::Transport;
 use crate::dispatch::{PendingReply, Reply, Unanswerable};
@@ -50,49 +50,30 @@ pub(super) async fn serve_connection(
     socket.set_nodelay(true)?;
     let config = &context.config;
     let idle_limit = config.connections_max_idle;
-    // Over TLS, the handshake first; its certificate gives an SSL listener's principal.
-    let (mut stream, certificate_principal) = match &listener.tls {
-        None => (Transport::Plain(socket), None),
-        Some(tls) => {
-            match super::tls_handshake::accept(socket, peer, &listener, tls, idle_limit).await? {
-                Some(accepted) => accepted,
-                None => return Ok(()),
+    let setup = Setup::start(config.connection_setup_timeout);
+    let Some(SetUp {
+        mut stream,
+        mut inbound,
+        mut writer,
+        session,
+    }) = set_up(socket, peer, listener, &context, &shared, &setup).await?
+    else {
+        return Ok(());
+    };
+    // The first request of a connection that did not authenticate comes within the setup time.
+    let mut first_size = None;
+    if session.listener().sasl.is_none() {
+        match inbound.read_first_size(&mut stream, &setup).await {
+            Ok(Some(size)) => first_size = Some(size),
+            Ok(None) => return Ok(()),
+            Err(error) => {
+                if error.kind() == io::ErrorKind::TimedOut {
+                    crate::metrics::record_setup_timeout();
+                }
+                return Err(error);
             }
         }
-    };
-    let mut inbound = Inbound::default();
-    let mut writer = FrameWriter::new(
-        config.fetch_transfer,
-        idle_limit,
-        Arc::clone(&shared.copy_buffers),
-    );
-    let session = match &listener.sasl {
-        None => match certificate_principal {
-            Some(principal) => Session::new(&principal, peer, listener),
-            None => Session::anonymous(peer, listener),
-        },
-        Some(settings) => {
-            let mut connection = Connection {
-                stream: &mut stream,
-                inbound: &mut inbound,
-                writer: &mut writer,
-                peer,
-            };
-            let settings = Arc::clone(settings);
-            let authenticated = super::authentication::authenticate(
-                &mut connection,
-                &listener,
-                settings,
-                &context,
-                &shared,
-            )
-            .await?;
-            match authenticated {
-                Some(principal) => Session::new(&principal, peer, listener),
-                None => return Ok(()),
-            }
-        }
-    };
+    }
     let session = Arc::new(session);
     let mut held = HeldBack::new();
     // Closes the connection once the responses the client is already owed are written.
@@ -105,6 +86,7 @@ pub(super) async fn serve_connection(
     loop {
         let full = held.len() >= MAX_IN_FLIGHT;
         let event = match held.front_mut() {
+            None if first_size.is_some() => Event::Request(first_size.take()),
             None => Event::Request(inbound.read_size(&mut stream, idle_limit).await?),
             Some((reply, _)) if full => Event::Answered(reply.await),
             // Reading a size is cancel-safe: bytes read stay in the buffer. A client is not
@@ -239,6 +221,80 @@ pub(super) async fn serve_connection(
             Reply::AfterFlush(pending) => held.push_back((pending, charge)),
         }
     }
+}
+
+/// A connection ready for its requests: over TLS if its listener is, authenticated if its
+/// listener is SASL.
+struct SetUp {
+    stream: Transport,
+    inbound: Inbound,
+    writer: FrameWriter,
+    session: Session,
+}
+
+/// The TLS handshake (its certificate gives an SSL listener's principal) and the SASL
+/// authentication, whichever the listener has, within `setup`'s time; `None` when the
+/// connection is to close.
+async fn set_up(
+    socket: TcpStream,
+    peer: SocketAddr,
+    listener: Arc<Listener>,
+    context: &Arc<Context>,
+    shared: &Shared,
+    setup: &Setup,
+) -> io::Result<Option<SetUp>> {
+    let config = &context.config;
+    let (mut stream, certificate_principal) = match &listener.tls {
+        None => (Transport::Plain(socket), None),
+        Some(tls) => {
+            match super::tls_handshake::accept(socket, peer, &listener, tls, setup, config).await? {
+                Some(accepted) => accepted,
+                None => return Ok(None),
+            }
+        }
+    };
+    let mut inbound = Inbound::default();
+    let mut writer = FrameWriter::new(
+        config.fetch_transfer,
+        config.connections_max_idle,
+        Arc::clone(&shared.copy_buffers),
+    );
+    let session = match &listener.sasl {
+        None => match certificate_principal {
+            Some(principal) => Session::new(&principal, peer, listener),
+            None => Session::anonymous(peer, listener),
+        },
+        Some(settings) => {
+            let mut connection = Connection {
+                stream: &mut stream,
+                inbound: &mut inbound,
+                writer: &mut writer,
+                peer,
+            };
+            let settings = Arc::clone(settings);
+            let exchange = super::authentication::authenticate(
+                &mut connection,
+                &listener,
+                settings,
+                context,
+                shared,
+            );
+            let Some(authenticated) = setup.within(exchange).await else {
+                crate::metrics::record_setup_timeout();
+                return Err(setup.expired("not authenticated"));
+            };
+            match authenticated? {
+                Some(principal) => Session::new(&principal, peer, listener),
+                None => return Ok(None),
+            }
+        }
+    };
+    Ok(Some(SetUp {
+        stream,
+        inbound,
+        writer,
+        session,
+    }))
 }
 
 /// Responses held back, oldest first, each with its request's memory charge.

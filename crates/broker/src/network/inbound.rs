@@ -29,13 +29,23 @@ pub(super) fn idle(idle: Duration) -> io::Error {
     )
 }
 
-fn trickled(limit: Duration) -> io::Error {
+/// What a deadline was for, to name the setting that set it.
+#[derive(Debug, Clone, Copy)]
+enum Limit {
+    /// A request's bytes after its size.
+    Arrival,
+    /// A new connection's first request (after its authentication, if any).
+    Setup,
+}
+
+fn timed_out(limit: Limit, duration: Duration) -> io::Error {
+    let what = match limit {
+        Limit::Arrival => "a request did not all arrive within ferrolog.request.arrival.timeout.ms",
+        Limit::Setup => "no first request within ferrolog.connection.setup.timeout.ms",
+    };
     io::Error::new(
         io::ErrorKind::TimedOut,
-        format!(
-            "a request did not all arrive within ferrolog.request.arrival.timeout.ms ({} ms)",
-            limit.as_millis()
-        ),
+        format!("{what} ({} ms)", duration.as_millis()),
     )
 }
 
@@ -44,8 +54,8 @@ fn trickled(limit: Duration) -> io::Error {
 enum Wait {
     /// Each read, this long at most (waiting for a request to start).
     EachRead(Duration),
-    /// Every read done by then (a request that has started).
-    Until(Instant, Duration),
+    /// Every read done by then.
+    Until(Instant, Duration, Limit),
     Forever,
 }
 
@@ -74,8 +84,53 @@ impl Arrival {
 
     fn wait(&self) -> Wait {
         self.deadline.map_or(Wait::Forever, |(deadline, limit)| {
-            Wait::Until(deadline, limit)
+            Wait::Until(deadline, limit, Limit::Arrival)
         })
+    }
+}
+
+/// When a new connection must have finished its TLS handshake and its authentication, and
+/// sent its first request: `ferrolog.connection.setup.timeout.ms` after it was accepted. A
+/// Kafka client sends its first request (ApiVersions) at once; a connection that sends nothing
+/// would hold a connection slot until `connections.max.idle.ms`.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Setup {
+    deadline: Option<(Instant, Duration)>,
+}
+
+impl Setup {
+    /// A connection accepted now, to be set up within `limit` (`None`: no limit).
+    pub(crate) fn start(limit: Option<Duration>) -> Self {
+        Self {
+            deadline: limit.map(|limit| (Instant::now() + limit, limit)),
+        }
+    }
+
+    /// How long is left, if there is a limit.
+    pub(crate) fn left(&self) -> Option<Duration> {
+        self.deadline
+            .map(|(deadline, _)| deadline.saturating_duration_since(Instant::now()))
+    }
+
+    /// The error of a connection not set up in time, naming the setting.
+    pub(crate) fn expired(&self, what: &str) -> io::Error {
+        let limit = self.deadline.map_or(Duration::ZERO, |(_, limit)| limit);
+        io::Error::new(
+            io::ErrorKind::TimedOut,
+            format!(
+                "{what} within ferrolog.connection.setup.timeout.ms ({} ms)",
+                limit.as_millis()
+            ),
+        )
+    }
+
+    /// Runs `step` (a handshake, an authentication) within what is left; `None` when the
+    /// time ran out first.
+    pub(crate) async fn within<T>(&self, step: impl Future<Output = T>) -> Option<T> {
+        match self.deadline {
+            None => Some(step.await),
+            Some((deadline, _)) => tokio::time::timeout_at(deadline, step).await.ok(),
+        }
     }
 }
 
@@ -96,9 +151,9 @@ impl Inbound {
                 Wait::EachRead(limit) => tokio::time::timeout(limit, read)
                     .await
                     .map_err(|_| idle(limit))??,
-                Wait::Until(deadline, limit) => tokio::time::timeout_at(deadline, read)
+                Wait::Until(deadline, duration, limit) => tokio::time::timeout_at(deadline, read)
                     .await
-                    .map_err(|_| trickled(limit))??,
+                    .map_err(|_| timed_out(limit, duration))??,
                 Wait::Forever => read.await?,
             };
             if count == 0 {
@@ -115,6 +170,27 @@ impl Inbound {
         idle_limit: Option<Duration>,
     ) -> io::Result<Option<i32>> {
         let wait = idle_limit.map_or(Wait::Forever, Wait::EachRead);
+        self.read_size_within(stream, wait).await
+    }
+
+    /// A new connection's first request's size, which must come by `setup`'s deadline (see
+    /// [`Setup`]), or `None` when the client closed.
+    pub(super) async fn read_first_size(
+        &mut self,
+        stream: &mut Transport,
+        setup: &Setup,
+    ) -> io::Result<Option<i32>> {
+        let wait = setup.deadline.map_or(Wait::Forever, |(deadline, limit)| {
+            Wait::Until(deadline, limit, Limit::Setup)
+        });
+        self.read_size_within(stream, wait).await
+    }
+
+    async fn read_size_within(
+        &mut self,
+        stream: &mut Transport,
+        wait: Wait,
+    ) -> io::Result<Option<i32>> {
         if !self.fill(stream, 4, wait).await? {
             return Ok(None);
         }

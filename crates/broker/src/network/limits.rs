@@ -1,8 +1,14 @@
 //! Connection limits, as Kafka's `ConnectionQuotas` applies them: a broker-wide maximum
-//! (`max.connections`), at which the broker stops accepting until a connection closes (new
-//! ones wait in the listen backlog), and a maximum per client address
-//! (`max.connections.per.ip`, with exceptions in `max.connections.per.ip.overrides`), beyond
-//! which a new connection is closed at once.
+//! (`max.connections`) and one per listener (`listener.name.<l>.max.connections`), at which
+//! the listener stops accepting until a connection closes (new ones wait in the listen
+//! backlog), and a maximum per client address (`max.connections.per.ip`, with exceptions in
+//! `max.connections.per.ip.overrides`), beyond which a new connection is closed at once.
+//!
+//! A listener without its own limit may hold `max.connections` less a reserve for each other
+//! listener ([`listener_limit`]), so that the clients of one listener cannot take every slot
+//! from the others': an administrator's SASL listener stays reachable while its PLAINTEXT
+//! neighbour is flooded. (Kafka's listener limit falls back to `max.connections` itself, and
+//! only its inter-broker listener is protected.)
 
 use std::collections::HashMap;
 use std::net::{IpAddr, ToSocketAddrs};
@@ -76,6 +82,21 @@ impl ConnectionLimits {
         }
         Ok(overrides)
     }
+}
+
+/// Slots each listener without a limit of its own leaves for every other listener, at most.
+pub const LISTENER_RESERVE: usize = 64;
+
+/// The connections a listener may hold at once: its own limit if set, else `max_connections`
+/// less a reserve for each of the other `listeners - 1` ([`LISTENER_RESERVE`], or a quarter of
+/// an even share when `max_connections` is small), and at least one.
+pub fn listener_limit(own: Option<usize>, max_connections: usize, listeners: usize) -> usize {
+    if let Some(own) = own {
+        return own;
+    }
+    let others = listeners.saturating_sub(1);
+    let reserve = LISTENER_RESERVE.min(max_connections / (4 * listeners.max(1)));
+    max_connections.saturating_sub(reserve * others).max(1)
 }
 
 /// The connections open per client address. A connection holds an [`AddressSlot`] for its
@@ -183,6 +204,18 @@ mod tests {
         drop(first);
         assert_eq!(quotas.open_from(ip("10.0.0.1")), 1);
         let _again = quotas.admit(ip("10.0.0.1")).unwrap();
+    }
+
+    #[test]
+    fn a_listener_without_a_limit_leaves_a_reserve_to_each_other_listener() {
+        assert_eq!(listener_limit(None, 4096, 1), 4096);
+        assert_eq!(listener_limit(None, 4096, 2), 4096 - 64);
+        assert_eq!(listener_limit(None, 4096, 3), 4096 - 128);
+        assert_eq!(listener_limit(Some(10), 4096, 3), 10);
+        // Few slots: a quarter of an even share each.
+        assert_eq!(listener_limit(None, 100, 2), 100 - 12);
+        assert_eq!(listener_limit(None, 3, 3), 3);
+        assert_eq!(listener_limit(None, 1, 2), 1);
     }
 
     #[test]

@@ -83,8 +83,20 @@ pub async fn serve_listeners(
     });
     // Dropped with this future, which aborts every accept loop.
     let mut accept_loops = tokio::task::JoinSet::new();
+    let count = listeners.len();
     for (socket, listener) in listeners {
-        accept_loops.spawn(accept(socket, listener, Arc::clone(&accepting)));
+        let limit = limits::listener_limit(
+            listener.max_connections,
+            config.limits.max_connections,
+            count,
+        );
+        let listener_slots = Arc::new(Semaphore::new(limit.min(Semaphore::MAX_PERMITS)));
+        accept_loops.spawn(accept(
+            socket,
+            listener,
+            listener_slots,
+            Arc::clone(&accepting),
+        ));
     }
     let mut tick = tokio::time::interval(TICK);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -125,17 +137,27 @@ pub async fn serve_listeners(
     }
 }
 
-/// Accepts connections on one listener, within the connection limits, for ever.
-async fn accept(socket: TcpListener, listener: Arc<Listener>, accepting: Arc<Accepting>) {
-    let mut slot = None;
+/// Accepts connections on one listener, within the connection limits, for ever: a slot of
+/// the listener's own, then one of the broker's, then the address's.
+async fn accept(
+    socket: TcpListener,
+    listener: Arc<Listener>,
+    listener_slots: Arc<Semaphore>,
+    accepting: Arc<Accepting>,
+) {
+    let (mut listener_slot, mut slot) = (None, None);
     let mut backoff = AcceptBackoff::new();
     let mut resume_accepting: Option<tokio::time::Instant> = None;
     let mut address_refusals = Throttled::new();
     loop {
         tokio::select! {
-            // At max.connections, the broker stops accepting until a connection closes; new
-            // connections wait in the listen backlog, as with Kafka.
-            acquired = Arc::clone(&accepting.slots).acquire_owned(), if slot.is_none() => {
+            // At its limit, a listener stops accepting until one of its connections closes;
+            // at max.connections, every listener does. New connections wait in the listen
+            // backlog, as with Kafka.
+            acquired = Arc::clone(&listener_slots).acquire_owned(), if listener_slot.is_none() => {
+                listener_slot = acquired.ok();
+            }
+            acquired = Arc::clone(&accepting.slots).acquire_owned(), if listener_slot.is_some() && slot.is_none() => {
                 slot = acquired.ok();
             }
             () = async {
@@ -151,7 +173,11 @@ async fn accept(socket: TcpListener, listener: Arc<Listener>, accepting: Arc<Acc
                         backoff.succeeded();
                         match accepting.addresses.admit(peer.ip()) {
                             Ok(address_slot) => {
-                                let held = (slot.take(), address_slot);
+                                let held = Slots {
+                                    _listener: listener_slot.take(),
+                                    _broker: slot.take(),
+                                    _address: address_slot,
+                                };
                                 spawn_connection(stream, peer, &listener, &accepting, held);
                             }
                             Err(limit) => {
@@ -178,16 +204,21 @@ async fn accept(socket: TcpListener, listener: Arc<Listener>, accepting: Arc<Acc
     }
 }
 
+/// The places a connection holds while it lives: its listener's, the broker's, its address's.
+#[derive(Debug)]
+struct Slots {
+    _listener: Option<tokio::sync::OwnedSemaphorePermit>,
+    _broker: Option<tokio::sync::OwnedSemaphorePermit>,
+    _address: limits::AddressSlot,
+}
+
 /// Serves one accepted connection on its own task; it holds its slots until it closes.
 fn spawn_connection(
     stream: tokio::net::TcpStream,
     peer: SocketAddr,
     listener: &Arc<Listener>,
     accepting: &Accepting,
-    slots: (
-        Option<tokio::sync::OwnedSemaphorePermit>,
-        limits::AddressSlot,
-    ),
+    slots: Slots,
 ) {
     let context = Arc::clone(&accepting.context);
     let shared = Arc::clone(&accepting.shared);

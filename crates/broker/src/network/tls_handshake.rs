@@ -1,5 +1,6 @@
 //! The TLS handshake of a connection on an SSL or SASL_SSL listener, within
-//! `connections.max.idle.ms` and a minute at most. A failed handshake (an untrusted or missing client certificate
+//! `ferrolog.connection.setup.timeout.ms` of its accept (without it, within
+//! `connections.max.idle.ms` and a minute at most). A failed handshake (an untrusted or missing client certificate
 //! where one is required, a client speaking plaintext, no protocol or suite in common) is logged
 //! as Kafka logs it ("Failed authentication ... (SSL handshake failed)"), counted, and closes
 //! the connection at once: Kafka's failed-authentication delay is for SASL only.
@@ -14,12 +15,14 @@ use std::time::Duration;
 
 use tokio::net::TcpStream;
 
+use super::inbound::Setup;
 use super::transport::{TLS_READ_AHEAD, Transport};
 use crate::listener::Listener;
 use crate::tls::{TlsSettings, principal_of};
 
-/// The longest a TLS handshake may take, whatever `connections.max.idle.ms` says: an honest
-/// client takes milliseconds, and a connection slot is held meanwhile.
+/// The longest a TLS handshake may take without a setup limit, whatever
+/// `connections.max.idle.ms` says: an honest client takes milliseconds, and a connection slot
+/// is held meanwhile.
 const MAX_HANDSHAKE: Duration = Duration::from_secs(60);
 
 /// The connection over TLS and, on an SSL listener with a client certificate, its principal;
@@ -29,18 +32,26 @@ pub(super) async fn accept(
     peer: SocketAddr,
     listener: &Listener,
     tls: &TlsSettings,
-    idle_limit: Option<Duration>,
+    setup: &Setup,
+    config: &crate::BrokerConfig,
 ) -> io::Result<Option<(Transport, Option<String>)>> {
     let handshake = tls
         .acceptor
         .accept(tokio::io::BufReader::with_capacity(TLS_READ_AHEAD, socket));
-    let limit = idle_limit.map_or(MAX_HANDSHAKE, |idle| idle.min(MAX_HANDSHAKE));
+    let limit = setup.left().unwrap_or_else(|| {
+        config
+            .connections_max_idle
+            .map_or(MAX_HANDSHAKE, |idle| idle.min(MAX_HANDSHAKE))
+    });
     let outcome = match tokio::time::timeout(limit, handshake).await {
         Ok(outcome) => outcome,
-        Err(_) => Err(io::Error::new(
-            io::ErrorKind::TimedOut,
-            format!("no handshake within {} ms", limit.as_millis()),
-        )),
+        Err(_) => {
+            crate::metrics::record_setup_timeout();
+            Err(io::Error::new(
+                io::ErrorKind::TimedOut,
+                format!("no TLS handshake within {} ms", limit.as_millis()),
+            ))
+        }
     };
     let stream = match outcome {
         Ok(stream) => stream,

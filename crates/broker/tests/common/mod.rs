@@ -3,6 +3,8 @@
 
 #![allow(dead_code, reason = "each test file uses part of this")]
 
+pub mod sasl;
+
 use std::path::Path;
 use std::sync::Arc;
 

@@ -224,6 +224,10 @@ fn network_limits(
         config.request_arrival_timeout =
             optional_millis(value, "ferrolog.request.arrival.timeout.ms")?;
     }
+    if let Some(value) = properties.get("ferrolog.connection.setup.timeout.ms") {
+        config.connection_setup_timeout =
+            optional_millis(value, "ferrolog.connection.setup.timeout.ms")?;
+    }
     if let Some(value) = properties.get("queued.max.request.bytes") {
         let bytes: i64 = value.trim().parse().with_context(|| {
             format!("invalid value {value:?} for queued.max.request.bytes: expected bytes")

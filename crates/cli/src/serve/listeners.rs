@@ -43,6 +43,7 @@ fn listener_key_parts(key: &str) -> Option<(&str, &str)> {
     let rest = key.strip_prefix("listener.name.")?;
     let (name, setting) = rest.split_once('.')?;
     let known = setting == "sasl.enabled.mechanisms"
+        || setting == "max.connections"
         || super::tls::SSL_KEYS.contains(&setting)
         || super::tls::IGNORED_SSL_KEYS.contains(&setting)
         || Mechanism::ALL.iter().any(|mechanism| {
@@ -109,6 +110,7 @@ pub fn plan(
                 },
                 sasl,
                 tls,
+                max_connections: None,
             },
             advertised_given: false,
         });
@@ -162,6 +164,25 @@ pub fn plan(
             bail!(
                 "{key}: the listener's name is written in lower case in per-listener keys, as Kafka reads them"
             );
+        }
+        if setting == "max.connections" {
+            let Some(target) = planned
+                .iter_mut()
+                .find(|p| p.listener.name.eq_ignore_ascii_case(name))
+            else {
+                bail!("{key} names listener {name}, which is not served here");
+            };
+            let value = &properties[key];
+            let max = value
+                .trim()
+                .parse::<usize>()
+                .ok()
+                .filter(|max| *max >= 1)
+                .with_context(|| {
+                    format!("invalid value {value:?} for {key}: must be an integer of at least 1")
+                })?;
+            target.listener.max_connections = Some(max);
+            continue;
         }
         let listener = planned
             .iter()
@@ -364,6 +385,43 @@ mod tests {
     }
 
     const PLAIN_JAAS: &str = r#"org.apache.kafka.common.security.plain.PlainLoginModule required user_alice="alice-secret";"#;
+
+    #[test]
+    fn a_listener_takes_its_own_connection_limit() {
+        let two = "PLAINTEXT://127.0.0.1:0,ADMIN://127.0.0.1:0";
+        let map = "PLAINTEXT:PLAINTEXT,ADMIN:PLAINTEXT";
+        let (planned, _) = plan(&properties(&[
+            ("listeners", two),
+            ("listener.security.protocol.map", map),
+            ("listener.name.plaintext.max.connections", "300"),
+        ]))
+        .unwrap();
+        let limits: Vec<Option<usize>> =
+            planned.iter().map(|p| p.listener.max_connections).collect();
+        assert_eq!(limits, [Some(300), None]);
+        for (key, value, named) in [
+            (
+                "listener.name.plaintext.max.connections",
+                "0",
+                "listener.name.plaintext.max.connections",
+            ),
+            (
+                "listener.name.plaintext.max.connections",
+                "many",
+                "\"many\"",
+            ),
+            ("listener.name.other.max.connections", "5", "listener other"),
+        ] {
+            let error = plan(&properties(&[
+                ("listeners", two),
+                ("listener.security.protocol.map", map),
+                (key, value),
+            ]))
+            .unwrap_err()
+            .to_string();
+            assert!(error.contains(named), "{key}={value}: {error}");
+        }
+    }
 
     #[test]
     fn the_default_is_one_plaintext_listener_on_loopback() {

@@ -64,6 +64,8 @@ const BROKER_KEYS: &[&str] = &[
     "connections.max.idle.ms",
     // Not a Kafka key: how long a request's bytes may take to arrive after its size.
     "ferrolog.request.arrival.timeout.ms",
+    // Not a Kafka key: how long a connection may take to authenticate and send its first request.
+    "ferrolog.connection.setup.timeout.ms",
     "fetch.max.bytes",
     // Not a Kafka key: how fetched bytes reach the socket, `sendfile` (default) or `copy`.
     "ferrolog.fetch.transfer",
@@ -420,6 +422,10 @@ mod tests {
             (
                 "ferrolog.request.arrival.timeout.ms=0",
                 "ferrolog.request.arrival.timeout.ms=0",
+            ),
+            (
+                "ferrolog.connection.setup.timeout.ms=0",
+                "ferrolog.connection.setup.timeout.ms=0",
             ),
             (
                 "queued.max.request.bytes=1000",
