@@ -54,6 +54,7 @@ pub const MEMBER_ID_REQUIRED: i16 = ResponseError::MemberIdRequired.code();
 pub const FENCED_INSTANCE_ID: i16 = ResponseError::FencedInstanceId.code();
 pub const GROUP_SUBSCRIBED_TO_TOPIC: i16 = ResponseError::GroupSubscribedToTopic.code();
 pub const INVALID_RECORD: i16 = ResponseError::InvalidRecord.code();
+pub const INVALID_REQUIRED_ACKS: i16 = ResponseError::InvalidRequiredAcks.code();
 pub const UNKNOWN_TOPIC_ID: i16 = ResponseError::UnknownTopicId.code();
 pub const TOPIC_AUTHORIZATION_FAILED: i16 = ResponseError::TopicAuthorizationFailed.code();
 pub const GROUP_AUTHORIZATION_FAILED: i16 = ResponseError::GroupAuthorizationFailed.code();

@@ -26,7 +26,7 @@ pub mod probes;
 pub mod response;
 pub mod sasl;
 pub mod session;
-mod stored;
+pub mod stored;
 pub mod tls;
 pub mod transfer;
 pub mod txn;
@@ -100,6 +100,21 @@ pub struct BrokerConfig {
     /// `sasl.server.max.receive.size`: the largest frame a client may send before it has
     /// authenticated; a larger one closes the connection. Default 512 KiB, as Kafka's.
     pub sasl_max_receive_size: usize,
+    /// `ferrolog.accept.rolled.back.documents`: start on an ACL or credentials document found
+    /// older than the generation recorded for it (deleted, or restored from an old copy)
+    /// instead of refusing to. Default false.
+    pub accept_rolled_back_documents: bool,
+}
+
+impl BrokerConfig {
+    /// What to do with a document found older than its recorded generation.
+    pub fn rollback(&self) -> stored::Rollback {
+        if self.accept_rolled_back_documents {
+            stored::Rollback::Accept
+        } else {
+            stored::Rollback::Refuse
+        }
+    }
 }
 
 impl Default for BrokerConfig {
@@ -121,6 +136,7 @@ impl Default for BrokerConfig {
             max_acls: 100_000,
             failed_authentication_delay: Duration::from_millis(100),
             sasl_max_receive_size: 524_288,
+            accept_rolled_back_documents: false,
         }
     }
 }
@@ -154,12 +170,15 @@ impl Context {
         let transactions =
             TransactionCoordinator::open(Arc::clone(&manager), config.transactions.clone())?;
         let access = match &config.authorizer {
-            Some(authorizer) => {
-                authz::Access::standard(Arc::clone(&manager), authorizer.clone(), config.max_acls)?
-            }
+            Some(authorizer) => authz::Access::standard(
+                Arc::clone(&manager),
+                authorizer.clone(),
+                config.max_acls,
+                config.rollback(),
+            )?,
             None => authz::Access::disabled(),
         };
-        let credentials = sasl::ScramStore::open(Arc::clone(&manager))?;
+        let credentials = sasl::ScramStore::open(Arc::clone(&manager), config.rollback())?;
         Ok(Self {
             manager,
             config,

@@ -9,6 +9,15 @@
 //! copy: a change kept only there is not in force until the directory is back, and then wins,
 //! being newer; unless a change was made in the meantime, whose generation outranks it, in
 //! which case it is lost. The broker warns when it starts with a directory offline.
+//!
+//! A document found older than the generation recorded for it apart
+//! ([`ferrolog_storage::manager::GENERATIONS_FILE`]), or missing while one is recorded, was
+//! deleted or rolled back: starting on it would bring back what later changes removed (deleted
+//! ACLs, revoked credentials) or, with no ACLs at all, open everything under
+//! `allow.everyone.if.no.acl.found=true`. The broker refuses to start then, unless
+//! `ferrolog.accept.rolled.back.documents=true` says the older copy is wanted: it is then
+//! stored again under a generation above the recorded one. A copy readable or writable by
+//! others than the broker's user is reported at startup (the broker writes them 0600).
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -34,13 +43,32 @@ impl StoredDocument {
         manager: Arc<LogManager>,
         name: &'static str,
         parse: impl Fn(&str) -> Result<T, (usize, String)>,
+        rollback: Rollback,
     ) -> Result<(Self, T), StorageError> {
         let copies = manager.read_document_copies(name)?;
         for copy in &copies {
             parse_copy(name, copy, &parse)?;
+            warn_if_shared(copy);
         }
-        let document = Document::newest_of(copies);
+        let mut document = Document::newest_of(copies);
         let contents = parse_copy(name, &document, &parse)?;
+        let recorded = manager.recorded_document_generation(name)?;
+        if document.generation < recorded {
+            if rollback == Rollback::Refuse {
+                return Err(StorageError::Fatal(format!(
+                    "{name} is at generation {} but generation {recorded} was written: the file was deleted or replaced by an older copy. Restore it, or start once with ferrolog.accept.rolled.back.documents=true to keep what is there",
+                    document.generation
+                )));
+            }
+            tracing::warn!(
+                document = name,
+                found = document.generation,
+                recorded,
+                "starting on an older copy, as ferrolog.accept.rolled.back.documents asks; it is stored again as the newest"
+            );
+            document.generation = recorded + 1;
+            manager.store_document(name, &document)?;
+        }
         // Under its own generation: a raised one could outrank a change kept only in a
         // directory that failed to open this time.
         manager.spread_document(name, &document)?;
@@ -82,6 +110,34 @@ impl Change<'_> {
         self.document
             .manager
             .store_document(self.document.name, &document)
+    }
+}
+
+/// Whether a document found older than its recorded generation may be used.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Rollback {
+    /// Startup stops, naming the document (the default).
+    Refuse,
+    /// The older copy is kept and stored again as the newest
+    /// (`ferrolog.accept.rolled.back.documents=true`).
+    Accept,
+}
+
+/// Reports a copy others than the broker's user may read or write.
+fn warn_if_shared(copy: &Document) {
+    use std::os::unix::fs::PermissionsExt;
+    let Some(path) = &copy.source else {
+        return;
+    };
+    if let Ok(metadata) = std::fs::metadata(path) {
+        let mode = metadata.permissions().mode() & 0o777;
+        if mode & 0o077 != 0 {
+            tracing::warn!(
+                file = %path.display(),
+                mode = format!("{mode:o}"),
+                "a file holding credentials or authorization is open to other users; make it 0600 (chmod 600)"
+            );
+        }
     }
 }
 

@@ -45,6 +45,12 @@ pub fn atomic_write(target: &Path, contents: &[u8]) -> Result<()> {
     replace(target, contents, true)
 }
 
+/// [`atomic_write`] of a file only its owner may read or write (mode 0600, whatever the
+/// process's umask): the documents that hold credentials and authorization.
+pub fn atomic_write_private(target: &Path, contents: &[u8]) -> Result<()> {
+    replace_with_mode(target, contents, true, Some(0o600))
+}
+
 /// Replaces `target` through a temp file and a rename, like [`atomic_write`], but without the
 /// fsyncs: readers never see a partial file, and a crash may leave an empty or torn one, so the
 /// contents must carry their own checksum. The caller fsyncs later ([`fsync_file_if_exists`]
@@ -65,6 +71,16 @@ pub fn fsync_file_if_exists(path: &Path) -> Result<()> {
 }
 
 fn replace(target: &Path, contents: &[u8], durable: bool) -> Result<()> {
+    replace_with_mode(target, contents, durable, None)
+}
+
+fn replace_with_mode(
+    target: &Path,
+    contents: &[u8],
+    durable: bool,
+    mode: Option<u32>,
+) -> Result<()> {
+    use std::os::unix::fs::PermissionsExt;
     let mut tmp_name = target.as_os_str().to_owned();
     tmp_name.push(".tmp");
     let tmp = Path::new(&tmp_name);
@@ -74,6 +90,11 @@ fn replace(target: &Path, contents: &[u8], durable: bool) -> Result<()> {
         .truncate(true)
         .open(tmp)
         .map_err(StorageError::io("create", tmp))?;
+    if let Some(mode) = mode {
+        // Set on the file itself: a leftover temporary file keeps the mode it was made with.
+        file.set_permissions(std::fs::Permissions::from_mode(mode))
+            .map_err(StorageError::io("set permissions of", tmp))?;
+    }
     crate::fault::point("fs.write")
         .and_then(|()| file.write_all(contents))
         .map_err(StorageError::io("write", tmp))?;

@@ -42,6 +42,7 @@ impl Access {
         manager: Arc<LogManager>,
         config: AuthorizerConfig,
         max_acls: usize,
+        rollback: crate::stored::Rollback,
     ) -> Result<Self, StorageError> {
         let offline = manager.offline_dir_count();
         if offline > 0 {
@@ -53,7 +54,7 @@ impl Access {
         Ok(Self {
             authorizer: Some(Authorizer {
                 config,
-                acls: AclStore::open(manager, max_acls)?,
+                acls: AclStore::open(manager, max_acls, rollback)?,
             }),
         })
     }

@@ -30,7 +30,7 @@ use super::acl::{
     ResourceType,
 };
 use super::index::AclIndex;
-use crate::stored::{StoredDocument, escape, unescape};
+use crate::stored::{Rollback, StoredDocument, escape, unescape};
 
 /// The document the ACLs are kept in.
 pub const ACLS_DOCUMENT: &str = "ferrolog-acls";
@@ -70,8 +70,12 @@ impl AclStore {
     /// Loads the stored ACLs and writes them to every online directory holding an older copy,
     /// so that each holds the newest. A damaged copy, the newest or an older one, stops startup,
     /// naming the file and line: starting without some ACLs could open what they close.
-    pub fn open(manager: Arc<LogManager>, max_acls: usize) -> Result<Self, StorageError> {
-        let (document, acls) = StoredDocument::open(manager, ACLS_DOCUMENT, parse)?;
+    pub fn open(
+        manager: Arc<LogManager>,
+        max_acls: usize,
+        rollback: Rollback,
+    ) -> Result<Self, StorageError> {
+        let (document, acls) = StoredDocument::open(manager, ACLS_DOCUMENT, parse, rollback)?;
         Ok(Self {
             document,
             current: parking_lot::RwLock::new(Arc::new(AclIndex::new(acls))),

@@ -18,7 +18,10 @@
 //! A partition named again in the same request is refused with INVALID_REQUEST (Kafka keeps
 //! the last and drops the others unanswered); so each partition is appended at most once per
 //! request, which bounds what one request can make the broker decompress by the partitions
-//! that exist.
+//! that exist. As in Kafka, a partition's records must be exactly one batch of magic 2
+//! (INVALID_RECORD otherwise: a producer's idempotence rests on one batch per partition per
+//! request), and `acks` must be -1, 0 or 1 (INVALID_REQUIRED_ACKS on every partition that got
+//! that far, nothing appended).
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -154,8 +157,10 @@ pub fn handle(
                 .into_iter()
                 .enumerate()
                 .map(|(partition_position, partition)| {
-                    let mut response =
-                        PartitionProduceResponse::default().with_index(partition.index);
+                    // An error's answer has no offset (-1), as Kafka's.
+                    let mut response = PartitionProduceResponse::default()
+                        .with_index(partition.index)
+                        .with_base_offset(-1);
                     if let Some(code) = denied {
                         return response.with_error_code(code);
                     }
@@ -178,10 +183,15 @@ pub fn handle(
                         // Kafka answers this one without an error message.
                         return response.with_error_code(code);
                     }
-                    let bytes = partition
-                        .records
-                        .map(|records| records.to_vec())
-                        .unwrap_or_default();
+                    let records = partition.records.unwrap_or_default();
+                    if !is_one_batch(&records) {
+                        // As Kafka, without an error message.
+                        return response.with_error_code(errors::INVALID_RECORD);
+                    }
+                    if !matches!(acks, -1..=1) {
+                        return response.with_error_code(errors::INVALID_REQUIRED_ACKS);
+                    }
+                    let bytes = records.to_vec();
                     let appended_bytes = bytes.len() as u64;
                     let appended = match request.transactional_id.as_deref() {
                         // A transactional batch that starts the producer's transaction here
@@ -250,10 +260,33 @@ pub fn handle(
     Some(produced)
 }
 
+/// Whether a partition's records are what a Produce request may carry (Kafka's
+/// `ProduceRequest.validateRecords`): a whole batch of magic 2, and no second whole batch after
+/// it (trailing bytes too short to be one are the log's to refuse, as Kafka leaves them).
+fn is_one_batch(records: &[u8]) -> bool {
+    let Some(first) = whole_batch_length(records) else {
+        return false;
+    };
+    records.get(field::MAGIC) == Some(&ferrolog_records::batch::MAGIC_V2)
+        && whole_batch_length(&records[first..]).is_none()
+}
+
+/// The length of the whole batch `bytes` start with (its length field and what it declares),
+/// if they hold one.
+fn whole_batch_length(bytes: &[u8]) -> Option<usize> {
+    if bytes.len() < ferrolog_records::batch::LOG_OVERHEAD {
+        return None;
+    }
+    let declared = usize::try_from(be::i32_at(bytes, field::BATCH_LENGTH)).ok()?;
+    let whole = declared.checked_add(ferrolog_records::batch::LOG_OVERHEAD)?;
+    (whole <= bytes.len()).then_some(whole)
+}
+
 /// A partition's answer when its append, or the flush it was due, failed.
 fn refused(index: i32, version: i16, error: &StorageError) -> PartitionProduceResponse {
     let response = PartitionProduceResponse::default()
         .with_index(index)
+        .with_base_offset(-1)
         .with_error_code(errors::code_of(error));
     if version >= 8 {
         response.with_error_message(Some(StrBytes::from_string(error.to_string())))
@@ -298,4 +331,37 @@ fn has_several_transactional_producers(request: &ProduceRequest) -> bool {
         return false;
     };
     producers.any(|other| other != first)
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, reason = "tests")]
+mod tests {
+    use super::*;
+
+    /// A batch of one record, as the builder writes it.
+    fn batch() -> Vec<u8> {
+        let mut builder = ferrolog_records::BatchBuilder::new(0);
+        builder.append(0, Some(b"k"), Some(b"v"), &[]).unwrap();
+        builder.build().unwrap()
+    }
+
+    #[test]
+    fn a_partition_carries_exactly_one_whole_batch_of_magic_2() {
+        let one = batch();
+        assert!(is_one_batch(&one));
+        let mut two = one.clone();
+        two.extend_from_slice(&one);
+        assert!(!is_one_batch(&two), "a second whole batch");
+        let mut trailing = one.clone();
+        trailing.extend_from_slice(&one[..20]);
+        assert!(
+            is_one_batch(&trailing),
+            "a partial second batch is left to the log"
+        );
+        assert!(!is_one_batch(&[]), "no batch");
+        assert!(!is_one_batch(&one[..one.len() - 1]), "a batch cut short");
+        let mut legacy = one.clone();
+        legacy[field::MAGIC] = 1;
+        assert!(!is_one_batch(&legacy), "magic 1");
+    }
 }

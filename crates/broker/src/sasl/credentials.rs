@@ -26,7 +26,7 @@ use ferrolog_storage::manager::LogManager;
 
 use super::Mechanism;
 pub use super::scram::ScramCredential;
-use crate::stored::{StoredDocument, escape, unescape};
+use crate::stored::{Rollback, StoredDocument, escape, unescape};
 
 /// The document the credentials are kept in.
 pub const CREDENTIALS_DOCUMENT: &str = "ferrolog-scram-credentials";
@@ -69,8 +69,9 @@ pub struct ScramStore {
 
 impl ScramStore {
     /// Loads the stored credentials; a damaged copy stops startup naming its file and line.
-    pub fn open(manager: Arc<LogManager>) -> Result<Self, StorageError> {
-        let (document, credentials) = StoredDocument::open(manager, CREDENTIALS_DOCUMENT, parse)?;
+    pub fn open(manager: Arc<LogManager>, rollback: Rollback) -> Result<Self, StorageError> {
+        let (document, credentials) =
+            StoredDocument::open(manager, CREDENTIALS_DOCUMENT, parse, rollback)?;
         Ok(Self {
             document,
             current: parking_lot::RwLock::new(Arc::new(credentials)),

@@ -87,6 +87,8 @@ const BROKER_KEYS: &[&str] = &[
     "transactional.id.expiration.ms",
     "transaction.abort.timed.out.transaction.cleanup.interval.ms",
     "transaction.remove.expired.transaction.cleanup.interval.ms",
+    // Not a Kafka key: start on an ACL or credentials document older than its recorded generation.
+    "ferrolog.accept.rolled.back.documents",
     // Not a Kafka key: the most transactional ids kept.
     "ferrolog.max.transactional.ids",
     // Not a Kafka key: the transaction.version feature clients are told is finalized.

@@ -22,7 +22,7 @@ use crate::checkpoint::{
     read_offset_checkpoint, write_offset_checkpoint,
 };
 use crate::error::{Result, StorageError};
-use crate::fs::{atomic_write, fsync_dir, remove_if_exists};
+use crate::fs::{atomic_write, atomic_write_private, fsync_dir, remove_if_exists};
 use crate::health::DirHealth;
 
 /// The lock file at a data directory's top, held with an exclusive `flock` while in use.
@@ -52,6 +52,9 @@ pub struct DataDir {
     /// Held while a checkpoint file is replaced: two writers of one file (the scheduler's job
     /// and a deletion or a move, say) would share its temporary file.
     checkpoint_writes: Mutex<()>,
+    /// Held while the record of documents' generations is replaced: the documents' owners
+    /// write changes of different documents independently.
+    pub(crate) generation_writes: Mutex<()>,
 }
 
 impl DataDir {
@@ -107,6 +110,7 @@ impl DataDir {
             loaded: AtomicBool::new(false),
             progress: LoadProgress::default(),
             checkpoint_writes: Mutex::new(()),
+            generation_writes: Mutex::new(()),
         })
     }
 
@@ -185,9 +189,11 @@ impl DataDir {
     }
 
     /// Replaces the document file `name` with `text` (see `documents`).
+    /// Writes a document, readable by the broker's user alone (documents hold credentials
+    /// and authorization).
     pub(crate) fn write_document(&self, name: &str, text: &str) -> Result<()> {
         self.health.ensure_online()?;
-        self.observed(atomic_write(&self.path.join(name), text.as_bytes()))
+        self.observed(atomic_write_private(&self.path.join(name), text.as_bytes()))
     }
 
     /// Records `reserved_up_to` as the first producer id not yet reserved.

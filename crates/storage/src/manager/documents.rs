@@ -9,6 +9,10 @@
 //! directory that was offline during a change does not bring the old contents back. The storage
 //! layer does not look inside the body; its owner parses it.
 //!
+//! Every document is written readable by the broker's user alone (mode 0600), and its
+//! generation recorded apart ([`super::document_generations`]) so that a deleted or
+//! rolled-back copy is found.
+//!
 //! Format: the version line, the generation line, then the body.
 //!
 //! ```text
@@ -67,16 +71,21 @@ impl LogManager {
 
     /// Writes `document`, under its own generation, to each online directory whose copy is
     /// older or missing, so that every online directory holds the newest copy; one holding the
-    /// same or a newer generation is left as it is. A failed write is reported and leaves that
+    /// same or a newer generation is left as it is. Each records the generation
+    /// ([`super::document_generations`]). A failed write is reported and leaves that
     /// directory's copy as it was (the next change writes it again).
     pub fn spread_document(&self, name: &str, document: &Document) -> Result<()> {
         check_name(name)?;
         let text = format!("{VERSION}\n{}\n{}", document.generation, document.body);
         for dir in self.dirs.all().iter().filter(|dir| !dir.is_offline()) {
-            if read_copy(dir, name)?.generation >= document.generation {
-                continue;
+            if read_copy(dir, name)?.generation < document.generation {
+                dir.write_document(name, &text)?;
             }
-            dir.write_document(name, &text)?;
+            // Recorded also where the copy was already there: a data directory from before the
+            // record was kept gets one at its first start.
+            if document.generation > 0 {
+                super::document_generations::record(dir, name, document.generation)?;
+            }
         }
         Ok(())
     }
@@ -133,7 +142,10 @@ pub(super) fn store(dirs: &[Arc<DataDir>], name: &str, document: &Document) -> R
     let mut stored_somewhere = false;
     let mut first_error = None;
     for dir in dirs.iter().filter(|dir| !dir.is_offline()) {
-        match dir.write_document(name, &text) {
+        let written = dir
+            .write_document(name, &text)
+            .and_then(|()| super::document_generations::record(dir, name, document.generation));
+        match written {
             Ok(()) => stored_somewhere = true,
             Err(error) => {
                 first_error.get_or_insert(error);

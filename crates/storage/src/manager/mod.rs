@@ -14,6 +14,7 @@ mod config;
 mod data_dir;
 mod deleter;
 mod dirs;
+mod document_generations;
 mod documents;
 mod load;
 mod log_map;
@@ -36,6 +37,7 @@ pub use config::{BackgroundConfig, ManagerConfig, PlacementPolicy, known_keys, p
 pub use data_dir::{CLEAN_SHUTDOWN_FILE, DataDir, LOCK_FILE};
 pub use deleter::Deleter;
 pub use dirs::DataDirs;
+pub use document_generations::GENERATIONS_FILE;
 pub use documents::Document;
 pub use meta_properties::{META_PROPERTIES, MetaProperties, random_uuid};
 pub use moves::{COPY_CHUNK_BYTES, FutureLog, LogDirChange, SWAP_TAIL_BYTES};
