@@ -2,6 +2,7 @@
 //! Metadata (LEADER_NOT_AVAILABLE, leader −1, this node among the offline replicas), Produce
 //! to them answers KAFKA_STORAGE_ERROR, DescribeLogDirs reports the directory's error, a move
 //! into it is refused, the other directory serves on; and once every directory is offline the broker stops.
+//! Moves of partitions that do not exist are answered without growing the broker's memory.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests")]
 
@@ -26,7 +27,9 @@ use kafka_protocol::messages::{
 };
 use kafka_protocol::protocol::StrBytes;
 
+const UNKNOWN_TOPIC_OR_PARTITION: i16 = 3;
 const LEADER_NOT_AVAILABLE: i16 = 5;
+const INVALID_TOPIC_EXCEPTION: i16 = 17;
 const KAFKA_STORAGE_ERROR: i16 = 56;
 const LOG_DIR_NOT_FOUND: i16 = 57;
 
@@ -177,4 +180,75 @@ async fn an_offline_directory_shows_in_metadata_and_the_broker_stops_when_all_ar
         .unwrap();
     let error = stopped.unwrap_err().to_string();
     assert!(error.contains("every data directory is offline"), "{error}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn moves_of_partitions_that_do_not_exist_are_answered_and_bounded() {
+    let temp = tempfile::tempdir().unwrap();
+    let broker = Broker::start_with(
+        ManagerConfig {
+            log_dirs: vec![temp.path().join("a"), temp.path().join("b")],
+            max_partitions: 100,
+            ..ManagerConfig::default()
+        },
+        BrokerConfig::default(),
+    )
+    .await;
+    let mut client = broker.client().await;
+    let target = broker.context.manager.data_dirs()[1]
+        .path()
+        .display()
+        .to_string();
+    let request = |topic: &str, partitions: Vec<i32>| {
+        AlterReplicaLogDirsRequest::default().with_dirs(vec![
+            AlterReplicaLogDir::default()
+                .with_path(StrBytes::from_string(target.clone()))
+                .with_topics(vec![
+                    AlterReplicaLogDirTopic::default()
+                        .with_name(topic_name(topic))
+                        .with_partitions(partitions),
+                ]),
+        ])
+    };
+    // 100,000 partitions of a topic that does not exist: each is answered, and the wishes
+    // kept for later creation stop at ferrolog.max.partitions (100 here).
+    let altered: AlterReplicaLogDirsResponse = client
+        .send(
+            ApiKey::AlterReplicaLogDirs,
+            2,
+            &request("ghost", (0..100_000).collect()),
+        )
+        .await;
+    let partitions = &altered.results[0].partitions;
+    assert_eq!(partitions.len(), 100_000);
+    assert!(
+        partitions
+            .iter()
+            .all(|p| p.error_code == UNKNOWN_TOPIC_OR_PARTITION)
+    );
+    // A name Kafka would never create, and a negative partition.
+    let bad: AlterReplicaLogDirsResponse = client
+        .send(ApiKey::AlterReplicaLogDirs, 2, &request("no/such", vec![0]))
+        .await;
+    assert_eq!(
+        bad.results[0].partitions[0].error_code,
+        INVALID_TOPIC_EXCEPTION
+    );
+    let negative: AlterReplicaLogDirsResponse = client
+        .send(ApiKey::AlterReplicaLogDirs, 2, &request("ghost", vec![-1]))
+        .await;
+    assert_eq!(
+        negative.results[0].partitions[0].error_code,
+        UNKNOWN_TOPIC_OR_PARTITION
+    );
+    // The kept wishes are honoured at creation: the first partitions land in directory b.
+    assert_eq!(client.create_topic("ghost", 2, &[]).await.error_code, 0);
+    for partition in 0..2 {
+        let dir = broker
+            .context
+            .manager
+            .dir_of(&TopicPartition::new("ghost", partition))
+            .unwrap();
+        assert_eq!(dir.path().display().to_string(), target);
+    }
 }

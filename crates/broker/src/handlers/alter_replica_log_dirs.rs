@@ -5,7 +5,11 @@
 //! - that directory offline, or any directory offline when a move must start:
 //!   KAFKA_STORAGE_ERROR;
 //! - a partition this node does not have: UNKNOWN_TOPIC_OR_PARTITION (Kafka's answer for a
-//!   partition that does not exist); the directory is remembered for its creation;
+//!   partition that does not exist); the directory is remembered for its creation, for at
+//!   most `ferrolog.max.partitions` such partitions (Kafka remembers them all, for ever);
+//! - a topic name Kafka would never create (illegal characters, too long, `.` or `..`):
+//!   INVALID_TOPIC_EXCEPTION, and a negative partition UNKNOWN_TOPIC_OR_PARTITION, neither
+//!   remembered (Kafka checks only the length of the future log's name);
 //! - the partition already there: NONE, and a move elsewhere under way is cancelled;
 //! - a partition named twice: the last directory naming it, one answer.
 //!
@@ -81,6 +85,12 @@ pub fn handle(
 }
 
 fn alter_one(context: &Context, topic_partition: &TopicPartition, path: &Path) -> i16 {
+    if !errors::is_valid_topic_name(&topic_partition.topic) {
+        return errors::INVALID_TOPIC_EXCEPTION;
+    }
+    if topic_partition.partition < 0 {
+        return errors::UNKNOWN_TOPIC_OR_PARTITION;
+    }
     let future_name_len = future_dir_name(topic_partition, "").len() + UNIQUE_ID_LEN;
     if future_name_len > MAX_FILE_NAME_BYTES {
         return errors::INVALID_TOPIC_EXCEPTION;

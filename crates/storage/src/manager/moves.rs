@@ -69,7 +69,8 @@ impl LogManager {
     }
 
     /// Kafka's AlterReplicaLogDirs for one partition: moves its log to the data directory at
-    /// `path`, or remembers the directory for a partition not created yet.
+    /// `path`, or remembers the directory for a partition not created yet (for at most
+    /// `ferrolog.max.partitions` such partitions; beyond, the wish is not kept).
     pub fn alter_log_dir(
         &self,
         topic_partition: &TopicPartition,
@@ -92,10 +93,15 @@ impl LogManager {
             )
         };
         let Some(current) = current else {
-            self.logs
-                .write()
-                .preferred_dirs
-                .insert(topic_partition.clone(), dir_index);
+            // Remembered for the partition's creation, for as many partitions as this node may
+            // hold: requests naming millions of partitions that do not exist must not grow
+            // memory without end (Kafka's map has no bound).
+            let mut logs = self.logs.write();
+            let known = logs.preferred_dirs.contains_key(topic_partition);
+            if known || logs.preferred_dirs.len() < self.config.max_partitions {
+                logs.preferred_dirs
+                    .insert(topic_partition.clone(), dir_index);
+            }
             return Ok(LogDirChange::Preferred);
         };
         if let Some(future) = &future {

@@ -17,6 +17,7 @@ use crate::log::{FetchBound, FetchParams, FirstBatch};
 use crate::offset::Offset;
 
 mod documents;
+mod limits;
 mod moves;
 mod startup;
 
