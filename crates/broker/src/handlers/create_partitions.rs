@@ -1,5 +1,7 @@
-//! CreatePartitions: more partitions for an existing topic, all on this node. Needs ALTER on
-//! each topic (TOPIC_AUTHORIZATION_FAILED, whether it exists or not).
+//! CreatePartitions: more partitions for an existing topic, all on this node, any manual
+//! assignment checked as Kafka's controller checks it (one list per added partition, this
+//! node's id alone). Needs ALTER on each topic (TOPIC_AUTHORIZATION_FAILED, whether it exists
+//! or not).
 
 use kafka_protocol::messages::create_partitions_response::CreatePartitionsTopicResult;
 use kafka_protocol::messages::{CreatePartitionsRequest, CreatePartitionsResponse, RequestHeader};
@@ -7,7 +9,7 @@ use kafka_protocol::protocol::StrBytes;
 
 use ferrolog_storage::TopicPartition;
 
-use super::{internal_topics, partitions_of};
+use super::{internal_topics, partitions_of, replica_assignment};
 use crate::authz::{AclOperation, ResourceType};
 use crate::session::Session;
 use crate::{Context, errors};
@@ -82,6 +84,21 @@ pub fn handle(
                     errors::INVALID_PARTITIONS,
                     format!("topic {name} has {existing} partitions; the count can only grow"),
                 );
+            }
+            if let Some(assignments) = &topic.assignments {
+                let assignments: Vec<Vec<i32>> = assignments
+                    .iter()
+                    .map(|a| a.broker_ids.iter().map(|id| id.0).collect())
+                    .collect();
+                let node = context.manager.node_id();
+                if let Err((code, message)) = replica_assignment::added_partitions(
+                    &assignments,
+                    topic.count - existing,
+                    1,
+                    node,
+                ) {
+                    return fail(code, message);
+                }
             }
             if let Err(error) = context
                 .manager

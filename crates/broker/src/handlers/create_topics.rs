@@ -1,5 +1,8 @@
 //! CreateTopics: partitions on this node (replication factor 1), topic configs validated with
 //! the storage's own rules and applied to the new logs; `validate_only` checks without creating.
+//! A manual replica assignment is checked as Kafka's controller checks it (this node's id
+//! alone in each list, partitions 0 to n-1, count and factor left at -1) and gives the count.
+//! A topic is created whole or not at all.
 //!
 //! Needs CREATE on the cluster or on each topic (TOPIC_AUTHORIZATION_FAILED, checked first); a
 //! created topic's partition count, replication factor and configs are told only with
@@ -13,7 +16,7 @@ use kafka_protocol::protocol::StrBytes;
 
 use ferrolog_storage::TopicPartition;
 
-use super::{internal_topics, partitions_of};
+use super::{internal_topics, partitions_of, replica_assignment};
 use crate::authz::{AclOperation, ResourceType};
 use crate::session::Session;
 use crate::{Context, errors};
@@ -38,6 +41,7 @@ pub fn handle(
         .zip(&creatable)
         .filter(|(_, creatable)| **creatable)
         .map(|(topic, _)| match topic.num_partitions {
+            _ if !topic.assignments.is_empty() => topic.assignments.len() as i64,
             -1 => i64::from(default_partitions),
             count if count > 0 => i64::from(count),
             _ => 0,
@@ -51,10 +55,20 @@ pub fn handle(
         .zip(creatable)
         .map(|(topic, creatable)| {
             let name = topic.name.0.to_string();
-            let partitions = if topic.num_partitions == -1 {
-                context.config.num_partitions
-            } else {
-                topic.num_partitions
+            let assignments: Vec<(i32, Vec<i32>)> = topic
+                .assignments
+                .iter()
+                .map(|a| {
+                    (
+                        a.partition_index,
+                        a.broker_ids.iter().map(|id| id.0).collect(),
+                    )
+                })
+                .collect();
+            let shape = Shape {
+                num_partitions: topic.num_partitions,
+                replication_factor: topic.replication_factor,
+                assignments,
             };
             let overrides: BTreeMap<String, String> = topic
                 .configs
@@ -79,16 +93,13 @@ pub fn handle(
                     errors::TOO_MANY_PARTITIONS_PER_REQUEST.to_owned(),
                 ))
             } else {
-                create(
-                    context,
-                    &name,
-                    partitions,
-                    topic.replication_factor,
-                    overrides,
-                    request.validate_only,
-                )
+                create(context, &name, &shape, overrides, request.validate_only)
             };
             let mut result = CreatableTopicResult::default().with_name(topic.name);
+            let partitions = match outcome {
+                Ok(partitions) => partitions,
+                Err(_) => -1,
+            };
             if let Err((code, message)) = outcome {
                 // Every version served (2 and later) carries the message.
                 result = result
@@ -125,14 +136,59 @@ pub fn handle(
     CreateTopicsResponse::default().with_topics(topics)
 }
 
+/// What a topic asks to be made of: a count and a replication factor, or a manual
+/// assignment (with both left at -1).
+struct Shape {
+    num_partitions: i32,
+    replication_factor: i16,
+    /// `(partition, replicas)` in request order; empty without one.
+    assignments: Vec<(i32, Vec<i32>)>,
+}
+
+impl Shape {
+    /// The partition count, or the topic's error: a manual assignment decides it (on one node,
+    /// each list is this node's id), else the count asked for or `num.partitions`.
+    fn partitions(&self, context: &Context) -> Result<i32, (i16, String)> {
+        if !self.assignments.is_empty() {
+            return replica_assignment::new_topic_partitions(
+                &self.assignments,
+                self.num_partitions,
+                self.replication_factor,
+                context.manager.node_id(),
+            );
+        }
+        // The factor first, then the count, in Kafka's order.
+        if self.replication_factor != 1 && self.replication_factor != -1 {
+            return Err((
+                errors::INVALID_REPLICATION_FACTOR,
+                format!(
+                    "replication factor {}: this broker is a single node",
+                    self.replication_factor
+                ),
+            ));
+        }
+        let partitions = match self.num_partitions {
+            -1 => context.config.num_partitions,
+            count => count,
+        };
+        if partitions <= 0 {
+            return Err((
+                errors::INVALID_PARTITIONS,
+                format!("{partitions} partitions"),
+            ));
+        }
+        Ok(partitions)
+    }
+}
+
+/// Creates the topic (or, `validate_only`, checks it could be); its partition count.
 fn create(
     context: &Context,
     name: &str,
-    partitions: i32,
-    replication_factor: i16,
+    shape: &Shape,
     overrides: BTreeMap<String, String>,
     validate_only: bool,
-) -> Result<(), (i16, String)> {
+) -> Result<i32, (i16, String)> {
     if !errors::is_valid_topic_name(name) {
         return Err((
             errors::INVALID_TOPIC_EXCEPTION,
@@ -148,28 +204,17 @@ fn create(
     if let Some(refusal) = internal_topics::creation_refusal(name) {
         return Err(refusal);
     }
-    if partitions <= 0 {
-        return Err((
-            errors::INVALID_PARTITIONS,
-            format!("{partitions} partitions"),
-        ));
-    }
-    if replication_factor != 1 && replication_factor != -1 {
-        return Err((
-            errors::INVALID_REPLICATION_FACTOR,
-            format!("replication factor {replication_factor}: this broker is a single node"),
-        ));
-    }
     context
         .manager
         .validate_topic_overrides(name, &overrides)
         .map_err(|error| (errors::INVALID_CONFIG, error.to_string()))?;
+    let partitions = shape.partitions(context)?;
     context
         .manager
         .check_room_for(partitions as usize)
         .map_err(|error| (errors::code_of(&error), error.to_string()))?;
     if validate_only {
-        return Ok(());
+        return Ok(partitions);
     }
     context
         .manager
@@ -178,10 +223,14 @@ fn create(
     let all: Vec<TopicPartition> = (0..partitions)
         .map(|partition| TopicPartition::new(name, partition))
         .collect();
-    context
-        .manager
-        .create_all(&all)
-        .map_err(|error| (errors::code_of(&error), error.to_string()))?;
+    if let Err(error) = context.manager.create_all(&all) {
+        // Nothing of the topic is left, its settings included, as Kafka leaves nothing of a
+        // topic it could not create.
+        if let Err(forgetting) = context.manager.forget_topic_overrides(name) {
+            tracing::warn!(topic = name, error = %forgetting, "could not forget the settings of a topic not created");
+        }
+        return Err((errors::code_of(&error), error.to_string()));
+    }
     tracing::info!(topic = name, partitions, "created topic");
-    Ok(())
+    Ok(partitions)
 }

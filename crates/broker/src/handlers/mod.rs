@@ -38,6 +38,7 @@ pub mod offset_delete;
 pub mod offset_fetch;
 pub mod partition_reassignments;
 pub mod produce;
+mod replica_assignment;
 pub mod sasl;
 pub mod scram_credentials;
 pub mod sync_group;

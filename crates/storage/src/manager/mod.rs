@@ -340,10 +340,10 @@ impl LogManager {
         self.create_locked(topic_partition)
     }
 
-    /// Creates the logs of `partitions` that do not exist yet, all or none as far as
-    /// `ferrolog.max.partitions` goes: the room for them is checked, under the lock that
-    /// serializes creations, before the first is made. (A failing disk can still stop it
-    /// part way.)
+    /// Creates the logs of `partitions` that do not exist yet, all or none: the room for them
+    /// (`ferrolog.max.partitions`) is checked, under the lock that serializes creations, before
+    /// the first is made, and a creation that fails part way (out of file descriptors, a full
+    /// or failing disk) deletes the ones it made.
     pub fn create_all(&self, partitions: &[TopicPartition]) -> Result<()> {
         self.ensure_running()?;
         let _creating = self.create_lock.lock();
@@ -352,8 +352,17 @@ impl LogManager {
             .filter(|topic_partition| self.get(topic_partition).is_none())
             .collect();
         self.check_room_for(missing.len())?;
-        for topic_partition in missing {
-            self.create_locked(topic_partition)?;
+        for (made, topic_partition) in missing.iter().enumerate() {
+            if let Err(error) = self.create_locked(topic_partition) {
+                // All or nothing, as Kafka's one metadata record for a topic: the partitions
+                // made before the failure go again.
+                for undone in &missing[..made] {
+                    if let Err(undoing) = self.delete_locked(undone) {
+                        tracing::warn!(partition = %undone, error = %undoing, "could not remove a partition of a creation that failed");
+                    }
+                }
+                return Err(error);
+            }
         }
         Ok(())
     }
@@ -452,6 +461,11 @@ impl LogManager {
     /// are rewritten without it. Returns false when there was no such log.
     pub fn delete(&self, topic_partition: &TopicPartition) -> Result<bool> {
         let _deleting = self.create_lock.lock();
+        self.delete_locked(topic_partition)
+    }
+
+    /// [`LogManager::delete`]; the caller holds `create_lock`.
+    fn delete_locked(&self, topic_partition: &TopicPartition) -> Result<bool> {
         if self.get(topic_partition).is_none() {
             return Ok(false);
         }
