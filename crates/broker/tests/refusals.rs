@@ -418,3 +418,68 @@ async fn names_repeated_in_a_request_are_served_once() {
         .await;
     assert_eq!(metadata.topics.len(), 1, "{metadata:?}");
 }
+
+/// IncrementalAlterConfigs of `topic`'s `key` to `value`: the resource's (error, message).
+async fn alter(client: &mut Client, topic: &str, key: &str, value: &str) -> (i16, String) {
+    let altered: IncrementalAlterConfigsResponse = client
+        .send(
+            ApiKey::IncrementalAlterConfigs,
+            1,
+            &IncrementalAlterConfigsRequest::default().with_resources(vec![
+                AlterConfigsResource::default()
+                    .with_resource_type(2)
+                    .with_resource_name(StrBytes::from_string(topic.to_owned()))
+                    .with_configs(vec![
+                        AlterableConfig::default()
+                            .with_name(StrBytes::from_string(key.to_owned()))
+                            .with_config_operation(0)
+                            .with_value(Some(StrBytes::from_string(value.to_owned()))),
+                    ]),
+            ]),
+        )
+        .await;
+    let result = &altered.responses[0];
+    (
+        result.error_code,
+        result.error_message.as_deref().unwrap_or("").to_owned(),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn segments_under_a_mebibyte_are_refused_as_kafka_4_4_refuses_them() {
+    let temp = tempfile::tempdir().unwrap();
+    let broker = Broker::start(temp.path()).await;
+    let mut client = broker.client().await;
+    let kafka_message =
+        "Invalid value 100 for configuration segment.bytes: Value must be at least 1048576";
+    let refused = client
+        .create_topic("tiny", 1, &[("segment.bytes", "100")])
+        .await;
+    assert_eq!(refused.error_code, INVALID_CONFIG);
+    assert_eq!(refused.error_message.as_deref(), Some(kafka_message));
+    assert!(broker.context.manager.topic_overrides("tiny").is_empty());
+    create(&mut client, "normal", &[]).await;
+    assert_eq!(
+        alter(&mut client, "normal", "segment.bytes", "100").await,
+        (INVALID_CONFIG, kafka_message.to_owned())
+    );
+    assert_eq!(
+        alter(&mut client, "normal", "segment.bytes", "1048576")
+            .await
+            .0,
+        0
+    );
+    // Kafka's key for tests takes small segments, as Kafka 4.4 takes it.
+    create(&mut client, "small", &[("internal.segment.bytes", "65536")]).await;
+    let log = broker
+        .context
+        .manager
+        .get(&ferrolog_storage::TopicPartition::new("small", 0))
+        .unwrap();
+    assert_eq!(log.config().segment_size(), 65536);
+    // A setting kept from before does not stop other changes.
+    assert_eq!(
+        alter(&mut client, "small", "retention.ms", "60000").await.0,
+        0
+    );
+}

@@ -15,16 +15,12 @@ use std::time::{Duration, Instant};
 
 use common::answers::{answers, assert_same_answers, wait_until_serving};
 use common::kafka::{KafkaPeer, kafka_available, kafka_tool, kafka_tool_ok};
-use common::wire::{connect, name, send};
+use common::wire::{connect, create_topic, name, send};
 use common::{Server, kcat, kcat_lines};
-use kafka_protocol::messages::create_topics_request::{CreatableTopic, CreatableTopicConfig};
 use kafka_protocol::messages::delete_records_request::{
     DeleteRecordsPartition, DeleteRecordsTopic,
 };
-use kafka_protocol::messages::{
-    ApiKey, CreateTopicsRequest, CreateTopicsResponse, DeleteRecordsRequest, DeleteRecordsResponse,
-    TopicName,
-};
+use kafka_protocol::messages::{ApiKey, DeleteRecordsRequest, DeleteRecordsResponse, TopicName};
 
 const CODECS: [&str; 5] = ["none", "gzip", "snappy", "lz4", "zstd"];
 const RECORDS_PER_TOPIC: usize = 3000;
@@ -121,28 +117,40 @@ fn complaints(stderr: &str) -> Vec<String> {
     complaints
 }
 
+/// Segments of 64 KiB, below the 1 MiB `segment.bytes` may be: Kafka's key for tests.
+const SMALL_SEGMENTS: (&str, &str) = ("internal.segment.bytes", "65536");
+
 fn create_compacted_topic(port: u16) {
-    let config = |key: &str, value: &str| {
-        CreatableTopicConfig::default()
-            .with_name(name(key))
-            .with_value(Some(name(value)))
-    };
-    let request = CreateTopicsRequest::default()
-        .with_timeout_ms(10_000)
-        .with_topics(vec![
-            CreatableTopic::default()
-                .with_name(TopicName(name("compacted")))
-                .with_num_partitions(1)
-                .with_replication_factor(1)
-                .with_configs(vec![
-                    config("cleanup.policy", "compact"),
-                    config("segment.bytes", "65536"),
-                    config("min.cleanable.dirty.ratio", "0.01"),
-                ]),
-        ]);
-    let created: CreateTopicsResponse =
-        send(&mut connect(port), ApiKey::CreateTopics, 5, &request).unwrap();
-    assert_eq!(created.topics[0].error_code, 0);
+    let created = create_topic(
+        port,
+        "compacted",
+        1,
+        &[
+            ("cleanup.policy", "compact"),
+            SMALL_SEGMENTS,
+            ("min.cleanable.dirty.ratio", "0.01"),
+        ],
+    );
+    assert_eq!(created, 0);
+}
+
+/// Gives `topic` the `segment.bytes` of 64 KiB an earlier ferrolog allowed and Kafka 4.4
+/// refuses, as a data directory from before the limit holds it; the broker is stopped.
+fn as_an_earlier_ferrolog_left_it(dir: &Path, topic: &str) {
+    use ferrolog_storage::manager::{LogManager, ManagerConfig};
+    let manager = LogManager::open(
+        ManagerConfig {
+            log_dirs: vec![dir.to_path_buf()],
+            ..ManagerConfig::default()
+        },
+        std::sync::Arc::new(ferrolog_storage::SystemClock),
+    )
+    .unwrap();
+    let mut overrides = manager.topic_overrides(topic);
+    overrides.remove(SMALL_SEGMENTS.0);
+    overrides.insert("segment.bytes".into(), "65536".into());
+    manager.set_topic_overrides(topic, overrides).unwrap();
+    manager.shutdown().unwrap();
 }
 
 fn delete_records(port: u16, topic: &str, before: i64) {
@@ -249,13 +257,14 @@ fn kafka_reads_ferrolog_files_and_serves_them_after_a_move() {
     let server = Server::start_with(
         &dir,
         &[
-            "log.segment.bytes=65536",
             "log.cleaner.backoff.ms=100",
             "offsets.topic.num.partitions=3",
         ],
     );
     let port = server.port;
     for codec in CODECS {
+        let created = create_topic(port, &format!("codec-{codec}"), 1, &[SMALL_SEGMENTS]);
+        assert_eq!(created, 0);
         produce(
             &kcat,
             port,
@@ -359,8 +368,9 @@ fn kafka_reads_ferrolog_files_and_serves_them_after_a_move() {
         "--bootstrap-server",
         &bootstrap,
     ];
-    // Kafka 4.4 refuses segments under 1 MiB, which ferrolog allows: the topic's setting is
-    // named, and changed in ferrolog (with Kafka's own tool) before trying again.
+    // Kafka 4.4 refuses segments under 1 MiB, which an earlier ferrolog allowed: the topic's
+    // setting is named, and changed in ferrolog (with Kafka's own tool) before trying again.
+    as_an_earlier_ferrolog_left_it(&dir, "compacted");
     let refused = move_to_kafka(&create);
     let stderr = String::from_utf8_lossy(&refused.stderr);
     assert!(

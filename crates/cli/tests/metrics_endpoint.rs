@@ -10,6 +10,7 @@ use std::net::TcpStream;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use common::wire::create_topic;
 use common::{Server, free_port, kcat};
 
 fn scrape(port: u16) -> String {
@@ -60,7 +61,6 @@ fn figures_move_with_produce_fetch_roll_retention_and_cleaning() {
         &temp.path().join("data"),
         &[
             &listener,
-            "log.segment.bytes=32768",
             "log.cleanup.policy=compact,delete",
             "log.retention.ms=1000",
             "log.retention.check.interval.ms=200",
@@ -75,6 +75,9 @@ fn figures_move_with_produce_fetch_roll_retention_and_cleaning() {
         None
     );
 
+    // Segments of 32 KiB, below the 1 MiB `segment.bytes` may be: Kafka's key for tests.
+    let created = create_topic(server.port, "m", 1, &[("internal.segment.bytes", "32768")]);
+    assert_eq!(created, 0);
     produce(&kcat, server.port, 0, 2000);
     let fetched = Command::new(&kcat)
         .args(["-b", &format!("127.0.0.1:{}", server.port)])

@@ -100,6 +100,9 @@ pub struct LogConfig {
     /// `max.compaction.lag.ms`: how old a dirty record may grow before its log is compacted
     /// regardless of the dirty ratio. Default unlimited (`Long.MAX_VALUE` ms).
     pub max_compaction_lag: Duration,
+    /// `internal.segment.bytes`: Kafka 4.4's segment size for tests, below the 1 MiB
+    /// `segment.bytes` may not go; when set, segments roll at it instead. Default unset.
+    pub internal_segment_bytes: Option<u64>,
 }
 
 const DAY: Duration = Duration::from_secs(24 * 60 * 60);
@@ -130,11 +133,13 @@ impl Default for LogConfig {
             delete_retention: DAY,
             min_compaction_lag: Duration::ZERO,
             max_compaction_lag: UNLIMITED,
+            internal_segment_bytes: None,
         }
     }
 }
 
-/// Every topic-level key [`LogConfig::set`] accepts.
+/// Every topic-level key [`LogConfig::set`] accepts and DescribeConfigs lists; it also accepts
+/// Kafka's `internal.segment.bytes`, which, as an internal key, is not listed.
 pub const TOPIC_CONFIG_KEYS: &[&str] = &[
     "segment.bytes",
     "segment.ms",
@@ -189,7 +194,35 @@ fn parse_int(key: &str, value: &str, min: i64) -> Result<u32> {
         .map_err(|_| invalid(key, value, "must fit in a 32-bit signed integer"))
 }
 
+/// Kafka 4.4's smallest `segment.bytes` (and `log.segment.bytes`): 1 MiB. Clients and the
+/// broker's settings are held to it ([`LogConfig::check_kafka_minimums`]); a library user
+/// setting the field may go lower, and tests use `internal.segment.bytes`, as Kafka's do.
+pub const MIN_SEGMENT_BYTES: u64 = 1 << 20;
+
 impl LogConfig {
+    /// The size segments roll at: `internal.segment.bytes` when set, else `segment.bytes`.
+    pub fn segment_size(&self) -> u64 {
+        self.internal_segment_bytes.unwrap_or(self.segment_bytes)
+    }
+
+    /// The limits Kafka 4.4 holds a topic-level key to beyond what [`LogConfig::set`] takes:
+    /// `segment.bytes` at least [`MIN_SEGMENT_BYTES`], with Kafka's message.
+    pub fn check_kafka_minimums(key: &str, value: &str) -> Result<()> {
+        if key == "segment.bytes"
+            && value
+                .trim()
+                .parse::<i64>()
+                .is_ok_and(|bytes| bytes < MIN_SEGMENT_BYTES as i64)
+        {
+            return Err(StorageError::InvalidConfig {
+                key: key.to_owned(),
+                value: value.to_owned(),
+                reason: format!("Value must be at least {MIN_SEGMENT_BYTES}"),
+            });
+        }
+        Ok(())
+    }
+
     /// Sets one topic-level key. Unknown keys and invalid values are errors naming the key.
     pub fn set(&mut self, key: &str, value: &str) -> Result<()> {
         match key {
@@ -277,6 +310,9 @@ impl LogConfig {
             "delete.retention.ms" => self.delete_retention = parse_duration(key, value, 0)?,
             "min.compaction.lag.ms" => self.min_compaction_lag = parse_duration(key, value, 0)?,
             "max.compaction.lag.ms" => self.max_compaction_lag = parse_duration(key, value, 1)?,
+            "internal.segment.bytes" => {
+                self.internal_segment_bytes = Some(u64::from(parse_int(key, value, 14)?));
+            }
             _ => return Err(invalid(key, value, "unknown topic config")),
         }
         Ok(())
@@ -325,6 +361,7 @@ impl LogConfig {
             "delete.retention.ms" => kafka_ms(self.delete_retention).to_string(),
             "min.compaction.lag.ms" => kafka_ms(self.min_compaction_lag).to_string(),
             "max.compaction.lag.ms" => kafka_ms(self.max_compaction_lag).to_string(),
+            "internal.segment.bytes" => self.internal_segment_bytes?.to_string(),
             _ => return None,
         })
     }

@@ -384,7 +384,15 @@ fn alter_topic(
             format!("topic {name} does not exist"),
         ));
     }
-    let overrides = change(context.manager.topic_overrides(name))?;
+    let current = context.manager.topic_overrides(name);
+    let overrides = change(current.clone())?;
+    // Only what this request sets is held to Kafka's minimums: a value kept from before (an
+    // internal topic's own segment size, say) does not stop other changes.
+    for (key, value) in &overrides {
+        if current.get(key) != Some(value) {
+            super::kafka_minimum(key, value)?;
+        }
+    }
     if let Some(refusal) = internal_topics::config_refusal(name, &overrides) {
         return Err(refusal);
     }

@@ -85,7 +85,8 @@ pub fn handle(
                     format!("topic {name} has {existing} partitions; the count can only grow"),
                 );
             }
-            if let Some(assignments) = &topic.assignments {
+            // An empty list is taken for none, as some clients send one instead of null.
+            if let Some(assignments) = topic.assignments.as_ref().filter(|a| !a.is_empty()) {
                 let assignments: Vec<Vec<i32>> = assignments
                     .iter()
                     .map(|a| a.broker_ids.iter().map(|id| id.0).collect())

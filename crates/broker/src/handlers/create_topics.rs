@@ -204,6 +204,9 @@ fn create(
     if let Some(refusal) = internal_topics::creation_refusal(name) {
         return Err(refusal);
     }
+    for (key, value) in &overrides {
+        super::kafka_minimum(key, value)?;
+    }
     context
         .manager
         .validate_topic_overrides(name, &overrides)

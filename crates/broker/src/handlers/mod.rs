@@ -127,3 +127,16 @@ pub fn downgrade_producer_fenced(code: i16, version: i16, since: i16) -> i16 {
         code
     }
 }
+
+/// A topic config a client sets, held to Kafka 4.4's minimums beyond what the storage takes
+/// (`segment.bytes` at least 1 MiB), refused as Kafka's controller refuses it: INVALID_CONFIG
+/// with Kafka's message.
+fn kafka_minimum(key: &str, value: &str) -> Result<(), (i16, String)> {
+    ferrolog_storage::LogConfig::check_kafka_minimums(key, value).map_err(|error| match error {
+        ferrolog_storage::StorageError::InvalidConfig { reason, .. } => (
+            crate::errors::INVALID_CONFIG,
+            format!("Invalid value {value} for configuration {key}: {reason}"),
+        ),
+        other => (crate::errors::INVALID_CONFIG, other.to_string()),
+    })
+}

@@ -151,3 +151,31 @@ pub fn log_dirs(stream: &mut TcpStream) -> (usize, Vec<(String, String)>) {
     homes.sort();
     (futures, homes)
 }
+
+/// CreateTopics (v5) of `topic` with `partitions` and `configs` on the broker at `port`; the
+/// topic's error code.
+pub fn create_topic(port: u16, topic: &str, partitions: i32, configs: &[(&str, &str)]) -> i16 {
+    use kafka_protocol::messages::create_topics_request::{CreatableTopic, CreatableTopicConfig};
+    use kafka_protocol::messages::{CreateTopicsRequest, CreateTopicsResponse, TopicName};
+    let request = CreateTopicsRequest::default()
+        .with_timeout_ms(10_000)
+        .with_topics(vec![
+            CreatableTopic::default()
+                .with_name(TopicName(name(topic)))
+                .with_num_partitions(partitions)
+                .with_replication_factor(1)
+                .with_configs(
+                    configs
+                        .iter()
+                        .map(|(key, value)| {
+                            CreatableTopicConfig::default()
+                                .with_name(name(key))
+                                .with_value(Some(name(value)))
+                        })
+                        .collect(),
+                ),
+        ]);
+    let created: CreateTopicsResponse =
+        send(&mut connect(port), ApiKey::CreateTopics, 5, &request).unwrap();
+    created.topics[0].error_code
+}

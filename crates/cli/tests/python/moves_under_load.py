@@ -40,7 +40,7 @@ futures = admin.create_topics([
     NewTopic(PLAIN, PLAIN_PARTITIONS, 1),
     NewTopic(COMPACTED, COMPACTED_PARTITIONS, 1, config={
         "cleanup.policy": "compact",
-        "segment.bytes": "65536",
+        "internal.segment.bytes": "65536",
         "min.cleanable.dirty.ratio": "0.01",
         "delete.retention.ms": "0",
     }),

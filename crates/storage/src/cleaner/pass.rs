@@ -308,7 +308,7 @@ pub fn group_segments(
         .collect();
     group_by_limits(
         &sizes,
-        config.segment_bytes,
+        config.segment_size(),
         u64::from(config.segment_index_bytes),
         end_offset,
     )

@@ -134,7 +134,7 @@ impl Log {
             let now_ms = self.clock.now_ms();
             let params = RollParams {
                 segment_age: config.segment_age,
-                segment_bytes: config.segment_bytes,
+                segment_bytes: config.segment_size(),
                 max_timestamp_in_messages: now_ms,
                 max_offset_in_messages: view.log_end.offset,
                 messages_size: 0,

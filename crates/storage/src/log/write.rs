@@ -261,10 +261,10 @@ impl Log {
     ) -> Result<Appended> {
         refuse_past_damaged_end(&self.view())?;
         let info = validated.info;
-        if bytes.len() as u64 > config.segment_bytes {
+        if bytes.len() as u64 > config.segment_size() {
             return Err(StorageError::RecordBatchTooLarge {
                 size: bytes.len(),
-                segment_bytes: config.segment_bytes,
+                segment_bytes: config.segment_size(),
             });
         }
         let now_ms = self.clock.now_ms();
@@ -277,7 +277,7 @@ impl Log {
             config,
             RollParams {
                 segment_age: config.segment_age,
-                segment_bytes: config.segment_bytes,
+                segment_bytes: config.segment_size(),
                 max_timestamp_in_messages,
                 max_offset_in_messages: info.last_offset,
                 messages_size: bytes.len() as u64,

@@ -411,8 +411,8 @@ impl ManagerConfig {
         let defaults = &mut config.log_defaults;
         for (broker_key, topic_key) in DIRECT_SYNONYMS {
             if let Some(value) = properties.get(*broker_key) {
-                defaults
-                    .set(topic_key, value)
+                LogConfig::check_kafka_minimums(topic_key, value)
+                    .and_then(|()| defaults.set(topic_key, value))
                     .map_err(|error| rename_key(error, broker_key))?;
             }
         }
@@ -499,6 +499,7 @@ mod tests {
     fn invalid_values_name_the_broker_key() {
         for (key, value) in [
             ("log.segment.bytes", "1"),
+            ("log.segment.bytes", "1048575"),
             ("num.recovery.threads.per.data.dir", "0"),
             ("log.retention.hours", "soon"),
             ("node.id", "-3"),

@@ -293,7 +293,7 @@ impl LogManager {
         let Some(current) = self.get(&future.topic_partition) else {
             return Ok(false);
         };
-        let chunk = chunk.min(future.log.config().segment_bytes);
+        let chunk = chunk.min(future.log.config().segment_size());
         let rate_changes = self.maintenance.move_pause.rate_changes();
         let step = current.copy_into(&future.log, chunk)?;
         let wait = self.maintenance.move_throttle.charge(step.copied_bytes);

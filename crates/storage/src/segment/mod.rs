@@ -162,7 +162,7 @@ impl Segment {
         config: &LogConfig,
         now_ms: i64,
     ) -> Result<Self> {
-        let preallocate = config.preallocate.then_some(config.segment_bytes);
+        let preallocate = config.preallocate.then_some(config.segment_size());
         Self::open_with(dir, base_offset, config, now_ms, "", preallocate)
     }
 
