@@ -165,6 +165,7 @@ impl Log {
             clock,
             health,
             reaper,
+            open_files,
         } = environment;
         let (topic_partition, kind) = parse_partition_dir(dir)?;
         std::fs::create_dir_all(dir).map_err(StorageError::io("create", dir))?;
@@ -174,7 +175,14 @@ impl Log {
         let now_ms = clock.now_ms();
         let mut segments: BTreeMap<Offset, Arc<Segment>> = BTreeMap::new();
         let mut needs_recovery = Vec::new();
-        for path in list_files(dir)? {
+        let files = list_files(dir)?;
+        // Every segment but the newest is sealed: its `.log` is opened when read.
+        let newest = files
+            .iter()
+            .filter(|path| file_name(path).ends_with(LOG_SUFFIX))
+            .filter_map(|path| parse_base_offset(file_name(path)))
+            .max();
+        for path in files {
             let name = file_name(&path);
             let Some(base) = parse_base_offset(name) else {
                 continue;
@@ -196,7 +204,11 @@ impl Log {
             }
             let index_existed = segment_path(dir, base.value(), INDEX_SUFFIX).exists();
             let time_index_existed = segment_path(dir, base.value(), TIME_INDEX_SUFFIX).exists();
-            let segment = Segment::open(dir, base, &config, now_ms, "")?;
+            let segment = if Some(base.value()) == newest {
+                Segment::open(dir, base, &config, now_ms, "")?
+            } else {
+                Segment::open_sealed(dir, base, &config, now_ms, &open_files)?
+            };
             if !time_index_existed && index_existed {
                 // Data from before time indexes existed: an empty time index, as Kafka makes.
                 segment.resize_indexes_time_only(0)?;
@@ -389,6 +401,7 @@ impl Log {
             }),
             view: ArcSwap::from_pointee(view),
             reaper,
+            open_files,
             producers: Mutex::new(producer_state),
             reported_damage: Mutex::new(std::collections::HashSet::new()),
             flush_turn: Mutex::new(()),

@@ -215,6 +215,7 @@ impl Log {
                 return Err(error);
             }
             let mut segments: Vec<Arc<Segment>> = view.segments[..start].to_vec();
+            cleaned.seal(&self.open_files);
             segments.push(Arc::new(cleaned));
             segments.extend_from_slice(&view.segments[start + replaced.len()..]);
             let mut next = (*view).clone();

@@ -57,7 +57,7 @@ use crate::error::{Result, StorageError};
 use crate::health::DirHealth;
 use crate::offset::Offset;
 use crate::producer::ProducerState;
-use crate::segment::{DELETED_SUFFIX, Segment};
+use crate::segment::{DELETED_SUFFIX, OpenFiles, Segment};
 use crate::types::TopicPartition;
 
 /// The partition leader epoch stamped on every batch this log assigns offsets to. ferrolog is
@@ -146,6 +146,8 @@ pub struct Log {
     writer: Mutex<WriterState>,
     view: ArcSwap<LogView>,
     reaper: Option<Arc<dyn SegmentReaper>>,
+    /// Where the files of this log's sealed segments are counted and closed when cold.
+    open_files: Arc<OpenFiles>,
     /// Idempotent producers' state; taken after `writer` when both are held.
     producers: Mutex<ProducerState>,
     /// Damaged places of this log's files already logged, so a consumer retrying a fetch over
@@ -174,15 +176,20 @@ pub struct LogEnvironment {
     /// Takes removed segments' files (renamed `.deleted`) and removes them after
     /// `file.delete.delay.ms`; `None` removes them at once.
     pub reaper: Option<Arc<dyn SegmentReaper>>,
+    /// The sealed segments' files open now, within their limit, shared by every log of the
+    /// owner.
+    pub open_files: Arc<OpenFiles>,
 }
 
 impl LogEnvironment {
-    /// A log on its own: its own health for `data_dir`, files removed at once.
+    /// A log on its own: its own health for `data_dir`, files removed at once, at most
+    /// [`crate::segment::DEFAULT_MAX_OPEN_SEALED`] sealed segments' files open.
     pub fn standalone(data_dir: &Path, clock: Arc<dyn Clock>) -> Self {
         Self {
             clock,
             health: Arc::new(DirHealth::new(data_dir)),
             reaper: None,
+            open_files: OpenFiles::new(crate::segment::DEFAULT_MAX_OPEN_SEALED),
         }
     }
 }
@@ -393,6 +400,7 @@ impl Log {
             let view = self.view();
             view.active_segment().on_becoming_inactive()?;
             view.active_segment().flush()?;
+            view.active_segment().seal(&self.open_files);
             // The next clean start loads this instead of reading the log.
             self.write_producer_snapshot(view.log_end.offset, producers::SnapshotSync::Now)?;
             Ok(())

@@ -75,10 +75,12 @@ impl Watermarks {
 }
 
 /// A byte range of one segment's `.log`, to be sent as it lies. Holding it keeps the file open:
-/// a segment the log removes meanwhile can still be read through it.
+/// a segment the log removes, or whose file is closed meanwhile (a sealed segment's, see
+/// [`crate::segment::OpenFiles`]), can still be read through it.
 #[derive(Debug, Clone)]
 pub struct FileSlice {
     segment: Arc<Segment>,
+    file: Arc<std::fs::File>,
     position: FilePosition,
     length: u64,
 }
@@ -98,7 +100,7 @@ impl FileSlice {
     }
     /// The `.log` file, open for reading (`pread`, `sendfile`); only the range is the slice's.
     pub fn file(&self) -> &std::fs::File {
-        self.segment.log_file().file()
+        &self.file
     }
     /// The `.log`'s path, for messages.
     pub fn path(&self) -> std::path::PathBuf {
@@ -106,10 +108,12 @@ impl FileSlice {
     }
     /// Copies the range's bytes out of the file.
     pub fn read_bytes(&self) -> Result<Vec<u8>> {
-        self.segment.log_file().read_bytes(
-            self.position.bytes(),
-            usize::try_from(self.length).unwrap_or(usize::MAX),
-        )
+        use std::os::unix::fs::FileExt;
+        let mut bytes = vec![0u8; usize::try_from(self.length).unwrap_or(usize::MAX)];
+        self.file
+            .read_exact_at(&mut bytes, self.position.bytes())
+            .map_err(StorageError::io("read", self.path()))?;
+        Ok(bytes)
     }
 }
 
@@ -245,6 +249,7 @@ impl Log {
                         first_entry_incomplete: slice.first_entry_incomplete,
                         slice: Some(FileSlice {
                             segment: Arc::clone(segment),
+                            file: segment.log_file().file()?,
                             position: slice.position,
                             length: slice.length,
                         }),

@@ -463,6 +463,7 @@ impl Log {
         self.write_producer_snapshot(new_base, SnapshotSync::Later)?;
         let segment = Arc::new(Segment::create(dir, new_base, config, self.clock.now_ms())?);
         active.on_becoming_inactive()?;
+        active.seal(&self.open_files);
         // A recovery point already at the old segment's end would have recovery after a crash
         // start at the new segment, so the old one's indexes, which flushes leave unsynced
         // while it is active (flush.rs), are fsynced, trimmed, before the new segment is

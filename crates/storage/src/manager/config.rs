@@ -44,6 +44,10 @@ pub struct ManagerConfig {
     /// disk always load). Every partition holds at least one open file and its memory maps.
     /// Default 10000.
     pub max_partitions: usize,
+    /// `ferrolog.max.open.sealed.segments`: sealed segments whose `.log` may be open at once,
+    /// over every log; the coldest are closed beyond it (see
+    /// [`crate::segment::OpenFiles`]). Default 1,000.
+    pub max_open_sealed_segments: usize,
     /// `replica.alter.log.dirs.io.max.bytes.per.second`: bytes per second copied into future
     /// logs, all moves together. Default unlimited (Kafka's `Long.MAX_VALUE`).
     pub move_max_bytes_per_second: f64,
@@ -96,6 +100,7 @@ impl Default for ManagerConfig {
             background: BackgroundConfig::default(),
             cleaner: CleanerConfig::default(),
             max_partitions: 10_000,
+            max_open_sealed_segments: crate::segment::DEFAULT_MAX_OPEN_SEALED,
             move_max_bytes_per_second: f64::MAX,
         }
     }
@@ -273,6 +278,7 @@ pub fn known_keys() -> impl Iterator<Item = &'static str> {
             "broker.id",
             "ferrolog.log.dir.placement.policy",
             "ferrolog.max.partitions",
+            "ferrolog.max.open.sealed.segments",
             "replica.alter.log.dirs.io.max.bytes.per.second",
         ])
 }
@@ -327,6 +333,20 @@ impl ManagerConfig {
                     ));
                 }
             };
+        }
+        if let Some(value) = properties.get("ferrolog.max.open.sealed.segments") {
+            config.max_open_sealed_segments = value
+                .trim()
+                .parse()
+                .ok()
+                .filter(|max| *max >= 1)
+                .ok_or_else(|| {
+                    invalid(
+                        "ferrolog.max.open.sealed.segments",
+                        value,
+                        "must be an integer of at least 1",
+                    )
+                })?;
         }
         if let Some(value) = properties.get("ferrolog.max.partitions") {
             config.max_partitions = value

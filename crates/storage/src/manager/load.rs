@@ -148,6 +148,7 @@ pub(crate) fn remove_deleted(deleted: Vec<DeletedDir>, dirs: &DataDirs) {
 pub(crate) struct LogServices {
     pub clock: Arc<dyn Clock>,
     pub reaper: Arc<dyn SegmentReaper>,
+    pub open_files: Arc<crate::segment::OpenFiles>,
 }
 
 impl LogServices {
@@ -157,6 +158,7 @@ impl LogServices {
             clock: Arc::clone(&self.clock),
             health: Arc::clone(dir.health()),
             reaper: Some(Arc::clone(&self.reaper)),
+            open_files: Arc::clone(&self.open_files),
         }
     }
 }

@@ -98,6 +98,8 @@ pub struct LogManager {
     identity: Identity,
     startup: StartupReport,
     maintenance: Maintenance,
+    /// The sealed segments' files open now, across every log (`ferrolog.max.open.sealed.segments`).
+    open_files: Arc<crate::segment::OpenFiles>,
 }
 
 impl LogManager {
@@ -114,9 +116,11 @@ impl LogManager {
             move |topic: &str| effective_config(&defaults, overrides.get(topic))
         };
         let deleter = Arc::new(Deleter::new(Arc::clone(&clock)));
+        let open_files = crate::segment::OpenFiles::new(config.max_open_sealed_segments);
         let services = LogServices {
             clock: Arc::clone(&clock),
             reaper: Arc::clone(&deleter) as Arc<dyn SegmentReaper>,
+            open_files: Arc::clone(&open_files),
         };
         let loaded = load::load_all(
             dirs.all(),
@@ -206,6 +210,7 @@ impl LogManager {
             identity,
             startup,
             maintenance,
+            open_files,
         };
         manager.dirs.ensure_some_online()?;
         manager.load_cleaner_checkpoints();
@@ -225,7 +230,13 @@ impl LogManager {
         LogServices {
             clock: Arc::clone(&self.clock),
             reaper: Arc::clone(&self.maintenance.deleter) as Arc<dyn SegmentReaper>,
+            open_files: Arc::clone(&self.open_files),
         }
+    }
+
+    /// The sealed segments' files open now, within `ferrolog.max.open.sealed.segments`.
+    pub fn open_files(&self) -> &Arc<crate::segment::OpenFiles> {
+        &self.open_files
     }
 
     /// The clock every log of this manager uses.

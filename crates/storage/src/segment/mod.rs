@@ -12,6 +12,7 @@ mod file_name;
 mod index;
 mod index_file;
 mod offset_index;
+mod open_files;
 mod read;
 pub(crate) mod records_file;
 mod recover;
@@ -21,6 +22,7 @@ mod txn_index;
 use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use parking_lot::{Mutex, RwLock};
@@ -28,6 +30,7 @@ use parking_lot::{Mutex, RwLock};
 pub use file_name::*;
 pub use index::{Index, IndexEntry};
 pub use offset_index::{OFFSET_ENTRY_BYTES, OffsetIndex, OffsetPosition};
+pub use open_files::{DEFAULT_MAX_OPEN_SEALED, OpenFiles};
 pub use records_file::{
     Damage, DamageKind, EntrySummary, MAX_RESERVE_AHEAD_BYTES, RESERVE_AFTER_BYTES, RecordsFile,
     ScanOutcome,
@@ -143,6 +146,15 @@ pub struct Segment {
     index_entries_skipped: AtomicBool,
 }
 
+/// How a segment's `.log` is opened.
+#[derive(Debug, Clone, Copy)]
+enum LogFile<'a> {
+    /// Now (created if missing), preallocated to this many bytes when new.
+    Open(Option<u64>),
+    /// When first read, as a sealed segment's counted in these open files.
+    Sealed(&'a Arc<OpenFiles>),
+}
+
 /// A fixed random share of `segment.jitter.ms` for one segment, capped at `segment.ms`.
 fn roll_jitter(config: &LogConfig) -> std::time::Duration {
     let bound = crate::clock::kafka_ms(config.segment_jitter.min(config.segment_age));
@@ -163,7 +175,14 @@ impl Segment {
         now_ms: i64,
     ) -> Result<Self> {
         let preallocate = config.preallocate.then_some(config.segment_size());
-        Self::open_with(dir, base_offset, config, now_ms, "", preallocate)
+        Self::open_with(
+            dir,
+            base_offset,
+            config,
+            now_ms,
+            "",
+            LogFile::Open(preallocate),
+        )
     }
 
     /// Opens an existing segment's files; indexes are taken at their on-disk length.
@@ -174,7 +193,26 @@ impl Segment {
         now_ms: i64,
         suffix: &str,
     ) -> Result<Self> {
-        Self::open_with(dir, base_offset, config, now_ms, suffix, None)
+        Self::open_with(
+            dir,
+            base_offset,
+            config,
+            now_ms,
+            suffix,
+            LogFile::Open(None),
+        )
+    }
+
+    /// Opens an existing sealed segment, its `.log` left closed until something reads it
+    /// (counted in `files` while open).
+    pub fn open_sealed(
+        dir: &Path,
+        base_offset: Offset,
+        config: &LogConfig,
+        now_ms: i64,
+        files: &Arc<OpenFiles>,
+    ) -> Result<Self> {
+        Self::open_with(dir, base_offset, config, now_ms, "", LogFile::Sealed(files))
     }
 
     fn open_with(
@@ -183,14 +221,21 @@ impl Segment {
         config: &LogConfig,
         now_ms: i64,
         suffix: &str,
-        preallocate: Option<u64>,
+        log: LogFile<'_>,
     ) -> Result<Self> {
         let path =
             |kind: &str| with_added_suffix(&segment_path(dir, base_offset.value(), kind), suffix);
         let existed = path(LOG_SUFFIX).exists();
+        let preallocate = match log {
+            LogFile::Open(preallocate) => preallocate,
+            LogFile::Sealed(_) => None,
+        };
         Ok(Self {
             base_offset,
-            log: RecordsFile::open(&path(LOG_SUFFIX), preallocate)?,
+            log: match log {
+                LogFile::Open(preallocate) => RecordsFile::open(&path(LOG_SUFFIX), preallocate)?,
+                LogFile::Sealed(files) => RecordsFile::sealed(&path(LOG_SUFFIX), files)?,
+            },
             offset_index: RwLock::new(OffsetIndex::open(
                 &path(INDEX_SUFFIX),
                 base_offset,
@@ -216,6 +261,11 @@ impl Segment {
             flushing: Mutex::new(()),
             index_entries_skipped: AtomicBool::new(false),
         })
+    }
+
+    /// The segment takes no more appends: its `.log` may be closed while others are read.
+    pub fn seal(&self, files: &Arc<OpenFiles>) {
+        self.log.seal(files);
     }
 
     /// The offset the segment starts at (no record in it is below); its files are named after it.

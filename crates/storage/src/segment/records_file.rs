@@ -22,15 +22,18 @@
 //! [`RecordsFile::scan_to_damage`], which returns the damage as data to act on.
 
 use std::fs::{File, OpenOptions};
+use std::io;
 use std::ops::ControlFlow;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use ferrolog_records::batch::{BATCH_HEADER_LEN, MAGIC_V2, field};
 use ferrolog_records::{EntryHeader, FileEntry, HEADER_SIZE_UP_TO_MAGIC};
 use parking_lot::Mutex;
 
+use super::open_files::{FileSlot, OpenFiles};
 use crate::error::{Result, StorageError};
 
 /// Header fields of one entry, read without its records.
@@ -77,11 +80,14 @@ pub const MAX_RESERVE_AHEAD_BYTES: u64 = 16 << 20;
 /// `reserved_end` once reserving has failed for this file: appends never reach it.
 const RESERVATION_OFF: u64 = u64::MAX;
 
-/// The `.log` of a segment: positional reads by any thread, appends by a single appender.
+/// The `.log` of a segment: positional reads by any thread, appends by a single appender. A
+/// sealed segment's file is opened when read and may be closed again ([`OpenFiles`]).
 #[derive(Debug)]
 pub struct RecordsFile {
     path: Mutex<PathBuf>,
-    file: File,
+    slot: Arc<FileSlot>,
+    /// Where a sealed segment's file is counted; `None` while the segment is active.
+    files: Mutex<Option<Arc<OpenFiles>>>,
     size: AtomicU64,
     /// File position up to which blocks are reserved (or [`RESERVATION_OFF`]). Only the single
     /// appender moves it, so relaxed ordering suffices.
@@ -120,11 +126,47 @@ impl RecordsFile {
         };
         Ok(Self {
             path: Mutex::new(path.to_path_buf()),
-            file,
+            slot: FileSlot::open(file),
+            files: Mutex::new(None),
             size: AtomicU64::new(size),
             reserved_end: AtomicU64::new(0),
             blocks_past_end: AtomicBool::new(false),
         })
+    }
+
+    /// A sealed segment's existing file, not opened until something reads it; counted in
+    /// `files` while open. Its valid size is its length until recovery says otherwise.
+    pub fn sealed(path: &Path, files: &Arc<OpenFiles>) -> Result<Self> {
+        let length = std::fs::metadata(path)
+            .map_err(StorageError::io("stat", path))?
+            .len();
+        Ok(Self {
+            path: Mutex::new(path.to_path_buf()),
+            slot: FileSlot::closed(),
+            files: Mutex::new(Some(Arc::clone(files))),
+            size: AtomicU64::new(length),
+            reserved_end: AtomicU64::new(0),
+            blocks_past_end: AtomicBool::new(false),
+        })
+    }
+
+    /// The segment no longer takes appends: its file may be closed while others are read
+    /// (counted in `files`).
+    pub fn seal(&self, files: &Arc<OpenFiles>) {
+        *self.files.lock() = Some(Arc::clone(files));
+        self.slot.seal(files);
+    }
+
+    /// The file, opened again at its current path if it was closed.
+    fn handle(&self) -> Result<Arc<File>> {
+        let files = self.files.lock().clone();
+        let path = self.path();
+        self.slot
+            .get(files.as_deref(), || {
+                crate::fault::point("log.open")
+                    .and_then(|()| OpenOptions::new().read(true).write(true).open(&path))
+            })
+            .map_err(StorageError::io("open", &path))
     }
 
     /// The file's current path, which follows the segment's suffix changes.
@@ -138,16 +180,17 @@ impl RecordsFile {
     pub fn size(&self) -> u64 {
         self.size.load(Ordering::Acquire)
     }
-    /// The open file, for callers that send its bytes elsewhere (sendfile).
-    pub fn file(&self) -> &File {
-        &self.file
+    /// The open file, for callers that send its bytes elsewhere (sendfile); holding it keeps
+    /// it open.
+    pub fn file(&self) -> Result<Arc<File>> {
+        self.handle()
     }
     /// The file's length, longer than [`Self::size`] while a preallocated file is untrimmed.
     pub fn file_length(&self) -> Result<u64> {
-        self.file
-            .metadata()
+        let path = self.path();
+        std::fs::metadata(&path)
             .map(|metadata| metadata.len())
-            .map_err(StorageError::io("stat", self.path()))
+            .map_err(StorageError::io("stat", &path))
     }
 
     /// Writes `bytes` after the valid data without making them valid: readers, and the next
@@ -160,8 +203,10 @@ impl RecordsFile {
         if end >= RESERVE_AFTER_BYTES && end > self.reserved_end.load(Ordering::Relaxed) {
             self.reserve_ahead(end);
         }
+        let file = self.handle()?;
+        self.slot.written();
         crate::fault::point("log.write")
-            .and_then(|()| self.file.write_all_at(bytes, position))
+            .and_then(|()| file.write_all_at(bytes, position))
             .map_err(StorageError::io("append to", self.path()))?;
         Ok(position)
     }
@@ -183,8 +228,11 @@ impl RecordsFile {
         let ahead = end.min(MAX_RESERVE_AHEAD_BYTES);
         let to = (end + ahead).div_ceil(BLOCK) * BLOCK;
         let reserved = crate::fault::point("log.reserve").and_then(|()| {
+            let file = self
+                .handle()
+                .map_err(|error| io::Error::other(error.to_string()))?;
             rustix::fs::fallocate(
-                &self.file,
+                &*file,
                 rustix::fs::FallocateFlags::KEEP_SIZE,
                 from,
                 to - from,
@@ -209,7 +257,7 @@ impl RecordsFile {
 
     /// Reads exactly `buf.len()` bytes at `position`.
     pub fn read_exact_at(&self, buf: &mut [u8], position: u64) -> Result<()> {
-        self.file
+        self.handle()?
             .read_exact_at(buf, position)
             .map_err(StorageError::io("read", self.path()))
     }
@@ -233,7 +281,7 @@ impl RecordsFile {
         }
         if size < self.file_length()? {
             // Frees every block past `size`, reserved ones included.
-            self.file
+            self.handle()?
                 .set_len(size)
                 .map_err(StorageError::io("truncate", self.path()))?;
             self.blocks_past_end.store(false, Ordering::Relaxed);
@@ -254,7 +302,7 @@ impl RecordsFile {
     /// (truncating to the same size frees a file's blocks past its end).
     pub fn trim(&self) -> Result<()> {
         if self.file_length()? > self.size() || self.blocks_past_end.load(Ordering::Relaxed) {
-            self.file
+            self.handle()?
                 .set_len(self.size())
                 .map_err(StorageError::io("trim", self.path()))?;
             self.blocks_past_end.store(false, Ordering::Relaxed);
@@ -276,17 +324,20 @@ impl RecordsFile {
     /// Bytes of disk the file occupies (allocated blocks), reservation included.
     pub fn allocated_bytes(&self) -> Result<u64> {
         use std::os::unix::fs::MetadataExt;
-        self.file
-            .metadata()
+        let path = self.path();
+        std::fs::metadata(&path)
             .map(|metadata| metadata.blocks() * 512)
-            .map_err(StorageError::io("stat", self.path()))
+            .map_err(StorageError::io("stat", &path))
     }
 
     /// fdatasync: the data and the file's size are durable when this returns.
     pub fn flush(&self) -> Result<()> {
+        let file = self.handle()?;
         crate::fault::point("log.fsync")
-            .and_then(|()| self.file.sync_data())
-            .map_err(StorageError::sync("fsync", self.path()))
+            .and_then(|()| file.sync_data())
+            .map_err(StorageError::sync("fsync", self.path()))?;
+        self.slot.synced();
+        Ok(())
     }
 
     /// The header of the entry at `position`, reading no further than `end`. `Ok(None)` only

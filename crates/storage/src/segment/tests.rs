@@ -438,6 +438,7 @@ fn recovery_with_corrupt_message_keeps_exactly_the_earlier_batches() {
         segment
             .log_file()
             .file()
+            .unwrap()
             .write_all_at(&garbage, position + 3)
             .unwrap();
         let outcome = segment.recover().unwrap();
