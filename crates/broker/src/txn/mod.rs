@@ -238,6 +238,10 @@ impl TransactionCoordinator {
             return refuse(code);
         }
         let now = self.now();
+        let is_new = !self.ids.lock().contains_key(transactional_id);
+        if is_new && self.ids.lock().len() >= self.config.max_transactional_ids {
+            self.make_room(now);
+        }
         let fence = {
             let mut ids = self.ids.lock();
             if !ids.contains_key(transactional_id) {
@@ -253,7 +257,7 @@ impl TransactionCoordinator {
                     tracing::warn!(
                         transactional_id,
                         limit = self.config.max_transactional_ids,
-                        "refusing a new transactional id: ferrolog.max.transactional.ids reached"
+                        "refusing a new transactional id: ferrolog.max.transactional.ids reached and every id has a transaction open"
                     );
                     return refuse(errors::POLICY_VIOLATION);
                 }

@@ -6,6 +6,8 @@ use std::time::Duration;
 use ferrolog_storage::{TopicPartition, clock};
 use parking_lot::Mutex;
 
+use ferrolog_records::transaction_state::TxnStatus;
+
 use super::state::TxnMetadata;
 use super::{Pending, TransactionCoordinator};
 use crate::errors;
@@ -102,20 +104,63 @@ impl TransactionCoordinator {
     /// written are removed, unless they changed meanwhile.
     fn remove_expired(&self, now: i64) {
         let expiration = clock::kafka_ms(self.config.id_expiration);
-        let expired: Vec<(String, TxnMetadata)> = {
+        let expired: Vec<String> = {
             let mut ids = self.ids.lock();
             ids.iter_mut()
                 .filter(|(_, entry)| entry.pending.is_none() && entry.meta.expired(now, expiration))
                 .map(|(id, entry)| {
                     entry.pending = Some(Pending::InFlight);
-                    (id.clone(), entry.meta.clone())
+                    id.clone()
                 })
                 .collect()
         };
-        if expired.is_empty() {
-            return;
+        let forgotten = self.forget(expired, now);
+        if forgotten > 0 {
+            tracing::info!(
+                forgotten,
+                "forgot transactional ids idle past transactional.id.expiration.ms"
+            );
         }
-        let names: Vec<String> = expired.iter().map(|(id, _)| id.clone()).collect();
+    }
+
+    /// At `ferrolog.max.transactional.ids`, makes room for a new id by forgetting, as expiry
+    /// would, the least recently used id with no transaction open: one that never began a
+    /// transaction first (a client creating ids by the thousand, say), then one whose last
+    /// transaction ended. So filling the table cannot lock every other client out; it can only
+    /// make it forget idle ids sooner. `false` when every id has a transaction open.
+    pub(super) fn make_room(&self, now: i64) -> bool {
+        let victim = {
+            let mut ids = self.ids.lock();
+            let victim = ids
+                .iter()
+                .filter(|(_, entry)| entry.pending.is_none() && entry.meta.state.may_expire())
+                .min_by_key(|(_, entry)| {
+                    let began = entry.meta.state != TxnStatus::Empty;
+                    (began, entry.meta.last_update_ms)
+                })
+                .map(|(id, _)| id.clone());
+            let Some(victim) = victim else {
+                return false;
+            };
+            if let Some(entry) = ids.get_mut(&victim) {
+                entry.pending = Some(Pending::InFlight);
+            }
+            victim
+        };
+        tracing::info!(
+            transactional_id = victim,
+            limit = self.config.max_transactional_ids,
+            "forgetting the least recently used transactional id: ferrolog.max.transactional.ids reached"
+        );
+        self.forget(vec![victim], now) == 1
+    }
+
+    /// Writes the tombstones of `names` (marked in flight) and removes those written; the
+    /// others are unmarked, to be tried again. Returns how many were forgotten.
+    fn forget(&self, names: Vec<String>, now: i64) -> usize {
+        if names.is_empty() {
+            return 0;
+        }
         let written = self.topic.append_tombstones(&names, now);
         let mut ids = self.ids.lock();
         let mut forgotten = 0;
@@ -129,17 +174,12 @@ impl TransactionCoordinator {
                     forgotten += 1;
                 }
                 Err(error) => {
-                    tracing::warn!(transactional_id = id, %error, "writing the tombstone of an expired transactional id failed; retrying at the next check");
+                    tracing::warn!(transactional_id = id, %error, "writing the tombstone of a forgotten transactional id failed; it is kept");
                     entry.pending = None;
                 }
             }
         }
-        if forgotten > 0 {
-            tracing::info!(
-                forgotten,
-                "forgot transactional ids idle past transactional.id.expiration.ms"
-            );
-        }
+        forgotten
     }
 }
 
