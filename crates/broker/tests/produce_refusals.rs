@@ -94,3 +94,52 @@ async fn acks_other_than_minus_one_zero_and_one_append_nothing() {
         [(0, 0)]
     );
 }
+
+/// A batch of one record from idempotent producer `producer_id` at `sequence`.
+fn idempotent(producer_id: i64, sequence: i32, value: &str) -> Vec<u8> {
+    let mut builder = ferrolog_records::BatchBuilder::new(0).producer(producer_id, 0, sequence);
+    builder
+        .append(1_700_000_000_000, None, Some(value.as_bytes()), &[])
+        .unwrap();
+    builder.build().unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn producer_ids_by_the_thousand_stay_bounded_and_an_active_producer_keeps_its_state() {
+    let temp = tempfile::tempdir().unwrap();
+    let broker = Broker::start(temp.path()).await;
+    let mut client = broker.client().await;
+    assert_eq!(client.create_topic("t", 1, &[]).await.error_code, 0);
+    let active = 7_000_000;
+    let mut active_sequence = 0;
+    let mut last_active = (Vec::new(), 0);
+    for fake in 0..3_000i64 {
+        // A steady producer appends among a flood of producer ids each used once.
+        if fake % 50 == 0 {
+            let batch = idempotent(active, active_sequence, "steady");
+            let answer = produce(&mut client, 1, "t", vec![(0, batch.clone())]).await;
+            assert_eq!(answer[0].0, 0);
+            last_active = (batch, answer[0].1);
+            active_sequence += 1;
+        }
+        let answer = produce(&mut client, 1, "t", vec![(0, idempotent(fake, 0, "x"))]).await;
+        assert_eq!(answer[0].0, 0, "producer {fake}");
+    }
+    let log = broker
+        .context
+        .manager
+        .get(&ferrolog_storage::TopicPartition::new("t", 0))
+        .unwrap();
+    let held = log.producer_state().len();
+    assert!(
+        held <= 1000,
+        "{held} producers kept: more than ferrolog.max.producers.per.partition"
+    );
+    // The steady producer's retry of its last batch is still known for what it is.
+    let retried = produce(&mut client, 1, "t", vec![(0, last_active.0)]).await;
+    assert_eq!(
+        retried[0],
+        (0, last_active.1),
+        "a duplicate, answered with its offset"
+    );
+}

@@ -116,7 +116,11 @@ fn a_full_table_of_transactional_ids_locks_no_one_out() {
         .into_iter()
         .filter(|id| node.state(id).is_some())
         .collect();
-    assert_eq!(kept, ["app-b", "app-c", "app-d"], "the least recently used went");
+    assert_eq!(
+        kept,
+        ["app-b", "app-c", "app-d"],
+        "the least recently used went"
+    );
     assert_eq!(
         node.state("app-open"),
         Some(TxnStatus::Ongoing),
@@ -128,7 +132,9 @@ fn a_full_table_of_transactional_ids_locks_no_one_out() {
     clock.advance_ms(10);
     let newcomer = node.init("app-new").unwrap();
     node.transact("app-new", newcomer, true);
-    let kept = ["app-b", "app-c", "app-d"].iter().all(|id| node.state(id).is_some());
+    let kept = ["app-b", "app-c", "app-d"]
+        .iter()
+        .all(|id| node.state(id).is_some());
     assert!(kept, "the applications are kept");
 
     // With every id in a transaction, a new one is refused rather than one forgotten.

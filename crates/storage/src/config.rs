@@ -103,6 +103,10 @@ pub struct LogConfig {
     /// `internal.segment.bytes`: Kafka 4.4's segment size for tests, below the 1 MiB
     /// `segment.bytes` may not go; when set, segments roll at it instead. Default unset.
     pub internal_segment_bytes: Option<u64>,
+    /// `ferrolog.max.producers.per.partition` (a broker key, no topic's): idempotent producers
+    /// whose state a partition keeps, the least recently seen forgotten beyond (see
+    /// [`crate::producer::ProducerState::evict_beyond`]). Default 1,000.
+    pub max_producers: usize,
 }
 
 const DAY: Duration = Duration::from_secs(24 * 60 * 60);
@@ -134,6 +138,7 @@ impl Default for LogConfig {
             min_compaction_lag: Duration::ZERO,
             max_compaction_lag: UNLIMITED,
             internal_segment_bytes: None,
+            max_producers: 1000,
         }
     }
 }

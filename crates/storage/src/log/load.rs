@@ -357,6 +357,8 @@ impl Log {
             }
             report.producer_state = source;
             report.damaged = damaged;
+            let mut state = state;
+            super::write::forget_beyond(&mut state, config.max_producers, &topic_partition);
             state
         };
         // The producer state's rebuild may have met the same place.

@@ -280,6 +280,9 @@ impl Log {
                 cut: None,
             },
         )?;
+        let mut state = state;
+        let max = self.config().max_producers;
+        super::write::forget_beyond(&mut state, max, &self.topic_partition);
         next.first_unstable_offset = state.first_unstable_offset().map(Offset::new);
         *self.producers.lock() = state;
         Ok(())

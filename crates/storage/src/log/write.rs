@@ -67,6 +67,20 @@ fn apply_in_offset_order(
     aborted
 }
 
+/// Keeps at most `max` producers' state ([`ProducerState::evict_beyond`]), counting and
+/// reporting (at debug: a client may cause it at will) what goes.
+pub(super) fn forget_beyond(
+    producers: &mut ProducerState,
+    max: usize,
+    topic_partition: &crate::types::TopicPartition,
+) {
+    let forgotten = producers.evict_beyond(max);
+    if forgotten > 0 {
+        metrics::counter!("ferrolog_log_producer_ids_forgotten_total").increment(forgotten as u64);
+        tracing::debug!(partition = %topic_partition, forgotten, limit = max, "forgot the producers least recently seen: ferrolog.max.producers.per.partition reached");
+    }
+}
+
 /// Flushes [`Log::flush_appended`] makes before giving up on raising the recovery point past
 /// its append: each that does not is the log having moved directory meanwhile, which is rare.
 const MAX_FLUSH_ATTEMPTS: usize = 3;
@@ -305,6 +319,7 @@ impl Log {
                 &validated.producer_batches,
                 &validated.markers,
             );
+            forget_beyond(&mut producers, config.max_producers, &self.topic_partition);
             next.first_unstable_offset = producers.first_unstable_offset().map(Offset::new);
             aborted
         };

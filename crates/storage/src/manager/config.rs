@@ -279,6 +279,7 @@ pub fn known_keys() -> impl Iterator<Item = &'static str> {
             "ferrolog.log.dir.placement.policy",
             "ferrolog.max.partitions",
             "ferrolog.max.open.sealed.segments",
+            "ferrolog.max.producers.per.partition",
             "replica.alter.log.dirs.io.max.bytes.per.second",
         ])
 }
@@ -333,6 +334,20 @@ impl ManagerConfig {
                     ));
                 }
             };
+        }
+        if let Some(value) = properties.get("ferrolog.max.producers.per.partition") {
+            config.log_defaults.max_producers = value
+                .trim()
+                .parse()
+                .ok()
+                .filter(|max| *max >= 1)
+                .ok_or_else(|| {
+                invalid(
+                    "ferrolog.max.producers.per.partition",
+                    value,
+                    "must be an integer of at least 1",
+                )
+            })?;
         }
         if let Some(value) = properties.get("ferrolog.max.open.sealed.segments") {
             config.max_open_sealed_segments = value

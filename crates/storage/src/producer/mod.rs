@@ -547,6 +547,32 @@ impl ProducerState {
         before - self.producers.len()
     }
 
+    /// Keeps at most `max` producers: beyond, the least recently seen in the log (by the offset
+    /// of their last batch, which a client cannot make up, unlike a timestamp) with no
+    /// transaction open are forgotten, down to nine tenths of `max`, so that a partition fed
+    /// new producer ids by the thousand pays for an eviction once per many of them. A producer
+    /// forgotten is as one expired: its next batch starts its state again, and a retry of a
+    /// batch from before is no longer known as one. Returns how many went.
+    pub fn evict_beyond(&mut self, max: usize) -> usize {
+        if self.producers.len() <= max {
+            return 0;
+        }
+        let before = self.producers.len();
+        let keep = (max - max / 10).max(1);
+        let mut idle: Vec<(i64, i64)> = self
+            .producers
+            .values()
+            .filter(|entry| entry.current_txn_first_offset.is_none())
+            .map(|entry| (entry.last_offset(), entry.producer_id))
+            .collect();
+        idle.sort_unstable();
+        let excess = before.saturating_sub(keep);
+        for (_, producer_id) in idle.into_iter().take(excess) {
+            self.producers.remove(&producer_id);
+        }
+        before - self.producers.len()
+    }
+
     /// Forgets producers whose every batch lies below `log_start_offset` (their data is gone),
     /// but none with an open transaction or whose last word was a marker (it carries their
     /// epoch; they expire with time).

@@ -364,6 +364,29 @@ fn after_a_marker_moves_a_producer_to_a_new_epoch_its_sequences_restart() {
 }
 
 #[test]
+fn beyond_the_limit_the_producers_least_recently_in_the_log_go_open_transactions_stay() {
+    // Producer 0 has a transaction open from offset 0; producers 1..=20 append one batch each
+    // at offsets 1..=20, producer 5 once more at the end.
+    let mut batches = vec![txn_batch(0, 0, 0, 1, 0)];
+    batches.extend((1..=20).map(|id| batch(id, 0, 0, 1, id)));
+    batches.push(batch(5, 0, 1, 1, 21));
+    let mut state = applied(&batches);
+    assert_eq!(state.evict_beyond(21), 0);
+    // Down to nine tenths of 10: the oldest 12 idle ones go.
+    assert_eq!(state.evict_beyond(10), 12);
+    let mut kept: Vec<i64> = state.producer_ids().into_iter().collect();
+    kept.sort_unstable();
+    assert_eq!(kept, [0, 5, 14, 15, 16, 17, 18, 19, 20]);
+    assert_eq!(
+        state.first_unstable_offset(),
+        Some(0),
+        "the open transaction stays"
+    );
+    // A forgotten producer starts again at any sequence, as an expired one.
+    assert!(state.check(&[batch(1, 0, 7, 1, 22)]).unwrap().is_none());
+}
+
+#[test]
 fn producers_with_open_transactions_neither_expire_nor_leave_with_old_segments() {
     let mut state = applied(&[txn_batch(1, 0, 0, 1, 0), batch(2, 0, 0, 1, 1)]);
     state.apply_marker(&marker(3, 0, MarkerKind::Abort, 2));
