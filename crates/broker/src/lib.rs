@@ -104,6 +104,10 @@ pub struct BrokerConfig {
     /// older than the generation recorded for it (deleted, or restored from an old copy)
     /// instead of refusing to. Default false.
     pub accept_rolled_back_documents: bool,
+    /// `ferrolog.authentication.failures.per.second.per.ip`: SASL exchanges one address may
+    /// fail per second (twice as many at once); beyond, its next ones wait their turn
+    /// (`None`: no limit). Default 10.
+    pub authentication_failures_per_second_per_ip: Option<u32>,
 }
 
 impl BrokerConfig {
@@ -137,6 +141,7 @@ impl Default for BrokerConfig {
             failed_authentication_delay: Duration::from_millis(100),
             sasl_max_receive_size: 524_288,
             accept_rolled_back_documents: false,
+            authentication_failures_per_second_per_ip: Some(10),
         }
     }
 }

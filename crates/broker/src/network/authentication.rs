@@ -33,6 +33,8 @@ pub(super) async fn authenticate(
     let peer = connection.peer;
     let anonymous = Arc::new(Session::anonymous(peer, Arc::clone(listener)));
     let mut authenticator = Authenticator::new(settings);
+    // The address's turn first: one that keeps failing is checked no faster than its rate.
+    shared.auth_throttle.begin(peer.ip()).await;
     loop {
         let Some(size) = connection
             .inbound
@@ -89,6 +91,7 @@ pub(super) async fn authenticate(
             }
             Outcome::Answer(answer) => connection.writer.write(connection.stream, answer).await?,
             Outcome::Authenticated { answer, principal } => {
+                shared.auth_throttle.succeeded(peer.ip());
                 connection.writer.write(connection.stream, answer).await?;
                 crate::metrics::record_authentication(true);
                 tracing::debug!(%peer, listener = %listener.name, principal, "authenticated");

@@ -4,6 +4,7 @@
 //!
 //! The accept loop never ends on an error: see [`backoff`].
 
+pub mod auth_throttle;
 mod authentication;
 pub(crate) mod backoff;
 mod connection;
@@ -36,6 +37,8 @@ const TICK: Duration = Duration::from_millis(100);
 pub(crate) struct Shared {
     pub memory: RequestMemory,
     pub copy_buffers: Arc<CopyBuffers>,
+    /// SASL exchanges per client address.
+    pub auth_throttle: auth_throttle::AuthThrottle,
 }
 
 /// Serves one PLAINTEXT listener named `PLAINTEXT`, advertised at its own address (127.0.0.1
@@ -74,6 +77,9 @@ pub async fn serve_listeners(
         shared: Arc::new(Shared {
             memory: RequestMemory::new(config.queued_max_request_bytes),
             copy_buffers: Arc::new(CopyBuffers::default()),
+            auth_throttle: auth_throttle::AuthThrottle::new(
+                config.authentication_failures_per_second_per_ip,
+            ),
         }),
         slots: Arc::new(Semaphore::new(
             config.limits.max_connections.min(Semaphore::MAX_PERMITS),

@@ -263,9 +263,9 @@ impl Authenticator {
                 }
             }
             Err(refusal) => {
-                // Kafka delays the failures it reports as authentication failures; after a
-                // SaslHandshake v0 the generic SCRAM ones close at once.
-                let delayed = framed || matches!(refusal, Refusal::Told(_));
+                // Every failure is delayed, also the generic SCRAM ones after a SaslHandshake
+                // v0, which Kafka closes at once: guessing must not be faster that way.
+                let delayed = true;
                 let message = match refusal {
                     Refusal::Told(message) => message,
                     Refusal::Generic => format!(

@@ -149,6 +149,13 @@ pub(super) fn broker_config(properties: &BTreeMap<String, String>) -> anyhow::Re
     if let Some(bytes) = number::<usize>(properties, "sasl.server.max.receive.size", 1)? {
         config.sasl_max_receive_size = bytes;
     }
+    if let Some(rate) = number::<u32>(
+        properties,
+        "ferrolog.authentication.failures.per.second.per.ip",
+        0,
+    )? {
+        config.authentication_failures_per_second_per_ip = (rate > 0).then_some(rate);
+    }
     if let Some(value) = properties.get("ferrolog.accept.rolled.back.documents") {
         config.accept_rolled_back_documents = value.trim().parse().with_context(|| {
             format!(

@@ -54,6 +54,8 @@ const BROKER_KEYS: &[&str] = &[
     "sasl.enabled.mechanisms",
     "connection.failed.authentication.delay.ms",
     "sasl.server.max.receive.size",
+    // Not a Kafka key: failed SASL exchanges one address may make per second.
+    "ferrolog.authentication.failures.per.second.per.ip",
     "num.partitions",
     "auto.create.topics.enable",
     "socket.request.max.bytes",
