@@ -31,6 +31,8 @@ use kafka_protocol::protocol::StrBytes;
 
 /// The request memory pool the broker runs with here (`queued.max.request.bytes`).
 const POOL_BYTES: u64 = 128 << 20;
+/// The memory it decompresses produced batches into (`ferrolog.decompression.memory.bytes`).
+const DECOMPRESSION_BYTES: u64 = 64 << 20;
 /// What the broker may take beyond its pool and its memory at rest: the 16 copy buffers of
 /// 1 MiB, connections' small buffers and task state, and the allocator's slack.
 const HEADROOM_BYTES: u64 = 96 << 20;
@@ -131,7 +133,7 @@ fn phase(
         peak as f64 / (1 << 20) as f64,
         at_rest as f64 / (1 << 20) as f64
     );
-    let bound = at_rest + POOL_BYTES + HEADROOM_BYTES;
+    let bound = at_rest + POOL_BYTES + DECOMPRESSION_BYTES + HEADROOM_BYTES;
     assert!(
         peak <= bound,
         "{name}: peak memory {peak} bytes over the bound {bound}"
@@ -287,6 +289,84 @@ fn snappy_declaring(bytes: u64) -> Bytes {
     let crc = compute_crc(&batch);
     batch[field::CRC..field::CRC + 4].copy_from_slice(&crc.to_be_bytes());
     Bytes::from(batch)
+}
+
+/// A zstd batch of one record whose value is `value_bytes` zeros, compressed as a stream: a
+/// few kilobytes that inflate to gigabytes.
+fn zstd_bomb(value_bytes: u64) -> Bytes {
+    use ferrolog_records::batch::{compute_crc, field};
+    fn varint(mut value: u64, out: &mut Vec<u8>) {
+        while value >= 0x80 {
+            out.push((value as u8) | 0x80);
+            value >>= 7;
+        }
+        out.push(value as u8);
+    }
+    let zigzag = |value: i64| ((value << 1) ^ (value >> 63)) as u64;
+    // Attributes, timestamp and offset deltas, a null key, then the value's length.
+    let mut head = vec![0, 0, 0, 1];
+    varint(zigzag(value_bytes as i64), &mut head);
+    let length = head.len() as u64 + value_bytes + 1;
+    let mut record_start = Vec::new();
+    varint(zigzag(length as i64), &mut record_start);
+    record_start.extend_from_slice(&head);
+    let mut encoder = zstd::stream::Encoder::new(Vec::new(), 1).unwrap();
+    encoder.write_all(&record_start).unwrap();
+    let zeros = vec![0u8; 1 << 20];
+    for _ in 0..value_bytes / zeros.len() as u64 {
+        encoder.write_all(&zeros).unwrap();
+    }
+    // No headers.
+    encoder.write_all(&[0]).unwrap();
+    let compressed = encoder.finish().unwrap();
+    let mut batch = BatchBuilder::new(0);
+    batch.append(0, None, Some(b"x"), &[]).unwrap();
+    let mut batch = batch.build().unwrap();
+    batch.truncate(field::RECORDS);
+    batch.extend_from_slice(&compressed);
+    let batch_length = (batch.len() - 12) as i32;
+    batch[8..12].copy_from_slice(&batch_length.to_be_bytes());
+    batch[field::ATTRIBUTES + 1] |= Compression::Zstd.id();
+    let crc = compute_crc(&batch);
+    batch[field::CRC..field::CRC + 4].copy_from_slice(&crc.to_be_bytes());
+    Bytes::from(batch)
+}
+
+/// Three 1 GiB zstd bombs at once to a topic whose `max.message.bytes` a client raised to
+/// 2 GiB: refused at the broker's decompression memory, which no topic config lifts.
+fn bombs_past_a_raised_max_message_bytes(port: u16) {
+    let bomb = zstd_bomb(1 << 30);
+    assert!(bomb.len() < 100_000, "{} bytes", bomb.len());
+    std::thread::scope(|scope| {
+        for _ in 0..3 {
+            let bomb = bomb.clone();
+            scope.spawn(move || {
+                let mut stream = connect_from("127.0.0.3", port).unwrap();
+                let produced: ProduceResponse = send(
+                    &mut stream,
+                    ApiKey::Produce,
+                    9,
+                    &ProduceRequest::default()
+                        .with_acks(1)
+                        .with_timeout_ms(5000)
+                        .with_topic_data(vec![
+                            TopicProduceData::default()
+                                .with_name(topic("raised"))
+                                .with_partition_data(vec![
+                                    PartitionProduceData::default()
+                                        .with_index(0)
+                                        .with_records(Some(bomb)),
+                                ]),
+                        ]),
+                )
+                .unwrap();
+                assert_eq!(
+                    produced.responses[0].partition_responses[0].error_code,
+                    MESSAGE_TOO_LARGE
+                );
+            });
+        }
+    });
 }
 
 fn compression_bombs(port: u16) {
@@ -452,6 +532,7 @@ fn abusive_clients_neither_stop_the_broker_nor_exhaust_its_memory() {
             &format!("queued.max.request.bytes={POOL_BYTES}"),
             "socket.request.max.bytes=67108864",
             &format!("connections.max.idle.ms={}", IDLE_LIMIT.as_millis()),
+            &format!("ferrolog.decompression.memory.bytes={DECOMPRESSION_BYTES}"),
         ],
     );
     let port = server.port;
@@ -466,19 +547,35 @@ fn abusive_clients_neither_stop_the_broker_nor_exhaust_its_memory() {
                 .with_name(topic("bombed"))
                 .with_num_partitions(1)
                 .with_replication_factor(1),
+            CreatableTopic::default()
+                .with_name(topic("raised"))
+                .with_num_partitions(1)
+                .with_replication_factor(1)
+                .with_configs(vec![
+                    kafka_protocol::messages::create_topics_request::CreatableTopicConfig::default(
+                    )
+                    .with_name(StrBytes::from_static_str("max.message.bytes"))
+                    .with_value(Some(StrBytes::from_static_str("2147483647"))),
+                ]),
         ]),
     )
     .unwrap();
     assert_eq!(created.topics[0].error_code, 0);
+    assert_eq!(created.topics[1].error_code, 0);
     drop(admin);
     real_client(&kcat, port, "warm-up");
     let at_rest = status_kb(server.pid(), "VmRSS:") * 1024;
 
     use RealClient::{After, DuringAndAfter};
-    let phases: [Phase; 6] = [
+    let phases: [Phase; 7] = [
         ("connection flood from one address", DuringAndAfter, flood),
         ("huge CreateTopics", DuringAndAfter, huge_create_topics),
         ("compression bombs", DuringAndAfter, compression_bombs),
+        (
+            "bombs past a raised max.message.bytes",
+            DuringAndAfter,
+            bombs_past_a_raised_max_message_bytes,
+        ),
         ("absurd array counts", DuringAndAfter, absurd_counts),
         (
             "fetchers that never read",

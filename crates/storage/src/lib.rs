@@ -13,6 +13,7 @@ pub mod checkpoint;
 pub mod cleaner;
 pub mod clock;
 pub mod config;
+pub mod decompression;
 pub mod error;
 mod fault;
 pub mod fs;

@@ -17,7 +17,10 @@ use ferrolog_records::{
     BatchBuilder, Compression, EntryHeader, RecordBatch, RecordsError, TimestampType,
 };
 
+use std::sync::Arc;
+
 use crate::config::{LogConfig, TargetCompression};
+use crate::decompression::{DecompressionMemory, Reservation};
 use crate::error::{Result, StorageError};
 use crate::offset::Offset;
 use crate::producer::{ProducerBatch, TxnMarker};
@@ -150,10 +153,12 @@ struct CheckedBatch {
 /// The most bytes the compressed batches of one append (a produce request's batches for one
 /// partition: one batch, from every maintained client) may decompress to, together: the
 /// topic's `max.message.bytes`, and never less than 1 MiB, which the clients' own batch limits
-/// stay within. Decompression stops there, so hostile batches cannot make the broker inflate,
-/// allocate, or spend CPU on more, however many of them one append carries.
-fn decompression_limit(config: &LogConfig) -> usize {
-    (config.max_message_bytes as usize).max(1 << 20)
+/// stay within; and never more than the broker's decompression memory, whatever the topic says.
+/// Decompression stops there, so hostile batches cannot make the broker inflate, allocate, or
+/// spend CPU on more, however many of them one append carries.
+fn decompression_limit(config: &LogConfig, memory: &DecompressionMemory) -> usize {
+    let limit = (config.max_message_bytes as u64).max(1 << 20);
+    usize::try_from(limit.min(memory.capacity())).unwrap_or(usize::MAX)
 }
 
 /// Producer batches that passed every check that does not depend on the log's state: framing,
@@ -165,6 +170,8 @@ pub(crate) struct CheckedLeaderAppend {
     /// The bytes checked, owned so that they reach [`assign_leader_offsets`] unchanged.
     bytes: Vec<u8>,
     batches: Vec<CheckedBatch>,
+    /// The memory its decompressed records may take, held until they are written.
+    decompression: Option<Reservation>,
 }
 
 /// Checks producer batches against `config`, with `now_ms` bounding CreateTime timestamps.
@@ -172,13 +179,14 @@ pub(crate) fn check_leader_append(
     bytes: Vec<u8>,
     config: &LogConfig,
     now_ms: i64,
+    memory: &Arc<DecompressionMemory>,
 ) -> Result<CheckedLeaderAppend> {
     let ranges = batch_ranges(&bytes)?;
     if ranges.is_empty() {
         return Err(invalid(0, None, "the append holds no batches"));
     }
     let mut batches = Vec::with_capacity(ranges.len());
-    let mut budget = DecompressionBudget::new(config);
+    let mut budget = DecompressionBudget::new(config, memory);
     let mut rebuilding = false;
     for (batch_index, (start, end)) in ranges.into_iter().enumerate() {
         let size = end - start;
@@ -236,7 +244,11 @@ pub(crate) fn check_leader_append(
             records: (rebuilding && records.is_owned()).then(|| records.into_owned()),
         });
     }
-    Ok(CheckedLeaderAppend { bytes, batches })
+    Ok(CheckedLeaderAppend {
+        bytes,
+        batches,
+        decompression: budget.reservation,
+    })
 }
 
 /// Assigns offsets from `context.next_offset` to checked producer batches, patching their
@@ -249,6 +261,8 @@ pub(crate) fn assign_leader_offsets(
     let CheckedLeaderAppend {
         mut bytes,
         batches: checked_batches,
+        // Held until the decompressed records are dropped, at the end.
+        decompression: _decompression,
     } = checked;
     let config = context.config;
     let mut rebuilt: Vec<u8> = Vec::new();
@@ -410,16 +424,24 @@ fn check_batch_header(batch: &RecordBatch<'_>, batch_index: usize) -> Result<()>
     Ok(())
 }
 
-/// What the batches of one append may still decompress to ([`decompression_limit`]).
-struct DecompressionBudget {
+/// What the batches of one append may still decompress to ([`decompression_limit`]), and its
+/// reservation of the broker's decompression memory, made at its first compressed batch.
+struct DecompressionBudget<'m> {
+    memory: &'m Arc<DecompressionMemory>,
     limit: usize,
     left: usize,
+    reservation: Option<Reservation>,
 }
 
-impl DecompressionBudget {
-    fn new(config: &LogConfig) -> Self {
-        let limit = decompression_limit(config);
-        Self { limit, left: limit }
+impl<'m> DecompressionBudget<'m> {
+    fn new(config: &LogConfig, memory: &'m Arc<DecompressionMemory>) -> Self {
+        let limit = decompression_limit(config, memory);
+        Self {
+            memory,
+            limit,
+            left: limit,
+            reservation: None,
+        }
     }
 
     /// The records of a produced batch, decompressed within what is left of the budget.
@@ -428,6 +450,9 @@ impl DecompressionBudget {
         batch: &RecordBatch<'a>,
         batch_index: usize,
     ) -> Result<Records<'a>> {
+        if self.reservation.is_none() && batch.compression().is_ok_and(|c| c != Compression::None) {
+            self.reservation = Some(self.memory.reserve(self.limit as u64));
+        }
         let records = batch.records(self.left).map_err(|source| match source {
             RecordsError::DecompressedTooLarge { .. } => StorageError::DecompressedTooLarge {
                 batch_index,

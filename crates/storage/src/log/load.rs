@@ -166,6 +166,7 @@ impl Log {
             health,
             reaper,
             open_files,
+            decompression,
         } = environment;
         let (topic_partition, kind) = parse_partition_dir(dir)?;
         std::fs::create_dir_all(dir).map_err(StorageError::io("create", dir))?;
@@ -404,6 +405,7 @@ impl Log {
             view: ArcSwap::from_pointee(view),
             reaper,
             open_files,
+            decompression,
             producers: Mutex::new(producer_state),
             reported_damage: Mutex::new(std::collections::HashSet::new()),
             flush_turn: Mutex::new(()),

@@ -148,6 +148,8 @@ pub struct Log {
     reaper: Option<Arc<dyn SegmentReaper>>,
     /// Where the files of this log's sealed segments are counted and closed when cold.
     open_files: Arc<OpenFiles>,
+    /// What this log's appends decompress into.
+    decompression: Arc<crate::decompression::DecompressionMemory>,
     /// Idempotent producers' state; taken after `writer` when both are held.
     producers: Mutex<ProducerState>,
     /// Damaged places of this log's files already logged, so a consumer retrying a fetch over
@@ -179,6 +181,8 @@ pub struct LogEnvironment {
     /// The sealed segments' files open now, within their limit, shared by every log of the
     /// owner.
     pub open_files: Arc<OpenFiles>,
+    /// The memory appends decompress produced batches into, shared by every log of the owner.
+    pub decompression: Arc<crate::decompression::DecompressionMemory>,
 }
 
 impl LogEnvironment {
@@ -190,6 +194,9 @@ impl LogEnvironment {
             health: Arc::new(DirHealth::new(data_dir)),
             reaper: None,
             open_files: OpenFiles::new(crate::segment::DEFAULT_MAX_OPEN_SEALED),
+            decompression: crate::decompression::DecompressionMemory::new(
+                crate::decompression::DEFAULT_DECOMPRESSION_MEMORY,
+            ),
         }
     }
 }

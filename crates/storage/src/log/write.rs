@@ -197,7 +197,8 @@ impl Log {
         self.guarded(|| {
             let config = self.config();
             let now_ms = self.clock.now_ms();
-            let checked = append::check_leader_append(records, &config, now_ms)?;
+            let checked =
+                append::check_leader_append(records, &config, now_ms, &self.decompression)?;
             let writer = self.writer.lock();
             self.ensure_open(&writer)?;
             let assigned = append::assign_leader_offsets(

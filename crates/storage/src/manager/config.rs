@@ -48,6 +48,10 @@ pub struct ManagerConfig {
     /// over every log; the coldest are closed beyond it (see
     /// [`crate::segment::OpenFiles`]). Default 1,000.
     pub max_open_sealed_segments: usize,
+    /// `ferrolog.decompression.memory.bytes`: memory every append together may decompress
+    /// produced batches into; one append at most all of it, whatever its topic's
+    /// `max.message.bytes` (see [`crate::decompression`]). Default 256 MiB.
+    pub decompression_memory_bytes: u64,
     /// `replica.alter.log.dirs.io.max.bytes.per.second`: bytes per second copied into future
     /// logs, all moves together. Default unlimited (Kafka's `Long.MAX_VALUE`).
     pub move_max_bytes_per_second: f64,
@@ -101,6 +105,7 @@ impl Default for ManagerConfig {
             cleaner: CleanerConfig::default(),
             max_partitions: 10_000,
             max_open_sealed_segments: crate::segment::DEFAULT_MAX_OPEN_SEALED,
+            decompression_memory_bytes: crate::decompression::DEFAULT_DECOMPRESSION_MEMORY,
             move_max_bytes_per_second: f64::MAX,
         }
     }
@@ -280,6 +285,7 @@ pub fn known_keys() -> impl Iterator<Item = &'static str> {
             "ferrolog.max.partitions",
             "ferrolog.max.open.sealed.segments",
             "ferrolog.max.producers.per.partition",
+            "ferrolog.decompression.memory.bytes",
             "replica.alter.log.dirs.io.max.bytes.per.second",
         ])
 }
@@ -348,6 +354,20 @@ impl ManagerConfig {
                     "must be an integer of at least 1",
                 )
             })?;
+        }
+        if let Some(value) = properties.get("ferrolog.decompression.memory.bytes") {
+            config.decompression_memory_bytes = value
+                .trim()
+                .parse()
+                .ok()
+                .filter(|bytes| *bytes >= 1 << 20)
+                .ok_or_else(|| {
+                    invalid(
+                        "ferrolog.decompression.memory.bytes",
+                        value,
+                        "must be a number of bytes of at least 1048576",
+                    )
+                })?;
         }
         if let Some(value) = properties.get("ferrolog.max.open.sealed.segments") {
             config.max_open_sealed_segments = value

@@ -149,6 +149,7 @@ pub(crate) struct LogServices {
     pub clock: Arc<dyn Clock>,
     pub reaper: Arc<dyn SegmentReaper>,
     pub open_files: Arc<crate::segment::OpenFiles>,
+    pub decompression: Arc<crate::decompression::DecompressionMemory>,
 }
 
 impl LogServices {
@@ -159,6 +160,7 @@ impl LogServices {
             health: Arc::clone(dir.health()),
             reaper: Some(Arc::clone(&self.reaper)),
             open_files: Arc::clone(&self.open_files),
+            decompression: Arc::clone(&self.decompression),
         }
     }
 }

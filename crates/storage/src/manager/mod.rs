@@ -100,6 +100,8 @@ pub struct LogManager {
     maintenance: Maintenance,
     /// The sealed segments' files open now, across every log (`ferrolog.max.open.sealed.segments`).
     open_files: Arc<crate::segment::OpenFiles>,
+    /// What appends decompress produced batches into (`ferrolog.decompression.memory.bytes`).
+    decompression: Arc<crate::decompression::DecompressionMemory>,
 }
 
 impl LogManager {
@@ -117,10 +119,13 @@ impl LogManager {
         };
         let deleter = Arc::new(Deleter::new(Arc::clone(&clock)));
         let open_files = crate::segment::OpenFiles::new(config.max_open_sealed_segments);
+        let decompression =
+            crate::decompression::DecompressionMemory::new(config.decompression_memory_bytes);
         let services = LogServices {
             clock: Arc::clone(&clock),
             reaper: Arc::clone(&deleter) as Arc<dyn SegmentReaper>,
             open_files: Arc::clone(&open_files),
+            decompression: Arc::clone(&decompression),
         };
         let loaded = load::load_all(
             dirs.all(),
@@ -211,6 +216,7 @@ impl LogManager {
             startup,
             maintenance,
             open_files,
+            decompression,
         };
         manager.dirs.ensure_some_online()?;
         manager.load_cleaner_checkpoints();
@@ -231,6 +237,7 @@ impl LogManager {
             clock: Arc::clone(&self.clock),
             reaper: Arc::clone(&self.maintenance.deleter) as Arc<dyn SegmentReaper>,
             open_files: Arc::clone(&self.open_files),
+            decompression: Arc::clone(&self.decompression),
         }
     }
 

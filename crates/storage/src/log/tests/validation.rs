@@ -154,6 +154,43 @@ fn a_batch_decompressing_past_max_message_bytes_is_refused_before_it_is_inflated
 }
 
 #[test]
+fn no_topic_config_lifts_the_broker_s_decompression_memory() {
+    let fixture = Fixture::new();
+    let environment = LogEnvironment {
+        decompression: crate::decompression::DecompressionMemory::new(2 << 20),
+        ..LogEnvironment::standalone(&fixture.data_dir, fixture.clock.clone())
+    };
+    let log = Log::create_in(
+        &fixture.data_dir,
+        &TopicPartition::new("topic", 0),
+        LogConfig {
+            // As a client may set it: the largest batch a topic takes.
+            max_message_bytes: i32::MAX as u32,
+            ..LogConfig::default()
+        },
+        environment,
+    )
+    .unwrap();
+    // 8 MiB of zeros in a few KiB: within max.message.bytes, past the broker's 2 MiB.
+    let bomb = batch_at(
+        0,
+        Compression::Zstd,
+        &[TestRecord::new(NOW, None, Some(&vec![0u8; 8 << 20]))],
+    );
+    let refused = log.append_as_leader(bomb).unwrap_err();
+    assert!(
+        matches!(refused, StorageError::DecompressedTooLarge { limit, .. } if limit == 2 << 20),
+        "{refused}"
+    );
+    let fits = batch_at(
+        0,
+        Compression::Zstd,
+        &[TestRecord::new(NOW, None, Some(&vec![0u8; 1 << 20]))],
+    );
+    log.append_as_leader(fits).unwrap();
+}
+
+#[test]
 fn producer_batches_must_be_well_formed() {
     let fixture = Fixture::new();
     let log = fixture.create(LogConfig::default());
