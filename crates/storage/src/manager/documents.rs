@@ -71,8 +71,8 @@ impl LogManager {
 
     /// Writes `document`, under its own generation, to each online directory whose copy is
     /// older or missing, so that every online directory holds the newest copy; one holding the
-    /// same or a newer generation is left as it is. Each records the generation
-    /// ([`super::document_generations`]). A failed write is reported and leaves that
+    /// same or a newer generation is left as it is. Each records the generation in its
+    /// `ferrolog-document-generations` file. A failed write is reported and leaves that
     /// directory's copy as it was (the next change writes it again).
     pub fn spread_document(&self, name: &str, document: &Document) -> Result<()> {
         check_name(name)?;
