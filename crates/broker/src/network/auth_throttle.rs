@@ -1,7 +1,7 @@
 //! Authentications per client address, beyond Kafka: each SASL exchange takes a token from
 //! its address's bucket (`ferrolog.authentication.failures.per.second.per.ip` a second,
-//! holding twice as many) before anything of it is looked at, waiting for one when there is
-//! none, and a successful exchange gives its token back. So an address's failed exchanges,
+//! holding twice as many) before its first credentials are read, waiting for one when there is
+//! none (a connection that never gets past the handshake takes none), and a successful exchange gives its token back. So an address's failed exchanges,
 //! password guesses among them, are checked no faster than that rate however many connections
 //! it opens (one that gives up while waiting has spent its token all the same), while clients
 //! that authenticate cost their address nothing.

@@ -33,9 +33,15 @@ pub(super) async fn authenticate(
     let peer = connection.peer;
     let anonymous = Arc::new(Session::anonymous(peer, Arc::clone(listener)));
     let mut authenticator = Authenticator::new(settings);
-    // The address's turn first: one that keeps failing is checked no faster than its rate.
-    shared.auth_throttle.begin(peer.ip()).await;
+    let mut turn_taken = false;
     loop {
+        // The address's turn before the first credentials are read (not before: connections
+        // that never get that far spend none of its turns): one that keeps failing is checked
+        // no faster than its rate. No request memory is held while it waits.
+        if !turn_taken && authenticator.awaits_credentials() {
+            shared.auth_throttle.begin(peer.ip()).await;
+            turn_taken = true;
+        }
         let Some(size) = connection
             .inbound
             .read_size(connection.stream, idle_limit)

@@ -82,6 +82,12 @@ impl Authenticator {
         }
     }
 
+    /// Whether the next frame carries the mechanism's tokens: credentials, which a guesser
+    /// would send.
+    pub fn awaits_credentials(&self) -> bool {
+        matches!(self.state, State::Token { .. })
+    }
+
     /// Takes the next frame (header and body, without its size).
     pub fn receive(&mut self, frame: &Bytes, credentials: &ScramStore) -> Outcome {
         match std::mem::replace(&mut self.state, State::Ended) {
