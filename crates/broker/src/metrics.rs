@@ -142,9 +142,11 @@ pub fn refresh(manager: &LogManager) {
     metrics::gauge!("kafka_log_logmanager_offlinelogdirectorycount")
         .set(manager.offline_dir_count() as f64);
     let open_files = manager.open_files();
-    metrics::gauge!("ferrolog_log_open_sealed_segment_files").set(open_files.open_count() as f64);
+    metrics::gauge!("ferrolog_log_open_sealed_segments").set(open_files.open_count() as f64);
     metrics::counter!("ferrolog_log_sealed_segment_file_opens_total")
         .absolute(open_files.reopened());
+    metrics::counter!("ferrolog_log_sealed_segment_index_maps_total")
+        .absolute(open_files.remapped());
     metrics::gauge!("kafka_server_socket_server_metrics_connection_count")
         .set(OPEN_CONNECTIONS.load(std::sync::atomic::Ordering::Relaxed) as f64);
     if let Some(cleaner) = manager.cleaner() {

@@ -1,7 +1,8 @@
 //! A client that rolls a segment per record (Kafka's `internal.segment.bytes`, which any client
-//! may set, at 100 bytes) cannot make the broker run out of file descriptors: under a limit of
-//! 512, 1,500 one-record produces leave the broker holding far fewer, a new topic is created
-//! beside them, and every record reads back.
+//! may set, at 100 bytes) cannot make the broker run out of file descriptors or memory
+//! mappings: under a limit of 512 descriptors, 1,500 one-record produces leave the broker
+//! holding far fewer, and at most two mappings for each of the 100 sealed segments it may keep
+//! open; a new topic is created beside them, and every record reads back.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests")]
 
@@ -24,6 +25,16 @@ const RECORDS: usize = 1500;
 fn open_descriptors(pid: u32) -> usize {
     std::fs::read_dir(format!("/proc/{pid}/fd"))
         .unwrap()
+        .count()
+}
+
+/// The offset and time indexes the broker has mapped now.
+fn mapped_indexes(pid: u32) -> usize {
+    std::fs::read_to_string(format!("/proc/{pid}/maps"))
+        .unwrap()
+        .lines()
+        .map(|line| line.trim_end_matches(" (deleted)"))
+        .filter(|line| line.ends_with(".index") || line.ends_with(".timeindex"))
         .count()
 }
 
@@ -79,6 +90,11 @@ fn tiny_segments_by_the_thousand_leave_the_broker_descriptors_to_spare() {
     }
     let held = open_descriptors(server.pid());
     assert!(held < 300, "{held} descriptors held for {RECORDS} segments");
+    let mapped = mapped_indexes(server.pid());
+    assert!(
+        mapped <= 200,
+        "{mapped} indexes mapped for {RECORDS} segments"
+    );
     assert_eq!(
         create_topic(port, "beside", 4, &[]),
         0,
@@ -112,6 +128,11 @@ fn tiny_segments_by_the_thousand_leave_the_broker_descriptors_to_spare() {
     assert!(
         held < 300,
         "{held} descriptors held after reading every segment"
+    );
+    let mapped = mapped_indexes(server.pid());
+    assert!(
+        mapped <= 200,
+        "{mapped} indexes mapped after reading every segment"
     );
     server.stop();
 }

@@ -243,6 +243,7 @@ fn index_lookup(c: &mut Criterion) {
     }
     let mut group = c.benchmark_group("index_lookup");
     let mut state = 12345u64;
+    let index = index.view().expect("view");
     group.bench_function("offset_index_full_10MiB_random", |b| {
         b.iter(|| {
             state ^= state << 13;

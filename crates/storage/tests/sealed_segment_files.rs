@@ -1,8 +1,9 @@
-//! The file descriptors segments hold are bounded whatever their number: with segments of one
-//! batch each, hundreds per partition, at most `ferrolog.max.open.sealed.segments` sealed
-//! segments' `.log` files are open (besides each partition's active one), through appends,
-//! reads of the whole log, compaction, retention and restarts after a clean stop and after a
-//! crash; and everything reads back.
+//! The file descriptors and memory mappings segments hold are bounded whatever their number:
+//! with segments of one batch each, hundreds per partition, at most
+//! `ferrolog.max.open.sealed.segments` sealed segments' `.log` files are open and their indexes
+//! mapped (besides each partition's active one), through appends, reads of the whole log,
+//! compaction, retention, and restarts after a clean stop, after a crash and with every offset
+//! index missing; and everything reads back.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests")]
 
@@ -51,12 +52,34 @@ fn open_log_files(dir: &Path) -> usize {
         .count()
 }
 
-/// At most the limit of sealed segments' files, and one active file per partition.
+/// The offset and time indexes under `dir` this process has mapped now.
+fn mapped_indexes(dir: &Path) -> usize {
+    let dir = dir.canonicalize().unwrap();
+    let dir = dir.to_str().unwrap();
+    std::fs::read_to_string("/proc/self/maps")
+        .unwrap()
+        .lines()
+        .filter_map(|line| line.split_once('/').map(|(_, path)| format!("/{path}")))
+        .filter(|path| path.starts_with(dir))
+        .filter(|path| {
+            let path = path.trim_end_matches(" (deleted)");
+            path.ends_with(".index") || path.ends_with(".timeindex")
+        })
+        .count()
+}
+
+/// At most the limit of sealed segments' files and index pairs, and one active file and
+/// index pair per partition.
 fn assert_bounded(dir: &Path, when: &str) {
     let open = open_log_files(dir);
     assert!(
         open <= LIMIT + PARTITIONS as usize,
         "{when}: {open} .log files open, more than {LIMIT} sealed and {PARTITIONS} active"
+    );
+    let mapped = mapped_indexes(dir);
+    assert!(
+        mapped <= 2 * (LIMIT + PARTITIONS as usize),
+        "{when}: {mapped} indexes mapped, more than those of {LIMIT} sealed and {PARTITIONS} active segments"
     );
 }
 
@@ -134,11 +157,14 @@ fn sealed_segments_files_stay_within_their_limit_and_read_back() {
     assert_eq!(after[1], written[1][100..]);
     assert_eq!(after[2], written[2]);
     manager.shutdown().unwrap();
+    // Each manager, and what holds its logs, goes before the next opens the same files.
+    drop((cleaner, log, trimmed, manager));
 
     // A clean start opens no sealed segment's file; a crashed one recovers and stays bounded.
     let manager = open(temp.path());
     assert_bounded(temp.path(), "after a clean start");
     assert_eq!(read_all(&manager)[2], written[2]);
+    // Gone without a shutdown: the next start recovers.
     drop(manager);
     std::fs::remove_file(
         temp.path()
@@ -148,5 +174,32 @@ fn sealed_segments_files_stay_within_their_limit_and_read_back() {
     let manager = open(temp.path());
     assert_bounded(temp.path(), "after recovery");
     assert_eq!(read_all(&manager)[2], written[2]);
+    manager.shutdown().unwrap();
+    drop(manager);
+
+    // Without its offset indexes every segment is recovered, its indexes rebuilt: they are
+    // unmapped again as others are read.
+    let mut removed = 0;
+    for partition in std::fs::read_dir(temp.path()).unwrap() {
+        let partition = partition.unwrap().path();
+        if !partition.is_dir() {
+            continue;
+        }
+        for file in std::fs::read_dir(&partition).unwrap() {
+            let file = file.unwrap().path();
+            if file
+                .extension()
+                .is_some_and(|extension| extension == "index")
+            {
+                std::fs::remove_file(file).unwrap();
+                removed += 1;
+            }
+        }
+    }
+    assert!(removed > BATCHES, "{removed} offset indexes removed");
+    let manager = open(temp.path());
+    assert_bounded(temp.path(), "after rebuilding every index");
+    assert_eq!(read_all(&manager)[2], written[2]);
+    assert_bounded(temp.path(), "after reading through rebuilt indexes");
     manager.shutdown().unwrap();
 }

@@ -333,7 +333,7 @@ fn aborted_txns_of_read(
 ) -> Result<Vec<AbortedTxn>> {
     let segment = &view.segments[index];
     let upper_bound = segment
-        .fetch_upper_bound_offset(position, length)
+        .fetch_upper_bound_offset(position, length)?
         .or_else(|| view.segments.get(index + 1).map(|next| next.base_offset()))
         .unwrap_or(view.log_end.offset);
     let mut aborted = Vec::new();

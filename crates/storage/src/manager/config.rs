@@ -44,8 +44,8 @@ pub struct ManagerConfig {
     /// disk always load). Every partition holds at least one open file and its memory maps.
     /// Default 10000.
     pub max_partitions: usize,
-    /// `ferrolog.max.open.sealed.segments`: sealed segments whose `.log` may be open at once,
-    /// over every log; the coldest are closed beyond it (see
+    /// `ferrolog.max.open.sealed.segments`: sealed segments whose `.log` may be open, or
+    /// indexes mapped, at once, over every log; the coldest are closed beyond it (see
     /// [`crate::segment::OpenFiles`]). Default 1,000.
     pub max_open_sealed_segments: usize,
     /// `ferrolog.decompression.memory.bytes`: memory every append together may decompress

@@ -7,7 +7,7 @@
 use std::marker::PhantomData;
 use std::path::{Path, PathBuf};
 
-use super::index_file::IndexFile;
+use super::index_file::{IndexFile, SealedIn, Slots};
 use crate::error::{Result, StorageError};
 use crate::offset::{Offset, RelativeOffset};
 
@@ -40,6 +40,31 @@ impl<E: IndexEntry> Index<E> {
         Ok(Self {
             file: IndexFile::open(path, max_index_bytes, E::BYTES)?,
             base_offset,
+            entry: PhantomData,
+        })
+    }
+
+    /// Opens a sealed segment's `path` (creating it empty when missing), to be mapped in
+    /// `sealed` when read.
+    pub(crate) fn open_sealed(path: &Path, base_offset: Offset, sealed: SealedIn) -> Result<Self> {
+        Ok(Self {
+            file: IndexFile::open_sealed(path, E::BYTES, sealed)?,
+            base_offset,
+            entry: PhantomData,
+        })
+    }
+
+    /// The segment is sealed: the index is mapped in `sealed` when read, and unmapped with it.
+    pub(crate) fn seal(&mut self, sealed: SealedIn) {
+        self.file.seal(sealed);
+    }
+
+    /// The entries as they are now, to read (a sealed index is mapped first, and stays mapped
+    /// while the view is held).
+    pub fn view(&self) -> Result<IndexView<'_, E>> {
+        Ok(IndexView {
+            slots: self.file.slots()?,
+            base_offset: self.base_offset,
             entry: PhantomData,
         })
     }
@@ -78,41 +103,6 @@ impl<E: IndexEntry> Index<E> {
         self.file.file_length()
     }
 
-    /// Entry `n`, which must be below [`Self::entries`].
-    pub(crate) fn decode(&self, n: usize) -> E {
-        E::decode(self.file.slot(n), self.base_offset)
-    }
-
-    /// Entry `n`; `None` past the last entry.
-    pub fn entry(&self, n: usize) -> Option<E> {
-        (n < self.entries()).then(|| self.decode(n))
-    }
-
-    /// The last entry, if any.
-    pub(crate) fn last(&self) -> Option<E> {
-        self.entries().checked_sub(1).map(|n| self.decode(n))
-    }
-
-    /// All entries, in order.
-    pub fn all_entries(&self) -> Vec<E> {
-        (0..self.entries()).map(|n| self.decode(n)).collect()
-    }
-
-    /// The last entry whose `key` is ≤ `target`, by binary search (the keys must not decrease).
-    pub(crate) fn largest_lower_bound(&self, target: i64, key: impl Fn(E) -> i64) -> Option<E> {
-        self.file
-            .largest_lower_bound(target, |slot| key(E::decode(slot, self.base_offset)))
-            .map(|n| self.decode(n))
-    }
-
-    /// The first entry whose `key` is ≥ `target`, by binary search (the keys must not
-    /// decrease).
-    pub(crate) fn smallest_upper_bound(&self, target: i64, key: impl Fn(E) -> i64) -> Option<E> {
-        self.file
-            .smallest_upper_bound(target, |slot| key(E::decode(slot, self.base_offset)))
-            .map(|n| self.decode(n))
-    }
-
     /// Writes `entry` after the last one; the caller has checked the ordering rules.
     pub(crate) fn push(&mut self, entry: E) -> Result<()> {
         let relative =
@@ -130,15 +120,19 @@ impl<E: IndexEntry> Index<E> {
     }
 
     /// Removes every entry whose offset is ≥ `offset`.
-    pub fn truncate_to(&mut self, offset: Offset) {
-        let keep = match self.file.largest_lower_bound(offset.value(), |slot| {
-            E::decode(slot, self.base_offset).offset().value()
-        }) {
-            None => 0,
-            Some(n) if self.decode(n).offset() == offset => n,
-            Some(n) => n + 1,
+    pub fn truncate_to(&mut self, offset: Offset) -> Result<()> {
+        let keep = {
+            let view = self.view()?;
+            match view.slots.largest_lower_bound(offset.value(), |slot| {
+                E::decode(slot, self.base_offset).offset().value()
+            }) {
+                None => 0,
+                Some(n) if view.decode(n).offset() == offset => n,
+                Some(n) => n + 1,
+            }
         };
         self.file.truncate_entries(keep);
+        Ok(())
     }
 
     /// Removes every entry.
@@ -166,5 +160,63 @@ impl<E: IndexEntry> Index<E> {
     /// The part of Kafka's sanity check both indexes share: the file holds whole entries.
     pub(crate) fn check_whole_entries(&self) -> Result<()> {
         self.file.check_whole_entries()
+    }
+}
+
+/// An index's entries as read at one moment, from [`Index::view`].
+#[derive(Debug)]
+pub struct IndexView<'a, E: IndexEntry> {
+    slots: Slots<'a>,
+    base_offset: Offset,
+    entry: PhantomData<E>,
+}
+
+impl<E: IndexEntry> IndexView<'_, E> {
+    /// How many entries.
+    pub fn len(&self) -> usize {
+        self.slots.len()
+    }
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    /// The base offset of the segment.
+    pub fn base_offset(&self) -> Offset {
+        self.base_offset
+    }
+
+    /// Entry `n`, which must be below [`Self::len`].
+    pub(crate) fn decode(&self, n: usize) -> E {
+        E::decode(self.slots.slot(n), self.base_offset)
+    }
+
+    /// Entry `n`; `None` past the last entry.
+    pub fn entry(&self, n: usize) -> Option<E> {
+        (n < self.len()).then(|| self.decode(n))
+    }
+
+    /// The last entry, if any.
+    pub(crate) fn last(&self) -> Option<E> {
+        self.len().checked_sub(1).map(|n| self.decode(n))
+    }
+
+    /// All entries, in order.
+    pub fn all_entries(&self) -> Vec<E> {
+        (0..self.len()).map(|n| self.decode(n)).collect()
+    }
+
+    /// The last entry whose `key` is ≤ `target`, by binary search (the keys must not decrease).
+    pub(crate) fn largest_lower_bound(&self, target: i64, key: impl Fn(E) -> i64) -> Option<E> {
+        self.slots
+            .largest_lower_bound(target, |slot| key(E::decode(slot, self.base_offset)))
+            .map(|n| self.decode(n))
+    }
+
+    /// The first entry whose `key` is ≥ `target`, by binary search (the keys must not
+    /// decrease).
+    pub(crate) fn smallest_upper_bound(&self, target: i64, key: impl Fn(E) -> i64) -> Option<E> {
+        self.slots
+            .smallest_upper_bound(target, |slot| key(E::decode(slot, self.base_offset)))
+            .map(|n| self.decode(n))
     }
 }

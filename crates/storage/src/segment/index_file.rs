@@ -21,6 +21,15 @@
 //! as in Kafka: a broker with many segments would otherwise run out of descriptors. Growing,
 //! resizing and fsync reopen the file by path.
 //!
+//! Nor does a sealed segment's index keep a mapping of its own: it is mapped read-only when
+//! read, in its segment's slot, and unmapped when the slot closes ([`OpenFiles`]), so the
+//! mappings a broker holds are bounded whatever its number of segments (each is one of the
+//! process's `vm.max_map_count`, 65,530 by default). A sealed index that changes again (the
+//! segment truncated back into activity, recovered, resized) maps itself writable first. Its
+//! entries written through the earlier mapping need no `msync` before that mapping goes: the
+//! pages stay in the page cache, the next fsync of the file (by path) writes them, and a
+//! write-back error no one has seen yet is reported to that fsync too.
+//!
 //! On copy-on-write file systems (btrfs, ZFS) even a write into an allocated block needs a new
 //! one, so there no amount of allocation ahead makes a mapped write safe on a full disk; the
 //! data directories belong on ext4 or XFS, as Kafka's do.
@@ -28,21 +37,35 @@
 //! Not thread-safe by itself; [`crate::segment::Segment`] guards each index with a lock.
 
 use std::fs::{File, OpenOptions};
+use std::ops::Deref;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
-use memmap2::MmapMut;
+use memmap2::{Mmap, MmapMut};
 
+use super::open_files::{IndexKind, OpenFiles, SegmentSlot};
 use crate::error::{Result, StorageError};
 
 /// The first allocation step of an index that grows: one page.
 const FIRST_STEP_BYTES: u64 = 4096;
 
+/// Where a sealed index is mapped when read: its segment's slot, counted in the open segments.
+#[derive(Debug, Clone)]
+pub(crate) struct SealedIn {
+    pub(crate) slot: Arc<SegmentSlot>,
+    pub(crate) files: Arc<OpenFiles>,
+    pub(crate) kind: IndexKind,
+}
+
 #[derive(Debug)]
 pub(crate) struct IndexFile {
     path: PathBuf,
-    /// `None` while the file is empty (an empty mapping is not allowed).
+    /// An active index's own mapping: `None` while the file is empty (an empty mapping is not
+    /// allowed), and while the index is sealed.
     mmap: Option<MmapMut>,
+    /// Set while the index is sealed: it is mapped in its segment's slot when read.
+    sealed: Option<SealedIn>,
     entry_size: usize,
     entries: usize,
     /// The limit from `segment.index.bytes`: a full index rolls its segment.
@@ -76,12 +99,122 @@ impl IndexFile {
         Ok(Self {
             path: path.to_path_buf(),
             mmap: map(&file, length, path)?,
+            sealed: None,
             entry_size,
             entries,
             max_entries,
             capacity: entries,
             allocated: 0,
         })
+    }
+
+    /// Opens a sealed segment's `path` (creating it empty when missing) without mapping it:
+    /// it is mapped in `sealed` when read. It holds the entries its length does.
+    pub(crate) fn open_sealed(path: &Path, entry_size: usize, sealed: SealedIn) -> Result<Self> {
+        let length = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(path)
+            .and_then(|file| file.metadata())
+            .map_err(StorageError::io("open index", path))?
+            .len();
+        let entries = (length / entry_size as u64) as usize;
+        Ok(Self {
+            path: path.to_path_buf(),
+            mmap: None,
+            sealed: Some(sealed),
+            entry_size,
+            entries,
+            max_entries: entries,
+            capacity: entries,
+            allocated: 0,
+        })
+    }
+
+    /// The segment is sealed: its own mapping goes, and the index is mapped in `sealed` when
+    /// read.
+    pub(crate) fn seal(&mut self, sealed: SealedIn) {
+        sealed.slot.forget_mapping(sealed.kind);
+        self.mmap = None;
+        self.sealed = Some(sealed);
+    }
+
+    /// A sealed index about to change maps itself writable again, at the file's length.
+    fn own(&mut self) -> Result<()> {
+        let Some(sealed) = self.sealed.as_ref() else {
+            return Ok(());
+        };
+        let file = self.reopen()?;
+        let length = file
+            .metadata()
+            .map_err(StorageError::io("stat index", &self.path))?
+            .len();
+        let capacity = (length / self.entry_size as u64) as usize;
+        if capacity < self.entries {
+            return Err(self.shorter_than_entries(length));
+        }
+        let length = (capacity * self.entry_size) as u64;
+        self.mmap = map(&file, length, &self.path)?;
+        sealed.slot.forget_mapping(sealed.kind);
+        self.sealed = None;
+        self.capacity = capacity;
+        self.allocated = 0;
+        Ok(())
+    }
+
+    fn shorter_than_entries(&self, length: u64) -> StorageError {
+        self.corrupt(format!(
+            "the file is {length} bytes, shorter than its {} entries",
+            self.entries
+        ))
+    }
+
+    /// The entries as they are now, mapped first if the index is sealed and not mapped.
+    pub(crate) fn slots(&self) -> Result<Slots<'_>> {
+        let length = self.entries * self.entry_size;
+        let bytes = match (&self.mmap, &self.sealed) {
+            _ if length == 0 => EntryBytes::Own(&[]),
+            (Some(mmap), _) => EntryBytes::Own(&mmap[..length]),
+            (None, Some(sealed)) => {
+                let mapping = sealed
+                    .slot
+                    .mapping(&sealed.files, sealed.kind, || {
+                        self.map_read_only(length as u64)
+                    })
+                    .map_err(|source| match source.downcast::<StorageError>() {
+                        Ok(error) => error,
+                        Err(source) => StorageError::io("mmap index", &self.path)(source),
+                    })?;
+                EntryBytes::Shared(mapping, length)
+            }
+            (None, None) => {
+                return Err(self.corrupt(format!("{} entries but no mapping", self.entries)));
+            }
+        };
+        Ok(Slots {
+            bytes,
+            entry_size: self.entry_size,
+        })
+    }
+
+    /// Maps `length` bytes of the file read-only, after checking it holds them: touching a
+    /// mapped page past the end of a file kills the process.
+    fn map_read_only(&self, length: u64) -> std::io::Result<Mmap> {
+        let file = OpenOptions::new().read(true).open(&self.path)?;
+        let file_length = file.metadata()?.len();
+        if file_length < length {
+            return Err(std::io::Error::other(
+                self.shorter_than_entries(file_length),
+            ));
+        }
+        crate::fault::point("index.mmap")?;
+        // SAFETY: as for `map` below; the mapping is only read, below `length`, which the file
+        // was just checked to hold, and only while its segment's slot or a reader holds it.
+        #[allow(unsafe_code)]
+        let mmap = unsafe { memmap2::MmapOptions::new().len(length as usize).map(&file) }?;
+        Ok(mmap)
     }
 
     pub(crate) fn path(&self) -> &Path {
@@ -135,19 +268,11 @@ impl IndexFile {
             .map_err(StorageError::io("open index", &self.path))
     }
 
-    /// The bytes of entry `n`, which must be below [`Self::entries`].
-    pub(crate) fn slot(&self, n: usize) -> &[u8] {
-        let start = n * self.entry_size;
-        match &self.mmap {
-            Some(mmap) => &mmap[start..start + self.entry_size],
-            None => &[],
-        }
-    }
-
     /// Writes one entry after the last, first allocating room for it if needed. The caller has
     /// checked ordering. Fails, writing nothing, when the index is full or no disk space can be
     /// allocated for the entry ([`StorageError::NoSpace`]).
     pub(crate) fn push(&mut self, entry: &[u8]) -> Result<()> {
+        self.own()?;
         if self.entries >= self.max_entries {
             return Err(StorageError::InvalidIndexAppend {
                 path: self.path.clone(),
@@ -202,6 +327,7 @@ impl IndexFile {
     /// holds more room than the new limit (entries past it are dropped). Returns whether the
     /// limit or the file's size changed.
     pub(crate) fn resize(&mut self, new_bytes: u64) -> Result<bool> {
+        self.own()?;
         let max_entries =
             (round_down(new_bytes, self.entry_size) / self.entry_size as u64) as usize;
         let capacity = self.capacity.min(max_entries);
@@ -229,7 +355,8 @@ impl IndexFile {
         self.resize((self.entries * self.entry_size) as u64)
     }
 
-    /// Writes the mapped pages back to the file (msync) and fsyncs the file.
+    /// Writes the mapped pages back to the file (msync; a sealed index has no writable
+    /// mapping) and fsyncs the file.
     pub(crate) fn flush(&self) -> Result<()> {
         if let Some(mmap) = &self.mmap {
             mmap.flush()
@@ -249,6 +376,44 @@ impl IndexFile {
             Err(error) => Err(error),
         }
     }
+}
+
+/// The bytes of an index's entries: borrowed from its own mapping, or shared with its
+/// sealed segment's slot (kept mapped while held).
+#[derive(Debug)]
+enum EntryBytes<'a> {
+    Own(&'a [u8]),
+    Shared(Arc<Mmap>, usize),
+}
+
+impl Deref for EntryBytes<'_> {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        match self {
+            Self::Own(bytes) => bytes,
+            Self::Shared(mapping, length) => &mapping[..*length],
+        }
+    }
+}
+
+/// An index's entries as read at one moment: fixed-size slots, sorted.
+#[derive(Debug)]
+pub(crate) struct Slots<'a> {
+    bytes: EntryBytes<'a>,
+    entry_size: usize,
+}
+
+impl Slots<'_> {
+    /// How many entries.
+    pub(crate) fn len(&self) -> usize {
+        self.bytes.len() / self.entry_size
+    }
+
+    /// The bytes of entry `n`, which must be below [`Self::len`].
+    pub(crate) fn slot(&self, n: usize) -> &[u8] {
+        let start = n * self.entry_size;
+        &self.bytes[start..start + self.entry_size]
+    }
 
     /// Largest-lower-bound search: the highest slot whose key is ≤ `target`, where `key` reads
     /// a slot's sort key; `None` when every entry is above `target` or there are none.
@@ -257,10 +422,10 @@ impl IndexFile {
         target: i64,
         key: impl Fn(&[u8]) -> i64,
     ) -> Option<usize> {
-        if self.entries == 0 || key(self.slot(0)) > target {
+        if self.len() == 0 || key(self.slot(0)) > target {
             return None;
         }
-        let (mut low, mut high) = (0usize, self.entries - 1);
+        let (mut low, mut high) = (0usize, self.len() - 1);
         while low < high {
             let mid = low + (high - low).div_ceil(2);
             if key(self.slot(mid)) <= target {
@@ -278,10 +443,10 @@ impl IndexFile {
         target: i64,
         key: impl Fn(&[u8]) -> i64,
     ) -> Option<usize> {
-        if self.entries == 0 || key(self.slot(self.entries - 1)) < target {
+        if self.len() == 0 || key(self.slot(self.len() - 1)) < target {
             return None;
         }
-        let (mut low, mut high) = (0usize, self.entries - 1);
+        let (mut low, mut high) = (0usize, self.len() - 1);
         while low < high {
             let mid = low + (high - low) / 2;
             if key(self.slot(mid)) >= target {

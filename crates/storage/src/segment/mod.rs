@@ -28,8 +28,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use parking_lot::{Mutex, RwLock};
 
 pub use file_name::*;
-pub use index::{Index, IndexEntry};
+pub use index::{Index, IndexEntry, IndexView};
+use index_file::SealedIn;
 pub use offset_index::{OFFSET_ENTRY_BYTES, OffsetIndex, OffsetPosition};
+use open_files::IndexKind;
 pub use open_files::{DEFAULT_MAX_OPEN_SEALED, OpenFiles};
 pub use records_file::{
     Damage, DamageKind, EntrySummary, MAX_RESERVE_AHEAD_BYTES, RESERVE_AFTER_BYTES, RecordsFile,
@@ -155,6 +157,18 @@ enum LogFile<'a> {
     Sealed(&'a Arc<OpenFiles>),
 }
 
+/// Where a sealed segment's offset and time indexes are mapped when read; `None` for an
+/// active segment.
+fn sealed_in(log: &RecordsFile) -> Option<[SealedIn; 2]> {
+    let (slot, files) = log.sealed_slot()?;
+    let of = |kind| SealedIn {
+        slot: Arc::clone(&slot),
+        files: Arc::clone(&files),
+        kind,
+    };
+    Some([of(IndexKind::Offset), of(IndexKind::Time)])
+}
+
 /// A fixed random share of `segment.jitter.ms` for one segment, capped at `segment.ms`.
 fn roll_jitter(config: &LogConfig) -> std::time::Duration {
     let bound = crate::clock::kafka_ms(config.segment_jitter.min(config.segment_age));
@@ -230,22 +244,29 @@ impl Segment {
             LogFile::Open(preallocate) => preallocate,
             LogFile::Sealed(_) => None,
         };
+        let log = match log {
+            LogFile::Open(preallocate) => RecordsFile::open(&path(LOG_SUFFIX), preallocate)?,
+            LogFile::Sealed(files) => RecordsFile::sealed(&path(LOG_SUFFIX), files)?,
+        };
+        let (offset_index, time_index) = match sealed_in(&log) {
+            Some([offset, time]) => (
+                OffsetIndex::open_sealed(&path(INDEX_SUFFIX), base_offset, offset)?,
+                TimeIndex::open_sealed(&path(TIME_INDEX_SUFFIX), base_offset, time)?,
+            ),
+            None => (
+                OffsetIndex::open(&path(INDEX_SUFFIX), base_offset, config.segment_index_bytes)?,
+                TimeIndex::open(
+                    &path(TIME_INDEX_SUFFIX),
+                    base_offset,
+                    config.segment_index_bytes,
+                )?,
+            ),
+        };
         Ok(Self {
             base_offset,
-            log: match log {
-                LogFile::Open(preallocate) => RecordsFile::open(&path(LOG_SUFFIX), preallocate)?,
-                LogFile::Sealed(files) => RecordsFile::sealed(&path(LOG_SUFFIX), files)?,
-            },
-            offset_index: RwLock::new(OffsetIndex::open(
-                &path(INDEX_SUFFIX),
-                base_offset,
-                config.segment_index_bytes,
-            )?),
-            time_index: RwLock::new(TimeIndex::open(
-                &path(TIME_INDEX_SUFFIX),
-                base_offset,
-                config.segment_index_bytes,
-            )?),
+            log,
+            offset_index: RwLock::new(offset_index),
+            time_index: RwLock::new(time_index),
             txn_index: Mutex::new(TxnIndex::new(path(TXN_INDEX_SUFFIX))),
             state: Mutex::new(AppendState {
                 bytes_since_last_index_entry: 0,
@@ -263,9 +284,20 @@ impl Segment {
         })
     }
 
-    /// The segment takes no more appends: its `.log` may be closed while others are read.
+    /// The segment takes no more appends: its `.log` may be closed, and its indexes unmapped,
+    /// while others are read.
     pub fn seal(&self, files: &Arc<OpenFiles>) {
         self.log.seal(files);
+        self.seal_indexes(&mut self.offset_index.write(), &mut self.time_index.write());
+    }
+
+    /// A sealed segment's indexes map themselves in its slot from now on (after a change that
+    /// mapped them writable); nothing for an active segment.
+    fn seal_indexes(&self, offset_index: &mut OffsetIndex, time_index: &mut TimeIndex) {
+        if let Some([offset, time]) = sealed_in(&self.log) {
+            offset_index.seal(offset);
+            time_index.seal(time);
+        }
     }
 
     /// The offset the segment starts at (no record in it is below); its files are named after it.
@@ -299,12 +331,12 @@ impl Segment {
         self.roll_jitter
     }
     /// The offset index's entries, in order.
-    pub fn offset_index_entries(&self) -> Vec<OffsetPosition> {
-        self.offset_index.read().all_entries()
+    pub fn offset_index_entries(&self) -> Result<Vec<OffsetPosition>> {
+        Ok(self.offset_index.read().view()?.all_entries())
     }
     /// The time index's entries, in order.
-    pub fn time_index_entries(&self) -> Vec<TimestampOffset> {
-        self.time_index.read().all_entries()
+    pub fn time_index_entries(&self) -> Result<Vec<TimestampOffset>> {
+        Ok(self.time_index.read().view()?.all_entries())
     }
     /// Whether the offset index has no room left, which rolls the segment.
     pub fn offset_index_is_full(&self) -> bool {
@@ -369,9 +401,11 @@ impl Segment {
                         )
                     });
                 if let Err(error) = self.skip_index_entry_without_space(indexed) {
-                    // Entries of this append point at bytes that will not be published.
-                    offset_index.truncate_to(batches[0].last_offset);
-                    time_index.truncate_to(batches[0].last_offset);
+                    // Entries of this append point at bytes that will not be published. An
+                    // index that took an entry owns its mapping, so taking it back reads it
+                    // without failing; one that could not map itself took none.
+                    offset_index.truncate_to(batches[0].last_offset)?;
+                    time_index.truncate_to(batches[0].last_offset)?;
                     return Err(error);
                 }
                 since_last_entry = 0;
@@ -413,7 +447,7 @@ impl Segment {
         if let Some(max) = state.max_timestamp_so_far {
             return Ok(max);
         }
-        let last_entry = self.time_index.read().last_entry();
+        let last_entry = self.time_index.read().view()?.last_entry();
         let mut max = last_entry;
         if self.time_index.read().entries() == 0 {
             max = TimestampOffset {
@@ -421,7 +455,12 @@ impl Segment {
                 offset: self.base_offset,
             };
         }
-        let start = self.offset_index.read().lookup(last_entry.offset).position;
+        let start = self
+            .offset_index
+            .read()
+            .view()?
+            .lookup(last_entry.offset)
+            .position;
         self.log.walk_headers(start.bytes(), self.size(), |entry| {
             if entry.max_timestamp > max.timestamp {
                 max = TimestampOffset {
@@ -470,8 +509,8 @@ impl Segment {
         {
             let mut offset_index = self.offset_index.write();
             let mut time_index = self.time_index.write();
-            offset_index.truncate_to(offset);
-            time_index.truncate_to(offset);
+            offset_index.truncate_to(offset)?;
+            time_index.truncate_to(offset)?;
             self.txn_index.lock().truncate_to(offset.value())?;
             offset_index.resize(u64::from(self.segment_index_bytes))?;
             time_index.resize(u64::from(self.segment_index_bytes))?;
@@ -572,7 +611,12 @@ impl Segment {
 
     /// Resizes only the time index (an absent legacy time index becomes an empty file).
     pub fn resize_indexes_time_only(&self, bytes: u32) -> Result<()> {
-        if self.time_index.write().resize(u64::from(bytes))? {
+        let mut time_index = self.time_index.write();
+        let changed = time_index.resize(u64::from(bytes))?;
+        if let Some([_, time]) = sealed_in(&self.log) {
+            time_index.seal(time);
+        }
+        if changed {
             self.mark_dirty();
         }
         Ok(())
@@ -605,16 +649,22 @@ impl Segment {
     /// The offset of the first index entry at or after `fetch_size` bytes past `start`: a fetch
     /// of that many bytes from `start` ends below it (Kafka's `fetchUpperBoundOffset`, the
     /// bound of the aborted transactions a `read_committed` fetch reports).
-    pub fn fetch_upper_bound_offset(&self, start: FilePosition, fetch_size: u64) -> Option<Offset> {
+    pub fn fetch_upper_bound_offset(
+        &self,
+        start: FilePosition,
+        fetch_size: u64,
+    ) -> Result<Option<Offset>> {
         let start = OffsetPosition {
             offset: self.base_offset,
             position: start,
         };
         let fetch_size = u32::try_from(fetch_size).unwrap_or(u32::MAX);
-        self.offset_index
+        Ok(self
+            .offset_index
             .read()
+            .view()?
             .fetch_upper_bound_offset(start, fetch_size)
-            .map(|entry| entry.offset)
+            .map(|entry| entry.offset))
     }
 
     /// fsyncs the `.txnindex`, if there is one (recovery rebuilds it below the recovery point,

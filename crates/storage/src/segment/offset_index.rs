@@ -11,7 +11,7 @@
 
 use ferrolog_records::be;
 
-use super::index::{Index, IndexEntry};
+use super::index::{Index, IndexEntry, IndexView};
 use crate::error::{Result, StorageError};
 use crate::offset::{FilePosition, Offset, RelativeOffset};
 
@@ -56,6 +56,40 @@ impl Index<OffsetPosition> {
         self.entries() >= self.max_entries()
     }
 
+    /// Adds an entry; the offset must be above the last one, the position must fit the index's
+    /// 32-bit field, and the index may not be full.
+    pub fn append(&mut self, offset: Offset, position: FilePosition) -> Result<()> {
+        let last_offset = self.view()?.last_offset();
+        if self.entries() > 0 && offset <= last_offset {
+            return Err(StorageError::InvalidIndexAppend {
+                path: self.path().to_path_buf(),
+                reason: format!("offset {offset} is not larger than the last offset {last_offset}"),
+            });
+        }
+        if position.index_field().is_none() {
+            return Err(StorageError::InvalidIndexAppend {
+                path: self.path().to_path_buf(),
+                reason: format!("position {position} does not fit an index entry"),
+            });
+        }
+        self.push(OffsetPosition { offset, position })
+    }
+
+    /// Kafka's sanity check: the last offset may not be below the base, and the file must hold
+    /// whole entries.
+    pub fn sanity_check(&self) -> Result<()> {
+        let last_offset = self.view()?.last_offset();
+        if self.entries() > 0 && last_offset < self.base_offset() {
+            return Err(self.corrupt(format!(
+                "last offset {last_offset} is below the base offset {}",
+                self.base_offset()
+            )));
+        }
+        self.check_whole_entries()
+    }
+}
+
+impl IndexView<'_, OffsetPosition> {
     /// The last entry's offset, or the base offset when empty.
     pub fn last_offset(&self) -> Offset {
         self.last().map_or(self.base_offset(), |entry| entry.offset)
@@ -80,40 +114,6 @@ impl Index<OffsetPosition> {
         let target = start.position.bytes().saturating_add(u64::from(fetch_size));
         let target = i64::try_from(target).unwrap_or(i64::MAX);
         self.smallest_upper_bound(target, |entry| entry.position.bytes() as i64)
-    }
-
-    /// Adds an entry; the offset must be above the last one, the position must fit the index's
-    /// 32-bit field, and the index may not be full.
-    pub fn append(&mut self, offset: Offset, position: FilePosition) -> Result<()> {
-        if self.entries() > 0 && offset <= self.last_offset() {
-            return Err(StorageError::InvalidIndexAppend {
-                path: self.path().to_path_buf(),
-                reason: format!(
-                    "offset {offset} is not larger than the last offset {}",
-                    self.last_offset()
-                ),
-            });
-        }
-        if position.index_field().is_none() {
-            return Err(StorageError::InvalidIndexAppend {
-                path: self.path().to_path_buf(),
-                reason: format!("position {position} does not fit an index entry"),
-            });
-        }
-        self.push(OffsetPosition { offset, position })
-    }
-
-    /// Kafka's sanity check: the last offset may not be below the base, and the file must hold
-    /// whole entries.
-    pub fn sanity_check(&self) -> Result<()> {
-        if self.entries() > 0 && self.last_offset() < self.base_offset() {
-            return Err(self.corrupt(format!(
-                "last offset {} is below the base offset {}",
-                self.last_offset(),
-                self.base_offset()
-            )));
-        }
-        self.check_whole_entries()
     }
 }
 
@@ -146,7 +146,11 @@ mod tests {
     fn lookup_extreme_cases() {
         let dir = tempfile::tempdir().unwrap();
         let mut idx = index(&dir, 30);
-        assert_eq!(idx.lookup(Offset::new(BASE)), at(BASE, 0), "empty index");
+        assert_eq!(
+            idx.view().unwrap().lookup(Offset::new(BASE)),
+            at(BASE, 0),
+            "empty index"
+        );
         for i in 0..idx.max_entries() as i64 {
             idx.append(
                 Offset::new(BASE + i + 1),
@@ -154,10 +158,10 @@ mod tests {
             )
             .unwrap();
         }
-        assert_eq!(idx.lookup(Offset::new(BASE)), at(BASE, 0));
+        assert_eq!(idx.view().unwrap().lookup(Offset::new(BASE)), at(BASE, 0));
         assert_eq!(
-            idx.lookup(Offset::new(BASE + 1000)),
-            idx.entry(idx.entries() - 1).unwrap()
+            idx.view().unwrap().lookup(Offset::new(BASE + 1000)),
+            idx.view().unwrap().entry(idx.entries() - 1).unwrap()
         );
     }
 
@@ -182,7 +186,11 @@ mod tests {
                 .range(..=target)
                 .next_back()
                 .map_or(at(BASE, 0), |(&offset, &position)| at(offset, position));
-            assert_eq!(idx.lookup(Offset::new(target)), expected, "target {target}");
+            assert_eq!(
+                idx.view().unwrap().lookup(Offset::new(target)),
+                expected,
+                "target {target}"
+            );
         }
     }
 
@@ -207,7 +215,7 @@ mod tests {
                     .find(|entry| entry.offset <= Offset::new(target))
                     .copied()
                     .unwrap_or(at(BASE, 0));
-                proptest::prop_assert_eq!(idx.lookup(Offset::new(target)), expected);
+                proptest::prop_assert_eq!(idx.view().unwrap().lookup(Offset::new(target)), expected);
             }
         }
     }
@@ -242,8 +250,8 @@ mod tests {
         let mut idx = index(&dir, 10);
         idx.append(Offset::new(BASE + 1), FilePosition::from(5))
             .unwrap();
-        assert!(idx.entry(0).is_some());
-        assert!(idx.entry(1).is_none());
+        assert!(idx.view().unwrap().entry(0).is_some());
+        assert!(idx.view().unwrap().entry(1).is_none());
     }
 
     #[test]
@@ -254,11 +262,11 @@ mod tests {
             idx.append(Offset::new(BASE + i), FilePosition::from(i as u32))
                 .unwrap();
         }
-        idx.truncate_to(Offset::new(BASE + 12));
+        idx.truncate_to(Offset::new(BASE + 12)).unwrap();
         assert_eq!(idx.entries(), 9, "past the end: no change");
-        idx.truncate_to(Offset::new(BASE + 9));
+        idx.truncate_to(Offset::new(BASE + 9)).unwrap();
         assert_eq!(
-            idx.last_offset(),
+            idx.view().unwrap().last_offset(),
             Offset::new(BASE + 8),
             "at an entry: it and later go"
         );
@@ -270,13 +278,13 @@ mod tests {
                 .append(Offset::new(BASE + i), FilePosition::from(i as u32))
                 .unwrap();
         }
-        gappy.truncate_to(Offset::new(BASE + 5));
+        gappy.truncate_to(Offset::new(BASE + 5)).unwrap();
         assert_eq!(
-            gappy.last_offset(),
+            gappy.view().unwrap().last_offset(),
             Offset::new(BASE + 4),
             "between entries: the lower is kept"
         );
-        idx.truncate_to(Offset::ZERO);
+        idx.truncate_to(Offset::ZERO).unwrap();
         assert_eq!(idx.entries(), 0, "below everything: empty");
     }
 
@@ -297,8 +305,14 @@ mod tests {
         drop(idx);
         let reopened = OffsetIndex::open(&path, Offset::new(BASE), 50 * 8).unwrap();
         assert_eq!(reopened.entries(), 5);
-        assert_eq!(reopened.last_offset(), Offset::new(BASE + 10));
-        assert_eq!(reopened.lookup(Offset::new(BASE + 5)), at(BASE + 4, 200));
+        assert_eq!(
+            reopened.view().unwrap().last_offset(),
+            Offset::new(BASE + 10)
+        );
+        assert_eq!(
+            reopened.view().unwrap().lookup(Offset::new(BASE + 5)),
+            at(BASE + 4, 200)
+        );
     }
 
     #[test]
@@ -319,14 +333,23 @@ mod tests {
         }
         let start = at(50, 0);
         assert_eq!(
-            idx.fetch_upper_bound_offset(start, 150).map(|e| e.offset),
+            idx.view()
+                .unwrap()
+                .fetch_upper_bound_offset(start, 150)
+                .map(|e| e.offset),
             Some(Offset::new(70))
         );
         assert_eq!(
-            idx.fetch_upper_bound_offset(start, 200).map(|e| e.offset),
+            idx.view()
+                .unwrap()
+                .fetch_upper_bound_offset(start, 200)
+                .map(|e| e.offset),
             Some(Offset::new(70))
         );
-        assert_eq!(idx.fetch_upper_bound_offset(start, 301), None);
+        assert_eq!(
+            idx.view().unwrap().fetch_upper_bound_offset(start, 301),
+            None
+        );
     }
 
     #[test]
@@ -350,7 +373,7 @@ mod tests {
         idx.trim_to_valid_size().unwrap();
         assert_eq!(idx.file_length().unwrap(), 600 * 8);
         assert_eq!(
-            idx.lookup(Offset::new(BASE + 300)).position,
+            idx.view().unwrap().lookup(Offset::new(BASE + 300)).position,
             FilePosition::new(300)
         );
     }

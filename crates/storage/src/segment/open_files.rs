@@ -1,44 +1,60 @@
-//! The `.log` files of sealed segments held open at once, at most a limit
-//! (`ferrolog.max.open.sealed.segments`): a partition's active segment keeps its file open
-//! (appends go there), a sealed one opens its file when something reads it and closes it again
-//! when others were read more recently and the limit is reached. So the file descriptors a
-//! broker holds for its data are bounded by its partitions and this limit, whatever the number
-//! of segments: tiny segments rolled by the thousand, a long retention, a Kafka data directory
+//! The sealed segments held open at once, at most a limit
+//! (`ferrolog.max.open.sealed.segments`): a partition's active segment keeps its `.log` open
+//! and its indexes mapped (appends go there); a sealed one opens its `.log` and maps an index
+//! when something reads them, and closes and unmaps them all again when others were read more
+//! recently and the limit is reached. So the file descriptors and memory mappings a broker
+//! holds for its data are bounded by its partitions and this limit, whatever the number of
+//! segments: tiny segments rolled by the thousand, a long retention, a Kafka data directory
 //! brought over.
 //!
-//! Kafka keeps every segment's file open; a broker with many segments needs a high
-//! `ulimit -n` there, and one that runs out refuses its work. Here a file closed too early
-//! costs one `open` when it is read again.
+//! Kafka keeps every segment's file open, and every index it has read mapped; a broker with
+//! many segments needs a high `ulimit -n` and `vm.max_map_count` there, and one that runs out
+//! refuses its work. Here a file closed too early costs one `open` when it is read again, an
+//! index one `mmap`.
 //!
 //! A file with writes not yet fsynced through it is never closed: the fsync that makes them
-//! durable must see their errors. A reader that got the file before it was closed keeps it
-//! open until done (the descriptor closes with its last holder), so the bound can be exceeded
-//! by reads in progress, briefly.
+//! durable must see their errors. A reader that got the file or a mapping before it was closed
+//! keeps it until done (it closes with its last holder), so the bound can be exceeded by reads
+//! in progress, briefly.
 
 use std::fs::File;
 use std::io;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
 
+use memmap2::Mmap;
 use parking_lot::Mutex;
 
 /// The default of `ferrolog.max.open.sealed.segments`.
 pub const DEFAULT_MAX_OPEN_SEALED: usize = 1000;
 
-/// The sealed segments' files open now, across every log that shares it.
+/// The sealed segments open now, across every log that shares it.
 #[derive(Debug)]
 pub struct OpenFiles {
     limit: usize,
-    open: Mutex<Vec<Weak<FileSlot>>>,
+    open: Mutex<Vec<Weak<SegmentSlot>>>,
     /// A counter standing for time: each use of a file takes the next value.
     uses: AtomicU64,
     reopened: AtomicU64,
+    mapped: AtomicU64,
 }
 
-/// One `.log` file's descriptor, when it has one.
+/// Which of a segment's indexes a mapping is of.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum IndexKind {
+    /// The `.index`.
+    Offset = 0,
+    /// The `.timeindex`.
+    Time = 1,
+}
+
+/// One segment's `.log` descriptor and, once it is sealed, its index mappings, each when it
+/// has them. An active segment's indexes own their mappings ([`super::index_file`]).
 #[derive(Debug)]
-pub(crate) struct FileSlot {
+pub(crate) struct SegmentSlot {
     file: Mutex<Option<Arc<File>>>,
+    /// A sealed segment's index mappings, by [`IndexKind`].
+    mappings: Mutex<[Option<Arc<Mmap>>; 2]>,
     last_used: AtomicU64,
     /// A sealed segment's file, which [`OpenFiles`] may close; an active segment's is not.
     sealed: AtomicBool,
@@ -54,6 +70,7 @@ impl OpenFiles {
             open: Mutex::new(Vec::new()),
             uses: AtomicU64::new(0),
             reopened: AtomicU64::new(0),
+            mapped: AtomicU64::new(0),
         })
     }
 
@@ -62,7 +79,7 @@ impl OpenFiles {
         self.limit
     }
 
-    /// Sealed segments whose files are open now.
+    /// Sealed segments with their file open or an index mapped now.
     pub fn open_count(&self) -> usize {
         let mut open = self.open.lock();
         open.retain(|slot| slot.upgrade().is_some_and(|slot| slot.is_open()));
@@ -75,13 +92,19 @@ impl OpenFiles {
         self.reopened.load(Ordering::Relaxed)
     }
 
+    /// Indexes of sealed segments mapped again after they were unmapped (or mapped lazily),
+    /// since start.
+    pub fn remapped(&self) -> u64 {
+        self.mapped.load(Ordering::Relaxed)
+    }
+
     fn next_use(&self) -> u64 {
         self.uses.fetch_add(1, Ordering::Relaxed)
     }
 
-    /// Counts `slot`, a sealed segment's file open now, and closes the least recently used
+    /// Counts `slot`, a sealed segment open now, and closes the least recently used
     /// others while more than the limit are open.
-    fn admit(&self, slot: &Arc<FileSlot>) {
+    fn admit(&self, slot: &Arc<SegmentSlot>) {
         let mut open = self.open.lock();
         open.retain(|other| other.upgrade().is_some_and(|other| other.is_open()));
         if !open
@@ -108,12 +131,13 @@ impl OpenFiles {
     }
 }
 
-impl FileSlot {
+impl SegmentSlot {
     /// A slot holding `file`, an active segment's (never closed by [`OpenFiles`]) until
-    /// [`FileSlot::seal`].
+    /// [`SegmentSlot::seal`].
     pub(crate) fn open(file: File) -> Arc<Self> {
         Arc::new(Self {
             file: Mutex::new(Some(Arc::new(file))),
+            mappings: Mutex::new([None, None]),
             last_used: AtomicU64::new(0),
             sealed: AtomicBool::new(false),
             unsynced: AtomicBool::new(false),
@@ -124,6 +148,7 @@ impl FileSlot {
     pub(crate) fn closed() -> Arc<Self> {
         Arc::new(Self {
             file: Mutex::new(None),
+            mappings: Mutex::new([None, None]),
             last_used: AtomicU64::new(0),
             sealed: AtomicBool::new(true),
             unsynced: AtomicBool::new(false),
@@ -131,20 +156,27 @@ impl FileSlot {
     }
 
     fn is_open(&self) -> bool {
-        self.file.lock().is_some()
+        self.file.lock().is_some() || self.mappings.lock().iter().any(Option::is_some)
     }
 
-    /// Whether the slot's file may be closed now: sealed, nothing to fsync, and not being
-    /// handed out this instant.
+    /// Whether the slot may be closed now: sealed, nothing to fsync, something open, and
+    /// nothing being handed out this instant.
     fn may_close(&self) -> bool {
-        self.sealed.load(Ordering::Acquire)
-            && !self.unsynced.load(Ordering::Acquire)
-            && self.file.try_lock().is_some_and(|file| file.is_some())
+        if !self.sealed.load(Ordering::Acquire) || self.unsynced.load(Ordering::Acquire) {
+            return false;
+        }
+        let (Some(file), Some(mappings)) = (self.file.try_lock(), self.mappings.try_lock()) else {
+            return false;
+        };
+        file.is_some() || mappings.iter().any(Option::is_some)
     }
 
     fn close(&self) {
         if let Some(mut file) = self.file.try_lock() {
             *file = None;
+        }
+        if let Some(mut mappings) = self.mappings.try_lock() {
+            *mappings = [None, None];
         }
     }
 
@@ -185,6 +217,34 @@ impl FileSlot {
         Ok(reopened)
     }
 
+    /// The `kind` index's mapping, made with `map` if there is none, and then counted in
+    /// `files` (the slot is a sealed segment's).
+    pub(crate) fn mapping(
+        self: &Arc<Self>,
+        files: &OpenFiles,
+        kind: IndexKind,
+        map: impl FnOnce() -> io::Result<Mmap>,
+    ) -> io::Result<Arc<Mmap>> {
+        self.last_used.store(files.next_use(), Ordering::Relaxed);
+        let made = {
+            let mut mappings = self.mappings.lock();
+            if let Some(mapping) = &mappings[kind as usize] {
+                return Ok(Arc::clone(mapping));
+            }
+            let mapping = Arc::new(map()?);
+            mappings[kind as usize] = Some(Arc::clone(&mapping));
+            mapping
+        };
+        files.mapped.fetch_add(1, Ordering::Relaxed);
+        files.admit(self);
+        Ok(made)
+    }
+
+    /// Drops the `kind` index's mapping: the index changes and maps itself again.
+    pub(crate) fn forget_mapping(&self, kind: IndexKind) {
+        self.mappings.lock()[kind as usize] = None;
+    }
+
     /// Bytes were written through the file: it stays open until they are fsynced.
     pub(crate) fn written(&self) {
         self.unsynced.store(true, Ordering::Release);
@@ -214,7 +274,7 @@ mod tests {
     fn at_most_the_limit_of_sealed_files_stay_open_the_coldest_closed_first() {
         let dir = tempfile::tempdir().unwrap();
         let files = OpenFiles::new(2);
-        let slots: Vec<Arc<FileSlot>> = (0..4).map(|_| FileSlot::closed()).collect();
+        let slots: Vec<Arc<SegmentSlot>> = (0..4).map(|_| SegmentSlot::closed()).collect();
         for (index, slot) in slots.iter().enumerate() {
             slot.get(Some(&files), || {
                 scratch_file(dir.path(), &format!("{index}"))
@@ -239,11 +299,11 @@ mod tests {
     fn active_files_and_files_with_unsynced_writes_stay_open() {
         let dir = tempfile::tempdir().unwrap();
         let files = OpenFiles::new(1);
-        let active = FileSlot::open(scratch_file(dir.path(), "active").unwrap());
-        let written = FileSlot::open(scratch_file(dir.path(), "written").unwrap());
+        let active = SegmentSlot::open(scratch_file(dir.path(), "active").unwrap());
+        let written = SegmentSlot::open(scratch_file(dir.path(), "written").unwrap());
         written.written();
         written.seal(&files);
-        let read = FileSlot::closed();
+        let read = SegmentSlot::closed();
         read.get(Some(&files), || scratch_file(dir.path(), "read"))
             .unwrap();
         assert!(active.is_open() && written.is_open(), "not closed");
@@ -253,7 +313,7 @@ mod tests {
             "over the limit while writes wait for their fsync"
         );
         written.synced();
-        let other = FileSlot::closed();
+        let other = SegmentSlot::closed();
         other
             .get(Some(&files), || scratch_file(dir.path(), "other"))
             .unwrap();
@@ -265,15 +325,52 @@ mod tests {
     fn a_reader_keeps_its_file_after_it_is_closed() {
         let dir = tempfile::tempdir().unwrap();
         let files = OpenFiles::new(1);
-        let first = FileSlot::closed();
+        let first = SegmentSlot::closed();
         let held = first
             .get(Some(&files), || scratch_file(dir.path(), "a"))
             .unwrap();
-        FileSlot::closed()
+        SegmentSlot::closed()
             .get(Some(&files), || scratch_file(dir.path(), "b"))
             .unwrap();
         assert!(!first.is_open());
         use std::os::unix::fs::FileExt;
         held.write_all_at(b"still readable", 0).unwrap();
+    }
+
+    fn mapped(dir: &std::path::Path, name: &str) -> io::Result<Mmap> {
+        let file = scratch_file(dir, name)?;
+        file.set_len(4096)?;
+        // SAFETY: a scratch file of this test alone, 4 KiB long, only read.
+        #[allow(unsafe_code)]
+        unsafe {
+            Mmap::map(&file)
+        }
+    }
+
+    #[test]
+    fn index_mappings_count_as_their_segment_open_and_go_with_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let files = OpenFiles::new(1);
+        let first = SegmentSlot::closed();
+        let held = first
+            .mapping(&files, IndexKind::Time, || mapped(dir.path(), "a"))
+            .unwrap();
+        first
+            .mapping(&files, IndexKind::Time, || unreachable!("mapped once"))
+            .unwrap();
+        assert_eq!(files.open_count(), 1);
+        let second = SegmentSlot::closed();
+        second
+            .mapping(&files, IndexKind::Offset, || mapped(dir.path(), "b"))
+            .unwrap();
+        assert!(!first.is_open(), "the colder segment's mapping went");
+        assert_eq!(files.open_count(), 1);
+        assert_eq!(files.remapped(), 2);
+        assert_eq!(held.len(), 4096, "a reader keeps what it holds");
+        first
+            .mapping(&files, IndexKind::Time, || mapped(dir.path(), "a"))
+            .unwrap();
+        assert!(!second.is_open());
+        assert_eq!(files.remapped(), 3);
     }
 }

@@ -17,7 +17,7 @@ impl Segment {
         offset: Offset,
         starting_position: FilePosition,
     ) -> Result<Option<EntrySummary>> {
-        let indexed = self.offset_index.read().lookup(offset).position;
+        let indexed = self.offset_index.read().view()?.lookup(offset).position;
         let start = indexed.max(starting_position).bytes();
         self.log.walk_headers(start, self.size(), |entry| {
             if entry.last_offset >= offset.value() {
@@ -65,12 +65,14 @@ impl Segment {
     /// leaves off, the earlier of the two, so that it meets any damage a later reader of the
     /// segment's end (the largest timestamp's) would.
     pub fn read_next_offset(&self) -> Result<(Offset, Option<(u64, String)>)> {
+        let last_timed = self.time_index.read().view()?.last_entry().offset;
         let offset_index = self.offset_index.read();
-        let start = offset_index.lookup(Offset::MAX).position.min(
-            offset_index
-                .lookup(self.time_index.read().last_entry().offset)
-                .position,
-        );
+        let offsets = offset_index.view()?;
+        let start = offsets
+            .lookup(Offset::MAX)
+            .position
+            .min(offsets.lookup(last_timed).position);
+        drop(offsets);
         drop(offset_index);
         let mut next = self.base_offset;
         let walked = self.log.walk_headers(start.bytes(), self.size(), |entry| {
@@ -92,11 +94,12 @@ impl Segment {
         timestamp: i64,
         starting_offset: Offset,
     ) -> Result<Option<TimestampOffset>> {
-        let indexed = self.time_index.read().lookup(timestamp);
+        let indexed = self.time_index.read().view()?.lookup(timestamp);
         let from_offset = indexed.offset.max(starting_offset);
         let position = self
             .offset_index
             .read()
+            .view()?
             .lookup(from_offset)
             .position
             .bytes();

@@ -33,7 +33,7 @@ use ferrolog_records::batch::{BATCH_HEADER_LEN, MAGIC_V2, field};
 use ferrolog_records::{EntryHeader, FileEntry, HEADER_SIZE_UP_TO_MAGIC};
 use parking_lot::Mutex;
 
-use super::open_files::{FileSlot, OpenFiles};
+use super::open_files::{OpenFiles, SegmentSlot};
 use crate::error::{Result, StorageError};
 
 /// Header fields of one entry, read without its records.
@@ -85,7 +85,7 @@ const RESERVATION_OFF: u64 = u64::MAX;
 #[derive(Debug)]
 pub struct RecordsFile {
     path: Mutex<PathBuf>,
-    slot: Arc<FileSlot>,
+    slot: Arc<SegmentSlot>,
     /// Where a sealed segment's file is counted; `None` while the segment is active.
     files: Mutex<Option<Arc<OpenFiles>>>,
     size: AtomicU64,
@@ -126,7 +126,7 @@ impl RecordsFile {
         };
         Ok(Self {
             path: Mutex::new(path.to_path_buf()),
-            slot: FileSlot::open(file),
+            slot: SegmentSlot::open(file),
             files: Mutex::new(None),
             size: AtomicU64::new(size),
             reserved_end: AtomicU64::new(0),
@@ -142,7 +142,7 @@ impl RecordsFile {
             .len();
         Ok(Self {
             path: Mutex::new(path.to_path_buf()),
-            slot: FileSlot::closed(),
+            slot: SegmentSlot::closed(),
             files: Mutex::new(Some(Arc::clone(files))),
             size: AtomicU64::new(length),
             reserved_end: AtomicU64::new(0),
@@ -155,6 +155,13 @@ impl RecordsFile {
     pub fn seal(&self, files: &Arc<OpenFiles>) {
         *self.files.lock() = Some(Arc::clone(files));
         self.slot.seal(files);
+    }
+
+    /// A sealed segment's slot and the open segments it is counted in, where its indexes map
+    /// themselves; `None` while the segment is active.
+    pub(crate) fn sealed_slot(&self) -> Option<(Arc<SegmentSlot>, Arc<OpenFiles>)> {
+        let files = self.files.lock().clone()?;
+        Some((Arc::clone(&self.slot), files))
     }
 
     /// The file, opened again at its current path if it was closed.

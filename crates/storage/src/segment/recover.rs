@@ -118,6 +118,7 @@ impl Segment {
             ))?;
         }
         time_index.trim_to_valid_size()?;
+        self.seal_indexes(&mut offset_index, &mut time_index);
 
         state.bytes_since_last_index_entry = valid_bytes - last_index_entry;
         state.max_timestamp_so_far = Some(if max_so_far.timestamp >= 0 {

@@ -8,6 +8,8 @@ use ferrolog_testkit::{TestRecord, batch_at};
 use super::*;
 use std::os::unix::fs::FileExt;
 
+mod sealed;
+
 const NOW: i64 = 1_000_000;
 
 fn config() -> LogConfig {
@@ -387,8 +389,8 @@ fn recovery_fixes_corrupt_index() {
             &records_at(offset, offset * 10, &[&offset.to_string()]),
         );
     }
-    let expected_index = segment.offset_index_entries();
-    let expected_time = segment.time_index_entries();
+    let expected_index = segment.offset_index_entries().unwrap();
+    let expected_time = segment.time_index_entries().unwrap();
     assert!(expected_index.len() > 10);
     let [_, index_path, time_path, _] = segment.file_paths();
     drop(segment);
@@ -401,8 +403,8 @@ fn recovery_fixes_corrupt_index() {
     }
     let segment = Segment::open(dir.path(), Offset::ZERO, &config(), NOW, "").unwrap();
     segment.recover().unwrap();
-    assert_eq!(segment.offset_index_entries(), expected_index);
-    let mut time = segment.time_index_entries();
+    assert_eq!(segment.offset_index_entries().unwrap(), expected_index);
+    let mut time = segment.time_index_entries().unwrap();
     // Recovery adds the final entry a roll would add; the rest is identical.
     assert_eq!(time.pop().map(|entry| entry.timestamp), Some(990));
     assert_eq!(&time[..], &expected_time[..time.len()]);

@@ -12,7 +12,7 @@
 
 use ferrolog_records::be;
 
-use super::index::{Index, IndexEntry};
+use super::index::{Index, IndexEntry, IndexView};
 use crate::error::{Result, StorageError};
 use crate::offset::{Offset, RelativeOffset};
 
@@ -66,14 +66,6 @@ impl Index<TimestampOffset> {
         self.entries() + 1 >= self.max_entries()
     }
 
-    /// The last entry, or `(−1, base)` when empty.
-    pub fn last_entry(&self) -> TimestampOffset {
-        self.last().unwrap_or(TimestampOffset {
-            timestamp: NO_TIMESTAMP,
-            offset: self.base_offset(),
-        })
-    }
-
     /// Adds `(timestamp, offset)` if the timestamp is larger than the last entry's. Offsets and
     /// timestamps going backwards are errors; so is a full index for a
     /// [`TimeEntry::Regular`] entry (a [`TimeEntry::Final`] one uses the reserved slot).
@@ -88,7 +80,7 @@ impl Index<TimestampOffset> {
                 self.entries()
             )));
         }
-        let last = self.last_entry();
+        let last = self.view()?.last_entry();
         if self.entries() > 0 && offset < last.offset {
             return Err(invalid(format!(
                 "offset {offset} is below the last entry's offset {}",
@@ -107,18 +99,10 @@ impl Index<TimestampOffset> {
         self.push(TimestampOffset { timestamp, offset })
     }
 
-    /// The entry with the largest timestamp ≤ `target`, or `(−1, base)`.
-    pub fn lookup(&self, target: i64) -> TimestampOffset {
-        self.largest_lower_bound(target, |entry| entry.timestamp)
-            .unwrap_or(TimestampOffset {
-                timestamp: NO_TIMESTAMP,
-                offset: self.base_offset(),
-            })
-    }
-
     /// Kafka's sanity check: timestamps and offsets may not end below where they start.
     pub fn sanity_check(&self) -> Result<()> {
-        if let (Some(first), Some(last)) = (self.all_first(), self.last()) {
+        let view = self.view()?;
+        if let (Some(first), Some(last)) = (view.entry(0), view.last()) {
             if last.timestamp < first.timestamp {
                 return Err(self.corrupt(format!(
                     "last timestamp {} is below the first {}",
@@ -133,11 +117,27 @@ impl Index<TimestampOffset> {
                 )));
             }
         }
+        drop(view);
         self.check_whole_entries()
     }
+}
 
-    fn all_first(&self) -> Option<TimestampOffset> {
-        (self.entries() > 0).then(|| self.decode(0))
+impl IndexView<'_, TimestampOffset> {
+    /// The last entry, or `(−1, base)` when empty.
+    pub fn last_entry(&self) -> TimestampOffset {
+        self.last().unwrap_or(TimestampOffset {
+            timestamp: NO_TIMESTAMP,
+            offset: self.base_offset(),
+        })
+    }
+
+    /// The entry with the largest timestamp ≤ `target`, or `(−1, base)`.
+    pub fn lookup(&self, target: i64) -> TimestampOffset {
+        self.largest_lower_bound(target, |entry| entry.timestamp)
+            .unwrap_or(TimestampOffset {
+                timestamp: NO_TIMESTAMP,
+                offset: self.base_offset(),
+            })
     }
 }
 
@@ -162,7 +162,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let mut idx = index(&dir, 30);
         assert_eq!(
-            idx.lookup(100),
+            idx.view().unwrap().lookup(100),
             TimestampOffset {
                 timestamp: -1,
                 offset: Offset::new(BASE)
@@ -173,7 +173,7 @@ mod tests {
                 .unwrap();
         }
         assert_eq!(
-            idx.lookup(99),
+            idx.view().unwrap().lookup(99),
             TimestampOffset {
                 timestamp: -1,
                 offset: Offset::new(BASE)
@@ -181,7 +181,7 @@ mod tests {
             "below first"
         );
         assert_eq!(
-            idx.lookup(250),
+            idx.view().unwrap().lookup(250),
             TimestampOffset {
                 timestamp: 200,
                 offset: Offset::new(60)
@@ -189,7 +189,7 @@ mod tests {
             "between"
         );
         assert_eq!(
-            idx.lookup(300),
+            idx.view().unwrap().lookup(300),
             TimestampOffset {
                 timestamp: 300,
                 offset: Offset::new(70)
@@ -219,7 +219,7 @@ mod tests {
                     .find(|entry| entry.timestamp <= target)
                     .copied()
                     .unwrap_or(TimestampOffset { timestamp: -1, offset: Offset::new(BASE) });
-                proptest::prop_assert_eq!(idx.lookup(target), expected);
+                proptest::prop_assert_eq!(idx.view().unwrap().lookup(target), expected);
             }
         }
     }
@@ -320,15 +320,15 @@ mod tests {
             idx.maybe_append(timestamp, Offset::new(offset), TimeEntry::Regular)
                 .unwrap();
         }
-        idx.truncate_to(Offset::new(60));
+        idx.truncate_to(Offset::new(60)).unwrap();
         assert_eq!(
-            idx.last_entry(),
+            idx.view().unwrap().last_entry(),
             TimestampOffset {
                 timestamp: 1,
                 offset: Offset::new(50)
             }
         );
-        idx.truncate_to(Offset::new(55));
+        idx.truncate_to(Offset::new(55)).unwrap();
         assert_eq!(idx.entries(), 1);
     }
 }

@@ -43,7 +43,7 @@ fn unclean_open_at_recovery_point_equal_to_log_end_keeps_identical_indexes() {
         log.view()
             .segments
             .iter()
-            .map(|segment| segment.offset_index_entries())
+            .map(|segment| segment.offset_index_entries().unwrap())
             .collect()
     };
     let (log, report) = fixture.open(
@@ -62,7 +62,7 @@ fn unclean_open_at_recovery_point_equal_to_log_end_keeps_identical_indexes() {
         .view()
         .segments
         .iter()
-        .map(|segment| segment.offset_index_entries())
+        .map(|segment| segment.offset_index_entries().unwrap())
         .collect();
     assert_eq!(before, after);
     assert_eq!(log.recovery_point(), Offset::new(leo));
