@@ -37,6 +37,10 @@ use crate::{Context, dispatch};
 /// requests are read. The Java producer sends at most 5 requests before an answer, librdkafka
 /// without idempotence many more; each holds its request's memory charge until answered.
 const MAX_IN_FLIGHT: usize = 16;
+/// Frames from this size on are checked against their schema on the blocking pool: checking
+/// one that names millions of elements takes long enough to hold up the other connections the
+/// same thread serves.
+const SCANNED_OFF_THREAD_BYTES: usize = 1 << 20;
 
 /// Reads and answers requests until the client closes, goes idle, or sends what this broker
 /// will not take.
@@ -153,7 +157,18 @@ pub(super) async fn serve_connection(
             close!()
         };
         charge.arrived();
-        let frame = match frame_shape::scan(frame) {
+        let scanned = if frame.len() >= SCANNED_OFF_THREAD_BYTES {
+            match crate::bridge::blocking(move || frame_shape::scan(frame)).await {
+                Ok(scanned) => scanned,
+                Err(failed) => {
+                    tracing::warn!(%peer, error = %failed, "closing a connection after a request it cannot check");
+                    close!()
+                }
+            }
+        } else {
+            frame_shape::scan(frame)
+        };
+        let frame = match scanned {
             Ok(frame) => frame,
             Err(malformed) => {
                 crate::metrics::record_error(&malformed.api, crate::errors::INVALID_REQUEST);
