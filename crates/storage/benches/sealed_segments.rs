@@ -51,7 +51,10 @@ fn read_one(log: &Log, offset: i64) -> i64 {
         .read_bytes()
         .unwrap();
     let (records, after) = fetched_records(&bytes);
-    assert_eq!(records[0].offset, offset, "the record at {offset} reads back");
+    assert_eq!(
+        records[0].offset, offset,
+        "the record at {offset} reads back"
+    );
     after.unwrap()
 }
 
