@@ -111,6 +111,30 @@ impl Default for ManagerConfig {
     }
 }
 
+/// `key`'s value when it is set: `what` (an integer, a number of bytes) of at least
+/// `minimum`, or an error naming the key.
+fn at_least<T>(
+    properties: &BTreeMap<String, String>,
+    key: &str,
+    minimum: T,
+    what: &str,
+) -> Result<Option<T>>
+where
+    T: std::str::FromStr + PartialOrd + std::fmt::Display,
+{
+    let Some(value) = properties.get(key) else {
+        return Ok(None);
+    };
+    match value.trim().parse::<T>() {
+        Ok(parsed) if parsed >= minimum => Ok(Some(parsed)),
+        _ => Err(invalid(
+            key,
+            value,
+            &format!("must be {what} of at least {minimum}"),
+        )),
+    }
+}
+
 fn invalid(key: &str, value: &str, reason: &str) -> StorageError {
     StorageError::InvalidConfig {
         key: key.to_owned(),
@@ -300,19 +324,13 @@ impl ManagerConfig {
         } else if let Some(value) = properties.get("log.dir") {
             config.log_dirs = parse_log_dirs("log.dir", value)?;
         }
-        if let Some(value) = properties.get("num.recovery.threads.per.data.dir") {
-            config.recovery_threads_per_data_dir = value
-                .trim()
-                .parse()
-                .ok()
-                .filter(|threads| *threads >= 1)
-                .ok_or_else(|| {
-                    invalid(
-                        "num.recovery.threads.per.data.dir",
-                        value,
-                        "must be an integer of at least 1",
-                    )
-                })?;
+        if let Some(value) = at_least(
+            properties,
+            "num.recovery.threads.per.data.dir",
+            1,
+            "an integer",
+        )? {
+            config.recovery_threads_per_data_dir = value;
         }
         for key in ["node.id", "broker.id"] {
             if let Some(value) = properties.get(key) {
@@ -341,61 +359,32 @@ impl ManagerConfig {
                 }
             };
         }
-        if let Some(value) = properties.get("ferrolog.max.producers.per.partition") {
-            config.log_defaults.max_producers = value
-                .trim()
-                .parse()
-                .ok()
-                .filter(|max| *max >= 1)
-                .ok_or_else(|| {
-                invalid(
-                    "ferrolog.max.producers.per.partition",
-                    value,
-                    "must be an integer of at least 1",
-                )
-            })?;
+        if let Some(value) = at_least(
+            properties,
+            "ferrolog.max.producers.per.partition",
+            1,
+            "an integer",
+        )? {
+            config.log_defaults.max_producers = value;
         }
-        if let Some(value) = properties.get("ferrolog.decompression.memory.bytes") {
-            config.decompression_memory_bytes = value
-                .trim()
-                .parse()
-                .ok()
-                .filter(|bytes| *bytes >= 1 << 20)
-                .ok_or_else(|| {
-                    invalid(
-                        "ferrolog.decompression.memory.bytes",
-                        value,
-                        "must be a number of bytes of at least 1048576",
-                    )
-                })?;
+        if let Some(value) = at_least(
+            properties,
+            "ferrolog.decompression.memory.bytes",
+            1 << 20,
+            "a number of bytes",
+        )? {
+            config.decompression_memory_bytes = value;
         }
-        if let Some(value) = properties.get("ferrolog.max.open.sealed.segments") {
-            config.max_open_sealed_segments = value
-                .trim()
-                .parse()
-                .ok()
-                .filter(|max| *max >= 1)
-                .ok_or_else(|| {
-                    invalid(
-                        "ferrolog.max.open.sealed.segments",
-                        value,
-                        "must be an integer of at least 1",
-                    )
-                })?;
+        if let Some(value) = at_least(
+            properties,
+            "ferrolog.max.open.sealed.segments",
+            1,
+            "an integer",
+        )? {
+            config.max_open_sealed_segments = value;
         }
-        if let Some(value) = properties.get("ferrolog.max.partitions") {
-            config.max_partitions = value
-                .trim()
-                .parse()
-                .ok()
-                .filter(|max| *max >= 1)
-                .ok_or_else(|| {
-                    invalid(
-                        "ferrolog.max.partitions",
-                        value,
-                        "must be an integer of at least 1",
-                    )
-                })?;
+        if let Some(value) = at_least(properties, "ferrolog.max.partitions", 1, "an integer")? {
+            config.max_partitions = value;
         }
         let move_rate_key = "replica.alter.log.dirs.io.max.bytes.per.second";
         if let Some(value) = properties.get(move_rate_key) {
