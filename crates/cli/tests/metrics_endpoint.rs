@@ -181,12 +181,7 @@ fn figures_move_with_produce_fetch_roll_retention_and_cleaning() {
 #[test]
 fn idle_connections_at_the_file_limit_neither_stop_the_endpoint_nor_the_broker() {
     let Some(kcat) = kcat() else { return };
-    let prlimit_works = Command::new("prlimit")
-        .args(["--nofile=64:64", "true"])
-        .status()
-        .is_ok_and(|status| status.success());
-    if !prlimit_works {
-        println!("skipped: prlimit cannot lower the file limit here");
+    if !common::prlimit_works() {
         return;
     }
     let temp = tempfile::tempdir().unwrap();

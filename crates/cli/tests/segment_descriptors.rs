@@ -8,8 +8,6 @@
 
 mod common;
 
-use std::process::Command;
-
 use bytes::Bytes;
 use common::Server;
 use common::wire::{connect, create_topic, name, send};
@@ -40,12 +38,7 @@ fn mapped_indexes(pid: u32) -> usize {
 
 #[test]
 fn tiny_segments_by_the_thousand_leave_the_broker_descriptors_to_spare() {
-    let prlimit_works = Command::new("prlimit")
-        .args(["--nofile=64:64", "true"])
-        .status()
-        .is_ok_and(|status| status.success());
-    if !prlimit_works {
-        println!("skipped: prlimit cannot lower the file limit here");
+    if !common::prlimit_works() {
         return;
     }
     let temp = tempfile::tempdir().unwrap();

@@ -441,12 +441,7 @@ fn a_broker_out_of_file_descriptors_keeps_serving_once_some_close() {
     let Some(kcat) = kcat() else {
         return;
     };
-    let prlimit_works = std::process::Command::new("prlimit")
-        .args(["--nofile=64:64", "true"])
-        .status()
-        .is_ok_and(|status| status.success());
-    if !prlimit_works {
-        println!("skipped: prlimit cannot lower the file limit here");
+    if !common::prlimit_works() {
         return;
     }
     // 160 descriptors in all (soft and hard, so the broker cannot raise it): the flood below

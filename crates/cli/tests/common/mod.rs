@@ -166,6 +166,19 @@ pub fn python() -> Option<String> {
     None
 }
 
+/// Whether `prlimit` can lower a process's file limit here (it needs util-linux, and a
+/// sandbox may forbid it); when not, the test says it skipped.
+pub fn prlimit_works() -> bool {
+    let works = std::process::Command::new("prlimit")
+        .args(["--nofile=64:64", "true"])
+        .status()
+        .is_ok_and(|status| status.success());
+    if !works {
+        println!("skipped: prlimit cannot lower the file limit here");
+    }
+    works
+}
+
 pub fn kcat() -> Option<PathBuf> {
     let found = Command::new("kcat")
         .arg("-V")
