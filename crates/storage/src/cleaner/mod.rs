@@ -10,6 +10,8 @@
 //!
 //! The cleaner sees logs only through [`CleanerHost`], which the LogManager implements.
 
+mod filter;
+mod map_build;
 pub mod offset_map;
 pub mod pass;
 pub mod select;

@@ -23,21 +23,17 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
-use ferrolog_records::{
-    BatchBuilder, DEFAULT_MAX_DECOMPRESSED_BYTES, FileEntry, RecordBatch, RecordsError,
-    TimestampType,
-};
-
+use super::filter::{PassContext, filter_entry};
+use super::map_build::build_map;
 use super::offset_map::OffsetMap;
 use super::transactions::TxnFilter;
 use crate::config::LogConfig;
 use crate::error::{Result, StorageError};
 use crate::fs::remove_if_exists;
 use crate::log::Log;
-use crate::offset::{FilePosition, Offset};
 use crate::segment::{
-    AbortedTxn, BatchMeta, CLEANED_SUFFIX, INDEX_SUFFIX, LOG_SUFFIX, Segment, TIME_INDEX_SUFFIX,
-    TXN_INDEX_SUFFIX, segment_path, with_added_suffix,
+    CLEANED_SUFFIX, INDEX_SUFFIX, LOG_SUFFIX, Segment, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX,
+    segment_path, with_added_suffix,
 };
 use crate::throttle::Throttle;
 
@@ -71,7 +67,7 @@ pub struct PassStats {
 }
 
 /// Why a pass stopped early on purpose.
-fn aborted(log: &Log) -> StorageError {
+pub(super) fn aborted(log: &Log) -> StorageError {
     StorageError::Dropped(format!("cleaning of {} was aborted", log.topic_partition()))
 }
 
@@ -136,31 +132,6 @@ pub fn clean(
     Ok(stats)
 }
 
-/// What filtering needs besides the map.
-struct PassContext<'a> {
-    config: &'a LogConfig,
-    now_ms: i64,
-    /// Each active producer's epoch and last data offset (−1 when it has no data batch left).
-    producers: &'a HashMap<i64, (i16, i64)>,
-}
-
-impl PassContext<'_> {
-    /// Whether `batch` is its producer's last word, which is kept, emptied if need be, so the
-    /// producer's last sequence and epoch survive compaction and a restart rebuilds the same
-    /// state (Kafka's rule): its last data batch, or, when it has none left, a marker of its
-    /// current epoch.
-    fn is_last_of_producer(&self, batch: &RecordBatch<'_>) -> bool {
-        if batch.producer_id() < 0 {
-            return false;
-        }
-        match self.producers.get(&batch.producer_id()) {
-            Some(&(_, last_offset)) if last_offset >= 0 => batch.last_offset() == last_offset,
-            Some(&(epoch, _)) => batch.is_control() && batch.producer_epoch() == epoch,
-            None => false,
-        }
-    }
-}
-
 /// Every producer the log's producer state still holds (not expired, not below the log
 /// start), with its epoch and last data offset.
 fn last_batch_of_active_producers(log: &Log) -> HashMap<i64, (i16, i64)> {
@@ -169,121 +140,6 @@ fn last_batch_of_active_producers(log: &Log) -> HashMap<i64, (i16, i64)> {
         .into_iter()
         .map(|entry| (entry.producer_id, (entry.epoch, entry.last_offset())))
         .collect()
-}
-
-/// Puts every keyed record of the dirty section into the map until it is full.
-fn build_map(
-    log: &Log,
-    first_dirty: i64,
-    first_uncleanable: i64,
-    map: &mut OffsetMap,
-    stats: &mut PassStats,
-    throttle: &Throttle,
-    abort: &AtomicBool,
-) -> Result<()> {
-    let view = log.view();
-    let segments = &view.segments;
-    // Keys of aborted transactions never reach the map.
-    let mut txns = TxnFilter::default();
-    txns.expect(log.aborted_txns_for_cleaning(Offset::new(first_dirty), first_uncleanable)?);
-    for (index, segment) in segments.iter().enumerate() {
-        let next_base = segments
-            .get(index + 1)
-            .map_or(view.log_end.offset, |next| next.base_offset())
-            .value();
-        let base = segment.base_offset().value();
-        if next_base <= first_dirty || base >= first_uncleanable {
-            continue;
-        }
-        let start = if base < first_dirty {
-            segment
-                .translate_offset(Offset::new(first_dirty), FilePosition::START)?
-                .map_or(segment.size(), |entry| entry.position)
-        } else {
-            0
-        };
-        let mut full = false;
-        let mut failure = None;
-        let path = segment.log_path();
-        segment
-            .log_file()
-            .scan(start, segment.size(), |position, entry| {
-                if abort.load(Ordering::Relaxed) {
-                    return ControlFlow::Break(());
-                }
-                throttle.account(entry.size_in_bytes() as u64);
-                if let Err(error) = entry.validate() {
-                    failure = Some(StorageError::Corrupt {
-                        path: path.clone(),
-                        position,
-                        reason: error.to_string(),
-                    });
-                    return ControlFlow::Break(());
-                }
-                if let FileEntry::V2(batch) = entry {
-                    if batch.is_control() {
-                        txns.on_marker(batch);
-                        return ControlFlow::Continue(());
-                    }
-                    if txns.drops_data(batch) {
-                        map.set_latest_offset(entry.last_offset().min(first_uncleanable - 1));
-                        return ControlFlow::Continue(());
-                    }
-                }
-                let records =
-                    match entry
-                        .records(DEFAULT_MAX_DECOMPRESSED_BYTES)
-                        .and_then(|records| {
-                            let list: Vec<(i64, Option<Vec<u8>>)> = records
-                                .to_vec()?
-                                .iter()
-                                .map(|record| (record.offset, record.key.map(<[u8]>::to_vec)))
-                                .collect();
-                            Ok(list)
-                        }) {
-                        Ok(records) => records,
-                        Err(error) => {
-                            failure = Some(StorageError::Corrupt {
-                                path: path.clone(),
-                                position,
-                                reason: error.to_string(),
-                            });
-                            return ControlFlow::Break(());
-                        }
-                    };
-                for (offset, key) in records {
-                    if offset < first_dirty {
-                        continue;
-                    }
-                    if offset >= first_uncleanable {
-                        full = true;
-                        return ControlFlow::Break(());
-                    }
-                    if let Some(key) = key
-                        && !map.put(&key, offset)
-                    {
-                        full = true;
-                        return ControlFlow::Break(());
-                    }
-                    map.set_latest_offset(offset);
-                }
-                map.set_latest_offset(entry.last_offset().min(first_uncleanable - 1));
-                ControlFlow::Continue(())
-            })?;
-        if let Some(error) = failure {
-            return Err(error);
-        }
-        if abort.load(Ordering::Relaxed) {
-            return Err(aborted(log));
-        }
-        if full {
-            return Ok(());
-        }
-        // A whole segment was read: the range reaches its end even across offset gaps.
-        map.set_latest_offset(next_base.min(first_uncleanable) - 1);
-        stats.map_bytes_read += segment.size() - start;
-    }
-    Ok(())
 }
 
 /// Consecutive segments whose cleaned output fits one segment: total log bytes within
@@ -459,168 +315,6 @@ fn copy_survivors(
         }
     }
     Ok(())
-}
-
-/// What to keep of one entry: the bytes (itself, a rebuilt batch, or nothing), and the
-/// transaction-index entry of a kept ABORT marker.
-type Filtered = (Option<(Vec<u8>, BatchMeta)>, Option<AbortedTxn>);
-
-/// What to keep of one entry (see [`Filtered`]).
-fn filter_entry(
-    entry: &FileEntry<'_>,
-    map: &mut OffsetMap,
-    latest: i64,
-    context: &PassContext<'_>,
-    txns: &mut TxnFilter,
-    stats: &mut PassStats,
-) -> std::result::Result<Filtered, RecordsError> {
-    let (config, now_ms) = (context.config, context.now_ms);
-    entry.validate()?;
-    let keep_whole = |stats: &mut PassStats, records: u64| {
-        stats.records_read += records;
-        stats.records_written += records;
-        let bytes = entry.as_bytes().to_vec();
-        let meta = BatchMeta {
-            last_offset: Offset::new(entry.last_offset()),
-            max_timestamp: entry.max_timestamp(),
-            size: bytes.len() as u32,
-        };
-        Some((bytes, meta))
-    };
-    let FileEntry::V2(batch) = entry else {
-        // Legacy (magic 0/1) entries are kept as they are: ferrolog never rewrites old formats.
-        return Ok((keep_whole(stats, 1), None));
-    };
-    let count = batch.records_count().max(0) as u64;
-    if batch.is_control() {
-        let verdict = txns.on_marker(batch);
-        if count == 0 {
-            // An emptied marker: kept only as its producer's last word, as Kafka keeps it.
-            return Ok((
-                context
-                    .is_last_of_producer(batch)
-                    .then(|| keep_whole(stats, 0))
-                    .flatten(),
-                None,
-            ));
-        }
-        if !verdict.discardable {
-            return Ok((keep_whole(stats, count), verdict.index_entry));
-        }
-        let horizon = batch.delete_horizon_ms();
-        let Some(horizon) = horizon else {
-            // Its transaction's data is gone: the marker goes once its horizon has passed.
-            let horizon = crate::clock::after(now_ms, config.delete_retention);
-            let records = batch.records(DEFAULT_MAX_DECOMPRESSED_BYTES)?;
-            let records: Vec<ferrolog_records::Record<'_>> =
-                records.iter().collect::<std::result::Result<_, _>>()?;
-            let kept: Vec<&ferrolog_records::Record<'_>> = records.iter().collect();
-            stats.records_read += count;
-            stats.records_written += count;
-            return Ok((Some(rebuild(batch, &kept, Some(horizon))?), None));
-        };
-        if now_ms < horizon {
-            return Ok((keep_whole(stats, count), None));
-        }
-        stats.records_read += count;
-        if context.is_last_of_producer(batch) {
-            // Emptied, as Kafka's empty header is: no records, no delete horizon.
-            return Ok((Some(rebuild(batch, &[], None)?), None));
-        }
-        return Ok((None, None));
-    }
-    if txns.drops_data(batch) {
-        // Data of an aborted transaction: gone, but for the producer's last batch, emptied.
-        stats.records_read += count;
-        if context.is_last_of_producer(batch) {
-            return Ok((Some(rebuild(batch, &[], None)?), None));
-        }
-        return Ok((None, None));
-    }
-    if batch.last_offset() > latest {
-        // Data past the map's reach is newer than anything the map knows.
-        return Ok((keep_whole(stats, count), None));
-    }
-    let records = batch.records(DEFAULT_MAX_DECOMPRESSED_BYTES)?;
-    let records: Vec<ferrolog_records::Record<'_>> =
-        records.iter().collect::<std::result::Result<_, _>>()?;
-    stats.records_read += records.len() as u64;
-    let horizon = batch.delete_horizon_ms();
-    let mut kept = Vec::with_capacity(records.len());
-    let mut retains_tombstone = false;
-    for record in &records {
-        let survives = if record.offset > latest {
-            true
-        } else if let Some(key) = record.key {
-            let is_latest = map
-                .get(key)
-                .is_none_or(|latest_of_key| record.offset >= latest_of_key);
-            let tombstone_expired =
-                record.value.is_none() && horizon.is_some_and(|horizon| now_ms >= horizon);
-            is_latest && !tombstone_expired
-        } else {
-            stats.invalid_records += 1;
-            false
-        };
-        if survives {
-            retains_tombstone |= record.value.is_none();
-            kept.push(record);
-        }
-    }
-    stats.records_written += kept.len() as u64;
-    let needs_horizon = retains_tombstone && horizon.is_none();
-    if kept.len() == records.len() && !needs_horizon {
-        stats.records_written -= kept.len() as u64;
-        stats.records_read -= records.len() as u64;
-        return Ok((keep_whole(stats, records.len() as u64), None));
-    }
-    if kept.is_empty() && !context.is_last_of_producer(batch) {
-        return Ok((None, None));
-    }
-    let rebuilt = rebuild(
-        batch,
-        &kept,
-        horizon.or(needs_horizon.then(|| crate::clock::after(now_ms, config.delete_retention))),
-    )?;
-    Ok((Some(rebuilt), None))
-}
-
-fn rebuild(
-    batch: &RecordBatch<'_>,
-    kept: &[&ferrolog_records::Record<'_>],
-    horizon: Option<i64>,
-) -> std::result::Result<(Vec<u8>, BatchMeta), RecordsError> {
-    let codec = batch.compression()?;
-    let mut builder = BatchBuilder::new(batch.base_offset())
-        .compression(codec)
-        .producer(
-            batch.producer_id(),
-            batch.producer_epoch(),
-            batch.base_sequence(),
-        )
-        .transactional(batch.is_transactional())
-        .control(batch.is_control())
-        .partition_leader_epoch(batch.partition_leader_epoch())
-        .last_offset_delta(batch.last_offset_delta());
-    if batch.timestamp_type() == TimestampType::LogAppendTime {
-        builder = builder.log_append_time(batch.max_timestamp());
-    }
-    if let Some(horizon) = horizon {
-        builder = builder.delete_horizon_ms(horizon);
-    } else if kept.is_empty() {
-        builder = builder.empty_batch_timestamp(batch.max_timestamp());
-    }
-    for record in kept {
-        builder.append_record_at(record.offset, record)?;
-    }
-    let bytes = builder.build()?;
-    let rebuilt = RecordBatch::new(&bytes)?;
-    let meta = BatchMeta {
-        last_offset: Offset::new(rebuilt.last_offset()),
-        max_timestamp: rebuilt.max_timestamp(),
-        size: bytes.len() as u32,
-    };
-    Ok((bytes, meta))
 }
 
 #[cfg(test)]

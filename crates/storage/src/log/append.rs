@@ -286,19 +286,8 @@ pub(crate) fn assign_leader_offsets(
 
         let meta_size;
         if !checked_batch.rebuild {
-            let timestamp_type = if log_append_time {
-                TimestampType::LogAppendTime
-            } else {
-                TimestampType::CreateTime
-            };
-            let rewrite_max = checked_batch.header_max_timestamp != stored_max
-                || checked_batch.header_timestamp_type != timestamp_type;
             let slice = &mut bytes[start..end];
-            batch::set_base_offset(slice, base_offset);
-            batch::set_partition_leader_epoch(slice, context.partition_leader_epoch);
-            if rewrite_max {
-                batch::set_max_timestamp(slice, timestamp_type, stored_max);
-            }
+            patch_in_place(slice, checked_batch, base_offset, stored_max, &context);
             meta_size = end - start;
         } else {
             if !needs_rebuild {
@@ -327,23 +316,7 @@ pub(crate) fn assign_leader_offsets(
             max_timestamp: stored_max,
             size: meta_size as u32,
         });
-        let producer = checked_batch.producer;
-        if producer.producer_id >= 0 {
-            producer_batches.push(ProducerBatch {
-                producer_id: producer.producer_id,
-                epoch: producer.epoch,
-                first_seq: producer.base_sequence,
-                // Sequences wrap at i32::MAX, as Kafka's do.
-                last_seq: producer
-                    .base_sequence
-                    .wrapping_add(checked_batch.last_offset_delta)
-                    & i32::MAX,
-                first_offset: base_offset,
-                last_offset,
-                timestamp: stored_max,
-                transactional: producer.transactional,
-            });
-        }
+        producer_batches.extend(producer_batch(checked_batch, base_offset, stored_max));
         record_count += checked_batch.record_count;
         next_offset = last_offset + 1;
     }
@@ -368,6 +341,52 @@ pub(crate) fn assign_leader_offsets(
             producer_batches,
             markers: Vec::new(),
         },
+    })
+}
+
+/// Gives a batch kept as the producer sent it its offsets, the leader epoch and, when the
+/// topic's timestamp type or the batch's maximum changes it, its max timestamp.
+fn patch_in_place(
+    slice: &mut [u8],
+    checked_batch: &CheckedBatch,
+    base_offset: i64,
+    stored_max: i64,
+    context: &LeaderContext<'_>,
+) {
+    let timestamp_type = if context.config.message_timestamp_type == TimestampType::LogAppendTime {
+        TimestampType::LogAppendTime
+    } else {
+        TimestampType::CreateTime
+    };
+    let rewrite_max = checked_batch.header_max_timestamp != stored_max
+        || checked_batch.header_timestamp_type != timestamp_type;
+    batch::set_base_offset(slice, base_offset);
+    batch::set_partition_leader_epoch(slice, context.partition_leader_epoch);
+    if rewrite_max {
+        batch::set_max_timestamp(slice, timestamp_type, stored_max);
+    }
+}
+
+/// What the producer state learns from a batch with a producer id, at its assigned offsets.
+fn producer_batch(
+    checked_batch: &CheckedBatch,
+    base_offset: i64,
+    stored_max: i64,
+) -> Option<ProducerBatch> {
+    let producer = checked_batch.producer;
+    (producer.producer_id >= 0).then(|| ProducerBatch {
+        producer_id: producer.producer_id,
+        epoch: producer.epoch,
+        first_seq: producer.base_sequence,
+        // Sequences wrap at i32::MAX, as Kafka's do.
+        last_seq: producer
+            .base_sequence
+            .wrapping_add(checked_batch.last_offset_delta)
+            & i32::MAX,
+        first_offset: base_offset,
+        last_offset: base_offset + i64::from(checked_batch.last_offset_delta),
+        timestamp: stored_max,
+        transactional: producer.transactional,
     })
 }
 

@@ -2,7 +2,7 @@
 //! segments are opened, and (after an unclean shutdown) every segment from the one holding the
 //! recovery point on is scanned, validated, re-indexed and cut at its first bad batch.
 //!
-//! Leftovers, in order: `*.deleted` files are removed; `.swap` files at or above the lowest
+//! Leftovers (the `leftovers` module), in order: `*.deleted` files are removed; `.swap` files at or above the lowest
 //! `.cleaned` base belong to an interrupted split and are removed, then every `.cleaned` file
 //! is removed; the remaining `.swap` segments replace the segments they overlap and lose their
 //! suffix; index files without a `.log` are removed.
@@ -15,16 +15,17 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use arc_swap::ArcSwap;
 use parking_lot::Mutex;
 
+use super::leftovers::{file_name, list_files, settle_leftovers};
 use super::{Log, LogEnvironment, LogHome, LogOffsetMetadata, LogView, WriterState};
 use crate::clock::Clock;
 use crate::config::LogConfig;
 use crate::error::{Result, StorageError};
-use crate::fs::{remove_if_exists, rename_if_exists};
+use crate::fs::remove_if_exists;
 use crate::offset::{FilePosition, Offset};
 use crate::producer::ProducerState;
 use crate::segment::{
-    CLEANED_SUFFIX, DELETED_SUFFIX, INDEX_SUFFIX, LOG_SUFFIX, SWAP_SUFFIX, Segment,
-    TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX, parse_base_offset, segment_path, without_suffix,
+    DELETED_SUFFIX, INDEX_SUFFIX, LOG_SUFFIX, OpenFiles, Segment, TIME_INDEX_SUFFIX,
+    TXN_INDEX_SUFFIX, parse_base_offset, segment_path,
 };
 use crate::types::{PartitionDirKind, TopicPartition, parse_partition_dir};
 
@@ -38,6 +39,18 @@ pub struct LoadParams {
     pub log_start_offset: Offset,
     /// The data directory had the clean-shutdown marker: skip recovery.
     pub had_clean_shutdown: bool,
+}
+
+impl LoadParams {
+    /// The recovery point of a log loaded up to `log_end_offset`: all of it after a clean
+    /// shutdown, otherwise the checkpointed one (recovery made the rest whole).
+    fn recovery_point_after_load(&self, log_end_offset: Offset) -> Offset {
+        if self.had_clean_shutdown {
+            log_end_offset
+        } else {
+            self.recovery_point.min(log_end_offset)
+        }
+    }
 }
 
 /// One segment's recovery.
@@ -96,6 +109,19 @@ impl DamagedBytes {
 }
 
 impl LoadReport {
+    /// Adds `damaged` to the damage found, unless the producer state's rebuild met the same
+    /// place already.
+    fn note_damage(&mut self, damaged: &DamagedBytes) {
+        let place = (&damaged.log_file, damaged.position);
+        if !self
+            .damaged
+            .iter()
+            .any(|met| (&met.log_file, met.position) == place)
+        {
+            self.damaged.push(damaged.clone());
+        }
+    }
+
     /// Bytes recovery cut, summed over the recovered segments.
     pub fn truncated_bytes(&self) -> u64 {
         self.recovered
@@ -103,39 +129,6 @@ impl LoadReport {
             .map(|segment| segment.truncated_bytes)
             .sum()
     }
-}
-
-fn list_files(dir: &Path) -> Result<Vec<PathBuf>> {
-    let mut files = Vec::new();
-    for entry in std::fs::read_dir(dir).map_err(StorageError::io("list", dir))? {
-        let entry = entry.map_err(StorageError::io("list", dir))?;
-        let file_type = entry
-            .file_type()
-            .map_err(StorageError::io("stat", entry.path()))?;
-        if file_type.is_file() {
-            files.push(entry.path());
-        }
-    }
-    files.sort();
-    Ok(files)
-}
-
-fn file_name(path: &Path) -> &str {
-    path.file_name()
-        .and_then(|name| name.to_str())
-        .unwrap_or("")
-}
-
-fn is_segment_file(name: &str) -> bool {
-    [
-        LOG_SUFFIX,
-        INDEX_SUFFIX,
-        TIME_INDEX_SUFFIX,
-        TXN_INDEX_SUFFIX,
-    ]
-    .iter()
-    .any(|suffix| name.ends_with(suffix))
-        && parse_base_offset(name).is_some()
 }
 
 impl Log {
@@ -174,83 +167,10 @@ impl Log {
         settle_leftovers(dir, &mut report)?;
 
         let now_ms = clock.now_ms();
-        let mut segments: BTreeMap<Offset, Arc<Segment>> = BTreeMap::new();
-        let mut needs_recovery = Vec::new();
-        let files = list_files(dir)?;
-        // Every segment but the newest is sealed: its `.log` is opened when read.
-        let newest = files
-            .iter()
-            .filter(|path| file_name(path).ends_with(LOG_SUFFIX))
-            .filter_map(|path| parse_base_offset(file_name(path)))
-            .max();
-        for path in files {
-            let name = file_name(&path);
-            let Some(base) = parse_base_offset(name) else {
-                continue;
-            };
-            let base = Offset::new(base);
-            if name.ends_with(INDEX_SUFFIX)
-                || name.ends_with(TIME_INDEX_SUFFIX)
-                || name.ends_with(TXN_INDEX_SUFFIX)
-            {
-                if !segment_path(dir, base.value(), LOG_SUFFIX).exists() {
-                    remove_if_exists(&path)?;
-                    tracing::warn!(path = %path.display(), "removed an orphaned index file");
-                    report.removed_files.push(path);
-                }
-                continue;
-            }
-            if !name.ends_with(LOG_SUFFIX) {
-                continue;
-            }
-            let index_existed = segment_path(dir, base.value(), INDEX_SUFFIX).exists();
-            let time_index_existed = segment_path(dir, base.value(), TIME_INDEX_SUFFIX).exists();
-            let segment = if Some(base.value()) == newest {
-                Segment::open(dir, base, &config, now_ms, "")?
-            } else {
-                Segment::open_sealed(dir, base, &config, now_ms, &open_files)?
-            };
-            if !time_index_existed && index_existed {
-                // Data from before time indexes existed: an empty time index, as Kafka makes.
-                segment.resize_indexes_time_only(0)?;
-            }
-            if !index_existed {
-                needs_recovery.push(base);
-            }
-            segments.insert(base, Arc::new(segment));
-        }
-        // As Kafka's loader: an index that fails its sanity check (entries that end below the
-        // segment's base, timestamps going back, a partial entry) is rebuilt from the `.log`,
-        // also on a clean start that recovers nothing else. Segments the recovery below scans
-        // anyway are not checked: after a crash an active segment's preallocated index fails
-        // the check as a matter of course, and is rebuilt all the same.
-        let checked_below = match kind {
-            PartitionDirKind::Delete => Offset::new(i64::MIN),
-            _ if params.had_clean_shutdown => Offset::MAX,
-            _ => segments
-                .range(..=params.recovery_point)
-                .next_back()
-                .map_or(Offset::new(i64::MIN), |(base, _)| *base),
-        };
-        for (base, segment) in segments.range(..checked_below) {
-            if needs_recovery.contains(base) {
-                continue;
-            }
-            match segment.sanity_check() {
-                Ok(()) => {}
-                Err(error @ StorageError::Corrupt { .. }) => {
-                    tracing::warn!(path = %segment.log_path().display(), %error, "a damaged index: the segment is recovered and its indexes rebuilt");
-                    needs_recovery.push(*base);
-                }
-                Err(other) => return Err(other),
-            }
-        }
-        for base in needs_recovery {
-            if let Some(segment) = segments.get(&base) {
-                report.recovered.push(recover_one(segment)?);
-            }
-        }
-
+        let (mut segments, mut needs_recovery) =
+            open_segment_files(dir, &config, now_ms, &open_files, &mut report)?;
+        check_indexes(&segments, kind, &params, &mut needs_recovery)?;
+        recover_listed(&segments, &needs_recovery, &mut report)?;
         if kind != PartitionDirKind::Delete && !params.had_clean_shutdown {
             recover_from(
                 &mut segments,
@@ -259,129 +179,42 @@ impl Log {
                 segments_to_recover,
             )?;
         }
-
-        let (mut log_end_offset, damaged_end) = match segments.values().next_back() {
-            Some(last) => match last.read_next_offset()? {
-                (next, None) => (next, None),
-                (next, Some((position, reason))) => {
-                    // Only a load without recovery gets here: recovery cuts such damage.
-                    let damaged = DamagedBytes {
-                        log_file: last.log_path(),
-                        position,
-                        reason,
-                    };
-                    tracing::error!(
-                        path = %damaged.log_file.display(),
-                        position = damaged.position,
-                        reason = %damaged.reason,
-                        "the active segment is damaged before the end of its data: the log serves what lies before the damage and takes no appends until `ferrolog recover --force` cuts it"
-                    );
-                    // The data below the checkpointed start is gone already; nothing is
-                    // readable, and nothing is deleted.
-                    (next.max(params.log_start_offset), Some(damaged))
-                }
-            },
-            None => (params.log_start_offset, None),
-        };
-        if log_end_offset < params.log_start_offset && !segments.is_empty() {
-            // The data ends below the checkpointed start (corruption cut it): restart at the start.
-            for segment in std::mem::take(&mut segments).into_values() {
-                report.removed_segments.push(segment.log_path());
-                segment.delete_files()?;
-            }
-            log_end_offset = params.log_start_offset;
-        }
-        if segments.is_empty() {
-            let start = params.log_start_offset;
-            for suffix in [LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX] {
-                remove_if_exists(&segment_path(dir, start.value(), suffix))?;
-            }
-            segments.insert(
-                start,
-                Arc::new(Segment::create(dir, start, &config, now_ms)?),
-            );
-            log_end_offset = start;
-        }
-        let segments: Vec<Arc<Segment>> = segments.into_values().collect();
+        let (log_end_offset, damaged_end) = find_log_end(&segments, &params)?;
+        let (segments, log_end_offset) = settle_log_start(
+            dir,
+            segments,
+            log_end_offset,
+            &params,
+            &config,
+            now_ms,
+            &mut report,
+        )?;
         let active = &segments[segments.len() - 1];
         active.resize_indexes(config.segment_index_bytes)?;
         let log_start_offset = params.log_start_offset.max(segments[0].base_offset());
-        let recovery_point = if params.had_clean_shutdown {
-            log_end_offset
-        } else {
-            params.recovery_point.min(log_end_offset)
-        };
-        let producer_state = if kind == PartitionDirKind::Delete {
+        let recovery_point = params.recovery_point_after_load(log_end_offset);
+        let mut producer_state = if kind == PartitionDirKind::Delete {
             ProducerState::default()
         } else {
-            // Recovery emptied these segments' transaction indexes; the replay refills them.
-            let recovered_here = |segment: &Arc<Segment>| {
-                let path = segment.log_path();
-                report
-                    .recovered
-                    .iter()
-                    .find(|recovered| recovered.log_file == path)
-                    .map(|recovered| recovered.truncated_bytes)
-            };
-            let reindexed: std::collections::HashSet<Offset> = segments
-                .iter()
-                .filter(|segment| recovered_here(segment).is_some())
-                .map(|segment| segment.base_offset())
-                .collect();
-            // A snapshot above a segment recovery cut may hold what was cut.
-            let cut = segments
-                .iter()
-                .filter(|segment| recovered_here(segment).is_some_and(|cut| cut > 0))
-                .map(|segment| segment.base_offset())
-                .min();
-            let (state, source, damaged) = super::producers::load(
-                dir,
-                &segments,
-                log_start_offset,
-                log_end_offset,
-                params.had_clean_shutdown,
-                &super::producers::Reindex {
-                    segments: &reindexed,
-                    cut,
-                },
-            )?;
-            let mut synced = false;
-            for segment in segments
-                .iter()
-                .filter(|s| reindexed.contains(&s.base_offset()))
-            {
-                segment.sync_txn_index()?;
-                synced |= segment.txn_index_path().exists();
-            }
-            if synced {
-                crate::fs::fsync_dir(dir)?;
-            }
-            report.producer_state = source;
-            report.damaged = damaged;
-            let mut state = state;
-            super::write::forget_beyond(&mut state, config.max_producers, &topic_partition);
-            state
+            let bounds = (log_start_offset, log_end_offset);
+            load_producer_state(dir, &segments, bounds, &params, &mut report)?
         };
-        // The producer state's rebuild may have met the same place.
-        if let Some(damaged) = &damaged_end
-            && !report
-                .damaged
-                .iter()
-                .any(|met| (&met.log_file, met.position) == (&damaged.log_file, damaged.position))
-        {
-            report.damaged.push(damaged.clone());
+        super::write::forget_beyond(&mut producer_state, config.max_producers, &topic_partition);
+        if let Some(damaged) = &damaged_end {
+            report.note_damage(damaged);
         }
+        let log_end = LogOffsetMetadata {
+            offset: log_end_offset,
+            segment_base_offset: active.base_offset(),
+            // Reads stop where the damage starts.
+            position: FilePosition::new(
+                damaged_end
+                    .as_ref()
+                    .map_or(active.size(), |damaged| damaged.position),
+            ),
+        };
         let view = LogView {
-            log_end: LogOffsetMetadata {
-                offset: log_end_offset,
-                segment_base_offset: active.base_offset(),
-                // Reads stop where the damage starts.
-                position: FilePosition::new(
-                    damaged_end
-                        .as_ref()
-                        .map_or(active.size(), |damaged| damaged.position),
-                ),
-            },
+            log_end,
             segments: Arc::new(segments),
             log_start_offset,
             // A single-replica log commits everything it holds.
@@ -453,6 +286,233 @@ impl Log {
         crate::fs::fsync_dir(data_dir)?;
         Ok(log)
     }
+}
+
+/// A partition's segments by base offset, while it loads.
+type SegmentsByBase = BTreeMap<Offset, Arc<Segment>>;
+
+/// Opens every segment in `dir` by its `.log` (every segment but the newest sealed: its `.log`
+/// is opened when read), removing index files without a `.log`. Returns the segments by base
+/// offset and those without an offset index, which recovery rebuilds.
+fn open_segment_files(
+    dir: &Path,
+    config: &LogConfig,
+    now_ms: i64,
+    open_files: &Arc<OpenFiles>,
+    report: &mut LoadReport,
+) -> Result<(SegmentsByBase, Vec<Offset>)> {
+    let mut segments: BTreeMap<Offset, Arc<Segment>> = BTreeMap::new();
+    let mut needs_recovery = Vec::new();
+    let files = list_files(dir)?;
+    let newest = files
+        .iter()
+        .filter(|path| file_name(path).ends_with(LOG_SUFFIX))
+        .filter_map(|path| parse_base_offset(file_name(path)))
+        .max();
+    for path in files {
+        let name = file_name(&path);
+        let Some(base) = parse_base_offset(name) else {
+            continue;
+        };
+        let base = Offset::new(base);
+        if name.ends_with(INDEX_SUFFIX)
+            || name.ends_with(TIME_INDEX_SUFFIX)
+            || name.ends_with(TXN_INDEX_SUFFIX)
+        {
+            if !segment_path(dir, base.value(), LOG_SUFFIX).exists() {
+                remove_if_exists(&path)?;
+                tracing::warn!(path = %path.display(), "removed an orphaned index file");
+                report.removed_files.push(path);
+            }
+            continue;
+        }
+        if !name.ends_with(LOG_SUFFIX) {
+            continue;
+        }
+        let index_existed = segment_path(dir, base.value(), INDEX_SUFFIX).exists();
+        let time_index_existed = segment_path(dir, base.value(), TIME_INDEX_SUFFIX).exists();
+        let segment = if Some(base.value()) == newest {
+            Segment::open(dir, base, config, now_ms, "")?
+        } else {
+            Segment::open_sealed(dir, base, config, now_ms, open_files)?
+        };
+        if !time_index_existed && index_existed {
+            // Data from before time indexes existed: an empty time index, as Kafka makes.
+            segment.resize_indexes_time_only(0)?;
+        }
+        if !index_existed {
+            needs_recovery.push(base);
+        }
+        segments.insert(base, Arc::new(segment));
+    }
+    Ok((segments, needs_recovery))
+}
+
+/// As Kafka's loader: an index that fails its sanity check (entries that end below the
+/// segment's base, timestamps going back, a partial entry) is rebuilt from the `.log`, also on
+/// a clean start that recovers nothing else. Segments the recovery scans anyway are not
+/// checked: after a crash an active segment's preallocated index fails the check as a matter
+/// of course, and is rebuilt all the same. Adds the segments to rebuild to `needs_recovery`.
+fn check_indexes(
+    segments: &BTreeMap<Offset, Arc<Segment>>,
+    kind: PartitionDirKind,
+    params: &LoadParams,
+    needs_recovery: &mut Vec<Offset>,
+) -> Result<()> {
+    let checked_below = match kind {
+        PartitionDirKind::Delete => Offset::new(i64::MIN),
+        _ if params.had_clean_shutdown => Offset::MAX,
+        _ => segments
+            .range(..=params.recovery_point)
+            .next_back()
+            .map_or(Offset::new(i64::MIN), |(base, _)| *base),
+    };
+    for (base, segment) in segments.range(..checked_below) {
+        if needs_recovery.contains(base) {
+            continue;
+        }
+        match segment.sanity_check() {
+            Ok(()) => {}
+            Err(error @ StorageError::Corrupt { .. }) => {
+                tracing::warn!(path = %segment.log_path().display(), %error, "a damaged index: the segment is recovered and its indexes rebuilt");
+                needs_recovery.push(*base);
+            }
+            Err(other) => return Err(other),
+        }
+    }
+    Ok(())
+}
+
+/// The log end offset the segments give, and the damage that ends the active segment's data
+/// early when the load recovered nothing.
+fn find_log_end(
+    segments: &BTreeMap<Offset, Arc<Segment>>,
+    params: &LoadParams,
+) -> Result<(Offset, Option<DamagedBytes>)> {
+    let Some(last) = segments.values().next_back() else {
+        return Ok((params.log_start_offset, None));
+    };
+    Ok(match last.read_next_offset()? {
+        (next, None) => (next, None),
+        (next, Some((position, reason))) => {
+            // Only a load without recovery gets here: recovery cuts such damage.
+            let damaged = DamagedBytes {
+                log_file: last.log_path(),
+                position,
+                reason,
+            };
+            tracing::error!(
+                path = %damaged.log_file.display(),
+                position = damaged.position,
+                reason = %damaged.reason,
+                "the active segment is damaged before the end of its data: the log serves what lies before the damage and takes no appends until `ferrolog recover --force` cuts it"
+            );
+            // The data below the checkpointed start is gone already; nothing is readable, and
+            // nothing is deleted.
+            (next.max(params.log_start_offset), Some(damaged))
+        }
+    })
+}
+
+/// Restarts the log at the checkpointed log start when its data ends below it (corruption cut
+/// it) or it has no segment. Returns the segments, never empty, and the log end offset.
+fn settle_log_start(
+    dir: &Path,
+    mut segments: BTreeMap<Offset, Arc<Segment>>,
+    mut log_end_offset: Offset,
+    params: &LoadParams,
+    config: &LogConfig,
+    now_ms: i64,
+    report: &mut LoadReport,
+) -> Result<(Vec<Arc<Segment>>, Offset)> {
+    if log_end_offset < params.log_start_offset && !segments.is_empty() {
+        for segment in std::mem::take(&mut segments).into_values() {
+            report.removed_segments.push(segment.log_path());
+            segment.delete_files()?;
+        }
+        log_end_offset = params.log_start_offset;
+    }
+    if segments.is_empty() {
+        let start = params.log_start_offset;
+        for suffix in [LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX] {
+            remove_if_exists(&segment_path(dir, start.value(), suffix))?;
+        }
+        segments.insert(
+            start,
+            Arc::new(Segment::create(dir, start, config, now_ms)?),
+        );
+        log_end_offset = start;
+    }
+    Ok((segments.into_values().collect(), log_end_offset))
+}
+
+/// Rebuilds the producer state from its snapshot and the segments after it, refilling the
+/// transaction indexes that recovery emptied (and syncing them).
+fn load_producer_state(
+    dir: &Path,
+    segments: &[Arc<Segment>],
+    (log_start_offset, log_end_offset): (Offset, Offset),
+    params: &LoadParams,
+    report: &mut LoadReport,
+) -> Result<ProducerState> {
+    let recovered_here = |segment: &Arc<Segment>| {
+        let path = segment.log_path();
+        report
+            .recovered
+            .iter()
+            .find(|recovered| recovered.log_file == path)
+            .map(|recovered| recovered.truncated_bytes)
+    };
+    let reindexed: std::collections::HashSet<Offset> = segments
+        .iter()
+        .filter(|segment| recovered_here(segment).is_some())
+        .map(|segment| segment.base_offset())
+        .collect();
+    // A snapshot above a segment recovery cut may hold what was cut.
+    let cut = segments
+        .iter()
+        .filter(|segment| recovered_here(segment).is_some_and(|cut| cut > 0))
+        .map(|segment| segment.base_offset())
+        .min();
+    let (state, source, damaged) = super::producers::load(
+        dir,
+        segments,
+        log_start_offset,
+        log_end_offset,
+        params.had_clean_shutdown,
+        &super::producers::Reindex {
+            segments: &reindexed,
+            cut,
+        },
+    )?;
+    let mut synced = false;
+    for segment in segments
+        .iter()
+        .filter(|s| reindexed.contains(&s.base_offset()))
+    {
+        segment.sync_txn_index()?;
+        synced |= segment.txn_index_path().exists();
+    }
+    if synced {
+        crate::fs::fsync_dir(dir)?;
+    }
+    report.producer_state = source;
+    report.damaged = damaged;
+    Ok(state)
+}
+
+/// Recovers the segments of `bases` (whose indexes are missing or damaged).
+fn recover_listed(
+    segments: &BTreeMap<Offset, Arc<Segment>>,
+    bases: &[Offset],
+    report: &mut LoadReport,
+) -> Result<()> {
+    for base in bases {
+        if let Some(segment) = segments.get(base) {
+            report.recovered.push(recover_one(segment)?);
+        }
+    }
+    Ok(())
 }
 
 fn recover_one(segment: &Segment) -> Result<RecoveredSegment> {
@@ -529,89 +589,4 @@ fn recover_from(
     })();
     count(-((bases.len() - done) as isize));
     result
-}
-
-/// Removes `.deleted` and `.cleaned` files and completes or abandons `.swap` files (§1.4).
-fn settle_leftovers(dir: &Path, report: &mut LoadReport) -> Result<()> {
-    let mut cleaned = Vec::new();
-    let mut swaps = Vec::new();
-    for path in list_files(dir)? {
-        let name = file_name(&path);
-        if name.ends_with(DELETED_SUFFIX) {
-            remove_if_exists(&path)?;
-            report.removed_files.push(path);
-        } else if name.ends_with(CLEANED_SUFFIX) {
-            cleaned.push(path);
-        } else if name.ends_with(SWAP_SUFFIX) {
-            swaps.push(path);
-        }
-    }
-    let min_cleaned_base = cleaned
-        .iter()
-        .filter_map(|path| parse_base_offset(file_name(path)))
-        .min();
-    let mut kept_swaps = Vec::new();
-    for swap in swaps {
-        let base = parse_base_offset(file_name(&swap));
-        if let (Some(base), Some(min_cleaned)) = (base, min_cleaned_base)
-            && base >= min_cleaned
-        {
-            // Output of an interrupted split: the originals are still complete.
-            remove_if_exists(&swap)?;
-            report.removed_files.push(swap);
-            continue;
-        }
-        kept_swaps.push(swap);
-    }
-    for path in cleaned {
-        remove_if_exists(&path)?;
-        report.removed_files.push(path);
-    }
-
-    // The offsets the completed swap segments cover replace whatever else covers them.
-    let mut swap_range: Option<(i64, i64)> = None;
-    for swap in &kept_swaps {
-        let name = file_name(swap);
-        if !name.ends_with(&format!("{LOG_SUFFIX}{SWAP_SUFFIX}")) {
-            continue;
-        }
-        let Some(base) = parse_base_offset(name) else {
-            continue;
-        };
-        let next = next_offset_of_log_file(swap, base)?;
-        swap_range = Some(match swap_range {
-            None => (base, next),
-            Some((low, high)) => (low.min(base), high.max(next)),
-        });
-    }
-    if let Some((low, high)) = swap_range {
-        for path in list_files(dir)? {
-            let name = file_name(&path);
-            if name.ends_with(SWAP_SUFFIX) || !is_segment_file(name) {
-                continue;
-            }
-            if parse_base_offset(name).is_some_and(|base| (low..high).contains(&base)) {
-                remove_if_exists(&path)?;
-                report.removed_files.push(path);
-            }
-        }
-    }
-    for swap in kept_swaps {
-        if let Some(target) = without_suffix(&swap, SWAP_SUFFIX) {
-            rename_if_exists(&swap, &target)?;
-            report.completed_swaps.push(target);
-        }
-    }
-    Ok(())
-}
-
-/// The offset after the last whole entry of a `.log` file, read without opening its indexes.
-fn next_offset_of_log_file(path: &Path, base_offset: i64) -> Result<i64> {
-    let file = crate::segment::RecordsFile::open(path, None)?;
-    let mut next = base_offset;
-    file.walk_headers(0, file.size(), |entry| {
-        next = entry.next_offset();
-        std::ops::ControlFlow::Continue(())
-    })?;
-    Ok(next)
 }

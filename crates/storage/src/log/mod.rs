@@ -24,6 +24,7 @@
 mod append;
 mod flush;
 mod follower;
+mod leftovers;
 mod load;
 mod maintenance;
 mod producers;

@@ -319,168 +319,201 @@ impl ManagerConfig {
     /// caller. Invalid values are errors naming the key.
     pub fn from_properties(properties: &BTreeMap<String, String>) -> Result<Self> {
         let mut config = Self::default();
-        if let Some(value) = properties.get("log.dirs") {
-            config.log_dirs = parse_log_dirs("log.dirs", value)?;
-        } else if let Some(value) = properties.get("log.dir") {
-            config.log_dirs = parse_log_dirs("log.dir", value)?;
-        }
-        if let Some(value) = at_least(
-            properties,
-            "num.recovery.threads.per.data.dir",
-            1,
-            "an integer",
-        )? {
-            config.recovery_threads_per_data_dir = value;
-        }
-        for key in ["node.id", "broker.id"] {
-            if let Some(value) = properties.get(key) {
-                let id = value
-                    .trim()
-                    .parse::<i32>()
-                    .ok()
-                    .filter(|id| *id >= 0)
-                    .ok_or_else(|| invalid(key, value, "must be a non-negative integer"))?;
-                if config.node_id.is_some_and(|other| other != id) {
-                    return Err(invalid(key, value, "node.id and broker.id disagree"));
-                }
-                config.node_id = Some(id);
-            }
-        }
-        if let Some(value) = properties.get("ferrolog.log.dir.placement.policy") {
-            config.placement = match value.trim() {
-                "partition-count" => PlacementPolicy::FewestPartitions,
-                "free-bytes" => PlacementPolicy::MostFreeBytes,
-                _ => {
-                    return Err(invalid(
-                        "ferrolog.log.dir.placement.policy",
-                        value,
-                        "expected partition-count or free-bytes",
-                    ));
-                }
-            };
-        }
-        if let Some(value) = at_least(
-            properties,
-            "ferrolog.max.producers.per.partition",
-            1,
-            "an integer",
-        )? {
-            config.log_defaults.max_producers = value;
-        }
-        if let Some(value) = at_least(
-            properties,
-            "ferrolog.decompression.memory.bytes",
-            1 << 20,
-            "a number of bytes",
-        )? {
-            config.decompression_memory_bytes = value;
-        }
-        if let Some(value) = at_least(
-            properties,
-            "ferrolog.max.open.sealed.segments",
-            1,
-            "an integer",
-        )? {
-            config.max_open_sealed_segments = value;
-        }
-        if let Some(value) = at_least(properties, "ferrolog.max.partitions", 1, "an integer")? {
-            config.max_partitions = value;
-        }
-        let move_rate_key = "replica.alter.log.dirs.io.max.bytes.per.second";
-        if let Some(value) = properties.get(move_rate_key) {
-            config.move_max_bytes_per_second = value
-                .trim()
-                .parse::<i64>()
-                .ok()
-                .filter(|rate| *rate >= 1)
-                .map(|rate| rate as f64)
-                .ok_or_else(|| invalid(move_rate_key, value, "must be an integer of at least 1"))?;
-        }
-        for key in INTERVAL_KEYS {
-            let Some(value) = properties.get(*key) else {
-                continue;
-            };
-            let minimum = if *key == "log.initial.task.delay.ms" {
-                0
-            } else {
-                1
-            };
-            let span = value
-                .trim()
-                .parse::<i64>()
-                .ok()
-                .filter(|ms| *ms >= minimum)
-                .map(crate::clock::millis)
-                .ok_or_else(|| {
-                    invalid(
-                        key,
-                        value,
-                        &format!("must be an integer of at least {minimum}"),
-                    )
-                })?;
-            let background = &mut config.background;
-            match *key {
-                "log.initial.task.delay.ms" => background.initial_delay = span,
-                "log.retention.check.interval.ms" => background.retention_check_interval = span,
-                "log.flush.offset.checkpoint.interval.ms" => {
-                    background.recovery_point_checkpoint_interval = span
-                }
-                "log.flush.start.offset.checkpoint.interval.ms" => {
-                    background.log_start_offset_checkpoint_interval = span
-                }
-                "producer.id.expiration.ms" => background.producer_id_expiration = span,
-                _ => background.producer_id_expiration_check_interval = span,
-            }
-        }
-        if let Some(value) = properties.get("log.flush.scheduler.interval.ms") {
-            config.background.flush_check_interval = value
-                .trim()
-                .parse::<i64>()
-                .ok()
-                .filter(|ms| *ms >= 1)
-                .map(|ms| (ms != i64::MAX).then(|| crate::clock::millis(ms)))
-                .ok_or_else(|| {
-                    invalid(
-                        "log.flush.scheduler.interval.ms",
-                        value,
-                        "must be an integer of at least 1",
-                    )
-                })?;
-        }
-        for key in CLEANER_KEYS {
-            if let Some(value) = properties.get(*key) {
-                parse_cleaner(&mut config.cleaner, key, value)?;
-            }
-        }
-        let defaults = &mut config.log_defaults;
-        for (broker_key, topic_key) in DIRECT_SYNONYMS {
-            if let Some(value) = properties.get(*broker_key) {
-                LogConfig::check_kafka_minimums(topic_key, value)
-                    .and_then(|()| defaults.set(topic_key, value))
-                    .map_err(|error| rename_key(error, broker_key))?;
-            }
-        }
-        for (topic_key, variants) in TIMED_SYNONYMS {
-            if let Some((broker_key, unit_ms, value)) = variants
-                .iter()
-                .find_map(|(key, unit)| properties.get(*key).map(|value| (*key, *unit, value)))
-            {
-                let amount: i64 = value
-                    .trim()
-                    .parse()
-                    .map_err(|_| invalid(broker_key, value, "not an integer"))?;
-                let ms = if amount < 0 {
-                    amount
-                } else {
-                    amount.saturating_mul(unit_ms)
-                };
-                defaults
-                    .set(topic_key, &ms.to_string())
-                    .map_err(|error| rename_key(error, broker_key))?;
-            }
-        }
+        read_dirs_and_identity(&mut config, properties)?;
+        read_limits(&mut config, properties)?;
+        read_background(&mut config, properties)?;
+        read_cleaner_and_log_defaults(&mut config, properties)?;
         Ok(config)
     }
+}
+
+/// `log.dirs`, recovery threads, the node id and the placement policy.
+fn read_dirs_and_identity(
+    config: &mut ManagerConfig,
+    properties: &BTreeMap<String, String>,
+) -> Result<()> {
+    if let Some(value) = properties.get("log.dirs") {
+        config.log_dirs = parse_log_dirs("log.dirs", value)?;
+    } else if let Some(value) = properties.get("log.dir") {
+        config.log_dirs = parse_log_dirs("log.dir", value)?;
+    }
+    if let Some(value) = at_least(
+        properties,
+        "num.recovery.threads.per.data.dir",
+        1,
+        "an integer",
+    )? {
+        config.recovery_threads_per_data_dir = value;
+    }
+    for key in ["node.id", "broker.id"] {
+        if let Some(value) = properties.get(key) {
+            let id = value
+                .trim()
+                .parse::<i32>()
+                .ok()
+                .filter(|id| *id >= 0)
+                .ok_or_else(|| invalid(key, value, "must be a non-negative integer"))?;
+            if config.node_id.is_some_and(|other| other != id) {
+                return Err(invalid(key, value, "node.id and broker.id disagree"));
+            }
+            config.node_id = Some(id);
+        }
+    }
+    if let Some(value) = properties.get("ferrolog.log.dir.placement.policy") {
+        config.placement = match value.trim() {
+            "partition-count" => PlacementPolicy::FewestPartitions,
+            "free-bytes" => PlacementPolicy::MostFreeBytes,
+            _ => {
+                return Err(invalid(
+                    "ferrolog.log.dir.placement.policy",
+                    value,
+                    "expected partition-count or free-bytes",
+                ));
+            }
+        };
+    }
+    Ok(())
+}
+
+/// ferrolog's own limits and the move throttle.
+fn read_limits(config: &mut ManagerConfig, properties: &BTreeMap<String, String>) -> Result<()> {
+    if let Some(value) = at_least(
+        properties,
+        "ferrolog.max.producers.per.partition",
+        1,
+        "an integer",
+    )? {
+        config.log_defaults.max_producers = value;
+    }
+    if let Some(value) = at_least(
+        properties,
+        "ferrolog.decompression.memory.bytes",
+        1 << 20,
+        "a number of bytes",
+    )? {
+        config.decompression_memory_bytes = value;
+    }
+    if let Some(value) = at_least(
+        properties,
+        "ferrolog.max.open.sealed.segments",
+        1,
+        "an integer",
+    )? {
+        config.max_open_sealed_segments = value;
+    }
+    if let Some(value) = at_least(properties, "ferrolog.max.partitions", 1, "an integer")? {
+        config.max_partitions = value;
+    }
+    let move_rate_key = "replica.alter.log.dirs.io.max.bytes.per.second";
+    if let Some(value) = properties.get(move_rate_key) {
+        config.move_max_bytes_per_second = value
+            .trim()
+            .parse::<i64>()
+            .ok()
+            .filter(|rate| *rate >= 1)
+            .map(|rate| rate as f64)
+            .ok_or_else(|| invalid(move_rate_key, value, "must be an integer of at least 1"))?;
+    }
+    Ok(())
+}
+
+/// The intervals of the background tasks.
+fn read_background(
+    config: &mut ManagerConfig,
+    properties: &BTreeMap<String, String>,
+) -> Result<()> {
+    for key in INTERVAL_KEYS {
+        let Some(value) = properties.get(*key) else {
+            continue;
+        };
+        let minimum = if *key == "log.initial.task.delay.ms" {
+            0
+        } else {
+            1
+        };
+        let span = value
+            .trim()
+            .parse::<i64>()
+            .ok()
+            .filter(|ms| *ms >= minimum)
+            .map(crate::clock::millis)
+            .ok_or_else(|| {
+                invalid(
+                    key,
+                    value,
+                    &format!("must be an integer of at least {minimum}"),
+                )
+            })?;
+        let background = &mut config.background;
+        match *key {
+            "log.initial.task.delay.ms" => background.initial_delay = span,
+            "log.retention.check.interval.ms" => background.retention_check_interval = span,
+            "log.flush.offset.checkpoint.interval.ms" => {
+                background.recovery_point_checkpoint_interval = span
+            }
+            "log.flush.start.offset.checkpoint.interval.ms" => {
+                background.log_start_offset_checkpoint_interval = span
+            }
+            "producer.id.expiration.ms" => background.producer_id_expiration = span,
+            _ => background.producer_id_expiration_check_interval = span,
+        }
+    }
+    if let Some(value) = properties.get("log.flush.scheduler.interval.ms") {
+        config.background.flush_check_interval = value
+            .trim()
+            .parse::<i64>()
+            .ok()
+            .filter(|ms| *ms >= 1)
+            .map(|ms| (ms != i64::MAX).then(|| crate::clock::millis(ms)))
+            .ok_or_else(|| {
+                invalid(
+                    "log.flush.scheduler.interval.ms",
+                    value,
+                    "must be an integer of at least 1",
+                )
+            })?;
+    }
+    Ok(())
+}
+
+/// The cleaner's keys and the broker keys that set the topics' defaults.
+fn read_cleaner_and_log_defaults(
+    config: &mut ManagerConfig,
+    properties: &BTreeMap<String, String>,
+) -> Result<()> {
+    for key in CLEANER_KEYS {
+        if let Some(value) = properties.get(*key) {
+            parse_cleaner(&mut config.cleaner, key, value)?;
+        }
+    }
+    let defaults = &mut config.log_defaults;
+    for (broker_key, topic_key) in DIRECT_SYNONYMS {
+        if let Some(value) = properties.get(*broker_key) {
+            LogConfig::check_kafka_minimums(topic_key, value)
+                .and_then(|()| defaults.set(topic_key, value))
+                .map_err(|error| rename_key(error, broker_key))?;
+        }
+    }
+    for (topic_key, variants) in TIMED_SYNONYMS {
+        if let Some((broker_key, unit_ms, value)) = variants
+            .iter()
+            .find_map(|(key, unit)| properties.get(*key).map(|value| (*key, *unit, value)))
+        {
+            let amount: i64 = value
+                .trim()
+                .parse()
+                .map_err(|_| invalid(broker_key, value, "not an integer"))?;
+            let ms = if amount < 0 {
+                amount
+            } else {
+                amount.saturating_mul(unit_ms)
+            };
+            defaults
+                .set(topic_key, &ms.to_string())
+                .map_err(|error| rename_key(error, broker_key))?;
+        }
+    }
+    Ok(())
 }
 
 /// Reports a topic-key validation error under the broker key the user wrote.

@@ -275,19 +275,7 @@ fn load_dir(
                                 return;
                             }
                         }
-                        let remaining =
-                            dir.progress.remaining_logs.fetch_sub(1, Ordering::Relaxed) - 1;
-                        publish_progress(dir, remaining);
-                        let mut last = last_report.lock();
-                        if last.elapsed() >= PROGRESS_INTERVAL {
-                            *last = Instant::now();
-                            tracing::info!(
-                                dir = %dir.path().display(),
-                                remaining_logs = remaining,
-                                remaining_segments = dir.remaining_segments_to_recover(),
-                                "still loading"
-                            );
-                        }
+                        count_one_loaded(dir, last_report);
                     }
                 });
             if let Err(error) = spawned {
@@ -312,6 +300,23 @@ fn load_dir(
         "loaded logs"
     );
     Ok(())
+}
+
+/// Counts one more log loaded in `dir`, and logs the progress at most every
+/// `PROGRESS_INTERVAL` (`last_report` is when it last did).
+fn count_one_loaded(dir: &DataDir, last_report: &Mutex<Instant>) {
+    let remaining = dir.progress.remaining_logs.fetch_sub(1, Ordering::Relaxed) - 1;
+    publish_progress(dir, remaining);
+    let mut last = last_report.lock();
+    if last.elapsed() >= PROGRESS_INTERVAL {
+        *last = Instant::now();
+        tracing::info!(
+            dir = %dir.path().display(),
+            remaining_logs = remaining,
+            remaining_segments = dir.remaining_segments_to_recover(),
+            "still loading"
+        );
+    }
 }
 
 /// Kafka's `remainingLogsToRecover` and `remainingSegmentsToRecover` for one directory, for a

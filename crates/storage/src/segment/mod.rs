@@ -17,10 +17,11 @@ mod open_files;
 mod read;
 pub(crate) mod records_file;
 mod recover;
+mod scan;
 mod time_index;
+mod timestamps;
 mod txn_index;
 
-use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 
 use std::sync::Arc;
@@ -34,10 +35,8 @@ use index_file::SealedIn;
 pub use offset_index::{OFFSET_ENTRY_BYTES, OffsetIndex, OffsetPosition};
 use open_files::IndexKind;
 pub use open_files::{DEFAULT_MAX_OPEN_SEALED, OpenFiles};
-pub use records_file::{
-    Damage, DamageKind, EntrySummary, MAX_RESERVE_AHEAD_BYTES, RESERVE_AFTER_BYTES, RecordsFile,
-    ScanOutcome,
-};
+pub use records_file::{MAX_RESERVE_AHEAD_BYTES, RESERVE_AFTER_BYTES, RecordsFile};
+pub use scan::{Damage, DamageKind, EntrySummary, ScanOutcome};
 pub use time_index::{NO_TIMESTAMP, TIME_ENTRY_BYTES, TimeEntry, TimeIndex, TimestampOffset};
 use txn_index::TxnIndex;
 pub use txn_index::{AbortedSearch, AbortedTxn};
@@ -441,66 +440,6 @@ impl Segment {
         }
     }
 
-    /// The largest timestamp so far and its offset, loading it on first use from the time
-    /// index's last entry and the batches after it.
-    fn load_max_timestamp(&self, state: &mut AppendState) -> Result<TimestampOffset> {
-        if let Some(max) = state.max_timestamp_so_far {
-            return Ok(max);
-        }
-        let last_entry = self.time_index.read().view()?.last_entry();
-        let mut max = last_entry;
-        if self.time_index.read().entries() == 0 {
-            max = TimestampOffset {
-                timestamp: NO_TIMESTAMP,
-                offset: self.base_offset,
-            };
-        }
-        let start = self
-            .offset_index
-            .read()
-            .view()?
-            .lookup(last_entry.offset)
-            .position;
-        self.log.walk_headers(start.bytes(), self.size(), |entry| {
-            if entry.max_timestamp > max.timestamp {
-                max = TimestampOffset {
-                    timestamp: entry.max_timestamp,
-                    offset: Offset::new(entry.last_offset),
-                };
-            }
-            ControlFlow::Continue(())
-        })?;
-        state.max_timestamp_so_far = Some(max);
-        Ok(max)
-    }
-
-    /// The largest record timestamp in the segment, or −1 when it has none.
-    pub fn max_timestamp(&self) -> Result<i64> {
-        let mut state = self.state.lock();
-        Ok(self.load_max_timestamp(&mut state)?.timestamp)
-    }
-
-    /// The largest record timestamp, or the `.log` file's modification time when the segment
-    /// has no timestamps (legacy data or empty), as Kafka's time retention uses.
-    pub fn largest_timestamp(&self) -> Result<i64> {
-        let max = self.max_timestamp()?;
-        if max >= 0 {
-            return Ok(max);
-        }
-        self.last_modified_ms()
-    }
-
-    /// The `.log`'s modification time, in milliseconds since the Unix epoch (0 if earlier).
-    pub fn last_modified_ms(&self) -> Result<i64> {
-        let path = self.log.path();
-        let modified = std::fs::metadata(&path)
-            .and_then(|metadata| metadata.modified())
-            .map_err(StorageError::io("stat", &path))?;
-        Ok(modified
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |elapsed| elapsed.as_millis() as i64))
-    }
-
     /// Removes every batch from the one holding `offset` on (the whole batch goes). Returns the
     /// bytes removed. The indexes are grown back to full size: the segment is active after this.
     pub fn truncate_to(&self, offset: Offset, now_ms: i64) -> Result<u64> {
@@ -530,45 +469,6 @@ impl Segment {
         Ok(truncated)
     }
 
-    /// Kafka's roll rule: full by size, old by time (with this segment's jitter), an index full,
-    /// or an incoming offset too far from the base.
-    pub fn should_roll(&self, params: &RollParams) -> Result<bool> {
-        let size = self.size();
-        let by_size = size > params.segment_bytes.saturating_sub(params.messages_size);
-        let by_time = size > 0
-            && self.time_waited_for_roll(params)?
-                > crate::clock::kafka_ms(params.segment_age.saturating_sub(self.roll_jitter));
-        Ok(by_size
-            || by_time
-            || self.offset_index_is_full()
-            || self.time_index_is_full()
-            || !self.fits_relative(params.max_offset_in_messages))
-    }
-
-    fn time_waited_for_roll(&self, params: &RollParams) -> Result<i64> {
-        let mut state = self.state.lock();
-        Ok(match self.load_rolling_based_timestamp(&mut state)? {
-            Some(first_timestamp) => params.max_timestamp_in_messages - first_timestamp,
-            None => params.now_ms - state.created_ms,
-        })
-    }
-
-    /// The first batch's max timestamp, read once from the file.
-    fn load_rolling_based_timestamp(&self, state: &mut AppendState) -> Result<Option<i64>> {
-        if state.rolling_based_timestamp.is_none() {
-            let first = self.log.read_entry_header(0, self.size())?;
-            state.rolling_based_timestamp =
-                Some(first.map(|entry| entry.max_timestamp).filter(|ts| *ts >= 0));
-        }
-        Ok(state.rolling_based_timestamp.flatten())
-    }
-
-    /// The first batch's max timestamp (how old the segment's oldest data is), or −1.
-    pub fn first_batch_timestamp(&self) -> Result<i64> {
-        let mut state = self.state.lock();
-        Ok(self.load_rolling_based_timestamp(&mut state)?.unwrap_or(-1))
-    }
-
     /// Writes the final time-index entry and trims indexes (and a preallocated `.log`) to their
     /// valid size: done when the segment stops being active, and at close.
     pub fn on_becoming_inactive(&self) -> Result<()> {
@@ -592,11 +492,6 @@ impl Segment {
         drop(time_index);
         self.offset_index.write().trim_to_valid_size()?;
         self.log.trim()
-    }
-
-    fn max_timestamp_and_offset(&self) -> Result<TimestampOffset> {
-        let mut state = self.state.lock();
-        self.load_max_timestamp(&mut state)
     }
 
     /// Grows (or shrinks) both indexes to `bytes`, as the active segment's are after loading.

@@ -6,9 +6,19 @@
 
 use std::ops::ControlFlow;
 
-use super::{NO_TIMESTAMP, Segment, SegmentRecovery, TimeEntry, TimestampOffset};
+use super::{
+    NO_TIMESTAMP, OffsetIndex, Segment, SegmentRecovery, TimeEntry, TimeIndex, TimestampOffset,
+};
 use crate::error::{Result, StorageError};
 use crate::offset::{FilePosition, Offset};
+
+/// Why recovery stops at an entry.
+enum Stop {
+    /// Damage: the file is cut there.
+    Damaged(String),
+    /// Data ferrolog cannot index and will not cut: the segment is refused.
+    Refused(StorageError),
+}
 
 impl Segment {
     /// Rebuilds both indexes from the `.log`, validating every batch, and cuts the file at the
@@ -19,11 +29,7 @@ impl Segment {
         let mut state = self.state.lock();
         let mut offset_index = self.offset_index.write();
         let mut time_index = self.time_index.write();
-        offset_index.truncate_all();
-        offset_index.resize(u64::from(self.segment_index_bytes))?;
-        time_index.truncate_all();
-        time_index.resize(u64::from(self.segment_index_bytes))?;
-        self.txn_index.lock().reset()?;
+        self.empty_indexes(&mut offset_index, &mut time_index)?;
 
         let mut max_so_far = TimestampOffset {
             timestamp: NO_TIMESTAMP,
@@ -41,30 +47,12 @@ impl Segment {
                 return ControlFlow::Break(());
             }
             let last_offset = Offset::new(entry.last_offset());
-            if !self.fits_relative(last_offset) {
-                if entry.magic() < 2 && last_offset > self.base_offset {
-                    // Legacy data can hold offsets too far from the base for 32-bit relative
-                    // index entries (KAFKA-6264). Kafka splits such a segment; ferrolog refuses
-                    // to open it rather than cut valid data.
-                    index_error = Some(StorageError::OffsetOverflow {
-                        offset: last_offset.value(),
-                        base_offset: self.base_offset.value(),
-                    });
-                } else {
-                    // A v2 segment never holds such offsets (rolls prevent it); the base
-                    // offset field is outside the CRC, so this is corruption the CRC missed.
-                    failure = Some((
-                        position,
-                        format!("offset {last_offset} does not fit a segment based at {}", self.base_offset),
-                    ));
+            if let Some(stop) = self.check_offsets(entry.magic(), last_offset, previous_last_offset)
+            {
+                match stop {
+                    Stop::Damaged(reason) => failure = Some((position, reason)),
+                    Stop::Refused(error) => index_error = Some(error),
                 }
-                return ControlFlow::Break(());
-            }
-            if last_offset <= previous_last_offset {
-                failure = Some((
-                    position,
-                    format!("last offset {last_offset} does not follow the previous batch's {previous_last_offset}"),
-                ));
                 return ControlFlow::Break(());
             }
             previous_last_offset = last_offset;
@@ -81,7 +69,11 @@ impl Segment {
                 let appended = offset_index
                     .append(last_offset, FilePosition::new(position))
                     .and_then(|()| {
-                        time_index.maybe_append(max_so_far.timestamp, max_so_far.offset, TimeEntry::Regular)
+                        time_index.maybe_append(
+                            max_so_far.timestamp,
+                            max_so_far.offset,
+                            TimeEntry::Regular,
+                        )
                     });
                 // On a full disk the rebuilt index just has fewer entries.
                 if let Err(error) = self.skip_index_entry_without_space(appended) {
@@ -101,14 +93,7 @@ impl Segment {
         if let Some(damage) = scan.damage {
             failure.get_or_insert((damage.position, damage.reason));
         }
-        // The log's valid size may have been its full (preallocated) length: cut to what we read.
-        let truncated_bytes = end - valid_bytes;
-        if truncated_bytes > 0 {
-            self.log.set_size_for_recovery(end);
-            self.log.truncate_to(valid_bytes)?;
-        } else {
-            self.log.set_size_for_recovery(valid_bytes);
-        }
+        let truncated_bytes = self.cut_log_to(valid_bytes, end)?;
         offset_index.trim_to_valid_size()?;
         if max_so_far.timestamp >= 0 {
             self.skip_index_entry_without_space(time_index.maybe_append(
@@ -135,5 +120,63 @@ impl Segment {
             truncated_bytes,
             corruption: failure,
         })
+    }
+
+    /// Cuts the `.log` to the `valid_bytes` recovery read, of the `end` it found. The valid size
+    /// may have been the file's full (preallocated) length. Returns the bytes cut.
+    fn cut_log_to(&self, valid_bytes: u64, end: u64) -> Result<u64> {
+        let truncated_bytes = end - valid_bytes;
+        if truncated_bytes > 0 {
+            self.log.set_size_for_recovery(end);
+            self.log.truncate_to(valid_bytes)?;
+        } else {
+            self.log.set_size_for_recovery(valid_bytes);
+        }
+        Ok(truncated_bytes)
+    }
+
+    /// Empties all three indexes, the offset and time indexes at full size for the rebuild.
+    fn empty_indexes(
+        &self,
+        offset_index: &mut OffsetIndex,
+        time_index: &mut TimeIndex,
+    ) -> Result<()> {
+        offset_index.truncate_all();
+        offset_index.resize(u64::from(self.segment_index_bytes))?;
+        time_index.truncate_all();
+        time_index.resize(u64::from(self.segment_index_bytes))?;
+        self.txn_index.lock().reset()
+    }
+
+    /// Checks an entry's last offset against the segment's base and the entry before it.
+    fn check_offsets(
+        &self,
+        magic: u8,
+        last_offset: Offset,
+        previous_last_offset: Offset,
+    ) -> Option<Stop> {
+        if !self.fits_relative(last_offset) {
+            if magic < 2 && last_offset > self.base_offset {
+                // Legacy data can hold offsets too far from the base for 32-bit relative index
+                // entries (KAFKA-6264). Kafka splits such a segment; ferrolog refuses to open it
+                // rather than cut valid data.
+                return Some(Stop::Refused(StorageError::OffsetOverflow {
+                    offset: last_offset.value(),
+                    base_offset: self.base_offset.value(),
+                }));
+            }
+            // A v2 segment never holds such offsets (rolls prevent it); the base offset field
+            // is outside the CRC, so this is corruption the CRC missed.
+            return Some(Stop::Damaged(format!(
+                "offset {last_offset} does not fit a segment based at {}",
+                self.base_offset
+            )));
+        }
+        if last_offset <= previous_last_offset {
+            return Some(Stop::Damaged(format!(
+                "last offset {last_offset} does not follow the previous batch's {previous_last_offset}"
+            )));
+        }
+        None
     }
 }

@@ -15,11 +15,13 @@ use crate::checkpoint::{
 use crate::clock::ManualClock;
 use crate::log::{FetchBound, FetchParams, FirstBatch};
 use crate::offset::Offset;
+use crate::types::random_unique_id;
 
 mod documents;
 mod limits;
 mod moves;
 mod startup;
+mod topic_configs;
 
 const NOW: i64 = 1_700_000_000_000;
 
@@ -410,119 +412,6 @@ fn delete_dirs_and_temp_files_left_at_startup_are_removed() {
     let manager = open(&dirs);
     assert!(!queued.exists() && !temp_file.exists());
     assert_eq!(manager.logs().len(), 0);
-    manager.shutdown().unwrap();
-}
-
-#[test]
-fn topic_overrides_reach_the_live_log() {
-    let (_temp, dirs) = temp_dirs(1);
-    let manager = open(&dirs);
-    let log = manager.get_or_create(&tp("configured", 0)).unwrap();
-    let overrides = BTreeMap::from([("cleanup.policy".to_owned(), "compact".to_owned())]);
-    manager
-        .set_topic_overrides("configured", overrides)
-        .unwrap();
-    assert!(log.config().cleanup_policy.compact);
-    assert!(
-        manager
-            .get_or_create(&tp("configured", 1))
-            .unwrap()
-            .config()
-            .cleanup_policy
-            .compact
-    );
-    let bad = BTreeMap::from([("segment.bytes".to_owned(), "tiny".to_owned())]);
-    assert!(manager.set_topic_overrides("configured", bad).is_err());
-    assert!(
-        log.config().cleanup_policy.compact,
-        "a rejected change changes nothing"
-    );
-    manager.shutdown().unwrap();
-}
-
-fn compact() -> BTreeMap<String, String> {
-    BTreeMap::from([("cleanup.policy".to_owned(), "compact".to_owned())])
-}
-
-#[test]
-fn topic_overrides_survive_a_restart_and_apply_as_logs_load() {
-    let (_temp, dirs) = temp_dirs(2);
-    let manager = open(&dirs);
-    manager.get_or_create(&tp("kept", 0)).unwrap();
-    manager.set_topic_overrides("kept", compact()).unwrap();
-    for dir in &dirs {
-        assert!(
-            dir.join(TOPIC_CONFIGS_FILE).exists(),
-            "every online dir holds a copy"
-        );
-    }
-    manager.shutdown().unwrap();
-
-    let reopened = open(&dirs);
-    assert_eq!(reopened.topic_overrides("kept"), compact());
-    let log = reopened.get(&tp("kept", 0)).unwrap();
-    assert!(
-        log.config().cleanup_policy.compact,
-        "the loaded log has the override"
-    );
-    reopened.shutdown().unwrap();
-}
-
-#[test]
-fn the_newest_copy_of_the_topic_configs_wins() {
-    let (_temp, dirs) = temp_dirs(2);
-    let manager = open(&dirs);
-    manager.set_topic_overrides("changing", compact()).unwrap();
-    let stale = std::fs::read(dirs[1].join(TOPIC_CONFIGS_FILE)).unwrap();
-    let retention = BTreeMap::from([("retention.ms".to_owned(), "1000".to_owned())]);
-    manager
-        .set_topic_overrides("changing", retention.clone())
-        .unwrap();
-    manager.shutdown().unwrap();
-    // As if dirs[1] had been offline during the second change.
-    std::fs::write(dirs[1].join(TOPIC_CONFIGS_FILE), stale).unwrap();
-
-    let reopened = open(&dirs);
-    assert_eq!(reopened.topic_overrides("changing"), retention);
-    reopened.shutdown().unwrap();
-}
-
-#[test]
-fn forgotten_overrides_stay_forgotten() {
-    let (_temp, dirs) = temp_dirs(1);
-    let manager = open(&dirs);
-    manager.set_topic_overrides("gone", compact()).unwrap();
-    manager.forget_topic_overrides("gone").unwrap();
-    assert!(manager.topic_overrides("gone").is_empty());
-    manager.shutdown().unwrap();
-    let reopened = open(&dirs);
-    assert!(reopened.topic_overrides("gone").is_empty());
-    assert!(!reopened.topic_config("gone").cleanup_policy.compact);
-    reopened.shutdown().unwrap();
-}
-
-#[test]
-fn a_malformed_topic_configs_file_stops_startup_naming_file_and_line() {
-    let (_temp, dirs) = temp_dirs(1);
-    open(&dirs).shutdown().unwrap();
-    let path = dirs[0].join(TOPIC_CONFIGS_FILE);
-    std::fs::write(&path, "0\n3\n1\nno-value-here\n").unwrap();
-    let error = LogManager::open(config(&dirs), Arc::new(ManualClock::new(NOW)))
-        .unwrap_err()
-        .to_string();
-    assert!(
-        error.contains(&path.display().to_string()) && error.contains("line 4"),
-        "{error}"
-    );
-}
-
-#[test]
-fn overrides_with_line_breaks_are_refused() {
-    let (_temp, dirs) = temp_dirs(1);
-    let manager = open(&dirs);
-    let hostile = BTreeMap::from([("cleanup.policy".to_owned(), "compact\nx y z".to_owned())]);
-    assert!(manager.set_topic_overrides("t", hostile).is_err());
-    assert!(manager.topic_overrides("t").is_empty());
     manager.shutdown().unwrap();
 }
 

@@ -9,6 +9,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests")]
 
+#[path = "../common/mod.rs"]
 mod common;
 
 use std::path::{Path, PathBuf};
@@ -23,6 +24,9 @@ use ferrolog_storage::log::{FetchBound, Log};
 use ferrolog_storage::manager::{CLEAN_SHUTDOWN_FILE, LogManager, ManagerConfig};
 use ferrolog_storage::producer::NoTxnCoordinator;
 use ferrolog_storage::{CleanupPolicy, LogConfig, ManualClock, StorageError, TopicPartition};
+
+mod background;
+mod moves;
 
 const START: i64 = 1_700_000_000_000;
 
@@ -358,8 +362,6 @@ fn the_active_segments_indexes_are_fsynced_at_its_roll_not_at_each_flush() {
     scenario.teardown();
 }
 
-/// A compacted log of 400 acknowledged records over 50 keys (so a pass has superseded records
-/// to remove), rolled so that all of it is cleanable.
 #[test]
 fn appends_deferring_their_flush_are_made_durable_by_one_fsync() {
     let scenario = FailScenario::setup();
@@ -447,101 +449,6 @@ fn a_retry_of_a_batch_still_waiting_for_its_flush_waits_for_it_too() {
     scenario.teardown();
 }
 
-fn compacted_log(dir: &Path) -> (Arc<LogManager>, Arc<Log>, Acknowledged) {
-    let manager = open(dir, CleanupPolicy::COMPACT);
-    let log = manager.get_or_create(&tp(0)).unwrap();
-    let mut acknowledged = Acknowledged::default();
-    acknowledged.produce_many(&log, 0, 400);
-    log.roll().unwrap();
-    (manager, log, acknowledged)
-}
-
-#[test]
-fn a_failed_rename_during_retention_or_compaction_loses_nothing() {
-    let scenario = FailScenario::setup();
-    let (_temp, dir) = data_dir();
-    let (manager, log, acknowledged) = compacted_log(&dir);
-
-    // The cleaner's swap: `.cleaned` → `.swap` fails.
-    fail::cfg("fs.rename", "return(EIO)").unwrap();
-    let cleaner = manager.new_cleaner();
-    cleaner.clean_once(&mut OffsetMap::new(1 << 20, 0.9));
-    assert!(offline(&manager), "a rename that fails is a failing disk");
-    fail::remove("fs.rename");
-    drop(log);
-    drop(cleaner);
-    manager.shutdown().unwrap();
-    let manager = reopen_after_crash(&dir, CleanupPolicy::COMPACT);
-    let log = manager.get(&tp(0)).unwrap();
-    acknowledged.all_in(&log);
-
-    // Retention renaming the segments below a raised log start to `.deleted`.
-    let new_start = acknowledged.0[200].0;
-    log.maybe_increment_log_start_offset(Offset::new(new_start))
-        .unwrap();
-    fail::cfg("fs.rename", "return(EIO)").unwrap();
-    assert!(matches!(
-        log.delete_old_segments().unwrap_err(),
-        StorageError::Io { .. }
-    ));
-    assert!(offline(&manager));
-    fail::remove("fs.rename");
-    drop(log);
-    manager.shutdown().unwrap();
-    let manager = reopen_after_crash(&dir, CleanupPolicy::COMPACT);
-    let log = manager.get(&tp(0)).unwrap();
-    let kept: Vec<_> = acknowledged
-        .0
-        .iter()
-        .filter(|(offset, _)| *offset >= log.log_start_offset().value())
-        .cloned()
-        .collect();
-    assert!(log.log_start_offset() <= Offset::new(new_start));
-    assert_eq!(records(&log, 0), kept);
-    scenario.teardown();
-}
-
-#[test]
-fn a_cleaning_pass_that_panics_marks_its_partition_uncleanable_and_holds_up_nothing() {
-    let scenario = FailScenario::setup();
-    let (_temp, dir) = data_dir();
-    let (manager, log, acknowledged) = compacted_log(&dir);
-
-    // The pass panics while it writes the cleaned segment.
-    fail::cfg("log.write", "panic(injected)").unwrap();
-    let cleaner = manager.new_cleaner();
-    assert!(
-        cleaner.clean_once(&mut OffsetMap::new(1 << 20, 0.9)),
-        "a pass ran"
-    );
-    fail::remove("log.write");
-    assert_eq!(cleaner.uncleanable_partitions(), vec![tp(0)]);
-    // Nothing waits for the dead pass: pausing (as a deletion or truncation does) returns.
-    cleaner.abort_and_pause(&tp(0));
-    cleaner.resume(&tp(0));
-    assert!(
-        !cleaner.clean_once(&mut OffsetMap::new(1 << 20, 0.9)),
-        "the uncleanable partition is skipped"
-    );
-    assert!(!offline(&manager));
-    // Groups of segments swapped before the panic were compacted (records of a key superseded
-    // later are gone); nothing else changed: every record left is one acknowledged at its
-    // offset, and every key's latest value (the last 50 records) is there.
-    let stored = records(&log, 0);
-    for record in &stored {
-        assert!(
-            acknowledged.0.contains(record),
-            "{record:?} was not acknowledged"
-        );
-    }
-    for latest in &acknowledged.0[350..] {
-        assert!(stored.contains(latest), "{latest:?} is gone");
-    }
-    drop(log);
-    manager.delete(&tp(0)).unwrap();
-    scenario.teardown();
-}
-
 #[test]
 fn checkpoints_without_space_fail_and_the_directory_stays_online() {
     let scenario = FailScenario::setup();
@@ -609,95 +516,5 @@ fn running_out_of_file_descriptors_or_maps_is_not_a_disk_failure() {
     fail::remove("index.mmap");
     acknowledged.produce_many(&log, 220, 5);
     acknowledged.all_in(&log);
-    scenario.teardown();
-}
-
-/// Two data directories `a` and `b` under `root`, and a manager's config over them.
-fn two_data_dirs(root: &Path) -> (Vec<PathBuf>, ManagerConfig) {
-    let dirs = vec![root.join("a"), root.join("b")];
-    let config = ManagerConfig {
-        log_dirs: dirs.clone(),
-        ..ManagerConfig::default()
-    };
-    (dirs, config)
-}
-
-#[test]
-fn a_swap_whose_second_rename_fails_is_undone_and_the_log_serves_on() {
-    let scenario = FailScenario::setup();
-    let temp = tempfile::tempdir().unwrap();
-    let (dirs, config) = two_data_dirs(temp.path());
-    let manager = LogManager::open(config.clone(), Arc::new(ManualClock::new(START))).unwrap();
-    let log = manager.get_or_create(&tp(0)).unwrap();
-    assert_eq!(manager.dir_of(&tp(0)).unwrap().path(), dirs[0]);
-    let mut acknowledged = Acknowledged::default();
-    acknowledged.produce_many(&log, 0, 100);
-    manager.alter_log_dir(&tp(0), &dirs[1]).unwrap();
-
-    // The swap's first rename (the log to `-delete`) goes through, its second fails.
-    fail::cfg("fs.rename", "1*off->1*return(EIO)").unwrap();
-    for _ in 0..5 {
-        manager.move_logs_once();
-    }
-    fail::remove("fs.rename");
-    assert!(
-        manager.data_dirs()[1].is_offline(),
-        "the target directory failed"
-    );
-    assert!(!manager.is_moving(&tp(0)), "the move is dropped with it");
-    assert_eq!(manager.dir_of(&tp(0)).unwrap().path(), dirs[0]);
-    assert!(
-        dirs[0].join("events-0").is_dir(),
-        "the first rename was undone"
-    );
-    acknowledged.produce_many(&log, 100, 10);
-    acknowledged.all_in(&log);
-    manager.shutdown().unwrap();
-
-    let manager = LogManager::open(config, Arc::new(ManualClock::new(START))).unwrap();
-    acknowledged.all_in(&manager.get(&tp(0)).unwrap());
-    manager.shutdown().unwrap();
-    scenario.teardown();
-}
-
-#[test]
-fn a_swap_finished_at_startup_keeps_the_retired_directory_until_the_copy_has_its_name() {
-    let scenario = FailScenario::setup();
-    let temp = tempfile::tempdir().unwrap();
-    let (dirs, config) = two_data_dirs(temp.path());
-    let manager = LogManager::open(config.clone(), Arc::new(ManualClock::new(START))).unwrap();
-    let log = manager.get_or_create(&tp(0)).unwrap();
-    let mut acknowledged = Acknowledged::default();
-    acknowledged.produce_many(&log, 0, 100);
-    drop(log);
-    manager.shutdown().unwrap();
-    // What a crash between a swap's two renames leaves: the log renamed `-delete` in its old
-    // directory, its complete copy still `-future` in the new one, both of one unique id.
-    let id = "00112233445566778899aabbccddeeff";
-    let retired = dirs[0].join(format!("events-0.{id}-delete"));
-    let copy = dirs[1].join(format!("events-0.{id}-future"));
-    std::fs::rename(dirs[0].join("events-0"), &retired).unwrap();
-    std::fs::create_dir(&copy).unwrap();
-    for file in std::fs::read_dir(&retired).unwrap() {
-        let file = file.unwrap();
-        std::fs::copy(file.path(), copy.join(file.file_name())).unwrap();
-    }
-
-    // The start that would finish the swap fails at its rename of the copy.
-    fail::cfg("fs.rename", "return(EIO)").unwrap();
-    let failed = LogManager::open(config.clone(), Arc::new(ManualClock::new(START)));
-    fail::remove("fs.rename");
-    assert!(failed.is_err(), "the rename of the copy failed");
-    assert!(
-        retired.is_dir(),
-        "the retired directory was removed before the copy took the partition's name"
-    );
-
-    let manager = LogManager::open(config, Arc::new(ManualClock::new(START))).unwrap();
-    assert_eq!(manager.startup_report().moves_completed, vec![tp(0)]);
-    assert_eq!(manager.dir_of(&tp(0)).unwrap().path(), dirs[1]);
-    acknowledged.all_in(&manager.get(&tp(0)).unwrap());
-    assert!(!retired.exists(), "removed once the copy is the log");
-    manager.shutdown().unwrap();
     scenario.teardown();
 }
