@@ -207,6 +207,51 @@ fn verify_partition(
         return Ok(None);
     }
     totals.partitions += 1;
+    let mut logs = segment_logs(dir, totals)?;
+    logs.sort();
+    let mut extent = LogExtent {
+        first_base: logs.first().map_or(0, |(base, _)| *base),
+        end_offset: logs.first().map_or(0, |(base, _)| *base),
+    };
+    for (index, (base, log)) in logs.iter().enumerate() {
+        totals.segments += 1;
+        let checked = match check::log_file(log, |_, _, _| {}) {
+            Ok(checked) => checked,
+            Err(error) => {
+                // Damage the scan cannot step over: reported, and the next segment checked.
+                totals.problem(log, format!("{error:#}"));
+                progress.tick(totals);
+                continue;
+            }
+        };
+        totals.batches += checked.batches;
+        totals.bytes += checked.bytes;
+        totals.file_problems(log, checked.problems);
+        let next_base = logs.get(index + 1).map(|(next, _)| *next);
+        if let Some(tail) = &checked.tail {
+            report_tail(totals, log, tail, next_base.is_none(), stopped_cleanly);
+        }
+        if let (Some(next_offset), Some(next_base)) = (checked.next_offset, next_base)
+            && next_offset > next_base
+        {
+            totals.problem(
+                log,
+                format!(
+                    "its last offset {} reaches into the next segment, based at {next_base}",
+                    next_offset - 1
+                ),
+            );
+        }
+        extent.end_offset = checked.next_offset.unwrap_or(*base).max(extent.end_offset);
+        check_indexes_of(log, totals);
+        progress.tick(totals);
+    }
+    Ok(Some((topic_partition, extent)))
+}
+
+/// The `.log` files of a partition directory by base offset, noting leftovers of interrupted
+/// operations and checking the other files: indexes have their `.log`, snapshots decode.
+fn segment_logs(dir: &Path, totals: &mut Totals) -> anyhow::Result<Vec<(i64, PathBuf)>> {
     let files = sorted_files(dir)?;
     let mut logs: Vec<(i64, PathBuf)> = Vec::new();
     for path in &files {
@@ -245,86 +290,60 @@ fn verify_partition(
             }
         }
     }
-    logs.sort();
-    let mut extent = LogExtent {
-        first_base: logs.first().map_or(0, |(base, _)| *base),
-        end_offset: logs.first().map_or(0, |(base, _)| *base),
-    };
-    for (index, (base, log)) in logs.iter().enumerate() {
-        totals.segments += 1;
-        let checked = match check::log_file(log, |_, _, _| {}) {
-            Ok(checked) => checked,
-            Err(error) => {
-                // Damage the scan cannot step over: reported, and the next segment checked.
-                totals.problem(log, format!("{error:#}"));
-                progress.tick(totals);
-                continue;
-            }
-        };
-        totals.batches += checked.batches;
-        totals.bytes += checked.bytes;
-        totals.file_problems(log, checked.problems);
-        let next_base = logs.get(index + 1).map(|(next, _)| *next);
-        if let Some(tail) = &checked.tail {
-            let last_segment = next_base.is_none();
-            match tail {
-                // A crash's torn last write (a batch cut short, or a file extended with zeros
-                // the data never reached): startup recovery cuts it, and nothing acknowledged
-                // and readable is lost by that. Anywhere else, or after a clean stop (which
-                // skips recovery, so appends would go after the bytes), it is damage.
-                check::Tail::Zeros { .. } | check::Tail::Cut { .. }
-                    if last_segment && !stopped_cleanly =>
-                {
-                    totals.note(
-                        log,
-                        format!(
-                            "{} (a write torn by an unclean stop; startup recovery cuts it)",
-                            tail.describe()
-                        ),
-                    );
-                }
-                check::Tail::Zeros { .. }
-                | check::Tail::Cut { .. }
-                | check::Tail::Damaged { .. } => {
-                    totals.problem(log, tail.describe());
-                }
-            }
-        }
-        if let (Some(next_offset), Some(next_base)) = (checked.next_offset, next_base)
-            && next_offset > next_base
-        {
-            totals.problem(
+    Ok(logs)
+}
+
+/// Reports what ends a segment's data early: a note for a crash's torn last write, which
+/// startup recovery cuts, and a problem anywhere else.
+fn report_tail(
+    totals: &mut Totals,
+    log: &Path,
+    tail: &check::Tail,
+    last_segment: bool,
+    stopped_cleanly: bool,
+) {
+    match tail {
+        // A crash's torn last write (a batch cut short, or a file extended with zeros
+        // the data never reached): startup recovery cuts it, and nothing acknowledged
+        // and readable is lost by that. Anywhere else, or after a clean stop (which
+        // skips recovery, so appends would go after the bytes), it is damage.
+        check::Tail::Zeros { .. } | check::Tail::Cut { .. } if last_segment && !stopped_cleanly => {
+            totals.note(
                 log,
                 format!(
-                    "its last offset {} reaches into the next segment, based at {next_base}",
-                    next_offset - 1
+                    "{} (a write torn by an unclean stop; startup recovery cuts it)",
+                    tail.describe()
                 ),
             );
         }
-        extent.end_offset = checked.next_offset.unwrap_or(*base).max(extent.end_offset);
-        for (suffix, check) in [
-            (INDEX_SUFFIX, IndexKind::Offset),
-            (TIME_INDEX_SUFFIX, IndexKind::Time),
-        ] {
-            let path = PathBuf::from(format!(
-                "{}{suffix}",
-                log.to_string_lossy()
-                    .strip_suffix(LOG_SUFFIX)
-                    .unwrap_or_default()
-            ));
-            if !path.exists() {
-                continue;
-            }
-            let checked = match check {
-                IndexKind::Offset => check::offset_index(&path).map(|c| c.problems),
-                IndexKind::Time => check::time_index(&path).map(|c| c.problems),
-            };
-            let problems = checked.unwrap_or_else(|error| vec![format!("{error:#}")]);
-            totals.file_problems(&path, problems);
+        check::Tail::Zeros { .. } | check::Tail::Cut { .. } | check::Tail::Damaged { .. } => {
+            totals.problem(log, tail.describe());
         }
-        progress.tick(totals);
     }
-    Ok(Some((topic_partition, extent)))
+}
+
+/// Checks the offset and time indexes beside `log`, where they exist.
+fn check_indexes_of(log: &Path, totals: &mut Totals) {
+    for (suffix, check) in [
+        (INDEX_SUFFIX, IndexKind::Offset),
+        (TIME_INDEX_SUFFIX, IndexKind::Time),
+    ] {
+        let path = PathBuf::from(format!(
+            "{}{suffix}",
+            log.to_string_lossy()
+                .strip_suffix(LOG_SUFFIX)
+                .unwrap_or_default()
+        ));
+        if !path.exists() {
+            continue;
+        }
+        let checked = match check {
+            IndexKind::Offset => check::offset_index(&path).map(|c| c.problems),
+            IndexKind::Time => check::time_index(&path).map(|c| c.problems),
+        };
+        let problems = checked.unwrap_or_else(|error| vec![format!("{error:#}")]);
+        totals.file_problems(&path, problems);
+    }
 }
 
 #[derive(Debug, Clone, Copy)]

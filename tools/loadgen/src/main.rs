@@ -57,7 +57,7 @@ enum Client {
     Rskafka,
 }
 
-#[derive(Subcommand)]
+#[derive(Subcommand, Clone)]
 enum Command {
     /// Sends `messages` values of `size` bytes with acks=1 and waits for every acknowledgement;
     /// with `--transaction-records N`, as a transactional producer (acks=all, idempotent)
@@ -121,7 +121,7 @@ fn main() -> Result<()> {
     let args = Args::parse();
     let mut config = ClientConfig::new();
     config.set("bootstrap.servers", &args.brokers);
-    let outcome = match (args.client, args.command) {
+    let outcome = match (args.client, args.command.clone()) {
         (
             _,
             Command::Ready {
@@ -182,65 +182,14 @@ fn main() -> Result<()> {
                 size,
                 transaction_records,
             },
-        ) => {
-            config
-                .set("acks", "1")
-                .set("linger.ms", "5")
-                .set("batch.size", "1000000")
-                .set("queue.buffering.max.messages", "1000000")
-                .set("queue.buffering.max.kbytes", "1048576");
-            if transaction_records.is_some() {
-                config.set(
-                    "transactional.id",
-                    format!("ferrolog-loadgen-{}", std::process::id()),
-                );
-            }
-            for (key, value) in &args.properties {
-                config.set(key, value);
-            }
-            match transaction_records {
-                Some(per_transaction) => produce_transactions(
-                    &config,
-                    &args.topic,
-                    args.messages,
-                    size,
-                    per_transaction.max(1),
-                )?,
-                None => produce(&config, &args.topic, args.messages, size)?,
-            }
-        }
+        ) => rdkafka_produce(config, &args, size, transaction_records)?,
         (
             Client::Rdkafka,
             Command::Consume {
                 partitions,
                 partition,
             },
-        ) => {
-            config
-                .set("group.id", "ferrolog-loadgen")
-                .set("enable.auto.commit", "false")
-                .set("fetch.max.bytes", "52428800")
-                .set("fetch.wait.max.ms", "100")
-                // No pause before the next fetch when the local queue is full: the benchmark
-                // drains it at once, so waiting (1 s by default) only idles the connection.
-                .set("fetch.queue.backoff.ms", "0")
-                // Room for more responses in the local queue (by default 100,000 messages or
-                // 64 MiB) and a socket buffer that holds a whole 4 MiB response, as a consumer
-                // tuned for throughput would have: consuming from one broker went from
-                // 1.6–1.7 GB/s to 2.1–2.2 GB/s (medians of 5 runs each, 2026-11-30).
-                .set("queued.max.messages.kbytes", "262144")
-                .set("queued.min.messages", "1000000")
-                .set("max.partition.fetch.bytes", "4194304")
-                .set("socket.receive.buffer.bytes", "8388608");
-            for (key, value) in &args.properties {
-                config.set(key, value);
-            }
-            let assigned: Vec<i32> = match partition {
-                Some(partition) => vec![partition],
-                None => (0..partitions).collect(),
-            };
-            consume(&config, &args.topic, args.messages, &assigned)?
-        }
+        ) => rdkafka_consume(config, &args, partitions, partition)?,
     };
     let Outcome {
         messages,
@@ -255,6 +204,74 @@ fn main() -> Result<()> {
         bytes as f64 / seconds
     );
     Ok(())
+}
+
+/// Produces with librdkafka, tuned as a throughput benchmark's producer (transactions of
+/// `transaction_records` each, if given).
+fn rdkafka_produce(
+    mut config: ClientConfig,
+    args: &Args,
+    size: usize,
+    transaction_records: Option<u64>,
+) -> Result<Outcome> {
+    config
+        .set("acks", "1")
+        .set("linger.ms", "5")
+        .set("batch.size", "1000000")
+        .set("queue.buffering.max.messages", "1000000")
+        .set("queue.buffering.max.kbytes", "1048576");
+    if transaction_records.is_some() {
+        config.set(
+            "transactional.id",
+            format!("ferrolog-loadgen-{}", std::process::id()),
+        );
+    }
+    for (key, value) in &args.properties {
+        config.set(key, value);
+    }
+    match transaction_records {
+        Some(per_transaction) => produce_transactions(
+            &config,
+            &args.topic,
+            args.messages,
+            size,
+            per_transaction.max(1),
+        ),
+        None => produce(&config, &args.topic, args.messages, size),
+    }
+}
+
+/// Consumes `partitions` (or only `partition`) with librdkafka, tuned for throughput.
+fn rdkafka_consume(
+    mut config: ClientConfig,
+    args: &Args,
+    partitions: i32,
+    partition: Option<i32>,
+) -> Result<Outcome> {
+    config
+        .set("group.id", "ferrolog-loadgen")
+        .set("enable.auto.commit", "false")
+        .set("fetch.max.bytes", "52428800")
+        .set("fetch.wait.max.ms", "100")
+        // No pause before the next fetch when the local queue is full: the benchmark
+        // drains it at once, so waiting (1 s by default) only idles the connection.
+        .set("fetch.queue.backoff.ms", "0")
+        // Room for more responses in the local queue (by default 100,000 messages or
+        // 64 MiB) and a socket buffer that holds a whole 4 MiB response, as a consumer
+        // tuned for throughput would have: consuming from one broker went from
+        // 1.6–1.7 GB/s to 2.1–2.2 GB/s (medians of 5 runs each, 2026-11-30).
+        .set("queued.max.messages.kbytes", "262144")
+        .set("queued.min.messages", "1000000")
+        .set("max.partition.fetch.bytes", "4194304")
+        .set("socket.receive.buffer.bytes", "8388608");
+    for (key, value) in &args.properties {
+        config.set(key, value);
+    }
+    let assigned: Vec<i32> = match partition {
+        Some(partition) => vec![partition],
+        None => (0..partitions).collect(),
+    };
+    consume(&config, &args.topic, args.messages, &assigned)
 }
 
 fn produce(config: &ClientConfig, topic: &str, messages: u64, size: usize) -> Result<Outcome> {
