@@ -74,6 +74,10 @@ export CARGO_INCREMENTAL="${CARGO_INCREMENTAL:-0}"
 
 echo "== formatting"
 cargo fmt --all -- --check
+# No file over 600 lines, no product function over 100 (scripts/check_sizes.py says how each
+# is measured).
+echo "== size limits"
+python3 scripts/check_sizes.py
 # The storage crate's fault-injection points are compiled in for the tests that arm them
 # (crates/storage/src/fault.rs); one feature set for lints and tests keeps it one build.
 features="ferrolog-storage/failpoints,ferrolog-broker/failpoints,ferrolog-broker/probes"

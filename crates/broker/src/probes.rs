@@ -181,7 +181,15 @@ pub fn creation(
 /// when the principal lacks the ACL it checks; `None` for the APIs that need nothing
 /// (ApiVersions, DescribeCluster) or refuse by leaving things out (ListGroups).
 pub fn probe(api: ApiKey, topic: &str, group_id: &str) -> Option<Probe> {
-    let group = || GroupId(text(group_id));
+    data_probe(api, topic)
+        .or_else(|| config_probe(api, topic, group_id))
+        .or_else(|| group_probe(api, topic, group_id))
+        .or_else(|| security_probe(api, topic))
+        .or_else(|| txn_probe(api, topic, group_id))
+}
+
+/// Produce, fetch, offsets, metadata and the topic-changing APIs.
+fn data_probe(api: ApiKey, topic: &str) -> Option<Probe> {
     let topic_name = |name: &str| TopicName(text(name));
     let probe = match api {
         ApiKey::Produce => {
@@ -262,6 +270,14 @@ pub fn probe(api: ApiKey, topic: &str, group_id: &str) -> Option<Probe> {
             ]);
             Probe::new(api, 2, &request)
         }
+        _ => return None,
+    };
+    Some(probe)
+}
+
+/// Configs, log directories, reassignments, producer ids and coordinators.
+fn config_probe(api: ApiKey, topic: &str, group_id: &str) -> Option<Probe> {
+    let probe = match api {
         ApiKey::DescribeConfigs => {
             let request = DescribeConfigsRequest::default().with_resources(vec![
                 DescribeConfigsResource::default()
@@ -343,6 +359,16 @@ pub fn probe(api: ApiKey, topic: &str, group_id: &str) -> Option<Probe> {
                 FindCoordinatorRequest::default().with_coordinator_keys(vec![text(group_id)]);
             Probe::new(api, 4, &request)
         }
+        _ => return None,
+    };
+    Some(probe)
+}
+
+/// The group APIs, and DescribeTopicPartitions.
+fn group_probe(api: ApiKey, topic: &str, group_id: &str) -> Option<Probe> {
+    let group = || GroupId(text(group_id));
+    let topic_name = |name: &str| TopicName(text(name));
+    let probe = match api {
         ApiKey::JoinGroup => {
             let request = JoinGroupRequest::default()
                 .with_group_id(group())
@@ -426,6 +452,14 @@ pub fn probe(api: ApiKey, topic: &str, group_id: &str) -> Option<Probe> {
                 .with_topics(vec![TopicRequest::default().with_name(topic_name(topic))]);
             Probe::new(api, 0, &request)
         }
+        _ => return None,
+    };
+    Some(probe)
+}
+
+/// ACLs, SCRAM credentials, quotas and producers.
+fn security_probe(api: ApiKey, topic: &str) -> Option<Probe> {
+    let probe = match api {
         ApiKey::DescribeAcls => Probe::new(api, 3, &match_any_acl()),
         ApiKey::CreateAcls => {
             let request =
@@ -481,6 +515,16 @@ pub fn probe(api: ApiKey, topic: &str, group_id: &str) -> Option<Probe> {
             Probe::new(api, 0, &request)
         }
         // The transactional APIs name the group's id as their transactional id too.
+        _ => return None,
+    };
+    Some(probe)
+}
+
+/// The transaction APIs.
+fn txn_probe(api: ApiKey, topic: &str, group_id: &str) -> Option<Probe> {
+    let group = || GroupId(text(group_id));
+    let topic_name = |name: &str| TopicName(text(name));
+    let probe = match api {
         ApiKey::AddPartitionsToTxn => {
             let request = AddPartitionsToTxnRequest::default()
                 .with_v3_and_below_transactional_id(TransactionalId(text(group_id)))

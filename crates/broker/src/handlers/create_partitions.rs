@@ -53,72 +53,76 @@ pub fn handle(
         .zip(alterable)
         .map(|((topic, existing), alterable)| {
             let name = topic.name.0.to_string();
-            let result = CreatePartitionsTopicResult::default().with_name(topic.name);
+            let result = CreatePartitionsTopicResult::default().with_name(topic.name.clone());
             if !alterable {
                 // Whether the topic exists or not; Kafka sends no message with it.
                 return result.with_error_code(errors::TOPIC_AUTHORIZATION_FAILED);
             }
-            let fail = |code: i16, message: String| {
-                CreatePartitionsTopicResult::default()
-                    .with_name(result.name.clone())
-                    .with_error_code(code)
-                    .with_error_message(Some(StrBytes::from_string(message)))
-            };
-            if too_many {
-                return fail(
+            let outcome = if too_many {
+                Err((
                     errors::POLICY_VIOLATION,
                     errors::TOO_MANY_PARTITIONS_PER_REQUEST.to_owned(),
-                );
+                ))
+            } else {
+                grow(context, &name, &topic, existing, request.validate_only)
+            };
+            match outcome {
+                Ok(()) => result,
+                Err((code, message)) => result
+                    .with_error_code(code)
+                    .with_error_message(Some(StrBytes::from_string(message))),
             }
-            if existing == 0 {
-                return fail(
-                    errors::UNKNOWN_TOPIC_OR_PARTITION,
-                    format!("topic {name} does not exist"),
-                );
-            }
-            if let Some((code, message)) = internal_topics::repartition_refusal(&name) {
-                return fail(code, message);
-            }
-            if topic.count <= existing {
-                return fail(
-                    errors::INVALID_PARTITIONS,
-                    format!("topic {name} has {existing} partitions; the count can only grow"),
-                );
-            }
-            // An empty list is taken for none, as some clients send one instead of null.
-            if let Some(assignments) = topic.assignments.as_ref().filter(|a| !a.is_empty()) {
-                let assignments: Vec<Vec<i32>> = assignments
-                    .iter()
-                    .map(|a| a.broker_ids.iter().map(|id| id.0).collect())
-                    .collect();
-                let node = context.manager.node_id();
-                if let Err((code, message)) = replica_assignment::added_partitions(
-                    &assignments,
-                    topic.count - existing,
-                    1,
-                    node,
-                ) {
-                    return fail(code, message);
-                }
-            }
-            if let Err(error) = context
-                .manager
-                .check_room_for((topic.count - existing) as usize)
-            {
-                return fail(errors::code_of(&error), error.to_string());
-            }
-            if request.validate_only {
-                return result;
-            }
-            let added: Vec<TopicPartition> = (existing..topic.count)
-                .map(|partition| TopicPartition::new(name.clone(), partition))
-                .collect();
-            if let Err(error) = context.manager.create_all(&added) {
-                return fail(errors::code_of(&error), error.to_string());
-            }
-            tracing::info!(topic = name, partitions = topic.count, "added partitions");
-            result
         })
         .collect();
     CreatePartitionsResponse::default().with_results(results)
+}
+
+/// Grows `name` from `existing` partitions to the count `topic` asks for, after Kafka's
+/// checks (only checking when `validate_only`); the error code and message otherwise.
+fn grow(
+    context: &Context,
+    name: &str,
+    topic: &kafka_protocol::messages::create_partitions_request::CreatePartitionsTopic,
+    existing: i32,
+    validate_only: bool,
+) -> Result<(), (i16, String)> {
+    if existing == 0 {
+        return Err((
+            errors::UNKNOWN_TOPIC_OR_PARTITION,
+            format!("topic {name} does not exist"),
+        ));
+    }
+    if let Some(refusal) = internal_topics::repartition_refusal(name) {
+        return Err(refusal);
+    }
+    if topic.count <= existing {
+        return Err((
+            errors::INVALID_PARTITIONS,
+            format!("topic {name} has {existing} partitions; the count can only grow"),
+        ));
+    }
+    // An empty list is taken for none, as some clients send one instead of null.
+    if let Some(assignments) = topic.assignments.as_ref().filter(|a| !a.is_empty()) {
+        let assignments: Vec<Vec<i32>> = assignments
+            .iter()
+            .map(|a| a.broker_ids.iter().map(|id| id.0).collect())
+            .collect();
+        let node = context.manager.node_id();
+        replica_assignment::added_partitions(&assignments, topic.count - existing, 1, node)?;
+    }
+    let refusal =
+        |error: ferrolog_storage::StorageError| (errors::code_of(&error), error.to_string());
+    context
+        .manager
+        .check_room_for((topic.count - existing) as usize)
+        .map_err(refusal)?;
+    if validate_only {
+        return Ok(());
+    }
+    let added: Vec<TopicPartition> = (existing..topic.count)
+        .map(|partition| TopicPartition::new(name.to_owned(), partition))
+        .collect();
+    context.manager.create_all(&added).map_err(refusal)?;
+    tracing::info!(topic = name, partitions = topic.count, "added partitions");
+    Ok(())
 }

@@ -10,8 +10,11 @@
 
 use std::collections::BTreeMap;
 
+use kafka_protocol::messages::create_topics_request::CreatableTopic;
 use kafka_protocol::messages::create_topics_response::CreatableTopicResult;
-use kafka_protocol::messages::{CreateTopicsRequest, CreateTopicsResponse, RequestHeader};
+use kafka_protocol::messages::{
+    CreateTopicsRequest, CreateTopicsResponse, RequestHeader, TopicName,
+};
 use kafka_protocol::protocol::StrBytes;
 
 use ferrolog_storage::TopicPartition;
@@ -55,31 +58,7 @@ pub fn handle(
         .zip(creatable)
         .map(|(topic, creatable)| {
             let name = topic.name.0.to_string();
-            let assignments: Vec<(i32, Vec<i32>)> = topic
-                .assignments
-                .iter()
-                .map(|a| {
-                    (
-                        a.partition_index,
-                        a.broker_ids.iter().map(|id| id.0).collect(),
-                    )
-                })
-                .collect();
-            let shape = Shape {
-                num_partitions: topic.num_partitions,
-                replication_factor: topic.replication_factor,
-                assignments,
-            };
-            let overrides: BTreeMap<String, String> = topic
-                .configs
-                .iter()
-                .filter_map(|config| {
-                    config
-                        .value
-                        .as_ref()
-                        .map(|value| (config.name.to_string(), value.to_string()))
-                })
-                .collect();
+            let (shape, overrides) = asked_shape(&topic);
             let outcome = if !creatable {
                 // Before anything about the topic is looked at: the answer does not tell
                 // whether it exists.
@@ -95,45 +74,88 @@ pub fn handle(
             } else {
                 create(context, &name, &shape, overrides, request.validate_only)
             };
-            let mut result = CreatableTopicResult::default().with_name(topic.name);
-            let partitions = match outcome {
-                Ok(partitions) => partitions,
-                Err(_) => -1,
-            };
-            if let Err((code, message)) = outcome {
-                // Every version served (2 and later) carries the message.
-                result = result
-                    .with_error_code(code)
-                    .with_error_message(Some(StrBytes::from_string(message)));
-            } else if version >= 5
-                && !context.access.allows(
-                    session,
-                    AclOperation::DescribeConfigs,
-                    ResourceType::Topic,
-                    &name,
-                )
-            {
-                // Created, but its settings are not told to who may not describe them.
-                result = result.with_topic_config_error_code(errors::TOPIC_AUTHORIZATION_FAILED);
-                if version >= 7
-                    && let Some(id) = context.manager.topic_id(&name)
-                {
-                    result = result.with_topic_id(uuid::Uuid::from_bytes(id.0));
-                }
-            } else if version >= 5 {
-                result = result
-                    .with_num_partitions(partitions)
-                    .with_replication_factor(1);
-                if version >= 7
-                    && let Some(id) = context.manager.topic_id(&result.name.0)
-                {
-                    result = result.with_topic_id(uuid::Uuid::from_bytes(id.0));
-                }
-            }
-            result
+            answer(context, session, version, topic.name, outcome)
         })
         .collect();
     CreateTopicsResponse::default().with_topics(topics)
+}
+
+/// The shape and the configs a topic of the request asks for.
+fn asked_shape(topic: &CreatableTopic) -> (Shape, BTreeMap<String, String>) {
+    let assignments: Vec<(i32, Vec<i32>)> = topic
+        .assignments
+        .iter()
+        .map(|a| {
+            (
+                a.partition_index,
+                a.broker_ids.iter().map(|id| id.0).collect(),
+            )
+        })
+        .collect();
+    let shape = Shape {
+        num_partitions: topic.num_partitions,
+        replication_factor: topic.replication_factor,
+        assignments,
+    };
+    let overrides: BTreeMap<String, String> = topic
+        .configs
+        .iter()
+        .filter_map(|config| {
+            config
+                .value
+                .as_ref()
+                .map(|value| (config.name.to_string(), value.to_string()))
+        })
+        .collect();
+    (shape, overrides)
+}
+
+/// The answer for one topic: the error of a refusal, or what was made of it, told only to a
+/// session that may describe its configs.
+fn answer(
+    context: &Context,
+    session: &Session,
+    version: i16,
+    topic: TopicName,
+    outcome: Result<i32, (i16, String)>,
+) -> CreatableTopicResult {
+    let name = topic.0.to_string();
+    let mut result = CreatableTopicResult::default().with_name(topic);
+    let partitions = match outcome {
+        Ok(partitions) => partitions,
+        Err(_) => -1,
+    };
+    if let Err((code, message)) = outcome {
+        // Every version served (2 and later) carries the message.
+        result = result
+            .with_error_code(code)
+            .with_error_message(Some(StrBytes::from_string(message)));
+    } else if version >= 5
+        && !context.access.allows(
+            session,
+            AclOperation::DescribeConfigs,
+            ResourceType::Topic,
+            &name,
+        )
+    {
+        // Created, but its settings are not told to who may not describe them.
+        result = result.with_topic_config_error_code(errors::TOPIC_AUTHORIZATION_FAILED);
+        if version >= 7
+            && let Some(id) = context.manager.topic_id(&name)
+        {
+            result = result.with_topic_id(uuid::Uuid::from_bytes(id.0));
+        }
+    } else if version >= 5 {
+        result = result
+            .with_num_partitions(partitions)
+            .with_replication_factor(1);
+        if version >= 7
+            && let Some(id) = context.manager.topic_id(&result.name.0)
+        {
+            result = result.with_topic_id(uuid::Uuid::from_bytes(id.0));
+        }
+    }
+    result
 }
 
 /// What a topic asks to be made of: a count and a replication factor, or a manual

@@ -48,38 +48,13 @@ pub fn handle(
             .access
             .allows(session, AclOperation::Describe, ResourceType::Topic, name)
     };
-    let mut names: Vec<String> = if every_topic {
-        // Left out before paging, so that no cursor names a topic the session may not see.
-        context
-            .manager
-            .topics()
-            .into_iter()
-            .map(|(name, _)| name)
-            .filter(|name| describable(name))
-            .collect()
-    } else {
-        request
-            .topics
-            .iter()
-            .map(|topic| topic.name.0.to_string())
-            .collect()
-    };
+    let mut names = named_or_all(context, &request, &describable);
     names.retain(|name| *name >= cursor_topic);
     names.sort();
     names.dedup();
     let cursor_missing = request.cursor.is_some() && !every_topic && !names.contains(&cursor_topic);
     if cursor_missing || cursor_partition < 0 {
-        // Kafka refuses the whole request; every topic named carries the error.
-        let topics = request
-            .topics
-            .into_iter()
-            .map(|topic| {
-                DescribeTopicPartitionsResponseTopic::default()
-                    .with_error_code(errors::INVALID_REQUEST)
-                    .with_name(Some(topic.name))
-            })
-            .collect();
-        return DescribeTopicPartitionsResponse::default().with_topics(topics);
+        return refused_whole(request);
     }
 
     let node = BrokerId(context.manager.node_id());
@@ -114,12 +89,7 @@ pub fn handle(
             ));
         if partitions.is_empty() {
             if !every_topic {
-                let code = if errors::is_valid_topic_name(&name) {
-                    errors::UNKNOWN_TOPIC_OR_PARTITION
-                } else {
-                    errors::INVALID_TOPIC_EXCEPTION
-                };
-                topics.push(topic.with_error_code(code));
+                topics.push(topic.with_error_code(missing_topic_code(&name)));
             }
             continue;
         }
@@ -155,6 +125,54 @@ pub fn handle(
     DescribeTopicPartitionsResponse::default()
         .with_topics(topics)
         .with_next_cursor(next_cursor)
+}
+
+/// The topics named, or every topic the session may describe when none is (left out before
+/// paging, so that no cursor names a topic the session may not see).
+fn named_or_all(
+    context: &Context,
+    request: &DescribeTopicPartitionsRequest,
+    describable: &dyn Fn(&str) -> bool,
+) -> Vec<String> {
+    if request.topics.is_empty() {
+        // Left out before paging, so that no cursor names a topic the session may not see.
+        context
+            .manager
+            .topics()
+            .into_iter()
+            .map(|(name, _)| name)
+            .filter(|name| describable(name))
+            .collect()
+    } else {
+        request
+            .topics
+            .iter()
+            .map(|topic| topic.name.0.to_string())
+            .collect()
+    }
+}
+
+/// Kafka refuses a request with a bad cursor whole; every topic named carries the error.
+fn refused_whole(request: DescribeTopicPartitionsRequest) -> DescribeTopicPartitionsResponse {
+    let topics = request
+        .topics
+        .into_iter()
+        .map(|topic| {
+            DescribeTopicPartitionsResponseTopic::default()
+                .with_error_code(errors::INVALID_REQUEST)
+                .with_name(Some(topic.name))
+        })
+        .collect();
+    DescribeTopicPartitionsResponse::default().with_topics(topics)
+}
+
+/// The error of a topic named that has no partitions here.
+fn missing_topic_code(name: &str) -> i16 {
+    if errors::is_valid_topic_name(name) {
+        errors::UNKNOWN_TOPIC_OR_PARTITION
+    } else {
+        errors::INVALID_TOPIC_EXCEPTION
+    }
 }
 
 fn cursor_at(topic: &str, partition: i32) -> Cursor {

@@ -152,19 +152,7 @@ fn read_once(
         .iter()
         .map(|topic| {
             if denied.contains(topic.topic.0.as_str()) {
-                // Kafka's answer for a refused partition: nothing known about the log.
-                let refused = topic.partitions.iter().map(|partition| {
-                    PartitionData::default()
-                        .with_partition_index(partition.partition)
-                        .with_error_code(errors::TOPIC_AUTHORIZATION_FAILED)
-                        .with_high_watermark(-1)
-                        .with_last_stable_offset(-1)
-                        .with_log_start_offset(-1)
-                        .with_records(Some(Bytes::new()))
-                });
-                return FetchableTopicResponse::default()
-                    .with_topic(topic.topic.clone())
-                    .with_partitions(refused.collect());
+                return refused_topic(topic);
             }
             let partitions = with_logs(context, &topic.topic.0, &topic.partitions, |partition| {
                 partition.partition
@@ -197,18 +185,7 @@ fn read_once(
                     response = response.with_log_start_offset(watermarks.log_start_offset.value());
                 }
                 if let Ok(data) = &outcome {
-                    response = response.with_aborted_transactions(data.aborted_txns.as_ref().map(
-                        |aborted| {
-                            aborted
-                                .iter()
-                                .map(|txn| {
-                                    AbortedTransaction::default()
-                                        .with_producer_id(ProducerId(txn.producer_id))
-                                        .with_first_offset(txn.first_offset)
-                                })
-                                .collect()
-                        },
-                    ));
+                    response = response.with_aborted_transactions(aborted_transactions(data));
                 }
                 match outcome.and_then(|data| records(data, &mut regions)) {
                     Ok(records) => {
@@ -234,6 +211,38 @@ fn read_once(
         regions,
         total,
     )
+}
+
+/// Kafka's answer for a topic the session may not read: nothing known about its logs.
+fn refused_topic(
+    topic: &kafka_protocol::messages::fetch_request::FetchTopic,
+) -> FetchableTopicResponse {
+    let refused = topic.partitions.iter().map(|partition| {
+        PartitionData::default()
+            .with_partition_index(partition.partition)
+            .with_error_code(errors::TOPIC_AUTHORIZATION_FAILED)
+            .with_high_watermark(-1)
+            .with_last_stable_offset(-1)
+            .with_log_start_offset(-1)
+            .with_records(Some(Bytes::new()))
+    });
+    FetchableTopicResponse::default()
+        .with_topic(topic.topic.clone())
+        .with_partitions(refused.collect())
+}
+
+/// The aborted transactions a read_committed read lists (`None` for read_uncommitted).
+fn aborted_transactions(data: &FetchData) -> Option<Vec<AbortedTransaction>> {
+    data.aborted_txns.as_ref().map(|aborted| {
+        aborted
+            .iter()
+            .map(|txn| {
+                AbortedTransaction::default()
+                    .with_producer_id(ProducerId(txn.producer_id))
+                    .with_first_offset(txn.first_offset)
+            })
+            .collect()
+    })
 }
 
 /// What the codec gets for one partition's records: a placeholder for a region left in the

@@ -44,52 +44,14 @@ pub fn handle(
         // Each topic once, however often it is named (as Kafka answers): the answer to a
         // topic is all its partitions, and a request repeating a name must not multiply it.
         // From v10 a topic may be named by its id instead (never created that way).
-        Some(topics) => {
-            let mut seen = std::collections::HashSet::new();
-            let mut seen_ids = std::collections::HashSet::new();
-            let mut named = Vec::new();
-            for topic in topics {
-                let (name, by_id) = match &topic.name {
-                    Some(name) => (name.0.to_string(), None),
-                    None if !topic.topic_id.is_nil() => {
-                        let id = TopicId(*topic.topic_id.as_bytes());
-                        let Some(name) = context.manager.topic_with_id(id) else {
-                            if seen_ids.insert(id) {
-                                unknown_ids.push(topic.topic_id);
-                            }
-                            continue;
-                        };
-                        (name, Some(topic.topic_id))
-                    }
-                    None => continue,
-                };
-                if !seen.insert(name.clone()) {
-                    continue;
-                }
-                // Named without DESCRIBE: refused, existing or not (by id, the id is told back
-                // and the name is not).
-                if !describable(&name) {
-                    denied.push(match by_id {
-                        None => Refused::Named(name),
-                        Some(id) => Refused::ById(id),
-                    });
-                    continue;
-                }
-                let create = allow_create && by_id.is_none();
-                if create && !may_create(context, session, &name) {
-                    let partitions = partitions_of(context, &name);
-                    if partitions.is_empty() && context.config.auto_create_topics {
-                        denied.push(Refused::Create(name));
-                    } else {
-                        named.push((name, partitions));
-                    }
-                    continue;
-                }
-                let partitions = partitions_or_create(context, &name, create);
-                named.push((name, partitions));
-            }
-            named
-        }
+        Some(topics) => named_topics(
+            context,
+            session,
+            topics,
+            allow_create,
+            &mut unknown_ids,
+            &mut denied,
+        ),
         // Every topic: those the session may not describe are left out.
         None => context
             .manager
@@ -103,38 +65,14 @@ pub fn handle(
     let mut topics: Vec<MetadataResponseTopic> = named
         .into_iter()
         .map(|(name, partitions)| {
-            let error_code = if !errors::is_valid_topic_name(&name) {
-                errors::INVALID_TOPIC_EXCEPTION
-            } else if partitions.is_empty() {
-                errors::UNKNOWN_TOPIC_OR_PARTITION
-            } else {
-                errors::NONE
-            };
-            let mut topic = MetadataResponseTopic::default()
-                .with_error_code(error_code)
-                .with_name(Some(TopicName(StrBytes::from_string(name.clone()))))
-                .with_is_internal(is_internal(&name));
-            if version >= 10
-                && let Some(id) = context.manager.topic_id(&name)
-            {
-                topic = topic.with_topic_id(Uuid::from_bytes(id.0));
-            }
-            if version >= 8 && request.include_topic_authorized_operations {
-                topic = topic.with_topic_authorized_operations(
-                    context
-                        .access
-                        .authorized_operations(session, ResourceType::Topic, &name),
-                );
-            }
-            topic.with_partitions(
-                partitions
-                    .into_iter()
-                    .map(|partition| {
-                        let offline =
-                            super::in_offline_dir(context, any_dir_offline, &name, partition);
-                        describe_partition(node, partition, offline, version)
-                    })
-                    .collect(),
+            describe_topic(
+                context,
+                session,
+                &request,
+                version,
+                any_dir_offline,
+                name,
+                partitions,
             )
         })
         .collect();
@@ -177,6 +115,113 @@ pub fn handle(
             response.with_cluster_authorized_operations(cluster_operations(context, session));
     }
     response
+}
+
+/// The topics a request names, each once, by name or (from v10) by id, created when asked
+/// and allowed. Those named without DESCRIBE (or whose creation is not allowed) go to
+/// `denied`, ids of no topic to `unknown_ids`.
+fn named_topics(
+    context: &Context,
+    session: &Session,
+    topics: &[kafka_protocol::messages::metadata_request::MetadataRequestTopic],
+    allow_create: bool,
+    unknown_ids: &mut Vec<Uuid>,
+    denied: &mut Vec<Refused>,
+) -> Vec<(String, Vec<i32>)> {
+    let describable = |name: &str| {
+        context
+            .access
+            .allows(session, AclOperation::Describe, ResourceType::Topic, name)
+    };
+    let mut seen = std::collections::HashSet::new();
+    let mut seen_ids = std::collections::HashSet::new();
+    let mut named = Vec::new();
+    for topic in topics {
+        let (name, by_id) = match &topic.name {
+            Some(name) => (name.0.to_string(), None),
+            None if !topic.topic_id.is_nil() => {
+                let id = TopicId(*topic.topic_id.as_bytes());
+                let Some(name) = context.manager.topic_with_id(id) else {
+                    if seen_ids.insert(id) {
+                        unknown_ids.push(topic.topic_id);
+                    }
+                    continue;
+                };
+                (name, Some(topic.topic_id))
+            }
+            None => continue,
+        };
+        if !seen.insert(name.clone()) {
+            continue;
+        }
+        // Named without DESCRIBE: refused, existing or not (by id, the id is told back
+        // and the name is not).
+        if !describable(&name) {
+            denied.push(match by_id {
+                None => Refused::Named(name),
+                Some(id) => Refused::ById(id),
+            });
+            continue;
+        }
+        let create = allow_create && by_id.is_none();
+        if create && !may_create(context, session, &name) {
+            let partitions = partitions_of(context, &name);
+            if partitions.is_empty() && context.config.auto_create_topics {
+                denied.push(Refused::Create(name));
+            } else {
+                named.push((name, partitions));
+            }
+            continue;
+        }
+        let partitions = partitions_or_create(context, &name, create);
+        named.push((name, partitions));
+    }
+    named
+}
+
+/// The answer for one topic the session may describe: its partitions, id and operations.
+fn describe_topic(
+    context: &Context,
+    session: &Session,
+    request: &MetadataRequest,
+    version: i16,
+    any_dir_offline: bool,
+    name: String,
+    partitions: Vec<i32>,
+) -> MetadataResponseTopic {
+    let node = BrokerId(context.manager.node_id());
+    let error_code = if !errors::is_valid_topic_name(&name) {
+        errors::INVALID_TOPIC_EXCEPTION
+    } else if partitions.is_empty() {
+        errors::UNKNOWN_TOPIC_OR_PARTITION
+    } else {
+        errors::NONE
+    };
+    let mut topic = MetadataResponseTopic::default()
+        .with_error_code(error_code)
+        .with_name(Some(TopicName(StrBytes::from_string(name.clone()))))
+        .with_is_internal(is_internal(&name));
+    if version >= 10
+        && let Some(id) = context.manager.topic_id(&name)
+    {
+        topic = topic.with_topic_id(Uuid::from_bytes(id.0));
+    }
+    if version >= 8 && request.include_topic_authorized_operations {
+        topic = topic.with_topic_authorized_operations(context.access.authorized_operations(
+            session,
+            ResourceType::Topic,
+            &name,
+        ));
+    }
+    topic.with_partitions(
+        partitions
+            .into_iter()
+            .map(|partition| {
+                let offline = super::in_offline_dir(context, any_dir_offline, &name, partition);
+                describe_partition(node, partition, offline, version)
+            })
+            .collect(),
+    )
 }
 
 /// A topic the answer names with TOPIC_AUTHORIZATION_FAILED.

@@ -102,63 +102,7 @@ pub fn handle(
     request: OffsetFetchRequest,
 ) -> OffsetFetchResponse {
     if header.request_api_version >= 8 {
-        let mut seen = std::collections::HashSet::new();
-        let groups = request
-            .groups
-            .into_iter()
-            .map(|group| {
-                if !seen.insert(group.group_id.0.clone()) {
-                    return OffsetFetchResponseGroup::default()
-                        .with_group_id(group.group_id)
-                        .with_error_code(errors::INVALID_REQUEST);
-                }
-                if !group_describable(context, session, &group.group_id.0) {
-                    return OffsetFetchResponseGroup::default()
-                        .with_group_id(group.group_id)
-                        .with_error_code(errors::GROUP_AUTHORIZATION_FAILED);
-                }
-                let topics = group.topics.map(|topics| {
-                    topics
-                        .into_iter()
-                        .map(|t| (t.name.0.to_string(), t.partition_indexes))
-                        .collect()
-                });
-                let found = lookup(
-                    context,
-                    session,
-                    &group.group_id.0,
-                    topics,
-                    request.require_stable,
-                );
-                OffsetFetchResponseGroup::default()
-                    .with_group_id(group.group_id)
-                    .with_topics(
-                        found
-                            .into_iter()
-                            .map(|(topic, partitions)| {
-                                OffsetFetchResponseTopics::default()
-                                    .with_name(TopicName(StrBytes::from_string(topic)))
-                                    .with_partitions(
-                                        partitions
-                                            .into_iter()
-                                            .map(|(index, (offset, epoch, metadata, error))| {
-                                                OffsetFetchResponsePartitions::default()
-                                                    .with_partition_index(index)
-                                                    .with_error_code(error)
-                                                    .with_committed_offset(offset)
-                                                    .with_committed_leader_epoch(epoch)
-                                                    .with_metadata(Some(StrBytes::from_string(
-                                                        metadata,
-                                                    )))
-                                            })
-                                            .collect(),
-                                    )
-                            })
-                            .collect(),
-                    )
-            })
-            .collect();
-        return OffsetFetchResponse::default().with_groups(groups);
+        return OffsetFetchResponse::default().with_groups(groups_v8(context, session, request));
     }
     let topics: Option<Vec<(String, Vec<i32>)>> = request.topics.map(|topics| {
         topics
@@ -196,6 +140,70 @@ pub fn handle(
         require_stable,
     );
     OffsetFetchResponse::default().with_topics(v1_to_7_topics(found))
+}
+
+/// The answer of v8 and later: one per group, each group once.
+fn groups_v8(
+    context: &Context,
+    session: &Session,
+    request: OffsetFetchRequest,
+) -> Vec<OffsetFetchResponseGroup> {
+    let mut seen = std::collections::HashSet::new();
+    request
+        .groups
+        .into_iter()
+        .map(|group| {
+            if !seen.insert(group.group_id.0.clone()) {
+                return OffsetFetchResponseGroup::default()
+                    .with_group_id(group.group_id)
+                    .with_error_code(errors::INVALID_REQUEST);
+            }
+            if !group_describable(context, session, &group.group_id.0) {
+                return OffsetFetchResponseGroup::default()
+                    .with_group_id(group.group_id)
+                    .with_error_code(errors::GROUP_AUTHORIZATION_FAILED);
+            }
+            let topics = group.topics.map(|topics| {
+                topics
+                    .into_iter()
+                    .map(|t| (t.name.0.to_string(), t.partition_indexes))
+                    .collect()
+            });
+            let found = lookup(
+                context,
+                session,
+                &group.group_id.0,
+                topics,
+                request.require_stable,
+            );
+            OffsetFetchResponseGroup::default()
+                .with_group_id(group.group_id)
+                .with_topics(
+                    found
+                        .into_iter()
+                        .map(|(topic, partitions)| {
+                            OffsetFetchResponseTopics::default()
+                                .with_name(TopicName(StrBytes::from_string(topic)))
+                                .with_partitions(
+                                    partitions
+                                        .into_iter()
+                                        .map(|(index, (offset, epoch, metadata, error))| {
+                                            OffsetFetchResponsePartitions::default()
+                                                .with_partition_index(index)
+                                                .with_error_code(error)
+                                                .with_committed_offset(offset)
+                                                .with_committed_leader_epoch(epoch)
+                                                .with_metadata(Some(StrBytes::from_string(
+                                                    metadata,
+                                                )))
+                                        })
+                                        .collect(),
+                                )
+                        })
+                        .collect(),
+                )
+        })
+        .collect()
 }
 
 /// The answer's topics in the layout of versions 1–7.

@@ -129,6 +129,13 @@ pub fn handle(
             .transactions
             .wait_until_settled(id, TV2_RETRY_WINDOW);
     }
+    let scope = ProduceScope {
+        context,
+        header,
+        version,
+        acks,
+        transactional_id: request.transactional_id.as_deref().map(|id| &**id),
+    };
     let mut seen = HashSet::new();
     let mut unflushed = Vec::new();
     let responses = request
@@ -157,89 +164,18 @@ pub fn handle(
                 .into_iter()
                 .enumerate()
                 .map(|(partition_position, partition)| {
-                    // An error's answer has no offset (-1), as Kafka's.
-                    let mut response = PartitionProduceResponse::default()
-                        .with_index(partition.index)
-                        .with_base_offset(-1);
+                    let position = (topic_position, partition_position);
                     if let Some(code) = denied {
-                        return response.with_error_code(code);
+                        return unanswered(partition.index).with_error_code(code);
                     }
-                    let tp = TopicPartition::new(name.clone(), partition.index);
-                    if !seen.insert(tp.clone()) {
-                        response = response.with_error_code(errors::INVALID_REQUEST);
-                        if version >= 8 {
-                            response = response.with_error_message(Some(StrBytes::from_string(
-                                format!("partition {tp} appears more than once in the request"),
-                            )));
-                        }
-                        return response;
-                    }
-                    let Some(log) = context.manager.get(&tp) else {
-                        return response.with_error_code(errors::UNKNOWN_TOPIC_OR_PARTITION);
-                    };
-                    if let Some((code, _)) =
-                        internal_topics::produce_refusal(&name, header.client_id.as_deref())
-                    {
-                        // Kafka answers this one without an error message.
-                        return response.with_error_code(code);
-                    }
-                    let records = partition.records.unwrap_or_default();
-                    if !is_one_batch(&records) {
-                        // As Kafka, without an error message.
-                        return response.with_error_code(errors::INVALID_RECORD);
-                    }
-                    if !matches!(acks, -1..=1) {
-                        return response.with_error_code(errors::INVALID_REQUIRED_ACKS);
-                    }
-                    let bytes = records.to_vec();
-                    let appended_bytes = bytes.len() as u64;
-                    let appended = match request.transactional_id.as_deref() {
-                        // A transactional batch that starts the producer's transaction here
-                        // must belong to it (Kafka's partition verification); from v12 it adds
-                        // the partition to it, once the id's previous transaction has ended.
-                        Some(id) => log.append_as_leader_deferring_flush(
-                            bytes,
-                            &context.transactions.verifier(
-                                id,
-                                (name.clone(), partition.index),
-                                VerifyFor::Produce { version },
-                            ),
-                        ),
-                        None => log.append_as_leader_deferring_flush(bytes, &NoTxnCoordinator),
-                    };
-                    match appended {
-                        Ok(appended) => {
-                            let info = &appended.info;
-                            // Fetches waiting on this partition answer now (a retry that wrote
-                            // nothing wakes them for nothing, and they wait again).
-                            context.fetch_waiters.wake(&tp);
-                            crate::metrics::record_produced(
-                                &name,
-                                appended_bytes,
-                                info.record_count as u64,
-                            );
-                            response = response
-                                .with_base_offset(info.first_offset.value())
-                                .with_log_append_time_ms(info.log_append_time_ms);
-                            if version >= 5 {
-                                response =
-                                    response.with_log_start_offset(log.log_start_offset().value());
-                            }
-                            if appended.flush_due {
-                                unflushed.push(Unflushed {
-                                    topic: topic_position,
-                                    partition: partition_position,
-                                    log,
-                                    appended,
-                                });
-                            }
-                            response
-                        }
-                        Err(error) => {
-                            tracing::debug!(partition = %tp, error = %error, "produce refused");
-                            refused(partition.index, version, &error)
-                        }
-                    }
+                    produce_partition(
+                        &scope,
+                        &name,
+                        position,
+                        partition,
+                        &mut seen,
+                        &mut unflushed,
+                    )
                 })
                 .collect();
             TopicProduceResponse::default()
@@ -258,6 +194,108 @@ pub fn handle(
         return None;
     }
     Some(produced)
+}
+
+/// A partition's answer before its append: an error's answer has no offset (-1), as Kafka's.
+fn unanswered(index: i32) -> PartitionProduceResponse {
+    PartitionProduceResponse::default()
+        .with_index(index)
+        .with_base_offset(-1)
+}
+
+/// What every partition of one Produce request shares.
+struct ProduceScope<'a> {
+    context: &'a Context,
+    header: &'a RequestHeader,
+    version: i16,
+    acks: i16,
+    transactional_id: Option<&'a str>,
+}
+
+/// Appends one partition's records (the topic already authorized), or says why not. An append
+/// whose flush is due is added to `unflushed`, under its (topic, partition) `position` in the
+/// request.
+fn produce_partition(
+    scope: &ProduceScope<'_>,
+    name: &str,
+    position: (usize, usize),
+    partition: kafka_protocol::messages::produce_request::PartitionProduceData,
+    seen: &mut HashSet<TopicPartition>,
+    unflushed: &mut Vec<Unflushed>,
+) -> PartitionProduceResponse {
+    let version = scope.version;
+    let mut response = unanswered(partition.index);
+    let tp = TopicPartition::new(name.to_owned(), partition.index);
+    if !seen.insert(tp.clone()) {
+        response = response.with_error_code(errors::INVALID_REQUEST);
+        if version >= 8 {
+            response = response.with_error_message(Some(StrBytes::from_string(format!(
+                "partition {tp} appears more than once in the request"
+            ))));
+        }
+        return response;
+    }
+    let Some(log) = scope.context.manager.get(&tp) else {
+        return response.with_error_code(errors::UNKNOWN_TOPIC_OR_PARTITION);
+    };
+    if let Some((code, _)) =
+        internal_topics::produce_refusal(name, scope.header.client_id.as_deref())
+    {
+        // Kafka answers this one without an error message.
+        return response.with_error_code(code);
+    }
+    let records = partition.records.unwrap_or_default();
+    if !is_one_batch(&records) {
+        // As Kafka, without an error message.
+        return response.with_error_code(errors::INVALID_RECORD);
+    }
+    if !matches!(scope.acks, -1..=1) {
+        return response.with_error_code(errors::INVALID_REQUIRED_ACKS);
+    }
+    let bytes = records.to_vec();
+    let appended_bytes = bytes.len() as u64;
+    let appended = match scope.transactional_id {
+        // A transactional batch that starts the producer's transaction here
+        // must belong to it (Kafka's partition verification); from v12 it adds
+        // the partition to it, once the id's previous transaction has ended.
+        Some(id) => log.append_as_leader_deferring_flush(
+            bytes,
+            &scope.context.transactions.verifier(
+                id,
+                (name.to_owned(), partition.index),
+                VerifyFor::Produce { version },
+            ),
+        ),
+        None => log.append_as_leader_deferring_flush(bytes, &NoTxnCoordinator),
+    };
+    match appended {
+        Ok(appended) => {
+            let info = &appended.info;
+            // Fetches waiting on this partition answer now (a retry that wrote
+            // nothing wakes them for nothing, and they wait again).
+            scope.context.fetch_waiters.wake(&tp);
+            crate::metrics::record_produced(name, appended_bytes, info.record_count as u64);
+            response = response
+                .with_base_offset(info.first_offset.value())
+                .with_log_append_time_ms(info.log_append_time_ms);
+            if version >= 5 {
+                response = response.with_log_start_offset(log.log_start_offset().value());
+            }
+            if appended.flush_due {
+                unflushed.push(Unflushed {
+                    topic: position.0,
+                    partition: position.1,
+                    log,
+                    appended,
+                });
+            }
+            response
+        }
+        Err(error) => {
+            tracing::debug!(partition = %tp, error = %error, "produce refused");
+            refused(partition.index, version, &error)
+        }
+    }
 }
 
 /// Whether a partition's records are what a Produce request may carry (Kafka's

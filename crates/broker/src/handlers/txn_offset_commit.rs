@@ -28,70 +28,8 @@ pub fn handle(
 ) -> TxnOffsetCommitResponse {
     let transactional_id = request.transactional_id.0.as_str();
     let group = request.group_id.0.as_str();
-    let everywhere = if !context.access.allows(
-        session,
-        AclOperation::Write,
-        ResourceType::TransactionalId,
-        transactional_id,
-    ) {
-        Some(errors::TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
-    } else if !context
-        .access
-        .allows(session, AclOperation::Read, ResourceType::Group, group)
-    {
-        Some(errors::GROUP_AUTHORIZATION_FAILED)
-    } else {
-        None
-    };
-    let refusals: Vec<Vec<Option<i16>>> = request
-        .topics
-        .iter()
-        .map(|topic| {
-            let name = topic.name.0.as_str();
-            let topic_refusal = everywhere.or_else(|| {
-                (!context
-                    .access
-                    .allows(session, AclOperation::Read, ResourceType::Topic, name))
-                .then_some(errors::TOPIC_AUTHORIZATION_FAILED)
-            });
-            topic
-                .partitions
-                .iter()
-                .map(|partition| {
-                    topic_refusal.or_else(|| {
-                        let known = context
-                            .manager
-                            .get(&TopicPartition::new(name, partition.partition_index))
-                            .is_some();
-                        (!known).then_some(errors::UNKNOWN_TOPIC_OR_PARTITION)
-                    })
-                })
-                .collect()
-        })
-        .collect();
-    let entries: Vec<CommitEntry> = request
-        .topics
-        .iter()
-        .zip(&refusals)
-        .flat_map(|(topic, refusals)| {
-            topic
-                .partitions
-                .iter()
-                .zip(refusals)
-                .filter(|(_, refusal)| refusal.is_none())
-                .map(|(partition, _)| CommitEntry {
-                    topic: topic.name.0.to_string(),
-                    partition: partition.partition_index,
-                    offset: partition.committed_offset,
-                    leader_epoch: partition.committed_leader_epoch,
-                    metadata: partition
-                        .committed_metadata
-                        .as_deref()
-                        .unwrap_or_default()
-                        .to_owned(),
-                })
-        })
-        .collect();
+    let refusals = refusals(context, session, &request);
+    let entries = accepted_entries(&request, &refusals);
     let mut results = if entries.is_empty() {
         Vec::new()
     } else {
@@ -141,4 +79,86 @@ pub fn handle(
         })
         .collect();
     TxnOffsetCommitResponse::default().with_topics(topics)
+}
+
+/// Each partition's refusal, in the request's order, or `None` for those to commit: Kafka's
+/// checks in its order (the transactional id, the group, the topic, the partition).
+fn refusals(
+    context: &Context,
+    session: &Session,
+    request: &TxnOffsetCommitRequest,
+) -> Vec<Vec<Option<i16>>> {
+    let transactional_id = request.transactional_id.0.as_str();
+    let group = request.group_id.0.as_str();
+    let everywhere = if !context.access.allows(
+        session,
+        AclOperation::Write,
+        ResourceType::TransactionalId,
+        transactional_id,
+    ) {
+        Some(errors::TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+    } else if !context
+        .access
+        .allows(session, AclOperation::Read, ResourceType::Group, group)
+    {
+        Some(errors::GROUP_AUTHORIZATION_FAILED)
+    } else {
+        None
+    };
+    request
+        .topics
+        .iter()
+        .map(|topic| {
+            let name = topic.name.0.as_str();
+            let topic_refusal = everywhere.or_else(|| {
+                (!context
+                    .access
+                    .allows(session, AclOperation::Read, ResourceType::Topic, name))
+                .then_some(errors::TOPIC_AUTHORIZATION_FAILED)
+            });
+            topic
+                .partitions
+                .iter()
+                .map(|partition| {
+                    topic_refusal.or_else(|| {
+                        let known = context
+                            .manager
+                            .get(&TopicPartition::new(name, partition.partition_index))
+                            .is_some();
+                        (!known).then_some(errors::UNKNOWN_TOPIC_OR_PARTITION)
+                    })
+                })
+                .collect()
+        })
+        .collect()
+}
+
+/// The commits of the partitions not refused.
+fn accepted_entries(
+    request: &TxnOffsetCommitRequest,
+    refusals: &[Vec<Option<i16>>],
+) -> Vec<CommitEntry> {
+    request
+        .topics
+        .iter()
+        .zip(refusals)
+        .flat_map(|(topic, refusals)| {
+            topic
+                .partitions
+                .iter()
+                .zip(refusals)
+                .filter(|(_, refusal)| refusal.is_none())
+                .map(|(partition, _)| CommitEntry {
+                    topic: topic.name.0.to_string(),
+                    partition: partition.partition_index,
+                    offset: partition.committed_offset,
+                    leader_epoch: partition.committed_leader_epoch,
+                    metadata: partition
+                        .committed_metadata
+                        .as_deref()
+                        .unwrap_or_default()
+                        .to_owned(),
+                })
+        })
+        .collect()
 }

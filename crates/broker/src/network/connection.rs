@@ -26,7 +26,7 @@ use super::inbound::{Arrival, Inbound, Setup};
 use super::memory::{Charge, Sender};
 use super::transport::Transport;
 use crate::dispatch::{PendingReply, Reply, Unanswerable};
-use crate::frame_shape;
+use crate::frame_shape::{self, CheckedFrame};
 use crate::listener::Listener;
 use crate::response::ResponseFrame;
 use crate::session::Session;
@@ -52,13 +52,11 @@ pub(super) async fn serve_connection(
     shared: Arc<Shared>,
 ) -> io::Result<()> {
     socket.set_nodelay(true)?;
-    let config = &context.config;
-    let idle_limit = config.connections_max_idle;
-    let setup = Setup::start(config.connection_setup_timeout);
+    let setup = Setup::start(context.config.connection_setup_timeout);
     let Some(SetUp {
         mut stream,
         mut inbound,
-        mut writer,
+        writer,
         session,
     }) = set_up(socket, peer, listener, &context, &shared, &setup).await?
     else {
@@ -79,115 +77,169 @@ pub(super) async fn serve_connection(
         }
     }
     let session = Arc::new(session);
-    let mut held = HeldBack::new();
-    // Closes the connection once the responses the client is already owed are written.
-    macro_rules! close {
-        () => {{
-            answer_all(&mut held, &mut stream, &mut writer, &shared, peer).await?;
-            return Ok(());
-        }};
-    }
+    let mut served = Served {
+        stream,
+        inbound,
+        writer,
+        held: HeldBack::new(),
+        shared,
+        peer,
+    };
     loop {
-        let full = held.len() >= MAX_IN_FLIGHT;
-        let event = match held.front_mut() {
-            None if first_size.is_some() => Event::Request(first_size.take()),
-            None => Event::Request(inbound.read_size(&mut stream, idle_limit).await?),
-            Some((reply, _)) if full => Event::Answered(reply.await),
-            // Reading a size is cancel-safe: bytes read stay in the buffer. A client is not
-            // idle while it waits for answers, so no idle limit here.
-            Some((reply, _)) => tokio::select! {
-                biased;
-                answered = reply => Event::Answered(answered),
-                size = inbound.read_size(&mut stream, None) => Event::Request(size?),
-            },
+        let size = match served.next_size(&mut first_size, &context).await? {
+            Step::Go(size) => size,
+            Step::Close => return served.close().await,
+            Step::Stop => return Ok(()),
         };
-        let size = match event {
-            Event::Answered(answered) => {
-                let Some((_, charge)) = held.pop_front() else {
-                    continue;
-                };
-                if !answer(&mut stream, &mut writer, &shared, peer, answered, charge).await? {
-                    return Ok(());
+        let (frame, charge) = match served.receive(size, &context).await? {
+            Step::Go(request) => request,
+            Step::Close => return served.close().await,
+            Step::Stop => return Ok(()),
+        };
+        match served.reply(&context, &session, frame, charge).await? {
+            Step::Go(()) => {}
+            Step::Close => return served.close().await,
+            Step::Stop => return Ok(()),
+        }
+    }
+}
+
+/// How serving a connection goes on after a step.
+enum Step<T> {
+    /// On, with this.
+    Go(T),
+    /// The connection closes once the responses the client is already owed are written.
+    Close,
+    /// The connection closes at once (a response could not be written, or answered).
+    Stop,
+}
+
+/// A connection serving its requests: the socket, its buffers and the responses held back.
+struct Served {
+    stream: Transport,
+    inbound: Inbound,
+    writer: FrameWriter,
+    held: HeldBack,
+    shared: Arc<Shared>,
+    peer: SocketAddr,
+}
+
+impl Served {
+    /// Closes the connection once the responses the client is already owed are written.
+    async fn close(&mut self) -> io::Result<()> {
+        answer_all(
+            &mut self.held,
+            &mut self.stream,
+            &mut self.writer,
+            &self.shared,
+            self.peer,
+        )
+        .await?;
+        Ok(())
+    }
+
+    /// The next request's size, writing the held-back responses that complete meanwhile.
+    async fn next_size(
+        &mut self,
+        first_size: &mut Option<i32>,
+        context: &Context,
+    ) -> io::Result<Step<i32>> {
+        let idle_limit = context.config.connections_max_idle;
+        loop {
+            let full = self.held.len() >= MAX_IN_FLIGHT;
+            let event = match self.held.front_mut() {
+                None if first_size.is_some() => Event::Request(first_size.take()),
+                None => Event::Request(self.inbound.read_size(&mut self.stream, idle_limit).await?),
+                Some((reply, _)) if full => Event::Answered(reply.await),
+                // Reading a size is cancel-safe: bytes read stay in the buffer. A client is not
+                // idle while it waits for answers, so no idle limit here.
+                Some((reply, _)) => tokio::select! {
+                    biased;
+                    answered = reply => Event::Answered(answered),
+                    size = self.inbound.read_size(&mut self.stream, None) => Event::Request(size?),
+                },
+            };
+            match event {
+                Event::Answered(answered) => {
+                    let Some((_, charge)) = self.held.pop_front() else {
+                        continue;
+                    };
+                    let (stream, writer) = (&mut self.stream, &mut self.writer);
+                    if !answer(stream, writer, &self.shared, self.peer, answered, charge).await? {
+                        return Ok(Step::Stop);
+                    }
                 }
-                continue;
+                Event::Request(None) => return Ok(Step::Close),
+                Event::Request(Some(size)) => return Ok(Step::Go(size)),
             }
-            Event::Request(None) => close!(),
-            Event::Request(Some(size)) => size,
-        };
+        }
+    }
+
+    /// Reads the request of `size` bytes, charging it to the request memory (waiting for room
+    /// while answering what completes), and checks it against its schema.
+    async fn receive(
+        &mut self,
+        size: i32,
+        context: &Context,
+    ) -> io::Result<Step<(CheckedFrame, Charge)>> {
+        let (config, peer) = (&context.config, self.peer);
         let Ok(size) = usize::try_from(size) else {
             tracing::warn!(%peer, size, "closing a connection: negative request size");
-            close!()
+            return Ok(Step::Close);
         };
         if size > config.socket_request_max_bytes {
             tracing::warn!(%peer, size, limit = config.socket_request_max_bytes, "closing a connection: request larger than socket.request.max.bytes");
-            close!()
+            return Ok(Step::Close);
         }
-        if let Some(too_large) = shared.memory.frame_too_large(size as u64) {
+        if let Some(too_large) = self.shared.memory.frame_too_large(size as u64) {
             tracing::warn!(%peer, size, capacity = too_large.capacity, "closing a connection: request larger than queued.max.request.bytes");
-            close!()
+            return Ok(Step::Close);
         }
         let mut arrival = Arrival::start(config.request_arrival_timeout);
-        if !inbound.read_own_part(&mut stream, size, &arrival).await? {
-            close!()
+        if !self
+            .inbound
+            .read_own_part(&mut self.stream, size, &arrival)
+            .await?
+        {
+            return Ok(Step::Close);
         }
         // With the pool spent, this connection reads no more until other requests are
         // answered (its own held-back ones among them).
         let waiting_since = Instant::now();
-        let charged = answering_while(
-            shared
-                .memory
-                .charge_request(size as u64, Sender::Authenticated),
-            &mut held,
-            &mut stream,
-            &mut writer,
-            &shared,
-            peer,
-        )
-        .await?;
+        let shared = Arc::clone(&self.shared);
+        let charged = self
+            .answering_while(
+                shared
+                    .memory
+                    .charge_request(size as u64, Sender::Authenticated),
+            )
+            .await?;
         arrival.paused_for(waiting_since.elapsed());
         let mut charge = match charged {
-            None => return Ok(()),
+            None => return Ok(Step::Stop),
             Some(Ok(charge)) => charge,
             Some(Err(too_large)) => {
                 tracing::warn!(%peer, size, capacity = too_large.capacity, "closing a connection: request larger than queued.max.request.bytes");
-                close!()
+                return Ok(Step::Close);
             }
         };
-        let Some(frame) = inbound.read_frame(&mut stream, size, &arrival).await? else {
-            close!()
+        let Some(frame) = self
+            .inbound
+            .read_frame(&mut self.stream, size, &arrival)
+            .await?
+        else {
+            return Ok(Step::Close);
         };
         charge.arrived();
-        let scanned = if frame.len() >= SCANNED_OFF_THREAD_BYTES {
-            match crate::bridge::blocking(move || frame_shape::scan(frame)).await {
-                Ok(scanned) => scanned,
-                Err(failed) => {
-                    tracing::warn!(%peer, error = %failed, "closing a connection after a request it cannot check");
-                    close!()
-                }
-            }
-        } else {
-            frame_shape::scan(frame)
+        let Some(frame) = checked(frame, peer).await else {
+            return Ok(Step::Close);
         };
-        let frame = match scanned {
-            Ok(frame) => frame,
-            Err(malformed) => {
-                crate::metrics::record_error(&malformed.api, crate::errors::INVALID_REQUEST);
-                tracing::warn!(%peer, error = %malformed, "closing a connection after a malformed request");
-                close!()
-            }
-        };
-        let charged = answering_while(
-            shared.memory.charge_work(&mut charge, frame.work_bytes()),
-            &mut held,
-            &mut stream,
-            &mut writer,
-            &shared,
-            peer,
-        )
-        .await?;
+        let charged = self
+            .answering_while(shared.memory.charge_work(&mut charge, frame.work_bytes()))
+            .await?;
         match charged {
-            None => return Ok(()),
-            Some(Ok(())) => {}
+            None => Ok(Step::Stop),
+            Some(Ok(())) => Ok(Step::Go((frame, charge))),
             Some(Err(too_large)) => {
                 tracing::warn!(
                     %peer,
@@ -196,44 +248,96 @@ pub(super) async fn serve_connection(
                     capacity = too_large.capacity,
                     "closing a connection: decoding the request would take more than queued.max.request.bytes"
                 );
-                close!()
+                Ok(Step::Close)
             }
         }
+    }
+
+    /// Dispatches a request, and writes its response or holds it back for its flushes.
+    async fn reply(
+        &mut self,
+        context: &Arc<Context>,
+        session: &Arc<Session>,
+        frame: CheckedFrame,
+        charge: Charge,
+    ) -> io::Result<Step<()>> {
+        let (shared, peer) = (&self.shared, self.peer);
         // Only a Produce is served while earlier responses wait for their flushes: its
         // appends follow theirs, which are already in the log. Anything else waits for every
         // earlier response to be written, as in Kafka's one-request-at-a-time order.
         if frame.api_key() != ApiKey::Produce as i16
-            && !answer_all(&mut held, &mut stream, &mut writer, &shared, peer).await?
+            && !answer_all(
+                &mut self.held,
+                &mut self.stream,
+                &mut self.writer,
+                shared,
+                peer,
+            )
+            .await?
         {
-            return Ok(());
+            return Ok(Step::Stop);
         }
-        let reply = match dispatch::dispatch(&context, frame, &session).await {
+        let reply = match dispatch::dispatch(context, frame, session).await {
             Ok(reply) => reply,
             Err(error) => {
                 tracing::warn!(%peer, error = %error, "closing a connection after a request it cannot answer");
-                close!()
+                return Ok(Step::Close);
             }
         };
         match reply {
             Reply::Nothing => drop(charge), // acks=0 produce: no response
-            Reply::Now(response) if held.is_empty() => {
-                let written = answer(
-                    &mut stream,
-                    &mut writer,
-                    &shared,
-                    peer,
-                    Ok(response),
-                    charge,
-                )
-                .await?;
-                if !written {
-                    return Ok(());
+            Reply::Now(response) if self.held.is_empty() => {
+                let (stream, writer) = (&mut self.stream, &mut self.writer);
+                if !answer(stream, writer, shared, peer, Ok(response), charge).await? {
+                    return Ok(Step::Stop);
                 }
             }
             Reply::Now(response) => {
-                held.push_back((Box::pin(std::future::ready(Ok(response))), charge));
+                let ready = Box::pin(std::future::ready(Ok(response)));
+                self.held.push_back((ready, charge));
             }
-            Reply::AfterFlush(pending) => held.push_back((pending, charge)),
+            Reply::AfterFlush(pending) => self.held.push_back((pending, charge)),
+        }
+        Ok(Step::Go(()))
+    }
+
+    /// [`answering_while`] over this connection.
+    async fn answering_while<T>(
+        &mut self,
+        wanted: impl Future<Output = T>,
+    ) -> io::Result<Option<T>> {
+        answering_while(
+            wanted,
+            &mut self.held,
+            &mut self.stream,
+            &mut self.writer,
+            &self.shared,
+            self.peer,
+        )
+        .await
+    }
+}
+
+/// `frame` checked against its schema (on the blocking pool when it is large), or `None` when
+/// it is malformed and the connection is to close.
+async fn checked(frame: bytes::Bytes, peer: SocketAddr) -> Option<CheckedFrame> {
+    let scanned = if frame.len() >= SCANNED_OFF_THREAD_BYTES {
+        match crate::bridge::blocking(move || frame_shape::scan(frame)).await {
+            Ok(scanned) => scanned,
+            Err(failed) => {
+                tracing::warn!(%peer, error = %failed, "closing a connection after a request it cannot check");
+                return None;
+            }
+        }
+    } else {
+        frame_shape::scan(frame)
+    };
+    match scanned {
+        Ok(frame) => Some(frame),
+        Err(malformed) => {
+            crate::metrics::record_error(&malformed.api, crate::errors::INVALID_REQUEST);
+            tracing::warn!(%peer, error = %malformed, "closing a connection after a malformed request");
+            None
         }
     }
 }

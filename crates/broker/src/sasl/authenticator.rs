@@ -181,40 +181,9 @@ impl Authenticator {
         mut scram: Option<ScramServer>,
         credentials: &ScramStore,
     ) -> Outcome {
-        let (request, token) = if framed {
-            match api_of(frame) {
-                Some((ApiKey::SaslAuthenticate, version)) if (0..=2).contains(&version) => {
-                    let api = ApiKey::SaslAuthenticate;
-                    let Some((header, request)) =
-                        decode::<SaslAuthenticateRequest>(frame, api, version)
-                    else {
-                        return close("a malformed SaslAuthenticate request", false);
-                    };
-                    (Some((header, version)), request.auth_bytes)
-                }
-                Some((ApiKey::SaslAuthenticate, version)) => {
-                    return close(
-                        &format!("SaslAuthenticate version {version} is not supported"),
-                        false,
-                    );
-                }
-                Some((other, _)) => {
-                    return close(
-                        &format!(
-                            "Unexpected Kafka request of type {other:?} during SASL authentication."
-                        ),
-                        true,
-                    );
-                }
-                None => {
-                    return close(
-                        "a frame that is not a Kafka request during SASL authentication",
-                        false,
-                    );
-                }
-            }
-        } else {
-            (None, frame.clone())
+        let (request, token) = match token_of(frame, framed) {
+            Ok(parsed) => parsed,
+            Err(closing) => return closing,
         };
         let step = match (&mut scram, mechanism) {
             (Some(server), _) => server
@@ -268,31 +237,13 @@ impl Authenticator {
                     }
                 }
             }
-            Err(refusal) => {
-                // Every failure is delayed, also the generic SCRAM ones after a SaslHandshake
-                // v0, which Kafka closes at once: guessing must not be faster that way.
-                let delayed = true;
-                let message = match refusal {
-                    Refusal::Told(message) => message,
-                    Refusal::Generic => format!(
-                        "Authentication failed during authentication due to invalid credentials with SASL mechanism {mechanism}"
-                    ),
-                };
-                let answer = request.and_then(|(header, version)| {
-                    let response = SaslAuthenticateResponse::default()
-                        .with_error_code(SASL_AUTHENTICATION_FAILED)
-                        .with_error_message(Some(StrBytes::from_string(message.clone())));
-                    encode(&header, ApiKey::SaslAuthenticate, version, &response)
-                });
-                Outcome::Close {
-                    answer,
-                    reason: message,
-                    delayed,
-                }
-            }
+            Err(refusal) => refused(refusal, mechanism, request),
         }
     }
 }
+
+/// The header and version of a framed SaslAuthenticate request; `None` for a bare token.
+type AuthenticateHeader = Option<(RequestHeader, i16)>;
 
 fn close(reason: &str, delayed: bool) -> Outcome {
     Outcome::Close {
@@ -343,5 +294,61 @@ fn bare_token(token: &[u8]) -> ResponseFrame {
     out.put_slice(token);
     ResponseFrame {
         chunks: vec![Chunk::Encoded(out.freeze())],
+    }
+}
+
+/// A SaslAuthenticate request's header and version (`None` for a bare token, after
+/// SaslHandshake v0) and its token; the closing outcome for a frame out of place.
+fn token_of(frame: &Bytes, framed: bool) -> Result<(AuthenticateHeader, Bytes), Outcome> {
+    if framed {
+        match api_of(frame) {
+            Some((ApiKey::SaslAuthenticate, version)) if (0..=2).contains(&version) => {
+                let api = ApiKey::SaslAuthenticate;
+                let Some((header, request)) =
+                    decode::<SaslAuthenticateRequest>(frame, api, version)
+                else {
+                    return Err(close("a malformed SaslAuthenticate request", false));
+                };
+                Ok((Some((header, version)), request.auth_bytes))
+            }
+            Some((ApiKey::SaslAuthenticate, version)) => Err(close(
+                &format!("SaslAuthenticate version {version} is not supported"),
+                false,
+            )),
+            Some((other, _)) => Err(close(
+                &format!("Unexpected Kafka request of type {other:?} during SASL authentication."),
+                true,
+            )),
+            None => Err(close(
+                "a frame that is not a Kafka request during SASL authentication",
+                false,
+            )),
+        }
+    } else {
+        Ok((None, frame.clone()))
+    }
+}
+
+/// Closes the exchange after a refusal, answering it when the token came framed.
+fn refused(refusal: Refusal, mechanism: Mechanism, request: AuthenticateHeader) -> Outcome {
+    // Every failure is delayed, also the generic SCRAM ones after a SaslHandshake
+    // v0, which Kafka closes at once: guessing must not be faster that way.
+    let delayed = true;
+    let message = match refusal {
+        Refusal::Told(message) => message,
+        Refusal::Generic => format!(
+            "Authentication failed during authentication due to invalid credentials with SASL mechanism {mechanism}"
+        ),
+    };
+    let answer = request.and_then(|(header, version)| {
+        let response = SaslAuthenticateResponse::default()
+            .with_error_code(SASL_AUTHENTICATION_FAILED)
+            .with_error_message(Some(StrBytes::from_string(message.clone())));
+        encode(&header, ApiKey::SaslAuthenticate, version, &response)
+    });
+    Outcome::Close {
+        answer,
+        reason: message,
+        delayed,
     }
 }
