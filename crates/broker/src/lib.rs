@@ -9,6 +9,7 @@
 
 pub mod authz;
 pub mod bridge;
+pub mod coordinator;
 pub mod dispatch;
 pub mod dynamic_configs;
 pub mod error_codes;
@@ -17,7 +18,6 @@ pub mod fetch_waiters;
 pub mod frame_shape;
 pub mod group;
 pub mod handlers;
-mod internal_log;
 pub mod listener;
 pub mod metrics;
 pub mod network;

@@ -13,7 +13,7 @@ use tokio::sync::oneshot;
 
 use super::membership::{answer_removed, validate_member};
 use super::state::{Group, GroupState, JoinResult, Member};
-use super::{GroupCoordinator, JoinRequest, Reply};
+use super::{GroupCoordinator, GroupCtx, JoinRequest, Reply};
 use crate::errors;
 
 impl GroupCoordinator {
@@ -38,55 +38,65 @@ impl GroupCoordinator {
         {
             return error(errors::INVALID_SESSION_TIMEOUT);
         }
-        let now = self.now();
-        let mut groups = self.groups.lock();
-        if !request.member_id.is_empty() && !groups.contains_key(&request.group) {
-            return error(errors::UNKNOWN_MEMBER_ID);
-        }
-        let group = groups
-            .entry(request.group.clone())
-            .or_insert_with(|| Group::new(&request.group, now));
-        if request.protocol_type.is_empty()
-            || !group.accepts(&request.protocol_type, &request.protocols)
-        {
-            return error(errors::INCONSISTENT_GROUP_PROTOCOL);
-        }
-        if group.members.is_empty() {
-            group.protocol_type = Some(request.protocol_type.clone());
-        }
-        if request.member_id.is_empty() {
-            return self.join_unknown(group, request, now);
-        }
-        if group.pending_member_ids.contains_key(&request.member_id) {
-            if request.group_instance_id.is_some() {
-                // An id handed out to a dynamic member, named with an instance id: Kafka's
-                // coordinator fails the request (an IllegalStateException) and changes nothing.
-                return Reply::Now(JoinResult::error(errors::UNKNOWN_SERVER_ERROR, ""));
-            }
-            group.pending_member_ids.remove(&request.member_id);
-            let member_id = request.member_id.clone();
-            return self.add_member(group, member_id, request, now);
-        }
-        if let Err(code) = validate_member(
-            group,
-            &request.member_id,
-            request.group_instance_id.as_deref(),
-        ) {
-            return error(code);
-        }
-        self.rejoin(group, request, now)
+        self.runtime
+            .write(self.partition_of(&request.group), |shard, ctx| {
+                let error = |code| Reply::Now(JoinResult::error(code, &request.member_id));
+                let now = ctx.now_ms;
+                let groups = &mut shard.groups;
+                if !request.member_id.is_empty() && !groups.contains_key(&request.group) {
+                    return error(errors::UNKNOWN_MEMBER_ID);
+                }
+                let group = groups
+                    .entry(request.group.clone())
+                    .or_insert_with(|| Group::new(&request.group, now));
+                if request.protocol_type.is_empty()
+                    || !group.accepts(&request.protocol_type, &request.protocols)
+                {
+                    return error(errors::INCONSISTENT_GROUP_PROTOCOL);
+                }
+                if group.members.is_empty() {
+                    group.protocol_type = Some(request.protocol_type.clone());
+                }
+                if request.member_id.is_empty() {
+                    return self.join_unknown(group, request, ctx);
+                }
+                if group.pending_member_ids.contains_key(&request.member_id) {
+                    if request.group_instance_id.is_some() {
+                        // An id handed out to a dynamic member, named with an instance id: Kafka's
+                        // coordinator fails the request (an IllegalStateException) and changes nothing.
+                        return Reply::Now(JoinResult::error(errors::UNKNOWN_SERVER_ERROR, ""));
+                    }
+                    group.pending_member_ids.remove(&request.member_id);
+                    let member_id = request.member_id.clone();
+                    return self.add_member(group, member_id, request, ctx);
+                }
+                if let Err(code) = validate_member(
+                    group,
+                    &request.member_id,
+                    request.group_instance_id.as_deref(),
+                ) {
+                    return error(code);
+                }
+                self.rejoin(group, request, ctx)
+            })
     }
 
     /// A JoinGroup without a member id: a new member, or a static one coming back.
-    fn join_unknown(&self, group: &mut Group, request: JoinRequest, now: i64) -> Reply<JoinResult> {
+    fn join_unknown(
+        &self,
+        group: &mut Group,
+        request: JoinRequest,
+        ctx: &GroupCtx<'_>,
+    ) -> Reply<JoinResult> {
+        let now = ctx.now_ms;
         if let Some(instance) = request.group_instance_id.as_deref() {
             if let Some(old) = group.member_by_instance(instance) {
                 let old_id = old.member_id.clone();
-                return self.replace_static_member(group, &old_id, request, now);
+                return self.replace_static_member(group, &old_id, request, ctx);
             }
             // A static member is never sent away for a member id (KIP-394 is for dynamic ones).
             let member_id = self.new_member_id(&request);
-            return self.add_member(group, member_id, request, now);
+            return self.add_member(group, member_id, request, ctx);
         }
         let member_id = self.new_member_id(&request);
         if request.require_known_member_id {
@@ -94,7 +104,7 @@ impl GroupCoordinator {
             group.pending_member_ids.insert(member_id.clone(), lapse);
             return Reply::Now(JoinResult::error(errors::MEMBER_ID_REQUIRED, &member_id));
         }
-        self.add_member(group, member_id, request, now)
+        self.add_member(group, member_id, request, ctx)
     }
 
     /// A new member: it waits for the rebalance its arrival starts (or joins the one under way).
@@ -103,8 +113,9 @@ impl GroupCoordinator {
         group: &mut Group,
         member_id: String,
         request: JoinRequest,
-        now: i64,
+        ctx: &GroupCtx<'_>,
     ) -> Reply<JoinResult> {
+        let now = ctx.now_ms;
         let (sender, receiver) = oneshot::channel();
         group.members.push(Member {
             member_id,
@@ -119,7 +130,7 @@ impl GroupCoordinator {
             awaiting_join: Some(sender),
             awaiting_sync: None,
         });
-        self.rebalance_or_complete_join(group, now);
+        self.rebalance_or_complete_join(group, ctx);
         Reply::Later(receiver)
     }
 
@@ -127,7 +138,13 @@ impl GroupCoordinator {
     /// Stable group for a follower with the same protocols, it is answered at once and nothing
     /// about it changes; otherwise it takes the request's protocols and timeouts and waits for
     /// the rebalance this starts (or the one under way).
-    fn rejoin(&self, group: &mut Group, request: JoinRequest, now: i64) -> Reply<JoinResult> {
+    fn rejoin(
+        &self,
+        group: &mut Group,
+        request: JoinRequest,
+        ctx: &GroupCtx<'_>,
+    ) -> Reply<JoinResult> {
+        let now = ctx.now_ms;
         let is_leader = group.leader.as_deref() == Some(request.member_id.as_str());
         let Some(member) = group.member(&request.member_id) else {
             return Reply::Now(JoinResult::error(
@@ -148,7 +165,7 @@ impl GroupCoordinator {
         let Some(receiver) = update_member(group, &member_id, request, now) else {
             return Reply::Now(JoinResult::error(errors::UNKNOWN_MEMBER_ID, &member_id));
         };
-        self.rebalance_or_complete_join(group, now);
+        self.rebalance_or_complete_join(group, ctx);
         Reply::Later(receiver)
     }
 
@@ -163,8 +180,9 @@ impl GroupCoordinator {
         group: &mut Group,
         old_id: &str,
         request: JoinRequest,
-        now: i64,
+        ctx: &GroupCtx<'_>,
     ) -> Reply<JoinResult> {
+        let now = ctx.now_ms;
         let new_id = self.new_member_id(&request);
         let leader_before = group.leader.clone();
         let Some(member) = group.member_mut(old_id) else {
@@ -190,7 +208,7 @@ impl GroupCoordinator {
         }
         match group.state {
             GroupState::Stable if group.select_protocol() == group.protocol => {
-                if !self.persist_group(group, now) {
+                if !self.persist_group(group, ctx) {
                     before.restore(group, &new_id, old_id, leader_before.clone());
                     let mut answer = JoinResult::error(errors::COORDINATOR_NOT_AVAILABLE, "");
                     answer.generation = group.generation;
@@ -222,7 +240,7 @@ impl GroupCoordinator {
                     // assign nothing to the new one.
                     self.prepare_rebalance(group, now);
                 }
-                self.rebalance_or_complete_join(group, now);
+                self.rebalance_or_complete_join(group, ctx);
                 Reply::Later(receiver)
             }
             GroupState::Empty => Reply::Now(JoinResult::error(errors::UNKNOWN_SERVER_ERROR, "")),
@@ -230,11 +248,12 @@ impl GroupCoordinator {
     }
 
     /// Starts a rebalance unless one is under way, then ends the join phase if it can.
-    fn rebalance_or_complete_join(&self, group: &mut Group, now: i64) {
+    fn rebalance_or_complete_join(&self, group: &mut Group, ctx: &GroupCtx<'_>) {
+        let now = ctx.now_ms;
         if group.state != GroupState::PreparingRebalance {
             self.prepare_rebalance(group, now);
         }
-        self.maybe_complete_join(group, now);
+        self.maybe_complete_join(group, ctx);
     }
 
     /// Starts (or restarts) the join phase. From CompletingRebalance, waiting SyncGroups are
@@ -266,7 +285,8 @@ impl GroupCoordinator {
 
     /// Ends the join phase when every member has rejoined (and the initial delay has passed),
     /// or when the rebalance timeout is up.
-    pub(super) fn maybe_complete_join(&self, group: &mut Group, now: i64) {
+    pub(super) fn maybe_complete_join(&self, group: &mut Group, ctx: &GroupCtx<'_>) {
+        let now = ctx.now_ms;
         if group.state != GroupState::PreparingRebalance {
             return;
         }
@@ -274,7 +294,7 @@ impl GroupCoordinator {
             && group.members.iter().all(|m| m.awaiting_join.is_some());
         let ready = all_joined && now >= group.initial_delay_until_ms;
         if ready || now >= group.rebalance_deadline_ms {
-            self.complete_join(group, now);
+            self.complete_join(group, ctx);
         }
     }
 
@@ -282,7 +302,8 @@ impl GroupCoordinator {
     /// ones stay, as KIP-345 keeps them, and owe a SyncGroup like the others); a new
     /// generation starts with a leader that has rejoined, and every waiting JoinGroup is
     /// answered. When no member has rejoined, the phase waits another rebalance timeout.
-    fn complete_join(&self, group: &mut Group, now: i64) {
+    fn complete_join(&self, group: &mut Group, ctx: &GroupCtx<'_>) {
+        let now = ctx.now_ms;
         let stragglers: Vec<String> = group
             .members
             .iter()
@@ -305,7 +326,7 @@ impl GroupCoordinator {
             group.protocol = None;
             group.leader = None;
             group.transition(GroupState::Empty, now);
-            self.persist_group(group, now);
+            self.persist_group(group, ctx);
             return;
         }
         group.protocol = group.select_protocol();

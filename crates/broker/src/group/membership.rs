@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use tokio::sync::oneshot;
 
 use super::state::{Group, GroupState, JoinResult, Member, SyncResult};
-use super::{GroupCoordinator, Reply};
+use super::{GroupCoordinator, GroupCtx, Reply};
 use crate::errors;
 
 impl GroupCoordinator {
@@ -19,80 +19,83 @@ impl GroupCoordinator {
         generation: i32,
         assignments: Vec<(String, Vec<u8>)>,
     ) -> Reply<SyncResult> {
-        let now = self.now();
-        let mut groups = self.groups.lock();
-        let error = |code| Reply::Now(SyncResult::error(code));
-        let Some(group) = groups.get_mut(group_id) else {
-            return error(errors::UNKNOWN_MEMBER_ID);
-        };
-        if let Err(code) = check_member(group, member_id, group_instance_id, generation) {
-            return error(code);
-        }
-        let is_leader = group.leader.as_deref() == Some(member_id);
-        if matches!(
-            group.state,
-            GroupState::CompletingRebalance | GroupState::Stable
-        ) {
-            group.pending_sync.remove(member_id);
-        }
-        match group.state {
-            GroupState::Empty | GroupState::PreparingRebalance => {
-                error(errors::REBALANCE_IN_PROGRESS)
-            }
-            GroupState::Stable => {
-                let assignment = group
-                    .member(member_id)
-                    .map(|m| m.assignment.clone())
-                    .unwrap_or_default();
-                Reply::Now(sync_result(group, assignment))
-            }
-            GroupState::CompletingRebalance => {
-                let (sender, receiver) = oneshot::channel();
-                if let Some(member) = group.member_mut(member_id) {
-                    member.awaiting_sync = Some(sender);
-                    member.session_deadline_ms = now + i64::from(member.session_timeout_ms);
+        self.runtime
+            .write(self.partition_of(group_id), |shard, ctx| {
+                let now = ctx.now_ms;
+                let groups = &mut shard.groups;
+                let error = |code| Reply::Now(SyncResult::error(code));
+                let Some(group) = groups.get_mut(group_id) else {
+                    return error(errors::UNKNOWN_MEMBER_ID);
+                };
+                if let Err(code) = check_member(group, member_id, group_instance_id, generation) {
+                    return error(code);
                 }
-                if is_leader {
-                    let mut assignments: HashMap<String, Vec<u8>> =
-                        assignments.into_iter().collect();
-                    for member in &mut group.members {
-                        member.assignment =
-                            assignments.remove(&member.member_id).unwrap_or_default();
+                let is_leader = group.leader.as_deref() == Some(member_id);
+                if matches!(
+                    group.state,
+                    GroupState::CompletingRebalance | GroupState::Stable
+                ) {
+                    group.pending_sync.remove(member_id);
+                }
+                match group.state {
+                    GroupState::Empty | GroupState::PreparingRebalance => {
+                        error(errors::REBALANCE_IN_PROGRESS)
                     }
-                    let stored = self.persist_group(group, now);
-                    if stored {
-                        group.transition(GroupState::Stable, now);
-                    } else {
-                        for member in &mut group.members {
-                            member.assignment.clear();
+                    GroupState::Stable => {
+                        let assignment = group
+                            .member(member_id)
+                            .map(|m| m.assignment.clone())
+                            .unwrap_or_default();
+                        Reply::Now(sync_result(group, assignment))
+                    }
+                    GroupState::CompletingRebalance => {
+                        let (sender, receiver) = oneshot::channel();
+                        if let Some(member) = group.member_mut(member_id) {
+                            member.awaiting_sync = Some(sender);
+                            member.session_deadline_ms = now + i64::from(member.session_timeout_ms);
                         }
-                    }
-                    let answers: Vec<(String, SyncResult)> = group
-                        .members
-                        .iter()
-                        .map(|m| {
-                            let answer = if stored {
-                                sync_result(group, m.assignment.clone())
+                        if is_leader {
+                            let mut assignments: HashMap<String, Vec<u8>> =
+                                assignments.into_iter().collect();
+                            for member in &mut group.members {
+                                member.assignment =
+                                    assignments.remove(&member.member_id).unwrap_or_default();
+                            }
+                            let stored = self.persist_group(group, ctx);
+                            if stored {
+                                group.transition(GroupState::Stable, now);
                             } else {
-                                SyncResult::error(errors::COORDINATOR_NOT_AVAILABLE)
-                            };
-                            (m.member_id.clone(), answer)
-                        })
-                        .collect();
-                    for (id, answer) in answers {
-                        if let Some(waiting) =
-                            group.member_mut(&id).and_then(|m| m.awaiting_sync.take())
-                        {
-                            let _ = waiting.send(answer);
+                                for member in &mut group.members {
+                                    member.assignment.clear();
+                                }
+                            }
+                            let answers: Vec<(String, SyncResult)> = group
+                                .members
+                                .iter()
+                                .map(|m| {
+                                    let answer = if stored {
+                                        sync_result(group, m.assignment.clone())
+                                    } else {
+                                        SyncResult::error(errors::COORDINATOR_NOT_AVAILABLE)
+                                    };
+                                    (m.member_id.clone(), answer)
+                                })
+                                .collect();
+                            for (id, answer) in answers {
+                                if let Some(waiting) =
+                                    group.member_mut(&id).and_then(|m| m.awaiting_sync.take())
+                                {
+                                    let _ = waiting.send(answer);
+                                }
+                            }
+                            if !stored {
+                                self.prepare_rebalance(group, now);
+                            }
                         }
-                    }
-                    if !stored {
-                        self.prepare_rebalance(group, now);
+                        Reply::Later(receiver)
                     }
                 }
-                Reply::Later(receiver)
-            }
-        }
+            })
     }
 
     pub fn heartbeat(
@@ -102,22 +105,25 @@ impl GroupCoordinator {
         group_instance_id: Option<&str>,
         generation: i32,
     ) -> i16 {
-        let now = self.now();
-        let mut groups = self.groups.lock();
-        let Some(group) = groups.get_mut(group_id) else {
-            return errors::UNKNOWN_MEMBER_ID;
-        };
-        if let Err(code) = check_member(group, member_id, group_instance_id, generation) {
-            return code;
-        }
-        if let Some(member) = group.member_mut(member_id) {
-            member.session_deadline_ms = now + i64::from(member.session_timeout_ms);
-        }
-        match group.state {
-            GroupState::PreparingRebalance => errors::REBALANCE_IN_PROGRESS,
-            GroupState::CompletingRebalance | GroupState::Stable => errors::NONE,
-            GroupState::Empty => errors::UNKNOWN_MEMBER_ID,
-        }
+        self.runtime
+            .write(self.partition_of(group_id), |shard, ctx| {
+                let now = ctx.now_ms;
+                let groups = &mut shard.groups;
+                let Some(group) = groups.get_mut(group_id) else {
+                    return errors::UNKNOWN_MEMBER_ID;
+                };
+                if let Err(code) = check_member(group, member_id, group_instance_id, generation) {
+                    return code;
+                }
+                if let Some(member) = group.member_mut(member_id) {
+                    member.session_deadline_ms = now + i64::from(member.session_timeout_ms);
+                }
+                match group.state {
+                    GroupState::PreparingRebalance => errors::REBALANCE_IN_PROGRESS,
+                    GroupState::CompletingRebalance | GroupState::Stable => errors::NONE,
+                    GroupState::Empty => errors::UNKNOWN_MEMBER_ID,
+                }
+            })
     }
 
     /// LeaveGroup for each `(member id, instance id)`, in Kafka's order: a member named only
@@ -125,55 +131,59 @@ impl GroupCoordinator {
     /// request naming one is. Returns the group's error (none: a group that does not exist
     /// answers each member UNKNOWN_MEMBER_ID, as Kafka does) and one error per member.
     pub fn leave(&self, group_id: &str, leaving: &[(String, Option<String>)]) -> (i16, Vec<i16>) {
-        let now = self.now();
-        let mut groups = self.groups.lock();
-        let Some(group) = groups.get_mut(group_id) else {
-            return (errors::NONE, vec![errors::UNKNOWN_MEMBER_ID; leaving.len()]);
-        };
-        let mut removed_any = false;
-        let results = leaving
-            .iter()
-            .map(|(member_id, instance_id)| {
-                let target = if member_id.is_empty() {
-                    instance_id
-                        .as_deref()
-                        .and_then(|instance| group.member_by_instance(instance))
-                        .map(|m| m.member_id.clone())
-                        .ok_or(errors::UNKNOWN_MEMBER_ID)
-                } else if group.pending_member_ids.remove(member_id).is_some() {
-                    return errors::NONE;
-                } else {
-                    validate_member(group, member_id, instance_id.as_deref())
-                        .map(|()| member_id.clone())
+        self.runtime
+            .write(self.partition_of(group_id), |shard, ctx| {
+                let now = ctx.now_ms;
+                let groups = &mut shard.groups;
+                let Some(group) = groups.get_mut(group_id) else {
+                    return (errors::NONE, vec![errors::UNKNOWN_MEMBER_ID; leaving.len()]);
                 };
-                match target {
-                    Ok(id) => {
-                        if let Some(member) = group.remove_member(&id) {
-                            answer_removed(member);
+                let mut removed_any = false;
+                let results = leaving
+                    .iter()
+                    .map(|(member_id, instance_id)| {
+                        let target = if member_id.is_empty() {
+                            instance_id
+                                .as_deref()
+                                .and_then(|instance| group.member_by_instance(instance))
+                                .map(|m| m.member_id.clone())
+                                .ok_or(errors::UNKNOWN_MEMBER_ID)
+                        } else if group.pending_member_ids.remove(member_id).is_some() {
+                            return errors::NONE;
+                        } else {
+                            validate_member(group, member_id, instance_id.as_deref())
+                                .map(|()| member_id.clone())
+                        };
+                        match target {
+                            Ok(id) => {
+                                if let Some(member) = group.remove_member(&id) {
+                                    answer_removed(member);
+                                }
+                                group.pending_sync.remove(&id);
+                                removed_any = true;
+                                errors::NONE
+                            }
+                            Err(code) => code,
                         }
-                        group.pending_sync.remove(&id);
-                        removed_any = true;
-                        errors::NONE
+                    })
+                    .collect();
+                if removed_any {
+                    tracing::info!(group = %group.id, "members left the group");
+                    if group.state != GroupState::PreparingRebalance {
+                        self.prepare_rebalance(group, now);
                     }
-                    Err(code) => code,
                 }
+                self.maybe_complete_join(group, ctx);
+                (errors::NONE, results)
             })
-            .collect();
-        if removed_any {
-            tracing::info!(group = %group.id, "members left the group");
-            if group.state != GroupState::PreparingRebalance {
-                self.prepare_rebalance(group, now);
-            }
-        }
-        self.maybe_complete_join(group, now);
-        (errors::NONE, results)
     }
 
     /// The timers of one group: members whose session lapsed are removed (not those waiting
     /// for their JoinGroup or SyncGroup to be answered); once the sync phase's time is up, in
     /// CompletingRebalance or Stable, members that still owe their SyncGroup are removed too,
     /// static ones included; either starts a rebalance. Then the join phase ends if it can.
-    pub(super) fn expire_members(&self, group: &mut Group, now: i64) {
+    pub(super) fn expire_members(&self, group: &mut Group, ctx: &GroupCtx<'_>) {
+        let now = ctx.now_ms;
         group.pending_member_ids.retain(|_, lapse| *lapse > now);
         let mut expired: Vec<String> = group
             .members
@@ -209,7 +219,7 @@ impl GroupCoordinator {
         if !expired.is_empty() && group.state != GroupState::PreparingRebalance {
             self.prepare_rebalance(group, now);
         }
-        self.maybe_complete_join(group, now);
+        self.maybe_complete_join(group, ctx);
     }
 }
 

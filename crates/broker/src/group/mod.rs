@@ -5,8 +5,10 @@
 //!
 //! Every method is synchronous and runs on the blocking pool (it may append to the offsets
 //! topic); a JoinGroup or SyncGroup that must wait for other members returns [`Reply::Later`],
-//! a channel the handler awaits. One mutex guards all groups: a single broker's group traffic is
-//! small next to its produce and fetch traffic. [`GroupCoordinator::tick`] runs the timers.
+//! a channel the handler awaits. The groups live in the shards of the coordinator runtime
+//! ([`crate::coordinator`]), one per `__consumer_offsets` partition, each group in its
+//! partition's shard; an operation on a group runs under its shard's lock.
+//! [`GroupCoordinator::tick`] runs each shard's timers.
 //!
 //! What is written to the offsets topic, as Kafka does: the group's metadata when a generation
 //! gets its assignment (and when the group empties), each commit, and tombstones when offsets
@@ -27,20 +29,22 @@ mod txn_offsets;
 pub use offsets::Fetched;
 pub use txn_offsets::TxnCommitter;
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
 use std::time::Duration;
 
 use ferrolog_records::consumer_offsets::{GroupValue, OffsetValue, OffsetsKey};
+use ferrolog_storage::Result;
 use ferrolog_storage::manager::LogManager;
-use ferrolog_storage::{Clock, Result, clock};
-use parking_lot::Mutex;
 use tokio::sync::oneshot;
 
-use ferrolog_records::consumer_offsets::partition_for_group;
-use offsets_topic::{OffsetsEvent, OffsetsRecord, OffsetsTopic};
+use crate::coordinator::{Ctx, LoadEvent, Periodic, Runtime, Shard};
+use offsets_topic::{OffsetsCodec, OffsetsEvent, OffsetsRecord, OffsetsTopic};
 use state::Group;
+
+/// What an operation on a group's shard appends through, and its time.
+pub(super) type GroupCtx<'a> = Ctx<'a, OffsetsCodec>;
 
 /// The coordinator's settings, under Kafka's broker keys.
 #[derive(Debug, Clone)]
@@ -136,18 +140,50 @@ pub struct DescribedMember {
     pub assignment: Vec<u8>,
 }
 
+/// The groups of one `__consumer_offsets` partition, and its timer of offset expiry.
+#[derive(Debug)]
+pub struct GroupShard {
+    groups: HashMap<String, Group>,
+    offsets_expiry: Periodic,
+}
+
+impl Shard for GroupShard {
+    type Codec = OffsetsCodec;
+
+    fn replay(&mut self, event: LoadEvent<OffsetsRecord>, now_ms: i64) {
+        match event {
+            LoadEvent::Record {
+                record,
+                producer_id: None,
+            } => replay(&mut self.groups, record, now_ms),
+            LoadEvent::Record {
+                record,
+                producer_id: Some(producer_id),
+            } => replay_transactional(&mut self.groups, record, producer_id, now_ms),
+            // Every group of the shard is in the marker's partition.
+            LoadEvent::Marker {
+                producer_id,
+                commit,
+            } => {
+                for group in self.groups.values_mut() {
+                    group.end_txn(producer_id, commit);
+                }
+            }
+        }
+    }
+}
+
 #[derive(Debug)]
 pub struct GroupCoordinator {
     topic: OffsetsTopic,
     config: GroupConfig,
-    clock: Arc<dyn Clock>,
-    groups: Mutex<HashMap<String, Group>>,
+    runtime: Runtime<GroupShard>,
     member_counter: AtomicU64,
-    next_expiry_check_ms: Mutex<i64>,
 }
 
 impl GroupCoordinator {
-    /// Rebuilds every group from the offsets topic's partitions present in the data dirs.
+    /// Rebuilds every group from the offsets topic's partitions present in the data dirs, each
+    /// in its partition's shard.
     pub fn open(manager: Arc<LogManager>, config: GroupConfig) -> Result<Self> {
         let clock = Arc::clone(manager.clock());
         let topic = OffsetsTopic::new(
@@ -156,51 +192,58 @@ impl GroupCoordinator {
             config.offsets_topic_segment_bytes,
         );
         let now = clock.now_ms();
-        let mut groups: HashMap<String, Group> = HashMap::new();
-        let partitions = topic.partitions();
-        let records = topic.load(|event| match event {
-            OffsetsEvent::Record {
-                record,
-                producer_id: None,
-            } => replay(&mut groups, record, now),
-            OffsetsEvent::Record {
-                record,
-                producer_id: Some(producer_id),
-            } => replay_transactional(&mut groups, record, producer_id, now),
-            OffsetsEvent::Marker {
-                partition,
-                producer_id,
-                commit,
-            } => {
-                for group in groups.values_mut() {
-                    if partition_for_group(&group.id, partitions) == partition {
-                        group.end_txn(producer_id, commit);
-                    }
-                }
-            }
+        let mut shards: Vec<GroupShard> = (0..topic.partitions())
+            .map(|_| GroupShard {
+                groups: HashMap::new(),
+                offsets_expiry: Periodic::new(now, config.offsets_retention_check_interval),
+            })
+            .collect();
+        let records = topic.load(|event| {
+            let (partition, event) = match event {
+                // A group's records go to its own partition's shard, wherever an older
+                // ferrolog wrote them.
+                OffsetsEvent::Record {
+                    record,
+                    producer_id,
+                } => (
+                    topic.partition_of(record.0.group()),
+                    LoadEvent::Record {
+                        record,
+                        producer_id,
+                    },
+                ),
+                OffsetsEvent::Marker {
+                    partition,
+                    producer_id,
+                    commit,
+                } => (
+                    partition,
+                    LoadEvent::Marker {
+                        producer_id,
+                        commit,
+                    },
+                ),
+            };
+            shards[partition as usize].replay(event, now);
         })?;
         if records > 0 {
             tracing::info!(
                 records,
-                groups = groups.len(),
+                groups = shards.iter().map(|shard| shard.groups.len()).sum::<usize>(),
                 "consumer groups loaded from the offsets topic"
             );
         }
+        let runtime = Runtime::new(shards, BTreeSet::new(), topic.journal(), clock);
         Ok(Self {
             topic,
-            next_expiry_check_ms: Mutex::new(clock::after(
-                now,
-                config.offsets_retention_check_interval,
-            )),
             config,
-            clock,
-            groups: Mutex::new(groups),
+            runtime,
             member_counter: AtomicU64::new(0),
         })
     }
 
     fn now(&self) -> i64 {
-        self.clock.now_ms()
+        self.runtime.now()
     }
 
     /// The `__consumer_offsets` partition that holds `group`.
@@ -216,77 +259,58 @@ impl GroupCoordinator {
 
     /// Every group: id, protocol type and state.
     pub fn list(&self) -> Vec<(String, String, &'static str)> {
-        let groups = self.groups.lock();
-        let mut list: Vec<_> = groups
-            .values()
-            .map(|g| {
-                (
-                    g.id.clone(),
-                    g.protocol_type.clone().unwrap_or_default(),
-                    g.state.name(),
-                )
+        let mut list: Vec<_> = self
+            .runtime
+            .read_each(|shard| {
+                shard
+                    .groups
+                    .values()
+                    .map(|g| {
+                        (
+                            g.id.clone(),
+                            g.protocol_type.clone().unwrap_or_default(),
+                            g.state.name(),
+                        )
+                    })
+                    .collect::<Vec<_>>()
             })
+            .into_iter()
+            .flatten()
             .collect();
         list.sort();
         list
     }
 
     pub fn describe(&self, group_id: &str) -> Option<GroupDescription> {
-        let groups = self.groups.lock();
-        let group = groups.get(group_id)?;
-        // As Kafka: the protocol and the members' metadata only of a Stable group (during a
-        // rebalance they are about to change).
-        let protocol = match group.state {
-            state::GroupState::Stable => group.protocol.clone().unwrap_or_default(),
-            _ => String::new(),
-        };
-        Some(GroupDescription {
-            state: group.state.name(),
-            protocol_type: group.protocol_type.clone().unwrap_or_default(),
-            protocol: protocol.clone(),
-            members: group
-                .members
-                .iter()
-                .map(|m| DescribedMember {
-                    member_id: m.member_id.clone(),
-                    group_instance_id: m.group_instance_id.clone(),
-                    client_id: m.client_id.clone(),
-                    client_host: m.client_host.clone(),
-                    metadata: if protocol.is_empty() {
-                        Vec::new()
-                    } else {
-                        m.metadata_for(&protocol)
-                    },
-                    assignment: m.assignment.clone(),
-                })
-                .collect(),
-        })
+        let partition = self.partition_of(group_id);
+        self.runtime
+            .read(partition, |shard| describe(shard.groups.get(group_id)?))
     }
 
-    /// The timers: members whose session lapsed, join and sync phases past their deadline, and
-    /// (every `offsets.retention.check.interval.ms`) expired offsets. Called every 100 ms.
+    /// The timers of every shard in turn, at one instant: members whose session lapsed, join
+    /// and sync phases past their deadline, and (every `offsets.retention.check.interval.ms`)
+    /// expired offsets. Called every 100 ms.
     pub fn tick(&self) {
         let now = self.now();
-        let mut groups = self.groups.lock();
-        for group in groups.values_mut() {
-            self.expire_members(group, now);
-        }
-        let mut next_check = self.next_expiry_check_ms.lock();
-        if now >= *next_check {
-            *next_check = clock::after(now, self.config.offsets_retention_check_interval);
-            self.expire_offsets(&mut groups, now);
-        }
+        self.runtime.write_each(now, |shard, ctx| {
+            for group in shard.groups.values_mut() {
+                self.expire_members(group, ctx);
+            }
+            if shard.offsets_expiry.due(ctx.now_ms) {
+                self.expire_offsets(&mut shard.groups, ctx);
+            }
+        });
     }
 
     /// Writes the group's metadata record; returns whether it was stored.
-    fn persist_group(&self, group: &Group, now: i64) -> bool {
+    fn persist_group(&self, group: &Group, ctx: &GroupCtx<'_>) -> bool {
         let record = (
             OffsetsKey::Group {
                 group: group.id.clone(),
             },
             Some(group.to_value().encode()),
         );
-        match self.topic.append(&group.id, &[record], now) {
+        match ctx.append(&[record]) {
             Ok(()) => true,
             Err(error) => {
                 tracing::warn!(group = %group.id, %error, "storing group metadata failed");
@@ -294,6 +318,37 @@ impl GroupCoordinator {
             }
         }
     }
+}
+
+/// A group as DescribeGroups shows it.
+fn describe(group: &Group) -> Option<GroupDescription> {
+    // As Kafka: the protocol and the members' metadata only of a Stable group (during a
+    // rebalance they are about to change).
+    let protocol = match group.state {
+        state::GroupState::Stable => group.protocol.clone().unwrap_or_default(),
+        _ => String::new(),
+    };
+    Some(GroupDescription {
+        state: group.state.name(),
+        protocol_type: group.protocol_type.clone().unwrap_or_default(),
+        protocol: protocol.clone(),
+        members: group
+            .members
+            .iter()
+            .map(|m| DescribedMember {
+                member_id: m.member_id.clone(),
+                group_instance_id: m.group_instance_id.clone(),
+                client_id: m.client_id.clone(),
+                client_host: m.client_host.clone(),
+                metadata: if protocol.is_empty() {
+                    Vec::new()
+                } else {
+                    m.metadata_for(&protocol)
+                },
+                assignment: m.assignment.clone(),
+            })
+            .collect(),
+    })
 }
 
 /// Applies one record of the offsets topic to the groups being rebuilt at startup.

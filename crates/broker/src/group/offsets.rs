@@ -9,7 +9,7 @@ use ferrolog_storage::clock;
 use super::membership::check_member;
 use super::offsets_topic::OffsetsRecord;
 use super::state::{Group, GroupState};
-use super::{CommitEntry, GroupCoordinator};
+use super::{CommitEntry, GroupCoordinator, GroupCtx};
 
 /// A partition's answer to OffsetFetch.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -37,47 +37,51 @@ impl GroupCoordinator {
         if group_id.is_empty() {
             return all(errors::INVALID_GROUP_ID);
         }
-        let now = self.now();
-        let mut groups = self.groups.lock();
-        let group = match groups.get_mut(group_id) {
-            Some(group) => group,
-            None if generation < 0 => groups
-                .entry(group_id.to_owned())
-                .or_insert_with(|| Group::new(group_id, now)),
-            None => return all(errors::ILLEGAL_GENERATION),
-        };
-        let standalone = generation < 0 && group.state == GroupState::Empty;
-        if !standalone {
-            if let Err(code) = check_member(group, member_id, group_instance_id, generation) {
-                return all(code);
-            }
-            if group.state == GroupState::CompletingRebalance {
-                return all(errors::REBALANCE_IN_PROGRESS);
-            }
-            if let Some(member) = group.member_mut(member_id) {
-                member.session_deadline_ms = now + i64::from(member.session_timeout_ms);
-            }
-        }
-        let CommitRecords {
-            results,
-            records,
-            values,
-        } = self.commit_records(group_id, entries, now, retention_ms);
-        if let Err(error) = self.topic.append(group_id, &records, now) {
-            tracing::warn!(group = group_id, %error, "storing committed offsets failed");
-            return results
-                .into_iter()
-                .map(|code| {
-                    if code == errors::NONE {
-                        errors::COORDINATOR_NOT_AVAILABLE
-                    } else {
-                        code
+        self.runtime
+            .write(self.partition_of(group_id), |shard, ctx| {
+                let now = ctx.now_ms;
+                let groups = &mut shard.groups;
+                let group = match groups.get_mut(group_id) {
+                    Some(group) => group,
+                    None if generation < 0 => groups
+                        .entry(group_id.to_owned())
+                        .or_insert_with(|| Group::new(group_id, now)),
+                    None => return all(errors::ILLEGAL_GENERATION),
+                };
+                let standalone = generation < 0 && group.state == GroupState::Empty;
+                if !standalone {
+                    if let Err(code) = check_member(group, member_id, group_instance_id, generation)
+                    {
+                        return all(code);
                     }
-                })
-                .collect();
-        }
-        group.offsets.extend(values);
-        results
+                    if group.state == GroupState::CompletingRebalance {
+                        return all(errors::REBALANCE_IN_PROGRESS);
+                    }
+                    if let Some(member) = group.member_mut(member_id) {
+                        member.session_deadline_ms = now + i64::from(member.session_timeout_ms);
+                    }
+                }
+                let CommitRecords {
+                    results,
+                    records,
+                    values,
+                } = self.commit_records(group_id, entries, now, retention_ms);
+                if let Err(error) = ctx.append(&records) {
+                    tracing::warn!(group = group_id, %error, "storing committed offsets failed");
+                    return results
+                        .into_iter()
+                        .map(|code| {
+                            if code == errors::NONE {
+                                errors::COORDINATOR_NOT_AVAILABLE
+                            } else {
+                                code
+                            }
+                        })
+                        .collect();
+                }
+                group.offsets.extend(values);
+                results
+            })
     }
 
     /// OffsetFetch for `topics` (all of the group's partitions when `None`): each partition's
@@ -105,101 +109,107 @@ impl GroupCoordinator {
         topics: Option<&[(String, Vec<i32>)]>,
         require_stable: bool,
     ) -> Vec<(String, i32, Fetched)> {
-        let groups = self.groups.lock();
-        let group = groups.get(group_id);
-        let fetched = |topic: &str, partition: i32| match group {
-            Some(g) if require_stable && g.has_pending_offset(topic, partition) => {
-                Fetched::Unstable
-            }
-            Some(g) => Fetched::Committed(g.offsets.get(&(topic.to_owned(), partition)).cloned()),
-            None => Fetched::Committed(None),
-        };
-        match topics {
-            Some(topics) => topics
-                .iter()
-                .flat_map(|(topic, partitions)| {
-                    partitions
-                        .iter()
-                        .map(|partition| (topic.clone(), *partition, fetched(topic, *partition)))
-                })
-                .collect(),
-            None => group
-                .map(|g| {
-                    g.offsets
-                        .keys()
-                        .map(|(topic, partition)| {
+        self.runtime.read(self.partition_of(group_id), |shard| {
+            let groups = &shard.groups;
+            let group = groups.get(group_id);
+            let fetched = |topic: &str, partition: i32| match group {
+                Some(g) if require_stable && g.has_pending_offset(topic, partition) => {
+                    Fetched::Unstable
+                }
+                Some(g) => {
+                    Fetched::Committed(g.offsets.get(&(topic.to_owned(), partition)).cloned())
+                }
+                None => Fetched::Committed(None),
+            };
+            match topics {
+                Some(topics) => topics
+                    .iter()
+                    .flat_map(|(topic, partitions)| {
+                        partitions.iter().map(|partition| {
                             (topic.clone(), *partition, fetched(topic, *partition))
                         })
-                        .collect()
-                })
-                .unwrap_or_default(),
-        }
+                    })
+                    .collect(),
+                None => group
+                    .map(|g| {
+                        g.offsets
+                            .keys()
+                            .map(|(topic, partition)| {
+                                (topic.clone(), *partition, fetched(topic, *partition))
+                            })
+                            .collect()
+                    })
+                    .unwrap_or_default(),
+            }
+        })
     }
 
     /// DeleteGroups: only empty groups go; their offsets and metadata are tombstoned.
     pub fn delete_group(&self, group_id: &str) -> i16 {
-        let now = self.now();
-        let mut groups = self.groups.lock();
-        let Some(group) = groups.get(group_id) else {
-            return errors::GROUP_ID_NOT_FOUND;
-        };
-        if group.state != GroupState::Empty {
-            return errors::NON_EMPTY_GROUP;
-        }
-        // Offsets pending in transactions go too, as Kafka tombstones them.
-        let mut records: Vec<OffsetsRecord> = group
-            .offset_keys()
-            .iter()
-            .map(|(topic, partition)| (offset_key(group_id, topic, *partition), None))
-            .collect();
-        records.push((
-            OffsetsKey::Group {
-                group: group_id.to_owned(),
-            },
-            None,
-        ));
-        if let Err(error) = self.topic.append(group_id, &records, now) {
-            tracing::warn!(group = group_id, %error, "deleting a group failed");
-            return errors::COORDINATOR_NOT_AVAILABLE;
-        }
-        groups.remove(group_id);
-        tracing::info!(group = group_id, "group deleted");
-        errors::NONE
+        self.runtime
+            .write(self.partition_of(group_id), |shard, ctx| {
+                let groups = &mut shard.groups;
+                let Some(group) = groups.get(group_id) else {
+                    return errors::GROUP_ID_NOT_FOUND;
+                };
+                if group.state != GroupState::Empty {
+                    return errors::NON_EMPTY_GROUP;
+                }
+                // Offsets pending in transactions go too, as Kafka tombstones them.
+                let mut records: Vec<OffsetsRecord> = group
+                    .offset_keys()
+                    .iter()
+                    .map(|(topic, partition)| (offset_key(group_id, topic, *partition), None))
+                    .collect();
+                records.push((
+                    OffsetsKey::Group {
+                        group: group_id.to_owned(),
+                    },
+                    None,
+                ));
+                if let Err(error) = ctx.append(&records) {
+                    tracing::warn!(group = group_id, %error, "deleting a group failed");
+                    return errors::COORDINATOR_NOT_AVAILABLE;
+                }
+                groups.remove(group_id);
+                tracing::info!(group = group_id, "group deleted");
+                errors::NONE
+            })
     }
 
     /// A deleted topic's committed offsets go from every group (tombstoned), as Kafka removes
     /// them when a topic is deleted: a topic created again under the name starts afresh.
     /// Returns how many offsets were removed.
     pub fn forget_topic(&self, topic: &str) -> usize {
-        let now = self.now();
-        let mut groups = self.groups.lock();
         let mut removed = 0;
-        for group in groups.values_mut() {
-            let keys: Vec<(String, i32)> = group
-                .offset_keys()
-                .into_iter()
-                .filter(|(t, _)| t == topic)
-                .collect();
-            let records: Vec<OffsetsRecord> = keys
-                .iter()
-                .map(|(t, partition)| (offset_key(&group.id, t, *partition), None))
-                .collect();
-            if records.is_empty() {
-                continue;
-            }
-            match self.topic.append(&group.id, &records, now) {
-                Ok(()) => {
-                    removed += records.len();
-                    group.offsets.retain(|(t, _), _| t != topic);
-                    for (t, partition) in &keys {
-                        group.remove_pending(t, *partition);
+        self.runtime.write_each(self.now(), |shard, ctx| {
+            for group in shard.groups.values_mut() {
+                let keys: Vec<(String, i32)> = group
+                    .offset_keys()
+                    .into_iter()
+                    .filter(|(t, _)| t == topic)
+                    .collect();
+                let records: Vec<OffsetsRecord> = keys
+                    .iter()
+                    .map(|(t, partition)| (offset_key(&group.id, t, *partition), None))
+                    .collect();
+                if records.is_empty() {
+                    continue;
+                }
+                match ctx.append(&records) {
+                    Ok(()) => {
+                        removed += records.len();
+                        group.offsets.retain(|(t, _), _| t != topic);
+                        for (t, partition) in &keys {
+                            group.remove_pending(t, *partition);
+                        }
+                    }
+                    Err(error) => {
+                        tracing::warn!(group = %group.id, topic, %error, "removing a deleted topic's offsets failed");
                     }
                 }
-                Err(error) => {
-                    tracing::warn!(group = %group.id, topic, %error, "removing a deleted topic's offsets failed");
-                }
             }
-        }
+        });
         removed
     }
 
@@ -211,57 +221,60 @@ impl GroupCoordinator {
         partitions: &[(String, i32)],
         subscribed: impl Fn(&str, &[u8]) -> Vec<String>,
     ) -> (i16, Vec<i16>) {
-        let now = self.now();
-        let mut groups = self.groups.lock();
-        let Some(group) = groups.get_mut(group_id) else {
-            return (errors::GROUP_ID_NOT_FOUND, Vec::new());
-        };
-        let protocol_type = group.protocol_type.clone().unwrap_or_default();
-        let protocol = group.protocol.clone().unwrap_or_default();
-        let topics: Vec<String> = if group.state == GroupState::Empty {
-            Vec::new()
-        } else {
-            group
-                .members
-                .iter()
-                .flat_map(|m| subscribed(&protocol_type, &m.metadata_for(&protocol)))
-                .collect()
-        };
-        let mut records = Vec::new();
-        let results: Vec<i16> = partitions
-            .iter()
-            .map(|(topic, partition)| {
-                if topics.contains(topic) {
-                    return errors::GROUP_SUBSCRIBED_TO_TOPIC;
+        self.runtime
+            .write(self.partition_of(group_id), |shard, ctx| {
+                let groups = &mut shard.groups;
+                let Some(group) = groups.get_mut(group_id) else {
+                    return (errors::GROUP_ID_NOT_FOUND, Vec::new());
+                };
+                let protocol_type = group.protocol_type.clone().unwrap_or_default();
+                let protocol = group.protocol.clone().unwrap_or_default();
+                let topics: Vec<String> = if group.state == GroupState::Empty {
+                    Vec::new()
+                } else {
+                    group
+                        .members
+                        .iter()
+                        .flat_map(|m| subscribed(&protocol_type, &m.metadata_for(&protocol)))
+                        .collect()
+                };
+                let mut records = Vec::new();
+                let results: Vec<i16> = partitions
+                    .iter()
+                    .map(|(topic, partition)| {
+                        if topics.contains(topic) {
+                            return errors::GROUP_SUBSCRIBED_TO_TOPIC;
+                        }
+                        if group.offsets.contains_key(&(topic.clone(), *partition))
+                            || group.has_pending_offset(topic, *partition)
+                        {
+                            records.push((offset_key(group_id, topic, *partition), None));
+                        }
+                        errors::NONE
+                    })
+                    .collect();
+                if let Err(error) = ctx.append(&records) {
+                    tracing::warn!(group = group_id, %error, "deleting offsets failed");
+                    return (errors::COORDINATOR_NOT_AVAILABLE, Vec::new());
                 }
-                if group.offsets.contains_key(&(topic.clone(), *partition))
-                    || group.has_pending_offset(topic, *partition)
-                {
-                    records.push((offset_key(group_id, topic, *partition), None));
+                for (key, _) in &records {
+                    if let OffsetsKey::Offset {
+                        topic, partition, ..
+                    } = key
+                    {
+                        group.offsets.remove(&(topic.clone(), *partition));
+                        group.remove_pending(topic, *partition);
+                    }
                 }
-                errors::NONE
+                (errors::NONE, results)
             })
-            .collect();
-        if let Err(error) = self.topic.append(group_id, &records, now) {
-            tracing::warn!(group = group_id, %error, "deleting offsets failed");
-            return (errors::COORDINATOR_NOT_AVAILABLE, Vec::new());
-        }
-        for (key, _) in &records {
-            if let OffsetsKey::Offset {
-                topic, partition, ..
-            } = key
-            {
-                group.offsets.remove(&(topic.clone(), *partition));
-                group.remove_pending(topic, *partition);
-            }
-        }
-        (errors::NONE, results)
     }
 
     /// Offsets of empty groups older than `offsets.retention.minutes` (counted from when the
     /// group emptied, or from the commit for groups that never had members) are tombstoned; an
     /// empty group left with no offsets is removed.
-    pub(super) fn expire_offsets(&self, groups: &mut HashMap<String, Group>, now: i64) {
+    pub(super) fn expire_offsets(&self, groups: &mut HashMap<String, Group>, ctx: &GroupCtx<'_>) {
+        let now = ctx.now_ms;
         let retention = clock::kafka_ms(self.config.offsets_retention);
         let mut dead = Vec::new();
         for group in groups.values_mut() {
@@ -298,7 +311,7 @@ impl GroupCoordinator {
                     None,
                 ));
             }
-            match self.topic.append(&group.id, &records, now) {
+            match ctx.append(&records) {
                 Ok(()) => {
                     tracing::info!(group = %group.id, offsets = expired.len(), "expired committed offsets");
                     for key in &expired {

@@ -8,14 +8,10 @@ use std::sync::Arc;
 use ferrolog_records::consumer_offsets::{
     OTHER_GROUP_RECORD_TYPES, OffsetsKey, partition_for_group, record_type,
 };
-use ferrolog_records::{BatchBuilder, FileEntry};
-use ferrolog_storage::TopicPartition;
 use ferrolog_storage::manager::LogManager;
-use ferrolog_storage::{Result, StorageError};
+use ferrolog_storage::{Result, TopicPartition};
 
-use ferrolog_storage::producer::{MarkerKind, TxnMarker, TxnVerifier};
-
-use crate::internal_log;
+use crate::coordinator::{Codec, Journal, LoadEvent, Missing, loader};
 
 pub const OFFSETS_TOPIC: &str = "__consumer_offsets";
 
@@ -87,49 +83,9 @@ impl OffsetsTopic {
         self.manager.create_all(&all)
     }
 
-    /// Appends `records` for `group` as one transactional batch of `producer_id` at `epoch`
-    /// (a TxnOffsetCommit, as Kafka's coordinator writes it: sequence 0, checked for its epoch
-    /// only), after `verifier` confirms the partition is in the producer's transaction.
-    pub fn append_transactional(
-        &self,
-        group: &str,
-        records: &[OffsetsRecord],
-        now_ms: i64,
-        (producer_id, epoch): (i64, i16),
-        verifier: &dyn TxnVerifier,
-    ) -> Result<()> {
-        let log = self.manager.get_or_create(&TopicPartition::new(
-            OFFSETS_TOPIC,
-            self.partition_of(group),
-        ))?;
-        let mut builder = BatchBuilder::new(0)
-            .producer(producer_id, epoch, 0)
-            .transactional(true);
-        for (key, value) in records {
-            builder
-                .append(now_ms, Some(&key.encode()), value.as_deref(), &[])
-                .map_err(invalid)?;
-        }
-        log.append_as_coordinator(builder.build().map_err(invalid)?, verifier)?;
-        Ok(())
-    }
-
-    /// Appends `records` for `group` as one batch (visible at once: the log moves its high
-    /// watermark with every append).
-    pub fn append(&self, group: &str, records: &[OffsetsRecord], now_ms: i64) -> Result<()> {
-        if records.is_empty() {
-            return Ok(());
-        }
-        let topic_partition = TopicPartition::new(OFFSETS_TOPIC, self.partition_of(group));
-        let log = self.manager.get_or_create(&topic_partition)?;
-        let mut builder = BatchBuilder::new(0);
-        for (key, value) in records {
-            builder
-                .append(now_ms, Some(&key.encode()), value.as_deref(), &[])
-                .map_err(invalid)?;
-        }
-        log.append_as_leader(builder.build().map_err(invalid)?)?;
-        Ok(())
+    /// The topic's writer: a write to a partition that does not exist creates it.
+    pub fn journal(&self) -> Journal {
+        Journal::new(Arc::clone(&self.manager), OFFSETS_TOPIC, Missing::Create)
     }
 
     /// Every record of every partition that exists, oldest first within a partition. Records
@@ -185,94 +141,72 @@ impl OffsetsTopic {
     /// Every record and marker of every partition that exists, with the partition it is in
     /// (see [`OffsetsTopic::load`]).
     fn load_partitions(&self, mut visit: impl FnMut(i32, OffsetsEvent)) -> Result<usize> {
-        let mut loaded = 0;
-        for partition in 0..self.partitions {
-            let topic_partition = TopicPartition::new(OFFSETS_TOPIC, partition);
-            let Some(log) = self.manager.get(&topic_partition) else {
-                continue;
-            };
-            internal_log::for_each_batch(&log, "group", |entry, from| {
-                loaded += visit_entry(&topic_partition, entry, from, &mut |event| {
-                    visit(partition, event)
-                });
+        let summary =
+            loader::load::<OffsetsCodec>(&self.manager, self.partitions, |partition, event| {
+                visit(
+                    partition,
+                    match event {
+                        LoadEvent::Record {
+                            record,
+                            producer_id,
+                        } => OffsetsEvent::Record {
+                            record,
+                            producer_id,
+                        },
+                        LoadEvent::Marker {
+                            producer_id,
+                            commit,
+                        } => OffsetsEvent::Marker {
+                            partition,
+                            producer_id,
+                            commit,
+                        },
+                    },
+                )
             })?;
-        }
-        Ok(loaded)
+        Ok(summary.records)
     }
 }
 
-fn invalid(error: ferrolog_records::RecordsError) -> StorageError {
-    StorageError::InvalidRecord {
-        batch_index: 0,
-        record_index: None,
-        reason: error.to_string(),
-    }
-}
+/// The records of `__consumer_offsets` a classic group coordinator keeps: offsets and group
+/// metadata (the other group record types, of Kafka 4's newer group protocols, are passed
+/// over).
+#[derive(Debug)]
+pub struct OffsetsCodec;
 
-/// Visits the records of one batch at or above `from` (or the transaction marker it is);
-/// returns how many records were visited.
-fn visit_entry(
-    topic_partition: &TopicPartition,
-    entry: &FileEntry<'_>,
-    from: i64,
-    visit: &mut impl FnMut(OffsetsEvent),
-) -> usize {
-    let mut producer_id = None;
-    if let FileEntry::V2(batch) = entry {
-        if batch.is_control() {
-            match TxnMarker::of(batch) {
-                Ok(Some(marker)) => visit(OffsetsEvent::Marker {
-                    partition: topic_partition.partition,
-                    producer_id: marker.producer_id,
-                    commit: marker.kind == MarkerKind::Commit,
-                }),
-                Ok(None) => {}
-                Err(reason) => {
-                    tracing::error!(partition = %topic_partition, offset = batch.base_offset(), reason, "skipping a transaction marker of the offsets topic that does not read: the transaction's offsets stay pending");
-                }
-            }
-            return 0;
-        }
-        if batch.is_transactional() {
-            producer_id = Some(batch.producer_id());
-        }
+impl Codec for OffsetsCodec {
+    type Record = OffsetsRecord;
+    const TOPIC: &'static str = OFFSETS_TOPIC;
+    const WHAT: &'static str = "group";
+
+    fn encode((key, value): &OffsetsRecord) -> Result<(Vec<u8>, Option<Vec<u8>>)> {
+        Ok((key.encode(), value.clone()))
     }
-    let records = match internal_log::owned_records(entry) {
-        Ok(records) => records,
-        Err(error) => {
-            tracing::warn!(partition = %topic_partition, offset = entry.last_offset(), %error, "skipping an unreadable batch of the offsets topic");
-            return 0;
+
+    fn decode(
+        partition: &TopicPartition,
+        offset: i64,
+        key: &[u8],
+        value: Option<Vec<u8>>,
+    ) -> Option<OffsetsRecord> {
+        if record_type(key).is_some_and(|kind| OTHER_GROUP_RECORD_TYPES.contains(&kind)) {
+            return None;
         }
-    };
-    let mut visited = 0;
-    for (offset, key, value) in records {
-        if offset < from {
-            continue;
-        }
-        let Some(key) = key else { continue };
-        if record_type(&key).is_some_and(|kind| OTHER_GROUP_RECORD_TYPES.contains(&kind)) {
-            continue;
-        }
-        match OffsetsKey::decode(&key) {
-            Ok(key) => {
-                visit(OffsetsEvent::Record {
-                    record: (key, value),
-                    producer_id,
-                });
-                visited += 1;
-            }
+        match OffsetsKey::decode(key) {
+            Ok(key) => Some((key, value)),
             Err(error) => {
-                tracing::warn!(partition = %topic_partition, offset, %error, "skipping an unreadable record of the offsets topic");
+                tracing::warn!(%partition, offset, %error, "skipping an unreadable record of the offsets topic");
+                None
             }
         }
     }
-    visited
 }
 
 #[cfg(test)]
 #[allow(clippy::unwrap_used, reason = "tests")]
 mod tests {
     use super::*;
+    use ferrolog_records::BatchBuilder;
     use ferrolog_storage::SystemClock;
     use ferrolog_storage::manager::ManagerConfig;
 
@@ -327,7 +261,8 @@ mod tests {
             ],
         );
         topic
-            .append("my-txn", &[(offset(0), Some(b"new".to_vec()))], 2)
+            .journal()
+            .append::<OffsetsCodec>(45, &[(offset(0), Some(b"new".to_vec()))], 2)
             .unwrap();
         let mut visited = Vec::new();
         topic

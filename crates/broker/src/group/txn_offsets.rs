@@ -3,13 +3,11 @@
 //! to OffsetFetch, which answers UNSTABLE_OFFSET_COMMIT for them when asked for stable offsets)
 //! until the transaction coordinator's marker commits or aborts them.
 
-use ferrolog_storage::TopicPartition;
 use ferrolog_storage::log::MarkerRequest;
 use ferrolog_storage::producer::{MarkerKind, TxnVerifier};
 
 use super::membership::check_member;
 use super::offsets::CommitRecords;
-use super::offsets_topic::OFFSETS_TOPIC;
 use super::state::{Group, GroupState};
 use super::{CommitEntry, GroupCoordinator};
 use crate::errors;
@@ -43,69 +41,69 @@ impl GroupCoordinator {
         if let Err(error) = verifier.verify(producer.0, producer.1) {
             return all(errors::code_of(&error));
         }
-        let now = self.now();
-        let mut groups = self.groups.lock();
-        // As Kafka's classic groups: a commit with a negative generation to an empty (or
-        // missing) group is taken without member checks; otherwise a producer that names no
-        // member commits without one, and the group's state is not checked (no
-        // REBALANCE_IN_PROGRESS for transactional commits).
-        match groups.get(group_id) {
-            None if member.generation < 0 => {}
-            None => return all(errors::ILLEGAL_GENERATION),
-            Some(group) => {
-                let standalone = member.generation < 0 && group.state == GroupState::Empty;
-                let names_member = member.generation >= 0
-                    || !member.member_id.is_empty()
-                    || member.group_instance_id.is_some();
-                if !standalone
-                    && names_member
-                    && let Err(code) = check_member(
-                        group,
-                        member.member_id,
-                        member.group_instance_id,
-                        member.generation,
-                    )
-                {
-                    return all(code);
+        self.runtime.write(self.partition_of(group_id), |shard, ctx| {
+            let now = ctx.now_ms;
+            let groups = &mut shard.groups;
+            // As Kafka's classic groups: a commit with a negative generation to an empty (or
+            // missing) group is taken without member checks; otherwise a producer that names no
+            // member commits without one, and the group's state is not checked (no
+            // REBALANCE_IN_PROGRESS for transactional commits).
+            match groups.get(group_id) {
+                None if member.generation < 0 => {}
+                None => return all(errors::ILLEGAL_GENERATION),
+                Some(group) => {
+                    let standalone = member.generation < 0 && group.state == GroupState::Empty;
+                    let names_member = member.generation >= 0
+                        || !member.member_id.is_empty()
+                        || member.group_instance_id.is_some();
+                    if !standalone
+                        && names_member
+                        && let Err(code) = check_member(
+                            group,
+                            member.member_id,
+                            member.group_instance_id,
+                            member.generation,
+                        )
+                    {
+                        return all(code);
+                    }
                 }
             }
-        }
-        let CommitRecords {
-            results,
-            records,
-            values,
-        } = self.commit_records(group_id, entries, now, None);
-        if records.is_empty() {
-            return results;
-        }
-        if let Err(error) = self
-            .topic
-            .append_transactional(group_id, &records, now, producer, verifier)
-        {
-            tracing::debug!(group = group_id, %error, "a transactional offset commit was refused");
-            // As Kafka's group coordinator maps its write errors.
-            let code = match errors::code_of(&error) {
-                errors::KAFKA_STORAGE_ERROR => errors::NOT_COORDINATOR,
-                errors::MESSAGE_TOO_LARGE | errors::RECORD_LIST_TOO_LARGE => {
-                    errors::UNKNOWN_SERVER_ERROR
-                }
-                errors::UNKNOWN_SERVER_ERROR => errors::COORDINATOR_NOT_AVAILABLE,
-                code => code,
-            };
-            return results
-                .into_iter()
-                .map(|result| if result == errors::NONE { code } else { result })
-                .collect();
-        }
-        // A group first named here exists once its commit is written.
-        groups
-            .entry(group_id.to_owned())
-            .or_insert_with(|| Group::new(group_id, now))
-            .pending_txn_offsets
-            .entry(producer.0)
-            .or_default()
-            .extend(values);
-        results
+            let CommitRecords {
+                results,
+                records,
+                values,
+            } = self.commit_records(group_id, entries, now, None);
+            if records.is_empty() {
+                return results;
+            }
+            if let Err(error) = ctx.append_transactional(&records, producer, verifier)
+            {
+                tracing::debug!(group = group_id, %error, "a transactional offset commit was refused");
+                // As Kafka's group coordinator maps its write errors.
+                let code = match errors::code_of(&error) {
+                    errors::KAFKA_STORAGE_ERROR => errors::NOT_COORDINATOR,
+                    errors::MESSAGE_TOO_LARGE | errors::RECORD_LIST_TOO_LARGE => {
+                        errors::UNKNOWN_SERVER_ERROR
+                    }
+                    errors::UNKNOWN_SERVER_ERROR => errors::COORDINATOR_NOT_AVAILABLE,
+                    code => code,
+                };
+                return results
+                    .into_iter()
+                    .map(|result| if result == errors::NONE { code } else { result })
+                    .collect();
+            }
+            // A group first named here exists once its commit is written.
+            groups
+                .entry(group_id.to_owned())
+                .or_insert_with(|| Group::new(group_id, now))
+                .pending_txn_offsets
+                .entry(producer.0)
+                .or_default()
+                .extend(values);
+            results
+        })
     }
 
     /// The marker of a transaction that committed offsets in `partition` of
@@ -119,18 +117,16 @@ impl GroupCoordinator {
         marker: MarkerRequest,
         epoch_bumped: bool,
     ) -> ferrolog_storage::Result<bool> {
-        let mut groups = self.groups.lock();
-        let topic_partition = TopicPartition::new(OFFSETS_TOPIC, partition);
-        let Some(log) = self.topic.manager().get(&topic_partition) else {
-            return Ok(false);
-        };
-        log.append_marker(marker, epoch_bumped)?;
-        let commit = marker.kind == MarkerKind::Commit;
-        for group in groups.values_mut() {
-            if self.topic.partition_of(&group.id) == partition {
+        self.runtime.write(partition, |shard, ctx| {
+            if !ctx.append_marker(marker, epoch_bumped)? {
+                return Ok(false);
+            }
+            let commit = marker.kind == MarkerKind::Commit;
+            // Every group of the shard is in the partition.
+            for group in shard.groups.values_mut() {
                 group.end_txn(marker.producer_id, commit);
             }
-        }
-        Ok(true)
+            Ok(true)
+        })
     }
 }

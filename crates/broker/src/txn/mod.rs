@@ -10,11 +10,14 @@
 //! time); this file keeps the states, writes what was decided to `__transaction_state`
 //! ([`topic`]) before it takes effect, and writes the markers ([`markers`]).
 //!
-//! Locking: one mutex guards every id's state, held while a decision is made and its record
-//! appended to `__transaction_state`, never while markers are written. A transactional append
-//! asks [`TransactionCoordinator::verify`] under its partition's writer lock, which a marker
-//! also takes: so the order is always partition writer → this mutex → `__transaction_state`'s
-//! writer, and a transaction cannot end between a partition's verification and its write.
+//! Locking: the ids live in the shards of the coordinator runtime ([`crate::coordinator`]), one
+//! per `__transaction_state` partition, each id in its partition's shard. A shard's lock is
+//! held while a decision is made and its record appended, never while markers are written (the
+//! id is marked in flight meanwhile), nor while the tombstones of forgotten ids are. A
+//! transactional append asks [`TransactionCoordinator::verify`] under its partition's writer
+//! lock, which a marker also takes: so the order is always partition writer → an id's shard →
+//! `__transaction_state`'s writer, and a transaction cannot end between a partition's
+//! verification and its write.
 //!
 //! An EndTxn is answered once its markers are written and its completion recorded, or, if a
 //! marker cannot be written now (a directory offline, a full disk), once its PrepareCommit or
@@ -22,7 +25,9 @@
 //! from its marker queue. Meanwhile the id answers CONCURRENT_TRANSACTIONS.
 
 mod config;
+mod end;
 mod markers;
+mod shard;
 pub mod state;
 mod timers;
 pub mod topic;
@@ -33,17 +38,22 @@ pub use verify::{Verifier, VerifyFor};
 
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use ferrolog_records::transaction_state::TxnStatus;
 use ferrolog_storage::manager::LogManager;
-use ferrolog_storage::{Clock, Result, StorageError, TopicPartition, clock};
-use parking_lot::Mutex;
+use ferrolog_storage::{Result, StorageError, TopicPartition, clock};
 
+use crate::coordinator::{Ctx, LoadEvent, Periodic, Runtime, Shard};
 use crate::errors;
 use crate::group::GroupCoordinator;
-use state::{EndDecision, InitDecision, TxnMetadata, TxnPartition};
-use topic::TxnStateTopic;
+use shard::TxnShard;
+use state::{InitDecision, TxnMetadata, TxnPartition};
+use topic::{TxnCodec, TxnStateTopic};
+
+/// What an operation on an id's shard appends through, and its time.
+type TxnCtx<'a> = Ctx<'a, TxnCodec>;
 
 /// Why an id answers CONCURRENT_TRANSACTIONS for now.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -103,25 +113,23 @@ pub struct TransactionCoordinator {
     topic: TxnStateTopic,
     manager: Arc<LogManager>,
     config: TxnConfig,
-    clock: Arc<dyn Clock>,
-    ids: Mutex<HashMap<String, Entry>>,
+    runtime: Runtime<TxnShard>,
+    /// Ids kept across every shard, against `ferrolog.max.transactional.ids`.
+    id_count: AtomicUsize,
     /// The coordinator epoch every marker carries: the highest partition leader epoch in
     /// `__transaction_state`'s batches and every coordinator epoch a partition's producer state
     /// holds, so a marker is never older than one written before (by Kafka, for a directory
     /// it moved here). ferrolog's own batches carry leader epoch 0.
     coordinator_epoch: i32,
-    /// `__transaction_state` partitions that should exist but were not loaded (their
-    /// directory is offline): their ids' states are unknown, so those ids are refused
-    /// (NOT_COORDINATOR, which clients retry) rather than started afresh.
-    unavailable: BTreeSet<i32>,
-    next_timeout_check_ms: Mutex<i64>,
-    next_expiry_check_ms: Mutex<i64>,
 }
 
 impl TransactionCoordinator {
-    /// Rebuilds every id's state from the `__transaction_state` partitions in the data dirs.
-    /// Transactions found preparing to commit or abort are completed by the first tick; ongoing
-    /// ones stay ongoing until they end or time out.
+    /// Rebuilds every id's state from the `__transaction_state` partitions in the data dirs,
+    /// each in its partition's shard. Transactions found preparing to commit or abort are
+    /// completed by the first tick; ongoing ones stay ongoing until they end or time out.
+    /// Partitions that should exist but were not loaded (their directory is offline) leave
+    /// their ids' states unknown: those ids are refused (NOT_COORDINATOR, which clients retry)
+    /// rather than started afresh.
     pub fn open(manager: Arc<LogManager>, config: TxnConfig) -> Result<Self> {
         let clock = Arc::clone(manager.clock());
         let topic = TxnStateTopic::new(
@@ -129,29 +137,28 @@ impl TransactionCoordinator {
             config.state_log_partitions,
             config.state_log_segment_bytes,
         );
-        let mut loaded: HashMap<String, TxnMetadata> = HashMap::new();
-        let state_epoch = topic.load(|_, (id, value)| match value {
-            Some(value) => {
-                loaded.insert(id, TxnMetadata::from_value(&value));
-            }
-            None => {
-                loaded.remove(&id);
-            }
-        })?;
-        let ids: HashMap<String, Entry> = loaded
-            .into_iter()
-            .map(|(id, meta)| {
-                let unfinished = matches!(
-                    meta.state,
-                    TxnStatus::PrepareCommit | TxnStatus::PrepareAbort
-                );
-                let pending = unfinished.then_some(Pending::Retry { not_before_ms: 0 });
-                (id, Entry { meta, pending })
+        let now = clock.now_ms();
+        let mut shards: Vec<TxnShard> = (0..topic.partitions())
+            .map(|_| TxnShard {
+                ids: HashMap::new(),
+                timeout_check: Periodic::new(now, config.abort_timed_out_interval),
+                expiry_check: Periodic::new(now, config.remove_expired_interval),
             })
             .collect();
-        if !ids.is_empty() {
+        // An id's records go to its own partition's shard.
+        let summary = topic.load(|_, record| {
+            let partition = topic.partition_of(&record.0);
+            let event = LoadEvent::Record {
+                record,
+                producer_id: None,
+            };
+            shards[partition as usize].replay(event, now);
+        })?;
+        shards.iter_mut().for_each(TxnShard::after_load);
+        let loaded: usize = shards.iter().map(|shard| shard.ids.len()).sum();
+        if loaded > 0 {
             tracing::info!(
-                transactional_ids = ids.len(),
+                transactional_ids = loaded,
                 "transaction states loaded from the transaction state topic"
             );
         }
@@ -174,34 +181,47 @@ impl TransactionCoordinator {
                 "partitions of the transaction state topic are missing (their directory is offline?): the transactional ids they hold are refused until they are back"
             );
         }
-        let now = clock.now_ms();
+        let runtime = Runtime::new(shards, unavailable, topic.journal(), clock);
         Ok(Self {
-            coordinator_epoch: state_epoch.max(producer_epoch),
-            unavailable,
+            coordinator_epoch: summary.highest_leader_epoch.max(producer_epoch),
             topic,
             manager,
-            next_timeout_check_ms: Mutex::new(clock::after(now, config.abort_timed_out_interval)),
-            next_expiry_check_ms: Mutex::new(clock::after(now, config.remove_expired_interval)),
             config,
-            clock,
-            ids: Mutex::new(ids),
+            runtime,
+            id_count: AtomicUsize::new(loaded),
         })
     }
 
     fn now(&self) -> i64 {
-        self.clock.now_ms()
+        self.runtime.now()
     }
 
     /// Whether `transactional_id` may be served: its `__transaction_state` partition was
     /// loaded. Otherwise NOT_COORDINATOR.
     fn check_available(&self, transactional_id: &str) -> std::result::Result<(), i16> {
-        if self
-            .unavailable
-            .contains(&self.topic.partition_of(transactional_id))
+        if !self
+            .runtime
+            .is_available(self.topic.partition_of(transactional_id))
         {
             return Err(errors::NOT_COORDINATOR);
         }
         Ok(())
+    }
+
+    /// Takes a place for a new id under `ferrolog.max.transactional.ids`; `false` when none is
+    /// left.
+    fn reserve_id(&self) -> bool {
+        let max = self.config.max_transactional_ids;
+        self.id_count
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |count| {
+                (count < max).then_some(count + 1)
+            })
+            .is_ok()
+    }
+
+    /// Gives back the place of an id forgotten (or never made).
+    fn release_id(&self) {
+        self.id_count.fetch_sub(1, Ordering::SeqCst);
     }
 
     /// FindCoordinator for a transactional id: this broker; `__transaction_state` is created the
@@ -211,9 +231,8 @@ impl TransactionCoordinator {
     }
 
     /// Writes `next` as `transactional_id`'s state; on success it is the state.
-    fn write(&self, id: &str, entry: &mut Entry, next: TxnMetadata, now: i64) -> Result<()> {
-        let value = next.to_value();
-        self.topic.append(id, Some(&value), now)?;
+    fn write(ctx: &TxnCtx<'_>, id: &str, entry: &mut Entry, next: TxnMetadata) -> Result<()> {
+        ctx.append(&[(id.to_owned(), Some(next.to_value()))])?;
         entry.meta = next;
         Ok(())
     }
@@ -237,50 +256,27 @@ impl TransactionCoordinator {
         if let Err(code) = self.check_available(transactional_id) {
             return refuse(code);
         }
-        let now = self.now();
-        let is_new = !self.ids.lock().contains_key(transactional_id);
-        if is_new && self.ids.lock().len() >= self.config.max_transactional_ids {
-            self.make_room(now);
+        let partition = self.topic.partition_of(transactional_id);
+        let is_new = !self
+            .runtime
+            .read(partition, |shard| shard.ids.contains_key(transactional_id));
+        if is_new && self.id_count.load(Ordering::SeqCst) >= self.config.max_transactional_ids {
+            self.make_room(self.now());
         }
-        let fence = {
-            let mut ids = self.ids.lock();
+        let fence = self.runtime.write(partition, |shard, ctx| {
+            let now = ctx.now_ms;
+            let ids = &mut shard.ids;
             if !ids.contains_key(transactional_id) {
-                if transactional_id.len() > MAX_TRANSACTIONAL_ID_BYTES {
-                    tracing::warn!(
-                        bytes = transactional_id.len(),
-                        limit = MAX_TRANSACTIONAL_ID_BYTES,
-                        "refusing a transactional id longer than ferrolog keeps"
-                    );
-                    return refuse(errors::INVALID_REQUEST);
-                }
-                if ids.len() >= self.config.max_transactional_ids {
-                    tracing::warn!(
-                        transactional_id,
-                        limit = self.config.max_transactional_ids,
-                        "refusing a new transactional id: ferrolog.max.transactional.ids reached and every id has a transaction open"
-                    );
-                    return refuse(errors::POLICY_VIOLATION);
-                }
-                let producer_id = match self.manager.next_producer_id() {
-                    Ok(id) => id,
-                    Err(error) => {
-                        tracing::warn!(%error, "no producer id could be reserved");
-                        return refuse(errors::COORDINATOR_NOT_AVAILABLE);
-                    }
-                };
-                ids.insert(
-                    transactional_id.to_owned(),
-                    Entry {
-                        meta: TxnMetadata::new(producer_id, timeout_ms, now),
-                        pending: None,
-                    },
-                );
+                let entry = self
+                    .admit(transactional_id, timeout_ms, now)
+                    .map_err(refuse)?;
+                ids.insert(transactional_id.to_owned(), entry);
             }
             let Some(entry) = ids.get_mut(transactional_id) else {
-                return refuse(errors::UNKNOWN_SERVER_ERROR);
+                return Err(refuse(errors::UNKNOWN_SERVER_ERROR));
             };
             if entry.pending.is_some() {
-                return refuse(errors::CONCURRENT_TRANSACTIONS);
+                return Err(refuse(errors::CONCURRENT_TRANSACTIONS));
             }
             let cluster_tv = self.config.transaction_version;
             let decision =
@@ -293,25 +289,30 @@ impl TransactionCoordinator {
                         })
                     });
             match decision {
-                InitDecision::Refuse(code) => return refuse(code),
+                InitDecision::Refuse(code) => Err(refuse(code)),
                 InitDecision::Write(next) => {
                     let answer = (next.producer_id, next.producer_epoch);
-                    return match self.write(transactional_id, entry, next, now) {
+                    Err(match Self::write(ctx, transactional_id, entry, next) {
                         Ok(()) => Outcome {
                             answer: Ok(answer),
                             marked: Vec::new(),
                         },
                         Err(error) => refuse(append_error(transactional_id, &error)),
-                    };
+                    })
                 }
                 InitDecision::FenceOngoing(abort) => {
-                    if let Err(error) = self.write(transactional_id, entry, abort, now) {
-                        return refuse(append_error(transactional_id, &error));
+                    if let Err(error) = Self::write(ctx, transactional_id, entry, abort) {
+                        return Err(refuse(append_error(transactional_id, &error)));
                     }
                     entry.pending = Some(Pending::InFlight);
-                    entry.meta.clone()
+                    Ok(entry.meta.clone())
                 }
             }
+        });
+        // An answer now, or a fenced transaction whose abort is written first.
+        let fence = match fence {
+            Ok(fence) => fence,
+            Err(answer) => return answer,
         };
         // The fenced transaction's abort: the producer asks again once it is complete.
         let marked = self.finish(groups, transactional_id, &fence);
@@ -321,19 +322,59 @@ impl TransactionCoordinator {
         }
     }
 
+    /// A new id's entry, with a producer id of its own, once it has a place under
+    /// `ferrolog.max.transactional.ids`; the error its InitProducerId gets otherwise.
+    fn admit(
+        &self,
+        transactional_id: &str,
+        timeout_ms: i32,
+        now: i64,
+    ) -> std::result::Result<Entry, i16> {
+        if transactional_id.len() > MAX_TRANSACTIONAL_ID_BYTES {
+            tracing::warn!(
+                bytes = transactional_id.len(),
+                limit = MAX_TRANSACTIONAL_ID_BYTES,
+                "refusing a transactional id longer than ferrolog keeps"
+            );
+            return Err(errors::INVALID_REQUEST);
+        }
+        if !self.reserve_id() {
+            tracing::warn!(
+                transactional_id,
+                limit = self.config.max_transactional_ids,
+                "refusing a new transactional id: ferrolog.max.transactional.ids reached and every id has a transaction open"
+            );
+            return Err(errors::POLICY_VIOLATION);
+        }
+        match self.manager.next_producer_id() {
+            Ok(producer_id) => Ok(Entry {
+                meta: TxnMetadata::new(producer_id, timeout_ms, now),
+                pending: None,
+            }),
+            Err(error) => {
+                self.release_id();
+                tracing::warn!(%error, "no producer id could be reserved");
+                Err(errors::COORDINATOR_NOT_AVAILABLE)
+            }
+        }
+    }
+
     /// Waits, up to `window`, while `transactional_id` has a transition in progress (its
     /// previous transaction's markers being written): a transactions-v2 write adding a
     /// partition would otherwise be answered CONCURRENT_TRANSACTIONS. Kafka retries such a
     /// write for up to 100 ms; waiting before the write keeps the partition's lock free.
     pub fn wait_until_settled(&self, transactional_id: &str, window: Duration) {
         let deadline = std::time::Instant::now() + window;
-        while self
-            .ids
-            .lock()
-            .get(transactional_id)
-            .is_some_and(|entry| entry.pending == Some(Pending::InFlight))
-            && std::time::Instant::now() < deadline
-        {
+        let partition = self.topic.partition_of(transactional_id);
+        let in_flight = || {
+            self.runtime.read(partition, |shard| {
+                shard
+                    .ids
+                    .get(transactional_id)
+                    .is_some_and(|entry| entry.pending == Some(Pending::InFlight))
+            })
+        };
+        while in_flight() && std::time::Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(20));
         }
     }
@@ -352,166 +393,26 @@ impl TransactionCoordinator {
         if let Err(code) = self.check_available(transactional_id) {
             return code;
         }
-        let now = self.now();
-        let mut ids = self.ids.lock();
-        let Some(entry) = ids.get_mut(transactional_id) else {
-            return errors::INVALID_PRODUCER_ID_MAPPING;
-        };
-        if entry.pending.is_some() {
-            return errors::CONCURRENT_TRANSACTIONS;
-        }
-        match entry
-            .meta
-            .add_partitions(producer_id, epoch, partitions, client_tv, now)
-        {
-            Err(code) => code,
-            Ok(None) => errors::NONE,
-            Ok(Some(next)) => match self.write(transactional_id, entry, next, now) {
-                Ok(()) => errors::NONE,
-                Err(error) => append_error(transactional_id, &error),
-            },
-        }
-    }
-
-    /// EndTxn: commits or aborts the id's transaction, as a transactions-v1 client (EndTxn
-    /// v0–4) or a v2 one (`v2`, EndTxn v5, whose every end bumps the epoch) asks. The answer's
-    /// producer id and epoch are those the producer goes on with (v5), −1 with an error.
-    pub fn end_txn(
-        &self,
-        groups: &GroupCoordinator,
-        transactional_id: &str,
-        (producer_id, epoch): (i64, i16),
-        commit: bool,
-        v2: bool,
-    ) -> Outcome<EndAnswer> {
-        let answer = |code| Outcome {
-            answer: EndAnswer {
-                code,
-                producer_id: -1,
-                epoch: -1,
-            },
-            marked: Vec::new(),
-        };
-        if let Err(code) = self.check_available(transactional_id) {
-            return answer(code);
-        }
-        let now = self.now();
-        let prepared = {
-            let mut ids = self.ids.lock();
-            let Some(entry) = ids.get_mut(transactional_id) else {
-                return answer(errors::INVALID_PRODUCER_ID_MAPPING);
+        let partition = self.topic.partition_of(transactional_id);
+        self.runtime.write(partition, |shard, ctx| {
+            let Some(entry) = shard.ids.get_mut(transactional_id) else {
+                return errors::INVALID_PRODUCER_ID_MAPPING;
             };
-            let decision = if v2 {
-                // Kafka checks a pending transition first with v2: the producer may already be
-                // using the id a completing transaction moves to.
-                if entry.pending.is_some() {
-                    return answer(errors::CONCURRENT_TRANSACTIONS);
-                }
-                entry.meta.end_txn_v2(producer_id, epoch, commit, now, || {
-                    self.manager.next_producer_id().map_err(|error| {
-                        tracing::warn!(%error, "no producer id could be reserved");
-                        errors::COORDINATOR_NOT_AVAILABLE
-                    })
-                })
-            } else {
-                if producer_id != entry.meta.producer_id {
-                    return answer(errors::INVALID_PRODUCER_ID_MAPPING);
-                }
-                if epoch != entry.meta.producer_epoch {
-                    return answer(errors::PRODUCER_FENCED);
-                }
-                if entry.pending.is_some() {
-                    return answer(errors::CONCURRENT_TRANSACTIONS);
-                }
-                entry.meta.end_txn(producer_id, epoch, commit, now)
-            };
-            match decision {
-                EndDecision::Refuse(code) => return answer(code),
-                EndDecision::AlreadyComplete => {
-                    return Outcome {
-                        answer: EndAnswer {
-                            code: errors::NONE,
-                            producer_id: entry.meta.producer_id,
-                            epoch: entry.meta.producer_epoch,
-                        },
-                        marked: Vec::new(),
-                    };
-                }
-                EndDecision::Prepare(next) => {
-                    if let Err(error) = self.write(transactional_id, entry, next, now) {
-                        return answer(append_error(transactional_id, &error));
-                    }
-                    entry.pending = Some(Pending::InFlight);
-                    entry.meta.clone()
-                }
+            if entry.pending.is_some() {
+                return errors::CONCURRENT_TRANSACTIONS;
             }
-        };
-        // What the producer goes on with: the completed state's id and epoch.
-        let completed = prepared.completed(now);
-        Outcome {
-            answer: EndAnswer {
-                code: errors::NONE,
-                producer_id: completed.producer_id,
-                epoch: completed.producer_epoch,
-            },
-            marked: self.finish(groups, transactional_id, &prepared),
-        }
-    }
-
-    /// Writes the markers of a prepared transaction (`prepared`, recorded and marked pending),
-    /// then its completion. Whatever cannot be written now is left for the timer.
-    fn finish(
-        &self,
-        groups: &GroupCoordinator,
-        transactional_id: &str,
-        prepared: &TxnMetadata,
-    ) -> Vec<TopicPartition> {
-        failpoint("txn.markers");
-        let written = markers::write_all(
-            &self.manager,
-            groups,
-            transactional_id,
-            prepared,
-            self.coordinator_epoch,
-        );
-        failpoint("txn.complete");
-        let now = self.now();
-        let mut ids = self.ids.lock();
-        let Some(entry) = ids.get_mut(transactional_id) else {
-            return written.marked;
-        };
-        if entry.meta.producer_id != prepared.producer_id
-            || entry.meta.producer_epoch != prepared.producer_epoch
-            || entry.meta.state != prepared.state
-        {
-            return written.marked;
-        }
-        let retry = Pending::Retry {
-            not_before_ms: now.saturating_add(RETRY_BACKOFF_MS),
-        };
-        match written.left {
-            markers::Left::Nothing => {
-                let completed = entry.meta.completed(now);
-                match self.write(transactional_id, entry, completed, now) {
-                    Ok(()) => entry.pending = None,
-                    Err(error) => {
-                        tracing::warn!(transactional_id, %error, "recording a transaction's completion failed; retrying");
-                        // Every marker is written: only the completion is retried.
-                        entry.meta.partitions.clear();
-                        entry.pending = Some(retry);
-                    }
-                }
+            match entry
+                .meta
+                .add_partitions(producer_id, epoch, partitions, client_tv, ctx.now_ms)
+            {
+                Err(code) => code,
+                Ok(None) => errors::NONE,
+                Ok(Some(next)) => match Self::write(ctx, transactional_id, entry, next) {
+                    Ok(()) => errors::NONE,
+                    Err(error) => append_error(transactional_id, &error),
+                },
             }
-            markers::Left::Retry(partitions) => {
-                entry.meta.partitions = partitions;
-                entry.pending = Some(retry);
-            }
-            markers::Left::Refused(partitions) => {
-                entry.meta.partitions = partitions;
-                entry.pending = Some(Pending::Stuck);
-            }
-        }
-        written.marked
+        })
     }
 
     /// The verifier of a transactional append to `partition` under `transactional_id`, mapping
@@ -532,26 +433,40 @@ impl TransactionCoordinator {
         epoch: i16,
         partition: &TxnPartition,
     ) -> std::result::Result<(), i16> {
-        let ids = self.ids.lock();
-        let entry = ids
-            .get(transactional_id)
-            .ok_or(errors::INVALID_PRODUCER_ID_MAPPING)?;
-        entry.meta.verify(producer_id, epoch, partition)
+        let shard = self.topic.partition_of(transactional_id);
+        self.runtime.read(shard, |shard| {
+            let entry = shard
+                .ids
+                .get(transactional_id)
+                .ok_or(errors::INVALID_PRODUCER_ID_MAPPING)?;
+            entry.meta.verify(producer_id, epoch, partition)
+        })
     }
 
     /// An id's state, for DescribeTransactions; `None` when the id is unknown.
     pub fn describe(&self, transactional_id: &str) -> Option<TxnDescription> {
-        let ids = self.ids.lock();
-        ids.get(transactional_id)
-            .map(|entry| describe(transactional_id, &entry.meta))
+        let partition = self.topic.partition_of(transactional_id);
+        self.runtime.read(partition, |shard| {
+            shard
+                .ids
+                .get(transactional_id)
+                .map(|entry| describe(transactional_id, &entry.meta))
+        })
     }
 
     /// Every id's state, for ListTransactions.
     pub fn list(&self) -> Vec<TxnDescription> {
-        let ids = self.ids.lock();
-        let mut all: Vec<TxnDescription> = ids
-            .iter()
-            .map(|(id, entry)| describe(id, &entry.meta))
+        let mut all: Vec<TxnDescription> = self
+            .runtime
+            .read_each(|shard| {
+                shard
+                    .ids
+                    .iter()
+                    .map(|(id, entry)| describe(id, &entry.meta))
+                    .collect::<Vec<_>>()
+            })
+            .into_iter()
+            .flatten()
             .collect();
         all.sort_by(|a, b| a.transactional_id.cmp(&b.transactional_id));
         all

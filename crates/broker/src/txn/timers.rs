@@ -1,10 +1,7 @@
-//! The coordinator's timers: unfinished transactions retried, transactions past their timeout
-//! fenced and aborted, idle transactional ids forgotten.
-
-use std::time::Duration;
+//! The coordinator's timers, owned by each shard: unfinished transactions retried, transactions
+//! past their timeout fenced and aborted, idle transactional ids forgotten.
 
 use ferrolog_storage::{TopicPartition, clock};
-use parking_lot::Mutex;
 
 use ferrolog_records::transaction_state::TxnStatus;
 
@@ -17,103 +14,123 @@ impl TransactionCoordinator {
     /// The timers, called every 100 ms: unfinished transactions retried; every
     /// `transaction.abort.timed.out.transaction.cleanup.interval.ms`, transactions past their
     /// timeout fenced and aborted; every
-    /// `transaction.remove.expired.transaction.cleanup.interval.ms`, idle ids forgotten.
-    /// Returns the partitions that got a marker.
+    /// `transaction.remove.expired.transaction.cleanup.interval.ms`, idle ids forgotten. Each
+    /// step visits every shard in turn before the next starts, all at one instant. Returns the
+    /// partitions that got a marker.
     pub fn tick(&self, groups: &GroupCoordinator) -> Vec<TopicPartition> {
         let now = self.now();
         let mut marked = Vec::new();
         for (id, prepared) in self.take_retries(now) {
             marked.extend(self.finish(groups, &id, &prepared));
         }
-        if due(
-            &self.next_timeout_check_ms,
-            now,
-            self.config.abort_timed_out_interval,
-        ) {
-            for (id, abort) in self.fence_timed_out(now) {
-                tracing::info!(
-                    transactional_id = id,
-                    producer_id = abort.producer_id,
-                    "aborting a transaction past its timeout"
-                );
-                marked.extend(self.finish(groups, &id, &abort));
-            }
+        for (id, abort) in self.fence_timed_out(now) {
+            tracing::info!(
+                transactional_id = id,
+                producer_id = abort.producer_id,
+                "aborting a transaction past its timeout"
+            );
+            marked.extend(self.finish(groups, &id, &abort));
         }
-        if due(
-            &self.next_expiry_check_ms,
-            now,
-            self.config.remove_expired_interval,
-        ) {
-            self.remove_expired(now);
-        }
+        self.remove_expired(now);
+        debug_assert_eq!(
+            self.runtime
+                .read_each(|shard| shard.ids.len())
+                .iter()
+                .sum::<usize>(),
+            self.id_count.load(std::sync::atomic::Ordering::SeqCst),
+            "the ids counted against ferrolog.max.transactional.ids are the ids kept"
+        );
         marked
     }
 
     fn take_retries(&self, now: i64) -> Vec<(String, TxnMetadata)> {
-        let mut ids = self.ids.lock();
-        ids.iter_mut()
-            .filter(|(_, entry)| {
-                matches!(entry.pending, Some(Pending::Retry { not_before_ms }) if not_before_ms <= now)
-            })
-            .map(|(id, entry)| {
-                entry.pending = Some(Pending::InFlight);
-                (id.clone(), entry.meta.clone())
-            })
-            .collect()
+        let mut retries = Vec::new();
+        self.runtime.write_each(now, |shard, _| {
+            retries.extend(
+                shard
+                    .ids
+                    .iter_mut()
+                    .filter(|(_, entry)| {
+                        matches!(entry.pending, Some(Pending::Retry { not_before_ms }) if not_before_ms <= now)
+                    })
+                    .map(|(id, entry)| {
+                        entry.pending = Some(Pending::InFlight);
+                        (id.clone(), entry.meta.clone())
+                    }),
+            );
+        });
+        retries
     }
 
+    /// Fences and records the abort of every transaction past its timeout, in the shards whose
+    /// check is due.
     fn fence_timed_out(&self, now: i64) -> Vec<(String, TxnMetadata)> {
-        let mut ids = self.ids.lock();
-        let candidates: Vec<String> = ids
-            .iter()
-            .filter(|(_, entry)| entry.pending.is_none() && entry.meta.timed_out(now))
-            .map(|(id, _)| id.clone())
-            .collect();
         let mut fenced = Vec::new();
-        for id in candidates {
-            let Some(entry) = ids.get_mut(&id) else {
-                continue;
-            };
-            let abort = entry
-                .meta
-                .fenced_abort(now, self.config.transaction_version, || {
-                    self.manager.next_producer_id().map_err(|error| {
-                        tracing::warn!(%error, "no producer id could be reserved");
-                        errors::COORDINATOR_NOT_AVAILABLE
-                    })
-                });
-            let Ok(abort) = abort else {
-                // No producer id for the fenced epoch's successor now: the next check retries.
-                continue;
-            };
-            match self.write(&id, entry, abort, now) {
-                Ok(()) => {
-                    entry.pending = Some(Pending::InFlight);
-                    fenced.push((id, entry.meta.clone()));
-                }
-                Err(error) => {
-                    tracing::warn!(transactional_id = id, %error, "fencing a timed-out transaction failed; retrying at the next check");
+        self.runtime.write_each(now, |shard, ctx| {
+            if !shard.timeout_check.due(now) {
+                return;
+            }
+            let candidates: Vec<String> = shard
+                .ids
+                .iter()
+                .filter(|(_, entry)| entry.pending.is_none() && entry.meta.timed_out(now))
+                .map(|(id, _)| id.clone())
+                .collect();
+            for id in candidates {
+                let Some(entry) = shard.ids.get_mut(&id) else {
+                    continue;
+                };
+                let abort = entry
+                    .meta
+                    .fenced_abort(now, self.config.transaction_version, || {
+                        self.manager.next_producer_id().map_err(|error| {
+                            tracing::warn!(%error, "no producer id could be reserved");
+                            errors::COORDINATOR_NOT_AVAILABLE
+                        })
+                    });
+                let Ok(abort) = abort else {
+                    // No producer id for the fenced epoch's successor now: the next check
+                    // retries.
+                    continue;
+                };
+                match Self::write(ctx, &id, entry, abort) {
+                    Ok(()) => {
+                        entry.pending = Some(Pending::InFlight);
+                        fenced.push((id, entry.meta.clone()));
+                    }
+                    Err(error) => {
+                        tracing::warn!(transactional_id = id, %error, "fencing a timed-out transaction failed; retrying at the next check");
+                    }
                 }
             }
-        }
+        });
         fenced
     }
 
-    /// Forgets ids idle past `transactional.id.expiration.ms`: each is marked in flight under
-    /// the lock, their tombstones are written without it (one batch per partition), and those
-    /// written are removed, unless they changed meanwhile.
+    /// Forgets ids idle past `transactional.id.expiration.ms`, in the shards whose check is
+    /// due: each is marked in flight under its shard's lock, their tombstones are written
+    /// without it (one batch per partition), and those written are removed, unless they
+    /// changed meanwhile.
     fn remove_expired(&self, now: i64) {
         let expiration = clock::kafka_ms(self.config.id_expiration);
-        let expired: Vec<String> = {
-            let mut ids = self.ids.lock();
-            ids.iter_mut()
-                .filter(|(_, entry)| entry.pending.is_none() && entry.meta.expired(now, expiration))
-                .map(|(id, entry)| {
-                    entry.pending = Some(Pending::InFlight);
-                    id.clone()
-                })
-                .collect()
-        };
+        let mut expired: Vec<String> = Vec::new();
+        self.runtime.write_each(now, |shard, _| {
+            if !shard.expiry_check.due(now) {
+                return;
+            }
+            expired.extend(
+                shard
+                    .ids
+                    .iter_mut()
+                    .filter(|(_, entry)| {
+                        entry.pending.is_none() && entry.meta.expired(now, expiration)
+                    })
+                    .map(|(id, entry)| {
+                        entry.pending = Some(Pending::InFlight);
+                        id.clone()
+                    }),
+            );
+        });
         let forgotten = self.forget(expired, now);
         if forgotten > 0 {
             tracing::info!(
@@ -129,24 +146,45 @@ impl TransactionCoordinator {
     /// transaction ended. So filling the table cannot lock every other client out; it can only
     /// make it forget idle ids sooner. `false` when every id has a transaction open.
     pub(super) fn make_room(&self, now: i64) -> bool {
-        let victim = {
-            let mut ids = self.ids.lock();
-            let victim = ids
-                .iter()
-                .filter(|(_, entry)| entry.pending.is_none() && entry.meta.state.may_expire())
-                .min_by_key(|(_, entry)| {
-                    let began = entry.meta.state != TxnStatus::Empty;
-                    (began, entry.meta.last_update_ms)
-                })
-                .map(|(id, _)| id.clone());
-            let Some(victim) = victim else {
-                return false;
-            };
-            if let Some(entry) = ids.get_mut(&victim) {
-                entry.pending = Some(Pending::InFlight);
-            }
-            victim
+        let candidate = |(_, entry): &(&String, &super::Entry)| {
+            entry.pending.is_none() && entry.meta.state.may_expire()
         };
+        let least_recent = |entry: &super::Entry| {
+            let began = entry.meta.state != TxnStatus::Empty;
+            (began, entry.meta.last_update_ms)
+        };
+        let victim = self
+            .runtime
+            .read_each(|shard| {
+                shard
+                    .ids
+                    .iter()
+                    .filter(candidate)
+                    .min_by_key(|(_, entry)| least_recent(entry))
+                    .map(|(id, entry)| (least_recent(entry), id.clone()))
+            })
+            .into_iter()
+            .flatten()
+            .min_by_key(|(order, _)| *order)
+            .map(|(_, id)| id);
+        let Some(victim) = victim else {
+            return false;
+        };
+        // Taken in its own shard, where it may have changed since it was chosen.
+        let taken = self
+            .runtime
+            .write(self.topic.partition_of(&victim), |shard, _| {
+                match shard.ids.get_mut(&victim) {
+                    Some(entry) if candidate(&(&victim, &*entry)) => {
+                        entry.pending = Some(Pending::InFlight);
+                        true
+                    }
+                    _ => false,
+                }
+            });
+        if !taken {
+            return false;
+        }
         tracing::info!(
             transactional_id = victim,
             limit = self.config.max_transactional_ids,
@@ -162,33 +200,26 @@ impl TransactionCoordinator {
             return 0;
         }
         let written = self.topic.append_tombstones(&names, now);
-        let mut ids = self.ids.lock();
         let mut forgotten = 0;
         for (id, result) in written {
-            let Some(entry) = ids.get_mut(&id) else {
-                continue;
-            };
-            match result {
-                Ok(()) => {
-                    ids.remove(&id);
-                    forgotten += 1;
+            let partition = self.topic.partition_of(&id);
+            self.runtime.write(partition, |shard, _| {
+                let Some(entry) = shard.ids.get_mut(&id) else {
+                    return;
+                };
+                match result {
+                    Ok(()) => {
+                        shard.ids.remove(&id);
+                        self.release_id();
+                        forgotten += 1;
+                    }
+                    Err(error) => {
+                        tracing::warn!(transactional_id = id, %error, "writing the tombstone of a forgotten transactional id failed; it is kept");
+                        entry.pending = None;
+                    }
                 }
-                Err(error) => {
-                    tracing::warn!(transactional_id = id, %error, "writing the tombstone of a forgotten transactional id failed; it is kept");
-                    entry.pending = None;
-                }
-            }
+            });
         }
         forgotten
     }
-}
-
-/// Whether a periodic check is due at `now`; if so, the next one is scheduled.
-fn due(next: &Mutex<i64>, now: i64, interval: Duration) -> bool {
-    let mut next = next.lock();
-    if now < *next {
-        return false;
-    }
-    *next = clock::after(now, interval);
-    true
 }

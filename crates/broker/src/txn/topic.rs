@@ -9,11 +9,10 @@ use std::sync::Arc;
 
 use ferrolog_records::consumer_offsets::coordinator_partition;
 use ferrolog_records::transaction_state::{TxnLogValue, decode_key, encode_key};
-use ferrolog_records::{BatchBuilder, FileEntry};
 use ferrolog_storage::manager::LogManager;
 use ferrolog_storage::{Result, StorageError, TopicPartition};
 
-use crate::internal_log;
+use crate::coordinator::{Codec, Journal, LoadEvent, LoadSummary, Missing, invalid, loader};
 
 pub const TRANSACTION_STATE_TOPIC: &str = "__transaction_state";
 
@@ -65,6 +64,11 @@ impl TxnStateTopic {
             .is_empty()
     }
 
+    /// The topic's partition count, which places the ids.
+    pub fn partitions(&self) -> i32 {
+        self.partitions
+    }
+
     pub fn partition_of(&self, transactional_id: &str) -> i32 {
         coordinator_partition(transactional_id, self.partitions)
     }
@@ -97,24 +101,27 @@ impl TxnStateTopic {
         self.manager.create_all(&all)
     }
 
+    /// The topic's writer. A partition is never created by a write (FindCoordinator creates
+    /// the topic, outside the coordinator's locks): a missing one is
+    /// [`StorageError::UnknownTopicOrPartition`].
+    pub fn journal(&self) -> Journal {
+        Journal::new(
+            Arc::clone(&self.manager),
+            TRANSACTION_STATE_TOPIC,
+            Missing::Refuse,
+        )
+    }
+
     /// Writes `transactional_id`'s state (`None`: a tombstone, forgetting it) as one record.
-    /// The partition is never created here (FindCoordinator creates the topic, outside the
-    /// coordinator's lock): a missing one is [`StorageError::UnknownTopicOrPartition`].
     pub fn append(
         &self,
         transactional_id: &str,
         value: Option<&TxnLogValue>,
         now_ms: i64,
     ) -> Result<()> {
-        let value = value
-            .map(|value| value.encode(VALUE_VERSION))
-            .transpose()
-            .map_err(invalid)?;
-        self.append_records(
-            self.partition_of(transactional_id),
-            &[(transactional_id, value.as_deref())],
-            now_ms,
-        )
+        let record = (transactional_id.to_owned(), value.cloned());
+        self.journal()
+            .append::<TxnCodec>(self.partition_of(transactional_id), &[record], now_ms)
     }
 
     /// Writes tombstones for `ids`, one batch per partition (of at most 512 records, well
@@ -127,12 +134,13 @@ impl TxnStateTopic {
                 .or_default()
                 .push(id);
         }
+        let journal = self.journal();
         let mut results = Vec::new();
         for (partition, ids) in by_partition {
             for chunk in ids.chunks(512) {
-                let records: Vec<(&str, Option<&[u8]>)> =
-                    chunk.iter().map(|id| (*id, None)).collect();
-                let written = self.append_records(partition, &records, now_ms);
+                let records: Vec<TxnRecord> =
+                    chunk.iter().map(|id| ((*id).to_owned(), None)).collect();
+                let written = journal.append::<TxnCodec>(partition, &records, now_ms);
                 for id in chunk {
                     let result = match &written {
                         Ok(()) => Ok(()),
@@ -143,29 +151,6 @@ impl TxnStateTopic {
             }
         }
         results
-    }
-
-    fn append_records(
-        &self,
-        partition: i32,
-        records: &[(&str, Option<&[u8]>)],
-        now_ms: i64,
-    ) -> Result<()> {
-        let topic_partition = TopicPartition::new(TRANSACTION_STATE_TOPIC, partition);
-        let log =
-            self.manager
-                .get(&topic_partition)
-                .ok_or(StorageError::UnknownTopicOrPartition {
-                    topic_partition: topic_partition.clone(),
-                })?;
-        let mut builder = BatchBuilder::new(0);
-        for (id, value) in records {
-            builder
-                .append(now_ms, Some(&encode_key(id)), *value, &[])
-                .map_err(invalid)?;
-        }
-        log.append_as_leader(builder.build().map_err(invalid)?)?;
-        Ok(())
     }
 
     /// The `__transaction_state` partitions that should exist but do not: their directory is
@@ -182,73 +167,55 @@ impl TxnStateTopic {
 
     /// Every record of every partition that exists, oldest first within a partition, with its
     /// partition; records that do not decode are skipped with a warning naming the partition and
-    /// offset, damaged data as [`internal_log::for_each_batch`] reports it. Also returns, per
-    /// highest partition leader epoch the batches carry (see
-    /// [`super::TransactionCoordinator`]'s coordinator epoch).
-    pub fn load(&self, mut visit: impl FnMut(i32, TxnRecord)) -> Result<i32> {
-        let mut highest_epoch = 0;
-        for partition in 0..self.partitions {
-            let topic_partition = TopicPartition::new(TRANSACTION_STATE_TOPIC, partition);
-            let Some(log) = self.manager.get(&topic_partition) else {
-                continue;
-            };
-            internal_log::for_each_batch(&log, "transaction", |entry, from| {
-                if let FileEntry::V2(batch) = entry {
-                    highest_epoch = highest_epoch.max(batch.partition_leader_epoch());
-                }
-                visit_entry(&topic_partition, entry, from, &mut |record| {
-                    visit(partition, record)
-                });
-            })?;
-        }
-        Ok(highest_epoch)
+    /// offset, damaged data as the loader reports it. The summary's highest partition leader
+    /// epoch feeds the coordinator epoch (see [`super::TransactionCoordinator`]).
+    pub fn load(&self, mut visit: impl FnMut(i32, TxnRecord)) -> Result<LoadSummary> {
+        loader::load::<TxnCodec>(&self.manager, self.partitions, |partition, event| {
+            // Markers are not written to this topic.
+            if let LoadEvent::Record { record, .. } = event {
+                visit(partition, record);
+            }
+        })
     }
 }
 
-fn invalid(error: ferrolog_records::RecordsError) -> StorageError {
-    StorageError::InvalidRecord {
-        batch_index: 0,
-        record_index: None,
-        reason: error.to_string(),
-    }
-}
+/// The records of `__transaction_state`: each id's state in Kafka's key and value schemas.
+#[derive(Debug)]
+pub struct TxnCodec;
 
-/// Visits the records of one batch at or above `from`.
-fn visit_entry(
-    topic_partition: &TopicPartition,
-    entry: &FileEntry<'_>,
-    from: i64,
-    visit: &mut impl FnMut(TxnRecord),
-) {
-    if let FileEntry::V2(batch) = entry
-        && batch.is_control()
-    {
-        return;
+impl Codec for TxnCodec {
+    type Record = TxnRecord;
+    const TOPIC: &'static str = TRANSACTION_STATE_TOPIC;
+    const WHAT: &'static str = "transaction";
+
+    fn encode((id, value): &TxnRecord) -> Result<(Vec<u8>, Option<Vec<u8>>)> {
+        let value = value
+            .as_ref()
+            .map(|value| value.encode(VALUE_VERSION))
+            .transpose()
+            .map_err(invalid)?;
+        Ok((encode_key(id), value))
     }
-    let records = match internal_log::owned_records(entry) {
-        Ok(records) => records,
-        Err(error) => {
-            tracing::warn!(partition = %topic_partition, offset = entry.last_offset(), %error, "skipping an unreadable batch of the transaction state topic");
-            return;
-        }
-    };
-    for (offset, key, value) in records {
-        if offset < from {
-            continue;
-        }
-        let Some(key) = key else { continue };
-        let id = match decode_key(&key) {
+
+    fn decode(
+        partition: &TopicPartition,
+        offset: i64,
+        key: &[u8],
+        value: Option<Vec<u8>>,
+    ) -> Option<TxnRecord> {
+        let id = match decode_key(key) {
             Ok(id) => id,
             Err(error) => {
                 // Kafka skips keys of other record types the same way.
-                tracing::warn!(partition = %topic_partition, offset, %error, "skipping a record of the transaction state topic whose key does not read");
-                continue;
+                tracing::warn!(%partition, offset, %error, "skipping a record of the transaction state topic whose key does not read");
+                return None;
             }
         };
         match value.as_deref().map(TxnLogValue::decode).transpose() {
-            Ok(value) => visit((id, value)),
+            Ok(value) => Some((id, value)),
             Err(error) => {
-                tracing::warn!(partition = %topic_partition, offset, transactional_id = id, %error, "skipping a transaction state record whose value does not read");
+                tracing::warn!(%partition, offset, transactional_id = id, %error, "skipping a transaction state record whose value does not read");
+                None
             }
         }
     }
