@@ -88,5 +88,7 @@ cargo clippy --workspace --all-targets --locked --features "$features" -- -D war
 # broken link.
 echo "== storage docs"
 RUSTDOCFLAGS="-D warnings" cargo doc -p ferrolog-storage --no-deps --locked
+# Every test binary, three at a time (most of the suite's time is spent waiting on Kafka's JVM,
+# timeouts and kill loops, not computing), then the doc tests.
 echo "== tests"
-cargo test --workspace --locked --features "$features"
+python3 scripts/run_tests.py --features "$features" --jobs "${FERROLOG_TEST_JOBS:-3}"
