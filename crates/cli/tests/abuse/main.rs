@@ -178,7 +178,14 @@ impl Bystander {
 
     /// Produces one record: its error code (the next offset moves on when 0).
     fn produce(&mut self) -> i16 {
-        let records = Bytes::from(ferrolog_testkit::numbered_batch(0, 1, 1_700_000_000_000));
+        // Stamped now: a record from long ago would be past `retention.ms`, and the broker's
+        // first retention run (`log.initial.task.delay.ms` after its start) would delete it
+        // between this produce and its fetch.
+        let now_ms = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_millis() as i64;
+        let records = Bytes::from(ferrolog_testkit::numbered_batch(0, 1, now_ms));
         let answer = produce(&mut self.stream, "bystander", vec![(0, records)])[0];
         if answer == 0 {
             self.next_offset += 1;
