@@ -37,7 +37,7 @@ impl GroupCoordinator {
             return all(errors::INVALID_GROUP_ID);
         }
         // As Kafka: the group's partition must be in the producer's transaction before the
-        // group is looked at (the append asks again, under the partition's writer lock).
+        // group is looked at (the append asks again before it writes).
         if let Err(error) = verifier.verify(producer.0, producer.1) {
             return all(errors::code_of(&error));
         }

@@ -14,10 +14,10 @@
 //! per `__transaction_state` partition, each id in its partition's shard. A shard's lock is
 //! held while a decision is made and its record appended, never while markers are written (the
 //! id is marked in flight meanwhile), nor while the tombstones of forgotten ids are. A
-//! transactional append asks [`TransactionCoordinator::verify`] under its partition's writer
-//! lock, which a marker also takes: so the order is always partition writer → an id's shard →
-//! `__transaction_state`'s writer, and a transaction cannot end between a partition's
-//! verification and its write.
+//! transactional append asks [`TransactionCoordinator::verify`] before it takes its partition's
+//! writer lock (as Kafka does), so no partition's lock is held while an id's shard is; should a
+//! marker end the transaction between the answer and the write, the storage layer refuses the
+//! write (INVALID_TXN_STATE).
 //!
 //! An EndTxn is answered once its markers are written and its completion recorded, or, if a
 //! marker cannot be written now (a directory offline, a full disk), once its PrepareCommit or

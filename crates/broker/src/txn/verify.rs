@@ -1,7 +1,8 @@
 //! The verification of transactional writes (Kafka's partition verification, KIP-890): a
-//! [`TxnVerifier`] the storage layer asks, under a partition's writer lock, whether a batch that
-//! would open a transaction belongs to its producer's ongoing one (or, with transactions v2,
-//! adds the partition to it), answering with the errors Kafka's broker gives each writer.
+//! [`TxnVerifier`] the storage layer asks, before it takes a partition's writer lock, whether a
+//! batch that would open a transaction belongs to its producer's ongoing one (or, with
+//! transactions v2, adds the partition to it), answering with the errors Kafka's broker gives
+//! each writer. Under the lock the storage layer checks only that no marker overtook the answer.
 
 use ferrolog_storage::producer::TxnVerifier;
 use ferrolog_storage::{Result, StorageError};
@@ -84,8 +85,7 @@ impl<'a> Verifier<'a> {
 impl TxnVerifier for Verifier<'_> {
     fn verify(&self, producer_id: i64, epoch: i16) -> Result<()> {
         // No transaction can include `__transaction_state` (AddPartitionsToTxn refuses internal
-        // topics), and asking would take the coordinator's lock under that topic's writer lock,
-        // which the coordinator takes under its own.
+        // topics).
         let answer = if self.partition.0 == topic::TRANSACTION_STATE_TOPIC {
             Err(errors::TRANSACTION_ABORTABLE)
         } else if self.purpose.adds_partition() {

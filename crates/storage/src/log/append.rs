@@ -13,12 +13,11 @@
 use ferrolog_records::batch::Records;
 use ferrolog_records::batch::{self, MAGIC_V2};
 use ferrolog_records::record::walk_record_summaries;
-use ferrolog_records::{
-    BatchBuilder, Compression, EntryHeader, RecordBatch, RecordsError, TimestampType,
-};
+use ferrolog_records::{BatchBuilder, Compression, EntryHeader, RecordBatch, TimestampType};
 
 use std::sync::Arc;
 
+use super::decompression_budget::DecompressionBudget;
 use crate::config::{LogConfig, TargetCompression};
 use crate::decompression::{DecompressionMemory, Reservation};
 use crate::error::{Result, StorageError};
@@ -150,17 +149,6 @@ struct CheckedBatch {
     records: Option<Records<'static>>,
 }
 
-/// The most bytes the compressed batches of one append (a produce request's batches for one
-/// partition: one batch, from every maintained client) may decompress to, together: the
-/// topic's `max.message.bytes`, and never less than 1 MiB, which the clients' own batch limits
-/// stay within; and never more than the broker's decompression memory, whatever the topic says.
-/// Decompression stops there, so hostile batches cannot make the broker inflate, allocate, or
-/// spend CPU on more, however many of them one append carries.
-fn decompression_limit(config: &LogConfig, memory: &DecompressionMemory) -> usize {
-    let limit = (config.max_message_bytes as u64).max(1 << 20);
-    usize::try_from(limit.min(memory.capacity())).unwrap_or(usize::MAX)
-}
-
 /// Producer batches that passed every check that does not depend on the log's state: framing,
 /// size, magic, CRC, header rules and every record. Made by [`check_leader_append`] before the
 /// append lock is taken, as Kafka validates before taking its log lock, so concurrent producers
@@ -172,6 +160,22 @@ pub(crate) struct CheckedLeaderAppend {
     batches: Vec<CheckedBatch>,
     /// The memory its decompressed records may take, held until they are written.
     decompression: Option<Reservation>,
+}
+
+impl CheckedLeaderAppend {
+    /// The append's producer batches at provisional offsets (the first from 0): what the
+    /// producer state's checks look at before the writer lock assigns the real ones.
+    pub(crate) fn provisional_producer_batches(&self) -> Vec<ProducerBatch> {
+        let mut next_offset = 0i64;
+        self.batches
+            .iter()
+            .filter_map(|checked| {
+                let base_offset = next_offset;
+                next_offset += i64::from(checked.last_offset_delta) + 1;
+                producer_batch(checked, base_offset, checked.max_timestamp)
+            })
+            .collect()
+    }
 }
 
 /// Checks producer batches against `config`, with `now_ms` bounding CreateTime timestamps.
@@ -441,52 +445,6 @@ fn check_batch_header(batch: &RecordBatch<'_>, batch_index: usize) -> Result<()>
         ));
     }
     Ok(())
-}
-
-/// What the batches of one append may still decompress to ([`decompression_limit`]), and its
-/// reservation of the broker's decompression memory, made at its first compressed batch.
-struct DecompressionBudget<'m> {
-    memory: &'m Arc<DecompressionMemory>,
-    limit: usize,
-    left: usize,
-    reservation: Option<Reservation>,
-}
-
-impl<'m> DecompressionBudget<'m> {
-    fn new(config: &LogConfig, memory: &'m Arc<DecompressionMemory>) -> Self {
-        let limit = decompression_limit(config, memory);
-        Self {
-            memory,
-            limit,
-            left: limit,
-            reservation: None,
-        }
-    }
-
-    /// The records of a produced batch, decompressed within what is left of the budget.
-    fn decompress<'a>(
-        &mut self,
-        batch: &RecordBatch<'a>,
-        batch_index: usize,
-    ) -> Result<Records<'a>> {
-        if self.reservation.is_none() && batch.compression().is_ok_and(|c| c != Compression::None) {
-            self.reservation = Some(self.memory.reserve(self.limit as u64));
-        }
-        let records = batch.records(self.left).map_err(|source| match source {
-            RecordsError::DecompressedTooLarge { .. } => StorageError::DecompressedTooLarge {
-                batch_index,
-                limit: self.limit,
-            },
-            source => StorageError::CorruptRecord {
-                batch_index,
-                source,
-            },
-        })?;
-        if records.is_owned() {
-            self.left -= records.data().len();
-        }
-        Ok(records)
-    }
 }
 
 /// Checks every record (offset deltas, keys on compacted topics, timestamps) and returns the

@@ -240,6 +240,7 @@ impl Log {
             open_files,
             decompression,
             producers: Mutex::new(producer_state),
+            verifications: Mutex::default(),
             reported_damage: Mutex::new(std::collections::HashSet::new()),
             flush_turn: Mutex::new(()),
         };

@@ -22,6 +22,7 @@
 //! producers' state.
 
 mod append;
+mod decompression_budget;
 mod flush;
 mod follower;
 mod leftovers;
@@ -32,6 +33,7 @@ mod read;
 mod relocate;
 pub mod retention;
 mod truncate;
+mod verification;
 mod write;
 
 use std::collections::HashSet;
@@ -153,6 +155,9 @@ pub struct Log {
     decompression: Arc<crate::decompression::DecompressionMemory>,
     /// Idempotent producers' state; taken after `writer` when both are held.
     producers: Mutex<ProducerState>,
+    /// Transaction verifications answered and not yet used by a write; a leaf, taken after
+    /// `producers` when both are held.
+    verifications: Mutex<verification::Verifications>,
     /// Damaged places of this log's files already logged, so a consumer retrying a fetch over
     /// damage does not flood the log (each read is still refused and counted).
     reported_damage: Mutex<HashSet<(PathBuf, u64)>>,

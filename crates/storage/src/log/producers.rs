@@ -237,6 +237,9 @@ impl Log {
     pub fn remove_expired_producers(&self, expiration: std::time::Duration) -> usize {
         let now_ms = self.clock.now_ms();
         let removed = self.producers.lock().remove_expired(now_ms, expiration);
+        self.verifications
+            .lock()
+            .expire(now_ms, crate::clock::kafka_ms(expiration));
         if removed > 0 {
             tracing::debug!(partition = %self.topic_partition, removed, "producer ids expired");
         }
@@ -285,6 +288,7 @@ impl Log {
         super::write::forget_beyond(&mut state, max, &self.topic_partition);
         next.first_unstable_offset = state.first_unstable_offset().map(Offset::new);
         *self.producers.lock() = state;
+        self.verifications.lock().clear_all();
         Ok(())
     }
 }

@@ -178,6 +178,7 @@ impl Log {
             .high_watermark
             .clamp(next.log_start_offset, next.log_end.offset);
         *self.producers.lock() = producers;
+        self.verifications.lock().clear_all();
         self.reported_damage.lock().clear();
         self.publish(next);
         drop(writer);

@@ -96,6 +96,7 @@ impl Log {
             next.first_unstable_offset = None;
             self.publish(next);
             *self.producers.lock() = ProducerState::default();
+            self.verifications.lock().clear_all();
             for (_, path) in snapshot::list(&self.dir())? {
                 remove_if_exists(&path)?;
             }

@@ -116,9 +116,10 @@ impl Log {
         self.append_as_leader_verified(records, &NoTxnCoordinator)
     }
 
-    /// [`Log::append_as_leader`], with `verifier` asked, under the writer lock, whether each
-    /// transactional batch that would start a transaction here belongs to its producer's
-    /// ongoing transaction.
+    /// [`Log::append_as_leader`], with `verifier` asked whether each transactional batch that
+    /// would start a transaction here belongs to its producer's ongoing transaction: before the
+    /// writer lock, which then checks only that no marker has overtaken the answer (the
+    /// `verification` module).
     pub fn append_as_leader_verified(
         &self,
         records: Vec<u8>,
@@ -199,6 +200,9 @@ impl Log {
             let now_ms = self.clock.now_ms();
             let checked =
                 append::check_leader_append(records, &config, now_ms, &self.decompression)?;
+            // The coordinator is asked with no lock of this log held; under it, only its guards.
+            let guards =
+                self.verify_before_lock(&checked.provisional_producer_batches(), verifier, origin)?;
             let writer = self.writer.lock();
             self.ensure_open(&writer)?;
             let assigned = append::assign_leader_offsets(
@@ -212,7 +216,7 @@ impl Log {
             )?;
             if let Some(original) = self.producers.lock().check_verified(
                 &assigned.validated.producer_batches,
-                verifier,
+                &guards,
                 origin,
             )? {
                 // A retry of a batch already written: answered with where it went, as Kafka does.
@@ -322,6 +326,18 @@ impl Log {
             );
             forget_beyond(&mut producers, config.max_producers, &self.topic_partition);
             next.first_unstable_offset = producers.first_unstable_offset().map(Offset::new);
+            // A transactional batch or a marker written spends its producer's verification.
+            let mut verifications = self.verifications.lock();
+            let transactional = validated
+                .producer_batches
+                .iter()
+                .filter(|b| b.transactional);
+            for producer_id in transactional
+                .map(|batch| batch.producer_id)
+                .chain(validated.markers.iter().map(|marker| marker.producer_id))
+            {
+                verifications.clear(producer_id);
+            }
             aborted
         };
         // Aborts are indexed, in the segment their markers went to, before the last stable

@@ -289,9 +289,9 @@ pub enum BatchOrigin {
 
 /// The transaction coordinator's check that a producer's transaction includes this partition
 /// (Kafka's partition verification, KIP-890), asked for the first transactional batch of a
-/// transaction in a partition. It is asked under the partition's writer lock, which markers also
-/// take: a transaction cannot end between a yes and the write, so no batch can start a
-/// transaction here that no marker will end.
+/// transaction in a partition. A log asks it before it takes its writer lock, and under the lock
+/// checks only that no marker has overtaken the answer since (`Log::append_as_leader_verified`):
+/// no batch can start a transaction here that no marker will end.
 pub trait TxnVerifier {
     /// `Ok` when `producer_id` at `epoch` has an ongoing transaction that includes this
     /// partition; otherwise the refusal the producer gets
