@@ -293,6 +293,14 @@ impl GroupCoordinator {
     pub fn tick(&self) {
         let now = self.now();
         self.runtime.write_each(now, |shard, ctx| {
+            debug_assert!(
+                shard
+                    .groups
+                    .keys()
+                    .all(|group| self.partition_of(group) == ctx.partition),
+                "every group of shard {} is in its partition",
+                ctx.partition
+            );
             for group in shard.groups.values_mut() {
                 self.expire_members(group, ctx);
             }

@@ -10,12 +10,13 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::AtomicUsize;
 
 use arc_swap::ArcSwap;
 use parking_lot::Mutex;
 
 use super::leftovers::{file_name, list_files, settle_leftovers};
+use super::recovery::{recover_from, recover_listed};
 use super::{Log, LogEnvironment, LogHome, LogOffsetMetadata, LogView, WriterState};
 use crate::clock::Clock;
 use crate::config::LogConfig;
@@ -24,8 +25,8 @@ use crate::fs::remove_if_exists;
 use crate::offset::{FilePosition, Offset};
 use crate::producer::ProducerState;
 use crate::segment::{
-    DELETED_SUFFIX, INDEX_SUFFIX, LOG_SUFFIX, OpenFiles, Segment, TIME_INDEX_SUFFIX,
-    TXN_INDEX_SUFFIX, parse_base_offset, segment_path,
+    INDEX_SUFFIX, LOG_SUFFIX, OpenFiles, Segment, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX,
+    parse_base_offset, segment_path,
 };
 use crate::types::{PartitionDirKind, TopicPartition, parse_partition_dir};
 
@@ -203,16 +204,7 @@ impl Log {
         if let Some(damaged) = &damaged_end {
             report.note_damage(damaged);
         }
-        let log_end = LogOffsetMetadata {
-            offset: log_end_offset,
-            segment_base_offset: active.base_offset(),
-            // Reads stop where the damage starts.
-            position: FilePosition::new(
-                damaged_end
-                    .as_ref()
-                    .map_or(active.size(), |damaged| damaged.position),
-            ),
-        };
+        let log_end = log_end_in(active, log_end_offset, damaged_end.as_ref());
         let view = LogView {
             log_end,
             segments: Arc::new(segments),
@@ -227,6 +219,9 @@ impl Log {
                 health,
             }),
         };
+        view.check().map_err(|broken| {
+            StorageError::Fatal(format!("{topic_partition}: loaded a view that {broken}"))
+        })?;
         let log = Self {
             topic_partition,
             config: ArcSwap::from_pointee(config),
@@ -502,92 +497,16 @@ fn load_producer_state(
     Ok(state)
 }
 
-/// Recovers the segments of `bases` (whose indexes are missing or damaged).
-fn recover_listed(
-    segments: &BTreeMap<Offset, Arc<Segment>>,
-    bases: &[Offset],
-    report: &mut LoadReport,
-) -> Result<()> {
-    for base in bases {
-        if let Some(segment) = segments.get(base) {
-            report.recovered.push(recover_one(segment)?);
-        }
+/// The log end of a loaded log: `offset`, after the active segment's data, or where damage
+/// found in it starts (reads stop there).
+fn log_end_in(
+    active: &Segment,
+    offset: Offset,
+    damaged_end: Option<&DamagedBytes>,
+) -> LogOffsetMetadata {
+    LogOffsetMetadata {
+        offset,
+        segment_base_offset: active.base_offset(),
+        position: FilePosition::new(damaged_end.map_or(active.size(), |damaged| damaged.position)),
     }
-    Ok(())
-}
-
-fn recover_one(segment: &Segment) -> Result<RecoveredSegment> {
-    let outcome = segment.recover()?;
-    if let Some((position, reason)) = &outcome.corruption {
-        tracing::warn!(
-            path = %segment.log_path().display(),
-            position,
-            truncated_bytes = outcome.truncated_bytes,
-            reason,
-            "found an invalid batch during recovery; the segment was cut there"
-        );
-    }
-    Ok(RecoveredSegment {
-        log_file: segment.log_path(),
-        valid_bytes: outcome.valid_bytes,
-        truncated_bytes: outcome.truncated_bytes,
-        corruption: outcome.corruption,
-    })
-}
-
-/// Recovers every segment from the one holding `recovery_point` to the end. When a segment had
-/// to be cut, every later segment is dropped: nothing after a hole can be trusted.
-fn recover_from(
-    segments: &mut BTreeMap<Offset, Arc<Segment>>,
-    recovery_point: Offset,
-    report: &mut LoadReport,
-    segments_to_recover: Option<&AtomicUsize>,
-) -> Result<()> {
-    let first = segments
-        .range(..=recovery_point)
-        .next_back()
-        .map_or(Offset::new(i64::MIN), |(base, _)| *base);
-    let bases: Vec<Offset> = segments.range(first..).map(|(base, _)| *base).collect();
-    let count = |change: isize| {
-        if let Some(counter) = segments_to_recover {
-            if change >= 0 {
-                counter.fetch_add(change as usize, Ordering::Relaxed);
-            } else {
-                counter.fetch_sub(change.unsigned_abs(), Ordering::Relaxed);
-            }
-        }
-    };
-    count(bases.len() as isize);
-    let mut done = 0usize;
-    let result = (|| {
-        for (index, base) in bases.iter().enumerate() {
-            let Some(segment) = segments.get(base) else {
-                continue;
-            };
-            let already = report
-                .recovered
-                .iter()
-                .any(|recovered| recovered.log_file == segment.log_path());
-            if !already {
-                let recovered = recover_one(segment)?;
-                let truncated = recovered.truncated_bytes > 0;
-                report.recovered.push(recovered);
-                if truncated {
-                    for later in &bases[index + 1..] {
-                        if let Some(dropped) = segments.remove(later) {
-                            report.removed_segments.push(dropped.log_path());
-                            dropped.change_file_suffixes("", DELETED_SUFFIX)?;
-                            dropped.delete_files()?;
-                        }
-                    }
-                    break;
-                }
-            }
-            done += 1;
-            count(-1);
-        }
-        Ok(())
-    })();
-    count(-((bases.len() - done) as isize));
-    result
 }

@@ -30,6 +30,7 @@ mod load;
 mod maintenance;
 mod producers;
 mod read;
+mod recovery;
 mod relocate;
 pub mod retention;
 mod truncate;
@@ -116,6 +117,57 @@ impl LogView {
                 first.max(self.log_start_offset).min(self.high_watermark)
             })
     }
+    /// The view's invariants: its segments never empty and in base-offset order, the log end
+    /// in the active segment, and log start ≤ high watermark ≤ log end, recovery point ≤ log
+    /// end. The checks that cost nothing run in every build; the walk over every segment in
+    /// debug builds.
+    pub fn check(&self) -> std::result::Result<(), String> {
+        let Some(active) = self.segments.last() else {
+            return Err("no segment".into());
+        };
+        let end = &self.log_end;
+        if end.segment_base_offset != active.base_offset() || end.offset < active.base_offset() {
+            return Err(format!(
+                "log end {} (in the segment at {}) is not in the active segment at {}",
+                end.offset,
+                end.segment_base_offset,
+                active.base_offset()
+            ));
+        }
+        if end.position.bytes() > active.size() {
+            return Err(format!(
+                "log end position {} past the active segment's {} bytes",
+                end.position,
+                active.size()
+            ));
+        }
+        if !(self.log_start_offset <= self.high_watermark && self.high_watermark <= end.offset) {
+            return Err(format!(
+                "log start {} ≤ high watermark {} ≤ log end {} does not hold",
+                self.log_start_offset, self.high_watermark, end.offset
+            ));
+        }
+        if self.recovery_point > end.offset {
+            return Err(format!(
+                "recovery point {} past the log end {}",
+                self.recovery_point, end.offset
+            ));
+        }
+        if cfg!(debug_assertions)
+            && let Some(pair) = self
+                .segments
+                .windows(2)
+                .find(|pair| pair[0].base_offset() >= pair[1].base_offset())
+        {
+            return Err(format!(
+                "segments out of order: {} before {}",
+                pair[0].base_offset(),
+                pair[1].base_offset()
+            ));
+        }
+        Ok(())
+    }
+
     /// The last segment, the one appends go to.
     pub fn active_segment(&self) -> &Arc<Segment> {
         // The list is never empty (module invariant), so `last` always exists.
@@ -332,7 +384,15 @@ impl Log {
         }
     }
 
+    /// Makes `view` the log's, once it is checked: a view that breaks its invariants is a
+    /// bug that would serve wrong offsets, and stops here, its writer's operation with it.
     fn publish(&self, view: LogView) {
+        if let Err(broken) = view.check() {
+            panic!(
+                "{}: a log view that breaks its invariants: {broken}",
+                self.topic_partition
+            );
+        }
         self.view.store(Arc::new(view));
     }
 

@@ -13,6 +13,7 @@ use crate::clock::ManualClock;
 use crate::config::{CleanupPolicy, TargetCompression};
 use crate::segment::TimestampOffset;
 
+mod invariants;
 mod loading;
 mod validation;
 
