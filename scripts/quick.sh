@@ -17,6 +17,8 @@ echo "== formatting"
 cargo fmt --all -- --check
 echo "== size limits"
 python3 scripts/check_sizes.py
+echo "== layers"
+python3 scripts/check_layers.py
 features="ferrolog-storage/failpoints,ferrolog-broker/failpoints,ferrolog-broker/probes"
 echo "== tests"
 cargo test --locked --features "$features" \

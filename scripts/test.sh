@@ -78,6 +78,8 @@ cargo fmt --all -- --check
 # is measured).
 echo "== size limits"
 python3 scripts/check_sizes.py
+echo "== layers"
+python3 scripts/check_layers.py
 # The storage crate's fault-injection points are compiled in for the tests that arm them
 # (crates/storage/src/fault.rs); one feature set for lints and tests keeps it one build.
 features="ferrolog-storage/failpoints,ferrolog-broker/failpoints,ferrolog-broker/probes"

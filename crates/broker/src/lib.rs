@@ -23,6 +23,7 @@ pub mod metrics;
 pub mod network;
 #[cfg(feature = "probes")]
 pub mod probes;
+pub mod protocol;
 pub mod response;
 pub mod sasl;
 pub mod session;

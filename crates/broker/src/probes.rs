@@ -591,7 +591,7 @@ fn txn_probe(api: ApiKey, topic: &str, group_id: &str) -> Option<Probe> {
 /// The authorization refusal Kafka answers `api`'s probe with when the first operation the API
 /// table says it needs is not allowed: the refusal of that operation's resource type.
 pub fn refusal(api: ApiKey) -> i16 {
-    match crate::dispatch::required_acls(api).first() {
+    match crate::protocol::apis::required_acls(api).first() {
         Some((ResourceType::Topic, _)) => TOPIC_AUTHORIZATION_FAILED,
         Some((ResourceType::Group, _)) => GROUP_AUTHORIZATION_FAILED,
         Some((ResourceType::TransactionalId, _)) => TRANSACTIONAL_ID_AUTHORIZATION_FAILED,

@@ -111,7 +111,7 @@ impl Field {
 const ELEMENT: Field = Field::new("an array entry", Kind::Bool, v(0, MAX));
 
 /// A request message: its API key and its fields. The versions it is checked at are those the
-/// broker serves ([`crate::dispatch::supported_range`]).
+/// broker serves ([`crate::protocol::apis::supported_range`]).
 #[derive(Debug)]
 pub(crate) struct Message {
     api_key: i16,
@@ -197,7 +197,7 @@ fn shape_of(frame: &Bytes) -> Result<Shape, Malformed> {
     let Ok(api) = ApiKey::try_from(api_key) else {
         return Ok(Shape::default());
     };
-    let served = crate::dispatch::supported_range(api)
+    let served = crate::protocol::apis::supported_range(api)
         .is_some_and(|(min, max)| (min..=max).contains(&version));
     let Some(message) = schemas::ALL
         .iter()

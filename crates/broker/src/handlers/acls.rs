@@ -30,11 +30,11 @@ use crate::authz::{
     AccessEntry, AclBinding, AclFilter, AclOperation, EntryFilter, PatternFilter, PatternType,
     PatternTypeFilter, Permission, ResourcePattern, ResourceType,
 };
-use crate::dispatch::Unanswerable;
 use crate::errors::{
     CLUSTER_AUTHORIZATION_FAILED, INVALID_REQUEST, NONE, POLICY_VIOLATION, SECURITY_DISABLED,
     UNKNOWN_SERVER_ERROR,
 };
+use crate::protocol::Unanswerable;
 use crate::session::Session;
 
 /// Kafka's ANY, in every code set of the ACL APIs.

@@ -11,7 +11,8 @@ use kafka_protocol::messages::api_versions_response::{
 use kafka_protocol::messages::{ApiKey, ApiVersionsRequest, ApiVersionsResponse, RequestHeader};
 use kafka_protocol::protocol::StrBytes;
 
-use crate::dispatch::SUPPORTED;
+use crate::protocol::apis::SUPPORTED;
+pub use crate::protocol::names_software_validly;
 use crate::session::Session;
 use crate::{Context, errors};
 
@@ -83,26 +84,6 @@ pub fn with_features(
         .with_supported_features(supported)
         .with_finalized_features_epoch(features_epoch())
         .with_finalized_features(finalized)
-}
-
-/// Whether a request of `version` names the client's software as Kafka requires from version 3:
-/// name and version each letters, digits, `-` and `.`, beginning and ending with a letter or a
-/// digit.
-pub fn names_software_validly(request: &ApiVersionsRequest, version: i16) -> bool {
-    version < 3
-        || (is_software_label(&request.client_software_name)
-            && is_software_label(&request.client_software_version))
-}
-
-fn is_software_label(text: &str) -> bool {
-    let bytes = text.as_bytes();
-    let edge = |byte: &u8| byte.is_ascii_alphanumeric();
-    let inner = |byte: &u8| byte.is_ascii_alphanumeric() || *byte == b'-' || *byte == b'.';
-    match bytes {
-        [] => false,
-        [only] => edge(only),
-        [first, middle @ .., last] => edge(first) && edge(last) && middle.iter().all(inner),
-    }
 }
 
 /// An ApiVersions answer listing `apis` as (key, lowest version, highest version).

@@ -111,14 +111,12 @@ impl Authenticator {
         };
         match api {
             ApiKey::ApiVersions if versions_allowed => {
-                let supported = crate::dispatch::supported_range(api)
+                let supported = crate::protocol::apis::supported_range(api)
                     .is_some_and(|(min, max)| (min..=max).contains(&version));
                 // A request that does not decode is answered by the dispatcher's rules; the
                 // client does not move on after it either.
                 let valid = decode::<ApiVersionsRequest>(frame, api, version).is_some_and(
-                    |(_, request)| {
-                        crate::handlers::api_versions::names_software_validly(&request, version)
-                    },
+                    |(_, request)| crate::protocol::names_software_validly(&request, version),
                 );
                 // After an unsupported version, or software names Kafka refuses, the client may
                 // ask again.
