@@ -51,7 +51,6 @@ pub fn run(data_dir: &Path, records: usize, record_bytes: usize) -> anyhow::Resu
         appended += builder.count() as usize;
         let log = &logs[batch_number % logs.len()];
         log.append_as_leader(builder.build()?)?;
-        log.maybe_increment_high_watermark(log.log_end_offset());
         batch_number += 1;
     }
     let append_secs = started.elapsed().as_secs_f64();

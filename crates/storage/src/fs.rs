@@ -12,8 +12,9 @@ pub fn fsync_dir(dir: &Path) -> Result<()> {
     OpenDir::open(dir)?.fsync()
 }
 
-/// A directory opened for an fsync later: opened while its path is known to be right (under a
-/// lock that renames of it take), fsynced after that lock is released.
+/// A directory opened for an fsync later: opened while its path is known to be right (under the
+/// log's writer lock, which a move's renames take and a deletion's closing of the log does),
+/// fsynced after that lock is released.
 #[derive(Debug)]
 pub struct OpenDir {
     handle: File,

@@ -2,10 +2,20 @@
 //! directories. A synchronous library on std threads; it never depends on an async runtime, a
 //! protocol crate or a CLI crate, so it can be embedded alone.
 //!
-//! Layers, each depending only on those above it in this list:
-//! * [`segment`] — one `.log` with its `.index` and `.timeindex`;
-//! * [`log`] — a partition: an ordered list of segments, appends, reads, rolls, truncation,
-//!   loading and recovery.
+//! Layers, bottom-up, each using only those listed before it:
+//! * foundations: [`offset`] (offsets, relative offsets and file positions as types), [`types`]
+//!   (partition names and directories), [`error`], [`clock`], [`config`] (per-topic log
+//!   configuration), [`fs`] (fsyncs, atomic replace, renames), [`health`] (a data directory's
+//!   online state), [`checkpoint`] (Kafka's offset checkpoint files), [`decompression`],
+//!   [`throttle`], [`scheduler`];
+//! * [`segment`] — one `.log` with its `.index`, `.timeindex` and `.txnindex`, and the bound on
+//!   sealed segments' open files and mappings;
+//! * [`producer`] — idempotent and transactional producers' state and its snapshot files;
+//! * [`log`] — a partition: an ordered list of segments, appends, reads, rolls, flushes,
+//!   truncation, retention, loading and recovery, moves between directories;
+//! * [`cleaner`] — compaction threads, swapping cleaned segments into their log;
+//! * [`manager`] — the LogManager: data directories, creating, loading, deleting and moving
+//!   logs, checkpoints, the deleter, and the cleaner and scheduler it runs.
 
 #![warn(missing_docs)]
 

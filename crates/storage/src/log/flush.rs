@@ -1,12 +1,15 @@
 //! Flushes: the segments holding offsets from the recovery point up to a target are fsynced,
-//! then the recovery point moves there. Every fsync runs outside the writer lock, so a flush
-//! never stalls appends; the lock is taken only to open the partition directory (renames of it
-//! happen under that lock) and to publish the new recovery point.
+//! then the recovery point moves there. The segments are fsynced outside the writer lock, so a
+//! flush does not stall appends. The lock is taken to open the partition directory (fsynced
+//! after it), to publish the new recovery point, and, when the active segment rolled during the
+//! flush, to fsync that segment (its trimmed `.log` and its indexes) before the recovery point
+//! passes it.
 //!
 //! The active segment's offset and time indexes are not fsynced by a flush that leaves the
 //! recovery point inside it: recovery after a crash re-reads the segment holding the recovery
 //! point whole and rebuilds its indexes, so only its records need to be on disk. They are
-//! fsynced once the segment is no longer active (the roll's flush, or a shutdown's), before the
+//! fsynced once the segment is no longer active (the roll's flush, a shutdown's, or a flush that
+//! finds it rolled, under the writer lock), before the
 //! recovery point can pass beyond it. With `flush.messages=1` this makes an append cost one
 //! fsync of the `.log` instead of three.
 
@@ -109,8 +112,8 @@ impl Log {
             return Ok(false);
         }
         if new_segment_included {
-            // Opened under the lock, where a log being deleted has its directory renamed, so the
-            // path is right; fsynced after it. A rename meanwhile leaves the handle on the same
+            // Opened under the lock, where a move renames the directory and a deletion first
+            // closes the log, so the path is right; fsynced after it. A rename meanwhile leaves the handle on the same
             // directory, and the check below then finds the log closed.
             let dir = {
                 let writer = self.writer.lock();

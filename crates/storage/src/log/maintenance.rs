@@ -1,5 +1,8 @@
 //! What the background jobs do to one log: retention, rolling an idle segment, flushing on
-//! `flush.ms`. Each is one short step under the writer lock; file removal is handed on.
+//! `flush.ms`; and the cleaner's swap. Retention and the idle roll are each one short step under
+//! the writer lock (a roll's flush follows after it); the `flush.ms` flush fsyncs outside it;
+//! file removal is handed on. The cleaner's swap renames and fsyncs the directory twice under
+//! the lock.
 
 use std::sync::Arc;
 

@@ -8,18 +8,25 @@
 //! publish a new immutable [`LogView`]. Readers never take that lock: they load the current view
 //! (an `Arc` swap) and read segments positionally up to the offsets it publishes, so a reader
 //! holding an old view keeps reading segments that were since removed (their files stay open).
-//! Segment fsyncs happen outside the writer lock so a flush never stalls appends. Two run under
-//! it: the cleaner's swap ([`Log::replace_segments`]), whose renames must not interleave with a
-//! roll or a truncation, and [`Log::close`]'s last flush, after which nothing appends.
+//! Flushes fsync segments outside the writer lock, so they never stall appends. Under it run
+//! only: a roll's fsync of the old segment when the recovery point is at the log end
+//! (`write.rs`), a flush's fsync of a segment that rolled during it (`flush.rs`), the cleaner's
+//! two directory fsyncs ([`Log::replace_segments`]), whose renames must not interleave with a
+//! roll or a truncation, a move's swap ([`Log::take_over`]: the future log's tail and both
+//! directories), and [`Log::close`]'s last flush and producer snapshot, after which nothing
+//! appends.
 //!
-//! Lock order, for every path that holds more than one: `writer`, then `producers`, then a
-//! segment's own locks (see [`crate::segment`]). `reported_damage` is a leaf: nothing is taken
-//! under it. The view is an atomic pointer, not a lock.
+//! Lock order, for every path that holds more than one: `flush_turn`, then `writer`, then
+//! `producers`, then `verifications`, then a segment's own locks (its `flushing` first, see
+//! [`crate::segment`]). `reported_damage` is a leaf: nothing is taken under it. The view is an
+//! atomic pointer, not a lock.
 //!
-//! Files: `append.rs` and `follower.rs` validate (pure functions), `write.rs` appends and rolls,
-//! `read.rs` reads, `flush.rs` flushes, `truncate.rs` truncates, `maintenance.rs` holds retention
-//! and the cleaner's swap, `load.rs` opens and recovers, `producers.rs` keeps the idempotent
-//! producers' state.
+//! Files: `append.rs` (with `decompression_budget.rs`) and `follower.rs` validate (pure
+//! functions), `verification.rs` asks the transaction coordinator before the lock, `write.rs`
+//! appends and rolls, `read.rs` reads, `flush.rs` flushes, `truncate.rs` truncates,
+//! `maintenance.rs` and `retention.rs` hold retention and the cleaner's swap, `load.rs` (with
+//! `leftovers.rs` and `recovery.rs`) opens and recovers, `relocate.rs` moves a log between data
+//! directories, `producers.rs` keeps the idempotent producers' state.
 
 mod append;
 mod decompression_budget;

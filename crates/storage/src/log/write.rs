@@ -500,8 +500,9 @@ impl Log {
         // start at the new segment, so the old one's indexes, which flushes leave unsynced
         // while it is active (flush.rs), are fsynced, trimmed, before the new segment is
         // published. Only with frequent flushes (`flush.messages=1`) is the recovery point
-        // there, and then this is two fsyncs once per segment, under the lock (a failure takes
-        // the directory offline, as every failed fsync does).
+        // there, and then this is three fsyncs (four with a `.txnindex`: the trimmed `.log` too)
+        // once per segment, under the lock (a failure takes the directory offline, as every
+        // failed fsync does).
         if view.recovery_point >= view.log_end.offset {
             active.flush()?;
         }

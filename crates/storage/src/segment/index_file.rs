@@ -367,7 +367,7 @@ impl IndexFile {
                 .and_then(|()| file.sync_all())
                 .map_err(StorageError::sync("fsync index", &self.path)),
             // The segment was deleted meanwhile (retention, compaction): nothing to make
-            // durable. Flushes run outside the log's lock, so they can meet this race.
+            // durable. Most flushes run outside the log's lock, so they can meet this race.
             Err(StorageError::Io { source, .. })
                 if source.kind() == std::io::ErrorKind::NotFound =>
             {

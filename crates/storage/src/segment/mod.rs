@@ -1,7 +1,7 @@
 //! A segment: one `.log` file and its two indexes, holding a contiguous range of offsets from
 //! its base offset. A segment knows nothing of topics or of the other segments.
 //!
-//! Threads: one appender at a time (the owning log's append lock guarantees it); any number of
+//! Threads: one appender at a time (the owning log's writer lock guarantees it); any number of
 //! readers concurrently. The `.log` is read with positional reads; each index sits behind its
 //! own read-write lock, taken briefly for a lookup or an append.
 //!
