@@ -1,6 +1,6 @@
 //! One cleaning pass over one log: build the key → latest offset map over the dirty section,
 //! group the segments below its end, copy each group's surviving records into a `.cleaned`
-//! segment, and swap it in crash-safely through [`Log::replace_segments`].
+//! segment, and swap it in crash-safely through `Log::replace_segments`.
 //!
 //! A record survives if it lies beyond the map's reach, or if it is the latest of its key, and
 //! (for a tombstone) its batch's delete horizon has not passed. Records without a key are

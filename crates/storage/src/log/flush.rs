@@ -39,13 +39,13 @@ impl Log {
 
     /// fsyncs the segments holding offsets in `[recovery point, up_to)` and raises the recovery
     /// point to `up_to`.
-    pub fn flush_up_to(&self, up_to: Offset) -> Result<()> {
+    pub(crate) fn flush_up_to(&self, up_to: Offset) -> Result<()> {
         self.flush_range(up_to, FlushEnd::Below)
     }
 
     /// Like [`Log::flush`], but also fsyncs an empty active segment (so its files exist on
     /// disk), as Kafka's shutdown flush does.
-    pub fn flush_inclusive(&self) -> Result<()> {
+    pub(crate) fn flush_inclusive(&self) -> Result<()> {
         self.flush_range(self.log_end_offset(), FlushEnd::Including)
     }
 

@@ -148,7 +148,7 @@ impl Log {
     /// Opens the log in `dir` as part of a data directory (its health, clock and deleter in
     /// `environment`). While segments are recovered, `segments_to_recover` (if given) counts
     /// those still to go.
-    pub fn open_in(
+    pub(crate) fn open_in(
         dir: &Path,
         config: LogConfig,
         params: LoadParams,
@@ -255,7 +255,7 @@ impl Log {
 
     /// Creates a new, empty log in a data directory (its health, clock and deleter in
     /// `environment`). The partition directory's entry is made durable before this returns.
-    pub fn create_in(
+    pub(crate) fn create_in(
         data_dir: &Path,
         topic_partition: &TopicPartition,
         config: LogConfig,
@@ -266,7 +266,7 @@ impl Log {
 
     /// Creates a new, empty log in `data_dir` under `dir_name`: a partition's plain name, or a
     /// `-future` name for a copy of a log moving to this data directory.
-    pub fn create_named_in(
+    pub(crate) fn create_named_in(
         data_dir: &Path,
         dir_name: &str,
         config: LogConfig,

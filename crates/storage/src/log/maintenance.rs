@@ -124,7 +124,7 @@ impl Log {
     /// Rolls the active segment when it is non-empty and older than `segment.ms` (less its
     /// jitter) by the clock, even though nothing is being appended: idle partitions then become
     /// eligible for retention and compaction. Returns whether it rolled.
-    pub fn roll_if_idle(&self) -> Result<bool> {
+    pub(crate) fn roll_if_idle(&self) -> Result<bool> {
         let rolled = self.guarded(|| {
             let config = self.config();
             let writer = self.writer.lock();
@@ -158,7 +158,7 @@ impl Log {
     }
 
     /// Flushes when `flush.ms` has passed since the last flush. Returns whether it flushed.
-    pub fn flush_if_due(&self) -> Result<bool> {
+    pub(crate) fn flush_if_due(&self) -> Result<bool> {
         let Some(interval) = self.config().flush_interval else {
             return Ok(false);
         };
@@ -178,7 +178,7 @@ impl Log {
     /// `.cleaned` → `.swap` (fsync dir), old segments → `.deleted`, `.swap` → final names
     /// (fsync dir). Fails, changing nothing, when the segments are no longer in the log
     /// (truncated, deleted or cleaned meanwhile); the cleaned files are then removed.
-    pub fn replace_segments(&self, replaced: &[Arc<Segment>], cleaned: Segment) -> Result<()> {
+    pub(crate) fn replace_segments(&self, replaced: &[Arc<Segment>], cleaned: Segment) -> Result<()> {
         let outcome = self.guarded(|| {
             let writer = self.writer.lock();
             self.ensure_open(&writer)?;

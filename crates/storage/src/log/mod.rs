@@ -11,8 +11,8 @@
 //! Flushes fsync segments outside the writer lock, so they never stall appends. Under it run
 //! only: a roll's fsync of the old segment when the recovery point is at the log end
 //! (`write.rs`), a flush's fsync of a segment that rolled during it (`flush.rs`), the cleaner's
-//! two directory fsyncs ([`Log::replace_segments`]), whose renames must not interleave with a
-//! roll or a truncation, a move's swap ([`Log::take_over`]: the future log's tail and both
+//! two directory fsyncs (`Log::replace_segments`), whose renames must not interleave with a
+//! roll or a truncation, a move's swap (`Log::take_over`: the future log's tail and both
 //! directories), and [`Log::close`]'s last flush and producer snapshot, after which nothing
 //! appends.
 //!
@@ -105,7 +105,7 @@ pub struct LogView {
 
 /// Where a log lives: its partition directory and the health of the data directory holding
 /// it. It changes only when a log moved to another data directory takes its future log's place
-/// ([`Log::take_over`]).
+/// (`Log::take_over`).
 #[derive(Debug)]
 pub struct LogHome {
     /// The partition directory.
@@ -308,7 +308,7 @@ impl Log {
         self.view.load().recovery_point
     }
     /// When the last flush ended, by the log's clock (before any, when the log opened).
-    pub fn last_flush_ms(&self) -> i64 {
+    pub(crate) fn last_flush_ms(&self) -> i64 {
         self.writer.lock().last_flush_ms
     }
     /// Bytes of every segment's `.log` (Kafka's `Size` metric).
@@ -347,7 +347,7 @@ impl Log {
     }
 
     /// The data directory's health, shared with every log in it.
-    pub fn health(&self) -> Arc<DirHealth> {
+    pub(crate) fn health(&self) -> Arc<DirHealth> {
         Arc::clone(&self.view.load().home.health)
     }
 
@@ -460,7 +460,7 @@ impl Log {
     /// Stops every further write and maintenance step (they fail with
     /// [`StorageError::LogClosed`]) without flushing, before the log's directory is renamed for
     /// deletion. Readers holding the log keep reading through its open files.
-    pub fn close_for_deletion(&self) {
+    pub(crate) fn close_for_deletion(&self) {
         self.writer.lock().closed = true;
     }
 

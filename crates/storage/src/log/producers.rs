@@ -224,7 +224,7 @@ fn newest_valid_snapshot(
 
 impl Log {
     /// The ids of the producers this partition remembers (not expired, not below the start).
-    pub fn active_producer_ids(&self) -> std::collections::HashSet<i64> {
+    pub(crate) fn active_producer_ids(&self) -> std::collections::HashSet<i64> {
         self.producers.lock().producer_ids()
     }
 

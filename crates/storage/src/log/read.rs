@@ -297,7 +297,7 @@ impl Log {
     /// `segment_base`: those starting below `upper_bound` found in that segment's index and the
     /// later ones', until an index says no later one holds more (Kafka's
     /// `collectAbortedTransactions`, which filters on the log start, not the segment base).
-    pub fn aborted_txns_for_cleaning(
+    pub(crate) fn aborted_txns_for_cleaning(
         &self,
         segment_base: Offset,
         upper_bound: i64,

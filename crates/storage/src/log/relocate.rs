@@ -44,7 +44,7 @@ impl Log {
     /// than that comes whole), and brings its log start offset and high watermark up to this
     /// log's. A log whose end is damaged is not copied: the damage would be left behind
     /// silently.
-    pub fn copy_into(&self, future: &Log, max_bytes: u64) -> Result<CopyStep> {
+    pub(crate) fn copy_into(&self, future: &Log, max_bytes: u64) -> Result<CopyStep> {
         let source = self.view();
         if let Some(damaged) = &source.damaged_end {
             return Err(damaged.refusal());
@@ -111,7 +111,7 @@ impl Log {
     /// future log, beside a `-delete` directory of the same unique id: loading finishes the
     /// swap. A failed first rename changes nothing; a failed second one is undone, and this log
     /// serves on from its own directory (the target directory goes offline).
-    pub fn take_over(&self, future: &Log, paths: &SwapPaths, max_tail_bytes: u64) -> Result<bool> {
+    pub(crate) fn take_over(&self, future: &Log, paths: &SwapPaths, max_tail_bytes: u64) -> Result<bool> {
         let mut writer = self.writer.lock();
         self.ensure_open(&writer)?;
         let mut copied = 0u64;
@@ -187,7 +187,7 @@ impl Log {
 
     /// Renames this log's directory to `to` (loading finishing an interrupted swap, which
     /// promotes a future log to the partition's plain name).
-    pub fn rename_dir(&self, to: &Path) -> Result<()> {
+    pub(crate) fn rename_dir(&self, to: &Path) -> Result<()> {
         let writer = self.writer.lock();
         self.ensure_open(&writer)?;
         let view = self.view();

@@ -66,7 +66,7 @@ impl Log {
     }
 
     /// Drops every segment and starts empty at `offset`: LEO = log start = HW = `offset`.
-    pub fn truncate_fully_and_start_at(&self, offset: Offset) -> Result<()> {
+    pub(crate) fn truncate_fully_and_start_at(&self, offset: Offset) -> Result<()> {
         self.guarded(|| {
             let config = self.config();
             let writer = self.writer.lock();

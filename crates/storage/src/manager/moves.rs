@@ -62,7 +62,7 @@ impl LogManager {
     /// The index in `log.dirs` of the directory whose absolute path is exactly `path`, as
     /// DescribeLogDirs reports it (Kafka compares the text: a relative path or a trailing `/`
     /// names no directory).
-    pub fn dir_index_of(&self, path: &Path) -> Option<usize> {
+    pub(crate) fn dir_index_of(&self, path: &Path) -> Option<usize> {
         self.dirs
             .iter()
             .position(|dir| dir.path().as_os_str() == path.as_os_str())
@@ -203,11 +203,6 @@ impl LogManager {
             .deleter
             .schedule_dir(to, self.config.log_defaults.file_delete_delay);
         Ok(())
-    }
-
-    /// `replica.alter.log.dirs.io.max.bytes.per.second` in force.
-    pub fn move_rate(&self) -> f64 {
-        self.maintenance.move_throttle.rate()
     }
 
     /// Changes `replica.alter.log.dirs.io.max.bytes.per.second` (a dynamic broker config);

@@ -69,7 +69,7 @@ impl LogManager {
     }
 
     /// Forgets, in every log, idempotent producers idle for `producer.id.expiration.ms`.
-    pub fn expire_producer_ids(&self) -> Result<()> {
+    pub(crate) fn expire_producer_ids(&self) -> Result<()> {
         let expiration = self.config.background.producer_id_expiration;
         self.for_each_log(|log| {
             log.remove_expired_producers(expiration);
