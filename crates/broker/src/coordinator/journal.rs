@@ -1,14 +1,14 @@
 //! Writing a coordinator's records: the one writer of its internal topic's partitions. A write
-//! is one batch, appended as the leader appends (the high watermark moves with it) and flushed
+//! is one batch, appended with the coordinator's origin (the high watermark moves with it) and flushed
 //! as the topic's `flush.*` settings say, so when an append returns Ok its records are what a
 //! reload replays.
 
 use std::sync::Arc;
 
 use ferrolog_records::BatchBuilder;
-use ferrolog_storage::log::{Log, MarkerRequest};
+use ferrolog_storage::log::{AppendOrigin, FlushMode, Log, MarkerRequest};
 use ferrolog_storage::manager::LogManager;
-use ferrolog_storage::producer::TxnVerifier;
+use ferrolog_storage::producer::{NoTxnCoordinator, TxnVerifier};
 use ferrolog_storage::{Result, StorageError, TopicPartition};
 
 use super::Codec;
@@ -69,7 +69,13 @@ impl Journal {
         }
         let log = self.log(partition)?;
         let batch = encode::<C>(BatchBuilder::new(0), records, now_ms)?;
-        log.append_as_leader(batch)?;
+        // Flushed as due before it returns.
+        let _flushed = log.append(
+            batch,
+            AppendOrigin::Coordinator,
+            &NoTxnCoordinator,
+            FlushMode::Now,
+        )?;
         Ok(())
     }
 
@@ -88,7 +94,8 @@ impl Journal {
         let builder = BatchBuilder::new(0)
             .producer(producer_id, epoch, 0)
             .transactional(true);
-        log.append_as_coordinator(encode::<C>(builder, records, now_ms)?, verifier)?;
+        let batch = encode::<C>(builder, records, now_ms)?;
+        let _flushed = log.append(batch, AppendOrigin::Coordinator, verifier, FlushMode::Now)?;
         Ok(())
     }
 

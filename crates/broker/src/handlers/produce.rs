@@ -32,7 +32,7 @@ use kafka_protocol::protocol::StrBytes;
 
 use ferrolog_records::batch::{Attributes, field};
 use ferrolog_records::be;
-use ferrolog_storage::log::{Appended, Log};
+use ferrolog_storage::log::{AppendOrigin, Appended, FlushMode, Log};
 use ferrolog_storage::producer::NoTxnCoordinator;
 use ferrolog_storage::{StorageError, TopicPartition};
 
@@ -258,15 +258,22 @@ fn produce_partition(
         // A transactional batch that starts the producer's transaction here
         // must belong to it (Kafka's partition verification); from v12 it adds
         // the partition to it, once the id's previous transaction has ended.
-        Some(id) => log.append_as_leader_deferring_flush(
+        Some(id) => log.append(
             bytes,
+            AppendOrigin::Client,
             &scope.context.transactions.verifier(
                 id,
                 (name.to_owned(), partition.index),
                 VerifyFor::Produce { version },
             ),
+            FlushMode::Deferred,
         ),
-        None => log.append_as_leader_deferring_flush(bytes, &NoTxnCoordinator),
+        None => log.append(
+            bytes,
+            AppendOrigin::Client,
+            &NoTxnCoordinator,
+            FlushMode::Deferred,
+        ),
     };
     match appended {
         Ok(appended) => {

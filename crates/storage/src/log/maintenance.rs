@@ -178,7 +178,11 @@ impl Log {
     /// `.cleaned` → `.swap` (fsync dir), old segments → `.deleted`, `.swap` → final names
     /// (fsync dir). Fails, changing nothing, when the segments are no longer in the log
     /// (truncated, deleted or cleaned meanwhile); the cleaned files are then removed.
-    pub(crate) fn replace_segments(&self, replaced: &[Arc<Segment>], cleaned: Segment) -> Result<()> {
+    pub(crate) fn replace_segments(
+        &self,
+        replaced: &[Arc<Segment>],
+        cleaned: Segment,
+    ) -> Result<()> {
         let outcome = self.guarded(|| {
             let writer = self.writer.lock();
             self.ensure_open(&writer)?;

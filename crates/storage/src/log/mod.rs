@@ -29,6 +29,7 @@
 //! directories, `producers.rs` keeps the idempotent producers' state.
 
 mod append;
+mod append_entry;
 mod decompression_budget;
 mod flush;
 mod follower;
@@ -52,6 +53,7 @@ use arc_swap::ArcSwap;
 use parking_lot::Mutex;
 
 pub use append::AppendInfo;
+pub use append_entry::{AppendOrigin, FlushMode};
 pub use load::{DamagedBytes, LoadParams, LoadReport, RecoveredSegment};
 pub use maintenance::RetentionOutcome;
 pub use producers::ProducerStateSource;

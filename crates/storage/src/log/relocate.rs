@@ -111,7 +111,12 @@ impl Log {
     /// future log, beside a `-delete` directory of the same unique id: loading finishes the
     /// swap. A failed first rename changes nothing; a failed second one is undone, and this log
     /// serves on from its own directory (the target directory goes offline).
-    pub(crate) fn take_over(&self, future: &Log, paths: &SwapPaths, max_tail_bytes: u64) -> Result<bool> {
+    pub(crate) fn take_over(
+        &self,
+        future: &Log,
+        paths: &SwapPaths,
+        max_tail_bytes: u64,
+    ) -> Result<bool> {
         let mut writer = self.writer.lock();
         self.ensure_open(&writer)?;
         let mut copied = 0u64;

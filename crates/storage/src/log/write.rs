@@ -12,8 +12,7 @@ use crate::error::{Result, StorageError};
 use crate::fs::remove_if_exists;
 use crate::offset::{FilePosition, Offset};
 use crate::producer::{
-    BatchOrigin, MarkerKind, NoTxnCoordinator, ProducerBatch, ProducerState, TxnMarker,
-    TxnVerifier, snapshot,
+    BatchOrigin, MarkerKind, ProducerBatch, ProducerState, TxnMarker, TxnVerifier, snapshot,
 };
 use crate::segment::{
     AbortedTxn, BatchMeta, INDEX_SUFFIX, LOG_SUFFIX, RollParams, Segment, TIME_INDEX_SUFFIX,
@@ -98,50 +97,16 @@ pub struct Appended {
 
 /// Who chose an append's offsets, which decides what it does to the high watermark.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum AppendOrigin {
+enum OffsetsFrom {
     /// This log assigned them: it is the partition's only replica, so what it writes is
     /// committed at once and the high watermark moves to the new log end in the same view.
-    Leader,
+    Assigned,
     /// They came with the batches (a replica copying a leader, tools, tests): the high
     /// watermark moves only when told ([`Log::maybe_increment_high_watermark`]).
-    Follower,
+    Carried,
 }
 
 impl Log {
-    /// Appends a producer's batches: checks them (before the writer lock, so appenders to one
-    /// partition checksum in parallel), assigns offsets from the log end, rolls first if
-    /// needed, writes them and moves the high watermark to the new log end. A retry of a batch
-    /// already written is answered with where it went and not written again.
-    pub fn append_as_leader(&self, records: Vec<u8>) -> Result<AppendInfo> {
-        self.append_as_leader_verified(records, &NoTxnCoordinator)
-    }
-
-    /// [`Log::append_as_leader`], with `verifier` asked whether each transactional batch that
-    /// would start a transaction here belongs to its producer's ongoing transaction: before the
-    /// writer lock, which then checks only that no marker has overtaken the answer (the
-    /// `verification` module).
-    pub fn append_as_leader_verified(
-        &self,
-        records: Vec<u8>,
-        verifier: &dyn TxnVerifier,
-    ) -> Result<AppendInfo> {
-        let appended = self.append_leader(records, verifier, BatchOrigin::Client)?;
-        self.flush_appended(&appended)?;
-        Ok(appended.info)
-    }
-
-    /// [`Log::append_as_leader_verified`] without its flush: an append that reached
-    /// `flush.messages` comes back [`Appended::flush_due`], to be acknowledged only after
-    /// [`Log::flush_appended`]. Between the two, the next appends can be made (a connection's
-    /// next produce request), and one fsync then covers them all.
-    pub fn append_as_leader_deferring_flush(
-        &self,
-        records: Vec<u8>,
-        verifier: &dyn TxnVerifier,
-    ) -> Result<Appended> {
-        self.append_leader(records, verifier, BatchOrigin::Client)
-    }
-
     /// Whether `appended` needs no flush (any more): it was not due one, or the recovery point
     /// has passed it. Never blocks.
     pub fn is_flushed(&self, appended: &Appended) -> bool {
@@ -176,20 +141,7 @@ impl Log {
         )))
     }
 
-    /// A coordinator's append on behalf of a producer (the group coordinator's transactional
-    /// offset commits): as [`Log::append_as_leader_verified`], but the producer's batches are
-    /// checked for their epoch only, as Kafka checks batches of its `COORDINATOR` origin.
-    pub fn append_as_coordinator(
-        &self,
-        records: Vec<u8>,
-        verifier: &dyn TxnVerifier,
-    ) -> Result<AppendInfo> {
-        let appended = self.append_leader(records, verifier, BatchOrigin::Coordinator)?;
-        self.flush_appended(&appended)?;
-        Ok(appended.info)
-    }
-
-    fn append_leader(
+    pub(super) fn append_leader(
         &self,
         records: Vec<u8>,
         verifier: &dyn TxnVerifier,
@@ -249,24 +201,22 @@ impl Log {
                 &config,
                 &assigned.bytes,
                 assigned.validated,
-                AppendOrigin::Leader,
+                OffsetsFrom::Assigned,
             )
         })
     }
 
-    /// Appends batches that already carry their offsets (replication, tools, tests). The first
-    /// must start at or after the LEO; offsets must increase. The high watermark stays.
-    pub fn append_as_follower(&self, bytes: &[u8]) -> Result<AppendInfo> {
+    /// Appends batches that already carry their offsets (replication, tools, tests), without
+    /// a flush. The first must start at or after the LEO; offsets must increase. The high
+    /// watermark stays.
+    pub(super) fn append_replicated(&self, bytes: &[u8]) -> Result<Appended> {
         self.guarded(|| {
             let config = self.config();
             let writer = self.writer.lock();
             self.ensure_open(&writer)?;
             let validated =
                 super::follower::validate_follower_append(bytes, self.log_end_offset())?;
-            let appended =
-                self.write_validated(writer, &config, bytes, validated, AppendOrigin::Follower)?;
-            self.flush_appended(&appended)?;
-            Ok(appended.info)
+            self.write_validated(writer, &config, bytes, validated, OffsetsFrom::Carried)
         })
     }
 
@@ -276,7 +226,7 @@ impl Log {
         config: &LogConfig,
         bytes: &[u8],
         validated: ValidatedAppend,
-        origin: AppendOrigin,
+        offsets: OffsetsFrom,
     ) -> Result<Appended> {
         refuse_past_damaged_end(&self.view())?;
         let info = validated.info;
@@ -313,7 +263,7 @@ impl Log {
             segment_base_offset: active.base_offset(),
             position: FilePosition::new(active.size()),
         };
-        if origin == AppendOrigin::Leader {
+        if offsets == OffsetsFrom::Assigned {
             next.high_watermark = next.log_end.offset;
         }
         let unflushed = next.log_end.offset - next.recovery_point;
@@ -435,7 +385,7 @@ impl Log {
                 markers: vec![txn_marker],
             };
             let appended =
-                self.write_validated(writer, &config, &bytes, validated, AppendOrigin::Leader)?;
+                self.write_validated(writer, &config, &bytes, validated, OffsetsFrom::Assigned)?;
             self.flush_appended(&appended)?;
             Ok(appended.info)
         })
