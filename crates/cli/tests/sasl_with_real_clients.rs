@@ -359,34 +359,41 @@ fn real_clients_authenticate_and_are_refused_as_with_kafka() {
         return;
     }
     let temp = tempfile::tempdir().unwrap();
-    let kafka_sasl = free_port();
-    let kafka = KafkaPeer::start_with_ports(&temp.path().join("kafka"), |port, controller| {
-        let mut lines = vec![
-            format!("listeners=PLAINTEXT://127.0.0.1:{port},CONTROLLER://127.0.0.1:{controller},SASL_PLAINTEXT://127.0.0.1:{kafka_sasl}"),
-            format!("advertised.listeners=PLAINTEXT://127.0.0.1:{port},SASL_PLAINTEXT://127.0.0.1:{kafka_sasl}"),
-            "listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT".into(),
+    // The same clients against Kafka and against ferrolog, side by side: each mostly waits for
+    // its clients' JVMs and timeouts.
+    let (from_kafka, (from_ferrolog, server)) = std::thread::scope(|scope| {
+        let kafka_side = scope.spawn(|| {
+            let kafka_sasl = free_port();
+            let kafka = KafkaPeer::start_with_ports(&temp.path().join("kafka"), |port, controller| {
+                let mut lines = vec![
+                    format!("listeners=PLAINTEXT://127.0.0.1:{port},CONTROLLER://127.0.0.1:{controller},SASL_PLAINTEXT://127.0.0.1:{kafka_sasl}"),
+                    format!("advertised.listeners=PLAINTEXT://127.0.0.1:{port},SASL_PLAINTEXT://127.0.0.1:{kafka_sasl}"),
+                    "listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT".into(),
+                ];
+                lines.extend(security_lines());
+                lines
+            });
+            let kafka_dir = temp.path().join("kafka-clients");
+            std::fs::create_dir_all(&kafka_dir).unwrap();
+            let from_kafka = transcript(kafka_sasl, &kafka_dir);
+            drop(kafka);
+            from_kafka
+        });
+        let (port, sasl) = (free_port(), free_port());
+        let mut overrides = vec![
+            format!("listeners=PLAINTEXT://127.0.0.1:{port},SASL_PLAINTEXT://127.0.0.1:{sasl}"),
+            // The failure delay as Kafka's, for the clients' timings.
+            "connection.failed.authentication.delay.ms=100".to_owned(),
         ];
-        lines.extend(security_lines());
-        lines
+        overrides.extend(security_lines());
+        let overrides: Vec<&str> = overrides.iter().map(String::as_str).collect();
+        let server = Server::start_on(port, &[], &temp.path().join("ferrolog"), &overrides, "warn");
+        let ferrolog_dir = temp.path().join("ferrolog-clients");
+        std::fs::create_dir_all(&ferrolog_dir).unwrap();
+        let from_ferrolog = transcript(sasl, &ferrolog_dir);
+        assert_eq!(server.port, port);
+        (kafka_side.join().unwrap(), (from_ferrolog, server))
     });
-    let kafka_dir = temp.path().join("kafka-clients");
-    std::fs::create_dir_all(&kafka_dir).unwrap();
-    let from_kafka = transcript(kafka_sasl, &kafka_dir);
-    drop(kafka);
-
-    let (port, sasl) = (free_port(), free_port());
-    let mut overrides = vec![
-        format!("listeners=PLAINTEXT://127.0.0.1:{port},SASL_PLAINTEXT://127.0.0.1:{sasl}"),
-        // The failure delay as Kafka's, for the clients' timings.
-        "connection.failed.authentication.delay.ms=100".to_owned(),
-    ];
-    overrides.extend(security_lines());
-    let overrides: Vec<&str> = overrides.iter().map(String::as_str).collect();
-    let server = Server::start_on(port, &[], &temp.path().join("ferrolog"), &overrides, "warn");
-    let ferrolog_dir = temp.path().join("ferrolog-clients");
-    std::fs::create_dir_all(&ferrolog_dir).unwrap();
-    let from_ferrolog = transcript(sasl, &ferrolog_dir);
-    assert_eq!(server.port, port);
 
     for line in &from_kafka {
         eprintln!("{line}");

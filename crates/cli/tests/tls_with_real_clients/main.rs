@@ -437,36 +437,44 @@ fn real_clients_speak_tls_and_are_refused_as_with_kafka() {
     std::fs::create_dir_all(&certs).unwrap();
     certificates(&certs);
 
-    let (kafka_ssl, kafka_sasl) = (free_port(), free_port());
-    let kafka = KafkaPeer::start_with_ports(&temp.path().join("kafka"), |port, controller| {
-        let mut lines = vec![
-            format!("listeners=PLAINTEXT://127.0.0.1:{port},CONTROLLER://127.0.0.1:{controller},SSL://127.0.0.1:{kafka_ssl},SASL_SSL://127.0.0.1:{kafka_sasl}"),
-            format!("advertised.listeners=PLAINTEXT://127.0.0.1:{port},SSL://127.0.0.1:{kafka_ssl},SASL_SSL://127.0.0.1:{kafka_sasl}"),
-            "listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_SSL:SASL_SSL".into(),
-        ];
-        // Kafka's own controller connects over PLAINTEXT as User:ANONYMOUS.
-        lines.extend(security_lines(
-            &certs,
-            "User:admin;User:alice;User:ANONYMOUS",
-        ));
-        lines
+    // The same clients against Kafka and against ferrolog, side by side: each mostly waits for
+    // its clients' JVMs and timeouts.
+    let certs = certs.as_path();
+    let (from_kafka, (from_ferrolog, server)) = std::thread::scope(|scope| {
+        let kafka_side = scope.spawn(|| {
+            let (kafka_ssl, kafka_sasl) = (free_port(), free_port());
+            let kafka = KafkaPeer::start_with_ports(&temp.path().join("kafka"), |port, controller| {
+                let mut lines = vec![
+                    format!("listeners=PLAINTEXT://127.0.0.1:{port},CONTROLLER://127.0.0.1:{controller},SSL://127.0.0.1:{kafka_ssl},SASL_SSL://127.0.0.1:{kafka_sasl}"),
+                    format!("advertised.listeners=PLAINTEXT://127.0.0.1:{port},SSL://127.0.0.1:{kafka_ssl},SASL_SSL://127.0.0.1:{kafka_sasl}"),
+                    "listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_SSL:SASL_SSL".into(),
+                ];
+                // Kafka's own controller connects over PLAINTEXT as User:ANONYMOUS.
+                lines.extend(security_lines(
+                    certs,
+                    "User:admin;User:alice;User:ANONYMOUS",
+                ));
+                lines
+            });
+            let kafka_dir = temp.path().join("kafka-clients");
+            std::fs::create_dir_all(&kafka_dir).unwrap();
+            let from_kafka = transcript(kafka_ssl, kafka_sasl, certs, &kafka_dir);
+            drop(kafka);
+            from_kafka
+        });
+        let (port, ssl, sasl_ssl) = (free_port(), free_port(), free_port());
+        let mut overrides = vec![format!(
+            "listeners=PLAINTEXT://127.0.0.1:{port},SSL://127.0.0.1:{ssl},SASL_SSL://127.0.0.1:{sasl_ssl}"
+        )];
+        // No ANONYMOUS here: a client wrongly taken for anonymous would not be a super user.
+        overrides.extend(security_lines(certs, "User:admin;User:alice"));
+        let overrides: Vec<&str> = overrides.iter().map(String::as_str).collect();
+        let server = Server::start_on(port, &[], &temp.path().join("ferrolog"), &overrides, "warn");
+        let ferrolog_dir = temp.path().join("ferrolog-clients");
+        std::fs::create_dir_all(&ferrolog_dir).unwrap();
+        let from_ferrolog = transcript(ssl, sasl_ssl, certs, &ferrolog_dir);
+        (kafka_side.join().unwrap(), (from_ferrolog, server))
     });
-    let kafka_dir = temp.path().join("kafka-clients");
-    std::fs::create_dir_all(&kafka_dir).unwrap();
-    let from_kafka = transcript(kafka_ssl, kafka_sasl, &certs, &kafka_dir);
-    drop(kafka);
-
-    let (port, ssl, sasl_ssl) = (free_port(), free_port(), free_port());
-    let mut overrides = vec![format!(
-        "listeners=PLAINTEXT://127.0.0.1:{port},SSL://127.0.0.1:{ssl},SASL_SSL://127.0.0.1:{sasl_ssl}"
-    )];
-    // No ANONYMOUS here: a client wrongly taken for anonymous would not be a super user.
-    overrides.extend(security_lines(&certs, "User:admin;User:alice"));
-    let overrides: Vec<&str> = overrides.iter().map(String::as_str).collect();
-    let server = Server::start_on(port, &[], &temp.path().join("ferrolog"), &overrides, "warn");
-    let ferrolog_dir = temp.path().join("ferrolog-clients");
-    std::fs::create_dir_all(&ferrolog_dir).unwrap();
-    let from_ferrolog = transcript(ssl, sasl_ssl, &certs, &ferrolog_dir);
 
     for line in &from_kafka {
         eprintln!("{line}");
