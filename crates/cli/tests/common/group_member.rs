@@ -120,12 +120,24 @@ impl Member {
         session_ms: i32,
     ) -> Joined {
         let request = join_request(self, member_id, metadata, session_ms);
-        self.stream
-            .write_all(&frame(ApiKey::JoinGroup, version, &request))
-            .unwrap();
-        match response_within(&mut self.stream, AT_ONCE) {
-            Some(frame) => Joined::Now(self.learn(decode(frame, ApiKey::JoinGroup, version))),
-            None => Joined::Waiting,
+        let started = Instant::now();
+        loop {
+            self.stream
+                .write_all(&frame(ApiKey::JoinGroup, version, &request))
+                .unwrap();
+            let Some(frame) = response_within(&mut self.stream, AT_ONCE) else {
+                return Joined::Waiting;
+            };
+            let answer: JoinGroupResponse = decode(frame, ApiKey::JoinGroup, version);
+            // Kafka may still (or again) be loading the group's partition: a client retries,
+            // and so does the transcript, so that it records the group's answer.
+            if answer.error_code == COORDINATOR_LOAD_IN_PROGRESS
+                && started.elapsed() < Duration::from_secs(60)
+            {
+                std::thread::sleep(Duration::from_millis(200));
+                continue;
+            }
+            return Joined::Now(self.learn(answer));
         }
     }
 
@@ -215,6 +227,9 @@ pub fn leave(port: u16, group: &str, members: &[(&str, Option<&str>)]) -> LeaveG
         );
     send(&mut connect(port), ApiKey::LeaveGroup, 5, &request).unwrap()
 }
+
+/// Kafka's answer while a coordinator loads the partition a request names.
+const COORDINATOR_LOAD_IN_PROGRESS: i16 = 14;
 
 /// Waits until the broker on `port` coordinates `group`: Kafka finds a coordinator once its
 /// offsets topic exists, and answers NOT_COORDINATOR or COORDINATOR_LOAD_IN_PROGRESS until the
