@@ -114,15 +114,6 @@ impl<S: Shard> Runtime<S> {
         !self.unavailable.contains(&partition)
     }
 
-    /// The partitions whose records could not be loaded.
-    pub fn unavailable(&self) -> &BTreeSet<i32> {
-        &self.unavailable
-    }
-
-    pub fn journal(&self) -> &Journal {
-        &self.journal
-    }
-
     fn shard(&self, partition: i32) -> &Mutex<S> {
         let index = usize::try_from(partition).unwrap_or(usize::MAX);
         match self.shards.get(index) {
