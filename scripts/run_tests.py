@@ -8,8 +8,9 @@ so they run side by side here, the longest first, while the quick ones fill the 
 Usage: scripts/run_tests.py --features F [--jobs N]
 
 Each binary runs as cargo would run it: from its package's directory, with cargo's variables.
-Its output is kept in target/test-logs/<binary>.log and printed when it fails. Exits 1 if any
-binary failed, naming each.
+Its output is kept in target/test-logs/<binary>.log and printed whole when it fails; otherwise
+its libtest summary line ("test result: ok. N passed; ...") is printed, so the run's log shows
+how many tests each binary ran. Exits 1 if any binary failed, naming each.
 """
 
 import argparse
@@ -86,6 +87,17 @@ def run(binary):
     return binary, code, time.monotonic() - started, log_path
 
 
+def summary(log_path):
+    """The libtest summary lines of one binary's log, and the number of tests it passed."""
+    lines, passed = [], 0
+    with open(log_path) as log:
+        for line in log:
+            if line.startswith("test result:"):
+                lines.append(line.rstrip())
+                passed += int(line.split(". ", 1)[1].split(" passed", 1)[0])
+    return lines, passed
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--features", required=True)
@@ -95,19 +107,24 @@ def main():
     binaries = test_binaries(args.features)
     binaries.sort(key=lambda binary: -EXPECTED_SECONDS.get(binary[2], 0))
     failed = []
+    passed_total = 0
     started = time.monotonic()
     with ThreadPoolExecutor(max_workers=args.jobs) as pool:
         for done in as_completed([pool.submit(run, binary) for binary in binaries]):
             (_, package, name, _), code, seconds, log_path = done.result()
             print(f"{'ok' if code == 0 else 'FAILED':6} {package}::{name} ({seconds:.1f} s)",
                   flush=True)
+            lines, passed = summary(log_path)
+            passed_total += passed
+            for line in lines:
+                print(f"       {line}", flush=True)
             if code != 0:
                 failed.append(f"{package}::{name}")
                 with open(log_path) as log:
                     sys.stdout.write(log.read())
                 sys.stdout.flush()
-    print(f"{len(binaries)} test binaries in {time.monotonic() - started:.0f} s, "
-          f"{args.jobs} at a time", flush=True)
+    print(f"{len(binaries)} test binaries, {passed_total} tests passed, in "
+          f"{time.monotonic() - started:.0f} s, {args.jobs} at a time", flush=True)
     doc = subprocess.run(
         ["cargo", "test", "--workspace", "--locked", "--features", args.features, "--doc"],
         cwd=ROOT,
