@@ -26,23 +26,29 @@ use kafka_protocol::messages::{
 use kafka_protocol::protocol::{Decodable, Encodable};
 
 use crate::Context;
+use crate::authz::Asked;
 use crate::error_codes::ErrorCodes;
 use crate::frame_shape::CheckedFrame;
 use crate::handlers;
 pub use crate::protocol::Unanswerable;
+use crate::protocol::apis::declared;
 pub use crate::protocol::apis::{SUPPORTED, required_acls, supported_range};
+use crate::protocol::refuse::{Refuse, ResourceName};
 use crate::response::{FileRegion, ResponseFrame, SplicingBuf};
 use crate::session::Session;
 
 /// The router, from the API table ([`crate::protocol::apis`]).
 macro_rules! route_table {
     ($($key:ident $min:literal ..= $max:literal, $request:ty, $run:ident $handler:path => $answer:ident,
-        needs [$($resource:ident $operation:ident),*];)*) => {
-        /// Decodes the body of a supported request, runs its handler and encodes the answer.
+        needs [$($resource:ident $operation:ident $($how:ident $($field:ident)?)?),*]
+        $(, also [$($also:tt)*])?;)*) => {
+        /// Decodes the body of a supported request, checks what its row says it needs of the
+        /// whole request, runs its handler and encodes the answer.
         async fn route(call: &Call<'_>, mut body: Bytes) -> Result<Reply, Unanswerable> {
             match call.api {
                 $(ApiKey::$key => {
                     let request = decode::<$request>(call, &mut body)?;
+                    $(gate!(call, request, $resource $operation $($how $($field)?)?);)*
                     let answer = run!($run, $handler, call, request);
                     answer!($answer, call, answer)
                 })*
@@ -52,22 +58,45 @@ macro_rules! route_table {
     };
 }
 
+/// Checks one request-level need (those on each resource a request names are the handler's),
+/// answering the request's refusal when it is refused.
+macro_rules! gate {
+    ($call:ident, $request:ident, $resource:ident $operation:ident $(or $alternative:ident)?) => {
+        let need = crate::protocol::apis::need!($resource $operation $(or $alternative)?);
+        if let Some(code) = $call.asked().request_refusal(&need, None) {
+            return refuse($call, &$request, code);
+        }
+    };
+    ($call:ident, $request:ident, $resource:ident $operation:ident of $field:ident) => {
+        let need = crate::protocol::apis::need!($resource $operation of $field);
+        let name = ResourceName::resource_name(&$request.$field);
+        if let Some(code) = $call.asked().request_refusal(&need, name) {
+            return refuse($call, &$request, code);
+        }
+    };
+    ($call:ident, $request:ident, $resource:ident $operation:ident $how:ident $($form:ident)?) => {};
+}
+
 macro_rules! run {
     (inline, $handler:path, $call:ident, $request:ident) => {
         $handler(&$call.header, &$request)
     };
     (blocking, $handler:path, $call:ident, $request:ident) => {{
-        let (context, session, header) = (
+        let (context, session, header, api) = (
             Arc::clone($call.context),
             Arc::clone($call.session),
             $call.header.clone(),
+            $call.api,
         );
-        crate::bridge::blocking(move || $handler(&context, &session, &header, $request))
-            .await
-            .map_err(failed)?
+        crate::bridge::blocking(move || {
+            let asked = Asked::new(&context.access, &session, &header, declared(api));
+            $handler(&context, &asked, $request)
+        })
+        .await
+        .map_err(failed)?
     }};
     (waiting, $handler:path, $call:ident, $request:ident) => {
-        $handler($call.context, $call.session, &$call.header, $request).await
+        $handler($call.context, &$call.asked(), $request).await
     };
 }
 
@@ -154,6 +183,27 @@ struct Call<'a> {
     api: ApiKey,
     version: i16,
     session: &'a Arc<Session>,
+}
+
+impl Call<'_> {
+    /// The request as its handler sees it, with what its row declares.
+    fn asked(&self) -> Asked<'_> {
+        Asked::new(
+            &self.context.access,
+            self.session,
+            &self.header,
+            declared(self.api),
+        )
+    }
+}
+
+/// Answers a request refused as a whole (see [`Refuse`]).
+fn refuse<R: Refuse>(call: &Call<'_>, request: &R, code: i16) -> Result<Reply, Unanswerable>
+where
+    R::Response: Encodable + ErrorCodes,
+{
+    request.precheck(call.version)?;
+    encode(call, &request.refused(call.version, code), Vec::new()).map(Reply::Now)
 }
 
 fn malformed(what: impl std::fmt::Display) -> Unanswerable {

@@ -1,4 +1,5 @@
-//! What the handlers ask: may this session do this operation on this resource?
+//! What the broker asks: may this session do this operation on this resource? Handlers ask
+//! through [`super::asked::Asked`], which lets them ask only what their API's row declares.
 //!
 //! Without `authorizer.class.name` every request is allowed, as in Kafka without an authorizer,
 //! and the ACL APIs answer SECURITY_DISABLED. With Kafka's `StandardAuthorizer` named there,
@@ -9,7 +10,7 @@ use std::sync::Arc;
 use ferrolog_storage::StorageError;
 use ferrolog_storage::manager::LogManager;
 
-use super::acl::{AclOperation, CLUSTER_NAME, ResourceType};
+use super::acl::{AclOperation, ResourceType};
 use super::standard::{self, AuthorizerConfig, Decision};
 use super::store::AclStore;
 use crate::session::Session;
@@ -66,7 +67,7 @@ impl Access {
     }
 
     /// Whether `session` may do `operation` on the resource `resource_type`:`name`.
-    pub fn allows(
+    pub(super) fn allows(
         &self,
         session: &Session,
         operation: AclOperation,
@@ -97,14 +98,9 @@ impl Access {
         decision == Decision::Allowed
     }
 
-    /// Whether `session` may do `operation` on the cluster.
-    pub fn allows_on_cluster(&self, session: &Session, operation: AclOperation) -> bool {
-        self.allows(session, operation, ResourceType::Cluster, CLUSTER_NAME)
-    }
-
     /// Whether `session` may do `operation` on at least one resource of the type (Kafka's
     /// `authorizeByResourceType`).
-    pub fn allows_on_some(
+    pub(super) fn allows_on_some(
         &self,
         session: &Session,
         operation: AclOperation,
@@ -124,7 +120,7 @@ impl Access {
 
     /// Kafka's `authorizedOperations` bit field for the resource: every operation of the type
     /// when no authorizer is configured.
-    pub fn authorized_operations(
+    pub(super) fn authorized_operations(
         &self,
         session: &Session,
         resource_type: ResourceType,

@@ -20,47 +20,38 @@ use kafka_protocol::messages::delete_acls_response::{
 use kafka_protocol::messages::describe_acls_response::{AclDescription, DescribeAclsResource};
 use kafka_protocol::messages::{
     CreateAclsRequest, CreateAclsResponse, DeleteAclsRequest, DeleteAclsResponse,
-    DescribeAclsRequest, DescribeAclsResponse, RequestHeader,
+    DescribeAclsRequest, DescribeAclsResponse,
 };
 use kafka_protocol::protocol::StrBytes;
 
 use crate::Context;
+use crate::authz::Asked;
 use crate::authz::store::{AclChangeError, AclStore, MAX_PER_REQUEST};
 use crate::authz::{
     AccessEntry, AclBinding, AclFilter, AclOperation, EntryFilter, PatternFilter, PatternType,
     PatternTypeFilter, Permission, ResourcePattern, ResourceType,
 };
 use crate::errors::{
-    CLUSTER_AUTHORIZATION_FAILED, INVALID_REQUEST, NONE, POLICY_VIOLATION, SECURITY_DISABLED,
-    UNKNOWN_SERVER_ERROR,
+    INVALID_REQUEST, NONE, POLICY_VIOLATION, SECURITY_DISABLED, UNKNOWN_SERVER_ERROR,
 };
 use crate::protocol::Unanswerable;
-use crate::session::Session;
+use crate::protocol::refuse::Refuse;
 
 /// Kafka's ANY, in every code set of the ACL APIs.
 const ANY: i8 = 1;
 
 pub fn describe(
     context: &Context,
-    session: &Session,
-    _header: &RequestHeader,
+    _asked: &Asked<'_>,
     request: DescribeAclsRequest,
 ) -> Result<DescribeAclsResponse, Unanswerable> {
-    let filter = filter_of(
-        request.resource_type_filter,
-        request.resource_name_filter.as_ref(),
-        request.pattern_type_filter,
-        request.principal_filter.as_ref(),
-        request.host_filter.as_ref(),
-        request.operation,
-        request.permission_type,
-    )?;
+    let filter = describe_filter(&request)?;
     let refused = |code, message: &str| {
         Ok(DescribeAclsResponse::default()
             .with_error_code(code)
             .with_error_message(Some(StrBytes::from_string(message.to_owned()))))
     };
-    let acls = match store_for(context, session, AclOperation::Describe) {
+    let acls = match store_for(context) {
         Ok(acls) => acls,
         // Kafka words this refusal apart for DescribeAcls.
         Err((SECURITY_DISABLED, _)) => {
@@ -106,25 +97,12 @@ pub fn describe(
 
 pub fn create(
     context: &Context,
-    session: &Session,
-    _header: &RequestHeader,
+    _asked: &Asked<'_>,
     request: CreateAclsRequest,
 ) -> Result<CreateAclsResponse, Unanswerable> {
-    // Parsed first: a request Kafka cannot parse is refused whoever sends it.
-    let candidates = request
-        .creations
-        .iter()
-        .map(candidate_of)
-        .collect::<Result<Vec<_>, _>>()?;
-    let all_refused = |code, message: &str| {
-        CreateAclsResponse::default().with_results(
-            candidates
-                .iter()
-                .map(|_| failed_creation(code, message))
-                .collect(),
-        )
-    };
-    let acls = match store_for(context, session, AclOperation::Alter) {
+    let candidates = candidates(&request)?;
+    let all_refused = |code, message: &str| all_creations_refused(&candidates, code, message);
+    let acls = match store_for(context) {
         Ok(acls) => acls,
         Err((code, message)) => return Ok(all_refused(code, message)),
     };
@@ -174,38 +152,12 @@ pub fn create(
 
 pub fn delete(
     context: &Context,
-    session: &Session,
-    _header: &RequestHeader,
+    _asked: &Asked<'_>,
     request: DeleteAclsRequest,
 ) -> Result<DeleteAclsResponse, Unanswerable> {
-    let filters = request
-        .filters
-        .iter()
-        .map(|filter: &DeleteAclsFilter| {
-            filter_of(
-                filter.resource_type_filter,
-                filter.resource_name_filter.as_ref(),
-                filter.pattern_type_filter,
-                filter.principal_filter.as_ref(),
-                filter.host_filter.as_ref(),
-                filter.operation,
-                filter.permission_type,
-            )
-        })
-        .collect::<Result<Vec<_>, _>>()?;
-    let all_refused = |code, message: &str| {
-        DeleteAclsResponse::default().with_filter_results(
-            filters
-                .iter()
-                .map(|_| {
-                    DeleteAclsFilterResult::default()
-                        .with_error_code(code)
-                        .with_error_message(Some(StrBytes::from_string(message.to_owned())))
-                })
-                .collect(),
-        )
-    };
-    let acls = match store_for(context, session, AclOperation::Alter) {
+    let filters = delete_filters(&request)?;
+    let all_refused = |code, message: &str| all_deletions_refused(filters.len(), code, message);
+    let acls = match store_for(context) {
         Ok(acls) => acls,
         Err((code, message)) => return Ok(all_refused(code, message)),
     };
@@ -232,19 +184,99 @@ pub fn delete(
     }
 }
 
-/// The ACLs, when the session may do `operation` on the cluster and an authorizer is
-/// configured; otherwise the refusal, with Kafka's code and message, in Kafka's order.
-fn store_for<'a>(
-    context: &'a Context,
-    session: &Session,
-    operation: AclOperation,
-) -> Result<&'a AclStore, (i16, &'static str)> {
-    if !context.access.allows_on_cluster(session, operation) {
-        return Err((
-            CLUSTER_AUTHORIZATION_FAILED,
-            "Cluster authorization failed.",
-        ));
+/// Kafka's message refusing an ACL request the principal may not make.
+const CLUSTER_REFUSED: &str = "Cluster authorization failed.";
+
+/// The filter a DescribeAcls request asks with. Parsed before anything else, as Kafka parses
+/// it: a request Kafka cannot parse is refused whoever sends it.
+fn describe_filter(request: &DescribeAclsRequest) -> Result<AclFilter, Unanswerable> {
+    filter_of(
+        request.resource_type_filter,
+        request.resource_name_filter.as_ref(),
+        request.pattern_type_filter,
+        request.principal_filter.as_ref(),
+        request.host_filter.as_ref(),
+        request.operation,
+        request.permission_type,
+    )
+}
+
+/// The ACLs a CreateAcls request asks for, parsed first as [`describe_filter`].
+fn candidates(request: &CreateAclsRequest) -> Result<Vec<Candidate>, Unanswerable> {
+    request.creations.iter().map(candidate_of).collect()
+}
+
+/// The filters a DeleteAcls request asks with, parsed first as [`describe_filter`].
+fn delete_filters(request: &DeleteAclsRequest) -> Result<Vec<AclFilter>, Unanswerable> {
+    request
+        .filters
+        .iter()
+        .map(|filter: &DeleteAclsFilter| {
+            filter_of(
+                filter.resource_type_filter,
+                filter.resource_name_filter.as_ref(),
+                filter.pattern_type_filter,
+                filter.principal_filter.as_ref(),
+                filter.host_filter.as_ref(),
+                filter.operation,
+                filter.permission_type,
+            )
+        })
+        .collect()
+}
+
+fn all_creations_refused(candidates: &[Candidate], code: i16, message: &str) -> CreateAclsResponse {
+    CreateAclsResponse::default().with_results(
+        candidates
+            .iter()
+            .map(|_| failed_creation(code, message))
+            .collect(),
+    )
+}
+
+fn all_deletions_refused(filters: usize, code: i16, message: &str) -> DeleteAclsResponse {
+    let refused = DeleteAclsFilterResult::default()
+        .with_error_code(code)
+        .with_error_message(Some(StrBytes::from_string(message.to_owned())));
+    DeleteAclsResponse::default().with_filter_results(vec![refused; filters])
+}
+
+impl Refuse for DescribeAclsRequest {
+    fn precheck(&self, _version: i16) -> Result<(), Unanswerable> {
+        describe_filter(self).map(drop)
     }
+
+    fn refused(&self, _version: i16, code: i16) -> DescribeAclsResponse {
+        DescribeAclsResponse::default()
+            .with_error_code(code)
+            .with_error_message(Some(StrBytes::from_static_str(CLUSTER_REFUSED)))
+    }
+}
+
+impl Refuse for CreateAclsRequest {
+    fn precheck(&self, _version: i16) -> Result<(), Unanswerable> {
+        candidates(self).map(drop)
+    }
+
+    fn refused(&self, _version: i16, code: i16) -> CreateAclsResponse {
+        // Only their number matters: the precheck parsed them.
+        let candidates = candidates(self).unwrap_or_default();
+        all_creations_refused(&candidates, code, CLUSTER_REFUSED)
+    }
+}
+
+impl Refuse for DeleteAclsRequest {
+    fn precheck(&self, _version: i16) -> Result<(), Unanswerable> {
+        delete_filters(self).map(drop)
+    }
+
+    fn refused(&self, _version: i16, code: i16) -> DeleteAclsResponse {
+        all_deletions_refused(self.filters.len(), code, CLUSTER_REFUSED)
+    }
+}
+
+/// The ACLs, when an authorizer is configured; otherwise Kafka's refusal, code and message.
+fn store_for(context: &Context) -> Result<&AclStore, (i16, &'static str)> {
     context
         .access
         .acls()

@@ -3,34 +3,20 @@
 //! Needs WRITE on the transactional id (TRANSACTIONAL_ID_AUTHORIZATION_FAILED), then READ on the
 //! group (GROUP_AUTHORIZATION_FAILED), as Kafka checks them.
 
-use kafka_protocol::messages::{AddOffsetsToTxnRequest, AddOffsetsToTxnResponse, RequestHeader};
+use kafka_protocol::messages::{AddOffsetsToTxnRequest, AddOffsetsToTxnResponse};
 
-use crate::authz::{AclOperation, ResourceType};
+use crate::authz::Asked;
 use crate::group::offsets_topic::OFFSETS_TOPIC;
-use crate::session::Session;
 use crate::{Context, errors};
 
 pub fn handle(
     context: &Context,
-    session: &Session,
-    header: &RequestHeader,
+    asked: &Asked<'_>,
     request: AddOffsetsToTxnRequest,
 ) -> AddOffsetsToTxnResponse {
     let transactional_id = request.transactional_id.0.as_str();
     let group = request.group_id.0.as_str();
-    let code = if !context.access.allows(
-        session,
-        AclOperation::Write,
-        ResourceType::TransactionalId,
-        transactional_id,
-    ) {
-        errors::TRANSACTIONAL_ID_AUTHORIZATION_FAILED
-    } else if !context
-        .access
-        .allows(session, AclOperation::Read, ResourceType::Group, group)
-    {
-        errors::GROUP_AUTHORIZATION_FAILED
-    } else if transactional_id.is_empty() {
+    let code = if transactional_id.is_empty() {
         errors::INVALID_REQUEST
     } else {
         let partition = (OFFSETS_TOPIC.to_owned(), context.groups.partition_of(group));
@@ -41,7 +27,9 @@ pub fn handle(
             &[partition],
             0,
         );
-        super::downgrade_producer_fenced(code, header.request_api_version, 2)
+        super::downgrade_producer_fenced(code, asked.version(), 2)
     };
     AddOffsetsToTxnResponse::default().with_error_code(code)
 }
+
+crate::protocol::refuse::refused_at_top_level!(AddOffsetsToTxnRequest => AddOffsetsToTxnResponse);

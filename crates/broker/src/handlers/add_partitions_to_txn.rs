@@ -9,46 +9,31 @@
 use kafka_protocol::messages::add_partitions_to_txn_response::{
     AddPartitionsToTxnPartitionResult, AddPartitionsToTxnTopicResult,
 };
-use kafka_protocol::messages::{
-    AddPartitionsToTxnRequest, AddPartitionsToTxnResponse, RequestHeader,
-};
+use kafka_protocol::messages::{AddPartitionsToTxnRequest, AddPartitionsToTxnResponse};
 
 use ferrolog_storage::TopicPartition;
 
 use super::internal_topics;
-use crate::authz::{AclOperation, ResourceType};
-use crate::session::Session;
+use crate::authz::Asked;
+use crate::authz::ResourceType;
 use crate::{Context, errors};
 
 pub fn handle(
     context: &Context,
-    session: &Session,
-    header: &RequestHeader,
+    asked: &Asked<'_>,
     request: AddPartitionsToTxnRequest,
 ) -> AddPartitionsToTxnResponse {
     let transactional_id = request.v3_and_below_transactional_id.0.to_string();
     let topics = &request.v3_and_below_topics;
-    let id_allowed = context.access.allows(
-        session,
-        AclOperation::Write,
-        ResourceType::TransactionalId,
-        &transactional_id,
-    );
-    // Each partition's own refusal, if any.
+    // Each partition's own refusal, if any (WRITE on the transactional id was checked before).
     let refusals: Vec<Vec<Option<i16>>> = topics
         .iter()
         .map(|topic| {
             let name = topic.name.0.as_str();
-            let topic_refusal = if !id_allowed {
-                Some(errors::TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
-            } else if internal_topics::is_internal(name)
-                || !context
-                    .access
-                    .allows(session, AclOperation::Write, ResourceType::Topic, name)
-            {
+            let topic_refusal = if internal_topics::is_internal(name) {
                 Some(errors::TOPIC_AUTHORIZATION_FAILED)
             } else {
-                None
+                asked.refusal(ResourceType::Topic, name)
             };
             topic
                 .partitions
@@ -87,7 +72,7 @@ pub fn handle(
             &partitions,
             0,
         );
-        super::downgrade_producer_fenced(code, header.request_api_version, 2)
+        super::downgrade_producer_fenced(code, asked.version(), 2)
     };
     let results = request
         .v3_and_below_topics
@@ -110,4 +95,29 @@ pub fn handle(
         })
         .collect();
     AddPartitionsToTxnResponse::default().with_results_by_topic_v3_and_below(results)
+}
+
+impl crate::protocol::refuse::Refuse for AddPartitionsToTxnRequest {
+    /// Every partition is answered with the refusal.
+    fn refused(&self, _version: i16, code: i16) -> AddPartitionsToTxnResponse {
+        let results = self
+            .v3_and_below_topics
+            .iter()
+            .map(|topic| {
+                let partitions = topic
+                    .partitions
+                    .iter()
+                    .map(|partition| {
+                        AddPartitionsToTxnPartitionResult::default()
+                            .with_partition_index(*partition)
+                            .with_partition_error_code(code)
+                    })
+                    .collect();
+                AddPartitionsToTxnTopicResult::default()
+                    .with_name(topic.name.clone())
+                    .with_results_by_partition(partitions)
+            })
+            .collect();
+        AddPartitionsToTxnResponse::default().with_results_by_topic_v3_and_below(results)
+    }
 }

@@ -24,12 +24,11 @@ use kafka_protocol::messages::alter_replica_log_dirs_response::{
     AlterReplicaLogDirPartitionResult, AlterReplicaLogDirTopicResult,
 };
 use kafka_protocol::messages::{
-    AlterReplicaLogDirsRequest, AlterReplicaLogDirsResponse, RequestHeader, TopicName,
+    AlterReplicaLogDirsRequest, AlterReplicaLogDirsResponse, TopicName,
 };
 use kafka_protocol::protocol::StrBytes;
 
-use crate::authz::AclOperation;
-use crate::session::Session;
+use crate::authz::Asked;
 use crate::{Context, errors};
 
 /// The longest file name most file systems allow; a future log's name is not cut to fit.
@@ -39,15 +38,26 @@ const UNIQUE_ID_LEN: usize = 32;
 
 pub fn handle(
     context: &Context,
-    session: &Session,
-    _header: &RequestHeader,
+    _asked: &Asked<'_>,
     request: AlterReplicaLogDirsRequest,
 ) -> AlterReplicaLogDirsResponse {
-    let allowed = context
-        .access
-        .allows_on_cluster(session, AclOperation::Alter);
-    // A partition named twice goes to the last directory naming it, as in Kafka.
-    let mut asked: BTreeMap<(String, i32), &str> = BTreeMap::new();
+    let answered = destinations(&request)
+        .into_iter()
+        .map(|((name, partition), path)| {
+            let code = alter_one(
+                context,
+                &TopicPartition::new(name.clone(), partition),
+                Path::new(path),
+            );
+            (name, partition, code)
+        });
+    answer(answered)
+}
+
+/// Where each partition is asked to go: a partition named twice goes to the last directory
+/// naming it, as in Kafka.
+fn destinations(request: &AlterReplicaLogDirsRequest) -> BTreeMap<(String, i32), &str> {
+    let mut asked = BTreeMap::new();
     for dir in &request.dirs {
         for topic in &dir.topics {
             for &partition in &topic.partitions {
@@ -55,17 +65,13 @@ pub fn handle(
             }
         }
     }
+    asked
+}
+
+/// The answer, each partition once, grouped by topic in name order.
+fn answer(answered: impl Iterator<Item = (String, i32, i16)>) -> AlterReplicaLogDirsResponse {
     let mut results: BTreeMap<String, Vec<AlterReplicaLogDirPartitionResult>> = BTreeMap::new();
-    for ((name, partition), path) in asked {
-        let code = if allowed {
-            alter_one(
-                context,
-                &TopicPartition::new(name.clone(), partition),
-                Path::new(path),
-            )
-        } else {
-            errors::CLUSTER_AUTHORIZATION_FAILED
-        };
+    for (name, partition, code) in answered {
         results.entry(name).or_default().push(
             AlterReplicaLogDirPartitionResult::default()
                 .with_partition_index(partition)
@@ -103,5 +109,13 @@ fn alter_one(context: &Context, topic_partition: &TopicPartition, path: &Path) -
             tracing::warn!(partition = %topic_partition, path = %path.display(), %error, "could not alter the partition's log dir");
             errors::code_of(&error)
         }
+    }
+}
+
+impl crate::protocol::refuse::Refuse for AlterReplicaLogDirsRequest {
+    /// Every partition is answered with the refusal.
+    fn refused(&self, _version: i16, code: i16) -> AlterReplicaLogDirsResponse {
+        let refused = destinations(self).into_keys();
+        answer(refused.map(|(name, partition)| (name, partition, code)))
     }
 }

@@ -8,12 +8,12 @@
 use kafka_protocol::messages::api_versions_response::{
     ApiVersion, FinalizedFeatureKey, SupportedFeatureKey,
 };
-use kafka_protocol::messages::{ApiKey, ApiVersionsRequest, ApiVersionsResponse, RequestHeader};
+use kafka_protocol::messages::{ApiKey, ApiVersionsRequest, ApiVersionsResponse};
 use kafka_protocol::protocol::StrBytes;
 
+use crate::authz::Asked;
 use crate::protocol::apis::SUPPORTED;
 pub use crate::protocol::names_software_validly;
-use crate::session::Session;
 use crate::{Context, errors};
 
 /// The feature naming the transaction protocol clients may use (KIP-890).
@@ -24,11 +24,10 @@ pub const MAX_TRANSACTION_VERSION: i16 = 2;
 
 pub fn handle(
     context: &Context,
-    _session: &Session,
-    header: &RequestHeader,
+    asked: &Asked<'_>,
     request: ApiVersionsRequest,
 ) -> ApiVersionsResponse {
-    let version = header.request_api_version;
+    let version = asked.version();
     if !names_software_validly(&request, version) {
         return ApiVersionsResponse::default().with_error_code(errors::INVALID_REQUEST);
     }

@@ -5,30 +5,20 @@
 
 use std::collections::HashSet;
 
-use kafka_protocol::messages::{
-    DescribeClientQuotasRequest, DescribeClientQuotasResponse, RequestHeader,
-};
+use kafka_protocol::messages::{DescribeClientQuotasRequest, DescribeClientQuotasResponse};
 use kafka_protocol::protocol::StrBytes;
 
 use crate::Context;
-use crate::authz::AclOperation;
-use crate::errors::{CLUSTER_AUTHORIZATION_FAILED, INVALID_REQUEST, UNSUPPORTED_VERSION};
-use crate::session::Session;
+use crate::authz::Asked;
+use crate::errors::{INVALID_REQUEST, UNSUPPORTED_VERSION};
 
 const ENTITY_TYPES: [&str; 3] = ["user", "client-id", "ip"];
 
 pub fn describe(
-    context: &Context,
-    session: &Session,
-    _header: &RequestHeader,
+    _context: &Context,
+    _asked: &Asked<'_>,
     request: DescribeClientQuotasRequest,
 ) -> DescribeClientQuotasResponse {
-    if !context
-        .access
-        .allows_on_cluster(session, AclOperation::DescribeConfigs)
-    {
-        return refused(CLUSTER_AUTHORIZATION_FAILED, None);
-    }
     match check_filter(&request) {
         Ok(()) => DescribeClientQuotasResponse::default().with_entries(Some(Vec::new())),
         Err((code, message)) => refused(code, Some(message)),
@@ -80,4 +70,10 @@ fn check_filter(request: &DescribeClientQuotasRequest) -> Result<(), (i16, Strin
         ));
     }
     Ok(())
+}
+
+impl crate::protocol::refuse::Refuse for DescribeClientQuotasRequest {
+    fn refused(&self, _version: i16, code: i16) -> DescribeClientQuotasResponse {
+        refused(code, None)
+    }
 }

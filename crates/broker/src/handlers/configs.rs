@@ -18,17 +18,16 @@ use kafka_protocol::messages::describe_configs_response::{
 use kafka_protocol::messages::incremental_alter_configs_response::AlterConfigsResourceResponse;
 use kafka_protocol::messages::{
     AlterConfigsRequest, AlterConfigsResponse, DescribeConfigsRequest, DescribeConfigsResponse,
-    IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse, RequestHeader,
-    alter_configs_response,
+    IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse, alter_configs_response,
 };
 use kafka_protocol::protocol::StrBytes;
 
 use ferrolog_storage::config::TOPIC_CONFIG_KEYS;
 
 use super::{internal_topics, partitions_of};
+use crate::authz::Asked;
 use crate::authz::{AclOperation, ResourceType};
 use crate::dynamic_configs::{Change, MOVE_RATE, Scope};
-use crate::session::Session;
 use crate::{Context, errors};
 
 /// Config resource types, as Kafka numbers them.
@@ -45,13 +44,12 @@ const DELETE: i8 = 1;
 
 pub fn describe(
     context: &Context,
-    session: &Session,
-    header: &RequestHeader,
+    asked: &Asked<'_>,
     request: DescribeConfigsRequest,
 ) -> DescribeConfigsResponse {
     // Synonyms exist from v1. Kafka 4.4 lists, for a topic config, only the topic's own
     // override (its broker-level synonyms are dropped, as they carry other names).
-    let synonyms_wanted = header.request_api_version >= 1 && request.include_synonyms;
+    let synonyms_wanted = asked.version() >= 1 && request.include_synonyms;
     let mut seen = std::collections::HashSet::new();
     let results = request
         .resources
@@ -72,7 +70,7 @@ pub fn describe(
             }
             if let Some((code, message)) = denied(
                 context,
-                session,
+                asked,
                 AclOperation::DescribeConfigs,
                 resource.resource_type,
                 &name,
@@ -138,8 +136,7 @@ pub fn describe(
 
 pub fn incremental_alter(
     context: &Context,
-    session: &Session,
-    _header: &RequestHeader,
+    asked: &Asked<'_>,
     request: IncrementalAlterConfigsRequest,
 ) -> IncrementalAlterConfigsResponse {
     let responses = request
@@ -153,7 +150,7 @@ pub fn incremental_alter(
             let outcome = if resource.resource_type == BROKER {
                 alter_broker(
                     context,
-                    session,
+                    asked,
                     &name,
                     &resource.configs,
                     request.validate_only,
@@ -161,7 +158,7 @@ pub fn incremental_alter(
             } else {
                 alter_topic(
                     context,
-                    session,
+                    asked,
                     &name,
                     resource.resource_type,
                     request.validate_only,
@@ -182,8 +179,7 @@ pub fn incremental_alter(
 /// The legacy AlterConfigs: each resource's configs become the topic's whole set of overrides.
 pub fn alter(
     context: &Context,
-    session: &Session,
-    _header: &RequestHeader,
+    asked: &Asked<'_>,
     request: AlterConfigsRequest,
 ) -> AlterConfigsResponse {
     let responses = request
@@ -204,7 +200,7 @@ pub fn alter(
                 .collect();
             let outcome = alter_topic(
                 context,
-                session,
+                asked,
                 &name,
                 resource.resource_type,
                 request.validate_only,
@@ -227,33 +223,29 @@ type Refusal = (i16, String);
 /// (BROKER, BROKER_LOGGER, CLIENT_METRICS), the topic's or the group's for theirs; the error
 /// code and Kafka's message when denied. Other types are refused later for what they are.
 fn denied(
-    context: &Context,
-    session: &Session,
+    _context: &Context,
+    asked: &Asked<'_>,
     operation: AclOperation,
     resource_type: i8,
     name: &str,
 ) -> Option<(i16, &'static str)> {
     let (allowed, refusal) = match resource_type {
         BROKER | BROKER_LOGGER | CLIENT_METRICS => (
-            context.access.allows_on_cluster(session, operation),
+            asked.may_on_cluster(operation),
             (
                 errors::CLUSTER_AUTHORIZATION_FAILED,
                 "Cluster authorization failed.",
             ),
         ),
         TOPIC => (
-            context
-                .access
-                .allows(session, operation, ResourceType::Topic, name),
+            asked.may(operation, ResourceType::Topic, name),
             (
                 errors::TOPIC_AUTHORIZATION_FAILED,
                 "Topic authorization failed.",
             ),
         ),
         GROUP => (
-            context
-                .access
-                .allows(session, operation, ResourceType::Group, name),
+            asked.may(operation, ResourceType::Group, name),
             (
                 errors::GROUP_AUTHORIZATION_FAILED,
                 "Group authorization failed.",
@@ -297,13 +289,12 @@ fn apply_incremental(
 /// broker (its node id) or every broker (empty name); ALTER_CONFIGS on the cluster is needed.
 fn alter_broker(
     context: &Context,
-    session: &Session,
+    asked: &Asked<'_>,
     name: &str,
     changes: &[kafka_protocol::messages::incremental_alter_configs_request::AlterableConfig],
     validate_only: bool,
 ) -> Result<(), Refusal> {
-    if let Some((code, message)) =
-        denied(context, session, AclOperation::AlterConfigs, BROKER, name)
+    if let Some((code, message)) = denied(context, asked, AclOperation::AlterConfigs, BROKER, name)
     {
         return Err((code, message.to_owned()));
     }
@@ -357,7 +348,7 @@ fn alter_broker(
 /// current ones, validates them, and (unless `validate_only`) stores and applies them.
 fn alter_topic(
     context: &Context,
-    session: &Session,
+    asked: &Asked<'_>,
     name: &str,
     resource_type: i8,
     validate_only: bool,
@@ -365,7 +356,7 @@ fn alter_topic(
 ) -> Result<(), Refusal> {
     if let Some((code, message)) = denied(
         context,
-        session,
+        asked,
         AclOperation::AlterConfigs,
         resource_type,
         name,

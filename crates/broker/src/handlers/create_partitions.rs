@@ -4,33 +4,25 @@
 //! or not).
 
 use kafka_protocol::messages::create_partitions_response::CreatePartitionsTopicResult;
-use kafka_protocol::messages::{CreatePartitionsRequest, CreatePartitionsResponse, RequestHeader};
+use kafka_protocol::messages::{CreatePartitionsRequest, CreatePartitionsResponse};
 use kafka_protocol::protocol::StrBytes;
 
 use ferrolog_storage::TopicPartition;
 
 use super::{internal_topics, partitions_of, replica_assignment};
-use crate::authz::{AclOperation, ResourceType};
-use crate::session::Session;
+use crate::authz::Asked;
+use crate::authz::ResourceType;
 use crate::{Context, errors};
 
 pub fn handle(
     context: &Context,
-    session: &Session,
-    _header: &RequestHeader,
+    asked: &Asked<'_>,
     request: CreatePartitionsRequest,
 ) -> CreatePartitionsResponse {
     let alterable: Vec<bool> = request
         .topics
         .iter()
-        .map(|topic| {
-            context.access.allows(
-                session,
-                AclOperation::Alter,
-                ResourceType::Topic,
-                &topic.name.0,
-            )
-        })
+        .map(|topic| asked.allows(ResourceType::Topic, &topic.name.0))
         .collect();
     let existing: Vec<i32> = request
         .topics

@@ -12,31 +12,28 @@ use std::collections::BTreeMap;
 
 use kafka_protocol::messages::create_topics_request::CreatableTopic;
 use kafka_protocol::messages::create_topics_response::CreatableTopicResult;
-use kafka_protocol::messages::{
-    CreateTopicsRequest, CreateTopicsResponse, RequestHeader, TopicName,
-};
+use kafka_protocol::messages::{CreateTopicsRequest, CreateTopicsResponse, TopicName};
 use kafka_protocol::protocol::StrBytes;
 
 use ferrolog_storage::TopicPartition;
 
 use super::{internal_topics, partitions_of, replica_assignment};
+use crate::authz::Asked;
 use crate::authz::{AclOperation, ResourceType};
-use crate::session::Session;
 use crate::{Context, errors};
 
 pub fn handle(
     context: &Context,
-    session: &Session,
-    header: &RequestHeader,
+    asked: &Asked<'_>,
     request: CreateTopicsRequest,
 ) -> CreateTopicsResponse {
-    let version = header.request_api_version;
+    let version = asked.version();
     let default_partitions = context.config.num_partitions;
     // Only the topics the session may create count, as Kafka counts them.
     let creatable: Vec<bool> = request
         .topics
         .iter()
-        .map(|topic| super::metadata::may_create(context, session, &topic.name.0))
+        .map(|topic| super::metadata::may_create(context, asked, &topic.name.0))
         .collect();
     let requested: i64 = request
         .topics
@@ -74,7 +71,7 @@ pub fn handle(
             } else {
                 create(context, &name, &shape, overrides, request.validate_only)
             };
-            answer(context, session, version, topic.name, outcome)
+            answer(context, asked, version, topic.name, outcome)
         })
         .collect();
     CreateTopicsResponse::default().with_topics(topics)
@@ -114,7 +111,7 @@ fn asked_shape(topic: &CreatableTopic) -> (Shape, BTreeMap<String, String>) {
 /// session that may describe its configs.
 fn answer(
     context: &Context,
-    session: &Session,
+    asked: &Asked<'_>,
     version: i16,
     topic: TopicName,
     outcome: Result<i32, (i16, String)>,
@@ -130,13 +127,7 @@ fn answer(
         result = result
             .with_error_code(code)
             .with_error_message(Some(StrBytes::from_string(message)));
-    } else if version >= 5
-        && !context.access.allows(
-            session,
-            AclOperation::DescribeConfigs,
-            ResourceType::Topic,
-            &name,
-        )
+    } else if version >= 5 && !asked.may(AclOperation::DescribeConfigs, ResourceType::Topic, &name)
     {
         // Created, but its settings are not told to who may not describe them.
         result = result.with_topic_config_error_code(errors::TOPIC_AUTHORIZATION_FAILED);

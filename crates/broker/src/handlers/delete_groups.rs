@@ -2,28 +2,22 @@
 //! refused with NON_EMPTY_GROUP. Each group needs DELETE (GROUP_AUTHORIZATION_FAILED).
 
 use kafka_protocol::messages::delete_groups_response::DeletableGroupResult;
-use kafka_protocol::messages::{DeleteGroupsRequest, DeleteGroupsResponse, RequestHeader};
+use kafka_protocol::messages::{DeleteGroupsRequest, DeleteGroupsResponse};
 
 use crate::Context;
-use crate::authz::{AclOperation, ResourceType};
-use crate::session::Session;
+use crate::authz::Asked;
+use crate::authz::ResourceType;
 
 pub fn handle(
     context: &Context,
-    session: &Session,
-    _header: &RequestHeader,
+    asked: &Asked<'_>,
     request: DeleteGroupsRequest,
 ) -> DeleteGroupsResponse {
     let results = request
         .groups_names
         .into_iter()
         .map(|group_id| {
-            let error = if context.access.allows(
-                session,
-                AclOperation::Delete,
-                ResourceType::Group,
-                &group_id.0,
-            ) {
+            let error = if asked.allows(ResourceType::Group, &group_id.0) {
                 context.groups.delete_group(&group_id.0)
             } else {
                 crate::errors::GROUP_AUTHORIZATION_FAILED

@@ -8,11 +8,11 @@ use ferrolog_storage::Offset;
 use kafka_protocol::messages::delete_records_response::{
     DeleteRecordsPartitionResult, DeleteRecordsTopicResult,
 };
-use kafka_protocol::messages::{DeleteRecordsRequest, DeleteRecordsResponse, RequestHeader};
+use kafka_protocol::messages::{DeleteRecordsRequest, DeleteRecordsResponse};
 
 use super::{internal_topics, with_logs};
-use crate::authz::{AclOperation, ResourceType};
-use crate::session::Session;
+use crate::authz::Asked;
+use crate::authz::ResourceType;
 use crate::{Context, errors};
 
 /// The offset that means "up to the high watermark".
@@ -20,8 +20,7 @@ const HIGH_WATERMARK: i64 = -1;
 
 pub fn handle(
     context: &Context,
-    session: &Session,
-    _header: &RequestHeader,
+    asked: &Asked<'_>,
     request: DeleteRecordsRequest,
 ) -> DeleteRecordsResponse {
     let topics = request
@@ -29,10 +28,7 @@ pub fn handle(
         .into_iter()
         .map(|topic| {
             let name = topic.name.0.to_string();
-            let deletable =
-                context
-                    .access
-                    .allows(session, AclOperation::Delete, ResourceType::Topic, &name);
+            let deletable = asked.allows(ResourceType::Topic, &name);
             let partitions = with_logs(context, &name, topic.partitions, |partition| {
                 partition.partition_index
             })

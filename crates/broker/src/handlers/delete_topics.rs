@@ -7,34 +7,27 @@
 //! UNKNOWN_TOPIC_OR_PARTITION, and an existing one without DELETE TOPIC_AUTHORIZATION_FAILED.
 
 use kafka_protocol::messages::delete_topics_response::DeletableTopicResult;
-use kafka_protocol::messages::{DeleteTopicsRequest, DeleteTopicsResponse, RequestHeader};
+use kafka_protocol::messages::{DeleteTopicsRequest, DeleteTopicsResponse};
 use kafka_protocol::protocol::StrBytes;
 
 use ferrolog_storage::TopicPartition;
 
 use super::{internal_topics, partitions_of};
+use crate::authz::Asked;
 use crate::authz::{AclOperation, ResourceType};
-use crate::session::Session;
 use crate::{Context, errors};
 
 pub fn handle(
     context: &Context,
-    session: &Session,
-    header: &RequestHeader,
+    asked: &Asked<'_>,
     request: DeleteTopicsRequest,
 ) -> DeleteTopicsResponse {
-    let version = header.request_api_version;
+    let version = asked.version();
     // DELETE on the cluster covers every topic; otherwise each needs DESCRIBE to learn anything
     // and DELETE to be deleted.
-    let every_topic = context
-        .access
-        .allows_on_cluster(session, AclOperation::Delete);
-    let may = |operation, topic: &str| {
-        every_topic
-            || context
-                .access
-                .allows(session, operation, ResourceType::Topic, topic)
-    };
+    let every_topic = asked.may_on_cluster(AclOperation::Delete);
+    let may =
+        |operation, topic: &str| every_topic || asked.may(operation, ResourceType::Topic, topic);
     let responses = request
         .topic_names
         .into_iter()

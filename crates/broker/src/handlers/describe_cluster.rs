@@ -2,18 +2,15 @@
 //! cluster's authorized operations, when asked for, are 0 without DESCRIBE on the cluster.
 
 use kafka_protocol::messages::describe_cluster_response::DescribeClusterBroker;
-use kafka_protocol::messages::{
-    BrokerId, DescribeClusterRequest, DescribeClusterResponse, RequestHeader,
-};
+use kafka_protocol::messages::{BrokerId, DescribeClusterRequest, DescribeClusterResponse};
 use kafka_protocol::protocol::StrBytes;
 
 use crate::Context;
-use crate::session::Session;
+use crate::authz::Asked;
 
 pub fn handle(
     context: &Context,
-    session: &Session,
-    header: &RequestHeader,
+    asked: &Asked<'_>,
     request: DescribeClusterRequest,
 ) -> DescribeClusterResponse {
     let node = BrokerId(context.manager.node_id());
@@ -26,16 +23,16 @@ pub fn handle(
             DescribeClusterBroker::default()
                 .with_broker_id(node)
                 .with_host(StrBytes::from_string(
-                    session.listener().advertised.host.clone(),
+                    asked.session().listener().advertised.host.clone(),
                 ))
-                .with_port(i32::from(session.listener().advertised.port)),
+                .with_port(i32::from(asked.session().listener().advertised.port)),
         ]);
-    if header.request_api_version >= 1 {
+    if asked.version() >= 1 {
         response = response.with_endpoint_type(request.endpoint_type);
     }
     if request.include_cluster_authorized_operations {
         response = response.with_cluster_authorized_operations(
-            super::metadata::cluster_operations(context, session),
+            super::metadata::cluster_operations(context, asked),
         );
     }
     response

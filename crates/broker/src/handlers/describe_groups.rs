@@ -4,17 +4,16 @@
 //! authorized operations are given when asked for.
 
 use kafka_protocol::messages::describe_groups_response::{DescribedGroup, DescribedGroupMember};
-use kafka_protocol::messages::{DescribeGroupsRequest, DescribeGroupsResponse, RequestHeader};
+use kafka_protocol::messages::{DescribeGroupsRequest, DescribeGroupsResponse};
 use kafka_protocol::protocol::StrBytes;
 
-use crate::authz::{AclOperation, ResourceType};
-use crate::session::Session;
+use crate::authz::Asked;
+use crate::authz::ResourceType;
 use crate::{Context, errors};
 
 pub fn handle(
     context: &Context,
-    session: &Session,
-    _header: &RequestHeader,
+    asked: &Asked<'_>,
     request: DescribeGroupsRequest,
 ) -> DescribeGroupsResponse {
     let mut seen = std::collections::HashSet::new();
@@ -30,22 +29,15 @@ pub fn handle(
                     .with_group_id(group_id)
                     .with_error_code(errors::INVALID_REQUEST);
             }
-            if !context.access.allows(
-                session,
-                AclOperation::Describe,
-                ResourceType::Group,
-                &group_id.0,
-            ) {
+            if !asked.allows(ResourceType::Group, &group_id.0) {
                 return described
                     .with_group_id(group_id)
                     .with_error_code(errors::GROUP_AUTHORIZATION_FAILED);
             }
             let described = if request.include_authorized_operations {
-                described.with_authorized_operations(context.access.authorized_operations(
-                    session,
-                    ResourceType::Group,
-                    &group_id.0,
-                ))
+                described.with_authorized_operations(
+                    asked.authorized_operations(ResourceType::Group, &group_id.0),
+                )
             } else {
                 described
             };

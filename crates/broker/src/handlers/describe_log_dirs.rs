@@ -9,33 +9,17 @@ use std::collections::BTreeMap;
 use kafka_protocol::messages::describe_log_dirs_response::{
     DescribeLogDirsPartition, DescribeLogDirsResult, DescribeLogDirsTopic,
 };
-use kafka_protocol::messages::{
-    DescribeLogDirsRequest, DescribeLogDirsResponse, RequestHeader, TopicName,
-};
+use kafka_protocol::messages::{DescribeLogDirsRequest, DescribeLogDirsResponse, TopicName};
 use kafka_protocol::protocol::StrBytes;
 
-use crate::authz::AclOperation;
-use crate::session::Session;
+use crate::authz::Asked;
 use crate::{Context, errors};
 
 pub fn handle(
     context: &Context,
-    session: &Session,
-    header: &RequestHeader,
+    asked: &Asked<'_>,
     request: DescribeLogDirsRequest,
 ) -> DescribeLogDirsResponse {
-    if !context
-        .access
-        .allows_on_cluster(session, AclOperation::Describe)
-    {
-        // No directory is described; from v3 the refusal is said too.
-        let response = DescribeLogDirsResponse::default();
-        return if header.request_api_version >= 3 {
-            response.with_error_code(errors::CLUSTER_AUTHORIZATION_FAILED)
-        } else {
-            response
-        };
-    }
     let wanted = |topic: &str, partition: i32| match &request.topics {
         None => true,
         Some(topics) => topics
@@ -101,7 +85,7 @@ pub fn handle(
                     })
                     .collect(),
             );
-            if header.request_api_version >= 4 {
+            if asked.version() >= 4 {
                 result = result
                     .with_total_bytes(dir.total_bytes() as i64)
                     .with_usable_bytes(dir.free_bytes() as i64);
@@ -110,4 +94,16 @@ pub fn handle(
         })
         .collect();
     DescribeLogDirsResponse::default().with_results(results)
+}
+
+impl crate::protocol::refuse::Refuse for DescribeLogDirsRequest {
+    /// No directory is described; from v3 the refusal is said too.
+    fn refused(&self, version: i16, code: i16) -> DescribeLogDirsResponse {
+        let response = DescribeLogDirsResponse::default();
+        if version >= 3 {
+            response.with_error_code(code)
+        } else {
+            response
+        }
+    }
 }

@@ -7,31 +7,23 @@
 use kafka_protocol::messages::describe_producers_response::{
     PartitionResponse, ProducerState, TopicResponse,
 };
-use kafka_protocol::messages::{
-    DescribeProducersRequest, DescribeProducersResponse, ProducerId, RequestHeader,
-};
+use kafka_protocol::messages::{DescribeProducersRequest, DescribeProducersResponse, ProducerId};
 
 use super::with_logs;
-use crate::authz::{AclOperation, ResourceType};
-use crate::session::Session;
+use crate::authz::Asked;
+use crate::authz::ResourceType;
 use crate::{Context, errors};
 
 pub fn handle(
     context: &Context,
-    session: &Session,
-    _header: &RequestHeader,
+    asked: &Asked<'_>,
     request: DescribeProducersRequest,
 ) -> DescribeProducersResponse {
     let topics = request
         .topics
         .into_iter()
         .map(|topic| {
-            let readable = context.access.allows(
-                session,
-                AclOperation::Read,
-                ResourceType::Topic,
-                &topic.name.0,
-            );
+            let readable = asked.allows(ResourceType::Topic, &topic.name.0);
             let partitions = with_logs(context, &topic.name.0, topic.partition_indexes, |p| *p)
                 .map(|(partition, log)| {
                     let response = PartitionResponse::default().with_partition_index(partition);

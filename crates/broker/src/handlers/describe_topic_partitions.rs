@@ -14,8 +14,7 @@ use kafka_protocol::messages::describe_topic_partitions_response::{
     Cursor, DescribeTopicPartitionsResponsePartition, DescribeTopicPartitionsResponseTopic,
 };
 use kafka_protocol::messages::{
-    BrokerId, DescribeTopicPartitionsRequest, DescribeTopicPartitionsResponse, RequestHeader,
-    TopicName,
+    BrokerId, DescribeTopicPartitionsRequest, DescribeTopicPartitionsResponse, TopicName,
 };
 
 use kafka_protocol::protocol::StrBytes;
@@ -23,8 +22,8 @@ use kafka_protocol::protocol::StrBytes;
 use ferrolog_storage::log::LEADER_EPOCH;
 
 use super::internal_topics::is_internal;
-use crate::authz::{AclOperation, ResourceType};
-use crate::session::Session;
+use crate::authz::Asked;
+use crate::authz::ResourceType;
 use crate::{Context, errors};
 
 /// Kafka's `max.request.partition.size.limit` default: the most partitions one answer holds.
@@ -32,8 +31,7 @@ const MAX_PARTITIONS_PER_RESPONSE: i32 = 2000;
 
 pub fn handle(
     context: &Context,
-    session: &Session,
-    _header: &RequestHeader,
+    asked: &Asked<'_>,
     request: DescribeTopicPartitionsRequest,
 ) -> DescribeTopicPartitionsResponse {
     let every_topic = request.topics.is_empty();
@@ -43,11 +41,7 @@ pub fn handle(
         .map_or((String::new(), 0), |cursor| {
             (cursor.topic_name.0.to_string(), cursor.partition_index)
         });
-    let describable = |name: &str| {
-        context
-            .access
-            .allows(session, AclOperation::Describe, ResourceType::Topic, name)
-    };
+    let describable = |name: &str| asked.allows(ResourceType::Topic, name);
     let mut names = named_or_all(context, &request, &describable);
     names.retain(|name| *name >= cursor_topic);
     names.sort();
@@ -82,11 +76,9 @@ pub fn handle(
         let topic = DescribeTopicPartitionsResponseTopic::default()
             .with_name(Some(TopicName(StrBytes::from_string(name.clone()))))
             .with_is_internal(is_internal(&name))
-            .with_topic_authorized_operations(context.access.authorized_operations(
-                session,
-                ResourceType::Topic,
-                &name,
-            ));
+            .with_topic_authorized_operations(
+                asked.authorized_operations(ResourceType::Topic, &name),
+            );
         if partitions.is_empty() {
             if !every_topic {
                 topics.push(topic.with_error_code(missing_topic_code(&name)));

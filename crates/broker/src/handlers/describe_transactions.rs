@@ -6,18 +6,17 @@
 
 use kafka_protocol::messages::describe_transactions_response::{TopicData, TransactionState};
 use kafka_protocol::messages::{
-    DescribeTransactionsRequest, DescribeTransactionsResponse, ProducerId, RequestHeader, TopicName,
+    DescribeTransactionsRequest, DescribeTransactionsResponse, ProducerId, TopicName,
 };
 use kafka_protocol::protocol::StrBytes;
 
+use crate::authz::Asked;
 use crate::authz::{AclOperation, ResourceType};
-use crate::session::Session;
 use crate::{Context, errors};
 
 pub fn handle(
     context: &Context,
-    session: &Session,
-    _header: &RequestHeader,
+    asked: &Asked<'_>,
     request: DescribeTransactionsRequest,
 ) -> DescribeTransactionsResponse {
     let states = request
@@ -25,12 +24,7 @@ pub fn handle(
         .into_iter()
         .map(|id| {
             let answer = TransactionState::default().with_transactional_id(id.clone());
-            if !context.access.allows(
-                session,
-                AclOperation::Describe,
-                ResourceType::TransactionalId,
-                &id,
-            ) {
+            if !asked.allows(ResourceType::TransactionalId, &id) {
                 return answer.with_error_code(errors::TRANSACTIONAL_ID_AUTHORIZATION_FAILED);
             }
             if id.is_empty() {
@@ -41,12 +35,7 @@ pub fn handle(
             };
             let mut topics: Vec<TopicData> = Vec::new();
             for (topic, partition) in described.partitions {
-                if !context.access.allows(
-                    session,
-                    AclOperation::Describe,
-                    ResourceType::Topic,
-                    &topic,
-                ) {
+                if !asked.may(AclOperation::Describe, ResourceType::Topic, &topic) {
                     continue;
                 }
                 match topics.last_mut() {

@@ -4,34 +4,15 @@
 //! once the transaction's markers are written and its end recorded (or, when a marker must wait,
 //! once its PrepareCommit or PrepareAbort is recorded: the coordinator finishes it).
 
-use kafka_protocol::messages::{EndTxnRequest, EndTxnResponse, ProducerId, RequestHeader};
+use kafka_protocol::messages::{EndTxnRequest, EndTxnResponse, ProducerId};
 
-use crate::authz::{AclOperation, ResourceType};
-use crate::session::Session;
+use crate::authz::Asked;
 use crate::{Context, errors};
 
-pub fn handle(
-    context: &Context,
-    session: &Session,
-    header: &RequestHeader,
-    request: EndTxnRequest,
-) -> EndTxnResponse {
+pub fn handle(context: &Context, asked: &Asked<'_>, request: EndTxnRequest) -> EndTxnResponse {
     let transactional_id = request.transactional_id.0.as_str();
-    let version = header.request_api_version;
-    let refused = |code| {
-        EndTxnResponse::default()
-            .with_error_code(code)
-            .with_producer_id(ProducerId(-1))
-            .with_producer_epoch(-1)
-    };
-    if !context.access.allows(
-        session,
-        AclOperation::Write,
-        ResourceType::TransactionalId,
-        transactional_id,
-    ) {
-        return refused(errors::TRANSACTIONAL_ID_AUTHORIZATION_FAILED);
-    }
+    let version = asked.version();
+    let refused = |code| refused(code);
     if transactional_id.is_empty() {
         return refused(errors::INVALID_REQUEST);
     }
@@ -52,4 +33,17 @@ pub fn handle(
     EndTxnResponse::default()
         .with_producer_id(ProducerId(answer.producer_id))
         .with_producer_epoch(answer.epoch)
+}
+
+fn refused(code: i16) -> EndTxnResponse {
+    EndTxnResponse::default()
+        .with_error_code(code)
+        .with_producer_id(ProducerId(-1))
+        .with_producer_epoch(-1)
+}
+
+impl crate::protocol::refuse::Refuse for EndTxnRequest {
+    fn refused(&self, _version: i16, code: i16) -> EndTxnResponse {
+        refused(code)
+    }
 }

@@ -23,26 +23,25 @@ use bytes::Bytes;
 use kafka_protocol::messages::fetch_response::{
     AbortedTransaction, FetchableTopicResponse, PartitionData,
 };
-use kafka_protocol::messages::{FetchRequest, FetchResponse, ProducerId, RequestHeader};
+use kafka_protocol::messages::{FetchRequest, FetchResponse, ProducerId};
 
 use ferrolog_storage::log::{FetchBound, FetchData, FetchParams, FirstBatch};
 use ferrolog_storage::{Offset, TopicPartition};
 
 use super::with_logs;
+use crate::authz::Asked;
 use crate::authz::{AclOperation, ResourceType};
 use crate::fetch_waiters::Waiting;
 use crate::response::FileRegion;
-use crate::session::Session;
 use crate::{Context, errors};
 
 pub async fn handle(
     context: &Arc<Context>,
-    session: &Session,
-    header: &RequestHeader,
+    asked: &Asked<'_>,
     request: FetchRequest,
 ) -> (FetchResponse, Vec<FileRegion>) {
     let deadline = Instant::now() + wait_at_most(&context.config, request.max_wait_ms);
-    let denied = Arc::new(denied_topics(context, session, &request));
+    let denied = Arc::new(denied_topics(context, asked, &request));
     let request = Arc::new(request);
     let partitions: Vec<TopicPartition> = request
         .topics
@@ -64,7 +63,7 @@ pub async fn handle(
             Arc::clone(context),
             Arc::clone(&request),
             Arc::clone(&denied),
-            header.request_api_version,
+            asked.version(),
         );
         let attempt = crate::bridge::blocking(move || {
             read_once(&context_copy, &request_copy, &denied_copy, version)
@@ -92,24 +91,17 @@ pub async fn handle(
 /// The topics the session may not read: READ on each topic for a consumer. A follower's fetch
 /// (a replica id of 0 or more) needs CLUSTER_ACTION on the cluster instead, and without it
 /// every topic is refused, as Kafka refuses it.
-fn denied_topics(context: &Context, session: &Session, request: &FetchRequest) -> HashSet<String> {
+fn denied_topics(_context: &Context, asked: &Asked<'_>, request: &FetchRequest) -> HashSet<String> {
     let names = request.topics.iter().map(|topic| topic.topic.0.as_str());
     let denied: Vec<&str> = if request.replica_id.0 >= 0 {
-        if context
-            .access
-            .allows_on_cluster(session, AclOperation::ClusterAction)
-        {
+        if asked.may_on_cluster(AclOperation::ClusterAction) {
             Vec::new()
         } else {
             names.collect()
         }
     } else {
         names
-            .filter(|name| {
-                !context
-                    .access
-                    .allows(session, AclOperation::Read, ResourceType::Topic, name)
-            })
+            .filter(|name| !asked.allows(ResourceType::Topic, name))
             .collect()
     };
     denied.into_iter().map(str::to_owned).collect()

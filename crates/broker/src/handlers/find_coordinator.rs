@@ -5,13 +5,11 @@
 //! transaction key DESCRIBE on the transactional id (TRANSACTIONAL_ID_AUTHORIZATION_FAILED).
 
 use kafka_protocol::messages::find_coordinator_response::Coordinator;
-use kafka_protocol::messages::{
-    BrokerId, FindCoordinatorRequest, FindCoordinatorResponse, RequestHeader,
-};
+use kafka_protocol::messages::{BrokerId, FindCoordinatorRequest, FindCoordinatorResponse};
 use kafka_protocol::protocol::StrBytes;
 
+use crate::authz::Asked;
 use crate::authz::{AclOperation, ResourceType};
-use crate::session::Session;
 use crate::{Context, errors};
 
 /// Key type 0 is a group, 1 a transactional id.
@@ -20,32 +18,23 @@ const TRANSACTION_KEY_TYPE: i8 = 1;
 
 pub fn handle(
     context: &Context,
-    session: &Session,
-    header: &RequestHeader,
+    asked: &Asked<'_>,
     request: FindCoordinatorRequest,
 ) -> FindCoordinatorResponse {
     let node = BrokerId(context.manager.node_id());
-    let host = StrBytes::from_string(session.listener().advertised.host.clone());
-    let port = i32::from(session.listener().advertised.port);
+    let host = StrBytes::from_string(asked.session().listener().advertised.host.clone());
+    let port = i32::from(asked.session().listener().advertised.port);
     // Kafka decides each key on its own: DESCRIBE on the group it names.
     let decide = |key: &str| -> (i16, Option<StrBytes>) {
         let created = match request.key_type {
             GROUP_KEY_TYPE => {
-                if !context
-                    .access
-                    .allows(session, AclOperation::Describe, ResourceType::Group, key)
-                {
+                if !asked.allows(ResourceType::Group, key) {
                     return (errors::GROUP_AUTHORIZATION_FAILED, None);
                 }
                 context.groups.find_coordinator()
             }
             TRANSACTION_KEY_TYPE => {
-                if !context.access.allows(
-                    session,
-                    AclOperation::Describe,
-                    ResourceType::TransactionalId,
-                    key,
-                ) {
+                if !asked.may(AclOperation::Describe, ResourceType::TransactionalId, key) {
                     return (errors::TRANSACTIONAL_ID_AUTHORIZATION_FAILED, None);
                 }
                 context.transactions.find_coordinator()
@@ -67,7 +56,7 @@ pub fn handle(
             (BrokerId(-1), -1)
         }
     };
-    if header.request_api_version >= 4 {
+    if asked.version() >= 4 {
         let coordinators = request
             .coordinator_keys
             .iter()

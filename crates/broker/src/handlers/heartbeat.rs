@@ -1,27 +1,16 @@
 //! Heartbeat: keeps a member's session alive and tells it when a rebalance is under way. Needs
 //! READ on the group (GROUP_AUTHORIZATION_FAILED).
 
-use kafka_protocol::messages::{HeartbeatRequest, HeartbeatResponse, RequestHeader};
+use kafka_protocol::messages::{HeartbeatRequest, HeartbeatResponse};
 
 use crate::Context;
-use crate::authz::{AclOperation, ResourceType};
-use crate::session::Session;
+use crate::authz::Asked;
 
 pub fn handle(
     context: &Context,
-    session: &Session,
-    _header: &RequestHeader,
+    _asked: &Asked<'_>,
     request: HeartbeatRequest,
 ) -> HeartbeatResponse {
-    if !context.access.allows(
-        session,
-        AclOperation::Read,
-        ResourceType::Group,
-        &request.group_id.0,
-    ) {
-        return HeartbeatResponse::default()
-            .with_error_code(crate::errors::GROUP_AUTHORIZATION_FAILED);
-    }
     let error = context.groups.heartbeat(
         &request.group_id.0,
         &request.member_id,
@@ -30,3 +19,5 @@ pub fn handle(
     );
     HeartbeatResponse::default().with_error_code(error)
 }
+
+crate::protocol::refuse::refused_at_top_level!(HeartbeatRequest => HeartbeatResponse);

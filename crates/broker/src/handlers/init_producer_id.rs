@@ -10,18 +10,15 @@
 //! with the same id. Its expected producer id and epoch (v3+) are both −1 or both set
 //! (INVALID_REQUEST otherwise); PRODUCER_FENCED is INVALID_PRODUCER_EPOCH before v4.
 
-use kafka_protocol::messages::{
-    InitProducerIdRequest, InitProducerIdResponse, ProducerId, RequestHeader,
-};
+use kafka_protocol::messages::{InitProducerIdRequest, InitProducerIdResponse, ProducerId};
 
+use crate::authz::Asked;
 use crate::authz::{AclOperation, ResourceType};
-use crate::session::Session;
 use crate::{Context, errors};
 
 pub fn handle(
     context: &Context,
-    session: &Session,
-    header: &RequestHeader,
+    asked: &Asked<'_>,
     request: InitProducerIdRequest,
 ) -> InitProducerIdResponse {
     let refused = |code| {
@@ -31,12 +28,7 @@ pub fn handle(
             .with_producer_epoch(-1)
     };
     if let Some(id) = &request.transactional_id {
-        if !context.access.allows(
-            session,
-            AclOperation::Write,
-            ResourceType::TransactionalId,
-            id,
-        ) {
+        if !asked.may(AclOperation::Write, ResourceType::TransactionalId, id) {
             return refused(errors::TRANSACTIONAL_ID_AUTHORIZATION_FAILED);
         }
         let (producer_id, epoch) = (request.producer_id.0, request.producer_epoch);
@@ -61,21 +53,13 @@ pub fn handle(
             Ok((producer_id, epoch)) => InitProducerIdResponse::default()
                 .with_producer_id(ProducerId(producer_id))
                 .with_producer_epoch(epoch),
-            Err(code) => refused(super::downgrade_producer_fenced(
-                code,
-                header.request_api_version,
-                4,
-            )),
+            Err(code) => refused(super::downgrade_producer_fenced(code, asked.version(), 4)),
         };
     }
     // An idempotent producer needs IDEMPOTENT_WRITE on the cluster, or, as Kafka allows
     // instead, WRITE on at least one topic.
-    let may_write = context
-        .access
-        .allows_on_cluster(session, AclOperation::IdempotentWrite)
-        || context
-            .access
-            .allows_on_some(session, AclOperation::Write, ResourceType::Topic);
+    let may_write = asked.may_on_cluster(AclOperation::IdempotentWrite)
+        || asked.may_on_some(AclOperation::Write, ResourceType::Topic);
     if !may_write {
         return refused(errors::CLUSTER_AUTHORIZATION_FAILED);
     }

@@ -5,39 +5,31 @@
 use std::sync::Arc;
 
 use kafka_protocol::messages::join_group_response::JoinGroupResponseMember;
-use kafka_protocol::messages::{JoinGroupRequest, JoinGroupResponse, RequestHeader};
+use kafka_protocol::messages::{JoinGroupRequest, JoinGroupResponse};
 use kafka_protocol::protocol::StrBytes;
 
-use crate::authz::{AclOperation, ResourceType};
+use crate::authz::Asked;
 use crate::group::state::JoinResult;
 use crate::group::{JoinRequest, Reply};
-use crate::session::Session;
 use crate::{Context, errors};
 
 pub async fn handle(
     context: &Arc<Context>,
-    session: &Session,
-    header: &RequestHeader,
+    asked: &Asked<'_>,
     request: JoinGroupRequest,
 ) -> JoinGroupResponse {
-    let version = header.request_api_version;
-    if !context.access.allows(
-        session,
-        AclOperation::Read,
-        ResourceType::Group,
-        &request.group_id.0,
-    ) {
-        // Kafka's error response: no generation, no member id.
-        return JoinGroupResponse::default()
-            .with_error_code(errors::GROUP_AUTHORIZATION_FAILED)
-            .with_generation_id(-1);
-    }
+    let version = asked.version();
     let join = JoinRequest {
         group: request.group_id.0.to_string(),
         member_id: request.member_id.to_string(),
         group_instance_id: request.group_instance_id.map(|id| id.to_string()),
-        client_id: header.client_id.as_deref().unwrap_or_default().to_owned(),
-        client_host: format!("/{}", session.host()),
+        client_id: asked
+            .header()
+            .client_id
+            .as_deref()
+            .unwrap_or_default()
+            .to_owned(),
+        client_host: format!("/{}", asked.session().host()),
         session_timeout_ms: request.session_timeout_ms,
         // Version 0 has no rebalance timeout: the session timeout stands in, as in Kafka.
         rebalance_timeout_ms: if version >= 1 {
@@ -84,4 +76,13 @@ pub async fn handle(
                 })
                 .collect(),
         )
+}
+
+impl crate::protocol::refuse::Refuse for JoinGroupRequest {
+    /// Kafka's error response: no generation, no member id.
+    fn refused(&self, _version: i16, code: i16) -> JoinGroupResponse {
+        JoinGroupResponse::default()
+            .with_error_code(code)
+            .with_generation_id(-1)
+    }
 }

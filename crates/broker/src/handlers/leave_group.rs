@@ -3,28 +3,17 @@
 //! (GROUP_AUTHORIZATION_FAILED for the whole request).
 
 use kafka_protocol::messages::leave_group_response::MemberResponse;
-use kafka_protocol::messages::{LeaveGroupRequest, LeaveGroupResponse, RequestHeader};
+use kafka_protocol::messages::{LeaveGroupRequest, LeaveGroupResponse};
 
 use crate::Context;
-use crate::authz::{AclOperation, ResourceType};
-use crate::session::Session;
+use crate::authz::Asked;
 
 pub fn handle(
     context: &Context,
-    session: &Session,
-    header: &RequestHeader,
+    asked: &Asked<'_>,
     request: LeaveGroupRequest,
 ) -> LeaveGroupResponse {
-    if !context.access.allows(
-        session,
-        AclOperation::Read,
-        ResourceType::Group,
-        &request.group_id.0,
-    ) {
-        return LeaveGroupResponse::default()
-            .with_error_code(crate::errors::GROUP_AUTHORIZATION_FAILED);
-    }
-    if header.request_api_version < 3 {
+    if asked.version() < 3 {
         let leaving = [(request.member_id.to_string(), None)];
         let (_, errors) = context.groups.leave(&request.group_id.0, &leaving);
         return LeaveGroupResponse::default().with_error_code(errors[0]);
@@ -56,3 +45,5 @@ pub fn handle(
                 .collect(),
         )
 }
+
+crate::protocol::refuse::refused_at_top_level!(LeaveGroupRequest => LeaveGroupResponse);

@@ -3,17 +3,16 @@
 //! shows them all), without an error, as Kafka does.
 
 use kafka_protocol::messages::list_groups_response::ListedGroup;
-use kafka_protocol::messages::{GroupId, ListGroupsRequest, ListGroupsResponse, RequestHeader};
+use kafka_protocol::messages::{GroupId, ListGroupsRequest, ListGroupsResponse};
 use kafka_protocol::protocol::StrBytes;
 
 use crate::Context;
+use crate::authz::Asked;
 use crate::authz::{AclOperation, ResourceType};
-use crate::session::Session;
 
 pub fn handle(
     context: &Context,
-    session: &Session,
-    _header: &RequestHeader,
+    asked: &Asked<'_>,
     request: ListGroupsRequest,
 ) -> ListGroupsResponse {
     let wanted = |state: &str| {
@@ -24,15 +23,9 @@ pub fn handle(
                 .any(|filter| filter.eq_ignore_ascii_case(state))
     };
     // DESCRIBE on the cluster shows every group; otherwise each group needs its own.
-    let every_group = context
-        .access
-        .allows_on_cluster(session, AclOperation::Describe);
-    let describable = |group: &str| {
-        every_group
-            || context
-                .access
-                .allows(session, AclOperation::Describe, ResourceType::Group, group)
-    };
+    let every_group = asked.may_on_cluster(AclOperation::Describe);
+    let describable =
+        |group: &str| every_group || asked.may(AclOperation::Describe, ResourceType::Group, group);
     let groups = context
         .groups
         .list()

@@ -9,32 +9,26 @@
 use kafka_protocol::messages::list_offsets_response::{
     ListOffsetsPartitionResponse, ListOffsetsTopicResponse,
 };
-use kafka_protocol::messages::{ListOffsetsRequest, ListOffsetsResponse, RequestHeader};
+use kafka_protocol::messages::{ListOffsetsRequest, ListOffsetsResponse};
 
 use ferrolog_storage::log::{LEADER_EPOCH, special_timestamps};
 
 use super::with_logs;
-use crate::authz::{AclOperation, ResourceType};
-use crate::session::Session;
+use crate::authz::Asked;
+use crate::authz::ResourceType;
 use crate::{Context, errors};
 
 pub fn handle(
     context: &Context,
-    session: &Session,
-    header: &RequestHeader,
+    asked: &Asked<'_>,
     request: ListOffsetsRequest,
 ) -> ListOffsetsResponse {
-    let version = header.request_api_version;
+    let version = asked.version();
     let topics = request
         .topics
         .into_iter()
         .map(|topic| {
-            let described = context.access.allows(
-                session,
-                AclOperation::Describe,
-                ResourceType::Topic,
-                &topic.name.0,
-            );
+            let described = asked.allows(ResourceType::Topic, &topic.name.0);
             let partitions = with_logs(context, &topic.name.0, topic.partitions, |partition| {
                 partition.partition_index
             })

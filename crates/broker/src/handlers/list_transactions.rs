@@ -8,15 +8,15 @@
 
 use kafka_protocol::messages::list_transactions_response::TransactionState;
 use kafka_protocol::messages::{
-    ListTransactionsRequest, ListTransactionsResponse, ProducerId, RequestHeader, TransactionalId,
+    ListTransactionsRequest, ListTransactionsResponse, ProducerId, TransactionalId,
 };
 use kafka_protocol::protocol::StrBytes;
 
 use ferrolog_records::transaction_state::TxnStatus;
 
 use crate::Context;
+use crate::authz::Asked;
 use crate::authz::{AclOperation, ResourceType};
-use crate::session::Session;
 
 /// Kafka's INVALID_REGULAR_EXPRESSION.
 const INVALID_REGULAR_EXPRESSION: i16 = 128;
@@ -26,14 +26,13 @@ const PATTERN_SIZE_LIMIT: usize = 1 << 20;
 
 pub fn handle(
     context: &Context,
-    session: &Session,
-    header: &RequestHeader,
+    asked: &Asked<'_>,
     request: ListTransactionsRequest,
 ) -> ListTransactionsResponse {
     let pattern = match request
         .transactional_id_pattern
         .as_deref()
-        .filter(|pattern| header.request_api_version >= 2 && !pattern.is_empty())
+        .filter(|pattern| asked.version() >= 2 && !pattern.is_empty())
     {
         None => None,
         Some(pattern) => match regex::RegexBuilder::new(&format!("^(?:{pattern})$"))
@@ -54,8 +53,8 @@ pub fn handle(
                 .any(|state| state.name() == name.as_str())
         });
     let now = context.manager.clock().now_ms();
-    let duration = (header.request_api_version >= 1 && request.duration_filter >= 0)
-        .then_some(request.duration_filter);
+    let duration =
+        (asked.version() >= 1 && request.duration_filter >= 0).then_some(request.duration_filter);
     let states = context
         .transactions
         .list()
@@ -79,8 +78,7 @@ pub fn handle(
                 .is_none_or(|pattern| pattern.is_match(&txn.transactional_id))
         })
         .filter(|txn| {
-            context.access.allows(
-                session,
+            asked.may(
                 AclOperation::Describe,
                 ResourceType::TransactionalId,
                 &txn.transactional_id,

@@ -8,9 +8,7 @@
 use kafka_protocol::messages::metadata_response::{
     MetadataResponseBroker, MetadataResponsePartition, MetadataResponseTopic,
 };
-use kafka_protocol::messages::{
-    BrokerId, MetadataRequest, MetadataResponse, RequestHeader, TopicName,
-};
+use kafka_protocol::messages::{BrokerId, MetadataRequest, MetadataResponse, TopicName};
 use kafka_protocol::protocol::StrBytes;
 
 use ferrolog_storage::log::LEADER_EPOCH;
@@ -19,25 +17,16 @@ use uuid::Uuid;
 
 use super::internal_topics::is_internal;
 use super::{partitions_of, partitions_or_create};
+use crate::authz::Asked;
 use crate::authz::{AclOperation, CLUSTER_NAME, ResourceType};
-use crate::session::Session;
 use crate::{Context, errors};
 
-pub fn handle(
-    context: &Context,
-    session: &Session,
-    header: &RequestHeader,
-    request: MetadataRequest,
-) -> MetadataResponse {
-    let version = header.request_api_version;
+pub fn handle(context: &Context, asked: &Asked<'_>, request: MetadataRequest) -> MetadataResponse {
+    let version = asked.version();
     let node = BrokerId(context.manager.node_id());
     // Before v4 there is no allow_auto_topic_creation field: Kafka creates.
     let allow_create = version < 4 || request.allow_auto_topic_creation;
-    let describable = |name: &str| {
-        context
-            .access
-            .allows(session, AclOperation::Describe, ResourceType::Topic, name)
-    };
+    let describable = |name: &str| asked.allows(ResourceType::Topic, name);
     let mut unknown_ids = Vec::new();
     let mut denied = Vec::new();
     let named: Vec<(String, Vec<i32>)> = match &request.topics {
@@ -46,7 +35,7 @@ pub fn handle(
         // From v10 a topic may be named by its id instead (never created that way).
         Some(topics) => named_topics(
             context,
-            session,
+            asked,
             topics,
             allow_create,
             &mut unknown_ids,
@@ -67,7 +56,7 @@ pub fn handle(
         .map(|(name, partitions)| {
             describe_topic(
                 context,
-                session,
+                asked,
                 &request,
                 version,
                 any_dir_offline,
@@ -97,9 +86,9 @@ pub fn handle(
             MetadataResponseBroker::default()
                 .with_node_id(node)
                 .with_host(StrBytes::from_string(
-                    session.listener().advertised.host.clone(),
+                    asked.session().listener().advertised.host.clone(),
                 ))
-                .with_port(i32::from(session.listener().advertised.port)),
+                .with_port(i32::from(asked.session().listener().advertised.port)),
         ])
         .with_topics(topics);
     if version >= 1 {
@@ -111,8 +100,7 @@ pub fn handle(
         )));
     }
     if (8..=10).contains(&version) && request.include_cluster_authorized_operations {
-        response =
-            response.with_cluster_authorized_operations(cluster_operations(context, session));
+        response = response.with_cluster_authorized_operations(cluster_operations(context, asked));
     }
     response
 }
@@ -122,17 +110,13 @@ pub fn handle(
 /// `denied`, ids of no topic to `unknown_ids`.
 fn named_topics(
     context: &Context,
-    session: &Session,
+    asked: &Asked<'_>,
     topics: &[kafka_protocol::messages::metadata_request::MetadataRequestTopic],
     allow_create: bool,
     unknown_ids: &mut Vec<Uuid>,
     denied: &mut Vec<Refused>,
 ) -> Vec<(String, Vec<i32>)> {
-    let describable = |name: &str| {
-        context
-            .access
-            .allows(session, AclOperation::Describe, ResourceType::Topic, name)
-    };
+    let describable = |name: &str| asked.allows(ResourceType::Topic, name);
     let mut seen = std::collections::HashSet::new();
     let mut seen_ids = std::collections::HashSet::new();
     let mut named = Vec::new();
@@ -164,7 +148,7 @@ fn named_topics(
             continue;
         }
         let create = allow_create && by_id.is_none();
-        if create && !may_create(context, session, &name) {
+        if create && !may_create(context, asked, &name) {
             let partitions = partitions_of(context, &name);
             if partitions.is_empty() && context.config.auto_create_topics {
                 denied.push(Refused::Create(name));
@@ -182,7 +166,7 @@ fn named_topics(
 /// The answer for one topic the session may describe: its partitions, id and operations.
 fn describe_topic(
     context: &Context,
-    session: &Session,
+    asked: &Asked<'_>,
     request: &MetadataRequest,
     version: i16,
     any_dir_offline: bool,
@@ -207,11 +191,9 @@ fn describe_topic(
         topic = topic.with_topic_id(Uuid::from_bytes(id.0));
     }
     if version >= 8 && request.include_topic_authorized_operations {
-        topic = topic.with_topic_authorized_operations(context.access.authorized_operations(
-            session,
-            ResourceType::Topic,
-            &name,
-        ));
+        topic = topic.with_topic_authorized_operations(
+            asked.authorized_operations(ResourceType::Topic, &name),
+        );
     }
     topic.with_partitions(
         partitions
@@ -235,25 +217,16 @@ enum Refused {
 }
 
 /// Whether the session may create `topic`: CREATE on the cluster, or on the topic.
-pub fn may_create(context: &Context, session: &Session, topic: &str) -> bool {
-    context
-        .access
-        .allows_on_cluster(session, AclOperation::Create)
-        || context
-            .access
-            .allows(session, AclOperation::Create, ResourceType::Topic, topic)
+pub fn may_create(_context: &Context, asked: &Asked<'_>, topic: &str) -> bool {
+    asked.may_on_cluster(AclOperation::Create)
+        || asked.may(AclOperation::Create, ResourceType::Topic, topic)
 }
 
 /// The cluster's authorized operations as Metadata and DescribeCluster give them: 0 without
 /// DESCRIBE on the cluster.
-pub fn cluster_operations(context: &Context, session: &Session) -> i32 {
-    if context
-        .access
-        .allows_on_cluster(session, AclOperation::Describe)
-    {
-        context
-            .access
-            .authorized_operations(session, ResourceType::Cluster, CLUSTER_NAME)
+pub fn cluster_operations(_context: &Context, asked: &Asked<'_>) -> i32 {
+    if asked.may_on_cluster(AclOperation::Describe) {
+        asked.authorized_operations(ResourceType::Cluster, CLUSTER_NAME)
     } else {
         0
     }

@@ -1,7 +1,8 @@
-//! One handler per API, each `fn handle(context, session, header, request) -> response` (async
-//! ones may wait for other requests); the session says who asks, for the authorization each
-//! handler applies first. How each runs, and what it needs allowed, is declared in the API table
-//! of [`crate::dispatch`].
+//! One handler per API, each `fn handle(context, asked, request) -> response` (async ones may
+//! wait for other requests). How each runs, and what it needs allowed, is declared in the API
+//! table ([`crate::protocol::apis`]): the router checks what the whole request needs before the
+//! handler runs, and [`crate::authz::Asked`] (who asks, the request's header) lets the handler
+//! check only what its row declares, on each resource the request names.
 
 pub mod acls;
 pub mod add_offsets_to_txn;

@@ -6,43 +6,24 @@
 use kafka_protocol::messages::offset_commit_response::{
     OffsetCommitResponsePartition, OffsetCommitResponseTopic,
 };
-use kafka_protocol::messages::{OffsetCommitRequest, OffsetCommitResponse, RequestHeader};
+use kafka_protocol::messages::{OffsetCommitRequest, OffsetCommitResponse};
 
-use crate::authz::{AclOperation, ResourceType};
+use crate::Context;
+use crate::authz::Asked;
+use crate::authz::ResourceType;
 use crate::group::CommitEntry;
-use crate::session::Session;
-use crate::{Context, errors};
 
 pub fn handle(
     context: &Context,
-    session: &Session,
-    header: &RequestHeader,
+    asked: &Asked<'_>,
     request: OffsetCommitRequest,
 ) -> OffsetCommitResponse {
-    // READ on the group first (refused: every partition says so), then on each topic.
-    let group_readable = context.access.allows(
-        session,
-        AclOperation::Read,
-        ResourceType::Group,
-        &request.group_id.0,
-    );
+    // READ on the group was checked first (refused: every partition says so), then on each
+    // topic.
     let refusals: Vec<Option<i16>> = request
         .topics
         .iter()
-        .map(|topic| {
-            if !group_readable {
-                Some(errors::GROUP_AUTHORIZATION_FAILED)
-            } else if !context.access.allows(
-                session,
-                AclOperation::Read,
-                ResourceType::Topic,
-                &topic.name.0,
-            ) {
-                Some(errors::TOPIC_AUTHORIZATION_FAILED)
-            } else {
-                None
-            }
-        })
+        .map(|topic| asked.refusal(ResourceType::Topic, &topic.name.0))
         .collect();
     let entries: Vec<CommitEntry> = request
         .topics
@@ -64,7 +45,7 @@ pub fn handle(
         })
         .collect();
     // Versions 2–4 may ask for a retention time; -1 means the broker's default.
-    let retention = (header.request_api_version <= 4 && request.retention_time_ms >= 0)
+    let retention = (asked.version() <= 4 && request.retention_time_ms >= 0)
         .then_some(request.retention_time_ms);
     let mut results = if entries.is_empty() {
         Vec::new()
@@ -103,4 +84,29 @@ pub fn handle(
         })
         .collect();
     OffsetCommitResponse::default().with_topics(topics)
+}
+
+impl crate::protocol::refuse::Refuse for OffsetCommitRequest {
+    /// Every partition is answered with the refusal.
+    fn refused(&self, _version: i16, code: i16) -> OffsetCommitResponse {
+        let topics = self
+            .topics
+            .iter()
+            .map(|topic| {
+                let partitions = topic
+                    .partitions
+                    .iter()
+                    .map(|partition| {
+                        OffsetCommitResponsePartition::default()
+                            .with_partition_index(partition.partition_index)
+                            .with_error_code(code)
+                    })
+                    .collect();
+                OffsetCommitResponseTopic::default()
+                    .with_name(topic.name.clone())
+                    .with_partitions(partitions)
+            })
+            .collect();
+        OffsetCommitResponse::default().with_topics(topics)
+    }
 }

@@ -8,13 +8,13 @@ use kafka_protocol::messages::offset_delete_response::{
     OffsetDeleteResponsePartition, OffsetDeleteResponseTopic,
 };
 use kafka_protocol::messages::{
-    ConsumerProtocolSubscription, OffsetDeleteRequest, OffsetDeleteResponse, RequestHeader,
+    ConsumerProtocolSubscription, OffsetDeleteRequest, OffsetDeleteResponse,
 };
 use kafka_protocol::protocol::Decodable;
 
 use crate::Context;
-use crate::authz::{AclOperation, ResourceType};
-use crate::session::Session;
+use crate::authz::Asked;
+use crate::authz::ResourceType;
 
 /// The topics a member subscribes to, from its consumer-protocol metadata (`i16` version, then
 /// the subscription). Other protocol types subscribe to nothing Kafka can see.
@@ -31,31 +31,14 @@ fn subscribed_topics(protocol_type: &str, metadata: &[u8]) -> Vec<String> {
 
 pub fn handle(
     context: &Context,
-    session: &Session,
-    _header: &RequestHeader,
+    asked: &Asked<'_>,
     request: OffsetDeleteRequest,
 ) -> OffsetDeleteResponse {
-    if !context.access.allows(
-        session,
-        AclOperation::Delete,
-        ResourceType::Group,
-        &request.group_id.0,
-    ) {
-        return OffsetDeleteResponse::default()
-            .with_error_code(crate::errors::GROUP_AUTHORIZATION_FAILED);
-    }
-    // Then READ on each topic; the refused ones are answered without being looked at.
+    // READ on each topic; the refused ones are answered without being looked at.
     let readable: Vec<bool> = request
         .topics
         .iter()
-        .map(|topic| {
-            context.access.allows(
-                session,
-                AclOperation::Read,
-                ResourceType::Topic,
-                &topic.name.0,
-            )
-        })
+        .map(|topic| asked.allows(ResourceType::Topic, &topic.name.0))
         .collect();
     let partitions: Vec<(String, i32)> = request
         .topics
@@ -104,3 +87,5 @@ pub fn handle(
         .collect();
     OffsetDeleteResponse::default().with_topics(topics)
 }
+
+crate::protocol::refuse::refused_at_top_level!(OffsetDeleteRequest => OffsetDeleteResponse);

@@ -19,12 +19,12 @@ use kafka_protocol::messages::offset_fetch_response::{
     OffsetFetchResponseGroup, OffsetFetchResponsePartition, OffsetFetchResponsePartitions,
     OffsetFetchResponseTopic, OffsetFetchResponseTopics,
 };
-use kafka_protocol::messages::{OffsetFetchRequest, OffsetFetchResponse, RequestHeader, TopicName};
+use kafka_protocol::messages::{OffsetFetchRequest, OffsetFetchResponse, TopicName};
 use kafka_protocol::protocol::StrBytes;
 
-use crate::authz::{AclOperation, ResourceType};
+use crate::authz::Asked;
+use crate::authz::ResourceType;
 use crate::group::Fetched;
-use crate::session::Session;
 use crate::{Context, errors};
 
 /// One partition's answer: offset, leader epoch, metadata, error code.
@@ -47,16 +47,12 @@ const UNSTABLE: Committed = (-1, -1, String::new(), errors::UNSTABLE_OFFSET_COMM
 /// TOPIC_AUTHORIZATION_FAILED; with every topic asked for, they are left out.
 fn lookup(
     context: &Context,
-    session: &Session,
+    asked: &Asked<'_>,
     group: &str,
     topics: Option<Vec<(String, Vec<i32>)>>,
     require_stable: bool,
 ) -> BTreeMap<String, Vec<(i32, Committed)>> {
-    let describable = |topic: &str| {
-        context
-            .access
-            .allows(session, AclOperation::Describe, ResourceType::Topic, topic)
-    };
+    let describable = |topic: &str| asked.allows(ResourceType::Topic, topic);
     let mut by_topic: BTreeMap<String, Vec<(i32, Committed)>> = BTreeMap::new();
     let topics = topics.map(|topics| {
         let (allowed, denied): (Vec<_>, Vec<_>) = topics
@@ -89,20 +85,17 @@ fn lookup(
 }
 
 /// Whether the session may see the group's offsets.
-fn group_describable(context: &Context, session: &Session, group: &str) -> bool {
-    context
-        .access
-        .allows(session, AclOperation::Describe, ResourceType::Group, group)
+fn group_describable(_context: &Context, asked: &Asked<'_>, group: &str) -> bool {
+    asked.allows(ResourceType::Group, group)
 }
 
 pub fn handle(
     context: &Context,
-    session: &Session,
-    header: &RequestHeader,
+    asked: &Asked<'_>,
     request: OffsetFetchRequest,
 ) -> OffsetFetchResponse {
-    if header.request_api_version >= 8 {
-        return OffsetFetchResponse::default().with_groups(groups_v8(context, session, request));
+    if asked.version() >= 8 {
+        return OffsetFetchResponse::default().with_groups(groups_v8(context, asked, request));
     }
     let topics: Option<Vec<(String, Vec<i32>)>> = request.topics.map(|topics| {
         topics
@@ -110,10 +103,10 @@ pub fn handle(
             .map(|t| (t.name.0.to_string(), t.partition_indexes))
             .collect()
     });
-    if !group_describable(context, session, &request.group_id.0) {
+    if !group_describable(context, asked, &request.group_id.0) {
         // From v2 the refusal is the response's own error; v1 has none, so each partition
         // named carries it.
-        if header.request_api_version >= 2 {
+        if asked.version() >= 2 {
             return OffsetFetchResponse::default()
                 .with_error_code(errors::GROUP_AUTHORIZATION_FAILED);
         }
@@ -131,21 +124,15 @@ pub fn handle(
             .collect();
         return OffsetFetchResponse::default().with_topics(v1_to_7_topics(found));
     }
-    let require_stable = header.request_api_version >= 7 && request.require_stable;
-    let found = lookup(
-        context,
-        session,
-        &request.group_id.0,
-        topics,
-        require_stable,
-    );
+    let require_stable = asked.version() >= 7 && request.require_stable;
+    let found = lookup(context, asked, &request.group_id.0, topics, require_stable);
     OffsetFetchResponse::default().with_topics(v1_to_7_topics(found))
 }
 
 /// The answer of v8 and later: one per group, each group once.
 fn groups_v8(
     context: &Context,
-    session: &Session,
+    asked: &Asked<'_>,
     request: OffsetFetchRequest,
 ) -> Vec<OffsetFetchResponseGroup> {
     let mut seen = std::collections::HashSet::new();
@@ -158,7 +145,7 @@ fn groups_v8(
                     .with_group_id(group.group_id)
                     .with_error_code(errors::INVALID_REQUEST);
             }
-            if !group_describable(context, session, &group.group_id.0) {
+            if !group_describable(context, asked, &group.group_id.0) {
                 return OffsetFetchResponseGroup::default()
                     .with_group_id(group.group_id)
                     .with_error_code(errors::GROUP_AUTHORIZATION_FAILED);
@@ -171,7 +158,7 @@ fn groups_v8(
             });
             let found = lookup(
                 context,
-                session,
+                asked,
                 &group.group_id.0,
                 topics,
                 request.require_stable,

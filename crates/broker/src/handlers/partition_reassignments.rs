@@ -13,29 +13,23 @@ use kafka_protocol::messages::alter_partition_reassignments_response::{
 };
 use kafka_protocol::messages::{
     AlterPartitionReassignmentsRequest, AlterPartitionReassignmentsResponse, BrokerId,
-    ListPartitionReassignmentsRequest, ListPartitionReassignmentsResponse, RequestHeader,
+    ListPartitionReassignmentsRequest, ListPartitionReassignmentsResponse,
 };
 use kafka_protocol::protocol::StrBytes;
 
 use super::partitions_of;
-use crate::authz::AclOperation;
-use crate::session::Session;
+use crate::authz::Asked;
 use crate::{Context, errors};
 
 pub fn alter(
     context: &Context,
-    session: &Session,
-    header: &RequestHeader,
+    asked: &Asked<'_>,
     request: AlterPartitionReassignmentsRequest,
 ) -> AlterPartitionReassignmentsResponse {
     let response = AlterPartitionReassignmentsResponse::default()
         .with_allow_replication_factor_change(
-            header.request_api_version >= 1 && request.allow_replication_factor_change,
+            asked.version() >= 1 && request.allow_replication_factor_change,
         );
-    // Refused, every partition is answered so too, as Kafka's error response does.
-    let allowed = context
-        .access
-        .allows_on_cluster(session, AclOperation::Alter);
     let node = context.manager.node_id();
     let responses = request
         .topics
@@ -46,9 +40,7 @@ pub fn alter(
                 .partitions
                 .into_iter()
                 .map(|partition| {
-                    let (code, message) = if !allowed {
-                        (errors::CLUSTER_AUTHORIZATION_FAILED, None)
-                    } else if !existing.contains(&partition.partition_index) {
+                    let (code, message) = if !existing.contains(&partition.partition_index) {
                         (errors::UNKNOWN_TOPIC_OR_PARTITION, None)
                     } else {
                         judge(node, partition.replicas.as_deref())
@@ -64,12 +56,7 @@ pub fn alter(
                 .with_partitions(partitions)
         })
         .collect();
-    let response = response.with_responses(responses);
-    if allowed {
-        response
-    } else {
-        response.with_error_code(errors::CLUSTER_AUTHORIZATION_FAILED)
-    }
+    response.with_responses(responses)
 }
 
 /// Kafka's controller's answer to a reassignment of a partition whose one replica is `node`.
@@ -108,20 +95,12 @@ fn judge(node: i32, replicas: Option<&[BrokerId]>) -> (i16, Option<String>) {
 }
 
 pub fn list(
-    context: &Context,
-    session: &Session,
-    _header: &RequestHeader,
+    _context: &Context,
+    _asked: &Asked<'_>,
     _request: ListPartitionReassignmentsRequest,
 ) -> ListPartitionReassignmentsResponse {
-    let response = ListPartitionReassignmentsResponse::default();
-    if !context
-        .access
-        .allows_on_cluster(session, AclOperation::Describe)
-    {
-        return response.with_error_code(errors::CLUSTER_AUTHORIZATION_FAILED);
-    }
     // Nothing is ever being reassigned on a single node.
-    response
+    ListPartitionReassignmentsResponse::default()
 }
 
 #[cfg(test)]
@@ -142,5 +121,40 @@ mod tests {
             assert_eq!(code, errors::INVALID_REPLICA_ASSIGNMENT, "{replicas:?}");
             assert!(message.is_some());
         }
+    }
+}
+
+crate::protocol::refuse::refused_at_top_level!(
+    ListPartitionReassignmentsRequest => ListPartitionReassignmentsResponse
+);
+
+impl crate::protocol::refuse::Refuse for AlterPartitionReassignmentsRequest {
+    /// Refused, every partition is answered so too, as Kafka's error response does.
+    fn refused(&self, version: i16, code: i16) -> AlterPartitionReassignmentsResponse {
+        let responses = self
+            .topics
+            .iter()
+            .map(|topic| {
+                let partitions = topic
+                    .partitions
+                    .iter()
+                    .map(|partition| {
+                        ReassignablePartitionResponse::default()
+                            .with_partition_index(partition.partition_index)
+                            .with_error_code(code)
+                            .with_error_message(None)
+                    })
+                    .collect();
+                ReassignableTopicResponse::default()
+                    .with_name(topic.name.clone())
+                    .with_partitions(partitions)
+            })
+            .collect();
+        AlterPartitionReassignmentsResponse::default()
+            .with_allow_replication_factor_change(
+                version >= 1 && self.allow_replication_factor_change,
+            )
+            .with_responses(responses)
+            .with_error_code(code)
     }
 }

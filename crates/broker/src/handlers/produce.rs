@@ -37,8 +37,8 @@ use ferrolog_storage::producer::NoTxnCoordinator;
 use ferrolog_storage::{StorageError, TopicPartition};
 
 use super::internal_topics;
+use crate::authz::Asked;
 use crate::authz::{AclOperation, ResourceType};
-use crate::session::Session;
 use crate::txn::VerifyFor;
 use crate::{Context, errors};
 
@@ -98,25 +98,16 @@ impl Produced {
 
 /// The appends done and the flushes due, or `None` when the producer asked for no response
 /// (acks=0: flushes are done before returning).
-pub fn handle(
-    context: &Context,
-    session: &Session,
-    header: &RequestHeader,
-    request: ProduceRequest,
-) -> Option<Produced> {
-    let version = header.request_api_version;
+pub fn handle(context: &Context, asked: &Asked<'_>, request: ProduceRequest) -> Option<Produced> {
+    let version = asked.version();
     let acks = request.acks;
     // Kafka checks WRITE on the transactional id first when the request carries transactional
     // batches (one without an id is refused alike), answering every partition.
     let denied_transaction = has_transactional_batches(&request)
-        && !request.transactional_id.as_ref().is_some_and(|id| {
-            context.access.allows(
-                session,
-                AclOperation::Write,
-                ResourceType::TransactionalId,
-                id,
-            )
-        });
+        && !request
+            .transactional_id
+            .as_ref()
+            .is_some_and(|id| asked.may(AclOperation::Write, ResourceType::TransactionalId, id));
     let several_producers = !denied_transaction && has_several_transactional_producers(&request);
     // A transactions-v2 write adds its partitions to the transaction: it waits (once per
     // request) for the id's previous transaction to finish ending.
@@ -131,7 +122,7 @@ pub fn handle(
     }
     let scope = ProduceScope {
         context,
-        header,
+        header: asked.header(),
         version,
         acks,
         transactional_id: request.transactional_id.as_deref().map(|id| &**id),
@@ -148,12 +139,7 @@ pub fn handle(
                 Some(errors::TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
             } else if several_producers {
                 Some(errors::INVALID_PRODUCER_ID_MAPPING)
-            } else if !context.access.allows(
-                session,
-                AclOperation::Write,
-                ResourceType::Topic,
-                &name,
-            ) {
+            } else if !asked.allows(ResourceType::Topic, &name) {
                 // Whether the topic exists or not: the answer does not tell.
                 Some(errors::TOPIC_AUTHORIZATION_FAILED)
             } else {

@@ -15,20 +15,19 @@ use kafka_protocol::messages::describe_user_scram_credentials_response::{
 };
 use kafka_protocol::messages::{
     AlterUserScramCredentialsRequest, AlterUserScramCredentialsResponse,
-    DescribeUserScramCredentialsRequest, DescribeUserScramCredentialsResponse, RequestHeader,
+    DescribeUserScramCredentialsRequest, DescribeUserScramCredentialsResponse,
 };
 use kafka_protocol::protocol::StrBytes;
 
 use crate::Context;
-use crate::authz::AclOperation;
+use crate::authz::Asked;
 use crate::errors::{
-    CLUSTER_AUTHORIZATION_FAILED, DUPLICATE_RESOURCE, NONE, POLICY_VIOLATION, RESOURCE_NOT_FOUND,
-    UNACCEPTABLE_CREDENTIAL, UNKNOWN_SERVER_ERROR, UNSUPPORTED_SASL_MECHANISM,
+    DUPLICATE_RESOURCE, NONE, POLICY_VIOLATION, RESOURCE_NOT_FOUND, UNACCEPTABLE_CREDENTIAL,
+    UNKNOWN_SERVER_ERROR, UNSUPPORTED_SASL_MECHANISM,
 };
 use crate::sasl::credentials::{CredentialChange, CredentialChangeError};
 use crate::sasl::scram::{MAX_ITERATIONS, MIN_ITERATIONS};
 use crate::sasl::{Mechanism, ScramCredential};
-use crate::session::Session;
 
 /// The longest salt kept. Kafka's tools make salts of at most 26 bytes; Kafka sets no limit.
 pub const MAX_SALT_BYTES: usize = 1024;
@@ -60,8 +59,7 @@ fn text(message: impl Into<String>) -> Option<StrBytes> {
 
 pub fn describe(
     context: &Context,
-    session: &Session,
-    _header: &RequestHeader,
+    _asked: &Asked<'_>,
     request: DescribeUserScramCredentialsRequest,
 ) -> DescribeUserScramCredentialsResponse {
     let asked: Vec<String> = request
@@ -70,25 +68,6 @@ pub fn describe(
         .into_iter()
         .map(|user| user.name.to_string())
         .collect();
-    if !context
-        .access
-        .allows_on_cluster(session, AclOperation::Describe)
-    {
-        // Kafka's error answer: the code at the top and once per user asked about, unnamed,
-        // without a message.
-        let results = asked
-            .iter()
-            .map(|_| {
-                DescribeUserScramCredentialsResult::default()
-                    .with_error_code(CLUSTER_AUTHORIZATION_FAILED)
-                    .with_error_message(None)
-            })
-            .collect();
-        return DescribeUserScramCredentialsResponse::default()
-            .with_error_code(CLUSTER_AUTHORIZATION_FAILED)
-            .with_error_message(None)
-            .with_results(results);
-    }
     let held = context.credentials.describe();
     // Each user once, in the order first asked about (every user, by name, when none is named);
     // a user named twice is answered DUPLICATE_RESOURCE.
@@ -152,39 +131,9 @@ enum Verdict {
 
 pub fn alter(
     context: &Context,
-    session: &Session,
-    _header: &RequestHeader,
+    _asked: &Asked<'_>,
     request: AlterUserScramCredentialsRequest,
 ) -> AlterUserScramCredentialsResponse {
-    if !context
-        .access
-        .allows_on_cluster(session, AclOperation::Alter)
-    {
-        // Kafka's error answer: every user named, once each, in name order.
-        let users: BTreeSet<String> = request
-            .deletions
-            .iter()
-            .map(|deletion| deletion.name.to_string())
-            .chain(
-                request
-                    .upsertions
-                    .iter()
-                    .map(|upsertion| upsertion.name.to_string()),
-            )
-            .collect();
-        return AlterUserScramCredentialsResponse::default().with_results(
-            users
-                .into_iter()
-                .map(|user| {
-                    result(
-                        user,
-                        CLUSTER_AUTHORIZATION_FAILED,
-                        Some(CLUSTER_REFUSED.into()),
-                    )
-                })
-                .collect(),
-        );
-    }
     // Each user's verdict, in the order users first appear (deletions, then upsertions),
     // decided under the credentials' write lock, so that what is checked is what changes.
     let mut verdicts: Vec<(String, Verdict)> = Vec::new();
@@ -334,4 +283,46 @@ fn result(user: String, code: i16, message: Option<String>) -> AlterUserScramCre
         .with_user(StrBytes::from_string(user))
         .with_error_code(code)
         .with_error_message(message.map(StrBytes::from_string))
+}
+
+impl crate::protocol::refuse::Refuse for DescribeUserScramCredentialsRequest {
+    /// Kafka's error answer: the code at the top and once per user asked about, unnamed,
+    /// without a message.
+    fn refused(&self, _version: i16, code: i16) -> DescribeUserScramCredentialsResponse {
+        let asked = self.users.as_deref().unwrap_or_default();
+        let results = asked
+            .iter()
+            .map(|_| {
+                DescribeUserScramCredentialsResult::default()
+                    .with_error_code(code)
+                    .with_error_message(None)
+            })
+            .collect();
+        DescribeUserScramCredentialsResponse::default()
+            .with_error_code(code)
+            .with_error_message(None)
+            .with_results(results)
+    }
+}
+
+impl crate::protocol::refuse::Refuse for AlterUserScramCredentialsRequest {
+    /// Kafka's error answer: every user named, once each, in name order.
+    fn refused(&self, _version: i16, code: i16) -> AlterUserScramCredentialsResponse {
+        let users: BTreeSet<String> = self
+            .deletions
+            .iter()
+            .map(|deletion| deletion.name.to_string())
+            .chain(
+                self.upsertions
+                    .iter()
+                    .map(|upsertion| upsertion.name.to_string()),
+            )
+            .collect();
+        AlterUserScramCredentialsResponse::default().with_results(
+            users
+                .into_iter()
+                .map(|user| result(user, code, Some(CLUSTER_REFUSED.into())))
+                .collect(),
+        )
+    }
 }

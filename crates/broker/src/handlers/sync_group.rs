@@ -3,29 +3,19 @@
 
 use std::sync::Arc;
 
-use kafka_protocol::messages::{RequestHeader, SyncGroupRequest, SyncGroupResponse};
+use kafka_protocol::messages::{SyncGroupRequest, SyncGroupResponse};
 use kafka_protocol::protocol::StrBytes;
 
-use crate::authz::{AclOperation, ResourceType};
+use crate::authz::Asked;
 use crate::group::Reply;
 use crate::group::state::SyncResult;
-use crate::session::Session;
 use crate::{Context, errors};
 
 pub async fn handle(
     context: &Arc<Context>,
-    session: &Session,
-    _header: &RequestHeader,
+    _asked: &Asked<'_>,
     request: SyncGroupRequest,
 ) -> SyncGroupResponse {
-    if !context.access.allows(
-        session,
-        AclOperation::Read,
-        ResourceType::Group,
-        &request.group_id.0,
-    ) {
-        return SyncGroupResponse::default().with_error_code(errors::GROUP_AUTHORIZATION_FAILED);
-    }
     let context = Arc::clone(context);
     let reply = crate::bridge::blocking(move || {
         let assignments = request
@@ -55,3 +45,5 @@ pub async fn handle(
         .with_protocol_name(result.protocol.map(StrBytes::from_string))
         .with_assignment(result.assignment.into())
 }
+
+crate::protocol::refuse::refused_at_top_level!(SyncGroupRequest => SyncGroupResponse);

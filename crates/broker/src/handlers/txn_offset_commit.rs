@@ -9,26 +9,25 @@
 use kafka_protocol::messages::txn_offset_commit_response::{
     TxnOffsetCommitResponsePartition, TxnOffsetCommitResponseTopic,
 };
-use kafka_protocol::messages::{RequestHeader, TxnOffsetCommitRequest, TxnOffsetCommitResponse};
+use kafka_protocol::messages::{TxnOffsetCommitRequest, TxnOffsetCommitResponse};
 
 use ferrolog_storage::TopicPartition;
 
-use crate::authz::{AclOperation, ResourceType};
+use crate::authz::Asked;
+use crate::authz::ResourceType;
 use crate::group::offsets_topic::OFFSETS_TOPIC;
 use crate::group::{CommitEntry, TxnCommitter};
-use crate::session::Session;
 use crate::txn::VerifyFor;
 use crate::{Context, errors};
 
 pub fn handle(
     context: &Context,
-    session: &Session,
-    header: &RequestHeader,
+    asked: &Asked<'_>,
     request: TxnOffsetCommitRequest,
 ) -> TxnOffsetCommitResponse {
     let transactional_id = request.transactional_id.0.as_str();
     let group = request.group_id.0.as_str();
-    let refusals = refusals(context, session, &request);
+    let refusals = refusals(context, asked, &request);
     let entries = accepted_entries(&request, &refusals);
     let mut results = if entries.is_empty() {
         Vec::new()
@@ -38,7 +37,7 @@ pub fn handle(
             transactional_id,
             offsets_partition,
             VerifyFor::TxnOffsetCommit {
-                version: header.request_api_version,
+                version: asked.version(),
             },
         );
         context.groups.commit_transactional(
@@ -82,40 +81,19 @@ pub fn handle(
 }
 
 /// Each partition's refusal, in the request's order, or `None` for those to commit: Kafka's
-/// checks in its order (the transactional id, the group, the topic, the partition).
+/// checks in its order (the transactional id and the group, checked before the handler runs,
+/// then the topic, the partition).
 fn refusals(
     context: &Context,
-    session: &Session,
+    asked: &Asked<'_>,
     request: &TxnOffsetCommitRequest,
 ) -> Vec<Vec<Option<i16>>> {
-    let transactional_id = request.transactional_id.0.as_str();
-    let group = request.group_id.0.as_str();
-    let everywhere = if !context.access.allows(
-        session,
-        AclOperation::Write,
-        ResourceType::TransactionalId,
-        transactional_id,
-    ) {
-        Some(errors::TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
-    } else if !context
-        .access
-        .allows(session, AclOperation::Read, ResourceType::Group, group)
-    {
-        Some(errors::GROUP_AUTHORIZATION_FAILED)
-    } else {
-        None
-    };
     request
         .topics
         .iter()
         .map(|topic| {
             let name = topic.name.0.as_str();
-            let topic_refusal = everywhere.or_else(|| {
-                (!context
-                    .access
-                    .allows(session, AclOperation::Read, ResourceType::Topic, name))
-                .then_some(errors::TOPIC_AUTHORIZATION_FAILED)
-            });
+            let topic_refusal = asked.refusal(ResourceType::Topic, name);
             topic
                 .partitions
                 .iter()
@@ -161,4 +139,29 @@ fn accepted_entries(
                 })
         })
         .collect()
+}
+
+impl crate::protocol::refuse::Refuse for TxnOffsetCommitRequest {
+    /// Every partition is answered with the refusal.
+    fn refused(&self, _version: i16, code: i16) -> TxnOffsetCommitResponse {
+        let topics = self
+            .topics
+            .iter()
+            .map(|topic| {
+                let partitions = topic
+                    .partitions
+                    .iter()
+                    .map(|partition| {
+                        TxnOffsetCommitResponsePartition::default()
+                            .with_partition_index(partition.partition_index)
+                            .with_error_code(code)
+                    })
+                    .collect();
+                TxnOffsetCommitResponseTopic::default()
+                    .with_name(topic.name.clone())
+                    .with_partitions(partitions)
+            })
+            .collect();
+        TxnOffsetCommitResponse::default().with_topics(topics)
+    }
 }

@@ -10,29 +10,21 @@
 use kafka_protocol::messages::write_txn_markers_response::{
     WritableTxnMarkerPartitionResult, WritableTxnMarkerResult, WritableTxnMarkerTopicResult,
 };
-use kafka_protocol::messages::{RequestHeader, WriteTxnMarkersRequest, WriteTxnMarkersResponse};
+use kafka_protocol::messages::{WriteTxnMarkersRequest, WriteTxnMarkersResponse};
 
 use ferrolog_storage::TopicPartition;
 use ferrolog_storage::log::MarkerRequest;
 use ferrolog_storage::producer::MarkerKind;
 
-use crate::authz::AclOperation;
+use crate::authz::Asked;
 use crate::group::offsets_topic::OFFSETS_TOPIC;
-use crate::session::Session;
 use crate::{Context, errors};
 
 pub fn handle(
     context: &Context,
-    session: &Session,
-    _header: &RequestHeader,
+    _asked: &Asked<'_>,
     request: WriteTxnMarkersRequest,
 ) -> WriteTxnMarkersResponse {
-    let allowed = context
-        .access
-        .allows_on_cluster(session, AclOperation::Alter)
-        || context
-            .access
-            .allows_on_cluster(session, AclOperation::ClusterAction);
     let markers = request
         .markers
         .into_iter()
@@ -55,11 +47,7 @@ pub fn handle(
                         .partition_indexes
                         .iter()
                         .map(|&partition| {
-                            let code = if allowed {
-                                write(context, &topic.name.0, partition, request)
-                            } else {
-                                errors::CLUSTER_AUTHORIZATION_FAILED
-                            };
+                            let code = write(context, &topic.name.0, partition, request);
                             WritableTxnMarkerPartitionResult::default()
                                 .with_partition_index(partition)
                                 .with_error_code(code)
@@ -99,5 +87,39 @@ fn write(context: &Context, topic: &str, partition: i32, marker: MarkerRequest) 
             tracing::debug!(partition = %topic_partition, %error, "a transaction marker was refused");
             errors::code_of(&error)
         }
+    }
+}
+
+impl crate::protocol::refuse::Refuse for WriteTxnMarkersRequest {
+    /// Every partition is answered with the refusal.
+    fn refused(&self, _version: i16, code: i16) -> WriteTxnMarkersResponse {
+        let markers = self
+            .markers
+            .iter()
+            .map(|marker| {
+                let topics = marker
+                    .topics
+                    .iter()
+                    .map(|topic| {
+                        let partitions = topic
+                            .partition_indexes
+                            .iter()
+                            .map(|&partition| {
+                                WritableTxnMarkerPartitionResult::default()
+                                    .with_partition_index(partition)
+                                    .with_error_code(code)
+                            })
+                            .collect();
+                        WritableTxnMarkerTopicResult::default()
+                            .with_name(topic.name.clone())
+                            .with_partitions(partitions)
+                    })
+                    .collect();
+                WritableTxnMarkerResult::default()
+                    .with_producer_id(marker.producer_id)
+                    .with_topics(topics)
+            })
+            .collect();
+        WriteTxnMarkersResponse::default().with_markers(markers)
     }
 }

@@ -4,6 +4,7 @@
 
 use kafka_protocol::messages::ApiKey;
 
+use crate::authz::asked::Declared;
 use crate::authz::{AclOperation, ResourceType};
 
 /// Every API this broker serves, declared once: its key, the versions it serves, its request
@@ -25,79 +26,160 @@ use crate::authz::{AclOperation, ResourceType};
 /// else one that may wait for flushes, see [`Reply::AfterFlush`]), `spliced` (a response and
 /// the file regions its placeholders stand for).
 ///
-/// What it needs: the operations Kafka checks, each on the resources of its type the request
-/// names (the cluster for `Cluster`), in the order Kafka checks them; the first refusal is the
-/// answer. Left to the handler, and tested there: the alternatives Kafka also accepts (CREATE or
-/// DELETE on the cluster for every topic of CreateTopics or DeleteTopics, WRITE on some topic
-/// instead of IDEMPOTENT_WRITE for InitProducerId), and what other forms of a request need (a
-/// follower's CLUSTER_ACTION for Fetch; WRITE on the transactional id for Produce's
-/// transactional batches and a transactional InitProducerId; ALTER on the cluster instead of
-/// CLUSTER_ACTION for WriteTxnMarkers; for the config APIs, the cluster's
-/// DESCRIBE_CONFIGS or ALTER_CONFIGS for broker resources and the group's for group ones). ListGroups needs nothing and leaves out the groups the
-/// principal may not describe, as Metadata, DescribeTopicPartitions and OffsetFetch leave out
-/// topics when asked for all of them.
+/// What it needs (`needs`), in the order Kafka checks it, the first refusal being the answer
+/// (see [`crate::authz::asked`]):
+/// * `Cluster Op`, `Type Op of field`: on the whole request, the cluster or the resource the
+///   field names. The router checks these before the handler runs and answers a refusal itself
+///   ([`Refuse`]); `Cluster Op or Alt`: either operation will do.
+/// * `Type Op each`: on each resource of the type the request names; the handler asks, name by
+///   name, and puts each refusal where the answer says it.
+/// * `Type Op when form`: on some forms of the request only; the handler decides (an idempotent
+///   InitProducerId needs IDEMPOTENT_WRITE, a transactional one WRITE on its id).
+///
+/// What else its handler checks (`also`): the alternatives Kafka also accepts (CREATE or DELETE
+/// on the cluster for every topic of CreateTopics or DeleteTopics, WRITE on some topic instead
+/// of IDEMPOTENT_WRITE), what other forms of a request need (a follower's CLUSTER_ACTION for
+/// Fetch, WRITE on the transactional id for Produce's transactional batches; for the config
+/// APIs, the cluster's or the group's operation for broker and group resources), and the
+/// filters of what an answer shows (ListGroups and ListTransactions leave out what the
+/// principal may not describe). A handler can check nothing its row does not declare.
 ///
 /// Each range lies within what the codec decodes, which excludes what Kafka 4 removed
 /// (KIP-896): CreateTopics v0–1, DeleteTopics v0, DescribeLogDirs v0.
 macro_rules! served_apis {
     ($consumer:ident) => {
         $consumer! {
-            Produce 3..=12, ProduceRequest, blocking handlers::produce::handle => produced, needs [Topic Write];
-            Fetch 4..=12, FetchRequest, waiting handlers::fetch::handle => spliced, needs [Topic Read];
-            ListOffsets 1..=7, ListOffsetsRequest, blocking handlers::list_offsets::handle => response, needs [Topic Describe];
-            Metadata 0..=12, MetadataRequest, blocking handlers::metadata::handle => response, needs [Topic Describe];
-            ApiVersions 0..=4, ApiVersionsRequest, blocking handlers::api_versions::handle => response, needs [];
-            CreateTopics 2..=7, CreateTopicsRequest, blocking handlers::create_topics::handle => response, needs [Topic Create];
-            CreatePartitions 0..=3, CreatePartitionsRequest, blocking handlers::create_partitions::handle => response, needs [Topic Alter];
-            DescribeConfigs 1..=4, DescribeConfigsRequest, blocking handlers::configs::describe => response, needs [Topic DescribeConfigs];
-            AlterConfigs 0..=2, AlterConfigsRequest, blocking handlers::configs::alter => response, needs [Topic AlterConfigs];
-            IncrementalAlterConfigs 0..=1, IncrementalAlterConfigsRequest, blocking handlers::configs::incremental_alter => response, needs [Topic AlterConfigs];
-            DescribeCluster 0..=1, DescribeClusterRequest, blocking handlers::describe_cluster::handle => response, needs [];
-            DescribeLogDirs 1..=4, DescribeLogDirsRequest, blocking handlers::describe_log_dirs::handle => response, needs [Cluster Describe];
-            AlterReplicaLogDirs 1..=2, AlterReplicaLogDirsRequest, blocking handlers::alter_replica_log_dirs::handle => response, needs [Cluster Alter];
-            AlterPartitionReassignments 0..=1, AlterPartitionReassignmentsRequest, blocking handlers::partition_reassignments::alter => response, needs [Cluster Alter];
-            ListPartitionReassignments 0..=0, ListPartitionReassignmentsRequest, blocking handlers::partition_reassignments::list => response, needs [Cluster Describe];
-            DeleteTopics 1..=5, DeleteTopicsRequest, blocking handlers::delete_topics::handle => response, needs [Topic Delete];
-            DeleteRecords 0..=2, DeleteRecordsRequest, blocking handlers::delete_records::handle => response, needs [Topic Delete];
-            InitProducerId 0..=5, InitProducerIdRequest, blocking handlers::init_producer_id::handle => response, needs [Cluster IdempotentWrite];
-            FindCoordinator 0..=4, FindCoordinatorRequest, blocking handlers::find_coordinator::handle => response, needs [Group Describe];
-            JoinGroup 0..=9, JoinGroupRequest, waiting handlers::join_group::handle => response, needs [Group Read];
-            SyncGroup 0..=5, SyncGroupRequest, waiting handlers::sync_group::handle => response, needs [Group Read];
-            Heartbeat 0..=4, HeartbeatRequest, blocking handlers::heartbeat::handle => response, needs [Group Read];
-            LeaveGroup 0..=5, LeaveGroupRequest, blocking handlers::leave_group::handle => response, needs [Group Read];
-            OffsetCommit 2..=8, OffsetCommitRequest, blocking handlers::offset_commit::handle => response, needs [Group Read, Topic Read];
-            OffsetFetch 1..=8, OffsetFetchRequest, blocking handlers::offset_fetch::handle => response, needs [Group Describe, Topic Describe];
-            ListGroups 0..=4, ListGroupsRequest, blocking handlers::list_groups::handle => response, needs [];
-            DescribeGroups 0..=5, DescribeGroupsRequest, blocking handlers::describe_groups::handle => response, needs [Group Describe];
-            DeleteGroups 0..=2, DeleteGroupsRequest, blocking handlers::delete_groups::handle => response, needs [Group Delete];
-            OffsetDelete 0..=0, OffsetDeleteRequest, blocking handlers::offset_delete::handle => response, needs [Group Delete, Topic Read];
-            DescribeTopicPartitions 0..=0, DescribeTopicPartitionsRequest, blocking handlers::describe_topic_partitions::handle => response, needs [Topic Describe];
-            DescribeAcls 1..=3, DescribeAclsRequest, blocking handlers::acls::describe => checked, needs [Cluster Describe];
-            CreateAcls 1..=3, CreateAclsRequest, blocking handlers::acls::create => checked, needs [Cluster Alter];
-            DeleteAcls 1..=3, DeleteAclsRequest, blocking handlers::acls::delete => checked, needs [Cluster Alter];
-            SaslHandshake 0..=1, SaslHandshakeRequest, inline handlers::sasl::handshake => response, needs [];
-            SaslAuthenticate 0..=2, SaslAuthenticateRequest, inline handlers::sasl::authenticate => response, needs [];
-            DescribeUserScramCredentials 0..=0, DescribeUserScramCredentialsRequest, blocking handlers::scram_credentials::describe => response, needs [Cluster Describe];
-            AlterUserScramCredentials 0..=0, AlterUserScramCredentialsRequest, blocking handlers::scram_credentials::alter => response, needs [Cluster Alter];
-            DescribeClientQuotas 0..=1, DescribeClientQuotasRequest, blocking handlers::client_quotas::describe => response, needs [Cluster DescribeConfigs];
-            DescribeProducers 0..=0, DescribeProducersRequest, blocking handlers::describe_producers::handle => response, needs [Topic Read];
-            AddPartitionsToTxn 0..=3, AddPartitionsToTxnRequest, blocking handlers::add_partitions_to_txn::handle => response, needs [TransactionalId Write, Topic Write];
-            AddOffsetsToTxn 0..=4, AddOffsetsToTxnRequest, blocking handlers::add_offsets_to_txn::handle => response, needs [TransactionalId Write, Group Read];
-            EndTxn 0..=5, EndTxnRequest, blocking handlers::end_txn::handle => response, needs [TransactionalId Write];
-            TxnOffsetCommit 0..=5, TxnOffsetCommitRequest, blocking handlers::txn_offset_commit::handle => response, needs [TransactionalId Write, Group Read, Topic Read];
-            DescribeTransactions 0..=0, DescribeTransactionsRequest, blocking handlers::describe_transactions::handle => response, needs [TransactionalId Describe];
-            ListTransactions 0..=2, ListTransactionsRequest, blocking handlers::list_transactions::handle => response, needs [];
-            WriteTxnMarkers 1..=1, WriteTxnMarkersRequest, blocking handlers::write_txn_markers::handle => response, needs [Cluster ClusterAction];
+            Produce 3..=12, ProduceRequest, blocking handlers::produce::handle => produced,
+                needs [Topic Write each], also [TransactionalId Write];
+            Fetch 4..=12, FetchRequest, waiting handlers::fetch::handle => spliced,
+                needs [Topic Read each], also [Cluster ClusterAction];
+            ListOffsets 1..=7, ListOffsetsRequest, blocking handlers::list_offsets::handle => response,
+                needs [Topic Describe each];
+            Metadata 0..=12, MetadataRequest, blocking handlers::metadata::handle => response,
+                needs [Topic Describe each], also [Cluster Create, Topic Create, Cluster Describe];
+            ApiVersions 0..=4, ApiVersionsRequest, blocking handlers::api_versions::handle => response,
+                needs [];
+            CreateTopics 2..=7, CreateTopicsRequest, blocking handlers::create_topics::handle => response,
+                needs [Topic Create each], also [Cluster Create, Topic DescribeConfigs];
+            CreatePartitions 0..=3, CreatePartitionsRequest, blocking handlers::create_partitions::handle => response,
+                needs [Topic Alter each];
+            DescribeConfigs 1..=4, DescribeConfigsRequest, blocking handlers::configs::describe => response,
+                needs [Topic DescribeConfigs each], also [Cluster DescribeConfigs, Group DescribeConfigs];
+            AlterConfigs 0..=2, AlterConfigsRequest, blocking handlers::configs::alter => response,
+                needs [Topic AlterConfigs each], also [Cluster AlterConfigs, Group AlterConfigs];
+            IncrementalAlterConfigs 0..=1, IncrementalAlterConfigsRequest, blocking handlers::configs::incremental_alter => response,
+                needs [Topic AlterConfigs each], also [Cluster AlterConfigs, Group AlterConfigs];
+            DescribeCluster 0..=1, DescribeClusterRequest, blocking handlers::describe_cluster::handle => response,
+                needs [], also [Cluster Describe];
+            DescribeLogDirs 1..=4, DescribeLogDirsRequest, blocking handlers::describe_log_dirs::handle => response,
+                needs [Cluster Describe];
+            AlterReplicaLogDirs 1..=2, AlterReplicaLogDirsRequest, blocking handlers::alter_replica_log_dirs::handle => response,
+                needs [Cluster Alter];
+            AlterPartitionReassignments 0..=1, AlterPartitionReassignmentsRequest, blocking handlers::partition_reassignments::alter => response,
+                needs [Cluster Alter];
+            ListPartitionReassignments 0..=0, ListPartitionReassignmentsRequest, blocking handlers::partition_reassignments::list => response,
+                needs [Cluster Describe];
+            DeleteTopics 1..=5, DeleteTopicsRequest, blocking handlers::delete_topics::handle => response,
+                needs [Topic Delete each], also [Cluster Delete, Topic Describe];
+            DeleteRecords 0..=2, DeleteRecordsRequest, blocking handlers::delete_records::handle => response,
+                needs [Topic Delete each];
+            InitProducerId 0..=5, InitProducerIdRequest, blocking handlers::init_producer_id::handle => response,
+                needs [Cluster IdempotentWrite when idempotent], also [Topic Write, TransactionalId Write];
+            FindCoordinator 0..=4, FindCoordinatorRequest, blocking handlers::find_coordinator::handle => response,
+                needs [Group Describe each], also [TransactionalId Describe];
+            JoinGroup 0..=9, JoinGroupRequest, waiting handlers::join_group::handle => response,
+                needs [Group Read of group_id];
+            SyncGroup 0..=5, SyncGroupRequest, waiting handlers::sync_group::handle => response,
+                needs [Group Read of group_id];
+            Heartbeat 0..=4, HeartbeatRequest, blocking handlers::heartbeat::handle => response,
+                needs [Group Read of group_id];
+            LeaveGroup 0..=5, LeaveGroupRequest, blocking handlers::leave_group::handle => response,
+                needs [Group Read of group_id];
+            OffsetCommit 2..=8, OffsetCommitRequest, blocking handlers::offset_commit::handle => response,
+                needs [Group Read of group_id, Topic Read each];
+            OffsetFetch 1..=8, OffsetFetchRequest, blocking handlers::offset_fetch::handle => response,
+                needs [Group Describe each, Topic Describe each];
+            ListGroups 0..=4, ListGroupsRequest, blocking handlers::list_groups::handle => response,
+                needs [], also [Cluster Describe, Group Describe];
+            DescribeGroups 0..=5, DescribeGroupsRequest, blocking handlers::describe_groups::handle => response,
+                needs [Group Describe each];
+            DeleteGroups 0..=2, DeleteGroupsRequest, blocking handlers::delete_groups::handle => response,
+                needs [Group Delete each];
+            OffsetDelete 0..=0, OffsetDeleteRequest, blocking handlers::offset_delete::handle => response,
+                needs [Group Delete of group_id, Topic Read each];
+            DescribeTopicPartitions 0..=0, DescribeTopicPartitionsRequest, blocking handlers::describe_topic_partitions::handle => response,
+                needs [Topic Describe each];
+            DescribeAcls 1..=3, DescribeAclsRequest, blocking handlers::acls::describe => checked,
+                needs [Cluster Describe];
+            CreateAcls 1..=3, CreateAclsRequest, blocking handlers::acls::create => checked,
+                needs [Cluster Alter];
+            DeleteAcls 1..=3, DeleteAclsRequest, blocking handlers::acls::delete => checked,
+                needs [Cluster Alter];
+            SaslHandshake 0..=1, SaslHandshakeRequest, inline handlers::sasl::handshake => response,
+                needs [];
+            SaslAuthenticate 0..=2, SaslAuthenticateRequest, inline handlers::sasl::authenticate => response,
+                needs [];
+            DescribeUserScramCredentials 0..=0, DescribeUserScramCredentialsRequest, blocking handlers::scram_credentials::describe => response,
+                needs [Cluster Describe];
+            AlterUserScramCredentials 0..=0, AlterUserScramCredentialsRequest, blocking handlers::scram_credentials::alter => response,
+                needs [Cluster Alter];
+            DescribeClientQuotas 0..=1, DescribeClientQuotasRequest, blocking handlers::client_quotas::describe => response,
+                needs [Cluster DescribeConfigs];
+            DescribeProducers 0..=0, DescribeProducersRequest, blocking handlers::describe_producers::handle => response,
+                needs [Topic Read each];
+            AddPartitionsToTxn 0..=3, AddPartitionsToTxnRequest, blocking handlers::add_partitions_to_txn::handle => response,
+                needs [TransactionalId Write of v3_and_below_transactional_id, Topic Write each];
+            AddOffsetsToTxn 0..=4, AddOffsetsToTxnRequest, blocking handlers::add_offsets_to_txn::handle => response,
+                needs [TransactionalId Write of transactional_id, Group Read of group_id];
+            EndTxn 0..=5, EndTxnRequest, blocking handlers::end_txn::handle => response,
+                needs [TransactionalId Write of transactional_id];
+            TxnOffsetCommit 0..=5, TxnOffsetCommitRequest, blocking handlers::txn_offset_commit::handle => response,
+                needs [TransactionalId Write of transactional_id, Group Read of group_id, Topic Read each];
+            DescribeTransactions 0..=0, DescribeTransactionsRequest, blocking handlers::describe_transactions::handle => response,
+                needs [TransactionalId Describe each], also [Topic Describe];
+            ListTransactions 0..=2, ListTransactionsRequest, blocking handlers::list_transactions::handle => response,
+                needs [], also [TransactionalId Describe];
+            WriteTxnMarkers 1..=1, WriteTxnMarkersRequest, blocking handlers::write_txn_markers::handle => response,
+                needs [Cluster ClusterAction or Alter];
 
         }
     };
 }
 pub(crate) use served_apis;
 
+/// One need of a row, as [`Need`].
+macro_rules! need {
+    (Cluster $operation:ident) => {
+        $crate::protocol::apis::need!(@ Cluster $operation, $crate::authz::asked::Scope::Request, None)
+    };
+    (Cluster $operation:ident or $alternative:ident) => {
+        $crate::protocol::apis::need!(@ Cluster $operation, $crate::authz::asked::Scope::Request, Some($crate::authz::AclOperation::$alternative))
+    };
+    ($resource:ident $operation:ident of $field:ident) => {
+        $crate::protocol::apis::need!(@ $resource $operation, $crate::authz::asked::Scope::Request, None)
+    };
+    ($resource:ident $operation:ident each) => {
+        $crate::protocol::apis::need!(@ $resource $operation, $crate::authz::asked::Scope::Each, None)
+    };
+    ($resource:ident $operation:ident when $form:ident) => {
+        $crate::protocol::apis::need!(@ $resource $operation, $crate::authz::asked::Scope::Form, None)
+    };
+    (@ $resource:ident $operation:ident, $scope:expr, $alternative:expr) => {
+        $crate::authz::asked::Need {
+            resource: $crate::authz::ResourceType::$resource,
+            operation: $crate::authz::AclOperation::$operation,
+            scope: $scope,
+            alternative: $alternative,
+        }
+    };
+}
+pub(crate) use need;
+
 /// The table's versions and needs.
 macro_rules! versions_and_needs {
     ($($key:ident $min:literal ..= $max:literal, $request:ty, $run:ident $handler:path => $answer:ident,
-        needs [$($resource:ident $operation:ident),*];)*) => {
+        needs [$($resource:ident $operation:ident $($how:ident $($field:ident)?)?),*]
+        $(, also [$($also_resource:ident $also_operation:ident),*])?;)*) => {
         /// The APIs and version ranges this broker implements: ApiVersions advertises exactly
         /// these.
         pub const SUPPORTED: &[(ApiKey, i16, i16)] = &[$((ApiKey::$key, $min, $max),)*];
@@ -105,6 +187,12 @@ macro_rules! versions_and_needs {
         /// What each API needs allowed, as the table declares it (see [`required_acls`]).
         const REQUIRED_ACLS: &[(ApiKey, &[(ResourceType, AclOperation)])] =
             &[$((ApiKey::$key, &[$((ResourceType::$resource, AclOperation::$operation)),*]),)*];
+
+        /// What each API's row declares.
+        const DECLARED: &[(ApiKey, Declared)] = &[$((ApiKey::$key, Declared {
+            needs: &[$(need!($resource $operation $($how $($field)?)?)),*],
+            also: &[$($((ResourceType::$also_resource, AclOperation::$also_operation)),*)?],
+        }),)*];
     };
 }
 
@@ -118,6 +206,18 @@ pub fn required_acls(api: ApiKey) -> &'static [(ResourceType, AclOperation)] {
         .iter()
         .find(|(key, _)| *key == api)
         .map_or(&[], |(_, needs)| *needs)
+}
+
+/// What `api`'s row declares; nothing for an API that is not served.
+pub fn declared(api: ApiKey) -> &'static Declared {
+    static NOTHING: Declared = Declared {
+        needs: &[],
+        also: &[],
+    };
+    DECLARED
+        .iter()
+        .find(|(key, _)| *key == api)
+        .map_or(&NOTHING, |(_, declared)| declared)
 }
 
 pub fn supported_range(api_key: ApiKey) -> Option<(i16, i16)> {

@@ -4,6 +4,7 @@
 //! checks, the authentication exchange and the router all build on it.
 
 pub mod apis;
+pub mod refuse;
 
 use kafka_protocol::messages::ApiVersionsRequest;
 
