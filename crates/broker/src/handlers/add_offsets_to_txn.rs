@@ -45,3 +45,21 @@ pub fn handle(
     };
     AddOffsetsToTxnResponse::default().with_error_code(code)
 }
+
+/// The request the authorization tests probe this API with ([`crate::probes`]).
+#[cfg(feature = "probes")]
+mod probe {
+    use kafka_protocol::messages::{AddOffsetsToTxnRequest, GroupId, ProducerId, TransactionalId};
+
+    use crate::probes::{Probed, text};
+
+    impl Probed for AddOffsetsToTxnRequest {
+        fn probe(_topic: &str, group: &str) -> (i16, Self) {
+            let request = AddOffsetsToTxnRequest::default()
+                .with_transactional_id(TransactionalId(text(group)))
+                .with_producer_id(ProducerId(0))
+                .with_group_id(GroupId(text(group)));
+            (3, request)
+        }
+    }
+}

@@ -30,3 +30,20 @@ pub fn handle(
     );
     HeartbeatResponse::default().with_error_code(error)
 }
+
+/// The request the authorization tests probe this API with ([`crate::probes`]).
+#[cfg(feature = "probes")]
+mod probe {
+    use kafka_protocol::messages::{GroupId, HeartbeatRequest};
+
+    use crate::probes::{Probed, text};
+
+    impl Probed for HeartbeatRequest {
+        fn probe(_topic: &str, group: &str) -> (i16, Self) {
+            let request = HeartbeatRequest::default()
+                .with_group_id(GroupId(text(group)))
+                .with_member_id(text("nobody"));
+            (4, request)
+        }
+    }
+}
