@@ -409,3 +409,42 @@ fn filter_of(
         },
     })
 }
+
+/// The requests the authorization tests probe these APIs with ([`crate::probes`]).
+#[cfg(feature = "probes")]
+mod probe {
+    use kafka_protocol::messages::delete_acls_request::DeleteAclsFilter;
+    use kafka_protocol::messages::{CreateAclsRequest, DeleteAclsRequest, DescribeAclsRequest};
+
+    use crate::probes::{Probed, creation, match_any_acl, text};
+
+    impl Probed for DescribeAclsRequest {
+        fn probe(_topic: &str, _group: &str) -> (i16, Self) {
+            (3, match_any_acl())
+        }
+    }
+
+    impl Probed for CreateAclsRequest {
+        fn probe(_topic: &str, _group: &str) -> (i16, Self) {
+            let request =
+                CreateAclsRequest::default().with_creations(vec![creation(2, "x", 3, "*", 3, 3)]);
+            (3, request)
+        }
+    }
+
+    impl Probed for DeleteAclsRequest {
+        fn probe(_topic: &str, _group: &str) -> (i16, Self) {
+            let request = DeleteAclsRequest::default().with_filters(vec![
+                DeleteAclsFilter::default()
+                    .with_principal_filter(None)
+                    .with_host_filter(None)
+                    .with_resource_type_filter(2)
+                    .with_resource_name_filter(Some(text("x")))
+                    .with_pattern_type_filter(3)
+                    .with_operation(1)
+                    .with_permission_type(1),
+            ]);
+            (3, request)
+        }
+    }
+}

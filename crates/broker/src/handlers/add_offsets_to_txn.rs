@@ -33,3 +33,21 @@ pub fn handle(
 }
 
 crate::protocol::refuse::refused_at_top_level!(AddOffsetsToTxnRequest => AddOffsetsToTxnResponse);
+
+/// The request the authorization tests probe this API with ([`crate::probes`]).
+#[cfg(feature = "probes")]
+mod probe {
+    use kafka_protocol::messages::{AddOffsetsToTxnRequest, GroupId, ProducerId, TransactionalId};
+
+    use crate::probes::{Probed, text};
+
+    impl Probed for AddOffsetsToTxnRequest {
+        fn probe(_topic: &str, group: &str) -> (i16, Self) {
+            let request = AddOffsetsToTxnRequest::default()
+                .with_transactional_id(TransactionalId(text(group)))
+                .with_producer_id(ProducerId(0))
+                .with_group_id(GroupId(text(group)));
+            (3, request)
+        }
+    }
+}

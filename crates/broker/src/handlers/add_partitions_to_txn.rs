@@ -121,3 +121,28 @@ impl crate::protocol::refuse::Refuse for AddPartitionsToTxnRequest {
         AddPartitionsToTxnResponse::default().with_results_by_topic_v3_and_below(results)
     }
 }
+
+/// The request the authorization tests probe this API with ([`crate::probes`]).
+#[cfg(feature = "probes")]
+mod probe {
+    use kafka_protocol::messages::add_partitions_to_txn_request::AddPartitionsToTxnTopic;
+    use kafka_protocol::messages::{
+        AddPartitionsToTxnRequest, ProducerId, TopicName, TransactionalId,
+    };
+
+    use crate::probes::{Probed, text};
+
+    impl Probed for AddPartitionsToTxnRequest {
+        fn probe(topic: &str, group: &str) -> (i16, Self) {
+            let request = AddPartitionsToTxnRequest::default()
+                .with_v3_and_below_transactional_id(TransactionalId(text(group)))
+                .with_v3_and_below_producer_id(ProducerId(0))
+                .with_v3_and_below_topics(vec![
+                    AddPartitionsToTxnTopic::default()
+                        .with_name(TopicName(text(topic)))
+                        .with_partitions(vec![0]),
+                ]);
+            (3, request)
+        }
+    }
+}

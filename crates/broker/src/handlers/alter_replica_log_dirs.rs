@@ -119,3 +119,30 @@ impl crate::protocol::refuse::Refuse for AlterReplicaLogDirsRequest {
         answer(refused.map(|(name, partition)| (name, partition, code)))
     }
 }
+
+/// The request the authorization tests probe this API with ([`crate::probes`]).
+#[cfg(feature = "probes")]
+mod probe {
+    use kafka_protocol::messages::alter_replica_log_dirs_request::{
+        AlterReplicaLogDir, AlterReplicaLogDirTopic,
+    };
+    use kafka_protocol::messages::{AlterReplicaLogDirsRequest, TopicName};
+
+    use crate::probes::{Probed, text};
+
+    impl Probed for AlterReplicaLogDirsRequest {
+        fn probe(topic: &str, _group: &str) -> (i16, Self) {
+            // Allowed, it names no directory of either broker: LOG_DIR_NOT_FOUND.
+            let request = AlterReplicaLogDirsRequest::default().with_dirs(vec![
+                AlterReplicaLogDir::default()
+                    .with_path(text("/no-such-log-dir"))
+                    .with_topics(vec![
+                        AlterReplicaLogDirTopic::default()
+                            .with_name(TopicName(text(topic)))
+                            .with_partitions(vec![0]),
+                    ]),
+            ]);
+            (2, request)
+        }
+    }
+}

@@ -77,3 +77,24 @@ impl crate::protocol::refuse::Refuse for DescribeClientQuotasRequest {
         refused(code, None)
     }
 }
+
+/// The request the authorization tests probe this API with ([`crate::probes`]).
+#[cfg(feature = "probes")]
+mod probe {
+    use kafka_protocol::messages::DescribeClientQuotasRequest;
+    use kafka_protocol::messages::describe_client_quotas_request::ComponentData;
+
+    use crate::probes::{Probed, text};
+
+    impl Probed for DescribeClientQuotasRequest {
+        fn probe(_topic: &str, _group: &str) -> (i16, Self) {
+            let request = DescribeClientQuotasRequest::default().with_components(vec![
+                ComponentData::default()
+                    .with_entity_type(text("user"))
+                    .with_match_type(0)
+                    .with_match(Some(text("probe-user"))),
+            ]);
+            (1, request)
+        }
+    }
+}

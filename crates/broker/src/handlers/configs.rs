@@ -400,3 +400,60 @@ fn alter_topic(
         .map(|_| ())
         .map_err(|error| (errors::INVALID_CONFIG, error.to_string()))
 }
+
+/// The requests the authorization tests probe these APIs with ([`crate::probes`]).
+#[cfg(feature = "probes")]
+mod probe {
+    use kafka_protocol::messages::describe_configs_request::DescribeConfigsResource;
+    use kafka_protocol::messages::incremental_alter_configs_request::{
+        AlterConfigsResource, AlterableConfig,
+    };
+    use kafka_protocol::messages::{
+        AlterConfigsRequest, DescribeConfigsRequest, IncrementalAlterConfigsRequest,
+        alter_configs_request,
+    };
+
+    use crate::probes::{Probed, text};
+
+    impl Probed for DescribeConfigsRequest {
+        fn probe(topic: &str, _group: &str) -> (i16, Self) {
+            let request = DescribeConfigsRequest::default().with_resources(vec![
+                DescribeConfigsResource::default()
+                    .with_resource_type(2)
+                    .with_resource_name(text(topic)),
+            ]);
+            (4, request)
+        }
+    }
+
+    impl Probed for AlterConfigsRequest {
+        fn probe(topic: &str, _group: &str) -> (i16, Self) {
+            let request = AlterConfigsRequest::default()
+                .with_validate_only(true)
+                .with_resources(vec![
+                    alter_configs_request::AlterConfigsResource::default()
+                        .with_resource_type(2)
+                        .with_resource_name(text(topic)),
+                ]);
+            (2, request)
+        }
+    }
+
+    impl Probed for IncrementalAlterConfigsRequest {
+        fn probe(topic: &str, _group: &str) -> (i16, Self) {
+            let request = IncrementalAlterConfigsRequest::default()
+                .with_validate_only(true)
+                .with_resources(vec![
+                    AlterConfigsResource::default()
+                        .with_resource_type(2)
+                        .with_resource_name(text(topic))
+                        .with_configs(vec![
+                            AlterableConfig::default()
+                                .with_name(text("retention.ms"))
+                                .with_value(Some(text("60000"))),
+                        ]),
+                ]);
+            (1, request)
+        }
+    }
+}

@@ -118,3 +118,26 @@ fn grow(
     tracing::info!(topic = name, partitions = topic.count, "added partitions");
     Ok(())
 }
+
+/// The request the authorization tests probe this API with ([`crate::probes`]).
+#[cfg(feature = "probes")]
+mod probe {
+    use kafka_protocol::messages::create_partitions_request::CreatePartitionsTopic;
+    use kafka_protocol::messages::{CreatePartitionsRequest, TopicName};
+
+    use crate::probes::{Probed, text};
+
+    impl Probed for CreatePartitionsRequest {
+        fn probe(topic: &str, _group: &str) -> (i16, Self) {
+            let request = CreatePartitionsRequest::default()
+                .with_timeout_ms(30_000)
+                .with_validate_only(true)
+                .with_topics(vec![
+                    CreatePartitionsTopic::default()
+                        .with_name(TopicName(text(topic)))
+                        .with_count(2),
+                ]);
+            (3, request)
+        }
+    }
+}

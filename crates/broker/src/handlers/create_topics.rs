@@ -250,3 +250,26 @@ fn create(
     tracing::info!(topic = name, partitions, "created topic");
     Ok(partitions)
 }
+
+/// The request the authorization tests probe this API with ([`crate::probes`]).
+#[cfg(feature = "probes")]
+mod probe {
+    use kafka_protocol::messages::create_topics_request::CreatableTopic;
+    use kafka_protocol::messages::{CreateTopicsRequest, TopicName};
+
+    use crate::probes::{Probed, text};
+
+    impl Probed for CreateTopicsRequest {
+        fn probe(topic: &str, _group: &str) -> (i16, Self) {
+            let request = CreateTopicsRequest::default()
+                .with_validate_only(true)
+                .with_topics(vec![
+                    CreatableTopic::default()
+                        .with_name(TopicName(text(&format!("{topic}-new"))))
+                        .with_num_partitions(1)
+                        .with_replication_factor(1),
+                ]);
+            (7, request)
+        }
+    }
+}

@@ -29,3 +29,19 @@ pub fn handle(
         .collect();
     DeleteGroupsResponse::default().with_results(results)
 }
+
+/// The request the authorization tests probe this API with ([`crate::probes`]).
+#[cfg(feature = "probes")]
+mod probe {
+    use kafka_protocol::messages::{DeleteGroupsRequest, GroupId};
+
+    use crate::probes::{Probed, text};
+
+    impl Probed for DeleteGroupsRequest {
+        fn probe(_topic: &str, group: &str) -> (i16, Self) {
+            let request =
+                DeleteGroupsRequest::default().with_groups_names(vec![GroupId(text(group))]);
+            (2, request)
+        }
+    }
+}

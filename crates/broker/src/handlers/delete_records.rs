@@ -74,3 +74,25 @@ pub fn handle(
         .collect();
     DeleteRecordsResponse::default().with_topics(topics)
 }
+
+/// The request the authorization tests probe this API with ([`crate::probes`]).
+#[cfg(feature = "probes")]
+mod probe {
+    use kafka_protocol::messages::delete_records_request::{
+        DeleteRecordsPartition, DeleteRecordsTopic,
+    };
+    use kafka_protocol::messages::{DeleteRecordsRequest, TopicName};
+
+    use crate::probes::{Probed, text};
+
+    impl Probed for DeleteRecordsRequest {
+        fn probe(topic: &str, _group: &str) -> (i16, Self) {
+            let request = DeleteRecordsRequest::default().with_topics(vec![
+                DeleteRecordsTopic::default()
+                    .with_name(TopicName(text(topic)))
+                    .with_partitions(vec![DeleteRecordsPartition::default().with_offset(0)]),
+            ]);
+            (2, request)
+        }
+    }
+}

@@ -84,3 +84,21 @@ pub fn handle(
         .collect();
     DeleteTopicsResponse::default().with_responses(responses)
 }
+
+/// The request the authorization tests probe this API with ([`crate::probes`]).
+#[cfg(feature = "probes")]
+mod probe {
+    use kafka_protocol::messages::{DeleteTopicsRequest, TopicName};
+
+    use crate::probes::{Probed, doomed_topic, text};
+
+    impl Probed for DeleteTopicsRequest {
+        fn probe(topic: &str, _group: &str) -> (i16, Self) {
+            // A topic that does not exist: the answer must not tell, unless it may be described.
+            let request = DeleteTopicsRequest::default()
+                .with_timeout_ms(30_000)
+                .with_topic_names(vec![TopicName(text(&doomed_topic(topic)))]);
+            (5, request)
+        }
+    }
+}

@@ -72,3 +72,18 @@ pub fn handle(
         .collect();
     DescribeGroupsResponse::default().with_groups(groups)
 }
+
+/// The request the authorization tests probe this API with ([`crate::probes`]).
+#[cfg(feature = "probes")]
+mod probe {
+    use kafka_protocol::messages::{DescribeGroupsRequest, GroupId};
+
+    use crate::probes::{Probed, text};
+
+    impl Probed for DescribeGroupsRequest {
+        fn probe(_topic: &str, group: &str) -> (i16, Self) {
+            let request = DescribeGroupsRequest::default().with_groups(vec![GroupId(text(group))]);
+            (5, request)
+        }
+    }
+}

@@ -107,3 +107,17 @@ impl crate::protocol::refuse::Refuse for DescribeLogDirsRequest {
         }
     }
 }
+
+/// The request the authorization tests probe this API with ([`crate::probes`]).
+#[cfg(feature = "probes")]
+mod probe {
+    use kafka_protocol::messages::DescribeLogDirsRequest;
+
+    use crate::probes::Probed;
+
+    impl Probed for DescribeLogDirsRequest {
+        fn probe(_topic: &str, _group: &str) -> (i16, Self) {
+            (4, DescribeLogDirsRequest::default().with_topics(None))
+        }
+    }
+}

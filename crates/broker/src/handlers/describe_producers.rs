@@ -61,3 +61,23 @@ pub fn handle(
         .collect();
     DescribeProducersResponse::default().with_topics(topics)
 }
+
+/// The request the authorization tests probe this API with ([`crate::probes`]).
+#[cfg(feature = "probes")]
+mod probe {
+    use kafka_protocol::messages::describe_producers_request::TopicRequest;
+    use kafka_protocol::messages::{DescribeProducersRequest, TopicName};
+
+    use crate::probes::{Probed, text};
+
+    impl Probed for DescribeProducersRequest {
+        fn probe(topic: &str, _group: &str) -> (i16, Self) {
+            let request = DescribeProducersRequest::default().with_topics(vec![
+                TopicRequest::default()
+                    .with_name(TopicName(text(topic)))
+                    .with_partition_indexes(vec![0]),
+            ]);
+            (0, request)
+        }
+    }
+}

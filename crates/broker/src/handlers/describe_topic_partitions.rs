@@ -188,3 +188,23 @@ fn describe_partition(
         .with_last_known_elr(Some(Vec::new()))
         .with_offline_replicas(if offline { vec![node] } else { Vec::new() })
 }
+
+/// The request the authorization tests probe this API with ([`crate::probes`]).
+#[cfg(feature = "probes")]
+mod probe {
+    use kafka_protocol::messages::describe_topic_partitions_request::TopicRequest;
+    use kafka_protocol::messages::{DescribeTopicPartitionsRequest, TopicName};
+
+    use crate::probes::{Probed, text};
+
+    impl Probed for DescribeTopicPartitionsRequest {
+        fn probe(topic: &str, _group: &str) -> (i16, Self) {
+            let request = DescribeTopicPartitionsRequest::default()
+                .with_response_partition_limit(100)
+                .with_topics(vec![
+                    TopicRequest::default().with_name(TopicName(text(topic))),
+                ]);
+            (0, request)
+        }
+    }
+}

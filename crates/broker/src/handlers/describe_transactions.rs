@@ -58,3 +58,19 @@ pub fn handle(
         .collect();
     DescribeTransactionsResponse::default().with_transaction_states(states)
 }
+
+/// The request the authorization tests probe this API with ([`crate::probes`]).
+#[cfg(feature = "probes")]
+mod probe {
+    use kafka_protocol::messages::{DescribeTransactionsRequest, TransactionalId};
+
+    use crate::probes::{Probed, text};
+
+    impl Probed for DescribeTransactionsRequest {
+        fn probe(_topic: &str, group: &str) -> (i16, Self) {
+            let request = DescribeTransactionsRequest::default()
+                .with_transactional_ids(vec![TransactionalId(text(group))]);
+            (0, request)
+        }
+    }
+}

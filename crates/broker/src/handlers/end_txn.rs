@@ -47,3 +47,21 @@ impl crate::protocol::refuse::Refuse for EndTxnRequest {
         refused(code)
     }
 }
+
+/// The request the authorization tests probe this API with ([`crate::probes`]).
+#[cfg(feature = "probes")]
+mod probe {
+    use kafka_protocol::messages::{EndTxnRequest, ProducerId, TransactionalId};
+
+    use crate::probes::{Probed, text};
+
+    impl Probed for EndTxnRequest {
+        fn probe(_topic: &str, group: &str) -> (i16, Self) {
+            let request = EndTxnRequest::default()
+                .with_transactional_id(TransactionalId(text(group)))
+                .with_producer_id(ProducerId(0))
+                .with_committed(true);
+            (3, request)
+        }
+    }
+}

@@ -289,3 +289,27 @@ mod tests {
         );
     }
 }
+
+/// The request the authorization tests probe this API with ([`crate::probes`]).
+#[cfg(feature = "probes")]
+mod probe {
+    use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
+    use kafka_protocol::messages::{FetchRequest, TopicName};
+
+    use crate::probes::{Probed, text};
+
+    impl Probed for FetchRequest {
+        fn probe(topic: &str, _group: &str) -> (i16, Self) {
+            let request = FetchRequest::default()
+                .with_max_bytes(1 << 20)
+                .with_topics(vec![
+                    FetchTopic::default()
+                        .with_topic(TopicName(text(topic)))
+                        .with_partitions(vec![
+                            FetchPartition::default().with_partition_max_bytes(1 << 20),
+                        ]),
+                ]);
+            (12, request)
+        }
+    }
+}

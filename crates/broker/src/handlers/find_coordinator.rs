@@ -83,3 +83,19 @@ pub fn handle(
         .with_host(host)
         .with_port(port)
 }
+
+/// The request the authorization tests probe this API with ([`crate::probes`]).
+#[cfg(feature = "probes")]
+mod probe {
+    use kafka_protocol::messages::FindCoordinatorRequest;
+
+    use crate::probes::{Probed, text};
+
+    impl Probed for FindCoordinatorRequest {
+        fn probe(_topic: &str, group: &str) -> (i16, Self) {
+            let request =
+                FindCoordinatorRequest::default().with_coordinator_keys(vec![text(group)]);
+            (4, request)
+        }
+    }
+}

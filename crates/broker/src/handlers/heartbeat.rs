@@ -21,3 +21,20 @@ pub fn handle(
 }
 
 crate::protocol::refuse::refused_at_top_level!(HeartbeatRequest => HeartbeatResponse);
+
+/// The request the authorization tests probe this API with ([`crate::probes`]).
+#[cfg(feature = "probes")]
+mod probe {
+    use kafka_protocol::messages::{GroupId, HeartbeatRequest};
+
+    use crate::probes::{Probed, text};
+
+    impl Probed for HeartbeatRequest {
+        fn probe(_topic: &str, group: &str) -> (i16, Self) {
+            let request = HeartbeatRequest::default()
+                .with_group_id(GroupId(text(group)))
+                .with_member_id(text("nobody"));
+            (4, request)
+        }
+    }
+}

@@ -73,3 +73,22 @@ pub fn handle(
         }
     }
 }
+
+/// The request the authorization tests probe this API with ([`crate::probes`]).
+#[cfg(feature = "probes")]
+mod probe {
+    use kafka_protocol::messages::{InitProducerIdRequest, ProducerId};
+
+    use crate::probes::Probed;
+
+    impl Probed for InitProducerIdRequest {
+        fn probe(_topic: &str, _group: &str) -> (i16, Self) {
+            let request = InitProducerIdRequest::default()
+                .with_transactional_id(None)
+                .with_transaction_timeout_ms(60_000)
+                .with_producer_id(ProducerId(-1))
+                .with_producer_epoch(-1);
+            (4, request)
+        }
+    }
+}

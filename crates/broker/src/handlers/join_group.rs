@@ -86,3 +86,26 @@ impl crate::protocol::refuse::Refuse for JoinGroupRequest {
             .with_generation_id(-1)
     }
 }
+
+/// The request the authorization tests probe this API with ([`crate::probes`]).
+#[cfg(feature = "probes")]
+mod probe {
+    use kafka_protocol::messages::join_group_request::JoinGroupRequestProtocol;
+    use kafka_protocol::messages::{GroupId, JoinGroupRequest};
+
+    use crate::probes::{Probed, text};
+
+    impl Probed for JoinGroupRequest {
+        fn probe(_topic: &str, group: &str) -> (i16, Self) {
+            let request = JoinGroupRequest::default()
+                .with_group_id(GroupId(text(group)))
+                .with_session_timeout_ms(10_000)
+                .with_rebalance_timeout_ms(10_000)
+                .with_protocol_type(text("consumer"))
+                .with_protocols(vec![
+                    JoinGroupRequestProtocol::default().with_name(text("range")),
+                ]);
+            (9, request)
+        }
+    }
+}

@@ -47,3 +47,23 @@ pub fn handle(
 }
 
 crate::protocol::refuse::refused_at_top_level!(LeaveGroupRequest => LeaveGroupResponse);
+
+/// The request the authorization tests probe this API with ([`crate::probes`]).
+#[cfg(feature = "probes")]
+mod probe {
+    use kafka_protocol::messages::leave_group_request::MemberIdentity;
+    use kafka_protocol::messages::{GroupId, LeaveGroupRequest};
+
+    use crate::probes::{Probed, text};
+
+    impl Probed for LeaveGroupRequest {
+        fn probe(_topic: &str, group: &str) -> (i16, Self) {
+            let request = LeaveGroupRequest::default()
+                .with_group_id(GroupId(text(group)))
+                .with_members(vec![
+                    MemberIdentity::default().with_member_id(text("nobody")),
+                ]);
+            (5, request)
+        }
+    }
+}

@@ -79,3 +79,25 @@ pub fn handle(
         .collect();
     ListOffsetsResponse::default().with_topics(topics)
 }
+
+/// The request the authorization tests probe this API with ([`crate::probes`]).
+#[cfg(feature = "probes")]
+mod probe {
+    use kafka_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
+    use kafka_protocol::messages::{BrokerId, ListOffsetsRequest, TopicName};
+
+    use crate::probes::{Probed, text};
+
+    impl Probed for ListOffsetsRequest {
+        fn probe(topic: &str, _group: &str) -> (i16, Self) {
+            let request = ListOffsetsRequest::default()
+                .with_replica_id(BrokerId(-1))
+                .with_topics(vec![
+                    ListOffsetsTopic::default()
+                        .with_name(TopicName(text(topic)))
+                        .with_partitions(vec![ListOffsetsPartition::default().with_timestamp(-1)]),
+                ]);
+            (7, request)
+        }
+    }
+}

@@ -260,3 +260,23 @@ fn describe_partition(
     }
     described
 }
+
+/// The request the authorization tests probe this API with ([`crate::probes`]).
+#[cfg(feature = "probes")]
+mod probe {
+    use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
+    use kafka_protocol::messages::{MetadataRequest, TopicName};
+
+    use crate::probes::{Probed, text};
+
+    impl Probed for MetadataRequest {
+        fn probe(topic: &str, _group: &str) -> (i16, Self) {
+            let request = MetadataRequest::default()
+                .with_topics(Some(vec![
+                    MetadataRequestTopic::default().with_name(Some(TopicName(text(topic)))),
+                ]))
+                .with_allow_auto_topic_creation(false);
+            (12, request)
+        }
+    }
+}

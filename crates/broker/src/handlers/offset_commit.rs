@@ -110,3 +110,30 @@ impl crate::protocol::refuse::Refuse for OffsetCommitRequest {
         OffsetCommitResponse::default().with_topics(topics)
     }
 }
+
+/// The request the authorization tests probe this API with ([`crate::probes`]).
+#[cfg(feature = "probes")]
+mod probe {
+    use kafka_protocol::messages::offset_commit_request::{
+        OffsetCommitRequestPartition, OffsetCommitRequestTopic,
+    };
+    use kafka_protocol::messages::{GroupId, OffsetCommitRequest, TopicName};
+
+    use crate::probes::{Probed, text};
+
+    impl Probed for OffsetCommitRequest {
+        fn probe(topic: &str, group: &str) -> (i16, Self) {
+            let request = OffsetCommitRequest::default()
+                .with_group_id(GroupId(text(group)))
+                .with_generation_id_or_member_epoch(-1)
+                .with_topics(vec![
+                    OffsetCommitRequestTopic::default()
+                        .with_name(TopicName(text(topic)))
+                        .with_partitions(vec![
+                            OffsetCommitRequestPartition::default().with_committed_offset(0),
+                        ]),
+                ]);
+            (8, request)
+        }
+    }
+}

@@ -89,3 +89,27 @@ pub fn handle(
 }
 
 crate::protocol::refuse::refused_at_top_level!(OffsetDeleteRequest => OffsetDeleteResponse);
+
+/// The request the authorization tests probe this API with ([`crate::probes`]).
+#[cfg(feature = "probes")]
+mod probe {
+    use kafka_protocol::messages::offset_delete_request::{
+        OffsetDeleteRequestPartition, OffsetDeleteRequestTopic,
+    };
+    use kafka_protocol::messages::{GroupId, OffsetDeleteRequest, TopicName};
+
+    use crate::probes::{Probed, text};
+
+    impl Probed for OffsetDeleteRequest {
+        fn probe(topic: &str, group: &str) -> (i16, Self) {
+            let request = OffsetDeleteRequest::default()
+                .with_group_id(GroupId(text(group)))
+                .with_topics(vec![
+                    OffsetDeleteRequestTopic::default()
+                        .with_name(TopicName(text(topic)))
+                        .with_partitions(vec![OffsetDeleteRequestPartition::default()]),
+                ]);
+            (0, request)
+        }
+    }
+}

@@ -216,3 +216,29 @@ fn v1_to_7_topics(found: BTreeMap<String, Vec<(i32, Committed)>>) -> Vec<OffsetF
         })
         .collect()
 }
+
+/// The request the authorization tests probe this API with ([`crate::probes`]).
+#[cfg(feature = "probes")]
+mod probe {
+    use kafka_protocol::messages::offset_fetch_request::{
+        OffsetFetchRequestGroup, OffsetFetchRequestTopics,
+    };
+    use kafka_protocol::messages::{GroupId, OffsetFetchRequest, TopicName};
+
+    use crate::probes::{Probed, text};
+
+    impl Probed for OffsetFetchRequest {
+        fn probe(topic: &str, group: &str) -> (i16, Self) {
+            let request = OffsetFetchRequest::default().with_groups(vec![
+                OffsetFetchRequestGroup::default()
+                    .with_group_id(GroupId(text(group)))
+                    .with_topics(Some(vec![
+                        OffsetFetchRequestTopics::default()
+                            .with_name(TopicName(text(topic)))
+                            .with_partition_indexes(vec![0]),
+                    ])),
+            ]);
+            (8, request)
+        }
+    }
+}

@@ -158,3 +158,41 @@ impl crate::protocol::refuse::Refuse for AlterPartitionReassignmentsRequest {
             .with_error_code(code)
     }
 }
+
+/// The requests the authorization tests probe these APIs with ([`crate::probes`]).
+#[cfg(feature = "probes")]
+mod probe {
+    use kafka_protocol::messages::alter_partition_reassignments_request::{
+        ReassignablePartition, ReassignableTopic,
+    };
+    use kafka_protocol::messages::{
+        AlterPartitionReassignmentsRequest, ListPartitionReassignmentsRequest, TopicName,
+    };
+
+    use crate::probes::{Probed, text};
+
+    impl Probed for AlterPartitionReassignmentsRequest {
+        fn probe(topic: &str, _group: &str) -> (i16, Self) {
+            // Allowed, it cancels a reassignment neither broker has: NO_REASSIGNMENT_IN_PROGRESS.
+            let request = AlterPartitionReassignmentsRequest::default().with_topics(vec![
+                ReassignableTopic::default()
+                    .with_name(TopicName(text(topic)))
+                    .with_partitions(vec![
+                        ReassignablePartition::default()
+                            .with_partition_index(0)
+                            .with_replicas(None),
+                    ]),
+            ]);
+            (0, request)
+        }
+    }
+
+    impl Probed for ListPartitionReassignmentsRequest {
+        fn probe(_topic: &str, _group: &str) -> (i16, Self) {
+            (
+                0,
+                ListPartitionReassignmentsRequest::default().with_topics(None),
+            )
+        }
+    }
+}

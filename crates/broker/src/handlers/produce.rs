@@ -396,3 +396,26 @@ mod tests {
         assert!(!is_one_batch(&legacy), "magic 1");
     }
 }
+
+/// The request the authorization tests probe this API with ([`crate::probes`]).
+#[cfg(feature = "probes")]
+mod probe {
+    use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
+    use kafka_protocol::messages::{ProduceRequest, TopicName};
+
+    use crate::probes::{Probed, text};
+
+    impl Probed for ProduceRequest {
+        fn probe(topic: &str, _group: &str) -> (i16, Self) {
+            let request = ProduceRequest::default()
+                .with_acks(1)
+                .with_timeout_ms(5000)
+                .with_topic_data(vec![
+                    TopicProduceData::default()
+                        .with_name(TopicName(text(topic)))
+                        .with_partition_data(vec![PartitionProduceData::default()]),
+                ]);
+            (9, request)
+        }
+    }
+}

@@ -326,3 +326,39 @@ impl crate::protocol::refuse::Refuse for AlterUserScramCredentialsRequest {
         )
     }
 }
+
+/// The requests the authorization tests probe these APIs with ([`crate::probes`]).
+#[cfg(feature = "probes")]
+mod probe {
+    use bytes::Bytes;
+    use kafka_protocol::messages::alter_user_scram_credentials_request::ScramCredentialUpsertion;
+    use kafka_protocol::messages::describe_user_scram_credentials_request::UserName;
+    use kafka_protocol::messages::{
+        AlterUserScramCredentialsRequest, DescribeUserScramCredentialsRequest,
+    };
+
+    use crate::probes::{Probed, text};
+
+    impl Probed for DescribeUserScramCredentialsRequest {
+        fn probe(_topic: &str, _group: &str) -> (i16, Self) {
+            let request = DescribeUserScramCredentialsRequest::default().with_users(Some(vec![
+                UserName::default().with_name(text("probe-user")),
+            ]));
+            (0, request)
+        }
+    }
+
+    impl Probed for AlterUserScramCredentialsRequest {
+        fn probe(_topic: &str, _group: &str) -> (i16, Self) {
+            let request = AlterUserScramCredentialsRequest::default().with_upsertions(vec![
+                ScramCredentialUpsertion::default()
+                    .with_name(text("probe-user"))
+                    .with_mechanism(1)
+                    .with_iterations(4096)
+                    .with_salt(Bytes::from_static(b"probe-salt"))
+                    .with_salted_password(Bytes::from_static(&[7; 32])),
+            ]);
+            (0, request)
+        }
+    }
+}

@@ -47,3 +47,22 @@ pub async fn handle(
 }
 
 crate::protocol::refuse::refused_at_top_level!(SyncGroupRequest => SyncGroupResponse);
+
+/// The request the authorization tests probe this API with ([`crate::probes`]).
+#[cfg(feature = "probes")]
+mod probe {
+    use kafka_protocol::messages::{GroupId, SyncGroupRequest};
+
+    use crate::probes::{Probed, text};
+
+    impl Probed for SyncGroupRequest {
+        fn probe(_topic: &str, group: &str) -> (i16, Self) {
+            let request = SyncGroupRequest::default()
+                .with_group_id(GroupId(text(group)))
+                .with_member_id(text("nobody"))
+                .with_protocol_type(Some(text("consumer")))
+                .with_protocol_name(Some(text("range")));
+            (5, request)
+        }
+    }
+}

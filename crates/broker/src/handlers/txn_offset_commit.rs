@@ -165,3 +165,32 @@ impl crate::protocol::refuse::Refuse for TxnOffsetCommitRequest {
         TxnOffsetCommitResponse::default().with_topics(topics)
     }
 }
+
+/// The request the authorization tests probe this API with ([`crate::probes`]).
+#[cfg(feature = "probes")]
+mod probe {
+    use kafka_protocol::messages::txn_offset_commit_request::{
+        TxnOffsetCommitRequestPartition, TxnOffsetCommitRequestTopic,
+    };
+    use kafka_protocol::messages::{
+        GroupId, ProducerId, TopicName, TransactionalId, TxnOffsetCommitRequest,
+    };
+
+    use crate::probes::{Probed, text};
+
+    impl Probed for TxnOffsetCommitRequest {
+        fn probe(topic: &str, group: &str) -> (i16, Self) {
+            let request = TxnOffsetCommitRequest::default()
+                .with_transactional_id(TransactionalId(text(group)))
+                .with_group_id(GroupId(text(group)))
+                .with_producer_id(ProducerId(0))
+                .with_generation_id(-1)
+                .with_topics(vec![
+                    TxnOffsetCommitRequestTopic::default()
+                        .with_name(TopicName(text(topic)))
+                        .with_partitions(vec![TxnOffsetCommitRequestPartition::default()]),
+                ]);
+            (3, request)
+        }
+    }
+}

@@ -123,3 +123,30 @@ impl crate::protocol::refuse::Refuse for WriteTxnMarkersRequest {
         WriteTxnMarkersResponse::default().with_markers(markers)
     }
 }
+
+/// The request the authorization tests probe this API with ([`crate::probes`]).
+#[cfg(feature = "probes")]
+mod probe {
+    use kafka_protocol::messages::write_txn_markers_request::{
+        WritableTxnMarker, WritableTxnMarkerTopic,
+    };
+    use kafka_protocol::messages::{ProducerId, TopicName, WriteTxnMarkersRequest};
+
+    use crate::probes::{Probed, text};
+
+    impl Probed for WriteTxnMarkersRequest {
+        fn probe(topic: &str, _group: &str) -> (i16, Self) {
+            // An ABORT for a producer the partition does not know: harmless once allowed.
+            let request = WriteTxnMarkersRequest::default().with_markers(vec![
+                WritableTxnMarker::default()
+                    .with_producer_id(ProducerId(i64::MAX))
+                    .with_topics(vec![
+                        WritableTxnMarkerTopic::default()
+                            .with_name(TopicName(text(topic)))
+                            .with_partition_indexes(vec![0]),
+                    ]),
+            ]);
+            (1, request)
+        }
+    }
+}

@@ -10,8 +10,9 @@ use crate::authz::{AclOperation, ResourceType};
 /// Every API this broker serves, declared once: its key, the versions it serves, its request
 /// type, how its handler runs and what it answers. `served_apis!(consumer)` hands the rows to
 /// `consumer`, a macro of the row grammar: here the advertised list ([`SUPPORTED`], which
-/// ApiVersions sends) and the needs; in `crate::dispatch` the router. Generated from one table,
-/// they cannot disagree.
+/// ApiVersions sends) and the needs; in `crate::dispatch` the router; in `crate::probes` (the
+/// `probes` feature) the authorization probes, one for each row that needs something. Generated
+/// from one table, they cannot disagree.
 ///
 /// How a handler runs:
 /// * `inline`: on the connection's task; it touches no storage (`fn(header, &request)`);
