@@ -41,6 +41,15 @@ if ! command -v java >/dev/null 2>&1 || ! command -v mvn >/dev/null 2>&1; then
 fi
 bash scripts/kafka.sh install
 
+# The request schemas and error-code walks generated from Kafka's message definitions, in that
+# Kafka's jar, must be what scripts/gen_protocol.py writes for the API table.
+echo "== generated protocol files"
+if compgen -G "target/kafka/libs/kafka-clients-*.jar" >/dev/null; then
+  python3 scripts/gen_protocol.py --check
+else
+  echo "no target/kafka/libs/kafka-clients-*.jar: not checked"
+fi
+
 # The Go clients franz-go and sarama (tools/goclients), built into target/ with their modules
 # cached there.
 if ! command -v go >/dev/null 2>&1; then

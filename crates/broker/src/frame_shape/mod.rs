@@ -11,17 +11,14 @@
 //! smallest encoding), and the element count prices the request for the request memory pools
 //! ([`crate::network::memory`]) before any of it is decoded.
 //!
-//! The schemas ([`schemas`]) are those of the APIs and versions the broker serves, as Kafka's
-//! message definitions give them; the kinds of field below are the ones they use (a nested
-//! single struct, `uint16` or `float64` would need adding for later versions). A frame of
-//! another API or version is not checked here; the dispatcher refuses it without decoding its
-//! body.
+//! The schemas ([`generated`]) are those of the APIs and versions the broker serves, as Kafka's
+//! message definitions give them: `scripts/gen_protocol.py` writes them from the kafka-clients
+//! jar for each row of the API table ([`crate::protocol::apis`]). The kinds of field below are
+//! the ones they use (a non-nullable single struct, `uint16` or `float64` would need adding for
+//! later versions; the script refuses them). A frame of another API or version is not checked
+//! here; the dispatcher refuses it without decoding its body.
 
-mod acl_schemas;
-mod group_schemas;
-mod sasl_schemas;
-mod schemas;
-mod txn_schemas;
+mod generated;
 
 use bytes::Bytes;
 use ferrolog_records::be;
@@ -199,7 +196,7 @@ fn shape_of(frame: &Bytes) -> Result<Shape, Malformed> {
     };
     let served = crate::protocol::apis::supported_range(api)
         .is_some_and(|(min, max)| (min..=max).contains(&version));
-    let Some(message) = schemas::ALL
+    let Some(message) = generated::ALL
         .iter()
         .find(|message| served && message.api_key == api_key)
     else {

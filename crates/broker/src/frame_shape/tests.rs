@@ -214,7 +214,7 @@ fn frame(api: ApiKey, version: i16, body: &[u8]) -> Bytes {
 #[test]
 fn frames_built_from_every_schema_decode_completely_and_are_counted_exactly() {
     let mut rng = Rng(0x5eed_0f5c_a1ab_1e00);
-    for message in schemas::ALL {
+    for message in generated::ALL {
         let api = ApiKey::try_from(message.api_key).unwrap();
         let (min, max) = crate::dispatch::supported_range(api).unwrap();
         for version in min..=max {
@@ -257,13 +257,13 @@ fn frames_built_from_every_schema_decode_completely_and_are_counted_exactly() {
 #[test]
 fn every_served_api_has_one_schema() {
     for (api, _, _) in crate::dispatch::SUPPORTED {
-        let schemas = schemas::ALL
+        let schemas = generated::ALL
             .iter()
             .filter(|message| message.api_key == *api as i16)
             .count();
         assert_eq!(schemas, 1, "{api:?}");
     }
-    assert_eq!(schemas::ALL.len(), crate::dispatch::SUPPORTED.len());
+    assert_eq!(generated::ALL.len(), crate::dispatch::SUPPORTED.len());
 }
 
 #[test]
