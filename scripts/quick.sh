@@ -22,5 +22,6 @@ python3 scripts/check_layers.py
 features="ferrolog-storage/failpoints,ferrolog-broker/failpoints,ferrolog-broker/probes"
 echo "== tests"
 cargo test --locked --features "$features" \
-  -p ferrolog-records -p ferrolog-storage -p ferrolog-broker -p ferrolog-testkit
+  -p ferrolog-records -p ferrolog-storage -p ferrolog-protocol -p ferrolog-auth \
+  -p ferrolog-coordinator -p ferrolog-broker -p ferrolog-testkit
 cargo test --locked --features "$features" -p ferrolog --bins

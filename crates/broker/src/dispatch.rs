@@ -33,7 +33,8 @@ use crate::handlers;
 pub use crate::protocol::Unanswerable;
 use crate::protocol::apis::declared;
 pub use crate::protocol::apis::{SUPPORTED, required_acls, supported_range};
-use crate::protocol::refuse::{Refuse, ResourceName};
+use crate::protocol::resource_name::ResourceName;
+use crate::refuse::Refuse;
 use crate::response::{FileRegion, ResponseFrame, SplicingBuf};
 use crate::session::Session;
 
@@ -62,13 +63,13 @@ macro_rules! route_table {
 /// answering the request's refusal when it is refused.
 macro_rules! gate {
     ($call:ident, $request:ident, $resource:ident $operation:ident $(or $alternative:ident)?) => {
-        let need = crate::protocol::apis::need!($resource $operation $(or $alternative)?);
+        let need = ferrolog_protocol::need!($resource $operation $(or $alternative)?);
         if let Some(code) = $call.asked().request_refusal(&need, None) {
             return refuse($call, &$request, code);
         }
     };
     ($call:ident, $request:ident, $resource:ident $operation:ident of $field:ident) => {
-        let need = crate::protocol::apis::need!($resource $operation of $field);
+        let need = ferrolog_protocol::need!($resource $operation of $field);
         let name = ResourceName::resource_name(&$request.$field);
         if let Some(code) = $call.asked().request_refusal(&need, name) {
             return refuse($call, &$request, code);
@@ -137,7 +138,7 @@ macro_rules! answer {
     }};
 }
 
-crate::protocol::apis::served_apis!(route_table);
+ferrolog_protocol::served_apis!(route_table);
 
 /// What a request is answered with.
 pub enum Reply {

@@ -7,30 +7,23 @@
 //! answers its requests in order. Storage calls are synchronous; they cross into the blocking
 //! pool in one place, [`bridge::blocking`].
 
-pub mod authz;
 pub mod bridge;
-pub mod coordinator;
 pub mod dispatch;
 pub mod dynamic_configs;
-pub mod error_codes;
-pub mod errors;
 pub mod fetch_waiters;
-pub mod frame_shape;
-pub mod group;
 pub mod handlers;
-pub mod listener;
 pub mod metrics;
 pub mod network;
 #[cfg(feature = "probes")]
 pub mod probes;
-pub mod protocol;
-pub mod response;
-pub mod sasl;
-pub mod session;
-pub mod stored;
-pub mod tls;
+pub mod refuse;
 pub mod transfer;
-pub mod txn;
+
+pub use ferrolog_auth::{authz, listener, sasl, session, stored, tls};
+pub use ferrolog_coordinator::runtime as coordinator;
+pub use ferrolog_coordinator::{group, txn};
+pub use ferrolog_protocol as protocol;
+pub use ferrolog_protocol::{error_codes, errors, frame_shape, response};
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -90,7 +90,7 @@ macro_rules! probe_table {
     };
 }
 
-crate::protocol::apis::served_apis!(probe_table);
+ferrolog_protocol::served_apis!(probe_table);
 
 /// The topic the DeleteTopics probe deletes, once it is allowed to: the test creates it, so that
 /// an ALLOW that covers DESCRIBE but not DELETE meets an existing topic (refused), not a

@@ -35,7 +35,7 @@ use crate::errors::{
     INVALID_REQUEST, NONE, POLICY_VIOLATION, SECURITY_DISABLED, UNKNOWN_SERVER_ERROR,
 };
 use crate::protocol::Unanswerable;
-use crate::protocol::refuse::Refuse;
+use crate::refuse::Refuse;
 
 /// Kafka's ANY, in every code set of the ACL APIs.
 const ANY: i8 = 1;

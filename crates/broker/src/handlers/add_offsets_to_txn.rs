@@ -32,7 +32,7 @@ pub fn handle(
     AddOffsetsToTxnResponse::default().with_error_code(code)
 }
 
-crate::protocol::refuse::refused_at_top_level!(AddOffsetsToTxnRequest => AddOffsetsToTxnResponse);
+crate::refuse::refused_at_top_level!(AddOffsetsToTxnRequest => AddOffsetsToTxnResponse);
 
 /// The request the authorization tests probe this API with ([`crate::probes`]).
 #[cfg(feature = "probes")]

@@ -97,7 +97,7 @@ pub fn handle(
     AddPartitionsToTxnResponse::default().with_results_by_topic_v3_and_below(results)
 }
 
-impl crate::protocol::refuse::Refuse for AddPartitionsToTxnRequest {
+impl crate::refuse::Refuse for AddPartitionsToTxnRequest {
     /// Every partition is answered with the refusal.
     fn refused(&self, _version: i16, code: i16) -> AddPartitionsToTxnResponse {
         let results = self

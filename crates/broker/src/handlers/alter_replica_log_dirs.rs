@@ -112,7 +112,7 @@ fn alter_one(context: &Context, topic_partition: &TopicPartition, path: &Path) -
     }
 }
 
-impl crate::protocol::refuse::Refuse for AlterReplicaLogDirsRequest {
+impl crate::refuse::Refuse for AlterReplicaLogDirsRequest {
     /// Every partition is answered with the refusal.
     fn refused(&self, _version: i16, code: i16) -> AlterReplicaLogDirsResponse {
         let refused = destinations(self).into_keys();

@@ -72,7 +72,7 @@ fn check_filter(request: &DescribeClientQuotasRequest) -> Result<(), (i16, Strin
     Ok(())
 }
 
-impl crate::protocol::refuse::Refuse for DescribeClientQuotasRequest {
+impl crate::refuse::Refuse for DescribeClientQuotasRequest {
     fn refused(&self, _version: i16, code: i16) -> DescribeClientQuotasResponse {
         refused(code, None)
     }

@@ -96,7 +96,7 @@ pub fn handle(
     DescribeLogDirsResponse::default().with_results(results)
 }
 
-impl crate::protocol::refuse::Refuse for DescribeLogDirsRequest {
+impl crate::refuse::Refuse for DescribeLogDirsRequest {
     /// No directory is described; from v3 the refusal is said too.
     fn refused(&self, version: i16, code: i16) -> DescribeLogDirsResponse {
         let response = DescribeLogDirsResponse::default();

@@ -42,7 +42,7 @@ fn refused(code: i16) -> EndTxnResponse {
         .with_producer_epoch(-1)
 }
 
-impl crate::protocol::refuse::Refuse for EndTxnRequest {
+impl crate::refuse::Refuse for EndTxnRequest {
     fn refused(&self, _version: i16, code: i16) -> EndTxnResponse {
         refused(code)
     }

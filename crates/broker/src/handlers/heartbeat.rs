@@ -20,7 +20,7 @@ pub fn handle(
     HeartbeatResponse::default().with_error_code(error)
 }
 
-crate::protocol::refuse::refused_at_top_level!(HeartbeatRequest => HeartbeatResponse);
+crate::refuse::refused_at_top_level!(HeartbeatRequest => HeartbeatResponse);
 
 /// The request the authorization tests probe this API with ([`crate::probes`]).
 #[cfg(feature = "probes")]

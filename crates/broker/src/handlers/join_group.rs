@@ -78,7 +78,7 @@ pub async fn handle(
         )
 }
 
-impl crate::protocol::refuse::Refuse for JoinGroupRequest {
+impl crate::refuse::Refuse for JoinGroupRequest {
     /// Kafka's error response: no generation, no member id.
     fn refused(&self, _version: i16, code: i16) -> JoinGroupResponse {
         JoinGroupResponse::default()

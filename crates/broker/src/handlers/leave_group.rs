@@ -46,7 +46,7 @@ pub fn handle(
         )
 }
 
-crate::protocol::refuse::refused_at_top_level!(LeaveGroupRequest => LeaveGroupResponse);
+crate::refuse::refused_at_top_level!(LeaveGroupRequest => LeaveGroupResponse);
 
 /// The request the authorization tests probe this API with ([`crate::probes`]).
 #[cfg(feature = "probes")]

@@ -86,7 +86,7 @@ pub fn handle(
     OffsetCommitResponse::default().with_topics(topics)
 }
 
-impl crate::protocol::refuse::Refuse for OffsetCommitRequest {
+impl crate::refuse::Refuse for OffsetCommitRequest {
     /// Every partition is answered with the refusal.
     fn refused(&self, _version: i16, code: i16) -> OffsetCommitResponse {
         let topics = self

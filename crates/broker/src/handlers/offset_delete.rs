@@ -88,7 +88,7 @@ pub fn handle(
     OffsetDeleteResponse::default().with_topics(topics)
 }
 
-crate::protocol::refuse::refused_at_top_level!(OffsetDeleteRequest => OffsetDeleteResponse);
+crate::refuse::refused_at_top_level!(OffsetDeleteRequest => OffsetDeleteResponse);
 
 /// The request the authorization tests probe this API with ([`crate::probes`]).
 #[cfg(feature = "probes")]

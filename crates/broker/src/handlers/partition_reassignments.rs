@@ -124,11 +124,11 @@ mod tests {
     }
 }
 
-crate::protocol::refuse::refused_at_top_level!(
+crate::refuse::refused_at_top_level!(
     ListPartitionReassignmentsRequest => ListPartitionReassignmentsResponse
 );
 
-impl crate::protocol::refuse::Refuse for AlterPartitionReassignmentsRequest {
+impl crate::refuse::Refuse for AlterPartitionReassignmentsRequest {
     /// Refused, every partition is answered so too, as Kafka's error response does.
     fn refused(&self, version: i16, code: i16) -> AlterPartitionReassignmentsResponse {
         let responses = self

@@ -285,7 +285,7 @@ fn result(user: String, code: i16, message: Option<String>) -> AlterUserScramCre
         .with_error_message(message.map(StrBytes::from_string))
 }
 
-impl crate::protocol::refuse::Refuse for DescribeUserScramCredentialsRequest {
+impl crate::refuse::Refuse for DescribeUserScramCredentialsRequest {
     /// Kafka's error answer: the code at the top and once per user asked about, unnamed,
     /// without a message.
     fn refused(&self, _version: i16, code: i16) -> DescribeUserScramCredentialsResponse {
@@ -305,7 +305,7 @@ impl crate::protocol::refuse::Refuse for DescribeUserScramCredentialsRequest {
     }
 }
 
-impl crate::protocol::refuse::Refuse for AlterUserScramCredentialsRequest {
+impl crate::refuse::Refuse for AlterUserScramCredentialsRequest {
     /// Kafka's error answer: every user named, once each, in name order.
     fn refused(&self, _version: i16, code: i16) -> AlterUserScramCredentialsResponse {
         let users: BTreeSet<String> = self

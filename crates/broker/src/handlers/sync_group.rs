@@ -46,7 +46,7 @@ pub async fn handle(
         .with_assignment(result.assignment.into())
 }
 
-crate::protocol::refuse::refused_at_top_level!(SyncGroupRequest => SyncGroupResponse);
+crate::refuse::refused_at_top_level!(SyncGroupRequest => SyncGroupResponse);
 
 /// The request the authorization tests probe this API with ([`crate::probes`]).
 #[cfg(feature = "probes")]

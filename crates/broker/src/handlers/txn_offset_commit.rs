@@ -141,7 +141,7 @@ fn accepted_entries(
         .collect()
 }
 
-impl crate::protocol::refuse::Refuse for TxnOffsetCommitRequest {
+impl crate::refuse::Refuse for TxnOffsetCommitRequest {
     /// Every partition is answered with the refusal.
     fn refused(&self, _version: i16, code: i16) -> TxnOffsetCommitResponse {
         let topics = self

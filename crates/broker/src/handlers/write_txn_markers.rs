@@ -90,7 +90,7 @@ fn write(context: &Context, topic: &str, partition: i32, marker: MarkerRequest) 
     }
 }
 
-impl crate::protocol::refuse::Refuse for WriteTxnMarkersRequest {
+impl crate::refuse::Refuse for WriteTxnMarkersRequest {
     /// Every partition is answered with the refusal.
     fn refused(&self, _version: i16, code: i16) -> WriteTxnMarkersResponse {
         let markers = self

@@ -1,0 +1,447 @@
+//! The group coordinator of Kafka's classic consumer-group protocol: membership (join, sync,
+//! heartbeat, leave, session and rebalance timeouts, static members), committed offsets, and
+//! their records in `__consumer_offsets`. Assignment stays with the clients: the leader
+//! computes it and hands it over in SyncGroup.
+//!
+//! Every method is synchronous and runs on the blocking pool (it may append to the offsets
+//! topic); a JoinGroup or SyncGroup that must wait for other members returns [`Reply::Later`],
+//! a channel the handler awaits. The groups live in the shards of the coordinator runtime
+//! ([`crate::runtime`]), one per `__consumer_offsets` partition, each group in its
+//! partition's shard; an operation on a group runs under its shard's lock.
+//! [`GroupCoordinator::tick`] runs each shard's timers.
+//!
+//! What is written to the offsets topic, as Kafka does: the group's metadata when a generation
+//! gets its assignment (and when the group empties), each commit, and tombstones when offsets
+//! expire or are deleted and when a group is deleted.
+//!
+//! Files: [`state`] (a group as data), `join` (JoinGroup and the join phase), `membership`
+//! (sync, heartbeat, leave, session and sync expiry, member checks), `offsets` (commits, fetches, deletions, expiry), [`offsets_topic`] (the records'
+//! partition, appends and the startup load); this file holds the shared types, the startup
+//! replay and the timers.
+
+mod join;
+mod membership;
+mod offsets;
+pub mod offsets_topic;
+pub mod state;
+mod txn_offsets;
+
+pub use offsets::Fetched;
+pub use txn_offsets::TxnCommitter;
+
+use std::collections::{BTreeSet, HashMap};
+use std::sync::Arc;
+use std::sync::atomic::AtomicU64;
+use std::time::Duration;
+
+use ferrolog_records::consumer_offsets::{GroupValue, OffsetValue, OffsetsKey};
+use ferrolog_storage::Result;
+use ferrolog_storage::manager::LogManager;
+use tokio::sync::oneshot;
+
+use crate::runtime::{Ctx, LoadEvent, Periodic, Runtime, Shard};
+use offsets_topic::{OffsetsCodec, OffsetsEvent, OffsetsRecord, OffsetsTopic};
+use state::Group;
+
+/// What an operation on a group's shard appends through, and its time.
+pub(super) type GroupCtx<'a> = Ctx<'a, OffsetsCodec>;
+
+/// The coordinator's settings, under Kafka's broker keys.
+#[derive(Debug, Clone)]
+pub struct GroupConfig {
+    /// `offsets.topic.num.partitions`
+    pub offsets_topic_partitions: i32,
+    /// `offsets.topic.segment.bytes`
+    pub offsets_topic_segment_bytes: u64,
+    /// `group.min.session.timeout.ms`: the shortest session timeout a member may ask for.
+    pub min_session_timeout: Duration,
+    /// `group.max.session.timeout.ms`: the longest session timeout a member may ask for.
+    pub max_session_timeout: Duration,
+    /// `group.initial.rebalance.delay.ms`: how long the first rebalance of an empty group waits
+    /// for more members before it completes.
+    pub initial_rebalance_delay: Duration,
+    /// `offsets.retention.minutes`: how long an empty group's committed offsets are kept.
+    pub offsets_retention: Duration,
+    /// `offsets.retention.check.interval.ms`: how often expired offsets are looked for.
+    pub offsets_retention_check_interval: Duration,
+    /// `offset.metadata.max.bytes`
+    pub offset_metadata_max_bytes: usize,
+}
+
+impl Default for GroupConfig {
+    fn default() -> Self {
+        Self {
+            offsets_topic_partitions: 50,
+            offsets_topic_segment_bytes: 104_857_600,
+            min_session_timeout: Duration::from_secs(6),
+            max_session_timeout: Duration::from_secs(30 * 60),
+            initial_rebalance_delay: Duration::from_secs(3),
+            offsets_retention: Duration::from_secs(7 * 24 * 60 * 60),
+            offsets_retention_check_interval: Duration::from_secs(600),
+            offset_metadata_max_bytes: 4096,
+        }
+    }
+}
+
+/// An answer now, or one that arrives when the rebalance gets there.
+#[derive(Debug)]
+pub enum Reply<T> {
+    Now(T),
+    Later(oneshot::Receiver<T>),
+}
+
+/// A JoinGroup, whatever its version.
+#[derive(Debug, Clone)]
+pub struct JoinRequest {
+    pub group: String,
+    pub member_id: String,
+    pub group_instance_id: Option<String>,
+    pub client_id: String,
+    pub client_host: String,
+    pub session_timeout_ms: i32,
+    pub rebalance_timeout_ms: i32,
+    pub protocol_type: String,
+    pub protocols: Vec<(String, Vec<u8>)>,
+    /// Version 4 and later: a new dynamic member is first sent away with MEMBER_ID_REQUIRED.
+    pub require_known_member_id: bool,
+    /// Version 9 and later: the answer can tell a returning static leader to skip the
+    /// assignment (KIP-814).
+    pub supports_skip_assignment: bool,
+}
+
+/// One partition's offset in an OffsetCommit.
+#[derive(Debug, Clone)]
+pub struct CommitEntry {
+    pub topic: String,
+    pub partition: i32,
+    pub offset: i64,
+    pub leader_epoch: i32,
+    pub metadata: String,
+}
+
+/// A group as DescribeGroups shows it.
+#[derive(Debug, Clone)]
+pub struct GroupDescription {
+    pub state: &'static str,
+    pub protocol_type: String,
+    pub protocol: String,
+    pub members: Vec<DescribedMember>,
+}
+
+/// A member as DescribeGroups shows it.
+#[derive(Debug, Clone)]
+pub struct DescribedMember {
+    pub member_id: String,
+    pub group_instance_id: Option<String>,
+    pub client_id: String,
+    pub client_host: String,
+    /// Its metadata for the group's protocol.
+    pub metadata: Vec<u8>,
+    pub assignment: Vec<u8>,
+}
+
+/// The groups of one `__consumer_offsets` partition, and its timer of offset expiry.
+#[derive(Debug)]
+pub struct GroupShard {
+    groups: HashMap<String, Group>,
+    offsets_expiry: Periodic,
+}
+
+impl Shard for GroupShard {
+    type Codec = OffsetsCodec;
+
+    fn replay(&mut self, event: LoadEvent<OffsetsRecord>, now_ms: i64) {
+        match event {
+            LoadEvent::Record {
+                record,
+                producer_id: None,
+            } => replay(&mut self.groups, record, now_ms),
+            LoadEvent::Record {
+                record,
+                producer_id: Some(producer_id),
+            } => replay_transactional(&mut self.groups, record, producer_id, now_ms),
+            // Every group of the shard is in the marker's partition.
+            LoadEvent::Marker {
+                producer_id,
+                commit,
+            } => {
+                for group in self.groups.values_mut() {
+                    group.end_txn(producer_id, commit);
+                }
+            }
+        }
+    }
+}
+
+#[derive(Debug)]
+pub struct GroupCoordinator {
+    topic: OffsetsTopic,
+    config: GroupConfig,
+    runtime: Runtime<GroupShard>,
+    member_counter: AtomicU64,
+}
+
+impl GroupCoordinator {
+    /// Rebuilds every group from the offsets topic's partitions present in the data dirs, each
+    /// in its partition's shard.
+    pub fn open(manager: Arc<LogManager>, config: GroupConfig) -> Result<Self> {
+        let clock = Arc::clone(manager.clock());
+        let topic = OffsetsTopic::new(
+            manager,
+            config.offsets_topic_partitions,
+            config.offsets_topic_segment_bytes,
+        );
+        let now = clock.now_ms();
+        let mut shards: Vec<GroupShard> = (0..topic.partitions())
+            .map(|_| GroupShard {
+                groups: HashMap::new(),
+                offsets_expiry: Periodic::new(now, config.offsets_retention_check_interval),
+            })
+            .collect();
+        let records = topic.load(|event| {
+            let (partition, event) = match event {
+                // A group's records go to its own partition's shard, wherever an older
+                // ferrolog wrote them.
+                OffsetsEvent::Record {
+                    record,
+                    producer_id,
+                } => (
+                    topic.partition_of(record.0.group()),
+                    LoadEvent::Record {
+                        record,
+                        producer_id,
+                    },
+                ),
+                OffsetsEvent::Marker {
+                    partition,
+                    producer_id,
+                    commit,
+                } => (
+                    partition,
+                    LoadEvent::Marker {
+                        producer_id,
+                        commit,
+                    },
+                ),
+            };
+            shards[partition as usize].replay(event, now);
+        })?;
+        if records > 0 {
+            tracing::info!(
+                records,
+                groups = shards.iter().map(|shard| shard.groups.len()).sum::<usize>(),
+                "consumer groups loaded from the offsets topic"
+            );
+        }
+        let runtime = Runtime::new(shards, BTreeSet::new(), topic.journal(), clock);
+        Ok(Self {
+            topic,
+            config,
+            runtime,
+            member_counter: AtomicU64::new(0),
+        })
+    }
+
+    fn now(&self) -> i64 {
+        self.runtime.now()
+    }
+
+    /// The `__consumer_offsets` partition that holds `group`.
+    pub fn partition_of(&self, group: &str) -> i32 {
+        self.topic.partition_of(group)
+    }
+
+    /// FindCoordinator: this broker coordinates every group; the offsets topic is created the
+    /// first time a client asks, as Kafka does.
+    pub fn find_coordinator(&self) -> Result<()> {
+        self.topic.ensure_created()
+    }
+
+    /// Every group: id, protocol type and state.
+    pub fn list(&self) -> Vec<(String, String, &'static str)> {
+        let mut list: Vec<_> = self
+            .runtime
+            .read_each(|shard| {
+                shard
+                    .groups
+                    .values()
+                    .map(|g| {
+                        (
+                            g.id.clone(),
+                            g.protocol_type.clone().unwrap_or_default(),
+                            g.state.name(),
+                        )
+                    })
+                    .collect::<Vec<_>>()
+            })
+            .into_iter()
+            .flatten()
+            .collect();
+        list.sort();
+        list
+    }
+
+    pub fn describe(&self, group_id: &str) -> Option<GroupDescription> {
+        let partition = self.partition_of(group_id);
+        self.runtime
+            .read(partition, |shard| describe(shard.groups.get(group_id)?))
+    }
+
+    /// The timers of every shard in turn, at one instant: members whose session lapsed, join
+    /// and sync phases past their deadline, and (every `offsets.retention.check.interval.ms`)
+    /// expired offsets. Called every 100 ms.
+    pub fn tick(&self) {
+        let now = self.now();
+        self.runtime.write_each(now, |shard, ctx| {
+            debug_assert!(
+                shard
+                    .groups
+                    .keys()
+                    .all(|group| self.partition_of(group) == ctx.partition),
+                "every group of shard {} is in its partition",
+                ctx.partition
+            );
+            for group in shard.groups.values_mut() {
+                self.expire_members(group, ctx);
+            }
+            if shard.offsets_expiry.due(ctx.now_ms) {
+                self.expire_offsets(&mut shard.groups, ctx);
+            }
+        });
+    }
+
+    /// Writes the group's metadata record; returns whether it was stored.
+    fn persist_group(&self, group: &Group, ctx: &GroupCtx<'_>) -> bool {
+        let record = (
+            OffsetsKey::Group {
+                group: group.id.clone(),
+            },
+            Some(group.to_value().encode()),
+        );
+        match ctx.append(&[record]) {
+            Ok(()) => true,
+            Err(error) => {
+                tracing::warn!(group = %group.id, %error, "storing group metadata failed");
+                false
+            }
+        }
+    }
+}
+
+/// A group as DescribeGroups shows it.
+fn describe(group: &Group) -> Option<GroupDescription> {
+    // As Kafka: the protocol and the members' metadata only of a Stable group (during a
+    // rebalance they are about to change).
+    let protocol = match group.state {
+        state::GroupState::Stable => group.protocol.clone().unwrap_or_default(),
+        _ => String::new(),
+    };
+    Some(GroupDescription {
+        state: group.state.name(),
+        protocol_type: group.protocol_type.clone().unwrap_or_default(),
+        protocol: protocol.clone(),
+        members: group
+            .members
+            .iter()
+            .map(|m| DescribedMember {
+                member_id: m.member_id.clone(),
+                group_instance_id: m.group_instance_id.clone(),
+                client_id: m.client_id.clone(),
+                client_host: m.client_host.clone(),
+                metadata: if protocol.is_empty() {
+                    Vec::new()
+                } else {
+                    m.metadata_for(&protocol)
+                },
+                assignment: m.assignment.clone(),
+            })
+            .collect(),
+    })
+}
+
+/// Applies one record of the offsets topic to the groups being rebuilt at startup.
+fn replay(groups: &mut HashMap<String, Group>, (key, value): OffsetsRecord, now: i64) {
+    match key {
+        OffsetsKey::Offset {
+            group,
+            topic,
+            partition,
+        } => match value.map(|bytes| OffsetValue::decode(&bytes)) {
+            Some(Ok(value)) => {
+                groups
+                    .entry(group.clone())
+                    .or_insert_with(|| Group::new(&group, now))
+                    .offsets
+                    .insert((topic, partition), value);
+            }
+            Some(Err(error)) => {
+                tracing::warn!(group, topic, partition, %error, "skipping an unreadable offset record");
+            }
+            None => {
+                if let Some(existing) = groups.get_mut(&group) {
+                    existing.remove_pending(&topic, partition);
+                    existing.offsets.remove(&(topic, partition));
+                }
+            }
+        },
+        OffsetsKey::Group { group } => match value.map(|bytes| GroupValue::decode(&bytes)) {
+            Some(Ok(value)) => {
+                let mut rebuilt = Group::from_value(&group, value, now);
+                if let Some(old) = groups.remove(&group) {
+                    rebuilt.offsets = old.offsets;
+                    rebuilt.pending_txn_offsets = old.pending_txn_offsets;
+                }
+                groups.insert(group, rebuilt);
+            }
+            Some(Err(error)) => {
+                tracing::warn!(group, %error, "skipping an unreadable group metadata record");
+            }
+            None => {
+                // The group's metadata is gone; offsets recorded after this stay, in an empty
+                // group, as Kafka keeps them.
+                if let Some(existing) = groups.remove(&group) {
+                    let mut empty = Group::new(&group, now);
+                    empty.offsets = existing.offsets;
+                    empty.pending_txn_offsets = existing.pending_txn_offsets;
+                    if !empty.offsets.is_empty() || !empty.pending_txn_offsets.is_empty() {
+                        groups.insert(group, empty);
+                    }
+                }
+            }
+        },
+    }
+}
+
+/// Applies one offset record of a transaction (a TxnOffsetCommit of `producer_id`) to the
+/// groups being rebuilt: pending until the transaction's marker.
+fn replay_transactional(
+    groups: &mut HashMap<String, Group>,
+    (key, value): OffsetsRecord,
+    producer_id: i64,
+    now: i64,
+) {
+    let OffsetsKey::Offset {
+        group,
+        topic,
+        partition,
+    } = key
+    else {
+        // Kafka's coordinator writes only offsets in transactions.
+        return replay(groups, (key, value), now);
+    };
+    match value.map(|bytes| OffsetValue::decode(&bytes)) {
+        Some(Ok(value)) => {
+            groups
+                .entry(group.clone())
+                .or_insert_with(|| Group::new(&group, now))
+                .pending_txn_offsets
+                .entry(producer_id)
+                .or_default()
+                .insert((topic, partition), value);
+        }
+        Some(Err(error)) => {
+            tracing::warn!(group, topic, partition, %error, "skipping an unreadable transactional offset record");
+        }
+        None => {}
+    }
+}

@@ -1,0 +1,12 @@
+//! ferrolog's coordinators: the classic consumer groups ([`group`]) and the transaction
+//! coordinator ([`txn`]), each a state machine over its internal topic (`__consumer_offsets`,
+//! `__transaction_state`) that runs on one coordinator runtime ([`runtime`]: a shard per
+//! internal-topic partition, state rebuilt by replaying its records, writes applied once their
+//! records are appended, timers owned by the shards). They know the storage engine and the
+//! protocol's error codes, and nothing of the network or of who asks.
+
+pub mod group;
+pub mod runtime;
+pub mod txn;
+
+use ferrolog_protocol::errors;
