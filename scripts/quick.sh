@@ -23,5 +23,5 @@ features="ferrolog-storage/failpoints,ferrolog-broker/failpoints,ferrolog-broker
 echo "== tests"
 cargo test --locked --features "$features" \
   -p ferrolog-records -p ferrolog-storage -p ferrolog-protocol -p ferrolog-auth \
-  -p ferrolog-coordinator -p ferrolog-broker -p ferrolog-testkit
+  -p ferrolog-coordinator -p ferrolog-net -p ferrolog-broker -p ferrolog-testkit
 cargo test --locked --features "$features" -p ferrolog --bins

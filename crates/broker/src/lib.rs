@@ -7,21 +7,19 @@
 //! answers its requests in order. Storage calls are synchronous; they cross into the blocking
 //! pool in one place, [`bridge::blocking`].
 
-pub mod bridge;
 pub mod dispatch;
 pub mod dynamic_configs;
 pub mod fetch_waiters;
 pub mod handlers;
-pub mod metrics;
-pub mod network;
 #[cfg(feature = "probes")]
 pub mod probes;
 pub mod refuse;
-pub mod transfer;
+mod service;
 
 pub use ferrolog_auth::{authz, listener, sasl, session, stored, tls};
 pub use ferrolog_coordinator::runtime as coordinator;
 pub use ferrolog_coordinator::{group, txn};
+pub use ferrolog_net::{bridge, metrics, network, transfer};
 pub use ferrolog_protocol as protocol;
 pub use ferrolog_protocol::{error_codes, errors, frame_shape, response};
 
@@ -35,7 +33,7 @@ use crate::network::limits::ConnectionLimits;
 use crate::transfer::FetchTransfer;
 use crate::txn::{TransactionCoordinator, TxnConfig};
 
-pub use network::{serve, serve_listeners};
+pub use service::{serve, serve_listeners};
 
 /// Arms the fault points named in the `FAILPOINTS` environment variable (the `fail` crate's
 /// syntax: `txn.markers=sleep(60000)`), for the crash tests that kill a broker in a chosen
@@ -105,6 +103,23 @@ pub struct BrokerConfig {
 }
 
 impl BrokerConfig {
+    /// The network edge's share of the settings.
+    pub fn net(&self) -> ferrolog_net::NetConfig {
+        ferrolog_net::NetConfig {
+            socket_request_max_bytes: self.socket_request_max_bytes,
+            queued_max_request_bytes: self.queued_max_request_bytes,
+            limits: self.limits.clone(),
+            connections_max_idle: self.connections_max_idle,
+            request_arrival_timeout: self.request_arrival_timeout,
+            connection_setup_timeout: self.connection_setup_timeout,
+            fetch_transfer: self.fetch_transfer,
+            failed_authentication_delay: self.failed_authentication_delay,
+            sasl_max_receive_size: self.sasl_max_receive_size,
+            authentication_failures_per_second_per_ip: self
+                .authentication_failures_per_second_per_ip,
+        }
+    }
+
     /// What to do with a document found older than its recorded generation.
     pub fn rollback(&self) -> stored::Rollback {
         if self.accept_rolled_back_documents {
@@ -155,6 +170,8 @@ pub struct Context {
     pub credentials: sasl::ScramStore,
     /// Broker configs changed at run time.
     pub dynamic_configs: dynamic_configs::DynamicBrokerConfigs,
+    /// The network edge's share of `config`, taken once.
+    net: ferrolog_net::NetConfig,
 }
 
 impl Context {
@@ -180,6 +197,7 @@ impl Context {
         let credentials = sasl::ScramStore::open(Arc::clone(&manager), config.rollback())?;
         Ok(Self {
             manager,
+            net: config.net(),
             config,
             fetch_waiters: fetch_waiters::FetchWaiters::default(),
             groups,

@@ -18,17 +18,17 @@ use crate::listener::Listener;
 use crate::sasl::SaslSettings;
 use crate::sasl::authenticator::{Authenticator, Outcome};
 use crate::session::Session;
-use crate::{Context, dispatch, frame_shape};
+use crate::{Service, frame_shape};
 
 /// Runs the SASL exchange; the principal on success, `None` when the connection is to close.
 pub(super) async fn authenticate(
     connection: &mut Connection<'_>,
     listener: &Arc<Listener>,
     settings: Arc<SaslSettings>,
-    context: &Arc<Context>,
+    service: &Arc<dyn Service>,
     shared: &Shared,
 ) -> io::Result<Option<String>> {
-    let config = &context.config;
+    let config = service.net_config();
     let idle_limit = config.connections_max_idle;
     let peer = connection.peer;
     let anonymous = Arc::new(Session::anonymous(peer, Arc::clone(listener)));
@@ -53,7 +53,7 @@ pub(super) async fn authenticate(
             usize::try_from(size).map_or(true, |size| size > config.sasl_max_receive_size);
         if too_large {
             return refuse(
-                context,
+                service.as_ref(),
                 listener,
                 connection,
                 None,
@@ -71,28 +71,10 @@ pub(super) async fn authenticate(
         else {
             return Ok(None);
         };
-        match authenticator.receive(&frame, &context.credentials) {
+        match authenticator.receive(&frame, service.credentials()) {
             Outcome::Dispatch => {
-                let checked = match frame_shape::scan(frame) {
-                    Ok(checked) => checked,
-                    Err(malformed) => {
-                        tracing::warn!(%peer, error = %malformed, "closing a connection after a malformed request");
-                        return Ok(None);
-                    }
-                };
-                let answered = match dispatch::dispatch(context, checked, &anonymous).await {
-                    Ok(reply) => reply.into_response().await,
-                    Err(error) => Err(error),
-                };
-                match answered {
-                    Ok(Some(response)) => {
-                        connection.writer.write(connection.stream, response).await?
-                    }
-                    Ok(None) => {}
-                    Err(error) => {
-                        tracing::warn!(%peer, error = %error, "closing a connection after a request it cannot answer");
-                        return Ok(None);
-                    }
+                if !answer_before_authentication(connection, service, frame, &anonymous).await? {
+                    return Ok(None);
                 }
             }
             Outcome::Answer(answer) => connection.writer.write(connection.stream, answer).await?,
@@ -110,11 +92,53 @@ pub(super) async fn authenticate(
             } => {
                 // The delay holds the connection, not the request memory.
                 drop(charge);
-                return refuse(context, listener, connection, answer, &reason, delayed).await;
+                return refuse(
+                    service.as_ref(),
+                    listener,
+                    connection,
+                    answer,
+                    &reason,
+                    delayed,
+                )
+                .await;
             }
         }
         drop(charge);
     }
+}
+
+/// Answers a request the exchange lets through before authentication (ApiVersions), as the
+/// anonymous session; `false` when the connection is to close.
+async fn answer_before_authentication(
+    connection: &mut Connection<'_>,
+    service: &Arc<dyn Service>,
+    frame: bytes::Bytes,
+    anonymous: &Arc<Session>,
+) -> io::Result<bool> {
+    let peer = connection.peer;
+    let checked = match frame_shape::scan(frame) {
+        Ok(checked) => checked,
+        Err(malformed) => {
+            tracing::warn!(%peer, error = %malformed, "closing a connection after a malformed request");
+            return Ok(false);
+        }
+    };
+    let answered = match Arc::clone(service)
+        .dispatch(checked, Arc::clone(anonymous))
+        .await
+    {
+        Ok(reply) => reply.into_response().await,
+        Err(error) => Err(error),
+    };
+    match answered {
+        Ok(Some(response)) => connection.writer.write(connection.stream, response).await?,
+        Ok(None) => {}
+        Err(error) => {
+            tracing::warn!(%peer, error = %error, "closing a connection after a request it cannot answer");
+            return Ok(false);
+        }
+    }
+    Ok(true)
 }
 
 /// A request of `size` bytes from a client not yet authenticated, charged as
@@ -123,7 +147,7 @@ pub(super) async fn authenticate(
 async fn receive_unauthenticated(
     connection: &mut Connection<'_>,
     size: usize,
-    config: &crate::BrokerConfig,
+    config: &crate::NetConfig,
     shared: &Shared,
 ) -> io::Result<Option<(bytes::Bytes, Charge)>> {
     let peer = connection.peer;
@@ -165,7 +189,7 @@ async fn receive_unauthenticated(
 /// failed-authentication delay; anything else (a client that does not speak SASL, a frame that
 /// is not a request) closes at once.
 async fn refuse(
-    context: &Context,
+    service: &dyn Service,
     listener: &Listener,
     connection: &mut Connection<'_>,
     answer: Option<crate::response::ResponseFrame>,
@@ -178,7 +202,7 @@ async fn refuse(
     }
     crate::metrics::record_authentication(false);
     tracing::info!(peer = %connection.peer, listener = %listener.name, reason = ?reason, "Failed authentication");
-    tokio::time::sleep(context.config.failed_authentication_delay).await;
+    tokio::time::sleep(service.net_config().failed_authentication_delay).await;
     if let Some(answer) = answer {
         connection.writer.write(connection.stream, answer).await?;
     }

@@ -33,7 +33,7 @@ pub(super) async fn accept(
     listener: &Listener,
     tls: &TlsSettings,
     setup: &Setup,
-    config: &crate::BrokerConfig,
+    config: &crate::NetConfig,
 ) -> io::Result<Option<(Transport, Option<String>)>> {
     let handshake = tls
         .acceptor

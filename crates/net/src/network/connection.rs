@@ -25,13 +25,14 @@ use super::Shared;
 use super::inbound::{Arrival, Inbound, Setup};
 use super::memory::{Charge, Sender};
 use super::transport::Transport;
-use crate::dispatch::{PendingReply, Reply, Unanswerable};
+use crate::Service;
 use crate::frame_shape::{self, CheckedFrame};
 use crate::listener::Listener;
+use crate::reply::{PendingReply, Reply};
 use crate::response::ResponseFrame;
 use crate::session::Session;
 use crate::transfer::FrameWriter;
-use crate::{Context, dispatch};
+use ferrolog_protocol::Unanswerable;
 
 /// Produce responses held back for their flushes at most, per connection, while the next
 /// requests are read. The Java producer sends at most 5 requests before an answer, librdkafka
@@ -48,17 +49,17 @@ pub(super) async fn serve_connection(
     socket: TcpStream,
     peer: SocketAddr,
     listener: Arc<Listener>,
-    context: Arc<Context>,
+    service: Arc<dyn Service>,
     shared: Arc<Shared>,
 ) -> io::Result<()> {
     socket.set_nodelay(true)?;
-    let setup = Setup::start(context.config.connection_setup_timeout);
+    let setup = Setup::start(service.net_config().connection_setup_timeout);
     let Some(SetUp {
         mut stream,
         mut inbound,
         writer,
         session,
-    }) = set_up(socket, peer, listener, &context, &shared, &setup).await?
+    }) = set_up(socket, peer, listener, &service, &shared, &setup).await?
     else {
         return Ok(());
     };
@@ -86,17 +87,17 @@ pub(super) async fn serve_connection(
         peer,
     };
     loop {
-        let size = match served.next_size(&mut first_size, &context).await? {
+        let size = match served.next_size(&mut first_size, service.as_ref()).await? {
             Step::Go(size) => size,
             Step::Close => return served.close().await,
             Step::Stop => return Ok(()),
         };
-        let (frame, charge) = match served.receive(size, &context).await? {
+        let (frame, charge) = match served.receive(size, service.as_ref()).await? {
             Step::Go(request) => request,
             Step::Close => return served.close().await,
             Step::Stop => return Ok(()),
         };
-        match served.reply(&context, &session, frame, charge).await? {
+        match served.reply(&service, &session, frame, charge).await? {
             Step::Go(()) => {}
             Step::Close => return served.close().await,
             Step::Stop => return Ok(()),
@@ -142,9 +143,9 @@ impl Served {
     async fn next_size(
         &mut self,
         first_size: &mut Option<i32>,
-        context: &Context,
+        service: &dyn Service,
     ) -> io::Result<Step<i32>> {
-        let idle_limit = context.config.connections_max_idle;
+        let idle_limit = service.net_config().connections_max_idle;
         loop {
             let full = self.held.len() >= MAX_IN_FLIGHT;
             let event = match self.held.front_mut() {
@@ -180,9 +181,9 @@ impl Served {
     async fn receive(
         &mut self,
         size: i32,
-        context: &Context,
+        service: &dyn Service,
     ) -> io::Result<Step<(CheckedFrame, Charge)>> {
-        let (config, peer) = (&context.config, self.peer);
+        let (config, peer) = (service.net_config(), self.peer);
         let Ok(size) = usize::try_from(size) else {
             tracing::warn!(%peer, size, "closing a connection: negative request size");
             return Ok(Step::Close);
@@ -256,7 +257,7 @@ impl Served {
     /// Dispatches a request, and writes its response or holds it back for its flushes.
     async fn reply(
         &mut self,
-        context: &Arc<Context>,
+        service: &Arc<dyn Service>,
         session: &Arc<Session>,
         frame: CheckedFrame,
         charge: Charge,
@@ -277,7 +278,10 @@ impl Served {
         {
             return Ok(Step::Stop);
         }
-        let reply = match dispatch::dispatch(context, frame, session).await {
+        let reply = match Arc::clone(service)
+            .dispatch(frame, Arc::clone(session))
+            .await
+        {
             Ok(reply) => reply,
             Err(error) => {
                 tracing::warn!(%peer, error = %error, "closing a connection after a request it cannot answer");
@@ -358,11 +362,11 @@ async fn set_up(
     socket: TcpStream,
     peer: SocketAddr,
     listener: Arc<Listener>,
-    context: &Arc<Context>,
+    service: &Arc<dyn Service>,
     shared: &Shared,
     setup: &Setup,
 ) -> io::Result<Option<SetUp>> {
-    let config = &context.config;
+    let config = service.net_config();
     let (mut stream, certificate_principal) = match &listener.tls {
         None => (Transport::Plain(socket), None),
         Some(tls) => {
@@ -395,7 +399,7 @@ async fn set_up(
                 &mut connection,
                 &listener,
                 settings,
-                context,
+                service,
                 shared,
             );
             let Some(authenticated) = setup.within(exchange).await else {

@@ -21,7 +21,7 @@ use std::time::Duration;
 use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
 
-use crate::Context;
+use crate::Service;
 use crate::listener::Listener;
 use crate::transfer::CopyBuffers;
 use backoff::{AcceptBackoff, Throttled};
@@ -43,7 +43,7 @@ pub(crate) struct Shared {
 
 /// Serves one PLAINTEXT listener named `PLAINTEXT`, advertised at its own address (127.0.0.1
 /// when it listens on every interface), as [`serve_listeners`] does.
-pub async fn serve(listener: TcpListener, context: Arc<Context>) -> std::io::Result<()> {
+pub async fn serve(listener: TcpListener, service: Arc<dyn Service>) -> std::io::Result<()> {
     let local = listener.local_addr()?;
     let host = if local.ip().is_unspecified() {
         "127.0.0.1".to_owned()
@@ -51,14 +51,14 @@ pub async fn serve(listener: TcpListener, context: Arc<Context>) -> std::io::Res
         local.ip().to_string()
     };
     let plaintext = Arc::new(Listener::plaintext(host, local.port()));
-    serve_listeners(vec![(listener, plaintext)], context).await
+    serve_listeners(vec![(listener, plaintext)], service).await
 }
 
 /// What every listener's accept loop shares: the connection limits count connections across
 /// all listeners, as `max.connections` and `max.connections.per.ip` do in Kafka.
 #[derive(Debug)]
 struct Accepting {
-    context: Arc<Context>,
+    service: Arc<dyn Service>,
     shared: Arc<Shared>,
     slots: Arc<Semaphore>,
     addresses: Arc<AddressQuotas>,
@@ -70,9 +70,9 @@ struct Accepting {
 /// The group coordinator's timers run while this future runs.
 pub async fn serve_listeners(
     listeners: Vec<(TcpListener, Arc<Listener>)>,
-    context: Arc<Context>,
+    service: Arc<dyn Service>,
 ) -> std::io::Result<()> {
-    let config = &context.config;
+    let config = service.net_config();
     let accepting = Arc::new(Accepting {
         shared: Arc::new(Shared {
             memory: RequestMemory::new(config.queued_max_request_bytes),
@@ -85,7 +85,7 @@ pub async fn serve_listeners(
             config.limits.max_connections.min(Semaphore::MAX_PERMITS),
         )),
         addresses: AddressQuotas::new(config.limits.clone()),
-        context: Arc::clone(&context),
+        service: Arc::clone(&service),
     });
     // Dropped with this future, which aborts every accept loop.
     let mut accept_loops = tokio::task::JoinSet::new();
@@ -113,28 +113,12 @@ pub async fn serve_listeners(
                 return Err(std::io::Error::other(format!("a listener stopped accepting: {ended:?}")));
             }
             _ = tick.tick() => {
-                if context.manager.is_halted() {
-                    let dirs: Vec<String> = context
-                        .manager
-                        .data_dirs()
-                        .iter()
-                        .map(|dir| dir.path().display().to_string())
-                        .collect();
-                    let message = format!(
-                        "every data directory is offline ({}): the broker stops",
-                        dirs.join(", ")
-                    );
+                if let Some(message) = service.halted() {
                     tracing::error!("{message}");
                     return Err(std::io::Error::other(message));
                 }
-                let context = Arc::clone(&context);
-                let timers = crate::bridge::blocking(move || {
-                    context.groups.tick();
-                    for partition in context.transactions.tick(&context.groups) {
-                        context.fetch_waiters.wake(&partition);
-                    }
-                })
-                .await;
+                let service = Arc::clone(&service);
+                let timers = crate::bridge::blocking(move || service.tick()).await;
                 if let Err(error) = timers {
                     tracing::error!(%error, "the coordinators' timers failed; they run again at the next tick");
                 }
@@ -226,14 +210,14 @@ fn spawn_connection(
     accepting: &Accepting,
     slots: Slots,
 ) {
-    let context = Arc::clone(&accepting.context);
+    let service = Arc::clone(&accepting.service);
     let shared = Arc::clone(&accepting.shared);
     let listener = Arc::clone(listener);
     tokio::spawn(async move {
         let _slots = slots;
         let _counted = crate::metrics::OpenConnection::new();
         if let Err(error) =
-            connection::serve_connection(stream, peer, listener, context, shared).await
+            connection::serve_connection(stream, peer, listener, service, shared).await
         {
             tracing::debug!(%peer, error = %error, "connection closed");
         }

@@ -1,0 +1,73 @@
+//! The broker as the network edge serves it ([`ferrolog_net::Service`]): its router answers
+//! each request, its coordinators' timers run at each tick, and it stops serving when every data
+//! directory is offline.
+
+use std::pin::Pin;
+use std::sync::Arc;
+
+use ferrolog_net::reply::Reply;
+use ferrolog_net::{NetConfig, Service};
+use tokio::net::TcpListener;
+
+use crate::Context;
+use crate::frame_shape::CheckedFrame;
+use crate::listener::Listener;
+use crate::protocol::Unanswerable;
+use crate::sasl::ScramStore;
+use crate::session::Session;
+
+impl Service for Context {
+    fn net_config(&self) -> &NetConfig {
+        &self.net
+    }
+
+    fn dispatch(
+        self: Arc<Self>,
+        frame: CheckedFrame,
+        session: Arc<Session>,
+    ) -> Pin<Box<dyn Future<Output = Result<Reply, Unanswerable>> + Send>> {
+        Box::pin(async move { crate::dispatch::dispatch(&self, frame, &session).await })
+    }
+
+    fn credentials(&self) -> &ScramStore {
+        &self.credentials
+    }
+
+    fn tick(&self) {
+        self.groups.tick();
+        for partition in self.transactions.tick(&self.groups) {
+            self.fetch_waiters.wake(&partition);
+        }
+    }
+
+    fn halted(&self) -> Option<String> {
+        if !self.manager.is_halted() {
+            return None;
+        }
+        let dirs: Vec<String> = self
+            .manager
+            .data_dirs()
+            .iter()
+            .map(|dir| dir.path().display().to_string())
+            .collect();
+        Some(format!(
+            "every data directory is offline ({}): the broker stops",
+            dirs.join(", ")
+        ))
+    }
+}
+
+/// Serves one PLAINTEXT listener named `PLAINTEXT` (see [`ferrolog_net::serve`]).
+pub async fn serve(listener: TcpListener, context: Arc<Context>) -> std::io::Result<()> {
+    ferrolog_net::serve(listener, context).await
+}
+
+/// Accepts connections on every listener until the future is dropped, or until every data
+/// directory is offline (see [`ferrolog_net::serve_listeners`]). The coordinators' timers run
+/// while this future runs.
+pub async fn serve_listeners(
+    listeners: Vec<(TcpListener, Arc<Listener>)>,
+    context: Arc<Context>,
+) -> std::io::Result<()> {
+    ferrolog_net::serve_listeners(listeners, context).await
+}

@@ -1,0 +1,69 @@
+//! The broker's network edge: listeners and their accept loops, each connection's reads,
+//! request memory and limits, TLS handshakes and SASL exchanges ([`network`]), responses
+//! written with their file regions spliced in by `sendfile` ([`transfer`]), the Prometheus
+//! endpoint ([`metrics`]), and the one crossing from the async tasks into the synchronous
+//! storage engine ([`bridge`]).
+//!
+//! It serves whatever implements [`Service`]: the broker's router answers each checked frame,
+//! and the edge knows nothing of APIs, handlers or coordinators.
+
+pub mod bridge;
+pub mod metrics;
+pub mod network;
+pub mod reply;
+pub mod transfer;
+
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Duration;
+
+use ferrolog_auth::sasl::ScramStore;
+use ferrolog_auth::{listener, sasl, session, tls};
+use ferrolog_protocol::frame_shape::CheckedFrame;
+use ferrolog_protocol::{Unanswerable, errors, frame_shape, response};
+
+use crate::network::limits::ConnectionLimits;
+use crate::reply::Reply;
+use crate::session::Session;
+use crate::transfer::FetchTransfer;
+
+pub use network::{serve, serve_listeners};
+
+/// What the network edge serves: the broker behind it.
+pub trait Service: Send + Sync + std::fmt::Debug + 'static {
+    /// The edge's settings.
+    fn net_config(&self) -> &NetConfig;
+
+    /// Answers one request frame, checked against its schema, from `session`.
+    fn dispatch(
+        self: Arc<Self>,
+        frame: CheckedFrame,
+        session: Arc<Session>,
+    ) -> Pin<Box<dyn Future<Output = Result<Reply, Unanswerable>> + Send>>;
+
+    /// The SCRAM credentials a SASL exchange checks.
+    fn credentials(&self) -> &ScramStore;
+
+    /// Runs the coordinators' timers; called on the blocking pool at every tick.
+    fn tick(&self);
+
+    /// Why nothing can be served any more (every data directory offline), if so: the listeners
+    /// then stop, as Kafka halts.
+    fn halted(&self) -> Option<String>;
+}
+
+/// The network edge's settings, Kafka's broker keys where Kafka has them (the broker's
+/// `BrokerConfig` documents each).
+#[derive(Debug, Clone)]
+pub struct NetConfig {
+    pub socket_request_max_bytes: usize,
+    pub queued_max_request_bytes: Option<u64>,
+    pub limits: ConnectionLimits,
+    pub connections_max_idle: Option<Duration>,
+    pub request_arrival_timeout: Option<Duration>,
+    pub connection_setup_timeout: Option<Duration>,
+    pub fetch_transfer: FetchTransfer,
+    pub failed_authentication_delay: Duration,
+    pub sasl_max_receive_size: usize,
+    pub authentication_failures_per_second_per_ip: Option<u32>,
+}
