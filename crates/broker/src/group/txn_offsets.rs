@@ -3,6 +3,7 @@
 //! to OffsetFetch, which answers UNSTABLE_OFFSET_COMMIT for them when asked for stable offsets)
 //! until the transaction coordinator's marker commits or aborts them.
 
+use ferrolog_storage::ProducerEpoch;
 use ferrolog_storage::log::MarkerRequest;
 use ferrolog_storage::producer::{MarkerKind, TxnVerifier};
 
@@ -38,7 +39,7 @@ impl GroupCoordinator {
         }
         // As Kafka: the group's partition must be in the producer's transaction before the
         // group is looked at (the append asks again before it writes).
-        if let Err(error) = verifier.verify(producer.0, producer.1) {
+        if let Err(error) = verifier.verify(producer.0, ProducerEpoch::new(producer.1)) {
             return all(errors::code_of(&error));
         }
         self.runtime.write(self.partition_of(group_id), |shard, ctx| {

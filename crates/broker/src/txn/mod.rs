@@ -169,7 +169,7 @@ impl TransactionCoordinator {
                 log.producer_state()
                     .entries()
                     .into_iter()
-                    .map(|entry| entry.coordinator_epoch)
+                    .map(|entry| entry.coordinator_epoch.value())
                     .collect::<Vec<_>>()
             })
             .max()

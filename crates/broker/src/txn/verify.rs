@@ -5,7 +5,7 @@
 //! each writer. Under the lock the storage layer checks only that no marker overtook the answer.
 
 use ferrolog_storage::producer::TxnVerifier;
-use ferrolog_storage::{Result, StorageError};
+use ferrolog_storage::{ProducerEpoch, Result, StorageError};
 
 use super::state::{self, TxnPartition};
 use super::{TransactionCoordinator, topic};
@@ -83,7 +83,7 @@ impl<'a> Verifier<'a> {
 }
 
 impl TxnVerifier for Verifier<'_> {
-    fn verify(&self, producer_id: i64, epoch: i16) -> Result<()> {
+    fn verify(&self, producer_id: i64, epoch: ProducerEpoch) -> Result<()> {
         // No transaction can include `__transaction_state` (AddPartitionsToTxn refuses internal
         // topics).
         let answer = if self.partition.0 == topic::TRANSACTION_STATE_TOPIC {
@@ -92,7 +92,7 @@ impl TxnVerifier for Verifier<'_> {
             match self.coordinator.add_partitions(
                 self.transactional_id,
                 producer_id,
-                epoch,
+                epoch.value(),
                 std::slice::from_ref(&self.partition),
                 state::TV_2,
             ) {
@@ -100,8 +100,12 @@ impl TxnVerifier for Verifier<'_> {
                 code => Err(code),
             }
         } else {
-            self.coordinator
-                .verify(self.transactional_id, producer_id, epoch, &self.partition)
+            self.coordinator.verify(
+                self.transactional_id,
+                producer_id,
+                epoch.value(),
+                &self.partition,
+            )
         };
         let Err(code) = answer else { return Ok(()) };
         let error_code = self.purpose.map(code);

@@ -146,7 +146,7 @@ fn markers(log: &Log) -> Vec<(i64, i16, bool)> {
             if let Some(marker) = TxnMarker::of(&batch).unwrap() {
                 found.push((
                     marker.producer_id,
-                    marker.epoch,
+                    marker.epoch.value(),
                     marker.kind == ferrolog_storage::producer::MarkerKind::Commit,
                 ));
             }

@@ -13,6 +13,7 @@ use super::offset_map::OffsetMap;
 use super::pass::PassStats;
 use super::transactions::TxnFilter;
 use crate::config::LogConfig;
+use crate::epoch::ProducerEpoch;
 use crate::offset::Offset;
 use crate::segment::{AbortedTxn, BatchMeta};
 
@@ -22,8 +23,9 @@ type FilterResult<T> = std::result::Result<T, RecordsError>;
 pub(super) struct PassContext<'a> {
     pub config: &'a LogConfig,
     pub now_ms: i64,
-    /// Each active producer's epoch and last data offset (−1 when it has no data batch left).
-    pub producers: &'a HashMap<i64, (i16, i64)>,
+    /// Each active producer's epoch and last data offset (`None` when it has no data batch
+    /// left).
+    pub producers: &'a HashMap<i64, (ProducerEpoch, Option<Offset>)>,
 }
 
 impl PassContext<'_> {
@@ -36,8 +38,10 @@ impl PassContext<'_> {
             return false;
         }
         match self.producers.get(&batch.producer_id()) {
-            Some(&(_, last_offset)) if last_offset >= 0 => batch.last_offset() == last_offset,
-            Some(&(epoch, _)) => batch.is_control() && batch.producer_epoch() == epoch,
+            Some(&(_, Some(last_offset))) => Offset::new(batch.last_offset()) == last_offset,
+            Some(&(epoch, None)) => {
+                batch.is_control() && ProducerEpoch::new(batch.producer_epoch()) == epoch
+            }
             None => false,
         }
     }

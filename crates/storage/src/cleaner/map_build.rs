@@ -45,7 +45,9 @@ pub(super) fn build_map(
     let segments = &view.segments;
     // Keys of aborted transactions never reach the map.
     let mut txns = TxnFilter::default();
-    txns.expect(log.aborted_txns_for_cleaning(Offset::new(first_dirty), first_uncleanable)?);
+    txns.expect(
+        log.aborted_txns_for_cleaning(Offset::new(first_dirty), Offset::new(first_uncleanable))?,
+    );
     for (index, segment) in segments.iter().enumerate() {
         let next_base = segments
             .get(index + 1)

@@ -28,9 +28,11 @@ use super::map_build::build_map;
 use super::offset_map::OffsetMap;
 use super::transactions::TxnFilter;
 use crate::config::LogConfig;
+use crate::epoch::ProducerEpoch;
 use crate::error::{Result, StorageError};
 use crate::fs::remove_if_exists;
 use crate::log::Log;
+use crate::offset::Offset;
 use crate::segment::{
     CLEANED_SUFFIX, INDEX_SUFFIX, LOG_SUFFIX, Segment, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX,
     segment_path, with_added_suffix,
@@ -134,7 +136,7 @@ pub fn clean(
 
 /// Every producer the log's producer state still holds (not expired, not below the log
 /// start), with its epoch and last data offset.
-fn last_batch_of_active_producers(log: &Log) -> HashMap<i64, (i16, i64)> {
+fn last_batch_of_active_producers(log: &Log) -> HashMap<i64, (ProducerEpoch, Option<Offset>)> {
     log.producer_state()
         .entries()
         .into_iter()
@@ -271,7 +273,7 @@ fn copy_survivors(
             .map(|later| later.base_offset())
             .find(|base| *base > segment.base_offset())
             .unwrap_or(view.log_end.offset);
-        txns.expect(log.aborted_txns_for_cleaning(segment.base_offset(), next_base.value())?);
+        txns.expect(log.aborted_txns_for_cleaning(segment.base_offset(), next_base)?);
         let mut failure = None;
         let path = segment.log_path();
         segment
