@@ -55,7 +55,7 @@ pub(super) type Filtered = (Option<(Vec<u8>, BatchMeta)>, Option<AbortedTxn>);
 pub(super) fn filter_entry(
     entry: &FileEntry<'_>,
     map: &mut OffsetMap,
-    latest: i64,
+    latest: Offset,
     context: &PassContext<'_>,
     txns: &mut TxnFilter,
     stats: &mut PassStats,
@@ -77,7 +77,7 @@ pub(super) fn filter_entry(
         }
         return Ok((None, None));
     }
-    if batch.last_offset() > latest {
+    if Offset::new(batch.last_offset()) > latest {
         // Data past the map's reach is newer than anything the map knows.
         return Ok((Some(keep_whole(entry, stats, count)), None));
     }
@@ -145,7 +145,7 @@ fn filter_records(
     entry: &FileEntry<'_>,
     batch: &RecordBatch<'_>,
     map: &mut OffsetMap,
-    latest: i64,
+    latest: Offset,
     context: &PassContext<'_>,
     stats: &mut PassStats,
 ) -> FilterResult<Filtered> {
@@ -157,12 +157,13 @@ fn filter_records(
     let mut kept = Vec::with_capacity(records.len());
     let mut retains_tombstone = false;
     for record in &records {
-        let survives = if record.offset > latest {
+        let offset = Offset::new(record.offset);
+        let survives = if offset > latest {
             true
         } else if let Some(key) = record.key {
             let is_latest = map
                 .get(key)
-                .is_none_or(|latest_of_key| record.offset >= latest_of_key);
+                .is_none_or(|latest_of_key| offset >= latest_of_key);
             let tombstone_expired =
                 record.value.is_none() && horizon.is_some_and(|horizon| now_ms >= horizon);
             is_latest && !tombstone_expired
