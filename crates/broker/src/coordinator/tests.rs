@@ -205,7 +205,7 @@ fn transactional_records_wait_for_their_marker_on_reload() {
     }));
     runtime.write(0, |_, ctx| {
         let records = [("kept".to_owned(), Some(b"1".to_vec()))];
-        ctx.append_transactional(&records, (producer, 0), &InTransaction)
+        ctx.append_transactional(&records, (producer, ProducerEpoch::new(0)), &InTransaction)
             .unwrap();
     });
     assert_eq!(value(&open(&manager, Missing::Create), 0, "kept"), None);

@@ -28,7 +28,7 @@ impl GroupCoordinator {
     pub fn commit_transactional(
         &self,
         group_id: &str,
-        producer: (i64, i16),
+        producer: (i64, ProducerEpoch),
         member: TxnCommitter<'_>,
         entries: &[CommitEntry],
         verifier: &dyn TxnVerifier,
@@ -39,7 +39,7 @@ impl GroupCoordinator {
         }
         // As Kafka: the group's partition must be in the producer's transaction before the
         // group is looked at (the append asks again before it writes).
-        if let Err(error) = verifier.verify(producer.0, ProducerEpoch::new(producer.1)) {
+        if let Err(error) = verifier.verify(producer.0, producer.1) {
             return all(errors::code_of(&error));
         }
         self.runtime.write(self.partition_of(group_id), |shard, ctx| {

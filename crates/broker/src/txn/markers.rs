@@ -14,7 +14,7 @@ use ferrolog_records::transaction_state::TxnStatus;
 use ferrolog_storage::log::MarkerRequest;
 use ferrolog_storage::manager::LogManager;
 use ferrolog_storage::producer::MarkerKind;
-use ferrolog_storage::{CoordinatorEpoch, ProducerEpoch, StorageError, TopicPartition};
+use ferrolog_storage::{CoordinatorEpoch, StorageError, TopicPartition};
 
 use super::state::{TxnMetadata, TxnPartition};
 use crate::group::GroupCoordinator;
@@ -44,12 +44,12 @@ pub(super) fn write_all(
     groups: &GroupCoordinator,
     transactional_id: &str,
     prepared: &TxnMetadata,
-    coordinator_epoch: i32,
+    coordinator_epoch: CoordinatorEpoch,
 ) -> Written {
     let marker = MarkerRequest {
         producer_id: prepared.producer_id,
-        epoch: ProducerEpoch::new(prepared.producer_epoch),
-        coordinator_epoch: CoordinatorEpoch::new(coordinator_epoch),
+        epoch: prepared.producer_epoch,
+        coordinator_epoch,
         kind: if prepared.state == TxnStatus::PrepareCommit {
             MarkerKind::Commit
         } else {

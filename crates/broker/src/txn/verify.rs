@@ -92,7 +92,7 @@ impl TxnVerifier for Verifier<'_> {
             match self.coordinator.add_partitions(
                 self.transactional_id,
                 producer_id,
-                epoch.value(),
+                epoch,
                 std::slice::from_ref(&self.partition),
                 state::TV_2,
             ) {
@@ -100,12 +100,8 @@ impl TxnVerifier for Verifier<'_> {
                 code => Err(code),
             }
         } else {
-            self.coordinator.verify(
-                self.transactional_id,
-                producer_id,
-                epoch.value(),
-                &self.partition,
-            )
+            self.coordinator
+                .verify(self.transactional_id, producer_id, epoch, &self.partition)
         };
         let Err(code) = answer else { return Ok(()) };
         let error_code = self.purpose.map(code);
