@@ -11,8 +11,8 @@ use std::sync::Arc;
 use ferrolog_broker::group::{GroupConfig, GroupCoordinator};
 use ferrolog_broker::txn::{TransactionCoordinator, TxnConfig};
 use ferrolog_records::transaction_state::TxnStatus;
-use ferrolog_storage::ManualClock;
 use ferrolog_storage::manager::{LogManager, ManagerConfig};
+use ferrolog_storage::{ManualClock, ProducerEpoch};
 
 const LIMIT: usize = 5;
 const POLICY_VIOLATION: i16 = 44;
@@ -65,14 +65,14 @@ fn open(dir: &std::path::Path, clock: &Arc<ManualClock>) -> Node {
 }
 
 impl Node {
-    fn init(&self, id: &str) -> Result<(i64, i16), i16> {
+    fn init(&self, id: &str) -> Result<(i64, ProducerEpoch), i16> {
         self.transactions
             .init_producer_id(&self.groups, id, 60_000, None)
             .answer
     }
 
     /// Begins a transaction of `id` (one partition added); with `commit`, ends it.
-    fn transact(&self, id: &str, producer: (i64, i16), commit: bool) {
+    fn transact(&self, id: &str, producer: (i64, ProducerEpoch), commit: bool) {
         let partitions = [("orders".to_owned(), 0)];
         let added = self
             .transactions

@@ -20,7 +20,7 @@ use ferrolog_storage::cleaner::offset_map::{BYTES_PER_SLOT, OffsetMap};
 use ferrolog_storage::cleaner::pass;
 use ferrolog_storage::log::Log;
 use ferrolog_storage::throttle::Throttle;
-use ferrolog_storage::{CleanupPolicy, LogConfig, SystemClock, TopicPartition};
+use ferrolog_storage::{CleanupPolicy, LogConfig, Offset, SystemClock, TopicPartition};
 
 const LOG_BYTES: usize = 64 * 1024 * 1024;
 const RECORD_BYTES: usize = 1024;
@@ -80,8 +80,8 @@ fn main() {
                 let started = Instant::now();
                 let stats = pass::clean(
                     &log,
-                    0,
-                    log.log_end_offset().value(),
+                    Offset::ZERO,
+                    log.log_end_offset(),
                     &mut map,
                     1_700_000_000_000,
                     &Throttle::new(f64::MAX),
@@ -89,7 +89,7 @@ fn main() {
                 )
                 .unwrap();
                 let seconds = started.elapsed().as_secs_f64();
-                assert_eq!(stats.end_offset, log.log_end_offset().value());
+                assert_eq!(stats.end_offset, log.log_end_offset());
                 rates.push(bytes as f64 / seconds / 1e6);
                 uncompressed_rates.push(LOG_BYTES as f64 / seconds / 1e6);
             }

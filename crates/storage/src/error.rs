@@ -7,6 +7,8 @@ use std::path::PathBuf;
 
 use ferrolog_records::RecordsError;
 
+use crate::epoch::{CoordinatorEpoch, ProducerEpoch};
+
 /// The storage engine's `Result`: the error is a [`StorageError`] unless another is given.
 pub type Result<T, E = StorageError> = std::result::Result<T, E>;
 
@@ -247,9 +249,9 @@ pub enum StorageError {
         /// The producer's id.
         producer_id: i64,
         /// The batch's producer epoch.
-        epoch: i16,
+        epoch: ProducerEpoch,
         /// The producer's newest epoch seen so far.
-        current: i16,
+        current: ProducerEpoch,
     },
     /// A batch at odds with the producer's transaction in this partition: a plain batch while
     /// its transaction is open (Kafka's INVALID_TXN_STATE).
@@ -269,9 +271,9 @@ pub enum StorageError {
         /// The producer's id.
         producer_id: i64,
         /// The marker's coordinator epoch.
-        marker: i32,
+        marker: CoordinatorEpoch,
         /// The newest coordinator epoch the producer's markers carried.
-        current: i32,
+        current: CoordinatorEpoch,
     },
     /// The transaction coordinator did not confirm that a transactional batch belongs to an
     /// ongoing transaction of its producer that includes this partition; the verifier's own
@@ -281,7 +283,7 @@ pub enum StorageError {
         /// The producer's id.
         producer_id: i64,
         /// The batch's producer epoch.
-        epoch: i16,
+        epoch: ProducerEpoch,
         /// The Kafka error code the verifier answered.
         error_code: i16,
         /// What the verifier found.

@@ -3,7 +3,8 @@
 //! protocol crate or a CLI crate, so it can be embedded alone.
 //!
 //! Layers, bottom-up, each using only those listed before it:
-//! * foundations: [`offset`] (offsets, relative offsets and file positions as types), [`types`]
+//! * foundations: [`offset`] (offsets, relative offsets and file positions as types), [`epoch`]
+//!   (producer, partition leader and transaction coordinator epochs as types), [`types`]
 //!   (partition names and directories), [`error`], [`clock`], [`config`] (per-topic log
 //!   configuration), [`fs`] (fsyncs, atomic replace, renames), [`health`] (a data directory's
 //!   online state), [`checkpoint`] (Kafka's offset checkpoint files), [`decompression`],
@@ -24,6 +25,7 @@ pub mod cleaner;
 pub mod clock;
 pub mod config;
 pub mod decompression;
+pub mod epoch;
 pub mod error;
 mod fault;
 pub mod fs;
@@ -39,6 +41,7 @@ pub mod types;
 
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use config::{CleanupPolicy, LogConfig, TargetCompression};
+pub use epoch::{CoordinatorEpoch, LeaderEpoch, ProducerEpoch};
 pub use error::{Result, StorageError};
 pub use offset::{FilePosition, Offset, RelativeOffset};
 pub use types::TopicPartition;

@@ -67,7 +67,7 @@ fn snapshot_offsets(dir: &Path) -> Vec<i64> {
     snapshot::list(dir)
         .unwrap()
         .into_iter()
-        .map(|(o, _)| o)
+        .map(|(o, _)| o.value())
         .collect()
 }
 
@@ -110,11 +110,8 @@ fn retries_are_answered_with_their_offsets_and_gaps_and_old_epochs_refused() {
     assert!(
         matches!(
             fenced,
-            StorageError::InvalidProducerEpoch {
-                epoch: 0,
-                current: 1,
-                ..
-            }
+            StorageError::InvalidProducerEpoch { epoch, current, .. }
+                if (epoch.value(), current.value()) == (0, 1)
         ),
         "{fenced}"
     );
@@ -167,13 +164,15 @@ fn snapshots_at_roll_and_close_restore_the_state_after_clean_and_unclean_restart
     }
     // The retry of each producer's last batch is still recognised.
     assert_eq!(
-        append(&log, 12, 0, sequences[2] - 8, 8).unwrap().1,
+        Some(Offset::new(
+            append(&log, 12, 0, sequences[2] - 8, 8).unwrap().1
+        )),
         before.get(12).unwrap().last_offset()
     );
     log.close().unwrap();
 
     // Unclean restart without the close snapshot: the last roll's snapshot plus a replay.
-    std::fs::remove_file(snapshot::snapshot_path(&dir, end)).unwrap();
+    std::fs::remove_file(snapshot::snapshot_path(&dir, Offset::new(end))).unwrap();
     let (log, source) = open(&dir, false, &clock);
     let last_roll = *rolls.last().unwrap();
     assert_eq!(
@@ -188,7 +187,7 @@ fn snapshots_at_roll_and_close_restore_the_state_after_clean_and_unclean_restart
 
     // Without any snapshot, an unclean restart replays the whole log.
     for offset in snapshot_offsets(&dir) {
-        std::fs::remove_file(snapshot::snapshot_path(&dir, offset)).unwrap();
+        std::fs::remove_file(snapshot::snapshot_path(&dir, Offset::new(offset))).unwrap();
     }
     let (log, source) = open(&dir, false, &clock);
     assert_eq!(source, ProducerStateSource::FullReplay);
@@ -219,7 +218,7 @@ fn a_damaged_snapshot_is_deleted_and_an_older_one_used() {
     let last_offset = log.producer_state().get(5).unwrap().last_offset();
     log.close().unwrap();
     let newest = *snapshot_offsets(&dir).last().unwrap();
-    let path = snapshot::snapshot_path(&dir, newest);
+    let path = snapshot::snapshot_path(&dir, Offset::new(newest));
     let mut bytes = std::fs::read(&path).unwrap();
     let middle = bytes.len() / 2;
     bytes[middle] ^= 0xff;
@@ -257,7 +256,7 @@ fn truncation_and_retention_take_their_snapshots_with_them() {
             .all(|offset| *offset <= middle + 3)
     );
     let state = log.producer_state();
-    assert!(state.get(3).unwrap().last_offset() < middle + 3);
+    assert!(state.get(3).unwrap().last_offset() < Some(Offset::new(middle + 3)));
     // The producer's next batch must follow what is left, not what was cut.
     let last_seq = state.get(3).unwrap().batches.back().unwrap().last_seq;
     assert!(append(&log, 3, 0, 240, 8).is_err());
@@ -331,9 +330,9 @@ fn kafka_s_producer_snapshots_and_idempotent_batches_load() {
         .map(|e| {
             (
                 e.producer_id,
-                e.epoch,
+                e.epoch.value(),
                 e.batches.back().unwrap().last_seq,
-                e.last_offset(),
+                e.last_offset().map_or(-1, Offset::value),
             )
         })
         .collect();

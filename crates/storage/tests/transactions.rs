@@ -16,7 +16,9 @@ use ferrolog_storage::log::{
 use ferrolog_storage::producer::MarkerKind;
 use ferrolog_storage::producer::snapshot;
 use ferrolog_storage::segment::AbortedTxn;
-use ferrolog_storage::{Clock, LogConfig, ManualClock, Offset, StorageError};
+use ferrolog_storage::{
+    Clock, CoordinatorEpoch, LogConfig, ManualClock, Offset, ProducerEpoch, StorageError,
+};
 
 const START: i64 = 1_700_000_000_000;
 
@@ -63,8 +65,8 @@ fn write(log: &Log, id: i64, sequence: i32, count: usize, transactional: bool) -
 fn end(log: &Log, id: i64, kind: MarkerKind) -> Result<i64, StorageError> {
     let marker = MarkerRequest {
         producer_id: id,
-        epoch: 0,
-        coordinator_epoch: 1,
+        epoch: ProducerEpoch::new(0),
+        coordinator_epoch: CoordinatorEpoch::new(1),
         kind,
     };
     log.append_marker(marker, false)
@@ -112,9 +114,9 @@ fn txn_indexes(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
 fn entry(producer_id: i64, first: i64, last: i64, stable: i64) -> AbortedTxn {
     AbortedTxn {
         producer_id,
-        first_offset: first,
-        last_offset: last,
-        last_stable_offset: stable,
+        first_offset: Offset::new(first),
+        last_offset: Offset::new(last),
+        last_stable_offset: Offset::new(stable),
     }
 }
 
@@ -168,8 +170,8 @@ fn aborts_are_indexed_and_committed_reads_stop_at_the_first_open_transaction() {
     let before = log.log_end_offset();
     let stale_coordinator = MarkerRequest {
         producer_id: 1,
-        epoch: 0,
-        coordinator_epoch: 0,
+        epoch: ProducerEpoch::new(0),
+        coordinator_epoch: CoordinatorEpoch::new(0),
         kind: MarkerKind::Commit,
     };
     let error = log.append_marker(stale_coordinator, false).unwrap_err();
@@ -183,7 +185,7 @@ fn aborts_are_indexed_and_committed_reads_stop_at_the_first_open_transaction() {
     // (KAFKA-19999).
     write(&log, 1, 0, 1, true);
     let same_epoch = MarkerRequest {
-        coordinator_epoch: 1,
+        coordinator_epoch: CoordinatorEpoch::new(1),
         ..stale_coordinator
     };
     let before = log.log_end_offset();
@@ -202,9 +204,9 @@ fn aborted_bytes(txn: &AbortedTxn) -> Vec<u8> {
     let mut bytes = vec![0, 0];
     for value in [
         txn.producer_id,
-        txn.first_offset,
-        txn.last_offset,
-        txn.last_stable_offset,
+        txn.first_offset.value(),
+        txn.last_offset.value(),
+        txn.last_stable_offset.value(),
     ] {
         bytes.extend_from_slice(&value.to_be_bytes());
     }

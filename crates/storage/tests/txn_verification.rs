@@ -13,7 +13,9 @@ use std::time::Duration;
 use ferrolog_records::BatchBuilder;
 use ferrolog_storage::log::{AppendInfo, LoadParams, Log, MarkerRequest};
 use ferrolog_storage::producer::{MarkerKind, TxnVerifier};
-use ferrolog_storage::{Clock, LogConfig, ManualClock, Offset, Result, StorageError};
+use ferrolog_storage::{
+    Clock, CoordinatorEpoch, LogConfig, ManualClock, Offset, ProducerEpoch, Result, StorageError,
+};
 
 const START: i64 = 1_700_000_000_000;
 const PRODUCER: i64 = 7;
@@ -46,8 +48,8 @@ fn batch(producer: Option<i64>, sequence: i32, transactional: bool) -> Vec<u8> {
 /// A verifier that runs `answer` when asked.
 struct Asked<F>(F);
 
-impl<F: Fn(i64, i16) -> Result<()>> TxnVerifier for Asked<F> {
-    fn verify(&self, producer_id: i64, epoch: i16) -> Result<()> {
+impl<F: Fn(i64, ProducerEpoch) -> Result<()>> TxnVerifier for Asked<F> {
+    fn verify(&self, producer_id: i64, epoch: ProducerEpoch) -> Result<()> {
         (self.0)(producer_id, epoch)
     }
 }
@@ -87,7 +89,10 @@ fn the_coordinator_is_asked_with_no_lock_of_the_partition_held() {
         "after the verifier's own write"
     );
     let state = log.producer_state();
-    assert_eq!(state.entries()[0].current_txn_first_offset, Some(1));
+    assert_eq!(
+        state.entries()[0].current_txn_first_offset,
+        Some(Offset::new(1))
+    );
 }
 
 #[test]
@@ -101,7 +106,7 @@ fn a_marker_that_overtakes_the_answer_refuses_the_write() {
         let marker = MarkerRequest {
             producer_id,
             epoch,
-            coordinator_epoch: 0,
+            coordinator_epoch: CoordinatorEpoch::new(0),
             kind: MarkerKind::Abort,
         };
         marker_writer.append_marker(marker, false).unwrap();

@@ -5,6 +5,8 @@
 
 use kafka_protocol::messages::{AddOffsetsToTxnRequest, AddOffsetsToTxnResponse};
 
+use ferrolog_storage::ProducerEpoch;
+
 use crate::authz::Asked;
 use crate::group::offsets_topic::OFFSETS_TOPIC;
 use crate::{Context, errors};
@@ -23,7 +25,7 @@ pub fn handle(
         let code = context.transactions.add_partitions(
             transactional_id,
             request.producer_id.0,
-            request.producer_epoch,
+            ProducerEpoch::new(request.producer_epoch),
             &[partition],
             0,
         );

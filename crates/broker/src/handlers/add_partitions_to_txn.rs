@@ -11,7 +11,7 @@ use kafka_protocol::messages::add_partitions_to_txn_response::{
 };
 use kafka_protocol::messages::{AddPartitionsToTxnRequest, AddPartitionsToTxnResponse};
 
-use ferrolog_storage::TopicPartition;
+use ferrolog_storage::{ProducerEpoch, TopicPartition};
 
 use super::internal_topics;
 use crate::authz::Asked;
@@ -68,7 +68,7 @@ pub fn handle(
         let code = context.transactions.add_partitions(
             &transactional_id,
             request.v3_and_below_producer_id.0,
-            request.v3_and_below_producer_epoch,
+            ProducerEpoch::new(request.v3_and_below_producer_epoch),
             &partitions,
             0,
         );

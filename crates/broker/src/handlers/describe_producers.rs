@@ -9,6 +9,8 @@ use kafka_protocol::messages::describe_producers_response::{
 };
 use kafka_protocol::messages::{DescribeProducersRequest, DescribeProducersResponse, ProducerId};
 
+use ferrolog_storage::Offset;
+
 use super::with_logs;
 use crate::authz::Asked;
 use crate::authz::ResourceType;
@@ -40,14 +42,14 @@ pub fn handle(
                         .map(|entry| {
                             ProducerState::default()
                                 .with_producer_id(ProducerId(entry.producer_id))
-                                .with_producer_epoch(i32::from(entry.epoch))
+                                .with_producer_epoch(i32::from(entry.epoch.value()))
                                 .with_last_sequence(
                                     entry.batches.back().map_or(-1, |batch| batch.last_seq),
                                 )
                                 .with_last_timestamp(entry.last_timestamp())
-                                .with_coordinator_epoch(entry.coordinator_epoch)
+                                .with_coordinator_epoch(entry.coordinator_epoch.value())
                                 .with_current_txn_start_offset(
-                                    entry.current_txn_first_offset.unwrap_or(-1),
+                                    entry.current_txn_first_offset.map_or(-1, Offset::value),
                                 )
                         })
                         .collect();

@@ -181,7 +181,7 @@ fn describe_partition(
     DescribeTopicPartitionsResponsePartition::default()
         .with_partition_index(partition)
         .with_leader_id(if offline { BrokerId(-1) } else { node })
-        .with_leader_epoch(LEADER_EPOCH)
+        .with_leader_epoch(LEADER_EPOCH.value())
         .with_replica_nodes(vec![node])
         .with_isr_nodes(vec![node])
         .with_eligible_leader_replicas(Some(Vec::new()))

@@ -52,7 +52,7 @@ pub fn handle(
                 .with_transaction_timeout_ms(described.timeout_ms)
                 .with_transaction_start_time_ms(described.start_ms)
                 .with_producer_id(ProducerId(described.producer_id))
-                .with_producer_epoch(described.producer_epoch)
+                .with_producer_epoch(described.producer_epoch.value())
                 .with_topics(topics)
         })
         .collect();

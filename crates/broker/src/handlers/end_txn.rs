@@ -6,6 +6,8 @@
 
 use kafka_protocol::messages::{EndTxnRequest, EndTxnResponse, ProducerId};
 
+use ferrolog_storage::ProducerEpoch;
+
 use crate::authz::Asked;
 use crate::{Context, errors};
 
@@ -19,7 +21,10 @@ pub fn handle(context: &Context, asked: &Asked<'_>, request: EndTxnRequest) -> E
     let outcome = context.transactions.end_txn(
         &context.groups,
         transactional_id,
-        (request.producer_id.0, request.producer_epoch),
+        (
+            request.producer_id.0,
+            ProducerEpoch::new(request.producer_epoch),
+        ),
         request.committed,
         version >= 5,
     );
@@ -32,7 +37,7 @@ pub fn handle(context: &Context, asked: &Asked<'_>, request: EndTxnRequest) -> E
     }
     EndTxnResponse::default()
         .with_producer_id(ProducerId(answer.producer_id))
-        .with_producer_epoch(answer.epoch)
+        .with_producer_epoch(answer.epoch.value())
 }
 
 fn refused(code: i16) -> EndTxnResponse {

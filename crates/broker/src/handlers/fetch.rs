@@ -231,7 +231,7 @@ fn aborted_transactions(data: &FetchData) -> Option<Vec<AbortedTransaction>> {
             .map(|txn| {
                 AbortedTransaction::default()
                     .with_producer_id(ProducerId(txn.producer_id))
-                    .with_first_offset(txn.first_offset)
+                    .with_first_offset(txn.first_offset.value())
             })
             .collect()
     })

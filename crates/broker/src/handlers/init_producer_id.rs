@@ -12,6 +12,8 @@
 
 use kafka_protocol::messages::{InitProducerIdRequest, InitProducerIdResponse, ProducerId};
 
+use ferrolog_storage::ProducerEpoch;
+
 use crate::authz::Asked;
 use crate::authz::{AclOperation, ResourceType};
 use crate::{Context, errors};
@@ -35,7 +37,7 @@ pub fn handle(
         let expected = match (producer_id, epoch) {
             (-1, -1) => None,
             (-1, _) | (_, -1) => return refused(errors::INVALID_REQUEST),
-            pair => Some(pair),
+            (producer_id, epoch) => Some((producer_id, ProducerEpoch::new(epoch))),
         };
         if id.is_empty() {
             return refused(errors::INVALID_REQUEST);
@@ -52,7 +54,7 @@ pub fn handle(
         return match outcome.answer {
             Ok((producer_id, epoch)) => InitProducerIdResponse::default()
                 .with_producer_id(ProducerId(producer_id))
-                .with_producer_epoch(epoch),
+                .with_producer_epoch(epoch.value()),
             Err(code) => refused(super::downgrade_producer_fenced(code, asked.version(), 4)),
         };
     }

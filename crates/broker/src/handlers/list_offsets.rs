@@ -45,7 +45,7 @@ pub fn handle(
                     return response.with_error_code(errors::UNKNOWN_TOPIC_OR_PARTITION);
                 };
                 let response = if version >= 4 {
-                    response.with_leader_epoch(LEADER_EPOCH)
+                    response.with_leader_epoch(LEADER_EPOCH.value())
                 } else {
                     response
                 };

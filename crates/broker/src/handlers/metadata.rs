@@ -256,7 +256,7 @@ fn describe_partition(
         described = described.with_offline_replicas(vec![node]);
     }
     if version >= 7 {
-        described = described.with_leader_epoch(LEADER_EPOCH);
+        described = described.with_leader_epoch(LEADER_EPOCH.value());
     }
     described
 }

@@ -11,7 +11,7 @@ use kafka_protocol::messages::txn_offset_commit_response::{
 };
 use kafka_protocol::messages::{TxnOffsetCommitRequest, TxnOffsetCommitResponse};
 
-use ferrolog_storage::TopicPartition;
+use ferrolog_storage::{ProducerEpoch, TopicPartition};
 
 use crate::authz::Asked;
 use crate::authz::ResourceType;
@@ -42,7 +42,10 @@ pub fn handle(
         );
         context.groups.commit_transactional(
             group,
-            (request.producer_id.0, request.producer_epoch),
+            (
+                request.producer_id.0,
+                ProducerEpoch::new(request.producer_epoch),
+            ),
             TxnCommitter {
                 generation: request.generation_id,
                 member_id: &request.member_id,

@@ -12,9 +12,9 @@ use kafka_protocol::messages::write_txn_markers_response::{
 };
 use kafka_protocol::messages::{WriteTxnMarkersRequest, WriteTxnMarkersResponse};
 
-use ferrolog_storage::TopicPartition;
 use ferrolog_storage::log::MarkerRequest;
 use ferrolog_storage::producer::MarkerKind;
+use ferrolog_storage::{CoordinatorEpoch, ProducerEpoch, TopicPartition};
 
 use crate::authz::Asked;
 use crate::group::offsets_topic::OFFSETS_TOPIC;
@@ -31,8 +31,8 @@ pub fn handle(
         .map(|marker| {
             let request = MarkerRequest {
                 producer_id: marker.producer_id.0,
-                epoch: marker.producer_epoch,
-                coordinator_epoch: marker.coordinator_epoch,
+                epoch: ProducerEpoch::new(marker.producer_epoch),
+                coordinator_epoch: CoordinatorEpoch::new(marker.coordinator_epoch),
                 kind: if marker.transaction_result {
                     MarkerKind::Commit
                 } else {

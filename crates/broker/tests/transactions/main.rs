@@ -20,7 +20,7 @@ use ferrolog_records::transaction_state::{TxnLogValue, TxnStatus};
 use ferrolog_storage::log::Log;
 use ferrolog_storage::manager::{LogManager, ManagerConfig};
 use ferrolog_storage::producer::TxnMarker;
-use ferrolog_storage::{Clock, ManualClock, StorageError, TopicPartition};
+use ferrolog_storage::{Clock, ManualClock, ProducerEpoch, StorageError, TopicPartition};
 
 mod v2;
 
@@ -82,7 +82,7 @@ impl Node {
             .unwrap()
     }
 
-    fn init(&self, id: &str, timeout_ms: i32) -> (i64, i16) {
+    fn init(&self, id: &str, timeout_ms: i32) -> (i64, ProducerEpoch) {
         self.transactions
             .init_producer_id(&self.groups, id, timeout_ms, None)
             .answer
@@ -94,13 +94,13 @@ impl Node {
     fn produce(
         &self,
         id: &str,
-        (producer_id, epoch): (i64, i16),
+        (producer_id, epoch): (i64, ProducerEpoch),
         partition: i32,
         sequence: i32,
         value: &str,
     ) -> Result<(), StorageError> {
         let mut builder = BatchBuilder::new(0)
-            .producer(producer_id, epoch, sequence)
+            .producer(producer_id, epoch.value(), sequence)
             .transactional(true);
         builder
             .append(1_700_000_000_000, None, Some(value.as_bytes()), &[])
@@ -118,7 +118,7 @@ impl Node {
     fn state(&self, id: &str) -> Option<IdState> {
         self.transactions
             .describe(id)
-            .map(|d| (d.state, d.producer_epoch, d.partitions))
+            .map(|d| (d.state, d.producer_epoch.value(), d.partitions))
     }
 }
 
@@ -146,7 +146,7 @@ fn markers(log: &Log) -> Vec<(i64, i16, bool)> {
             if let Some(marker) = TxnMarker::of(&batch).unwrap() {
                 found.push((
                     marker.producer_id,
-                    marker.epoch,
+                    marker.epoch.value(),
                     marker.kind == ferrolog_storage::producer::MarkerKind::Commit,
                 ));
             }
@@ -171,7 +171,7 @@ fn a_transaction_ends_with_a_marker_in_each_partition_and_its_state_survives_a_r
     let clock = Arc::new(ManualClock::new(1_700_000_000_000));
     let node = setup(dir.path(), &clock);
     let producer = node.init("t", 60_000);
-    assert_eq!(producer.1, 0);
+    assert_eq!(producer.1.value(), 0);
     // A partition not added to the transaction is refused, before anything is written.
     let refused = node.produce("t", producer, 0, 0, "early").unwrap_err();
     assert_eq!(
@@ -226,7 +226,7 @@ fn a_transaction_ends_with_a_marker_in_each_partition_and_its_state_survives_a_r
     );
     // The next producer with the id fences the old one.
     let successor = node.init("t", 60_000);
-    assert_eq!(successor, (producer.0, 1));
+    assert_eq!(successor, (producer.0, ProducerEpoch::new(1)));
     assert_eq!(
         node.transactions
             .add_partitions("t", producer.0, producer.1, &partitions, 0),
@@ -289,7 +289,7 @@ fn a_transaction_found_preparing_at_startup_is_completed() {
         producer_id: producer.0,
         previous_producer_id: producer.0,
         next_producer_id: -1,
-        producer_epoch: producer.1,
+        producer_epoch: producer.1.value(),
         next_producer_epoch: -1,
         timeout_ms: 60_000,
         status: TxnStatus::PrepareCommit,
@@ -310,7 +310,7 @@ fn a_transaction_found_preparing_at_startup_is_completed() {
     assert_eq!(marked, [TopicPartition::new(TOPIC, 2)]);
     assert_eq!(node.state("crashed").unwrap().0, TxnStatus::CompleteCommit);
     let log = node.log(2);
-    assert_eq!(markers(&log), [(producer.0, producer.1, true)]);
+    assert_eq!(markers(&log), [(producer.0, producer.1.value(), true)]);
     assert_eq!(log.view().last_stable_offset(), log.high_watermark());
 }
 
@@ -345,7 +345,7 @@ fn offsets_committed_in_a_transaction_are_pending_until_its_marker() {
         "__consumer_offsets".to_owned(),
         node.groups.partition_of("g"),
     );
-    let commit = |node: &Node, producer: (i64, i16), offset: i64| {
+    let commit = |node: &Node, producer: (i64, ProducerEpoch), offset: i64| {
         let verifier = node.transactions.verifier(
             "worker",
             offsets_partition.clone(),
@@ -428,7 +428,7 @@ fn no_transaction_can_include_the_transaction_state_topic() {
     let node = setup(dir.path(), &clock);
     let producer = node.init("t", 60_000);
     let mut builder = BatchBuilder::new(0)
-        .producer(producer.0, producer.1, 0)
+        .producer(producer.0, producer.1.value(), 0)
         .transactional(true);
     // A key, as the compacted topic requires: what is refused is the transaction.
     builder.append(1, Some(b"k"), Some(b"x"), &[]).unwrap();
@@ -510,12 +510,12 @@ impl Node {
     fn produce_v2(
         &self,
         id: &str,
-        (producer_id, epoch): (i64, i16),
+        (producer_id, epoch): (i64, ProducerEpoch),
         partition: i32,
         sequence: i32,
     ) -> Result<(), StorageError> {
         let mut builder = BatchBuilder::new(0)
-            .producer(producer_id, epoch, sequence)
+            .producer(producer_id, epoch.value(), sequence)
             .transactional(true);
         builder.append(1, None, Some(b"v2"), &[]).unwrap();
         let verifier = self.transactions.verifier(

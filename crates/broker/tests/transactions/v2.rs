@@ -26,7 +26,7 @@ fn transactions_v2_bump_the_epoch_at_every_end_and_add_partitions_with_their_wri
         (
             ended.answer.code,
             ended.answer.producer_id,
-            ended.answer.epoch
+            ended.answer.epoch.value()
         ),
         (0, producer.0, 1),
         "the producer goes on at the next epoch"
@@ -39,7 +39,7 @@ fn transactions_v2_bump_the_epoch_at_every_end_and_add_partitions_with_their_wri
         .transactions
         .end_txn(&node.groups, "v2", producer, true, true);
     assert_eq!(
-        (retried.answer.code, retried.answer.epoch),
+        (retried.answer.code, retried.answer.epoch.value()),
         (0, 1),
         "{retried:?}"
     );
@@ -52,7 +52,7 @@ fn transactions_v2_bump_the_epoch_at_every_end_and_add_partitions_with_their_wri
         INVALID_TXN_STATE
     );
     // The next transaction, at epoch 1: its first write to partition 0 is verified again.
-    let next = (producer.0, 1);
+    let next = (producer.0, ProducerEpoch::new(1));
     node.produce_v2("v2", next, 0, 0).unwrap();
     // The old epoch is fenced from writing.
     let zombie = node.produce_v2("v2", producer, 2, 0).unwrap_err();
@@ -63,13 +63,13 @@ fn transactions_v2_bump_the_epoch_at_every_end_and_add_partitions_with_their_wri
     let aborted = node
         .transactions
         .end_txn(&node.groups, "v2", next, false, true);
-    assert_eq!((aborted.answer.code, aborted.answer.epoch), (0, 2));
+    assert_eq!((aborted.answer.code, aborted.answer.epoch.value()), (0, 2));
     assert_eq!(
         markers(&node.log(0)),
         [(producer.0, 1, true), (producer.0, 2, false)]
     );
     // An abort with nothing open bumps the epoch too; a commit is INVALID_TXN_STATE.
-    let idle = (producer.0, 2);
+    let idle = (producer.0, ProducerEpoch::new(2));
     assert_eq!(
         node.transactions
             .end_txn(&node.groups, "v2", idle, true, true)
@@ -80,7 +80,10 @@ fn transactions_v2_bump_the_epoch_at_every_end_and_add_partitions_with_their_wri
     let empty_abort = node
         .transactions
         .end_txn(&node.groups, "v2", idle, false, true);
-    assert_eq!((empty_abort.answer.code, empty_abort.answer.epoch), (0, 3));
+    assert_eq!(
+        (empty_abort.answer.code, empty_abort.answer.epoch.value()),
+        (0, 3)
+    );
     assert!(empty_abort.marked.is_empty());
 }
 

@@ -3,6 +3,7 @@
 //! to OffsetFetch, which answers UNSTABLE_OFFSET_COMMIT for them when asked for stable offsets)
 //! until the transaction coordinator's marker commits or aborts them.
 
+use ferrolog_storage::ProducerEpoch;
 use ferrolog_storage::log::MarkerRequest;
 use ferrolog_storage::producer::{MarkerKind, TxnVerifier};
 
@@ -27,7 +28,7 @@ impl GroupCoordinator {
     pub fn commit_transactional(
         &self,
         group_id: &str,
-        producer: (i64, i16),
+        producer: (i64, ProducerEpoch),
         member: TxnCommitter<'_>,
         entries: &[CommitEntry],
         verifier: &dyn TxnVerifier,

@@ -9,7 +9,7 @@ use ferrolog_records::BatchBuilder;
 use ferrolog_storage::log::{AppendOrigin, FlushMode, Log, MarkerRequest};
 use ferrolog_storage::manager::LogManager;
 use ferrolog_storage::producer::{NoTxnCoordinator, TxnVerifier};
-use ferrolog_storage::{Result, StorageError, TopicPartition};
+use ferrolog_storage::{ProducerEpoch, Result, StorageError, TopicPartition};
 
 use super::Codec;
 use super::codec::invalid;
@@ -87,12 +87,12 @@ impl Journal {
         partition: i32,
         records: &[C::Record],
         now_ms: i64,
-        (producer_id, epoch): (i64, i16),
+        (producer_id, epoch): (i64, ProducerEpoch),
         verifier: &dyn TxnVerifier,
     ) -> Result<()> {
         let log = self.log(partition)?;
         let builder = BatchBuilder::new(0)
-            .producer(producer_id, epoch, 0)
+            .producer(producer_id, epoch.value(), 0)
             .transactional(true);
         let batch = encode::<C>(builder, records, now_ms)?;
         let _flushed = log.append(batch, AppendOrigin::Coordinator, verifier, FlushMode::Now)?;

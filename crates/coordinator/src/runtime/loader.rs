@@ -5,18 +5,18 @@
 use ferrolog_records::FileEntry;
 use ferrolog_storage::manager::LogManager;
 use ferrolog_storage::producer::{MarkerKind, TxnMarker};
-use ferrolog_storage::{Result, TopicPartition};
+use ferrolog_storage::{LeaderEpoch, Result, TopicPartition};
 
 use super::internal_log;
 use super::{Codec, LoadEvent};
 
 /// What loading read besides the records.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct LoadSummary {
     /// Records visited (markers not counted).
     pub records: usize,
     /// The highest partition leader epoch the batches carry (0 for ferrolog's own).
-    pub highest_leader_epoch: i32,
+    pub highest_leader_epoch: LeaderEpoch,
 }
 
 /// Visits every record and marker of the partitions `0..partitions` of `C::TOPIC` that exist
@@ -28,7 +28,10 @@ pub fn load<C: Codec>(
     partitions: i32,
     mut visit: impl FnMut(i32, LoadEvent<C::Record>),
 ) -> Result<LoadSummary> {
-    let mut summary = LoadSummary::default();
+    let mut summary = LoadSummary {
+        records: 0,
+        highest_leader_epoch: LeaderEpoch::new(0),
+    };
     for partition in 0..partitions {
         let topic_partition = TopicPartition::new(C::TOPIC, partition);
         let Some(log) = manager.get(&topic_partition) else {
@@ -38,7 +41,7 @@ pub fn load<C: Codec>(
             if let FileEntry::V2(batch) = entry {
                 summary.highest_leader_epoch = summary
                     .highest_leader_epoch
-                    .max(batch.partition_leader_epoch());
+                    .max(LeaderEpoch::new(batch.partition_leader_epoch()));
             }
             summary.records += visit_entry::<C>(&topic_partition, entry, from, &mut |event| {
                 visit(partition, event)

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use ferrolog_storage::log::MarkerRequest;
 use ferrolog_storage::producer::TxnVerifier;
-use ferrolog_storage::{Clock, Result};
+use ferrolog_storage::{Clock, ProducerEpoch, Result};
 use parking_lot::Mutex;
 
 use super::{Codec, Journal, LoadEvent};
@@ -47,7 +47,7 @@ impl<C: Codec> Ctx<'_, C> {
     pub fn append_transactional(
         &self,
         records: &[C::Record],
-        producer: (i64, i16),
+        producer: (i64, ProducerEpoch),
         verifier: &dyn TxnVerifier,
     ) -> Result<()> {
         self.journal.append_transactional::<C>(

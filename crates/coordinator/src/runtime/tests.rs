@@ -8,7 +8,9 @@ use std::time::Duration;
 
 use ferrolog_storage::manager::{LogManager, ManagerConfig};
 use ferrolog_storage::producer::{MarkerKind, TxnVerifier};
-use ferrolog_storage::{ManualClock, StorageError, TopicPartition};
+use ferrolog_storage::{
+    CoordinatorEpoch, ManualClock, ProducerEpoch, StorageError, TopicPartition,
+};
 
 use super::*;
 
@@ -83,7 +85,7 @@ impl Shard for Counters {
 struct InTransaction;
 
 impl TxnVerifier for InTransaction {
-    fn verify(&self, _: i64, _: i16) -> ferrolog_storage::Result<()> {
+    fn verify(&self, _: i64, _: ProducerEpoch) -> ferrolog_storage::Result<()> {
         Ok(())
     }
 }
@@ -193,8 +195,8 @@ fn transactional_records_wait_for_their_marker_on_reload() {
     // A marker on a partition that does not exist writes nothing and makes nothing.
     let marker = |kind| ferrolog_storage::log::MarkerRequest {
         producer_id: producer,
-        epoch: 0,
-        coordinator_epoch: 0,
+        epoch: ProducerEpoch::new(0),
+        coordinator_epoch: CoordinatorEpoch::new(0),
         kind,
     };
     assert!(!runtime.write(1, |_, ctx| {
@@ -203,7 +205,7 @@ fn transactional_records_wait_for_their_marker_on_reload() {
     }));
     runtime.write(0, |_, ctx| {
         let records = [("kept".to_owned(), Some(b"1".to_vec()))];
-        ctx.append_transactional(&records, (producer, 0), &InTransaction)
+        ctx.append_transactional(&records, (producer, ProducerEpoch::new(0)), &InTransaction)
             .unwrap();
     });
     assert_eq!(value(&open(&manager, Missing::Create), 0, "kept"), None);

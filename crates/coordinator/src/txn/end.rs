@@ -2,7 +2,7 @@
 //! are written with no shard lock held (the id in flight meanwhile), then its completion;
 //! what cannot be written now is left for the timer.
 
-use ferrolog_storage::TopicPartition;
+use ferrolog_storage::{ProducerEpoch, TopicPartition};
 
 use super::state::{EndDecision, TxnMetadata};
 use super::{
@@ -20,7 +20,7 @@ impl TransactionCoordinator {
         &self,
         groups: &GroupCoordinator,
         transactional_id: &str,
-        (producer_id, epoch): (i64, i16),
+        (producer_id, epoch): (i64, ProducerEpoch),
         commit: bool,
         v2: bool,
     ) -> Outcome<EndAnswer> {
@@ -28,7 +28,7 @@ impl TransactionCoordinator {
             answer: EndAnswer {
                 code,
                 producer_id: -1,
-                epoch: -1,
+                epoch: ProducerEpoch::NONE,
             },
             marked: Vec::new(),
         };

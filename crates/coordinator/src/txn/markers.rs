@@ -14,7 +14,7 @@ use ferrolog_records::transaction_state::TxnStatus;
 use ferrolog_storage::log::MarkerRequest;
 use ferrolog_storage::manager::LogManager;
 use ferrolog_storage::producer::MarkerKind;
-use ferrolog_storage::{StorageError, TopicPartition};
+use ferrolog_storage::{CoordinatorEpoch, StorageError, TopicPartition};
 
 use super::state::{TxnMetadata, TxnPartition};
 use crate::group::GroupCoordinator;
@@ -44,7 +44,7 @@ pub(super) fn write_all(
     groups: &GroupCoordinator,
     transactional_id: &str,
     prepared: &TxnMetadata,
-    coordinator_epoch: i32,
+    coordinator_epoch: CoordinatorEpoch,
 ) -> Written {
     let marker = MarkerRequest {
         producer_id: prepared.producer_id,

@@ -43,7 +43,9 @@ use std::time::Duration;
 
 use ferrolog_records::transaction_state::TxnStatus;
 use ferrolog_storage::manager::LogManager;
-use ferrolog_storage::{Result, StorageError, TopicPartition, clock};
+use ferrolog_storage::{
+    CoordinatorEpoch, ProducerEpoch, Result, StorageError, TopicPartition, clock,
+};
 
 use crate::errors;
 use crate::group::GroupCoordinator;
@@ -85,7 +87,7 @@ struct Entry {
 pub struct TxnDescription {
     pub transactional_id: String,
     pub producer_id: i64,
-    pub producer_epoch: i16,
+    pub producer_epoch: ProducerEpoch,
     pub state: TxnStatus,
     pub timeout_ms: i32,
     pub start_ms: i64,
@@ -97,7 +99,7 @@ pub struct TxnDescription {
 pub struct EndAnswer {
     pub code: i16,
     pub producer_id: i64,
-    pub epoch: i16,
+    pub epoch: ProducerEpoch,
 }
 
 /// What a request that may write markers leaves behind: its answer, and the partitions that
@@ -120,7 +122,7 @@ pub struct TransactionCoordinator {
     /// `__transaction_state`'s batches and every coordinator epoch a partition's producer state
     /// holds, so a marker is never older than one written before (by Kafka, for a directory
     /// it moved here). ferrolog's own batches carry leader epoch 0.
-    coordinator_epoch: i32,
+    coordinator_epoch: CoordinatorEpoch,
 }
 
 impl TransactionCoordinator {
@@ -162,7 +164,7 @@ impl TransactionCoordinator {
                 "transaction states loaded from the transaction state topic"
             );
         }
-        let producer_epoch = manager
+        let in_producer_states = manager
             .logs()
             .iter()
             .flat_map(|(_, log)| {
@@ -173,7 +175,7 @@ impl TransactionCoordinator {
                     .collect::<Vec<_>>()
             })
             .max()
-            .unwrap_or(0);
+            .unwrap_or(CoordinatorEpoch::new(0));
         let unavailable: BTreeSet<i32> = topic.missing_partitions().into_iter().collect();
         if !unavailable.is_empty() {
             tracing::error!(
@@ -183,7 +185,9 @@ impl TransactionCoordinator {
         }
         let runtime = Runtime::new(shards, unavailable, topic.journal(), clock);
         Ok(Self {
-            coordinator_epoch: summary.highest_leader_epoch.max(producer_epoch),
+            // The coordinator epoch is the state partition's leader epoch, as in Kafka.
+            coordinator_epoch: CoordinatorEpoch::new(summary.highest_leader_epoch.value())
+                .max(in_producer_states),
             topic,
             manager,
             config,
@@ -244,8 +248,8 @@ impl TransactionCoordinator {
         groups: &GroupCoordinator,
         transactional_id: &str,
         timeout_ms: i32,
-        expected: Option<(i64, i16)>,
-    ) -> Outcome<std::result::Result<(i64, i16), i16>> {
+        expected: Option<(i64, ProducerEpoch)>,
+    ) -> Outcome<std::result::Result<(i64, ProducerEpoch), i16>> {
         let refuse = |code| Outcome {
             answer: Err(code),
             marked: Vec::new(),
@@ -386,7 +390,7 @@ impl TransactionCoordinator {
         &self,
         transactional_id: &str,
         producer_id: i64,
-        epoch: i16,
+        epoch: ProducerEpoch,
         partitions: &[TxnPartition],
         client_tv: i16,
     ) -> i16 {
@@ -430,7 +434,7 @@ impl TransactionCoordinator {
         &self,
         transactional_id: &str,
         producer_id: i64,
-        epoch: i16,
+        epoch: ProducerEpoch,
         partition: &TxnPartition,
     ) -> std::result::Result<(), i16> {
         let shard = self.topic.partition_of(transactional_id);

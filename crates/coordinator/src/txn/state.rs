@@ -7,12 +7,13 @@
 use std::collections::BTreeSet;
 
 use ferrolog_records::transaction_state::{TxnLogValue, TxnStatus};
+use ferrolog_storage::ProducerEpoch;
 
 use crate::errors;
 
 /// A producer epoch at which the id must move to a new producer id (Kafka's
 /// `isEpochExhausted`: `Short.MAX_VALUE − 1`).
-const EXHAUSTED_EPOCH: i16 = i16::MAX - 1;
+const EXHAUSTED_EPOCH: ProducerEpoch = ProducerEpoch::new(i16::MAX - 1);
 
 /// A topic partition in a transaction.
 pub type TxnPartition = (String, i32);
@@ -24,10 +25,10 @@ pub struct TxnMetadata {
     pub producer_id: i64,
     /// The producer id before the last change of id (−1 for none).
     pub previous_producer_id: i64,
-    pub producer_epoch: i16,
+    pub producer_epoch: ProducerEpoch,
     /// The epoch before the last InitProducerId bump, so a retry of a successful call gets the
-    /// same epoch (−1 for none; not persisted, as in Kafka).
-    pub last_producer_epoch: i16,
+    /// same epoch (`ProducerEpoch::NONE` for none; not persisted, as in Kafka).
+    pub last_producer_epoch: ProducerEpoch,
     pub timeout_ms: i32,
     pub state: TxnStatus,
     /// The partitions of the ongoing transaction; in PrepareCommit or PrepareAbort, those the
@@ -79,8 +80,8 @@ impl TxnMetadata {
         Self {
             producer_id,
             previous_producer_id: -1,
-            producer_epoch: -1,
-            last_producer_epoch: -1,
+            producer_epoch: ProducerEpoch::NONE,
+            last_producer_epoch: ProducerEpoch::NONE,
             timeout_ms,
             state: TxnStatus::Empty,
             partitions: BTreeSet::new(),
@@ -105,8 +106,8 @@ impl TxnMetadata {
         Self {
             producer_id: value.producer_id,
             previous_producer_id: value.previous_producer_id,
-            producer_epoch: value.producer_epoch,
-            last_producer_epoch: -1,
+            producer_epoch: ProducerEpoch::new(value.producer_epoch),
+            last_producer_epoch: ProducerEpoch::NONE,
             timeout_ms: value.timeout_ms,
             state: value.status,
             partitions,
@@ -133,7 +134,7 @@ impl TxnMetadata {
             producer_id: self.producer_id,
             previous_producer_id: self.previous_producer_id,
             next_producer_id: self.next_producer_id,
-            producer_epoch: self.producer_epoch,
+            producer_epoch: self.producer_epoch.value(),
             next_producer_epoch: -1,
             timeout_ms: self.timeout_ms,
             status: self.state,
@@ -163,13 +164,13 @@ impl TxnMetadata {
     pub fn init_producer_id(
         &self,
         timeout_ms: i32,
-        expected: Option<(i64, i16)>,
+        expected: Option<(i64, ProducerEpoch)>,
         now: i64,
         cluster_tv: i16,
         new_producer_id: impl FnOnce() -> Result<i64, i16>,
     ) -> InitDecision {
         if let Some((expected_id, expected_epoch)) = expected {
-            let valid = self.producer_epoch == -1
+            let valid = self.producer_epoch.is_none()
                 || expected_id == self.producer_id
                 || (expected_id == self.previous_producer_id && expected_epoch >= EXHAUSTED_EPOCH);
             if !valid {
@@ -202,17 +203,20 @@ impl TxnMetadata {
                         Err(code) => return InitDecision::Refuse(code),
                     };
                     next.producer_id = producer_id;
-                    next.producer_epoch = 0;
-                    next.last_producer_epoch = expected_epoch.unwrap_or(-1);
+                    next.producer_epoch = ProducerEpoch::new(0);
+                    next.last_producer_epoch = expected_epoch.unwrap_or(ProducerEpoch::NONE);
                     return InitDecision::Write(next);
                 }
+                // Below the exhausted epoch here, so the bump cannot overflow.
                 match expected_epoch {
                     None => {
-                        next.producer_epoch = self.producer_epoch + 1;
-                        next.last_producer_epoch = -1;
+                        next.producer_epoch = self.producer_epoch.next();
+                        next.last_producer_epoch = ProducerEpoch::NONE;
                     }
-                    Some(epoch) if self.producer_epoch == -1 || epoch == self.producer_epoch => {
-                        next.producer_epoch = self.producer_epoch + 1;
+                    Some(epoch)
+                        if self.producer_epoch.is_none() || epoch == self.producer_epoch =>
+                    {
+                        next.producer_epoch = self.producer_epoch.next();
                         next.last_producer_epoch = self.producer_epoch;
                     }
                     // A retry of a call that already bumped the epoch: the same epoch again.
@@ -243,8 +247,8 @@ impl TxnMetadata {
             return self.prepare_v2(TxnStatus::PrepareAbort, false, now, new_producer_id);
         }
         Ok(Self {
-            producer_epoch: self.producer_epoch.saturating_add(1),
-            last_producer_epoch: -1,
+            producer_epoch: self.producer_epoch.next(),
+            last_producer_epoch: ProducerEpoch::NONE,
             state: TxnStatus::PrepareAbort,
             last_update_ms: now,
             ..self.next()
@@ -253,7 +257,7 @@ impl TxnMetadata {
 
     /// Whether `producer_id` at `epoch` may add partitions to, or end, this id's transaction:
     /// the checks AddPartitionsToTxn, AddOffsetsToTxn and verification share.
-    fn check_producer(&self, producer_id: i64, epoch: i16) -> Result<(), i16> {
+    fn check_producer(&self, producer_id: i64, epoch: ProducerEpoch) -> Result<(), i16> {
         if producer_id != self.producer_id {
             return Err(errors::INVALID_PRODUCER_ID_MAPPING);
         }
@@ -269,7 +273,7 @@ impl TxnMetadata {
     pub fn add_partitions(
         &self,
         producer_id: i64,
-        epoch: i16,
+        epoch: ProducerEpoch,
         partitions: &[TxnPartition],
         client_tv: i16,
         now: i64,
@@ -310,7 +314,7 @@ impl TxnMetadata {
     pub fn verify(
         &self,
         producer_id: i64,
-        epoch: i16,
+        epoch: ProducerEpoch,
         partition: &TxnPartition,
     ) -> Result<(), i16> {
         self.check_producer(producer_id, epoch)?;
@@ -324,7 +328,13 @@ impl TxnMetadata {
     }
 
     /// EndTxn from a client speaking transactions v1 (EndTxn v0–4): the epoch stays.
-    pub fn end_txn(&self, producer_id: i64, epoch: i16, commit: bool, now: i64) -> EndDecision {
+    pub fn end_txn(
+        &self,
+        producer_id: i64,
+        epoch: ProducerEpoch,
+        commit: bool,
+        now: i64,
+    ) -> EndDecision {
         if producer_id != self.producer_id {
             return EndDecision::Refuse(errors::INVALID_PRODUCER_ID_MAPPING);
         }
@@ -367,7 +377,7 @@ impl TxnMetadata {
         // A transaction v2 whose epoch ran out moves to its new producer id, at epoch 0.
         if self.client_tv >= TV_2 && self.next_producer_id >= 0 {
             next.producer_id = self.next_producer_id;
-            next.producer_epoch = 0;
+            next.producer_epoch = ProducerEpoch::new(0);
         }
         next
     }
@@ -381,7 +391,7 @@ impl TxnMetadata {
     pub fn end_txn_v2(
         &self,
         producer_id: i64,
-        epoch: i16,
+        epoch: ProducerEpoch,
         commit: bool,
         now: i64,
         new_producer_id: impl FnOnce() -> Result<i64, i16>,
@@ -389,8 +399,9 @@ impl TxnMetadata {
         use TxnStatus::*;
         let retry_on_overflow = self.previous_producer_id == producer_id
             && epoch == EXHAUSTED_EPOCH
-            && self.producer_epoch == 0;
-        let retry_on_epoch_bump = i32::from(self.producer_epoch) == i32::from(epoch) + 1;
+            && self.producer_epoch == ProducerEpoch::new(0);
+        let retry_on_epoch_bump =
+            i32::from(self.producer_epoch.value()) == i32::from(epoch.value()) + 1;
         if producer_id != self.producer_id && !retry_on_overflow {
             return EndDecision::Refuse(errors::INVALID_PRODUCER_ID_MAPPING);
         }
@@ -448,7 +459,7 @@ impl TxnMetadata {
         };
         Ok(Self {
             state,
-            producer_epoch: self.producer_epoch.saturating_add(1),
+            producer_epoch: self.producer_epoch.next(),
             last_producer_epoch: self.producer_epoch,
             start_ms: if no_partition_added {
                 now

@@ -5,7 +5,7 @@
 //! each writer. Under the lock the storage layer checks only that no marker overtook the answer.
 
 use ferrolog_storage::producer::TxnVerifier;
-use ferrolog_storage::{Result, StorageError};
+use ferrolog_storage::{ProducerEpoch, Result, StorageError};
 
 use super::state::{self, TxnPartition};
 use super::{TransactionCoordinator, topic};
@@ -83,7 +83,7 @@ impl<'a> Verifier<'a> {
 }
 
 impl TxnVerifier for Verifier<'_> {
-    fn verify(&self, producer_id: i64, epoch: i16) -> Result<()> {
+    fn verify(&self, producer_id: i64, epoch: ProducerEpoch) -> Result<()> {
         // No transaction can include `__transaction_state` (AddPartitionsToTxn refuses internal
         // topics).
         let answer = if self.partition.0 == topic::TRANSACTION_STATE_TOPIC {

@@ -13,6 +13,7 @@ use super::offset_map::OffsetMap;
 use super::pass::PassStats;
 use super::transactions::TxnFilter;
 use crate::config::LogConfig;
+use crate::epoch::ProducerEpoch;
 use crate::offset::Offset;
 use crate::segment::{AbortedTxn, BatchMeta};
 
@@ -22,8 +23,9 @@ type FilterResult<T> = std::result::Result<T, RecordsError>;
 pub(super) struct PassContext<'a> {
     pub config: &'a LogConfig,
     pub now_ms: i64,
-    /// Each active producer's epoch and last data offset (−1 when it has no data batch left).
-    pub producers: &'a HashMap<i64, (i16, i64)>,
+    /// Each active producer's epoch and last data offset (`None` when it has no data batch
+    /// left).
+    pub producers: &'a HashMap<i64, (ProducerEpoch, Option<Offset>)>,
 }
 
 impl PassContext<'_> {
@@ -36,8 +38,10 @@ impl PassContext<'_> {
             return false;
         }
         match self.producers.get(&batch.producer_id()) {
-            Some(&(_, last_offset)) if last_offset >= 0 => batch.last_offset() == last_offset,
-            Some(&(epoch, _)) => batch.is_control() && batch.producer_epoch() == epoch,
+            Some(&(_, Some(last_offset))) => Offset::new(batch.last_offset()) == last_offset,
+            Some(&(epoch, None)) => {
+                batch.is_control() && ProducerEpoch::new(batch.producer_epoch()) == epoch
+            }
             None => false,
         }
     }
@@ -51,7 +55,7 @@ pub(super) type Filtered = (Option<(Vec<u8>, BatchMeta)>, Option<AbortedTxn>);
 pub(super) fn filter_entry(
     entry: &FileEntry<'_>,
     map: &mut OffsetMap,
-    latest: i64,
+    latest: Offset,
     context: &PassContext<'_>,
     txns: &mut TxnFilter,
     stats: &mut PassStats,
@@ -73,7 +77,7 @@ pub(super) fn filter_entry(
         }
         return Ok((None, None));
     }
-    if batch.last_offset() > latest {
+    if Offset::new(batch.last_offset()) > latest {
         // Data past the map's reach is newer than anything the map knows.
         return Ok((Some(keep_whole(entry, stats, count)), None));
     }
@@ -141,7 +145,7 @@ fn filter_records(
     entry: &FileEntry<'_>,
     batch: &RecordBatch<'_>,
     map: &mut OffsetMap,
-    latest: i64,
+    latest: Offset,
     context: &PassContext<'_>,
     stats: &mut PassStats,
 ) -> FilterResult<Filtered> {
@@ -153,12 +157,13 @@ fn filter_records(
     let mut kept = Vec::with_capacity(records.len());
     let mut retains_tombstone = false;
     for record in &records {
-        let survives = if record.offset > latest {
+        let offset = Offset::new(record.offset);
+        let survives = if offset > latest {
             true
         } else if let Some(key) = record.key {
             let is_latest = map
                 .get(key)
-                .is_none_or(|latest_of_key| record.offset >= latest_of_key);
+                .is_none_or(|latest_of_key| offset >= latest_of_key);
             let tombstone_expired =
                 record.value.is_none() && horizon.is_some_and(|horizon| now_ms >= horizon);
             is_latest && !tombstone_expired

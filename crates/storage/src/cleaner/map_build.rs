@@ -17,21 +17,21 @@ use crate::segment::Segment;
 use crate::throttle::Throttle;
 
 /// A record's offset and key.
-type KeyedRecord = (i64, Option<Vec<u8>>);
+type KeyedRecord = (Offset, Option<Vec<u8>>);
 
 /// The offsets a pass may map: from the first dirty offset up to (not including) the first
 /// uncleanable one.
 #[derive(Debug, Clone, Copy)]
 struct DirtyRange {
-    first_dirty: i64,
-    first_uncleanable: i64,
+    first_dirty: Offset,
+    first_uncleanable: Offset,
 }
 
 /// Puts every keyed record of the dirty section into the map until it is full.
 pub(super) fn build_map(
     log: &Log,
-    first_dirty: i64,
-    first_uncleanable: i64,
+    first_dirty: Offset,
+    first_uncleanable: Offset,
     map: &mut OffsetMap,
     stats: &mut PassStats,
     throttle: &Throttle,
@@ -45,19 +45,18 @@ pub(super) fn build_map(
     let segments = &view.segments;
     // Keys of aborted transactions never reach the map.
     let mut txns = TxnFilter::default();
-    txns.expect(log.aborted_txns_for_cleaning(Offset::new(first_dirty), first_uncleanable)?);
+    txns.expect(log.aborted_txns_for_cleaning(first_dirty, first_uncleanable)?);
     for (index, segment) in segments.iter().enumerate() {
         let next_base = segments
             .get(index + 1)
-            .map_or(view.log_end.offset, |next| next.base_offset())
-            .value();
-        let base = segment.base_offset().value();
+            .map_or(view.log_end.offset, |next| next.base_offset());
+        let base = segment.base_offset();
         if next_base <= first_dirty || base >= first_uncleanable {
             continue;
         }
         let start = if base < first_dirty {
             segment
-                .translate_offset(Offset::new(first_dirty), FilePosition::START)?
+                .translate_offset(first_dirty, FilePosition::START)?
                 .map_or(segment.size(), |entry| entry.position)
         } else {
             0
@@ -102,7 +101,7 @@ fn map_segment(
                 Ok(None) => {
                     // A marker, or data of an aborted transaction: nothing to map.
                     if !entry_is_marker(entry) {
-                        map.set_latest_offset(entry.last_offset().min(range.first_uncleanable - 1));
+                        map.set_latest_offset(last_mapped(entry, range));
                     }
                     return ControlFlow::Continue(());
                 }
@@ -131,13 +130,18 @@ fn map_segment(
                 }
                 map.set_latest_offset(offset);
             }
-            map.set_latest_offset(entry.last_offset().min(range.first_uncleanable - 1));
+            map.set_latest_offset(last_mapped(entry, range));
             ControlFlow::Continue(())
         })?;
     match failure {
         Some(error) => Err(error),
         None => Ok(full),
     }
+}
+
+/// The last offset of `entry` the range reaches.
+fn last_mapped(entry: &FileEntry<'_>, range: DirtyRange) -> Offset {
+    Offset::new(entry.last_offset()).min(range.first_uncleanable - 1)
 }
 
 fn entry_is_marker(entry: &FileEntry<'_>) -> bool {
@@ -165,7 +169,7 @@ fn keyed_records(
         records
             .to_vec()?
             .iter()
-            .map(|record| (record.offset, record.key.map(<[u8]>::to_vec)))
+            .map(|record| (Offset::new(record.offset), record.key.map(<[u8]>::to_vec)))
             .collect(),
     ))
 }

@@ -28,6 +28,7 @@ use parking_lot::{Condvar, Mutex};
 use crate::clock::Clock;
 use crate::error::{Result, StorageError};
 use crate::log::Log;
+use crate::offset::Offset;
 use crate::scheduler::Wakeup;
 use crate::throttle::Throttle;
 use crate::types::TopicPartition;
@@ -70,12 +71,12 @@ pub trait CleanerHost: Send + Sync {
     /// Every log whose policy includes `compact`, with its partition.
     fn compacted_logs(&self) -> Vec<(TopicPartition, Arc<Log>)>;
     /// The first dirty offset recorded for a partition.
-    fn cleaner_checkpoint(&self, topic_partition: &TopicPartition) -> Option<i64>;
+    fn cleaner_checkpoint(&self, topic_partition: &TopicPartition) -> Option<Offset>;
     /// Records (durably) that `topic_partition` is clean below `offset`.
     fn record_cleaner_checkpoint(
         &self,
         topic_partition: &TopicPartition,
-        offset: i64,
+        offset: Offset,
     ) -> Result<()>;
 }
 
@@ -128,14 +129,14 @@ impl std::fmt::Debug for LogCleaner {
 }
 
 /// Selection inputs of one log at this moment.
-fn describe(log: &Log) -> Result<(Vec<SegmentInfo>, i64, i64, i64)> {
+fn describe(log: &Log) -> Result<(Vec<SegmentInfo>, Offset, Offset, Offset)> {
     let view = log.view();
     let segments = view
         .segments
         .iter()
         .map(|segment| {
             Ok(SegmentInfo {
-                base_offset: segment.base_offset().value(),
+                base_offset: segment.base_offset(),
                 size_bytes: segment.size(),
                 largest_timestamp_ms: segment.max_timestamp()?,
                 first_timestamp_ms: segment.first_batch_timestamp()?,
@@ -144,11 +145,11 @@ fn describe(log: &Log) -> Result<(Vec<SegmentInfo>, i64, i64, i64)> {
         .collect::<Result<Vec<_>>>()?;
     Ok((
         segments,
-        view.log_start_offset.value(),
-        view.log_end.offset.value(),
+        view.log_start_offset,
+        view.log_end.offset,
         // Open transactions are not cleaned: the cleaner stops at the last stable offset, as
         // Kafka's does.
-        view.last_stable_offset().value(),
+        view.last_stable_offset(),
     ))
 }
 

@@ -9,9 +9,12 @@
 
 use twox_hash::XxHash3_128;
 
+use crate::offset::Offset;
+
 /// Bytes of memory per slot.
 pub const BYTES_PER_SLOT: usize = 24;
-/// Offsets are never negative, so −1 marks an empty slot.
+/// Offsets are never negative, so −1 marks an empty slot (slots hold Kafka's `i64`, so that
+/// the sentinel costs no extra byte).
 const EMPTY: i64 = -1;
 
 /// The key → latest offset map: a fixed number of slots, each a key's hash and its offset.
@@ -23,7 +26,7 @@ pub struct OffsetMap {
     entries: usize,
     max_entries: usize,
     /// The largest offset put since the last clear.
-    latest_offset: i64,
+    latest_offset: Option<Offset>,
     lookups: u64,
     probes: u64,
 }
@@ -39,7 +42,7 @@ impl OffsetMap {
             seed: rand::random(),
             entries: 0,
             max_entries,
-            latest_offset: -1,
+            latest_offset: None,
             lookups: 0,
             probes: 0,
         }
@@ -69,20 +72,20 @@ impl OffsetMap {
     pub fn utilization(&self) -> f64 {
         self.entries as f64 / self.max_entries as f64
     }
-    /// The largest offset put since the last clear, or −1.
-    pub fn latest_offset(&self) -> i64 {
+    /// The largest offset put since the last clear, if any.
+    pub fn latest_offset(&self) -> Option<Offset> {
         self.latest_offset
     }
     /// Raises the latest offset without a key (a dirty range may end in offsets that hold none).
-    pub fn set_latest_offset(&mut self, offset: i64) {
-        self.latest_offset = self.latest_offset.max(offset);
+    pub fn set_latest_offset(&mut self, offset: Offset) {
+        self.latest_offset = self.latest_offset.max(Some(offset));
     }
 
     /// Forgets every entry and draws a new seed.
     pub fn clear(&mut self) {
         self.offsets.fill(EMPTY);
         self.entries = 0;
-        self.latest_offset = -1;
+        self.latest_offset = None;
         self.seed = rand::random();
     }
 
@@ -109,7 +112,7 @@ impl OffsetMap {
 
     /// Records `offset` as the latest for `key`. Returns false (and records nothing) when the
     /// key is new and the map is full.
-    pub fn put(&mut self, key: &[u8], offset: i64) -> bool {
+    pub fn put(&mut self, key: &[u8], offset: Offset) -> bool {
         let hash = self.hash(key);
         let slot = self.slot_of(hash);
         if self.offsets[slot] == EMPTY {
@@ -119,16 +122,16 @@ impl OffsetMap {
             self.entries += 1;
             self.hashes[slot] = hash;
         }
-        self.offsets[slot] = offset;
-        self.latest_offset = self.latest_offset.max(offset);
+        self.offsets[slot] = offset.value();
+        self.set_latest_offset(offset);
         true
     }
 
     /// The latest offset recorded for `key`.
-    pub fn get(&mut self, key: &[u8]) -> Option<i64> {
+    pub fn get(&mut self, key: &[u8]) -> Option<Offset> {
         let hash = self.hash(key);
         let slot = self.slot_of(hash);
-        (self.offsets[slot] != EMPTY).then_some(self.offsets[slot])
+        (self.offsets[slot] != EMPTY).then(|| Offset::new(self.offsets[slot]))
     }
 
     /// Average probes per lookup since creation (1.0 is perfect).
@@ -152,15 +155,15 @@ mod tests {
         let mut model = HashMap::new();
         for offset in 0..5000i64 {
             let key = format!("key-{}", (offset * 7919) % 600);
-            assert!(map.put(key.as_bytes(), offset));
-            model.insert(key, offset);
+            assert!(map.put(key.as_bytes(), Offset::new(offset)));
+            model.insert(key, Offset::new(offset));
         }
         assert_eq!(map.len(), 600);
         for (key, offset) in &model {
             assert_eq!(map.get(key.as_bytes()), Some(*offset));
         }
         assert_eq!(map.get(b"never"), None);
-        assert_eq!(map.latest_offset(), 4999);
+        assert_eq!(map.latest_offset(), Some(Offset::new(4999)));
     }
 
     #[test]
@@ -168,23 +171,26 @@ mod tests {
         let mut map = OffsetMap::new(24 * 10, 0.5);
         assert_eq!(map.capacity(), 5);
         for i in 0..5 {
-            assert!(map.put(&[i], i64::from(i)));
+            assert!(map.put(&[i], Offset::new(i64::from(i))));
         }
         assert!(map.is_full());
-        assert!(!map.put(b"new", 9));
-        assert!(map.put(&[0], 10), "a known key is still updated");
-        assert_eq!(map.get(&[0]), Some(10));
+        assert!(!map.put(b"new", Offset::new(9)));
+        assert!(
+            map.put(&[0], Offset::new(10)),
+            "a known key is still updated"
+        );
+        assert_eq!(map.get(&[0]), Some(Offset::new(10)));
         map.clear();
         assert!(map.is_empty() && map.get(&[0]).is_none());
-        assert_eq!(map.latest_offset(), -1);
+        assert_eq!(map.latest_offset(), None);
     }
 
     #[test]
     fn a_one_entry_map_works() {
         let mut map = OffsetMap::new(0, 0.9);
         assert_eq!(map.capacity(), 1);
-        assert!(map.put(b"a", 1));
-        assert!(!map.put(b"b", 2));
+        assert!(map.put(b"a", Offset::new(1)));
+        assert!(!map.put(b"b", Offset::new(2)));
     }
 
     #[test]

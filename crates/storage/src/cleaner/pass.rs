@@ -28,9 +28,11 @@ use super::map_build::build_map;
 use super::offset_map::OffsetMap;
 use super::transactions::TxnFilter;
 use crate::config::LogConfig;
+use crate::epoch::ProducerEpoch;
 use crate::error::{Result, StorageError};
 use crate::fs::remove_if_exists;
 use crate::log::Log;
+use crate::offset::Offset;
 use crate::segment::{
     CLEANED_SUFFIX, INDEX_SUFFIX, LOG_SUFFIX, Segment, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX,
     segment_path, with_added_suffix,
@@ -41,9 +43,9 @@ use crate::throttle::Throttle;
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct PassStats {
     /// Where the pass's dirty section started.
-    pub first_dirty_offset: i64,
+    pub first_dirty_offset: Offset,
     /// The next pass starts here (the new cleaner checkpoint).
-    pub end_offset: i64,
+    pub end_offset: Offset,
     /// Bytes of the dirty section read to build the map (only segments read to their end).
     pub map_bytes_read: u64,
     /// Bytes of the segments read while copying their survivors (Kafka's `bytesRead`).
@@ -74,8 +76,8 @@ pub(super) fn aborted(log: &Log) -> StorageError {
 /// Cleans `log` from `first_dirty_offset` up to (not past) `first_uncleanable_offset`.
 pub fn clean(
     log: &Log,
-    first_dirty_offset: i64,
-    first_uncleanable_offset: i64,
+    first_dirty_offset: Offset,
+    first_uncleanable_offset: Offset,
     map: &mut OffsetMap,
     now_ms: i64,
     throttle: &Throttle,
@@ -99,7 +101,9 @@ pub fn clean(
     )?;
     stats.index_seconds = started.elapsed().as_secs_f64();
     stats.map_utilization = map.utilization();
-    stats.end_offset = (map.latest_offset() + 1).max(first_dirty_offset);
+    stats.end_offset = map.latest_offset().map_or(first_dirty_offset, |latest| {
+        latest.next().max(first_dirty_offset)
+    });
     if stats.end_offset <= first_dirty_offset {
         return Ok(stats);
     }
@@ -109,7 +113,7 @@ pub fn clean(
     let to_clean: Vec<Arc<Segment>> = view
         .segments
         .iter()
-        .filter(|segment| segment.base_offset().value() < stats.end_offset)
+        .filter(|segment| segment.base_offset() < stats.end_offset)
         .filter(|segment| !Arc::ptr_eq(segment, view.active_segment()))
         .cloned()
         .collect();
@@ -134,7 +138,7 @@ pub fn clean(
 
 /// Every producer the log's producer state still holds (not expired, not below the log
 /// start), with its epoch and last data offset.
-fn last_batch_of_active_producers(log: &Log) -> HashMap<i64, (i16, i64)> {
+fn last_batch_of_active_producers(log: &Log) -> HashMap<i64, (ProducerEpoch, Option<Offset>)> {
     log.producer_state()
         .entries()
         .into_iter()
@@ -148,14 +152,14 @@ fn last_batch_of_active_producers(log: &Log) -> HashMap<i64, (i16, i64)> {
 pub fn group_segments(
     segments: &[Arc<Segment>],
     config: &LogConfig,
-    end_offset: i64,
+    end_offset: Offset,
 ) -> Vec<Vec<Arc<Segment>>> {
-    let sizes: Vec<(i64, u64, u64, u64)> = segments
+    let sizes: Vec<(Offset, u64, u64, u64)> = segments
         .iter()
         .map(|segment| {
             let (offset_index, time_index) = segment.index_lengths();
             (
-                segment.base_offset().value(),
+                segment.base_offset(),
                 segment.size(),
                 offset_index,
                 time_index,
@@ -175,10 +179,10 @@ pub fn group_segments(
 
 /// The grouping rule on (base, log bytes, offset index bytes, time index bytes) per segment.
 pub fn group_by_limits(
-    segments: &[(i64, u64, u64, u64)],
+    segments: &[(Offset, u64, u64, u64)],
     segment_bytes: u64,
     index_bytes: u64,
-    end_offset: i64,
+    end_offset: Offset,
 ) -> Vec<std::ops::Range<usize>> {
     let mut groups = Vec::new();
     let mut start = 0;
@@ -260,7 +264,10 @@ fn copy_survivors(
     throttle: &Throttle,
     abort: &AtomicBool,
 ) -> Result<()> {
-    let latest = map.latest_offset();
+    let Some(latest) = map.latest_offset() else {
+        // An empty map cleans nothing: `clean` stops before copying.
+        return Ok(());
+    };
     let view = log.view();
     for segment in group {
         // The aborted transactions reaching into this segment, as Kafka gathers them per
@@ -271,7 +278,7 @@ fn copy_survivors(
             .map(|later| later.base_offset())
             .find(|base| *base > segment.base_offset())
             .unwrap_or(view.log_end.offset);
-        txns.expect(log.aborted_txns_for_cleaning(segment.base_offset(), next_base.value())?);
+        txns.expect(log.aborted_txns_for_cleaning(segment.base_offset(), next_base)?);
         let mut failure = None;
         let path = segment.log_path();
         segment
@@ -324,29 +331,33 @@ mod tests {
 
     #[test]
     fn segment_grouping() {
-        let segments: Vec<(i64, u64, u64, u64)> = (0..9).map(|i| (i * 10, 100, 8, 12)).collect();
-        let all = group_by_limits(&segments, u64::MAX, u64::MAX, 90);
+        let segments: Vec<(Offset, u64, u64, u64)> =
+            (0..9).map(|i| (Offset::new(i * 10), 100, 8, 12)).collect();
+        let end = Offset::new(90);
+        let all = group_by_limits(&segments, u64::MAX, u64::MAX, end);
         assert_eq!(all, vec![0..9], "huge limits: one group");
-        let tiny = group_by_limits(&segments, 100, u64::MAX, 90);
+        let tiny = group_by_limits(&segments, 100, u64::MAX, end);
         assert_eq!(tiny.len(), 9, "segment.bytes of one segment: singletons");
-        let tiny_index = group_by_limits(&segments, u64::MAX, 8, 90);
+        let tiny_index = group_by_limits(&segments, u64::MAX, 8, end);
         assert_eq!(
             tiny_index.len(),
             9,
             "index limit of one segment: singletons"
         );
-        let threes = group_by_limits(&segments, 300, u64::MAX, 90);
+        let threes = group_by_limits(&segments, 300, u64::MAX, end);
         assert_eq!(threes, vec![0..3, 3..6, 6..9]);
     }
 
     #[test]
     fn groups_never_span_more_than_two_to_the_31_offsets() {
+        let at = |offset| Offset::new(offset);
         let segments = [
-            (0, 1, 1, 1),
-            (i64::from(i32::MAX) - 10, 1, 1, 1),
-            (i64::from(i32::MAX) + 5, 1, 1, 1),
+            (at(0), 1, 1, 1),
+            (at(i64::from(i32::MAX) - 10), 1, 1, 1),
+            (at(i64::from(i32::MAX) + 5), 1, 1, 1),
         ];
-        let groups = group_by_limits(&segments, u64::MAX, u64::MAX, i64::from(i32::MAX) + 20);
+        let end = at(i64::from(i32::MAX) + 20);
+        let groups = group_by_limits(&segments, u64::MAX, u64::MAX, end);
         assert_eq!(groups, vec![0..1, 1..3]);
     }
 }

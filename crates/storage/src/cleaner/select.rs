@@ -9,12 +9,13 @@
 //! than `max.compaction.lag.ms`; the filthiest goes first.
 
 use crate::config::LogConfig;
+use crate::offset::Offset;
 
 /// One segment as selection sees it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SegmentInfo {
     /// The segment's base offset.
-    pub base_offset: i64,
+    pub base_offset: Offset,
     /// Bytes of its `.log`.
     pub size_bytes: u64,
     /// Largest record timestamp (−1 when none).
@@ -29,14 +30,14 @@ pub struct LogInfo<'a> {
     /// Sorted by base offset; the last is the active segment.
     pub segments: &'a [SegmentInfo],
     /// The log start offset: where the dirty section starts without a usable checkpoint.
-    pub log_start_offset: i64,
+    pub log_start_offset: Offset,
     /// The log end offset; a checkpoint past it is reset to the log start.
-    pub log_end_offset: i64,
+    pub log_end_offset: Offset,
     /// The last stable offset (the high watermark when no transaction is open): nothing at or
     /// above it is cleaned.
-    pub last_stable_offset: i64,
+    pub last_stable_offset: Offset,
     /// From the cleaner checkpoint, if any.
-    pub checkpointed_dirty_offset: Option<i64>,
+    pub checkpointed_dirty_offset: Option<Offset>,
     /// The log's configuration (`min.compaction.lag.ms`, `max.compaction.lag.ms`).
     pub config: &'a LogConfig,
 }
@@ -45,11 +46,11 @@ pub struct LogInfo<'a> {
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Cleanable {
     /// Where the dirty section starts: the cleaner checkpoint, or the log start.
-    pub first_dirty_offset: i64,
+    pub first_dirty_offset: Offset,
     /// The checkpoint was outside the log and must be rewritten.
     pub dirty_offset_reset: bool,
     /// Where the dirty section ends (exclusive): a pass cleans nothing at or past it.
-    pub first_uncleanable_offset: i64,
+    pub first_uncleanable_offset: Offset,
     /// Bytes of the segments wholly below the first dirty offset.
     pub clean_bytes: u64,
     /// Bytes of the segments in the dirty section.
@@ -90,7 +91,7 @@ pub fn cleanable(info: &LogInfo<'_>, now_ms: i64) -> Cleanable {
             .filter(|(index, segment)| {
                 let next = segments
                     .get(index + 1)
-                    .map_or(i64::MAX, |next| next.base_offset);
+                    .map_or(Offset::MAX, |next| next.base_offset);
                 next > first_dirty_offset && segment.base_offset < active_base
             })
             .find(|(_, segment)| segment.largest_timestamp_ms > crate::clock::before(now_ms, lag));
@@ -171,7 +172,7 @@ mod tests {
 
     fn segment(base_offset: i64, size_bytes: u64, timestamp: i64) -> SegmentInfo {
         SegmentInfo {
-            base_offset,
+            base_offset: Offset::new(base_offset),
             size_bytes,
             largest_timestamp_ms: timestamp,
             first_timestamp_ms: timestamp,
@@ -186,9 +187,9 @@ mod tests {
         LogInfo {
             segments,
             log_start_offset: segments[0].base_offset,
-            log_end_offset: 100,
-            last_stable_offset: 100,
-            checkpointed_dirty_offset: checkpoint,
+            log_end_offset: Offset::new(100),
+            last_stable_offset: Offset::new(100),
+            checkpointed_dirty_offset: checkpoint.map(Offset::new),
             config,
         }
     }
@@ -205,7 +206,7 @@ mod tests {
         let result = cleanable(&info(&segments, Some(25), &config), 1_000);
         assert_eq!(
             (result.first_dirty_offset, result.first_uncleanable_offset),
-            (25, 75)
+            (Offset::new(25), Offset::new(75))
         );
         assert_eq!((result.clean_bytes, result.cleanable_bytes), (100, 300));
         assert!((result.dirty_ratio - 0.75).abs() < 1e-9);
@@ -218,7 +219,7 @@ mod tests {
         let segments = [segment(10, 100, 0), segment(50, 0, 0)];
         for checkpoint in [3, 500] {
             let result = cleanable(&info(&segments, Some(checkpoint), &config), 0);
-            assert_eq!(result.first_dirty_offset, 10);
+            assert_eq!(result.first_dirty_offset, Offset::new(10));
             assert!(result.dirty_offset_reset);
         }
     }
@@ -237,7 +238,8 @@ mod tests {
         ];
         let result = cleanable(&info(&segments, None, &config), 10_000);
         assert_eq!(
-            result.first_uncleanable_offset, 25,
+            result.first_uncleanable_offset,
+            Offset::new(25),
             "the second segment is too new"
         );
         assert_eq!(result.cleanable_bytes, 100);
@@ -253,10 +255,11 @@ mod tests {
             segment(75, 0, -1),
         ];
         let mut log = info(&segments, None, &config);
-        log.last_stable_offset = 30;
+        log.last_stable_offset = Offset::new(30);
         let result = cleanable(&log, 0);
         assert_eq!(
-            result.first_uncleanable_offset, 25,
+            result.first_uncleanable_offset,
+            Offset::new(25),
             "rounded down to the segment holding the HW"
         );
     }
@@ -281,9 +284,9 @@ mod tests {
     fn the_filthiest_due_log_is_chosen() {
         let config = LogConfig::default();
         let make = |ratio: f64| Cleanable {
-            first_dirty_offset: 0,
+            first_dirty_offset: Offset::ZERO,
             dirty_offset_reset: false,
-            first_uncleanable_offset: 10,
+            first_uncleanable_offset: Offset::new(10),
             clean_bytes: 0,
             cleanable_bytes: 10,
             dirty_ratio: ratio,

@@ -14,6 +14,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use ferrolog_records::RecordBatch;
 use ferrolog_records::control::ControlType;
 
+use crate::offset::Offset;
 use crate::segment::AbortedTxn;
 
 /// The transactions around the batch being looked at.
@@ -21,7 +22,7 @@ use crate::segment::AbortedTxn;
 pub(super) struct TxnFilter {
     /// Aborted transactions not reached yet, by first offset (the same transaction may be
     /// listed by more than one segment's search; the key makes it one).
-    upcoming: BTreeMap<(i64, i64), AbortedTxn>,
+    upcoming: BTreeMap<(Offset, i64), AbortedTxn>,
     /// Producers inside an aborted transaction, and whether data of it was seen in this pass.
     aborted: HashMap<i64, (AbortedTxn, bool)>,
     /// Producers inside a committed (not aborted) transaction whose data was seen.
@@ -48,7 +49,7 @@ impl TxnFilter {
 
     /// Before looking at a batch ending at `last_offset`: the aborted transactions that start
     /// by then become current.
-    fn reach(&mut self, last_offset: i64) {
+    fn reach(&mut self, last_offset: Offset) {
         while let Some(entry) = self.upcoming.first_entry() {
             if entry.key().0 > last_offset {
                 break;
@@ -60,7 +61,7 @@ impl TxnFilter {
 
     /// Whether a data batch belongs to an aborted transaction (and so is dropped).
     pub(super) fn drops_data(&mut self, batch: &RecordBatch<'_>) -> bool {
-        self.reach(batch.last_offset());
+        self.reach(Offset::new(batch.last_offset()));
         if !batch.is_transactional() {
             return false;
         }
@@ -74,7 +75,7 @@ impl TxnFilter {
 
     /// What a control batch means for its transaction.
     pub(super) fn on_marker(&mut self, batch: &RecordBatch<'_>) -> MarkerVerdict {
-        self.reach(batch.last_offset());
+        self.reach(Offset::new(batch.last_offset()));
         let keep = MarkerVerdict {
             discardable: false,
             index_entry: None,
@@ -141,9 +142,9 @@ mod tests {
     fn txn(producer_id: i64, first_offset: i64, last_offset: i64) -> AbortedTxn {
         AbortedTxn {
             producer_id,
-            first_offset,
-            last_offset,
-            last_stable_offset: last_offset + 1,
+            first_offset: Offset::new(first_offset),
+            last_offset: Offset::new(last_offset),
+            last_stable_offset: Offset::new(last_offset + 1),
         }
     }
 

@@ -20,6 +20,7 @@ use std::sync::Arc;
 use super::decompression_budget::DecompressionBudget;
 use crate::config::{LogConfig, TargetCompression};
 use crate::decompression::{DecompressionMemory, Reservation};
+use crate::epoch::{LeaderEpoch, ProducerEpoch};
 use crate::error::{Result, StorageError};
 use crate::offset::Offset;
 use crate::producer::{ProducerBatch, TxnMarker};
@@ -70,7 +71,7 @@ pub(crate) struct LeaderContext<'c> {
     pub config: &'c LogConfig,
     pub next_offset: Offset,
     pub now_ms: i64,
-    pub partition_leader_epoch: i32,
+    pub partition_leader_epoch: LeaderEpoch,
 }
 
 /// Byte ranges of the whole batches in `bytes`; anything else is corruption.
@@ -121,7 +122,7 @@ pub(super) fn invalid(
 #[derive(Debug, Clone, Copy)]
 struct ProducerFields {
     producer_id: i64,
-    epoch: i16,
+    epoch: ProducerEpoch,
     base_sequence: i32,
     transactional: bool,
 }
@@ -166,12 +167,12 @@ impl CheckedLeaderAppend {
     /// The append's producer batches at provisional offsets (the first from 0): what the
     /// producer state's checks look at before the writer lock assigns the real ones.
     pub(crate) fn provisional_producer_batches(&self) -> Vec<ProducerBatch> {
-        let mut next_offset = 0i64;
+        let mut next_offset = Offset::ZERO;
         self.batches
             .iter()
             .filter_map(|checked| {
                 let base_offset = next_offset;
-                next_offset += i64::from(checked.last_offset_delta) + 1;
+                next_offset = next_offset + i64::from(checked.last_offset_delta) + 1;
                 producer_batch(checked, base_offset, checked.max_timestamp)
             })
             .collect()
@@ -239,7 +240,7 @@ pub(crate) fn check_leader_append(
             record_count: batch.records_count() as usize,
             producer: ProducerFields {
                 producer_id: batch.producer_id(),
-                epoch: batch.producer_epoch(),
+                epoch: ProducerEpoch::new(batch.producer_epoch()),
                 base_sequence: batch.base_sequence(),
                 transactional: batch.is_transactional(),
             },
@@ -320,7 +321,11 @@ pub(crate) fn assign_leader_offsets(
             max_timestamp: stored_max,
             size: meta_size as u32,
         });
-        producer_batches.extend(producer_batch(checked_batch, base_offset, stored_max));
+        producer_batches.extend(producer_batch(
+            checked_batch,
+            Offset::new(base_offset),
+            stored_max,
+        ));
         record_count += checked_batch.record_count;
         next_offset = last_offset + 1;
     }
@@ -365,7 +370,7 @@ fn patch_in_place(
     let rewrite_max = checked_batch.header_max_timestamp != stored_max
         || checked_batch.header_timestamp_type != timestamp_type;
     batch::set_base_offset(slice, base_offset);
-    batch::set_partition_leader_epoch(slice, context.partition_leader_epoch);
+    batch::set_partition_leader_epoch(slice, context.partition_leader_epoch.value());
     if rewrite_max {
         batch::set_max_timestamp(slice, timestamp_type, stored_max);
     }
@@ -374,7 +379,7 @@ fn patch_in_place(
 /// What the producer state learns from a batch with a producer id, at its assigned offsets.
 fn producer_batch(
     checked_batch: &CheckedBatch,
-    base_offset: i64,
+    base_offset: Offset,
     stored_max: i64,
 ) -> Option<ProducerBatch> {
     let producer = checked_batch.producer;
@@ -531,8 +536,12 @@ fn rebuild_batch(
     let producer = checked.producer;
     let mut builder = BatchBuilder::new(base_offset)
         .compression(codec)
-        .producer(producer.producer_id, producer.epoch, producer.base_sequence)
-        .partition_leader_epoch(context.partition_leader_epoch);
+        .producer(
+            producer.producer_id,
+            producer.epoch.value(),
+            producer.base_sequence,
+        )
+        .partition_leader_epoch(context.partition_leader_epoch.value());
     if log_append_time {
         builder = builder.log_append_time(context.now_ms);
     }

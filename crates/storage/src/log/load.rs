@@ -213,7 +213,7 @@ impl Log {
             high_watermark: log_end_offset,
             recovery_point,
             damaged_end: damaged_end.map(Arc::new),
-            first_unstable_offset: producer_state.first_unstable_offset().map(Offset::new),
+            first_unstable_offset: producer_state.first_unstable_offset(),
             home: Arc::new(LogHome {
                 dir: dir.to_path_buf(),
                 health,

@@ -66,6 +66,7 @@ pub use write::{Appended, MarkerRequest};
 
 use crate::clock::Clock;
 use crate::config::LogConfig;
+use crate::epoch::LeaderEpoch;
 use crate::error::{Result, StorageError};
 use crate::health::DirHealth;
 use crate::offset::Offset;
@@ -75,7 +76,7 @@ use crate::types::TopicPartition;
 
 /// The partition leader epoch stamped on every batch this log assigns offsets to. ferrolog is
 /// a single node: it is the only leader its partitions have had, in epoch 0.
-pub const LEADER_EPOCH: i32 = 0;
+pub const LEADER_EPOCH: LeaderEpoch = LeaderEpoch::new(0);
 
 /// An immutable snapshot of the log, published after every change.
 #[derive(Debug, Clone)]

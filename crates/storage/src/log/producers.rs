@@ -155,7 +155,6 @@ pub(super) fn load(
     let above_cut = recovery.cut.unwrap_or(Offset::MAX);
     let mut candidates = Vec::new();
     for (offset, path) in snapshot::list(dir)? {
-        let offset = Offset::new(offset);
         if offset > log_end_offset || offset < log_start_offset || offset > above_cut {
             remove_if_exists(&path)?;
         } else {
@@ -194,7 +193,7 @@ pub(super) fn load(
         }
     }
     if source != ProducerStateSource::FullReplay {
-        state.evict_below(log_start_offset.value());
+        state.evict_below(log_start_offset);
     }
     Ok((state, source, damaged))
 }
@@ -251,17 +250,17 @@ impl Log {
         let bytes = snapshot::encode(self.producers.lock().entries().into_iter());
         let dir = self.dir();
         match sync {
-            SnapshotSync::Now => snapshot::write(&dir, offset.value(), &bytes),
-            SnapshotSync::Later => snapshot::write_unsynced(&dir, offset.value(), &bytes),
+            SnapshotSync::Now => snapshot::write(&dir, offset, &bytes),
+            SnapshotSync::Later => snapshot::write_unsynced(&dir, offset, &bytes),
         }
     }
 
     /// After the log start moved up: producers whose data is gone are forgotten, and snapshots
     /// below the new start deleted.
     pub(super) fn on_log_start_moved(&self, log_start_offset: Offset) -> Result<()> {
-        self.producers.lock().evict_below(log_start_offset.value());
+        self.producers.lock().evict_below(log_start_offset);
         for (offset, path) in snapshot::list(&self.dir())? {
-            if offset < log_start_offset.value() {
+            if offset < log_start_offset {
                 remove_if_exists(&path)?;
             }
         }
@@ -286,7 +285,7 @@ impl Log {
         let mut state = state;
         let max = self.config().max_producers;
         super::write::forget_beyond(&mut state, max, &self.topic_partition);
-        next.first_unstable_offset = state.first_unstable_offset().map(Offset::new);
+        next.first_unstable_offset = state.first_unstable_offset();
         *self.producers.lock() = state;
         self.verifications.lock().clear_all();
         Ok(())

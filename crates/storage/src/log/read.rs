@@ -300,7 +300,7 @@ impl Log {
     pub(crate) fn aborted_txns_for_cleaning(
         &self,
         segment_base: Offset,
-        upper_bound: i64,
+        upper_bound: Offset,
     ) -> Result<Vec<AbortedTxn>> {
         let view = self.view();
         let Some(first) = view.floor_segment_index(segment_base) else {
@@ -308,8 +308,7 @@ impl Log {
         };
         let mut aborted = Vec::new();
         for segment in &view.segments[first..] {
-            let search =
-                segment.collect_aborted_txns(view.log_start_offset.value(), upper_bound)?;
+            let search = segment.collect_aborted_txns(view.log_start_offset, upper_bound)?;
             aborted.extend(search.aborted);
             if search.complete {
                 break;
@@ -338,7 +337,7 @@ fn aborted_txns_of_read(
         .unwrap_or(view.log_end.offset);
     let mut aborted = Vec::new();
     for segment in &view.segments[index..] {
-        let search = segment.collect_aborted_txns(fetch_offset.value(), upper_bound.value())?;
+        let search = segment.collect_aborted_txns(fetch_offset, upper_bound)?;
         aborted.extend(search.aborted);
         if search.complete {
             break;

@@ -15,6 +15,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use parking_lot::Mutex;
 
 use super::Log;
+use crate::epoch::ProducerEpoch;
 use crate::error::{Result, StorageError};
 use crate::producer::{BatchOrigin, ProducerBatch, TxnVerifier};
 
@@ -33,13 +34,13 @@ pub(super) struct Verifications {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Verification {
     guard: u64,
-    epoch: i16,
+    epoch: ProducerEpoch,
     started_ms: i64,
 }
 
 impl Verifications {
     /// A new guard for `producer_id` at `epoch`, replacing any earlier one.
-    fn start(&mut self, producer_id: i64, epoch: i16, now_ms: i64) -> u64 {
+    fn start(&mut self, producer_id: i64, epoch: ProducerEpoch, now_ms: i64) -> u64 {
         let guard = NEXT_GUARD.fetch_add(1, Ordering::Relaxed);
         self.by_producer.insert(
             producer_id,
@@ -52,7 +53,7 @@ impl Verifications {
         guard
     }
 
-    fn holds(&self, producer_id: i64, epoch: i16, guard: u64) -> bool {
+    fn holds(&self, producer_id: i64, epoch: ProducerEpoch, guard: u64) -> bool {
         self.by_producer
             .get(&producer_id)
             .is_some_and(|held| held.guard == guard && held.epoch == epoch)
@@ -90,12 +91,12 @@ impl Verifications {
 /// The guards one append took before the writer lock: the verifier its locked check asks.
 #[derive(Debug)]
 pub(super) struct GuardCheck<'a> {
-    taken: HashMap<i64, (u64, i16)>,
+    taken: HashMap<i64, (u64, ProducerEpoch)>,
     verifications: &'a Mutex<Verifications>,
 }
 
 impl TxnVerifier for GuardCheck<'_> {
-    fn verify(&self, producer_id: i64, epoch: i16) -> Result<()> {
+    fn verify(&self, producer_id: i64, epoch: ProducerEpoch) -> Result<()> {
         let holds = self.taken.get(&producer_id).is_some_and(|(guard, taken)| {
             *taken == epoch && self.verifications.lock().holds(producer_id, epoch, *guard)
         });
@@ -114,11 +115,11 @@ impl TxnVerifier for GuardCheck<'_> {
 /// A verifier that answers yes and notes whom it was asked about.
 #[derive(Debug, Default)]
 struct Recording {
-    asked: RefCell<Vec<(i64, i16)>>,
+    asked: RefCell<Vec<(i64, ProducerEpoch)>>,
 }
 
 impl TxnVerifier for Recording {
-    fn verify(&self, producer_id: i64, epoch: i16) -> Result<()> {
+    fn verify(&self, producer_id: i64, epoch: ProducerEpoch) -> Result<()> {
         self.asked.borrow_mut().push((producer_id, epoch));
         Ok(())
     }

@@ -8,6 +8,7 @@ use super::append::{self, AppendInfo, ValidatedAppend};
 use super::producers::SnapshotSync;
 use super::{LEADER_EPOCH, Log, LogOffsetMetadata, WriterState, refuse_past_damaged_end};
 use crate::config::LogConfig;
+use crate::epoch::{CoordinatorEpoch, ProducerEpoch};
 use crate::error::{Result, StorageError};
 use crate::fs::remove_if_exists;
 use crate::offset::{FilePosition, Offset};
@@ -28,9 +29,9 @@ pub struct MarkerRequest {
     /// The producer whose transaction ends.
     pub producer_id: i64,
     /// The producer epoch the marker carries.
-    pub epoch: i16,
+    pub epoch: ProducerEpoch,
     /// The coordinator epoch the marker carries.
-    pub coordinator_epoch: i32,
+    pub coordinator_epoch: CoordinatorEpoch,
     /// COMMIT or ABORT.
     pub kind: MarkerKind,
 }
@@ -44,7 +45,7 @@ fn apply_in_offset_order(
 ) -> Vec<AbortedTxn> {
     let mut aborted = Vec::new();
     let mut markers = markers.iter().peekable();
-    let mut end_markers_below = |producers: &mut ProducerState, offset: i64| {
+    let mut end_markers_below = |producers: &mut ProducerState, offset: Offset| {
         while let Some(marker) = markers.next_if(|marker| marker.offset < offset) {
             if let Some(completed) = producers.apply_marker(marker)
                 && completed.aborted
@@ -62,7 +63,7 @@ fn apply_in_offset_order(
         end_markers_below(producers, batch.first_offset);
         producers.apply(batch);
     }
-    end_markers_below(producers, i64::MAX);
+    end_markers_below(producers, Offset::MAX);
     aborted
 }
 
@@ -174,15 +175,15 @@ impl Log {
                 // A retry of a batch already written: answered with where it went, as Kafka does.
                 tracing::debug!(
                     partition = %self.topic_partition,
-                    first_offset = original.first_offset,
+                    first_offset = original.first_offset.value(),
                     "duplicate producer batch acknowledged without writing it"
                 );
                 return Ok(Appended {
                     info: AppendInfo {
-                        first_offset: Offset::new(original.first_offset),
-                        last_offset: Offset::new(original.last_offset),
+                        first_offset: original.first_offset,
+                        last_offset: original.last_offset,
                         max_timestamp: original.timestamp,
-                        offset_of_max_timestamp: Offset::new(original.last_offset),
+                        offset_of_max_timestamp: original.last_offset,
                         log_append_time_ms: -1,
                         record_count: 0,
                         batch_count: 0,
@@ -193,7 +194,7 @@ impl Log {
                     // not yet below the recovery point is acknowledged only once it is, at the
                     // cost of a rare extra fsync when the original was not due one.
                     flush_due: config.flush_messages < i64::MAX
-                        && original.last_offset >= self.view().recovery_point.value(),
+                        && original.last_offset >= self.view().recovery_point,
                 });
             }
             self.write_validated(
@@ -275,7 +276,7 @@ impl Log {
                 &validated.markers,
             );
             forget_beyond(&mut producers, config.max_producers, &self.topic_partition);
-            next.first_unstable_offset = producers.first_unstable_offset().map(Offset::new);
+            next.first_unstable_offset = producers.first_unstable_offset();
             // A transactional batch or a marker written spends its producer's verification.
             let mut verifications = self.verifications.lock();
             let transactional = validated
@@ -298,7 +299,7 @@ impl Log {
             .iter()
             .try_for_each(|txn| active.append_aborted_txn(*txn));
         if indexed.is_err() {
-            let unindexed = aborted.iter().map(|txn| Offset::new(txn.first_offset));
+            let unindexed = aborted.iter().map(|txn| txn.first_offset);
             next.first_unstable_offset = view
                 .first_unstable_offset
                 .into_iter()
@@ -336,7 +337,7 @@ impl Log {
                 epoch: marker.epoch,
                 coordinator_epoch: marker.coordinator_epoch,
                 kind: marker.kind,
-                offset: offset.value(),
+                offset,
                 timestamp: now_ms,
             };
             self.producers
@@ -347,10 +348,10 @@ impl Log {
                 MarkerKind::Commit => 1,
             };
             let mut builder = BatchBuilder::new(offset.value())
-                .producer(marker.producer_id, marker.epoch, -1)
+                .producer(marker.producer_id, marker.epoch.value(), -1)
                 .transactional(true)
                 .control(true)
-                .partition_leader_epoch(LEADER_EPOCH);
+                .partition_leader_epoch(LEADER_EPOCH.value());
             // One record of 4 and 6 bytes: nothing in it can fail to encode.
             let unencodable = |error: ferrolog_records::RecordsError| {
                 StorageError::Fatal(format!("encoding a transaction marker: {error}"))
@@ -359,7 +360,7 @@ impl Log {
                 .append(
                     now_ms,
                     Some(&control_key(kind)),
-                    Some(&marker_value(marker.coordinator_epoch)),
+                    Some(&marker_value(marker.coordinator_epoch.value())),
                     &[],
                 )
                 .map_err(unencodable)?;
@@ -496,6 +497,6 @@ impl Log {
             let _writer = self.writer.lock();
             self.dir()
         };
-        snapshot::sync(&dir, new_base.value())
+        snapshot::sync(&dir, new_base)
     }
 }

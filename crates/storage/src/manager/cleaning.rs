@@ -9,6 +9,7 @@ use crate::checkpoint::{CLEANER_OFFSET_CHECKPOINT, OffsetMap};
 use crate::cleaner::{CleanerHost, LogCleaner};
 use crate::error::{Result, StorageError};
 use crate::log::Log;
+use crate::offset::Offset;
 use crate::types::TopicPartition;
 
 /// The cleaner's view of the manager; holds it weakly so the manager can be dropped.
@@ -33,20 +34,20 @@ impl CleanerHost for Host {
             .collect()
     }
 
-    fn cleaner_checkpoint(&self, topic_partition: &TopicPartition) -> Option<i64> {
+    fn cleaner_checkpoint(&self, topic_partition: &TopicPartition) -> Option<Offset> {
         self.0
             .upgrade()?
             .maintenance
             .cleaner_checkpoints
             .lock()
             .get(topic_partition)
-            .copied()
+            .map(|&offset| Offset::new(offset))
     }
 
     fn record_cleaner_checkpoint(
         &self,
         topic_partition: &TopicPartition,
-        offset: i64,
+        offset: Offset,
     ) -> Result<()> {
         let Some(manager) = self.0.upgrade() else {
             return Ok(());
@@ -55,7 +56,7 @@ impl CleanerHost for Host {
             .maintenance
             .cleaner_checkpoints
             .lock()
-            .insert(topic_partition.clone(), offset);
+            .insert(topic_partition.clone(), offset.value());
         manager.write_cleaner_checkpoint_of(topic_partition)
     }
 }

@@ -31,15 +31,13 @@ use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use ferrolog_records::RecordBatch;
 use ferrolog_records::control::{ControlType, marker_coordinator_epoch};
 
+use crate::epoch::{CoordinatorEpoch, ProducerEpoch};
 use crate::error::{Result, StorageError};
+use crate::offset::Offset;
 
 /// Batches remembered per producer for duplicate detection (Kafka's
 /// `NUM_BATCHES_TO_RETAIN`, which also bounds a producer's in-flight requests).
 pub const BATCHES_PER_PRODUCER: usize = 5;
-
-/// The epoch of a producer entry created by something other than a batch of its own (Kafka's
-/// `NO_PRODUCER_EPOCH`): any sequence may follow it.
-pub const NO_PRODUCER_EPOCH: i16 = -1;
 
 /// Where one batch of a producer landed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -49,9 +47,9 @@ pub struct BatchMetadata {
     /// The sequence number of the batch's last record.
     pub last_seq: i32,
     /// The offset of the batch's first record.
-    pub first_offset: i64,
+    pub first_offset: Offset,
     /// The offset of the batch's last record.
-    pub last_offset: i64,
+    pub last_offset: Offset,
     /// The batch's max timestamp; producer expiry counts from the newest.
     pub timestamp: i64,
 }
@@ -69,28 +67,30 @@ pub struct ProducerEntry {
     /// The producer's `producerId`.
     pub producer_id: i64,
     /// The producer's current `producerEpoch`; batches of an older one are fenced.
-    pub epoch: i16,
+    /// [`ProducerEpoch::NONE`] for an entry made by something other than a batch of its own,
+    /// which any sequence may follow.
+    pub epoch: ProducerEpoch,
     /// Oldest first, at most [`BATCHES_PER_PRODUCER`].
     pub batches: VecDeque<BatchMetadata>,
-    /// The transaction coordinator's `coordinatorEpoch`, from the producer's last marker; −1
-    /// for none.
-    pub coordinator_epoch: i32,
+    /// The transaction coordinator's `coordinatorEpoch`, from the producer's last marker;
+    /// [`CoordinatorEpoch::NONE`] for none.
+    pub coordinator_epoch: CoordinatorEpoch,
     /// The newest batch's max timestamp or marker's timestamp, from which expiry counts; −1 for
     /// none.
     pub last_timestamp: i64,
     /// The first offset of the producer's open transaction in this partition.
-    pub current_txn_first_offset: Option<i64>,
+    pub current_txn_first_offset: Option<Offset>,
 }
 
 impl ProducerEntry {
-    /// A producer at `epoch` with no batches yet, no coordinator epoch (−1) and no open
+    /// A producer at `epoch` with no batches yet, no coordinator epoch and no open
     /// transaction.
-    pub fn new(producer_id: i64, epoch: i16) -> Self {
+    pub fn new(producer_id: i64, epoch: ProducerEpoch) -> Self {
         Self {
             producer_id,
             epoch,
             batches: VecDeque::new(),
-            coordinator_epoch: -1,
+            coordinator_epoch: CoordinatorEpoch::NONE,
             last_timestamp: -1,
             current_txn_first_offset: None,
         }
@@ -101,9 +101,9 @@ impl ProducerEntry {
         self.last_timestamp
     }
 
-    /// The newest batch's last offset; −1 without batches.
-    pub fn last_offset(&self) -> i64 {
-        self.batches.back().map_or(-1, |b| b.last_offset)
+    /// The newest batch's last offset; `None` without batches.
+    pub fn last_offset(&self) -> Option<Offset> {
+        self.batches.back().map(|b| b.last_offset)
     }
 
     fn find_duplicate(&self, batch: &ProducerBatch) -> Option<BatchMetadata> {
@@ -117,7 +117,7 @@ impl ProducerEntry {
     }
 
     /// Moves to `epoch`; the batches of an older epoch no longer tell duplicates or sequences.
-    fn set_epoch(&mut self, epoch: i16) {
+    fn set_epoch(&mut self, epoch: ProducerEpoch) {
         if epoch != self.epoch {
             self.epoch = epoch;
             self.batches.clear();
@@ -149,15 +149,15 @@ pub struct ProducerBatch {
     /// The batch's `producerId`.
     pub producer_id: i64,
     /// The batch's `producerEpoch`.
-    pub epoch: i16,
+    pub epoch: ProducerEpoch,
     /// The batch's `baseSequence`.
     pub first_seq: i32,
     /// `baseSequence` + `lastOffsetDelta`, wrapping past `i32::MAX` to 0.
     pub last_seq: i32,
     /// The batch's `baseOffset`.
-    pub first_offset: i64,
+    pub first_offset: Offset,
     /// `baseOffset` + `lastOffsetDelta`: the offset of the batch's last record.
-    pub last_offset: i64,
+    pub last_offset: Offset,
     /// The batch's `maxTimestamp`.
     pub timestamp: i64,
     /// Whether the batch belongs to a transaction.
@@ -172,14 +172,15 @@ impl ProducerBatch {
             return None;
         }
         let first_seq = batch.base_sequence();
+        let first_offset = Offset::new(batch.base_offset());
         Some(Self {
             producer_id: batch.producer_id(),
-            epoch: batch.producer_epoch(),
+            epoch: ProducerEpoch::new(batch.producer_epoch()),
             first_seq,
             // Sequences wrap at i32::MAX, as Kafka's do.
             last_seq: first_seq.wrapping_add(batch.last_offset_delta()) & i32::MAX,
-            first_offset: batch.base_offset(),
-            last_offset: batch.base_offset() + i64::from(batch.last_offset_delta()),
+            first_offset,
+            last_offset: first_offset + i64::from(batch.last_offset_delta()),
             timestamp: batch.max_timestamp(),
             transactional: batch.is_transactional(),
         })
@@ -201,13 +202,13 @@ pub struct TxnMarker {
     /// The producer whose transaction the marker ends.
     pub producer_id: i64,
     /// The marker batch's producer epoch.
-    pub epoch: i16,
+    pub epoch: ProducerEpoch,
     /// The coordinator epoch in the marker's value.
-    pub coordinator_epoch: i32,
+    pub coordinator_epoch: CoordinatorEpoch,
     /// COMMIT or ABORT.
     pub kind: MarkerKind,
     /// The marker's offset.
-    pub offset: i64,
+    pub offset: Offset,
     /// The marker record's timestamp.
     pub timestamp: i64,
 }
@@ -241,10 +242,10 @@ impl TxnMarker {
             .ok_or_else(|| format!("a {} marker without a 6-byte value", kind.name()))?;
         Ok(Some(Self {
             producer_id: batch.producer_id(),
-            epoch: batch.producer_epoch(),
-            coordinator_epoch,
+            epoch: ProducerEpoch::new(batch.producer_epoch()),
+            coordinator_epoch: CoordinatorEpoch::new(coordinator_epoch),
             kind,
-            offset: batch.base_offset(),
+            offset: Offset::new(batch.base_offset()),
             timestamp: record.timestamp,
         }))
     }
@@ -266,15 +267,15 @@ pub struct CompletedTxn {
     /// Whose transaction.
     pub producer_id: i64,
     /// Its first offset in the partition.
-    pub first_offset: i64,
+    pub first_offset: Offset,
     /// The marker's offset.
-    pub last_offset: i64,
+    pub last_offset: Offset,
     /// Whether it was aborted.
     pub aborted: bool,
     /// What became stable with it, the high watermark aside: the first offset of the earliest
     /// other open transaction, or the marker's offset + 1 (Kafka's
     /// `lastStableOffset(completedTxn)`, which the transaction index keeps).
-    pub last_stable_offset: i64,
+    pub last_stable_offset: Offset,
 }
 
 /// Who wrote a producer batch: Kafka's `AppendOrigin` for the checks that differ.
@@ -296,7 +297,7 @@ pub trait TxnVerifier {
     /// `Ok` when `producer_id` at `epoch` has an ongoing transaction that includes this
     /// partition; otherwise the refusal the producer gets
     /// ([`StorageError::TxnNotVerified`], or an epoch or state error).
-    fn verify(&self, producer_id: i64, epoch: i16) -> Result<()>;
+    fn verify(&self, producer_id: i64, epoch: ProducerEpoch) -> Result<()>;
 }
 
 /// The verifier of appends made without a transaction coordinator (tools, tests, embedded use):
@@ -305,7 +306,7 @@ pub trait TxnVerifier {
 pub struct NoTxnCoordinator;
 
 impl TxnVerifier for NoTxnCoordinator {
-    fn verify(&self, producer_id: i64, _epoch: i16) -> Result<()> {
+    fn verify(&self, producer_id: i64, _epoch: ProducerEpoch) -> Result<()> {
         Err(StorageError::InvalidTxnState {
             producer_id,
             reason: "a transactional batch, but no transaction coordinator verifies this append"
@@ -319,7 +320,7 @@ impl TxnVerifier for NoTxnCoordinator {
 pub struct ProducerState {
     producers: HashMap<i64, ProducerEntry>,
     /// Open transactions by first offset: the producer whose transaction starts there.
-    open_txns: BTreeMap<i64, i64>,
+    open_txns: BTreeMap<Offset, i64>,
 }
 
 impl ProducerState {
@@ -339,12 +340,12 @@ impl ProducerState {
     }
 
     /// The first offset of the earliest open transaction: `read_committed` reads stop there.
-    pub fn first_unstable_offset(&self) -> Option<i64> {
+    pub fn first_unstable_offset(&self) -> Option<Offset> {
         self.open_txns.keys().next().copied()
     }
 
     /// Open transactions as (first offset, producer id), earliest first.
-    pub fn open_txns(&self) -> impl Iterator<Item = (i64, i64)> + '_ {
+    pub fn open_txns(&self) -> impl Iterator<Item = (Offset, i64)> + '_ {
         self.open_txns
             .iter()
             .map(|(&first, &producer)| (first, producer))
@@ -422,11 +423,11 @@ impl ProducerState {
                 // entry without batches was made by a marker: its epoch is new, so 0 again,
                 // unless it has no epoch of its own.
                 let expected = match entry.batches.back() {
-                    _ if batch.epoch != entry.epoch && entry.epoch != NO_PRODUCER_EPOCH => 0,
+                    _ if batch.epoch != entry.epoch && !entry.epoch.is_none() => 0,
                     _ if batch.epoch != entry.epoch => batch.first_seq,
                     Some(last) if last.last_seq == i32::MAX => 0,
                     Some(last) => last.last_seq + 1,
-                    None if entry.epoch == NO_PRODUCER_EPOCH => batch.first_seq,
+                    None if entry.epoch.is_none() => batch.first_seq,
                     None => 0,
                 };
                 if origin == BatchOrigin::Client && batch.first_seq != expected {
@@ -485,7 +486,7 @@ impl ProducerState {
         // 4.4 accepts (KAFKA-19999): a coordinator completing a transaction after a restart
         // writes its markers again.
         let retried = marker.epoch == entry.epoch
-            && (entry.current_txn_first_offset.is_none() || entry.epoch == i16::MAX);
+            && (entry.current_txn_first_offset.is_none() || entry.epoch == ProducerEpoch::MAX);
         let stale = if epoch_bumped {
             marker.epoch < entry.epoch || (marker.epoch == entry.epoch && !retried)
         } else {
@@ -514,7 +515,7 @@ impl ProducerState {
         let entry = self
             .producers
             .entry(marker.producer_id)
-            .or_insert_with(|| ProducerEntry::new(marker.producer_id, NO_PRODUCER_EPOCH));
+            .or_insert_with(|| ProducerEntry::new(marker.producer_id, ProducerEpoch::NONE));
         entry.set_epoch(marker.epoch);
         entry.coordinator_epoch = marker.coordinator_epoch;
         entry.last_timestamp = marker.timestamp;
@@ -524,7 +525,7 @@ impl ProducerState {
             .open_txns
             .iter()
             .find(|&(_, &producer)| producer != marker.producer_id)
-            .map_or(marker.offset + 1, |(&first, _)| first);
+            .map_or(marker.offset.next(), |(&first, _)| first);
         self.open_txns.remove(&first_offset);
         Some(CompletedTxn {
             producer_id: marker.producer_id,
@@ -559,7 +560,7 @@ impl ProducerState {
         }
         let before = self.producers.len();
         let keep = (max - max / 10).max(1);
-        let mut idle: Vec<(i64, i64)> = self
+        let mut idle: Vec<(Option<Offset>, i64)> = self
             .producers
             .values()
             .filter(|entry| entry.current_txn_first_offset.is_none())
@@ -576,11 +577,12 @@ impl ProducerState {
     /// Forgets producers whose every batch lies below `log_start_offset` (their data is gone),
     /// but none with an open transaction or whose last word was a marker (it carries their
     /// epoch; they expire with time).
-    pub fn evict_below(&mut self, log_start_offset: i64) {
+    pub fn evict_below(&mut self, log_start_offset: Offset) {
         self.producers.retain(|_, entry| {
             entry.current_txn_first_offset.is_some()
-                || entry.batches.is_empty()
-                || entry.last_offset() >= log_start_offset
+                || entry
+                    .last_offset()
+                    .is_none_or(|last| last >= log_start_offset)
         });
     }
 }

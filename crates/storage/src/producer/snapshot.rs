@@ -20,8 +20,10 @@ use ferrolog_records::batch::crc32c;
 use ferrolog_records::be;
 
 use super::{BatchMetadata, ProducerEntry};
+use crate::epoch::{CoordinatorEpoch, ProducerEpoch};
 use crate::error::{Result, StorageError};
 use crate::fs;
+use crate::offset::Offset;
 use crate::segment::{SNAPSHOT_SUFFIX, parse_base_offset, segment_path};
 
 const VERSION: i16 = 1;
@@ -29,12 +31,12 @@ const HEADER_BYTES: usize = 2 + 4 + 4;
 const ENTRY_BYTES: usize = 46;
 
 /// The path of the snapshot as of `offset`: `<dir>/<20-digit offset>.snapshot`.
-pub fn snapshot_path(dir: &Path, offset: i64) -> PathBuf {
-    segment_path(dir, offset, SNAPSHOT_SUFFIX)
+pub fn snapshot_path(dir: &Path, offset: Offset) -> PathBuf {
+    segment_path(dir, offset.value(), SNAPSHOT_SUFFIX)
 }
 
 /// The snapshot files in `dir` by offset, oldest first.
-pub fn list(dir: &Path) -> Result<Vec<(i64, PathBuf)>> {
+pub fn list(dir: &Path) -> Result<Vec<(Offset, PathBuf)>> {
     let mut found = Vec::new();
     for entry in std::fs::read_dir(dir).map_err(StorageError::io("list", dir))? {
         let entry = entry.map_err(StorageError::io("list", dir))?;
@@ -43,7 +45,7 @@ pub fn list(dir: &Path) -> Result<Vec<(i64, PathBuf)>> {
         if name.ends_with(SNAPSHOT_SUFFIX)
             && let Some(offset) = parse_base_offset(name)
         {
-            found.push((offset, entry.path()));
+            found.push((Offset::new(offset), entry.path()));
         }
     }
     found.sort();
@@ -58,13 +60,14 @@ pub fn encode<'a>(entries: impl Iterator<Item = &'a ProducerEntry>) -> Vec<u8> {
     for entry in entries {
         let last = entry.batches.back();
         body.extend_from_slice(&entry.producer_id.to_be_bytes());
-        body.extend_from_slice(&entry.epoch.to_be_bytes());
+        let current_txn_first_offset = entry.current_txn_first_offset.map_or(-1, Offset::value);
+        body.extend_from_slice(&entry.epoch.value().to_be_bytes());
         body.extend_from_slice(&last.map_or(-1, |b| b.last_seq).to_be_bytes());
-        body.extend_from_slice(&last.map_or(-1, |b| b.last_offset).to_be_bytes());
+        body.extend_from_slice(&last.map_or(-1, |b| b.last_offset.value()).to_be_bytes());
         body.extend_from_slice(&last.map_or(0, BatchMetadata::offset_delta).to_be_bytes());
         body.extend_from_slice(&entry.last_timestamp.to_be_bytes());
-        body.extend_from_slice(&entry.coordinator_epoch.to_be_bytes());
-        body.extend_from_slice(&entry.current_txn_first_offset.unwrap_or(-1).to_be_bytes());
+        body.extend_from_slice(&entry.coordinator_epoch.value().to_be_bytes());
+        body.extend_from_slice(&current_txn_first_offset.to_be_bytes());
         count += 1;
     }
     let mut covered = Vec::with_capacity(4 + body.len());
@@ -127,12 +130,13 @@ pub fn decode(path: &Path, bytes: &[u8]) -> Result<Vec<ProducerEntry>> {
         let timestamp = be::i64_at(chunk, 26);
         let coordinator_epoch = be::i32_at(chunk, 34);
         let current_txn_first_offset = be::i64_at(chunk, 38);
-        let mut entry = ProducerEntry::new(producer_id, epoch);
-        entry.coordinator_epoch = coordinator_epoch;
+        let mut entry = ProducerEntry::new(producer_id, ProducerEpoch::new(epoch));
+        entry.coordinator_epoch = CoordinatorEpoch::new(coordinator_epoch);
         entry.last_timestamp = timestamp;
         entry.current_txn_first_offset =
-            (current_txn_first_offset >= 0).then_some(current_txn_first_offset);
+            (current_txn_first_offset >= 0).then(|| Offset::new(current_txn_first_offset));
         if last_offset >= 0 {
+            let last_offset = Offset::new(last_offset);
             entry.batches.push_back(BatchMetadata {
                 // Sequences wrap at i32::MAX, as Kafka's `decrementSequence` wraps them back.
                 first_seq: last_seq.wrapping_sub(offset_delta) & i32::MAX,
@@ -148,18 +152,18 @@ pub fn decode(path: &Path, bytes: &[u8]) -> Result<Vec<ProducerEntry>> {
 }
 
 /// Writes a snapshot atomically (temp file, fsync, rename, directory fsync).
-pub fn write(dir: &Path, offset: i64, bytes: &[u8]) -> Result<()> {
+pub fn write(dir: &Path, offset: Offset, bytes: &[u8]) -> Result<()> {
     fs::atomic_write(&snapshot_path(dir, offset), bytes)
 }
 
 /// Writes a snapshot through a temp file and a rename, without fsync ([`sync`] later): its CRC
 /// tells a torn one apart after a crash.
-pub fn write_unsynced(dir: &Path, offset: i64, bytes: &[u8]) -> Result<()> {
+pub fn write_unsynced(dir: &Path, offset: Offset, bytes: &[u8]) -> Result<()> {
     fs::replace_unsynced(&snapshot_path(dir, offset), bytes)
 }
 
 /// fsyncs the snapshot at `offset` (if it is still there) and its directory.
-pub fn sync(dir: &Path, offset: i64) -> Result<()> {
+pub fn sync(dir: &Path, offset: Offset) -> Result<()> {
     fs::fsync_file_if_exists(&snapshot_path(dir, offset))?;
     fs::fsync_dir(dir)
 }

@@ -9,11 +9,11 @@ fn batch(
 ) -> ProducerBatch {
     ProducerBatch {
         producer_id,
-        epoch,
+        epoch: ProducerEpoch::new(epoch),
         first_seq,
         last_seq: first_seq.wrapping_add(count - 1) & i32::MAX,
-        first_offset,
-        last_offset: first_offset + i64::from(count) - 1,
+        first_offset: Offset::new(first_offset),
+        last_offset: Offset::new(first_offset + i64::from(count) - 1),
         timestamp: 1_000 + first_offset,
         transactional: false,
     }
@@ -36,10 +36,10 @@ fn txn_batch(
 fn marker(producer_id: i64, epoch: i16, kind: MarkerKind, offset: i64) -> TxnMarker {
     TxnMarker {
         producer_id,
-        epoch,
-        coordinator_epoch: 3,
+        epoch: ProducerEpoch::new(epoch),
+        coordinator_epoch: CoordinatorEpoch::new(3),
         kind,
-        offset,
+        offset: Offset::new(offset),
         timestamp: 5_000 + offset,
     }
 }
@@ -48,7 +48,7 @@ fn marker(producer_id: i64, epoch: i16, kind: MarkerKind, offset: i64) -> TxnMar
 struct Accepting;
 
 impl TxnVerifier for Accepting {
-    fn verify(&self, _producer_id: i64, _epoch: i16) -> Result<()> {
+    fn verify(&self, _producer_id: i64, _epoch: ProducerEpoch) -> Result<()> {
         Ok(())
     }
 }
@@ -72,7 +72,10 @@ fn sequences_must_follow_and_duplicates_are_recognised() {
     let state = applied(&[batch(7, 0, 0, 5, 0), batch(7, 0, 5, 5, 5)]);
     // A retry of either of the last batches is a duplicate, answered with its offsets.
     let original = state.check(&[batch(7, 0, 0, 5, 99)]).unwrap().unwrap();
-    assert_eq!((original.first_offset, original.last_offset), (0, 4));
+    assert_eq!(
+        (original.first_offset, original.last_offset),
+        (Offset::new(0), Offset::new(4))
+    );
     // A gap, or a repeat that is not one of the remembered batches, is out of order.
     let gap = state.check(&[batch(7, 0, 11, 1, 10)]).unwrap_err();
     assert!(
@@ -108,11 +111,8 @@ fn epochs_fence_older_producers_and_a_new_epoch_starts_at_zero() {
     assert!(
         matches!(
             fenced,
-            StorageError::InvalidProducerEpoch {
-                epoch: 2,
-                current: 3,
-                ..
-            }
+            StorageError::InvalidProducerEpoch { epoch, current, .. }
+                if (epoch.value(), current.value()) == (2, 3)
         ),
         "{fenced}"
     );
@@ -151,7 +151,7 @@ fn sequences_wrap_after_i32_max() {
 #[test]
 fn expiry_and_log_start_eviction_forget_producers() {
     let mut state = applied(&[batch(1, 0, 0, 1, 0), batch(2, 0, 0, 1, 10)]);
-    state.evict_below(5);
+    state.evict_below(Offset::new(5));
     assert_eq!(state.producer_ids(), HashSet::from([2]));
     assert_eq!(
         state.remove_expired(1_010 + 999, std::time::Duration::from_millis(1_000)),
@@ -182,7 +182,7 @@ fn snapshots_round_trip_in_kafka_s_format_and_damage_is_refused() {
         *one.batches.back().unwrap(),
         *state.get(1).unwrap().batches.back().unwrap()
     );
-    assert_eq!(loaded.get(2).unwrap().epoch, 5);
+    assert_eq!(loaded.get(2).unwrap().epoch, ProducerEpoch::new(5));
     for position in 0..bytes.len() {
         let mut damaged = bytes.clone();
         damaged[position] ^= 0x40;
@@ -210,13 +210,13 @@ fn a_batch_whose_sequences_wrapped_is_still_recognised_after_a_snapshot() {
     );
     // A retry of it after the restart is a duplicate, not out of order.
     let original = loaded.check(&[batch(3, 0, i32::MAX - 1, 4, 200)]).unwrap();
-    assert_eq!(original.map(|o| o.first_offset), Some(100));
+    assert_eq!(original.map(|o| o.first_offset), Some(Offset::new(100)));
 }
 
 #[test]
 fn transactions_open_at_their_first_batch_and_close_at_their_marker() {
     let mut state = applied(&[txn_batch(1, 0, 0, 2, 10), batch(9, 0, 0, 1, 12)]);
-    assert_eq!(state.first_unstable_offset(), Some(10));
+    assert_eq!(state.first_unstable_offset(), Some(Offset::new(10)));
     // More of the same transaction, and a second producer's transaction behind it.
     for next in [txn_batch(1, 0, 2, 1, 13), txn_batch(2, 0, 0, 2, 14)] {
         assert_eq!(
@@ -227,7 +227,10 @@ fn transactions_open_at_their_first_batch_and_close_at_their_marker() {
         );
         state.apply(&next);
     }
-    assert_eq!(state.open_txns().collect::<Vec<_>>(), [(10, 1), (14, 2)]);
+    assert_eq!(
+        state.open_txns().collect::<Vec<_>>(),
+        [(Offset::new(10), 1), (Offset::new(14), 2)]
+    );
     // A plain batch of a producer whose transaction is open is refused, also within one append.
     for refused in [
         vec![batch(1, 0, 3, 1, 16)],
@@ -249,13 +252,13 @@ fn transactions_open_at_their_first_batch_and_close_at_their_marker() {
         completed,
         CompletedTxn {
             producer_id: 1,
-            first_offset: 10,
-            last_offset: 16,
+            first_offset: Offset::new(10),
+            last_offset: Offset::new(16),
             aborted: true,
-            last_stable_offset: 14,
+            last_stable_offset: Offset::new(14),
         }
     );
-    assert_eq!(state.first_unstable_offset(), Some(14));
+    assert_eq!(state.first_unstable_offset(), Some(Offset::new(14)));
     // Producer 2 commits: nothing else open, so stable past its marker.
     let completed = state
         .apply_marker(&marker(2, 0, MarkerKind::Commit, 17))
@@ -266,7 +269,7 @@ fn transactions_open_at_their_first_batch_and_close_at_their_marker() {
             completed.aborted,
             completed.last_stable_offset
         ),
-        (14, false, 18)
+        (Offset::new(14), false, Offset::new(18))
     );
     assert_eq!(state.first_unstable_offset(), None);
     // A marker with nothing open completes nothing, but the producer takes its epochs.
@@ -281,7 +284,7 @@ fn transactions_open_at_their_first_batch_and_close_at_their_marker() {
     let seven = state.get(7).unwrap();
     assert_eq!(
         (seven.epoch, seven.coordinator_epoch, seven.last_timestamp),
-        (4, 3, 5_019)
+        (ProducerEpoch::new(4), CoordinatorEpoch::new(3), 5_019)
     );
     // The producer may write plain batches again once its transaction closed.
     assert_eq!(state.check(&[batch(1, 0, 3, 1, 20)]).unwrap(), None);
@@ -291,18 +294,15 @@ fn transactions_open_at_their_first_batch_and_close_at_their_marker() {
 fn markers_of_older_producer_or_coordinator_epochs_are_refused() {
     let mut state = applied(&[txn_batch(1, 5, 0, 1, 0)]);
     let at = |epoch, coordinator_epoch| TxnMarker {
-        coordinator_epoch,
+        coordinator_epoch: CoordinatorEpoch::new(coordinator_epoch),
         ..marker(1, epoch, MarkerKind::Commit, 1)
     };
     let stale = state.check_marker(&at(4, 3), false).unwrap_err();
     assert!(
         matches!(
             stale,
-            StorageError::InvalidProducerEpoch {
-                epoch: 4,
-                current: 5,
-                ..
-            }
+            StorageError::InvalidProducerEpoch { epoch, current, .. }
+                if (epoch.value(), current.value()) == (4, 5)
         ),
         "{stale}"
     );
@@ -315,11 +315,8 @@ fn markers_of_older_producer_or_coordinator_epochs_are_refused() {
     assert!(
         matches!(
             fenced,
-            StorageError::CoordinatorFenced {
-                marker: 2,
-                current: 3,
-                ..
-            }
+            StorageError::CoordinatorFenced { marker, current, .. }
+                if (marker.value(), current.value()) == (2, 3)
         ),
         "{fenced}"
     );
@@ -341,7 +338,7 @@ fn after_a_marker_moves_a_producer_to_a_new_epoch_its_sequences_restart() {
     let mut state = applied(&[txn_batch(1, 0, 0, 3, 0)]);
     state.apply_marker(&marker(1, 1, MarkerKind::Commit, 3));
     let entry = state.get(1).unwrap();
-    assert!(entry.batches.is_empty() && entry.epoch == 1);
+    assert!(entry.batches.is_empty() && entry.epoch == ProducerEpoch::new(1));
     let error = state
         .check_verified(&[txn_batch(1, 1, 3, 1, 4)], &Accepting, BatchOrigin::Client)
         .unwrap_err();
@@ -379,7 +376,7 @@ fn beyond_the_limit_the_producers_least_recently_in_the_log_go_open_transactions
     assert_eq!(kept, [0, 5, 14, 15, 16, 17, 18, 19, 20]);
     assert_eq!(
         state.first_unstable_offset(),
-        Some(0),
+        Some(Offset::ZERO),
         "the open transaction stays"
     );
     // A forgotten producer starts again at any sequence, as an expired one.
@@ -390,14 +387,14 @@ fn beyond_the_limit_the_producers_least_recently_in_the_log_go_open_transactions
 fn producers_with_open_transactions_neither_expire_nor_leave_with_old_segments() {
     let mut state = applied(&[txn_batch(1, 0, 0, 1, 0), batch(2, 0, 0, 1, 1)]);
     state.apply_marker(&marker(3, 0, MarkerKind::Abort, 2));
-    state.evict_below(10);
+    state.evict_below(Offset::new(10));
     assert_eq!(state.producer_ids(), HashSet::from([1, 3]));
     assert_eq!(
         state.remove_expired(1_000_000, std::time::Duration::from_millis(1_000)),
         1
     );
     assert_eq!(state.producer_ids(), HashSet::from([1]));
-    assert_eq!(state.first_unstable_offset(), Some(0));
+    assert_eq!(state.first_unstable_offset(), Some(Offset::ZERO));
 }
 
 #[test]
@@ -422,9 +419,12 @@ fn snapshots_carry_open_transactions_and_producers_without_batches() {
     assert_eq!(&bytes[10 + 38..10 + 46], &7i64.to_be_bytes());
     let path = std::path::Path::new("00000000000000000011.snapshot");
     let loaded = ProducerState::from_entries(snapshot::decode(path, &bytes).unwrap());
-    assert_eq!(loaded.first_unstable_offset(), Some(7));
+    assert_eq!(loaded.first_unstable_offset(), Some(Offset::new(7)));
     assert_eq!(loaded.get(3), state.get(3));
-    assert_eq!(loaded.get(1).unwrap().current_txn_first_offset, Some(7));
+    assert_eq!(
+        loaded.get(1).unwrap().current_txn_first_offset,
+        Some(Offset::new(7))
+    );
 }
 
 /// A verifier that records what it was asked and answers yes only for `allowed`.
@@ -434,9 +434,9 @@ struct Recording {
 }
 
 impl TxnVerifier for Recording {
-    fn verify(&self, producer_id: i64, epoch: i16) -> Result<()> {
-        self.asked.borrow_mut().push((producer_id, epoch));
-        if self.allowed == Some((producer_id, epoch)) {
+    fn verify(&self, producer_id: i64, epoch: ProducerEpoch) -> Result<()> {
+        self.asked.borrow_mut().push((producer_id, epoch.value()));
+        if self.allowed == Some((producer_id, epoch.value())) {
             Ok(())
         } else {
             Err(StorageError::TxnNotVerified {

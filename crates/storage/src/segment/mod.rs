@@ -450,7 +450,7 @@ impl Segment {
             let mut time_index = self.time_index.write();
             offset_index.truncate_to(offset)?;
             time_index.truncate_to(offset)?;
-            self.txn_index.lock().truncate_to(offset.value())?;
+            self.txn_index.lock().truncate_to(offset)?;
             offset_index.resize(u64::from(self.segment_index_bytes))?;
             time_index.resize(u64::from(self.segment_index_bytes))?;
         }
@@ -522,7 +522,7 @@ impl Segment {
     pub fn sanity_check(&self) -> Result<()> {
         self.offset_index.read().sanity_check()?;
         self.time_index.read().sanity_check()?;
-        self.txn_index.lock().sanity_check(self.base_offset.value())
+        self.txn_index.lock().sanity_check(self.base_offset)
     }
 
     /// Records a transaction aborted by a marker in this segment (its last offset after every
@@ -535,8 +535,8 @@ impl Segment {
     /// The transactions aborted in this segment that overlap `[fetch_offset, upper_bound)`.
     pub fn collect_aborted_txns(
         &self,
-        fetch_offset: i64,
-        upper_bound: i64,
+        fetch_offset: Offset,
+        upper_bound: Offset,
     ) -> Result<AbortedSearch> {
         self.txn_index.lock().collect(fetch_offset, upper_bound)
     }

@@ -27,6 +27,7 @@ use ferrolog_records::be;
 
 use crate::error::{Result, StorageError};
 use crate::fs::remove_if_exists;
+use crate::offset::Offset;
 
 /// Bytes of one entry.
 pub const ENTRY_BYTES: usize = 34;
@@ -40,12 +41,12 @@ pub struct AbortedTxn {
     /// The producer whose transaction was aborted.
     pub producer_id: i64,
     /// The transaction's first offset in the partition.
-    pub first_offset: i64,
+    pub first_offset: Offset,
     /// The offset of the ABORT marker that ended it.
-    pub last_offset: i64,
+    pub last_offset: Offset,
     /// The first offset of the earliest other transaction open when the marker was written,
     /// or the marker's offset + 1.
-    pub last_stable_offset: i64,
+    pub last_stable_offset: Offset,
 }
 
 impl AbortedTxn {
@@ -54,9 +55,9 @@ impl AbortedTxn {
         let mut bytes = [0u8; ENTRY_BYTES];
         bytes[..2].copy_from_slice(&VERSION.to_be_bytes());
         bytes[2..10].copy_from_slice(&self.producer_id.to_be_bytes());
-        bytes[10..18].copy_from_slice(&self.first_offset.to_be_bytes());
-        bytes[18..26].copy_from_slice(&self.last_offset.to_be_bytes());
-        bytes[26..34].copy_from_slice(&self.last_stable_offset.to_be_bytes());
+        bytes[10..18].copy_from_slice(&self.first_offset.value().to_be_bytes());
+        bytes[18..26].copy_from_slice(&self.last_offset.value().to_be_bytes());
+        bytes[26..34].copy_from_slice(&self.last_stable_offset.value().to_be_bytes());
         bytes
     }
 
@@ -69,9 +70,9 @@ impl AbortedTxn {
         }
         Ok(Self {
             producer_id: be::i64_at(bytes, 2),
-            first_offset: be::i64_at(bytes, 10),
-            last_offset: be::i64_at(bytes, 18),
-            last_stable_offset: be::i64_at(bytes, 26),
+            first_offset: Offset::new(be::i64_at(bytes, 10)),
+            last_offset: Offset::new(be::i64_at(bytes, 18)),
+            last_stable_offset: Offset::new(be::i64_at(bytes, 26)),
         })
     }
 }
@@ -155,7 +156,11 @@ impl TxnIndex {
     /// The aborted transactions that overlap `[fetch_offset, upper_bound)`: those ending at or
     /// after the fetch offset and starting below the upper bound, as Kafka's
     /// `collectAbortedTxns` selects them.
-    pub(crate) fn collect(&mut self, fetch_offset: i64, upper_bound: i64) -> Result<AbortedSearch> {
+    pub(crate) fn collect(
+        &mut self,
+        fetch_offset: Offset,
+        upper_bound: Offset,
+    ) -> Result<AbortedSearch> {
         let mut search = AbortedSearch::default();
         for txn in self.entries()? {
             if txn.last_offset >= fetch_offset && txn.first_offset < upper_bound {
@@ -170,7 +175,7 @@ impl TxnIndex {
     }
 
     /// Removes the entries of markers at or after `offset` (the log is truncated there).
-    pub(crate) fn truncate_to(&mut self, offset: i64) -> Result<()> {
+    pub(crate) fn truncate_to(&mut self, offset: Offset) -> Result<()> {
         let keep = self
             .entries()?
             .iter()
@@ -201,7 +206,7 @@ impl TxnIndex {
 
     /// Checks what Kafka checks when it opens a segment without recovering it: every entry
     /// reads, and none ends before the segment starts at `base_offset`.
-    pub(crate) fn sanity_check(&mut self, base_offset: i64) -> Result<()> {
+    pub(crate) fn sanity_check(&mut self, base_offset: Offset) -> Result<()> {
         let path = self.path.clone();
         for (position, txn) in self.entries()?.iter().enumerate() {
             if txn.last_offset < base_offset {
@@ -261,9 +266,9 @@ mod tests {
     fn txn(producer_id: i64, first_offset: i64, last_offset: i64) -> AbortedTxn {
         AbortedTxn {
             producer_id,
-            first_offset,
-            last_offset,
-            last_stable_offset: first_offset,
+            first_offset: Offset::new(first_offset),
+            last_offset: Offset::new(last_offset),
+            last_stable_offset: Offset::new(first_offset),
         }
     }
 
@@ -275,9 +280,9 @@ mod tests {
     fn an_entry_is_kafkas_34_bytes() {
         let entry = AbortedTxn {
             producer_id: 0x0102_0304_0506_0708,
-            first_offset: 5,
-            last_offset: 9,
-            last_stable_offset: 7,
+            first_offset: Offset::new(5),
+            last_offset: Offset::new(9),
+            last_stable_offset: Offset::new(7),
         };
         let bytes = entry.encode();
         let mut expected = vec![0, 0, 1, 2, 3, 4, 5, 6, 7, 8];
@@ -324,9 +329,9 @@ mod tests {
         let mut index = index(temp.path());
         let entry = |producer_id, first_offset, last_offset, last_stable_offset| AbortedTxn {
             producer_id,
-            first_offset,
-            last_offset,
-            last_stable_offset,
+            first_offset: Offset::new(first_offset),
+            last_offset: Offset::new(last_offset),
+            last_stable_offset: Offset::new(last_stable_offset),
         };
         let (a, b, c, d) = (
             entry(0, 0, 10, 11),
@@ -346,7 +351,9 @@ mod tests {
             // D ends past the bound, but a transaction open at 40 may end in a later segment.
             ((20, 41), vec![c, d], false),
         ] {
-            let search = index.collect(fetch_offset, upper_bound).unwrap();
+            let search = index
+                .collect(Offset::new(fetch_offset), Offset::new(upper_bound))
+                .unwrap();
             assert_eq!(
                 (search.aborted, search.complete),
                 (aborted, complete),
@@ -362,10 +369,10 @@ mod tests {
         for entry in [txn(1, 0, 4), txn(2, 3, 8), txn(3, 10, 12)] {
             index.append(entry).unwrap();
         }
-        index.truncate_to(9).unwrap();
-        index.truncate_to(9).unwrap();
+        index.truncate_to(Offset::new(9)).unwrap();
+        index.truncate_to(Offset::new(9)).unwrap();
         assert_eq!(index.entries().unwrap(), &[txn(1, 0, 4), txn(2, 3, 8)]);
-        index.truncate_to(8).unwrap();
+        index.truncate_to(Offset::new(8)).unwrap();
         let mut reopened = TxnIndex::new(index.path().to_path_buf());
         assert_eq!(reopened.entries().unwrap(), &[txn(1, 0, 4)]);
         // Appends go on after the cut.
@@ -408,11 +415,11 @@ mod tests {
         let mut index = TxnIndex::new(temp.path().join("00000000000000000100.txnindex"));
         index.append(txn(1, 90, 99)).unwrap();
         index.append(txn(1, 100, 104)).unwrap();
-        let error = index.sanity_check(100).unwrap_err();
+        let error = index.sanity_check(Offset::new(100)).unwrap_err();
         assert!(
             matches!(error, StorageError::Corrupt { position: 0, .. }),
             "{error}"
         );
-        assert!(index.sanity_check(99).is_ok());
+        assert!(index.sanity_check(Offset::new(99)).is_ok());
     }
 }

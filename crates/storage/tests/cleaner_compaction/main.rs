@@ -13,7 +13,9 @@ use ferrolog_storage::Offset;
 use ferrolog_storage::cleaner::offset_map::OffsetMap;
 use ferrolog_storage::log::{FetchBound, FetchParams, FirstBatch, Log};
 use ferrolog_storage::manager::{LogManager, ManagerConfig};
-use ferrolog_storage::{CleanupPolicy, LogConfig, ManualClock, TopicPartition};
+use ferrolog_storage::{
+    CleanupPolicy, CoordinatorEpoch, LogConfig, ManualClock, ProducerEpoch, TopicPartition,
+};
 use ferrolog_testkit::fetched_records;
 use proptest::prelude::*;
 

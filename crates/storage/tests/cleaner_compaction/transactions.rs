@@ -18,8 +18,8 @@ fn put_in_transaction(log: &Log, id: i64, sequence: i32, key: &str, value: &str)
 fn end_transaction(log: &Log, id: i64, kind: ferrolog_storage::producer::MarkerKind) {
     let marker = ferrolog_storage::log::MarkerRequest {
         producer_id: id,
-        epoch: 0,
-        coordinator_epoch: 0,
+        epoch: ProducerEpoch::new(0),
+        coordinator_epoch: CoordinatorEpoch::new(0),
         kind,
     };
     log.append_marker(marker, false).unwrap();
