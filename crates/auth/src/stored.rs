@@ -45,14 +45,14 @@ impl StoredDocument {
         parse: impl Fn(&str) -> Result<T, (usize, String)>,
         rollback: Rollback,
     ) -> Result<(Self, T), StorageError> {
-        let copies = manager.read_document_copies(name)?;
+        let copies = manager.documents().read_copies(name)?;
         for copy in &copies {
             parse_copy(name, copy, &parse)?;
             warn_if_shared(copy);
         }
         let mut document = Document::newest_of(copies);
         let contents = parse_copy(name, &document, &parse)?;
-        let recorded = manager.recorded_document_generation(name)?;
+        let recorded = manager.documents().recorded_generation(name)?;
         if document.generation < recorded {
             if rollback == Rollback::Refuse {
                 return Err(StorageError::Fatal(format!(
@@ -67,11 +67,11 @@ impl StoredDocument {
                 "starting on an older copy, as ferrolog.accept.rolled.back.documents asks; it is stored again as the newest"
             );
             document.generation = recorded + 1;
-            manager.store_document(name, &document)?;
+            manager.documents().store(name, &document)?;
         }
         // Under its own generation: a raised one could outrank a change kept only in a
         // directory that failed to open this time.
-        manager.spread_document(name, &document)?;
+        manager.documents().spread(name, &document)?;
         let stored = Self {
             manager,
             name,
@@ -109,7 +109,8 @@ impl Change<'_> {
         };
         self.document
             .manager
-            .store_document(self.document.name, &document)
+            .documents()
+            .store(self.document.name, &document)
     }
 }
 

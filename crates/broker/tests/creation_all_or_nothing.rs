@@ -41,7 +41,7 @@ async fn a_creation_that_fails_part_way_leaves_nothing_of_the_topic() {
         .collect();
     assert!(live.is_empty(), "partition directories left: {live:?}");
     assert!(
-        manager.topic_overrides("half").is_empty(),
+        manager.topic_configs().overrides("half").is_empty(),
         "the topic's settings are forgotten"
     );
     // With descriptors back, the same request creates all of it.

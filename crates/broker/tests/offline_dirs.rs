@@ -167,7 +167,11 @@ async fn an_offline_directory_shows_in_metadata_and_the_broker_stops_when_all_ar
             "a move to {path}"
         );
     }
-    assert!(!manager.is_moving(&TopicPartition::new("events", online)));
+    assert!(
+        !manager
+            .moves()
+            .is_moving(&TopicPartition::new("events", online))
+    );
 
     // The last directory fails: nothing can be served, and the broker stops.
     manager.data_dirs()[1]

@@ -202,7 +202,8 @@ async fn the_offsets_topic_keeps_its_records_partitions_and_policy() {
         broker
             .context
             .manager
-            .topic_config(OFFSETS)
+            .topic_configs()
+            .config(OFFSETS)
             .cleanup_policy
             .compact
     );
@@ -457,7 +458,14 @@ async fn segments_under_a_mebibyte_are_refused_as_kafka_4_4_refuses_them() {
         .await;
     assert_eq!(refused.error_code, INVALID_CONFIG);
     assert_eq!(refused.error_message.as_deref(), Some(kafka_message));
-    assert!(broker.context.manager.topic_overrides("tiny").is_empty());
+    assert!(
+        broker
+            .context
+            .manager
+            .topic_configs()
+            .overrides("tiny")
+            .is_empty()
+    );
     create(&mut client, "normal", &[]).await;
     assert_eq!(
         alter(&mut client, "normal", "segment.bytes", "100").await,

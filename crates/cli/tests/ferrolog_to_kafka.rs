@@ -146,10 +146,10 @@ fn as_an_earlier_ferrolog_left_it(dir: &Path, topic: &str) {
         std::sync::Arc::new(ferrolog_storage::SystemClock),
     )
     .unwrap();
-    let mut overrides = manager.topic_overrides(topic);
+    let mut overrides = manager.topic_configs().overrides(topic);
     overrides.remove(SMALL_SEGMENTS.0);
     overrides.insert("segment.bytes".into(), "65536".into());
-    manager.set_topic_overrides(topic, overrides).unwrap();
+    manager.topic_configs().set(topic, overrides).unwrap();
     manager.shutdown().unwrap();
 }
 

@@ -63,7 +63,7 @@ fn main() {
         let moving = TopicPartition::new("moving", 0);
         let other = TopicPartition::new("other", 0);
         for partition in [&moving, &other] {
-            manager.alter_log_dir(partition, &dirs[0]).unwrap();
+            manager.moves().alter_log_dir(partition, &dirs[0]).unwrap();
             manager.get_or_create(partition).unwrap();
         }
         let log = manager.get(&moving).unwrap();
@@ -82,8 +82,8 @@ fn main() {
             let appender = scope.spawn(|| {
                 during.store(append_until(&manager, &other, &stop), Ordering::Relaxed);
             });
-            manager.alter_log_dir(&moving, &dirs[1]).unwrap();
-            while manager.is_moving(&moving) {
+            manager.moves().alter_log_dir(&moving, &dirs[1]).unwrap();
+            while manager.moves().is_moving(&moving) {
                 std::thread::sleep(Duration::from_millis(5));
             }
             let seconds = started.elapsed().as_secs_f64();

@@ -119,17 +119,17 @@ fn scheduler_figures(dir: &Path, partitions: i32) {
     config.log_defaults.file_delete_delay = std::time::Duration::ZERO;
     let manager = Arc::new(LogManager::open(config, Arc::new(SystemClock)).unwrap());
     let passes: [NamedJob; 5] = [
-        ("log-retention", LogManager::run_retention),
-        ("roll-idle-segments", LogManager::roll_idle_segments),
-        ("log-flusher", LogManager::flush_due_logs),
-        (
-            "recovery-point-checkpoint",
-            LogManager::checkpoint_recovery_points,
-        ),
-        (
-            "log-start-offset-checkpoint",
-            LogManager::checkpoint_log_start_offsets,
-        ),
+        ("log-retention", |manager| manager.jobs().run_retention()),
+        ("roll-idle-segments", |manager| {
+            manager.jobs().roll_idle_segments()
+        }),
+        ("log-flusher", |manager| manager.jobs().flush_due_logs()),
+        ("recovery-point-checkpoint", |manager| {
+            manager.jobs().checkpoint_recovery_points()
+        }),
+        ("log-start-offset-checkpoint", |manager| {
+            manager.jobs().checkpoint_log_start_offsets()
+        }),
     ];
     for (name, pass) in passes {
         let mut runs = Vec::new();

@@ -289,7 +289,7 @@ fn cleanup_segments_to_maintain_size_keeps_six_of_twenty() {
     }
     log.roll().unwrap();
     assert_eq!(log.segment_count(), 21);
-    setup.manager.run_retention().unwrap();
+    setup.manager.jobs().run_retention().unwrap();
     assert_eq!(
         log.segment_count(),
         7,
@@ -306,7 +306,8 @@ fn topic_flush_ms_triggers_a_scheduled_flush() {
         .unwrap();
     setup
         .manager
-        .set_topic_overrides("fast", [("flush.ms".to_owned(), "1000".to_owned())].into())
+        .topic_configs()
+        .set("fast", [("flush.ms".to_owned(), "1000".to_owned())].into())
         .unwrap();
     let fast = setup
         .manager

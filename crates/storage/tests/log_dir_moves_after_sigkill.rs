@@ -133,7 +133,7 @@ fn child_entry() {
         if round.is_multiple_of(60) {
             for partition in 0..PARTITIONS {
                 let topic_partition = tp(partition);
-                if manager.is_moving(&topic_partition) {
+                if manager.moves().is_moving(&topic_partition) {
                     continue;
                 }
                 let here = manager
@@ -142,7 +142,10 @@ fn child_entry() {
                     .path()
                     .to_path_buf();
                 let there = config.log_dirs.iter().find(|dir| **dir != here).unwrap();
-                manager.alter_log_dir(&topic_partition, there).unwrap();
+                manager
+                    .moves()
+                    .alter_log_dir(&topic_partition, there)
+                    .unwrap();
             }
         }
         std::thread::sleep(Duration::from_millis(1));

@@ -124,7 +124,7 @@ fn child_entry() {
                 log.flush().unwrap();
                 text.push_str(&format!("{partition} {}\n", log.recovery_point()));
             }
-            manager.checkpoint_all().unwrap();
+            manager.jobs().checkpoint_all().unwrap();
             ferrolog_storage::fs::atomic_write(&root.join("flushed"), text.as_bytes()).unwrap();
         }
     }

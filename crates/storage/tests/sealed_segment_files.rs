@@ -147,7 +147,7 @@ fn sealed_segments_files_stay_within_their_limit_and_read_back() {
     trimmed
         .maybe_increment_log_start_offset(ferrolog_storage::Offset::new(100))
         .unwrap();
-    manager.run_retention().unwrap();
+    manager.jobs().run_retention().unwrap();
     assert_bounded(temp.path(), "after retention");
     let after = read_all(&manager);
     assert_eq!(

@@ -101,7 +101,7 @@ fn alter_one(context: &Context, topic_partition: &TopicPartition, path: &Path) -
     if future_name_len > MAX_FILE_NAME_BYTES {
         return errors::INVALID_TOPIC_EXCEPTION;
     }
-    match context.manager.alter_log_dir(topic_partition, path) {
+    match context.manager.moves().alter_log_dir(topic_partition, path) {
         Ok(LogDirChange::AlreadyThere | LogDirChange::Moving) => errors::NONE,
         // A single node hosts every partition that exists: this one does not (yet).
         Ok(LogDirChange::Preferred) => errors::UNKNOWN_TOPIC_OR_PARTITION,

@@ -81,8 +81,8 @@ pub fn describe(
             }
             match resource.resource_type {
                 TOPIC if !partitions_of(context, &name).is_empty() => {
-                    let config = context.manager.topic_config(&name);
-                    let overrides = context.manager.topic_overrides(&name);
+                    let config = context.manager.topic_configs().config(&name);
+                    let overrides = context.manager.topic_configs().overrides(&name);
                     let wanted = resource
                         .configuration_keys
                         .map(|keys| keys.iter().map(ToString::to_string).collect::<Vec<_>>());
@@ -340,7 +340,8 @@ fn alter_broker(
         .map_err(|reason| (errors::INVALID_CONFIG, reason))?;
     context
         .manager
-        .set_move_rate(context.dynamic_configs.rate(MOVE_RATE));
+        .moves()
+        .set_rate(context.dynamic_configs.rate(MOVE_RATE));
     Ok(())
 }
 
@@ -375,7 +376,7 @@ fn alter_topic(
             format!("topic {name} does not exist"),
         ));
     }
-    let current = context.manager.topic_overrides(name);
+    let current = context.manager.topic_configs().overrides(name);
     let overrides = change(current.clone())?;
     // Only what this request sets is held to Kafka's minimums: a value kept from before (an
     // internal topic's own segment size, say) does not stop other changes.
@@ -389,14 +390,16 @@ fn alter_topic(
     }
     context
         .manager
-        .validate_topic_overrides(name, &overrides)
+        .topic_configs()
+        .validate(name, &overrides)
         .map_err(|error| (errors::INVALID_CONFIG, error.to_string()))?;
     if validate_only {
         return Ok(());
     }
     context
         .manager
-        .set_topic_overrides(name, overrides)
+        .topic_configs()
+        .set(name, overrides)
         .map(|_| ())
         .map_err(|error| (errors::INVALID_CONFIG, error.to_string()))
 }

@@ -222,7 +222,8 @@ fn create(
     }
     context
         .manager
-        .validate_topic_overrides(name, &overrides)
+        .topic_configs()
+        .validate(name, &overrides)
         .map_err(|error| (errors::INVALID_CONFIG, error.to_string()))?;
     let partitions = shape.partitions(context)?;
     context
@@ -234,7 +235,8 @@ fn create(
     }
     context
         .manager
-        .set_topic_overrides(name, overrides)
+        .topic_configs()
+        .set(name, overrides)
         .map_err(|error| (errors::INVALID_CONFIG, error.to_string()))?;
     let all: Vec<TopicPartition> = (0..partitions)
         .map(|partition| TopicPartition::new(name, partition))
@@ -242,7 +244,7 @@ fn create(
     if let Err(error) = context.manager.create_all(&all) {
         // Nothing of the topic is left, its settings included, as Kafka leaves nothing of a
         // topic it could not create.
-        if let Err(forgetting) = context.manager.forget_topic_overrides(name) {
+        if let Err(forgetting) = context.manager.topic_configs().forget(name) {
             tracing::warn!(topic = name, error = %forgetting, "could not forget the settings of a topic not created");
         }
         return Err((errors::code_of(&error), error.to_string()));

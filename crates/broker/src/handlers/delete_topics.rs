@@ -74,7 +74,7 @@ pub fn handle(
                     return result;
                 }
             }
-            if let Err(error) = context.manager.forget_topic_overrides(&topic) {
+            if let Err(error) = context.manager.topic_configs().forget(&topic) {
                 return result.with_error_code(errors::code_of(&error));
             }
             let offsets = context.groups.forget_topic(&topic);

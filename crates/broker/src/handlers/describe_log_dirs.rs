@@ -27,7 +27,7 @@ pub fn handle(
             .any(|asked| asked.topic.0.as_str() == topic && asked.partitions.contains(&partition)),
     };
     let logs = context.manager.logs();
-    let futures = context.manager.future_logs();
+    let futures = context.manager.moves().future_logs();
     let results = context
         .manager
         .data_dirs()

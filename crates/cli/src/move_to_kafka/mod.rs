@@ -98,7 +98,7 @@ fn read_holdings(log_dirs: &[PathBuf]) -> anyhow::Result<Holdings> {
         .into_iter()
         .map(|(topic, partitions)| {
             let count = partitions.iter().max().map_or(0, |max| max + 1);
-            let overrides = manager.topic_overrides(&topic);
+            let overrides = manager.topic_configs().overrides(&topic);
             (topic, count, overrides)
         })
         .collect();
@@ -127,7 +127,7 @@ fn read_acls(
     manager: &ferrolog_storage::manager::LogManager,
 ) -> anyhow::Result<Vec<ferrolog_broker::authz::AclBinding>> {
     use ferrolog_broker::authz::store;
-    let document = manager.read_document(store::ACLS_DOCUMENT)?;
+    let document = manager.documents().read(store::ACLS_DOCUMENT)?;
     store::parse(&document.body).map_err(|(line, reason)| {
         let path = document.source.unwrap_or_default();
         anyhow::anyhow!("{}, line {}: {reason}", path.display(), line + 2)

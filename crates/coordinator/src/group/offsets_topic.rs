@@ -70,12 +70,17 @@ impl OffsetsTopic {
     /// topic's settings: compacted, `offsets.topic.segment.bytes` segments. Settings an operator
     /// has already given the topic are kept.
     pub fn ensure_created(&self) -> Result<()> {
-        if self.manager.topic_overrides(OFFSETS_TOPIC).is_empty() {
+        if self
+            .manager
+            .topic_configs()
+            .overrides(OFFSETS_TOPIC)
+            .is_empty()
+        {
             let overrides = BTreeMap::from([
                 ("cleanup.policy".to_owned(), "compact".to_owned()),
                 ("segment.bytes".to_owned(), self.segment_bytes.to_string()),
             ]);
-            self.manager.set_topic_overrides(OFFSETS_TOPIC, overrides)?;
+            self.manager.topic_configs().set(OFFSETS_TOPIC, overrides)?;
         }
         let all: Vec<TopicPartition> = (0..self.partitions)
             .map(|partition| TopicPartition::new(OFFSETS_TOPIC, partition))

@@ -84,7 +84,8 @@ impl TxnStateTopic {
         }
         if self
             .manager
-            .topic_overrides(TRANSACTION_STATE_TOPIC)
+            .topic_configs()
+            .overrides(TRANSACTION_STATE_TOPIC)
             .is_empty()
         {
             let overrides = BTreeMap::from([
@@ -93,7 +94,8 @@ impl TxnStateTopic {
                 ("compression.type".to_owned(), "uncompressed".to_owned()),
             ]);
             self.manager
-                .set_topic_overrides(TRANSACTION_STATE_TOPIC, overrides)?;
+                .topic_configs()
+                .set(TRANSACTION_STATE_TOPIC, overrides)?;
         }
         let all: Vec<TopicPartition> = (0..self.partitions)
             .map(|partition| TopicPartition::new(TRANSACTION_STATE_TOPIC, partition))

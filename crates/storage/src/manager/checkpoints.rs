@@ -2,7 +2,7 @@
 //! directory's files are rewritten from its logs, one directory at a time, and a directory
 //! whose write fails goes offline while the others are still written.
 
-use super::LogManager;
+use super::{Jobs, LogManager};
 use crate::checkpoint::OffsetMap;
 use crate::error::Result;
 
@@ -56,19 +56,23 @@ impl LogManager {
         }
         first_error.map_or(Ok(()), Err)
     }
+}
 
+impl Jobs<'_> {
     /// Rewrites every online directory's recovery-point checkpoint.
     pub fn checkpoint_recovery_points(&self) -> Result<()> {
-        self.for_each_dir(Self::checkpoint_recovery_points_of)
+        self.manager
+            .for_each_dir(LogManager::checkpoint_recovery_points_of)
     }
 
     /// Rewrites every online directory's log-start-offset checkpoint.
     pub fn checkpoint_log_start_offsets(&self) -> Result<()> {
-        self.for_each_dir(Self::checkpoint_log_start_offsets_of)
+        self.manager
+            .for_each_dir(LogManager::checkpoint_log_start_offsets_of)
     }
 
     /// Rewrites both checkpoints of every online directory.
     pub fn checkpoint_all(&self) -> Result<()> {
-        self.for_each_dir(Self::checkpoint_dir)
+        self.manager.for_each_dir(LogManager::checkpoint_dir)
     }
 }

@@ -29,7 +29,7 @@ impl CleanerHost for Host {
             .filter(|(topic_partition, log)| {
                 log.config().cleanup_policy.compact
                     && !log.health().is_offline()
-                    && !manager.is_moving(topic_partition)
+                    && !manager.moves().is_moving(topic_partition)
             })
             .collect()
     }
@@ -125,7 +125,7 @@ impl LogManager {
         }
         let cleaner = self.new_cleaner();
         // Partitions whose move goes on from before the start are not cleaned until it ends.
-        for future in self.future_logs() {
+        for future in self.moves().future_logs() {
             cleaner.abort_and_pause(&future.topic_partition);
         }
         cleaner.start().map_err(|error| {

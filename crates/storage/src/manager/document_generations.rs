@@ -10,20 +10,20 @@
 
 use std::collections::BTreeMap;
 
-use super::LogManager;
 use super::data_dir::DataDir;
+use super::documents::Documents;
 use crate::error::{Result, StorageError};
 use crate::fs::{atomic_write_private, read_text_if_exists};
 
 /// The record's file name at the top of each data directory.
 pub const GENERATIONS_FILE: &str = "ferrolog-document-generations";
 
-impl LogManager {
+impl Documents<'_> {
     /// The highest generation any online directory records for the document `name` (0 when
     /// none records it): what its newest copy should be at least.
-    pub fn recorded_document_generation(&self, name: &str) -> Result<u64> {
+    pub fn recorded_generation(&self, name: &str) -> Result<u64> {
         let mut highest = 0;
-        for dir in self.dirs.all().iter().filter(|dir| !dir.is_offline()) {
+        for dir in self.manager.dirs.iter().filter(|dir| !dir.is_offline()) {
             if let Some(&generation) = read_recorded(dir)?.get(name) {
                 highest = highest.max(generation);
             }

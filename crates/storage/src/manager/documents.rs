@@ -39,34 +39,42 @@ pub struct Document {
     /// The owner's text.
     pub body: String,
     /// The file it was read from (`None` when no directory holds it, and ignored by
-    /// `store_document`), for the owner's errors about the body: its first line is the file's
-    /// third.
+    /// [`Documents::store`]), for the owner's errors about the body: its first line is the
+    /// file's third.
     pub source: Option<PathBuf>,
 }
 
-impl LogManager {
+/// The node's documents, across every online data directory: reading the newest copy or each
+/// copy, storing a change, bringing older copies up to date, and the generation last recorded.
+/// Returned by [`LogManager::documents`].
+#[derive(Debug, Clone, Copy)]
+pub struct Documents<'a> {
+    pub(super) manager: &'a LogManager,
+}
+
+impl Documents<'_> {
     /// The newest copy of the document `name` among the online directories; an empty document
     /// at generation 0 when none holds it. A copy whose version or generation line is damaged
     /// is an error naming its file and line: starting without, say, the ACLs would open what
     /// they close. Two copies of one generation that differ (which no write of this module
     /// makes) are reported, and the first directory's wins.
-    pub fn read_document(&self, name: &str) -> Result<Document> {
-        read_newest(self.dirs.all(), name)
+    pub fn read(&self, name: &str) -> Result<Document> {
+        read_newest(self.manager.dirs.all(), name)
     }
 
     /// Every online directory's copy of the document `name`, for an owner that checks each
     /// body (a damaged older copy is as much a fault as a damaged newest one); a directory
     /// without one gives an empty document at generation 0.
-    pub fn read_document_copies(&self, name: &str) -> Result<Vec<Document>> {
-        read_copies(self.dirs.all(), name)
+    pub fn read_copies(&self, name: &str) -> Result<Vec<Document>> {
+        read_copies(self.manager.dirs.all(), name)
     }
 
     /// Writes `document` to every online directory. It is stored when at least one directory
     /// stored it; a directory whose write fails is handled as any failed write of it (see the
     /// faults table in docs/operations.md). The caller raises the generation and serializes its
     /// writes.
-    pub fn store_document(&self, name: &str, document: &Document) -> Result<()> {
-        store(self.dirs.all(), name, document)
+    pub fn store(&self, name: &str, document: &Document) -> Result<()> {
+        store(self.manager.dirs.all(), name, document)
     }
 
     /// Writes `document`, under its own generation, to each online directory whose copy is
@@ -74,10 +82,10 @@ impl LogManager {
     /// same or a newer generation is left as it is. Each records the generation in its
     /// `ferrolog-document-generations` file. A failed write is reported and leaves that
     /// directory's copy as it was (the next change writes it again).
-    pub fn spread_document(&self, name: &str, document: &Document) -> Result<()> {
+    pub fn spread(&self, name: &str, document: &Document) -> Result<()> {
         check_name(name)?;
         let text = format!("{VERSION}\n{}\n{}", document.generation, document.body);
-        for dir in self.dirs.all().iter().filter(|dir| !dir.is_offline()) {
+        for dir in self.manager.dirs.iter().filter(|dir| !dir.is_offline()) {
             if read_copy(dir, name)?.generation < document.generation {
                 dir.write_document(name, &text)?;
             }
@@ -103,8 +111,7 @@ pub(super) fn read_copies(dirs: &[Arc<DataDir>], name: &str) -> Result<Vec<Docum
 
 impl Document {
     /// The newest of `copies` (the first directory's on a tie, which is logged when the copies
-    /// differ), as [`LogManager::read_document`] chooses it; an empty document when there are
-    /// none.
+    /// differ), as [`Documents::read`] chooses it; an empty document when there are none.
     pub fn newest_of(copies: Vec<Document>) -> Document {
         newest(copies)
     }
@@ -130,12 +137,12 @@ fn newest(copies: Vec<Document>) -> Document {
     newest
 }
 
-/// The newest copy of `name` among the online `dirs` (see [`LogManager::read_document`]).
+/// The newest copy of `name` among the online `dirs` (see [`Documents::read`]).
 pub(super) fn read_newest(dirs: &[Arc<DataDir>], name: &str) -> Result<Document> {
     read_copies(dirs, name).map(newest)
 }
 
-/// Writes `document` to every online directory of `dirs` (see [`LogManager::store_document`]).
+/// Writes `document` to every online directory of `dirs` (see [`Documents::store`]).
 pub(super) fn store(dirs: &[Arc<DataDir>], name: &str, document: &Document) -> Result<()> {
     check_name(name)?;
     let text = format!("{VERSION}\n{}\n{}", document.generation, document.body);

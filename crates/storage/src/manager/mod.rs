@@ -39,14 +39,16 @@ pub use data_dir::{CLEAN_SHUTDOWN_FILE, DataDir, LOCK_FILE};
 pub use deleter::Deleter;
 pub use dirs::DataDirs;
 pub use document_generations::GENERATIONS_FILE;
-pub use documents::Document;
+pub use documents::{Document, Documents};
 pub use meta_properties::{META_PROPERTIES, MetaProperties, random_uuid};
-pub use moves::{COPY_CHUNK_BYTES, FutureLog, LogDirChange, SWAP_TAIL_BYTES};
+pub use moves::{COPY_CHUNK_BYTES, FutureLog, LogDirChange, Moves, SWAP_TAIL_BYTES};
 pub use producer_ids::PRODUCER_IDS_FILE;
 pub use properties::parse_properties;
+pub use tasks::Jobs;
 use topic_configs::StoredTopicConfigs;
 pub use topic_configs::TOPIC_CONFIGS_FILE;
 pub use topic_ids::{PARTITION_METADATA_FILE, TopicId};
+pub use topic_overrides::TopicConfigs;
 use topic_overrides::{effective_config, newest_topic_configs};
 
 use crate::clock::Clock;
@@ -82,6 +84,11 @@ pub struct StartupReport {
 /// one owner: the directories ([`DataDirs`]), the logs and topic ids (`log_map.rs`),
 /// the node's identity, the topic overrides, the producer-id block, and what runs beside the
 /// logs (`tasks.rs`: deleter, scheduler, cleaner and its checkpoints).
+///
+/// Its methods are what a user reaches first (open, find, create and delete logs, the data
+/// directories, shutdown); each cohesive family of operations is behind a handle borrowed
+/// from it: [`LogManager::documents`], [`LogManager::topic_configs`], [`LogManager::moves`]
+/// and [`LogManager::jobs`].
 #[derive(Debug)]
 pub struct LogManager {
     config: ManagerConfig,
@@ -314,6 +321,27 @@ impl LogManager {
                 }),
         );
         logs
+    }
+
+    /// The node's documents: named files kept in every data directory (the topic configs, the
+    /// ACLs).
+    pub fn documents(&self) -> Documents<'_> {
+        Documents { manager: self }
+    }
+
+    /// Topic-level configuration: overrides, effective configs, and changing them.
+    pub fn topic_configs(&self) -> TopicConfigs<'_> {
+        TopicConfigs { manager: self }
+    }
+
+    /// Moving partitions between data directories.
+    pub fn moves(&self) -> Moves<'_> {
+        Moves { manager: self }
+    }
+
+    /// The periodic jobs and checkpoints, to run one pass by hand.
+    pub fn jobs(&self) -> Jobs<'_> {
+        Jobs { manager: self }
     }
 
     /// The deleter removing deleted segments and partitions after their delay.

@@ -35,7 +35,7 @@ pub const SWAP_TAIL_BYTES: u64 = 1 << 20;
 /// How long the mover rests when no copy made progress.
 const IDLE_WAIT: Duration = Duration::from_millis(200);
 
-/// What [`LogManager::alter_log_dir`] did.
+/// What [`Moves::alter_log_dir`] did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum LogDirChange {
     /// The partition's log is already in that directory (a move elsewhere, if any, was
@@ -58,16 +58,15 @@ pub struct FutureLog {
     pub dir_index: usize,
 }
 
-impl LogManager {
-    /// The index in `log.dirs` of the directory whose absolute path is exactly `path`, as
-    /// DescribeLogDirs reports it (Kafka compares the text: a relative path or a trailing `/`
-    /// names no directory).
-    pub(crate) fn dir_index_of(&self, path: &Path) -> Option<usize> {
-        self.dirs
-            .iter()
-            .position(|dir| dir.path().as_os_str() == path.as_os_str())
-    }
+/// Moving partitions between data directories (Kafka's AlterReplicaLogDirs): asking for a
+/// move, the future logs under way, the mover's turn and its rate. Returned by
+/// [`LogManager::moves`].
+#[derive(Debug, Clone, Copy)]
+pub struct Moves<'a> {
+    pub(super) manager: &'a LogManager,
+}
 
+impl Moves<'_> {
     /// Kafka's AlterReplicaLogDirs for one partition: moves its log to the data directory at
     /// `path`, or remembers the directory for a partition not created yet (for at most
     /// `ferrolog.max.partitions` such partitions; beyond, the wish is not kept).
@@ -76,17 +75,18 @@ impl LogManager {
         topic_partition: &TopicPartition,
         path: &Path,
     ) -> Result<LogDirChange> {
-        let dir_index = self
-            .dir_index_of(path)
-            .ok_or_else(|| StorageError::UnknownLogDir {
-                path: path.to_path_buf(),
-            })?;
-        let dir = &self.dirs[dir_index];
+        let dir_index =
+            self.manager
+                .dir_index_of(path)
+                .ok_or_else(|| StorageError::UnknownLogDir {
+                    path: path.to_path_buf(),
+                })?;
+        let dir = &self.manager.dirs[dir_index];
         dir.health().ensure_online()?;
-        self.ensure_running()?;
-        let _changing = self.create_lock.lock();
+        self.manager.ensure_running()?;
+        let _changing = self.manager.create_lock.lock();
         let (current, future) = {
-            let logs = self.logs.read();
+            let logs = self.manager.logs.read();
             (
                 logs.get(topic_partition).cloned(),
                 logs.futures.get(topic_partition).cloned(),
@@ -96,9 +96,9 @@ impl LogManager {
             // Remembered for the partition's creation, for as many partitions as this node may
             // hold: requests naming millions of partitions that do not exist must not grow
             // memory without end (Kafka's map has no bound).
-            let mut logs = self.logs.write();
+            let mut logs = self.manager.logs.write();
             let known = logs.preferred_dirs.contains_key(topic_partition);
-            if known || logs.preferred_dirs.len() < self.config.max_partitions {
+            if known || logs.preferred_dirs.len() < self.manager.config.max_partitions {
                 logs.preferred_dirs
                     .insert(topic_partition.clone(), dir_index);
             }
@@ -108,18 +108,112 @@ impl LogManager {
             if future.dir_index == dir_index {
                 return Ok(LogDirChange::Moving);
             }
-            self.abandon_future(topic_partition)?;
+            self.manager.abandon_future(topic_partition)?;
         }
         if current.dir_index == dir_index {
             return Ok(LogDirChange::AlreadyThere);
         }
         // As Kafka: no future log is made while any directory is offline, one that could not
         // be opened at startup included.
-        if let Some(offline) = self.dirs.first_offline() {
+        if let Some(offline) = self.manager.dirs.first_offline() {
             return Err(StorageError::LogDirOffline { dir: offline });
         }
-        self.create_future(topic_partition, &current.log, dir_index)?;
+        self.manager
+            .create_future(topic_partition, &current.log, dir_index)?;
         Ok(LogDirChange::Moving)
+    }
+
+    /// Changes `replica.alter.log.dirs.io.max.bytes.per.second` (a dynamic broker config);
+    /// `None` goes back to the configured value.
+    pub fn set_rate(&self, bytes_per_second: Option<f64>) {
+        let rate = bytes_per_second.unwrap_or(self.manager.config.move_max_bytes_per_second);
+        self.manager.maintenance.move_throttle.set_rate(rate);
+        // A wait reckoned at the old rate ends now (one batch larger than a second's worth can
+        // have made it hours long); the next turn is held to the new rate.
+        self.manager.maintenance.move_pause.rate_changed();
+        self.manager.maintenance.mover_wakeup.wake();
+    }
+
+    /// Every future log, by partition.
+    pub fn future_logs(&self) -> Vec<FutureLog> {
+        let mut futures: Vec<FutureLog> = self
+            .manager
+            .logs
+            .read()
+            .futures
+            .iter()
+            .map(|(topic_partition, future)| FutureLog {
+                topic_partition: topic_partition.clone(),
+                log: Arc::clone(&future.log),
+                dir_index: future.dir_index,
+            })
+            .collect();
+        futures.sort_by(|a, b| a.topic_partition.cmp(&b.topic_partition));
+        futures
+    }
+
+    /// Whether `topic_partition` is moving to another directory.
+    pub fn is_moving(&self, topic_partition: &TopicPartition) -> bool {
+        self.manager
+            .logs
+            .read()
+            .futures
+            .contains_key(topic_partition)
+    }
+
+    /// One turn of the mover: a chunk copied into each future log, and the swap of each that
+    /// has caught up. Returns how long to rest before the next turn (none after progress); a
+    /// turn over the rate of `replica.alter.log.dirs.io.max.bytes.per.second` rests until the
+    /// rate allows more, in the mover's interruptible sleep.
+    pub fn move_once(&self) -> Duration {
+        let throttle = &self.manager.maintenance.move_throttle;
+        // A rate of 0 stops every copy, as Kafka's quota of 0 does.
+        if throttle.rate() < 1.0 {
+            return IDLE_WAIT;
+        }
+        let chunk = copy_chunk(throttle);
+        let mut progressed = false;
+        for future in self.future_logs() {
+            if let Some(wait) = self.manager.maintenance.move_pause.remaining() {
+                return wait;
+            }
+            let topic_partition = &future.topic_partition;
+            match self.manager.move_step(&future, chunk) {
+                Ok(step_progressed) => progressed |= step_progressed,
+                Err(StorageError::LogDirOffline { dir }) => {
+                    // A failed target directory takes only the future log with it.
+                    if self.manager.dirs[future.dir_index].is_offline() {
+                        let _changing = self.manager.create_lock.lock();
+                        if let Err(error) = self.manager.abandon_future(topic_partition) {
+                            tracing::warn!(partition = %topic_partition, %error, "could not abandon a move");
+                        }
+                    } else {
+                        tracing::debug!(partition = %topic_partition, dir = %dir.display(), "not moving a log of an offline directory");
+                    }
+                }
+                Err(StorageError::LogClosed(_)) => {}
+                Err(error) => {
+                    metrics::counter!("ferrolog_log_dir_move_failures_total").increment(1);
+                    tracing::warn!(partition = %topic_partition, %error, "a log's move to another data directory did not go on; it is tried again");
+                }
+            }
+        }
+        if progressed {
+            Duration::ZERO
+        } else {
+            IDLE_WAIT
+        }
+    }
+}
+
+impl LogManager {
+    /// The index in `log.dirs` of the directory whose absolute path is exactly `path`, as
+    /// DescribeLogDirs reports it (Kafka compares the text: a relative path or a trailing `/`
+    /// names no directory).
+    pub(crate) fn dir_index_of(&self, path: &Path) -> Option<usize> {
+        self.dirs
+            .iter()
+            .position(|dir| dir.path().as_os_str() == path.as_os_str())
     }
 
     /// Creates `topic_partition`'s future log in directory `dir_index`; the caller holds
@@ -203,83 +297,6 @@ impl LogManager {
             .deleter
             .schedule_dir(to, self.config.log_defaults.file_delete_delay);
         Ok(())
-    }
-
-    /// Changes `replica.alter.log.dirs.io.max.bytes.per.second` (a dynamic broker config);
-    /// `None` goes back to the configured value.
-    pub fn set_move_rate(&self, bytes_per_second: Option<f64>) {
-        let rate = bytes_per_second.unwrap_or(self.config.move_max_bytes_per_second);
-        self.maintenance.move_throttle.set_rate(rate);
-        // A wait reckoned at the old rate ends now (one batch larger than a second's worth can
-        // have made it hours long); the next turn is held to the new rate.
-        self.maintenance.move_pause.rate_changed();
-        self.maintenance.mover_wakeup.wake();
-    }
-
-    /// Every future log, by partition.
-    pub fn future_logs(&self) -> Vec<FutureLog> {
-        let mut futures: Vec<FutureLog> = self
-            .logs
-            .read()
-            .futures
-            .iter()
-            .map(|(topic_partition, future)| FutureLog {
-                topic_partition: topic_partition.clone(),
-                log: Arc::clone(&future.log),
-                dir_index: future.dir_index,
-            })
-            .collect();
-        futures.sort_by(|a, b| a.topic_partition.cmp(&b.topic_partition));
-        futures
-    }
-
-    /// Whether `topic_partition` is moving to another directory.
-    pub fn is_moving(&self, topic_partition: &TopicPartition) -> bool {
-        self.logs.read().futures.contains_key(topic_partition)
-    }
-
-    /// One turn of the mover: a chunk copied into each future log, and the swap of each that
-    /// has caught up. Returns how long to rest before the next turn (none after progress); a
-    /// turn over the rate of `replica.alter.log.dirs.io.max.bytes.per.second` rests until the
-    /// rate allows more, in the mover's interruptible sleep.
-    pub fn move_logs_once(&self) -> Duration {
-        let throttle = &self.maintenance.move_throttle;
-        // A rate of 0 stops every copy, as Kafka's quota of 0 does.
-        if throttle.rate() < 1.0 {
-            return IDLE_WAIT;
-        }
-        let chunk = copy_chunk(throttle);
-        let mut progressed = false;
-        for future in self.future_logs() {
-            if let Some(wait) = self.maintenance.move_pause.remaining() {
-                return wait;
-            }
-            let topic_partition = &future.topic_partition;
-            match self.move_step(&future, chunk) {
-                Ok(step_progressed) => progressed |= step_progressed,
-                Err(StorageError::LogDirOffline { dir }) => {
-                    // A failed target directory takes only the future log with it.
-                    if self.dirs[future.dir_index].is_offline() {
-                        let _changing = self.create_lock.lock();
-                        if let Err(error) = self.abandon_future(topic_partition) {
-                            tracing::warn!(partition = %topic_partition, %error, "could not abandon a move");
-                        }
-                    } else {
-                        tracing::debug!(partition = %topic_partition, dir = %dir.display(), "not moving a log of an offline directory");
-                    }
-                }
-                Err(StorageError::LogClosed(_)) => {}
-                Err(error) => {
-                    metrics::counter!("ferrolog_log_dir_move_failures_total").increment(1);
-                    tracing::warn!(partition = %topic_partition, %error, "a log's move to another data directory did not go on; it is tried again");
-                }
-            }
-        }
-        if progressed {
-            Duration::ZERO
-        } else {
-            IDLE_WAIT
-        }
     }
 
     /// Copies a chunk into `future` and swaps it in once it has caught up. Returns whether

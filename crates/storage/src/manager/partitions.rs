@@ -58,7 +58,7 @@ impl LogManager {
 
     /// Creates `topic_partition`'s log; the caller holds `create_lock` and checked the room.
     fn create_locked(&self, topic_partition: &TopicPartition) -> Result<Arc<Log>> {
-        let config = self.topic_config(&topic_partition.topic);
+        let config = self.topic_configs().config(&topic_partition.topic);
         // A new partition of a topic takes the topic's id; a new topic gets one.
         let topic_id = self
             .topic_id(&topic_partition.topic)

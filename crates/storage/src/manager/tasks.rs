@@ -36,14 +36,22 @@ const PACING_CHUNK: usize = 128;
 /// well under a second.
 const PACING_IDLE_FACTOR: u32 = 7;
 
-impl LogManager {
+/// The manager's periodic jobs and checkpoints, each one pass over every log or every data
+/// directory: what the scheduler of [`LogManager::start_background`] runs, for an application
+/// (or a test) that runs them itself. Returned by [`LogManager::jobs`].
+#[derive(Debug, Clone, Copy)]
+pub struct Jobs<'a> {
+    pub(super) manager: &'a LogManager,
+}
+
+impl Jobs<'_> {
     /// Runs `action` on every log, skipping logs of offline directories; returns the first
     /// other failure after trying them all. A pass over many logs paces itself (see
     /// [`PACING_CHUNK`]) so it never holds a core for long.
     fn for_each_log(&self, action: impl Fn(&Log) -> Result<()>) -> Result<()> {
         let mut first_error = None;
         let mut chunk_started = Instant::now();
-        for (index, (_, log)) in self.logs().into_iter().enumerate() {
+        for (index, (_, log)) in self.manager.logs().into_iter().enumerate() {
             if index > 0 && index % PACING_CHUNK == 0 {
                 std::thread::sleep(chunk_started.elapsed() * PACING_IDLE_FACTOR);
                 chunk_started = Instant::now();
@@ -69,8 +77,8 @@ impl LogManager {
     }
 
     /// Forgets, in every log, idempotent producers idle for `producer.id.expiration.ms`.
-    pub(crate) fn expire_producer_ids(&self) -> Result<()> {
-        let expiration = self.config.background.producer_id_expiration;
+    fn expire_producer_ids(&self) -> Result<()> {
+        let expiration = self.manager.config.background.producer_id_expiration;
         self.for_each_log(|log| {
             log.remove_expired_producers(expiration);
             Ok(())
@@ -81,7 +89,9 @@ impl LogManager {
     pub fn flush_due_logs(&self) -> Result<()> {
         self.for_each_log(|log| log.flush_if_due().map(|_| ()))
     }
+}
 
+impl LogManager {
     /// The scheduler with the manager's jobs, not yet running. [`LogManager::start_background`]
     /// runs it on its thread; tests drive it with a manual clock through
     /// [`Scheduler::run_due`].
@@ -103,32 +113,30 @@ impl LogManager {
         add(
             "log-retention",
             Some(background.retention_check_interval),
-            LogManager::run_retention,
+            |manager| manager.jobs().run_retention(),
         );
         add(
             "roll-idle-segments",
             Some(background.retention_check_interval),
-            LogManager::roll_idle_segments,
+            |manager| manager.jobs().roll_idle_segments(),
         );
-        add(
-            "log-flusher",
-            background.flush_check_interval,
-            LogManager::flush_due_logs,
-        );
+        add("log-flusher", background.flush_check_interval, |manager| {
+            manager.jobs().flush_due_logs()
+        });
         add(
             "recovery-point-checkpoint",
             Some(background.recovery_point_checkpoint_interval),
-            LogManager::checkpoint_recovery_points,
+            |manager| manager.jobs().checkpoint_recovery_points(),
         );
         add(
             "log-start-offset-checkpoint",
             Some(background.log_start_offset_checkpoint_interval),
-            LogManager::checkpoint_log_start_offsets,
+            |manager| manager.jobs().checkpoint_log_start_offsets(),
         );
         add(
             "producer-id-expiration",
             Some(background.producer_id_expiration_check_interval),
-            LogManager::expire_producer_ids,
+            |manager| manager.jobs().expire_producer_ids(),
         );
         (scheduler, stats)
     }
@@ -150,9 +158,9 @@ impl LogManager {
             let manager: Weak<LogManager> = Arc::downgrade(self);
             let wakeup = Arc::clone(&self.maintenance.mover_wakeup);
             BackgroundThread::spawn("log-dir-mover", wakeup, move || {
-                manager
-                    .upgrade()
-                    .map_or(Duration::from_secs(1), |manager| manager.move_logs_once())
+                manager.upgrade().map_or(Duration::from_secs(1), |manager| {
+                    manager.moves().move_once()
+                })
             })
             .map_err(cannot_start)?
         };

@@ -12,18 +12,27 @@ use super::topic_configs::{self, StoredTopicConfigs, TOPIC_CONFIGS_FILE, TopicOv
 use crate::config::LogConfig;
 use crate::error::Result;
 
-impl LogManager {
+/// Topic-level configuration: each topic's overrides, the configuration its logs run with,
+/// and changing them (Kafka's CreateTopics, AlterConfigs and IncrementalAlterConfigs), kept
+/// across restarts. Returned by [`LogManager::topic_configs`].
+#[derive(Debug, Clone, Copy)]
+pub struct TopicConfigs<'a> {
+    pub(super) manager: &'a LogManager,
+}
+
+impl TopicConfigs<'_> {
     /// The effective configuration of `topic`: the broker defaults with its overrides applied.
-    pub fn topic_config(&self, topic: &str) -> LogConfig {
+    pub fn config(&self, topic: &str) -> LogConfig {
         effective_config(
-            &self.config.log_defaults,
-            self.topic_overrides.read().overrides.get(topic),
+            &self.manager.config.log_defaults,
+            self.manager.topic_overrides.read().overrides.get(topic),
         )
     }
 
     /// The overrides set for `topic`.
-    pub fn topic_overrides(&self, topic: &str) -> BTreeMap<String, String> {
-        self.topic_overrides
+    pub fn overrides(&self, topic: &str) -> BTreeMap<String, String> {
+        self.manager
+            .topic_overrides
             .read()
             .overrides
             .get(topic)
@@ -32,13 +41,9 @@ impl LogManager {
     }
 
     /// The configuration `topic` would have with `overrides`, or why they are refused.
-    pub fn validate_topic_overrides(
-        &self,
-        topic: &str,
-        overrides: &BTreeMap<String, String>,
-    ) -> Result<LogConfig> {
+    pub fn validate(&self, topic: &str, overrides: &BTreeMap<String, String>) -> Result<LogConfig> {
         topic_configs::check_storable(topic, overrides)?;
-        self.config.log_defaults.clone().with(
+        self.manager.config.log_defaults.clone().with(
             overrides
                 .iter()
                 .map(|(key, value)| (key.as_str(), value.as_str())),
@@ -48,20 +53,17 @@ impl LogManager {
     /// Replaces `topic`'s overrides (Kafka's topic-level keys); every live log of the topic sees
     /// the new configuration at once, and the overrides are kept across restarts. Invalid keys
     /// or values change nothing; if no directory could store them, nothing changes either.
-    pub fn set_topic_overrides(
-        &self,
-        topic: &str,
-        overrides: BTreeMap<String, String>,
-    ) -> Result<LogConfig> {
-        let config = self.validate_topic_overrides(topic, &overrides)?;
+    pub fn set(&self, topic: &str, overrides: BTreeMap<String, String>) -> Result<LogConfig> {
+        let config = self.validate(topic, &overrides)?;
         let unchanged = self
+            .manager
             .topic_overrides
             .read()
             .overrides
             .get(topic)
             .map_or(overrides.is_empty(), |current| *current == overrides);
         if !unchanged {
-            self.store_topic_overrides(|all| {
+            self.store(|all| {
                 if overrides.is_empty() {
                     all.remove(topic);
                 } else {
@@ -69,9 +71,9 @@ impl LogManager {
                 }
             })?;
         }
-        let futures = self.future_logs().into_iter();
+        let futures = self.manager.moves().future_logs().into_iter();
         let moving = futures.map(|future| (future.topic_partition, future.log));
-        for (topic_partition, log) in self.logs().into_iter().chain(moving) {
+        for (topic_partition, log) in self.manager.logs().into_iter().chain(moving) {
             if topic_partition.topic == topic {
                 log.update_config(config.clone());
             }
@@ -82,11 +84,17 @@ impl LogManager {
 
     /// Forgets `topic`'s overrides, as when the topic is deleted: a topic created later under
     /// the same name starts from the broker defaults.
-    pub fn forget_topic_overrides(&self, topic: &str) -> Result<()> {
-        if !self.topic_overrides.read().overrides.contains_key(topic) {
+    pub fn forget(&self, topic: &str) -> Result<()> {
+        if !self
+            .manager
+            .topic_overrides
+            .read()
+            .overrides
+            .contains_key(topic)
+        {
             return Ok(());
         }
-        self.store_topic_overrides(|all| {
+        self.store(|all| {
             all.remove(topic);
         })
     }
@@ -94,8 +102,8 @@ impl LogManager {
     /// Applies `change` and writes the result, under a new generation, to every online
     /// directory. It takes effect when at least one directory stored it; a directory whose
     /// write fails goes offline.
-    fn store_topic_overrides(&self, change: impl FnOnce(&mut TopicOverrides)) -> Result<()> {
-        let mut current = self.topic_overrides.write();
+    fn store(&self, change: impl FnOnce(&mut TopicOverrides)) -> Result<()> {
+        let mut current = self.manager.topic_overrides.write();
         let mut next = StoredTopicConfigs {
             generation: current.generation + 1,
             overrides: current.overrides.clone(),
@@ -106,7 +114,7 @@ impl LogManager {
             body: topic_configs::format_body(&next.overrides),
             source: None,
         };
-        documents::store(self.dirs.all(), TOPIC_CONFIGS_FILE, &document)?;
+        documents::store(self.manager.dirs.all(), TOPIC_CONFIGS_FILE, &document)?;
         *current = next;
         Ok(())
     }

@@ -459,17 +459,17 @@ fn checkpoints_without_space_fail_and_the_directory_stays_online() {
     acknowledged.produce_many(&log, 0, 20);
 
     fail::cfg("fs.write", "return(ENOSPC)").unwrap();
-    let failed = manager.checkpoint_all().unwrap_err();
+    let failed = manager.jobs().checkpoint_all().unwrap_err();
     assert!(matches!(failed, StorageError::NoSpace { .. }), "{failed}");
     assert!(!offline(&manager));
     fail::remove("fs.write");
     acknowledged.produce_many(&log, 20, 5);
-    manager.checkpoint_all().unwrap();
+    manager.jobs().checkpoint_all().unwrap();
 
     // Its fsync failing is another matter: the directory is offline.
     fail::cfg("fs.fsync", "return(EIO)").unwrap();
     assert!(matches!(
-        manager.checkpoint_all().unwrap_err(),
+        manager.jobs().checkpoint_all().unwrap_err(),
         StorageError::Io { .. }
     ));
     assert!(offline(&manager));

@@ -22,19 +22,22 @@ fn a_swap_whose_second_rename_fails_is_undone_and_the_log_serves_on() {
     assert_eq!(manager.dir_of(&tp(0)).unwrap().path(), dirs[0]);
     let mut acknowledged = Acknowledged::default();
     acknowledged.produce_many(&log, 0, 100);
-    manager.alter_log_dir(&tp(0), &dirs[1]).unwrap();
+    manager.moves().alter_log_dir(&tp(0), &dirs[1]).unwrap();
 
     // The swap's first rename (the log to `-delete`) goes through, its second fails.
     fail::cfg("fs.rename", "1*off->1*return(EIO)").unwrap();
     for _ in 0..5 {
-        manager.move_logs_once();
+        manager.moves().move_once();
     }
     fail::remove("fs.rename");
     assert!(
         manager.data_dirs()[1].is_offline(),
         "the target directory failed"
     );
-    assert!(!manager.is_moving(&tp(0)), "the move is dropped with it");
+    assert!(
+        !manager.moves().is_moving(&tp(0)),
+        "the move is dropped with it"
+    );
     assert_eq!(manager.dir_of(&tp(0)).unwrap().path(), dirs[0]);
     assert!(
         dirs[0].join("events-0").is_dir(),

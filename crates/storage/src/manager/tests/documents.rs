@@ -26,7 +26,8 @@ fn the_newest_copy_wins_and_spreading_keeps_its_generation() {
     let (_temp, dirs) = temp_dirs(3);
     let manager = open(&dirs);
     manager
-        .store_document(NAME, &document(4, "four\n"))
+        .documents()
+        .store(NAME, &document(4, "four\n"))
         .unwrap();
     manager.shutdown().unwrap();
     // The second directory holds a newer copy (a change it kept while the others were
@@ -35,10 +36,10 @@ fn the_newest_copy_wins_and_spreading_keeps_its_generation() {
     std::fs::remove_file(dirs[2].join(NAME)).unwrap();
 
     let manager = open(&dirs);
-    let newest = manager.read_document(NAME).unwrap();
+    let newest = manager.documents().read(NAME).unwrap();
     assert_eq!((newest.generation, newest.body.as_str()), (5, "five\n"));
     assert_eq!(newest.source.as_deref(), Some(dirs[1].join(NAME).as_path()));
-    let copies = manager.read_document_copies(NAME).unwrap();
+    let copies = manager.documents().read_copies(NAME).unwrap();
     assert_eq!(
         copies
             .iter()
@@ -46,7 +47,7 @@ fn the_newest_copy_wins_and_spreading_keeps_its_generation() {
             .collect::<Vec<_>>(),
         [4, 5, 0]
     );
-    manager.spread_document(NAME, &newest).unwrap();
+    manager.documents().spread(NAME, &newest).unwrap();
     // Brought up to the newest under its own generation, never past it: a copy kept in a
     // directory that is offline now must still be able to win later.
     assert_eq!(
@@ -57,9 +58,10 @@ fn the_newest_copy_wins_and_spreading_keeps_its_generation() {
     );
     // An older document spread writes nothing over a newer copy.
     manager
-        .spread_document(NAME, &document(3, "three\n"))
+        .documents()
+        .spread(NAME, &document(3, "three\n"))
         .unwrap();
-    assert_eq!(manager.read_document(NAME).unwrap().body, "five\n");
+    assert_eq!(manager.documents().read(NAME).unwrap().body, "five\n");
     manager.shutdown().unwrap();
 }
 
@@ -67,11 +69,14 @@ fn the_newest_copy_wins_and_spreading_keeps_its_generation() {
 fn a_damaged_header_in_any_copy_is_named() {
     let (_temp, dirs) = temp_dirs(2);
     let manager = open(&dirs);
-    manager.store_document(NAME, &document(2, "two\n")).unwrap();
+    manager
+        .documents()
+        .store(NAME, &document(2, "two\n"))
+        .unwrap();
     manager.shutdown().unwrap();
     std::fs::write(dirs[1].join(NAME), "0\nnot-a-number\n").unwrap();
     let manager = open(&dirs);
-    let error = manager.read_document(NAME).unwrap_err().to_string();
+    let error = manager.documents().read(NAME).unwrap_err().to_string();
     assert!(
         error.contains(&dirs[1].join(NAME).display().to_string()) && error.contains("line 2"),
         "{error}"
@@ -84,7 +89,7 @@ fn damage_in_an_older_topic_configs_copy_stops_startup_too() {
     let (_temp, dirs) = temp_dirs(2);
     let manager = open(&dirs);
     let overrides = BTreeMap::from([("retention.ms".to_owned(), "1000".to_owned())]);
-    manager.set_topic_overrides("orders", overrides).unwrap();
+    manager.topic_configs().set("orders", overrides).unwrap();
     manager.shutdown().unwrap();
     // The second directory's copy is older and its entry damaged; the first is intact.
     let path = dirs[1].join(TOPIC_CONFIGS_FILE);

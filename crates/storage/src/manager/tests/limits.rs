@@ -17,13 +17,17 @@ fn wishes_for_partitions_that_do_not_exist_are_kept_for_at_most_max_partitions()
     for partition in 0..10 {
         assert_eq!(
             manager
+                .moves()
                 .alter_log_dir(&tp("later", partition), &dirs[1])
                 .unwrap(),
             LogDirChange::Preferred
         );
     }
     // Asked again, a kept wish stays kept.
-    manager.alter_log_dir(&tp("later", 0), &dirs[1]).unwrap();
+    manager
+        .moves()
+        .alter_log_dir(&tp("later", 0), &dirs[1])
+        .unwrap();
     for partition in 0..3 {
         manager.get_or_create(&tp("later", partition)).unwrap();
         let dir = manager.dir_of(&tp("later", partition)).unwrap();

@@ -292,7 +292,7 @@ fn recovery_checkpoint_holds_each_logs_recovery_point_only_in_its_dir() {
             log.flush().unwrap();
         }
     }
-    manager.checkpoint_all().unwrap();
+    manager.jobs().checkpoint_all().unwrap();
     for (index, dir) in dirs.iter().enumerate() {
         let entries = read_offset_checkpoint(&dir.join(RECOVERY_POINT_CHECKPOINT)).unwrap();
         let expected: crate::checkpoint::OffsetMap = manager
@@ -317,7 +317,7 @@ fn log_start_offsets_are_checkpointed_and_restored() {
     append(&log, 10);
     log.maybe_increment_log_start_offset(Offset::new(4))
         .unwrap();
-    manager.checkpoint_all().unwrap();
+    manager.jobs().checkpoint_all().unwrap();
     let entries = read_offset_checkpoint(&dirs[0].join(LOG_START_OFFSET_CHECKPOINT)).unwrap();
     assert_eq!(entries.get(&tp("start", 0)), Some(&4));
     manager.shutdown().unwrap();
@@ -335,7 +335,7 @@ fn a_malformed_checkpoint_means_recovery_from_zero_not_a_failed_start() {
     let (_temp, dirs) = temp_dirs(1);
     let manager = open(&dirs);
     append(&manager.get_or_create(&tp("m", 0)).unwrap(), 4);
-    manager.checkpoint_all().unwrap();
+    manager.jobs().checkpoint_all().unwrap();
     drop(manager);
     std::fs::write(dirs[0].join(RECOVERY_POINT_CHECKPOINT), "0\n1\nm zero 4\n").unwrap();
     let manager = open(&dirs);

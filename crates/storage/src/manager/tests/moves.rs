@@ -11,8 +11,8 @@ mod background;
 /// Runs the mover until nothing moves any more.
 fn finish_moves(manager: &LogManager) {
     for _ in 0..1000 {
-        manager.move_logs_once();
-        if manager.future_logs().is_empty() {
+        manager.moves().move_once();
+        if manager.moves().future_logs().is_empty() {
             return;
         }
     }
@@ -59,17 +59,23 @@ fn a_partition_moves_while_it_takes_appends_and_its_checkpoints_follow() {
     assert_eq!(manager.dir_of(&topic_partition).unwrap().path(), dirs[0]);
     append(&log, 100);
     assert_eq!(
-        manager.alter_log_dir(&topic_partition, &dirs[1]).unwrap(),
+        manager
+            .moves()
+            .alter_log_dir(&topic_partition, &dirs[1])
+            .unwrap(),
         LogDirChange::Moving
     );
     assert_eq!(
-        manager.alter_log_dir(&topic_partition, &dirs[1]).unwrap(),
+        manager
+            .moves()
+            .alter_log_dir(&topic_partition, &dirs[1])
+            .unwrap(),
         LogDirChange::Moving,
         "asking again changes nothing"
     );
     let future_name = &subdirs(&dirs[1])[0];
     assert!(future_name.starts_with("moving-0.") && future_name.ends_with("-future"));
-    manager.move_logs_once();
+    manager.moves().move_once();
     append(&log, 50);
     finish_moves(&manager);
 
@@ -81,7 +87,7 @@ fn a_partition_moves_while_it_takes_appends_and_its_checkpoints_follow() {
     assert!(left.len() == 1 && left[0].ends_with("-delete"), "{left:?}");
     // Both directories' checkpoints were rewritten: the partition is only in the new one.
     log.flush().unwrap();
-    manager.checkpoint_all().unwrap();
+    manager.jobs().checkpoint_all().unwrap();
     let points =
         |dir: &PathBuf| read_offset_checkpoint(&dir.join(RECOVERY_POINT_CHECKPOINT)).unwrap();
     assert!(!points(&dirs[0]).contains_key(&topic_partition));
@@ -107,13 +113,19 @@ fn asking_for_the_current_directory_cancels_a_move() {
     let manager = open(&dirs);
     let topic_partition = tp("t", 0);
     append(&manager.get_or_create(&topic_partition).unwrap(), 10);
-    manager.alter_log_dir(&topic_partition, &dirs[1]).unwrap();
-    assert!(manager.is_moving(&topic_partition));
+    manager
+        .moves()
+        .alter_log_dir(&topic_partition, &dirs[1])
+        .unwrap();
+    assert!(manager.moves().is_moving(&topic_partition));
     assert_eq!(
-        manager.alter_log_dir(&topic_partition, &dirs[0]).unwrap(),
+        manager
+            .moves()
+            .alter_log_dir(&topic_partition, &dirs[0])
+            .unwrap(),
         LogDirChange::AlreadyThere
     );
-    assert!(!manager.is_moving(&topic_partition));
+    assert!(!manager.moves().is_moving(&topic_partition));
     let left = subdirs(&dirs[1]);
     assert!(left.len() == 1 && left[0].ends_with("-delete"), "{left:?}");
     assert_eq!(manager.dir_of(&topic_partition).unwrap().path(), dirs[0]);
@@ -131,7 +143,10 @@ fn a_directory_not_in_log_dirs_or_offline_is_refused() {
         PathBuf::from("data-1"),
         PathBuf::from(format!("{}/", dirs[1].display())),
     ] {
-        let refused = manager.alter_log_dir(&topic_partition, &path).unwrap_err();
+        let refused = manager
+            .moves()
+            .alter_log_dir(&topic_partition, &path)
+            .unwrap_err();
         assert!(
             matches!(refused, StorageError::UnknownLogDir { .. }),
             "{refused}"
@@ -141,13 +156,14 @@ fn a_directory_not_in_log_dirs_or_offline_is_refused() {
         .health()
         .mark_offline(&StorageError::Fatal("simulated disk failure".into()));
     let refused = manager
+        .moves()
         .alter_log_dir(&topic_partition, &dirs[1])
         .unwrap_err();
     assert!(
         matches!(refused, StorageError::LogDirOffline { .. }),
         "{refused}"
     );
-    assert!(!manager.is_moving(&topic_partition));
+    assert!(!manager.moves().is_moving(&topic_partition));
 }
 
 #[test]
@@ -156,7 +172,10 @@ fn a_directory_asked_for_before_the_partition_exists_is_where_it_is_created() {
     let manager = open(&dirs);
     let topic_partition = tp("later", 0);
     assert_eq!(
-        manager.alter_log_dir(&topic_partition, &dirs[1]).unwrap(),
+        manager
+            .moves()
+            .alter_log_dir(&topic_partition, &dirs[1])
+            .unwrap(),
         LogDirChange::Preferred
     );
     manager.get_or_create(&topic_partition).unwrap();
@@ -173,6 +192,7 @@ fn new_partitions_stay_out_of_a_directory_being_drained() {
     let manager = open(&dirs);
     for partition in 0..3 {
         manager
+            .moves()
             .alter_log_dir(&tp("t", partition), &dirs[1])
             .unwrap();
         manager.get_or_create(&tp("t", partition)).unwrap();
@@ -181,7 +201,7 @@ fn new_partitions_stay_out_of_a_directory_being_drained() {
     append(&manager.get_or_create(&moving).unwrap(), 10);
     assert_eq!(manager.dir_of(&moving).unwrap().path(), dirs[0]);
     // Directory 0 holds one partition, directory 1 three; one leaves directory 0 for 1.
-    manager.alter_log_dir(&moving, &dirs[1]).unwrap();
+    manager.moves().alter_log_dir(&moving, &dirs[1]).unwrap();
     manager.get_or_create(&tp("new", 0)).unwrap();
     assert_eq!(manager.dir_of(&tp("new", 0)).unwrap().path(), dirs[1]);
     finish_moves(&manager);
@@ -196,9 +216,12 @@ fn deleting_a_moving_partition_removes_both_logs() {
     let manager = open(&dirs);
     let topic_partition = tp("t", 0);
     append(&manager.get_or_create(&topic_partition).unwrap(), 10);
-    manager.alter_log_dir(&topic_partition, &dirs[1]).unwrap();
+    manager
+        .moves()
+        .alter_log_dir(&topic_partition, &dirs[1])
+        .unwrap();
     assert!(manager.delete(&topic_partition).unwrap());
-    assert!(!manager.is_moving(&topic_partition));
+    assert!(!manager.moves().is_moving(&topic_partition));
     for dir in &dirs {
         let left = subdirs(dir);
         assert!(left.len() == 1 && left[0].ends_with("-delete"), "{left:?}");
@@ -216,12 +239,15 @@ fn a_failed_target_directory_takes_only_the_future_log() {
     let topic_partition = tp("t", 0);
     let log = manager.get_or_create(&topic_partition).unwrap();
     append(&log, 10);
-    manager.alter_log_dir(&topic_partition, &dirs[1]).unwrap();
+    manager
+        .moves()
+        .alter_log_dir(&topic_partition, &dirs[1])
+        .unwrap();
     manager.data_dirs()[1]
         .health()
         .mark_offline(&StorageError::Fatal("simulated disk failure".into()));
-    manager.move_logs_once();
-    assert!(!manager.is_moving(&topic_partition));
+    manager.moves().move_once();
+    assert!(!manager.moves().is_moving(&topic_partition));
     append(&log, 10);
     assert_eq!(log.log_end_offset(), Offset::new(20));
     assert_eq!(manager.dir_of(&topic_partition).unwrap().path(), dirs[0]);
@@ -239,8 +265,11 @@ fn a_move_stopped_part_way_goes_on_after_a_restart() {
                 .unwrap();
         }
         log.maybe_increment_high_watermark(log.log_end_offset());
-        manager.alter_log_dir(&topic_partition, &dirs[1]).unwrap();
-        let future = &manager.future_logs()[0];
+        manager
+            .moves()
+            .alter_log_dir(&topic_partition, &dirs[1])
+            .unwrap();
+        let future = &manager.moves().future_logs()[0];
         manager
             .get(&topic_partition)
             .unwrap()
@@ -254,7 +283,7 @@ fn a_move_stopped_part_way_goes_on_after_a_restart() {
         } else {
             log.flush().unwrap();
             future.log.flush().unwrap();
-            manager.checkpoint_all().unwrap();
+            manager.jobs().checkpoint_all().unwrap();
             drop(manager);
         }
 
@@ -263,7 +292,7 @@ fn a_move_stopped_part_way_goes_on_after_a_restart() {
             reopened.startup_report().moves_resumed,
             vec![topic_partition.clone()]
         );
-        assert!(reopened.is_moving(&topic_partition));
+        assert!(reopened.moves().is_moving(&topic_partition));
         finish_moves(&reopened);
         assert_eq!(reopened.dir_of(&topic_partition).unwrap().path(), dirs[1]);
         assert_eq!(
@@ -314,7 +343,7 @@ fn a_future_log_without_its_current_log_or_a_matching_swap_is_not_served() {
 
     let reopened = open(&dirs);
     assert!(reopened.get(&topic_partition).is_none());
-    assert!(!reopened.is_moving(&topic_partition));
+    assert!(!reopened.moves().is_moving(&topic_partition));
     assert_eq!(subdirs(&dirs[1]), vec![future], "left on disk as it was");
     reopened.shutdown().unwrap();
 }
@@ -325,7 +354,10 @@ fn two_future_logs_of_one_partition_stop_the_start() {
     let manager = open(&dirs);
     let topic_partition = tp("t", 0);
     manager.get_or_create(&topic_partition).unwrap();
-    manager.alter_log_dir(&topic_partition, &dirs[1]).unwrap();
+    manager
+        .moves()
+        .alter_log_dir(&topic_partition, &dirs[1])
+        .unwrap();
     manager.shutdown().unwrap();
     let future = subdirs(&dirs[1])[0].clone();
     copy_dir(
@@ -422,7 +454,10 @@ fn a_swap_whose_copy_is_in_a_directory_that_fails_to_open_keeps_the_retired_log(
     } else {
         &dirs[0]
     };
-    let refused = reopened.alter_log_dir(&other, elsewhere).unwrap_err();
+    let refused = reopened
+        .moves()
+        .alter_log_dir(&other, elsewhere)
+        .unwrap_err();
     assert!(
         matches!(&refused, StorageError::LogDirOffline { dir } if *dir == dirs[1]),
         "{refused}"

@@ -9,7 +9,8 @@ fn topic_overrides_reach_the_live_log() {
     let log = manager.get_or_create(&tp("configured", 0)).unwrap();
     let overrides = BTreeMap::from([("cleanup.policy".to_owned(), "compact".to_owned())]);
     manager
-        .set_topic_overrides("configured", overrides)
+        .topic_configs()
+        .set("configured", overrides)
         .unwrap();
     assert!(log.config().cleanup_policy.compact);
     assert!(
@@ -21,7 +22,7 @@ fn topic_overrides_reach_the_live_log() {
             .compact
     );
     let bad = BTreeMap::from([("segment.bytes".to_owned(), "tiny".to_owned())]);
-    assert!(manager.set_topic_overrides("configured", bad).is_err());
+    assert!(manager.topic_configs().set("configured", bad).is_err());
     assert!(
         log.config().cleanup_policy.compact,
         "a rejected change changes nothing"
@@ -38,7 +39,7 @@ fn topic_overrides_survive_a_restart_and_apply_as_logs_load() {
     let (_temp, dirs) = temp_dirs(2);
     let manager = open(&dirs);
     manager.get_or_create(&tp("kept", 0)).unwrap();
-    manager.set_topic_overrides("kept", compact()).unwrap();
+    manager.topic_configs().set("kept", compact()).unwrap();
     for dir in &dirs {
         assert!(
             dir.join(TOPIC_CONFIGS_FILE).exists(),
@@ -48,7 +49,7 @@ fn topic_overrides_survive_a_restart_and_apply_as_logs_load() {
     manager.shutdown().unwrap();
 
     let reopened = open(&dirs);
-    assert_eq!(reopened.topic_overrides("kept"), compact());
+    assert_eq!(reopened.topic_configs().overrides("kept"), compact());
     let log = reopened.get(&tp("kept", 0)).unwrap();
     assert!(
         log.config().cleanup_policy.compact,
@@ -61,18 +62,19 @@ fn topic_overrides_survive_a_restart_and_apply_as_logs_load() {
 fn the_newest_copy_of_the_topic_configs_wins() {
     let (_temp, dirs) = temp_dirs(2);
     let manager = open(&dirs);
-    manager.set_topic_overrides("changing", compact()).unwrap();
+    manager.topic_configs().set("changing", compact()).unwrap();
     let stale = std::fs::read(dirs[1].join(TOPIC_CONFIGS_FILE)).unwrap();
     let retention = BTreeMap::from([("retention.ms".to_owned(), "1000".to_owned())]);
     manager
-        .set_topic_overrides("changing", retention.clone())
+        .topic_configs()
+        .set("changing", retention.clone())
         .unwrap();
     manager.shutdown().unwrap();
     // As if dirs[1] had been offline during the second change.
     std::fs::write(dirs[1].join(TOPIC_CONFIGS_FILE), stale).unwrap();
 
     let reopened = open(&dirs);
-    assert_eq!(reopened.topic_overrides("changing"), retention);
+    assert_eq!(reopened.topic_configs().overrides("changing"), retention);
     reopened.shutdown().unwrap();
 }
 
@@ -80,13 +82,19 @@ fn the_newest_copy_of_the_topic_configs_wins() {
 fn forgotten_overrides_stay_forgotten() {
     let (_temp, dirs) = temp_dirs(1);
     let manager = open(&dirs);
-    manager.set_topic_overrides("gone", compact()).unwrap();
-    manager.forget_topic_overrides("gone").unwrap();
-    assert!(manager.topic_overrides("gone").is_empty());
+    manager.topic_configs().set("gone", compact()).unwrap();
+    manager.topic_configs().forget("gone").unwrap();
+    assert!(manager.topic_configs().overrides("gone").is_empty());
     manager.shutdown().unwrap();
     let reopened = open(&dirs);
-    assert!(reopened.topic_overrides("gone").is_empty());
-    assert!(!reopened.topic_config("gone").cleanup_policy.compact);
+    assert!(reopened.topic_configs().overrides("gone").is_empty());
+    assert!(
+        !reopened
+            .topic_configs()
+            .config("gone")
+            .cleanup_policy
+            .compact
+    );
     reopened.shutdown().unwrap();
 }
 
@@ -110,7 +118,7 @@ fn overrides_with_line_breaks_are_refused() {
     let (_temp, dirs) = temp_dirs(1);
     let manager = open(&dirs);
     let hostile = BTreeMap::from([("cleanup.policy".to_owned(), "compact\nx y z".to_owned())]);
-    assert!(manager.set_topic_overrides("t", hostile).is_err());
-    assert!(manager.topic_overrides("t").is_empty());
+    assert!(manager.topic_configs().set("t", hostile).is_err());
+    assert!(manager.topic_configs().overrides("t").is_empty());
     manager.shutdown().unwrap();
 }

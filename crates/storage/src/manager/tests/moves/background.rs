@@ -75,7 +75,10 @@ fn a_move_pauses_the_cleaner_until_its_swap_and_takes_the_cleaner_checkpoint_alo
     let cleaned_before = manager.cleaner_checkpoint(&topic_partition).unwrap();
 
     fill(400);
-    manager.alter_log_dir(&topic_partition, &dirs[1]).unwrap();
+    manager
+        .moves()
+        .alter_log_dir(&topic_partition, &dirs[1])
+        .unwrap();
     assert!(
         !cleaner.clean_once(&mut map),
         "a moving partition was cleaned"
@@ -96,7 +99,7 @@ fn a_move_pauses_the_cleaner_until_its_swap_and_takes_the_cleaner_checkpoint_alo
     let cleaned_after = manager.cleaner_checkpoint(&topic_partition).unwrap();
     assert!(cleaned_after > cleaned_before);
 
-    manager.checkpoint_all().unwrap();
+    manager.jobs().checkpoint_all().unwrap();
     assert_eq!(
         checkpoint_in(&dirs[1], CLEANER_OFFSET_CHECKPOINT).get(&topic_partition),
         Some(&cleaned_after)
@@ -125,11 +128,17 @@ fn retention_goes_on_during_a_move_and_the_log_start_and_producer_state_follow_i
         log.append_as_leader(idempotent_batch(sequence)).unwrap();
     }
     log.maybe_increment_high_watermark(log.log_end_offset());
-    manager.alter_log_dir(&topic_partition, &dirs[1]).unwrap();
-    manager.move_logs_once();
-    assert!(manager.is_moving(&topic_partition), "the copy is part-way");
+    manager
+        .moves()
+        .alter_log_dir(&topic_partition, &dirs[1])
+        .unwrap();
+    manager.moves().move_once();
+    assert!(
+        manager.moves().is_moving(&topic_partition),
+        "the copy is part-way"
+    );
 
-    manager.run_retention().unwrap();
+    manager.jobs().run_retention().unwrap();
     assert!(
         log.log_start_offset() > Offset::new(1_000),
         "retention deleted past what was copied: {:?}",
@@ -144,7 +153,7 @@ fn retention_goes_on_during_a_move_and_the_log_start_and_producer_state_follow_i
     assert_eq!(manager.dir_of(&topic_partition).unwrap().path(), dirs[1]);
     assert_eq!(log.log_start_offset(), log_start);
     assert_eq!(all_records(&log), expected);
-    manager.checkpoint_all().unwrap();
+    manager.jobs().checkpoint_all().unwrap();
     assert_eq!(
         checkpoint_in(&dirs[1], LOG_START_OFFSET_CHECKPOINT).get(&topic_partition),
         Some(&log_start.value())
@@ -195,14 +204,17 @@ fn a_throttled_move_copies_a_seconds_worth_a_turn_and_waits_until_its_rate_is_ra
         log.append_as_leader(idempotent_batch(sequence)).unwrap();
     }
     log.maybe_increment_high_watermark(log.log_end_offset());
-    manager.alter_log_dir(&topic_partition, &dirs[1]).unwrap();
-    let copied = || manager.future_logs()[0].log.log_end_offset();
+    manager
+        .moves()
+        .alter_log_dir(&topic_partition, &dirs[1])
+        .unwrap();
+    let copied = || manager.moves().future_logs()[0].log.log_end_offset();
 
-    let wait = manager.move_logs_once();
+    let wait = manager.moves().move_once();
     assert_eq!(copied(), Offset::new(10), "one batch a turn");
     // Ten seconds' worth at 1 KiB/s was copied: the next turn copies nothing and says how
     // long to wait.
-    let next_wait = manager.move_logs_once();
+    let next_wait = manager.moves().move_once();
     assert_eq!(copied(), Offset::new(10), "copied past the rate");
     assert!(
         wait.max(next_wait) > std::time::Duration::from_secs(5),
@@ -210,7 +222,7 @@ fn a_throttled_move_copies_a_seconds_worth_a_turn_and_waits_until_its_rate_is_ra
     );
 
     // Raising the rate ends the wait reckoned at the old one: the move goes on at once.
-    manager.set_move_rate(Some(f64::MAX));
+    manager.moves().set_rate(Some(f64::MAX));
     finish_moves(&manager);
     assert_eq!(manager.dir_of(&topic_partition).unwrap().path(), dirs[1]);
 
