@@ -71,7 +71,7 @@ macro_rules! gate {
     ($call:ident, $request:ident, $resource:ident $operation:ident of $field:ident) => {
         let need = ferrolog_protocol::need!($resource $operation of $field);
         let name = ResourceName::resource_name(&$request.$field);
-        if let Some(code) = $call.asked().request_refusal(&need, name) {
+        if let Some(code) = $call.asked().request_refusal(&need, Some(name)) {
             return refuse($call, &$request, code);
         }
     };

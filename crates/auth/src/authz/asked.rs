@@ -57,15 +57,12 @@ impl<'a> Asked<'a> {
     }
 
     /// The refusal of `need`, a request-level need of the row, for a request whose field names
-    /// `name` (ignored for the cluster; `None` for a null field, which names nothing to
-    /// refuse). For the router, which checks these before the handler runs.
+    /// `name` (`None` for a need on the cluster). For the router, which checks these before the
+    /// handler runs.
     pub fn request_refusal(&self, need: &Need, name: Option<&str>) -> Option<i16> {
         debug_assert!(need.scope == Scope::Request && self.declared.needs.contains(need));
-        let name = if need.resource == ResourceType::Cluster {
-            CLUSTER_NAME
-        } else {
-            name?
-        };
+        debug_assert_eq!(name.is_none(), need.resource == ResourceType::Cluster);
+        let name = name.unwrap_or(CLUSTER_NAME);
         let allowed = |operation| {
             self.access
                 .allows(self.session, operation, need.resource, name)
