@@ -270,11 +270,11 @@ async fn members_join_sync_heartbeat_and_expire_through_kafka_s_states() {
         metadata: String::new(),
     };
     assert_eq!(
-        coordinator.commit("g", -1, "", None, None, std::slice::from_ref(&entry)),
+        coordinator.commit("g", 8, -1, "", None, None, std::slice::from_ref(&entry)),
         vec![errors::UNKNOWN_MEMBER_ID]
     );
     assert_eq!(
-        coordinator.commit("g", 2, &b, None, None, std::slice::from_ref(&entry)),
+        coordinator.commit("g", 8, 2, &b, None, None, std::slice::from_ref(&entry)),
         vec![errors::NONE]
     );
 
@@ -351,7 +351,7 @@ fn the_offsets_topic_stays_bounded_under_commit_traffic() {
                     metadata: String::new(),
                 })
                 .collect();
-            let results = coordinator.commit(group, -1, "", None, None, &entries);
+            let results = coordinator.commit(group, 8, -1, "", None, None, &entries);
             assert!(
                 results.iter().all(|code| *code == errors::NONE),
                 "{results:?}"
@@ -443,6 +443,7 @@ fn kafka_s_offsets_topic_records_re_encode_to_the_same_bytes() {
                     groups += 1;
                     GroupValue::decode(value).unwrap().encode()
                 }
+                OffsetsKey::Consumer { .. } => panic!("no consumer group here: {decoded:?}"),
             };
             assert_eq!(encoded, value, "value at offset {}", record.offset);
         }
@@ -504,7 +505,7 @@ fn static_members_rejoin_without_a_rebalance_and_empty_groups_offsets_expire() {
         metadata: String::new(),
     };
     assert_eq!(
-        coordinator.commit("s", 1, &again.member_id, Some("pod-1"), None, &[entry]),
+        coordinator.commit("s", 8, 1, &again.member_id, Some("pod-1"), None, &[entry]),
         vec![errors::NONE]
     );
     coordinator.leave("s", &[(String::new(), Some("pod-1".into()))]);
@@ -558,7 +559,7 @@ fn a_deleted_topic_s_offsets_leave_every_group() {
     };
     for group in ["g1", "g2"] {
         let entries = [entry("gone", 0), entry("gone", 1), entry("kept", 0)];
-        let results = coordinator.commit(group, -1, "", None, None, &entries);
+        let results = coordinator.commit(group, 8, -1, "", None, None, &entries);
         assert_eq!(results, vec![errors::NONE; 3]);
     }
     assert_eq!(coordinator.forget_topic("gone"), 4);

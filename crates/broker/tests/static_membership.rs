@@ -325,7 +325,9 @@ fn member_checks_take_the_instance_id_first_as_kafka_does() {
         leader_epoch: -1,
         metadata: String::new(),
     };
-    let committed = c.groups.commit(GROUP, 2, &a1, Some("zzz"), None, &[commit]);
+    let committed = c
+        .groups
+        .commit(GROUP, 8, 2, &a1, Some("zzz"), None, &[commit]);
     assert_eq!(committed, vec![errors::UNKNOWN_MEMBER_ID]);
     assert_eq!(
         now(c.groups.join(join(&a1, Some("zzz"), &[1]))).error,

@@ -97,16 +97,20 @@ macro_rules! served_apis {
                 needs [Group Read of group_id];
             LeaveGroup 0..=5, LeaveGroupRequest, blocking handlers::leave_group::handle => response,
                 needs [Group Read of group_id];
-            OffsetCommit 2..=8, OffsetCommitRequest, blocking handlers::offset_commit::handle => response,
+            OffsetCommit 2..=9, OffsetCommitRequest, blocking handlers::offset_commit::handle => response,
                 needs [Group Read of group_id, Topic Read each];
-            OffsetFetch 1..=8, OffsetFetchRequest, blocking handlers::offset_fetch::handle => response,
+            OffsetFetch 1..=9, OffsetFetchRequest, blocking handlers::offset_fetch::handle => response,
                 needs [Group Describe each, Topic Describe each];
-            ListGroups 0..=4, ListGroupsRequest, blocking handlers::list_groups::handle => response,
+            ListGroups 0..=5, ListGroupsRequest, blocking handlers::list_groups::handle => response,
                 needs [], also [Cluster Describe, Group Describe];
             DescribeGroups 0..=5, DescribeGroupsRequest, blocking handlers::describe_groups::handle => response,
                 needs [Group Describe each];
             DeleteGroups 0..=2, DeleteGroupsRequest, blocking handlers::delete_groups::handle => response,
                 needs [Group Delete each];
+            ConsumerGroupHeartbeat 0..=1, ConsumerGroupHeartbeatRequest, blocking handlers::consumer_group_heartbeat::handle => response,
+                needs [Group Read of group_id], also [Topic Describe];
+            ConsumerGroupDescribe 0..=1, ConsumerGroupDescribeRequest, blocking handlers::consumer_group_describe::handle => response,
+                needs [Group Describe each], also [Topic Describe];
             OffsetDelete 0..=0, OffsetDeleteRequest, blocking handlers::offset_delete::handle => response,
                 needs [Group Delete of group_id, Topic Read each];
             DescribeTopicPartitions 0..=0, DescribeTopicPartitionsRequest, blocking handlers::describe_topic_partitions::handle => response,

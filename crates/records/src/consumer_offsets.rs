@@ -6,7 +6,8 @@
 //! |-------------|----------------------------------------------|-------------------------------|
 //! | 0, 1        | group, topic, partition: an offset commit    | 0–4 (3; 1 when it expires)    |
 //! | 2           | group: the group's metadata                  | 0–4 (3)                       |
-//! | 3–21        | Kafka 4.4's consumer (KIP-848), share and streams groups: not served; kept on disk, skipped when groups load |
+//! | 3–8, 16     | consumer groups of the KIP-848 protocol: see [`crate::consumer_group_records`] | 0 (0) |
+//! | 9–15, 17–23 | Kafka 4.4's share and streams groups: not served; kept on disk, skipped when groups load |
 //!
 //! A record with a null value is a tombstone: the offset or the group is gone. Versions 0–3 use
 //! classic strings (`i16` length) and bytes (`i32` length); version 4 is flexible (unsigned
@@ -15,12 +16,14 @@
 use crate::coordinator_codec::{Reader, put_bytes, put_nullable_string, put_string};
 use crate::error::RecordsError;
 
-/// Key versions (Kafka's coordinator record types) 3 to 21: the records Kafka 4.4 writes for
-/// consumer groups of the KIP-848 protocol, share groups and streams groups. ferrolog serves
-/// classic groups only; these records stay in the log as they are (so a directory moved back
-/// to Kafka keeps them) and are passed over when groups load. The offsets such groups commit
-/// are ordinary offset commits (key version 1) and load as any other.
-pub const OTHER_GROUP_RECORD_TYPES: std::ops::RangeInclusive<i16> = 3..=21;
+/// Whether a key's record type (key version) is one Kafka 4.4 writes for share groups (9–15)
+/// or streams groups (17–23), or a later type: ferrolog does not serve those groups yet, so
+/// these records stay in the log as they are (a directory moved back to Kafka keeps them) and
+/// are passed over when groups load. The offsets such groups commit are ordinary offset
+/// commits (key version 1) and load as any other.
+pub fn is_other_group_record_type(kind: i16) -> bool {
+    (9..=15).contains(&kind) || kind > 16
+}
 
 /// The record type (key version) a `__consumer_offsets` key starts with.
 pub fn record_type(key: &[u8]) -> Option<i16> {
@@ -41,12 +44,79 @@ pub enum OffsetsKey {
     },
     /// A group's metadata (key version 2).
     Group { group: String },
+    /// A consumer group's record of one of the types 3–8 and 16 (KIP-848), keyed by the group
+    /// and, for the member records, the member id (or the regular expression, type 16).
+    Consumer {
+        kind: ConsumerRecordType,
+        group: String,
+        /// The member id (types 5, 7, 8) or the regular expression (16); empty otherwise.
+        sub_key: String,
+    },
+}
+
+/// The consumer-group record types of `__consumer_offsets` (Kafka's coordinator record types).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ConsumerRecordType {
+    /// 3: the group epoch and metadata hash.
+    GroupMetadata,
+    /// 4: the subscribed topics' metadata, which Kafka 4.4 only tombstones.
+    PartitionMetadata,
+    /// 5: a member's subscription and client details.
+    MemberMetadata,
+    /// 6: the target assignment's epoch.
+    TargetAssignmentMetadata,
+    /// 7: a member's target assignment.
+    TargetAssignmentMember,
+    /// 8: a member's current assignment and epochs.
+    CurrentMemberAssignment,
+    /// 16: the topics a regular-expression subscription resolved to.
+    RegularExpression,
+}
+
+impl ConsumerRecordType {
+    pub fn id(self) -> i16 {
+        match self {
+            Self::GroupMetadata => 3,
+            Self::PartitionMetadata => 4,
+            Self::MemberMetadata => 5,
+            Self::TargetAssignmentMetadata => 6,
+            Self::TargetAssignmentMember => 7,
+            Self::CurrentMemberAssignment => 8,
+            Self::RegularExpression => 16,
+        }
+    }
+
+    pub fn from_id(id: i16) -> Option<Self> {
+        Some(match id {
+            3 => Self::GroupMetadata,
+            4 => Self::PartitionMetadata,
+            5 => Self::MemberMetadata,
+            6 => Self::TargetAssignmentMetadata,
+            7 => Self::TargetAssignmentMember,
+            8 => Self::CurrentMemberAssignment,
+            16 => Self::RegularExpression,
+            _ => return None,
+        })
+    }
+
+    /// Whether the key carries a second string after the group id.
+    fn has_sub_key(self) -> bool {
+        matches!(
+            self,
+            Self::MemberMetadata
+                | Self::TargetAssignmentMember
+                | Self::CurrentMemberAssignment
+                | Self::RegularExpression
+        )
+    }
 }
 
 impl OffsetsKey {
     pub fn group(&self) -> &str {
         match self {
-            Self::Offset { group, .. } | Self::Group { group } => group,
+            Self::Offset { group, .. } | Self::Group { group } | Self::Consumer { group, .. } => {
+                group
+            }
         }
     }
 
@@ -62,10 +132,24 @@ impl OffsetsKey {
             2 => Ok(Self::Group {
                 group: reader.string()?,
             }),
-            other => Err(RecordsError::InvalidLength {
-                what: "__consumer_offsets key version",
-                value: i64::from(other),
-            }),
+            other => {
+                let kind =
+                    ConsumerRecordType::from_id(other).ok_or(RecordsError::InvalidLength {
+                        what: "__consumer_offsets key version",
+                        value: i64::from(other),
+                    })?;
+                let group = reader.string()?;
+                let sub_key = if kind.has_sub_key() {
+                    reader.string()?
+                } else {
+                    String::new()
+                };
+                Ok(Self::Consumer {
+                    kind,
+                    group,
+                    sub_key,
+                })
+            }
         }
     }
 
@@ -86,6 +170,17 @@ impl OffsetsKey {
             Self::Group { group } => {
                 out.extend_from_slice(&2i16.to_be_bytes());
                 put_string(&mut out, group);
+            }
+            Self::Consumer {
+                kind,
+                group,
+                sub_key,
+            } => {
+                out.extend_from_slice(&kind.id().to_be_bytes());
+                put_string(&mut out, group);
+                if kind.has_sub_key() {
+                    put_string(&mut out, sub_key);
+                }
             }
         }
         out

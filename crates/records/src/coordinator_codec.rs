@@ -153,3 +153,151 @@ pub(crate) fn put_unsigned_varint(out: &mut Vec<u8>, mut value: u32) {
     }
     out.push(value as u8);
 }
+
+impl<'a> Reader<'a> {
+    /// A 16-byte UUID (Kafka's topic ids).
+    pub(crate) fn uuid(&mut self) -> Result<[u8; 16], RecordsError> {
+        self.array()
+    }
+
+    pub(crate) fn i8(&mut self) -> Result<i8, RecordsError> {
+        self.array().map(i8::from_be_bytes)
+    }
+
+    /// An array of `int32`, or `None` for null.
+    pub(crate) fn nullable_i32s(&mut self) -> Result<Option<Vec<i32>>, RecordsError> {
+        let Some(count) = self.length(true)? else {
+            return Ok(None);
+        };
+        let mut values = Vec::with_capacity(count.min(self.remaining() / 4));
+        for _ in 0..count {
+            values.push(self.i32()?);
+        }
+        Ok(Some(values))
+    }
+
+    pub(crate) fn i32s(&mut self) -> Result<Vec<i32>, RecordsError> {
+        Ok(self.nullable_i32s()?.unwrap_or_default())
+    }
+
+    pub(crate) fn strings(&mut self) -> Result<Vec<String>, RecordsError> {
+        let count = self.array_len()?;
+        let mut values = Vec::with_capacity(count.min(self.remaining()));
+        for _ in 0..count {
+            values.push(self.string()?);
+        }
+        Ok(values)
+    }
+
+    /// An array's length, capped for preallocation by the bytes left (each element takes at
+    /// least one byte), so a damaged length cannot make a huge allocation.
+    pub(crate) fn capacity_for(&self, count: usize) -> usize {
+        count.min(self.remaining())
+    }
+
+    pub(crate) fn remaining(&self) -> usize {
+        self.bytes.len() - self.position
+    }
+
+    /// A flexible struct's tagged fields: each tag with its bytes, in the order written.
+    pub(crate) fn tagged_fields(&mut self) -> Result<Vec<(u32, &'a [u8])>, RecordsError> {
+        let count = self.unsigned_varint()?;
+        let mut fields = Vec::new();
+        for _ in 0..count {
+            let tag = self.unsigned_varint()?;
+            let size = self.unsigned_varint()? as usize;
+            fields.push((tag, self.take(size)?));
+        }
+        Ok(fields)
+    }
+
+    /// Fails unless every byte was read: a value longer than its schema is damaged.
+    pub(crate) fn finish(&self) -> Result<(), RecordsError> {
+        if self.position == self.bytes.len() {
+            Ok(())
+        } else {
+            Err(RecordsError::Inconsistent(format!(
+                "{}: {} bytes after the end of the value",
+                self.what,
+                self.bytes.len() - self.position
+            )))
+        }
+    }
+}
+
+/// Writes the flexible (compact) encodings of Kafka's coordinator records.
+#[derive(Debug, Default)]
+pub(crate) struct FlexWriter {
+    pub(crate) out: Vec<u8>,
+}
+
+impl FlexWriter {
+    pub(crate) fn i8(&mut self, value: i8) -> &mut Self {
+        self.out.extend_from_slice(&value.to_be_bytes());
+        self
+    }
+    pub(crate) fn i16(&mut self, value: i16) -> &mut Self {
+        self.out.extend_from_slice(&value.to_be_bytes());
+        self
+    }
+    pub(crate) fn i32(&mut self, value: i32) -> &mut Self {
+        self.out.extend_from_slice(&value.to_be_bytes());
+        self
+    }
+    pub(crate) fn i64(&mut self, value: i64) -> &mut Self {
+        self.out.extend_from_slice(&value.to_be_bytes());
+        self
+    }
+    pub(crate) fn uuid(&mut self, value: &[u8; 16]) -> &mut Self {
+        self.out.extend_from_slice(value);
+        self
+    }
+    /// A compact length: `length + 1`, or 0 for null.
+    pub(crate) fn length(&mut self, length: Option<usize>) -> &mut Self {
+        let encoded = length.map_or(0, |length| length as u32 + 1);
+        put_unsigned_varint(&mut self.out, encoded);
+        self
+    }
+    pub(crate) fn nullable_string(&mut self, value: Option<&str>) -> &mut Self {
+        self.length(value.map(str::len));
+        if let Some(value) = value {
+            self.out.extend_from_slice(value.as_bytes());
+        }
+        self
+    }
+    pub(crate) fn string(&mut self, value: &str) -> &mut Self {
+        self.nullable_string(Some(value))
+    }
+    pub(crate) fn bytes(&mut self, value: &[u8]) -> &mut Self {
+        self.length(Some(value.len()));
+        self.out.extend_from_slice(value);
+        self
+    }
+    pub(crate) fn i32s(&mut self, values: &[i32]) -> &mut Self {
+        self.length(Some(values.len()));
+        for value in values {
+            self.i32(*value);
+        }
+        self
+    }
+    pub(crate) fn strings(&mut self, values: &[String]) -> &mut Self {
+        self.length(Some(values.len()));
+        for value in values {
+            self.string(value);
+        }
+        self
+    }
+    /// A tagged-fields section: the fields present, in tag order.
+    pub(crate) fn tagged(&mut self, fields: &[(u32, Vec<u8>)]) -> &mut Self {
+        put_unsigned_varint(&mut self.out, fields.len() as u32);
+        for (tag, bytes) in fields {
+            put_unsigned_varint(&mut self.out, *tag);
+            put_unsigned_varint(&mut self.out, bytes.len() as u32);
+            self.out.extend_from_slice(bytes);
+        }
+        self
+    }
+    pub(crate) fn no_tags(&mut self) -> &mut Self {
+        self.tagged(&[])
+    }
+}

@@ -15,6 +15,7 @@ pub mod batch;
 pub mod be;
 pub mod builder;
 pub mod compression;
+pub mod consumer_group_records;
 pub mod consumer_offsets;
 pub mod control;
 mod coordinator_codec;

@@ -1,5 +1,5 @@
 //! ListGroups: every group with its protocol type and (version 4+) state, optionally filtered
-//! by state. Groups the session may not describe are left out (DESCRIBE on the cluster
+//! by state and (version 5+) type: "classic" or "consumer". Groups the session may not describe are left out (DESCRIBE on the cluster
 //! shows them all), without an error, as Kafka does.
 
 use kafka_protocol::messages::list_groups_response::ListedGroup;
@@ -22,6 +22,14 @@ pub fn handle(
                 .iter()
                 .any(|filter| filter.eq_ignore_ascii_case(state))
     };
+    // Version 5: group types, named in any case; a type Kafka does not know matches nothing.
+    let of_type = |group_type: &str| {
+        request.types_filter.is_empty()
+            || request
+                .types_filter
+                .iter()
+                .any(|filter| filter.trim().eq_ignore_ascii_case(group_type))
+    };
     // DESCRIBE on the cluster shows every group; otherwise each group needs its own.
     let every_group = asked.may_on_cluster(AclOperation::Describe);
     let describable =
@@ -30,12 +38,13 @@ pub fn handle(
         .groups
         .list()
         .into_iter()
-        .filter(|(id, _, state)| wanted(state) && describable(id))
-        .map(|(id, protocol_type, state)| {
+        .filter(|group| wanted(group.state) && of_type(group.group_type) && describable(&group.id))
+        .map(|group| {
             ListedGroup::default()
-                .with_group_id(GroupId(StrBytes::from_string(id)))
-                .with_protocol_type(StrBytes::from_string(protocol_type))
-                .with_group_state(StrBytes::from_static_str(state))
+                .with_group_id(GroupId(StrBytes::from_string(group.id)))
+                .with_protocol_type(StrBytes::from_string(group.protocol_type))
+                .with_group_state(StrBytes::from_static_str(group.state))
+                .with_group_type(StrBytes::from_static_str(group.group_type))
         })
         .collect();
     ListGroupsResponse::default().with_groups(groups)

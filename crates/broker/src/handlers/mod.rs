@@ -11,6 +11,8 @@ pub mod alter_replica_log_dirs;
 pub mod api_versions;
 pub mod client_quotas;
 pub mod configs;
+pub mod consumer_group_describe;
+pub mod consumer_group_heartbeat;
 pub mod create_partitions;
 pub mod create_topics;
 pub mod delete_groups;

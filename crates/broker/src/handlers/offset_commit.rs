@@ -52,6 +52,7 @@ pub fn handle(
     } else {
         context.groups.commit(
             &request.group_id.0,
+            asked.version(),
             request.generation_id_or_member_epoch,
             &request.member_id,
             request.group_instance_id.as_deref(),

@@ -150,6 +150,19 @@ fn groups_v8(
                     .with_group_id(group.group_id)
                     .with_error_code(errors::GROUP_AUTHORIZATION_FAILED);
             }
+            if asked.version() >= 9 {
+                // A consumer group's member must be at its current epoch (KIP-848).
+                let error = context.groups.check_offset_fetch(
+                    &group.group_id.0,
+                    group.member_id.as_deref(),
+                    group.member_epoch,
+                );
+                if error != errors::NONE {
+                    return OffsetFetchResponseGroup::default()
+                        .with_group_id(group.group_id)
+                        .with_error_code(error);
+                }
+            }
             let topics = group.topics.map(|topics| {
                 topics
                     .into_iter()

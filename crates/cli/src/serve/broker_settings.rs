@@ -8,6 +8,7 @@ use std::time::Duration;
 use anyhow::{Context as _, bail};
 use ferrolog_broker::BrokerConfig;
 use ferrolog_broker::group::GroupConfig;
+use ferrolog_broker::group::consumer::ConsumerGroupConfig;
 use ferrolog_broker::txn::TxnConfig;
 
 /// A whole number at least `min` under `key`, or an error naming the key and the value.
@@ -52,12 +53,91 @@ fn group_config(properties: &BTreeMap<String, String>) -> anyhow::Result<GroupCo
     if let Some(n) = number(properties, "group.initial.rebalance.delay.ms", 0)? {
         config.initial_rebalance_delay = Duration::from_millis(n);
     }
+    config.consumer = consumer_group_config(properties)?;
     if config.min_session_timeout > config.max_session_timeout {
         bail!(
             "group.min.session.timeout.ms ({}) is above group.max.session.timeout.ms ({})",
             config.min_session_timeout.as_millis(),
             config.max_session_timeout.as_millis()
         );
+    }
+    Ok(config)
+}
+
+/// A number of milliseconds under `key` within the bounds of the keys `min_key` and `max_key`
+/// (themselves set, or Kafka's defaults).
+fn bounded_ms(
+    properties: &BTreeMap<String, String>,
+    key: &str,
+    (min_key, min): (&str, i32),
+    (max_key, max): (&str, i32),
+    default: i32,
+) -> anyhow::Result<i32> {
+    let min = number(properties, min_key, 0)?.unwrap_or(min);
+    let max = number(properties, max_key, 0)?.unwrap_or(max);
+    let value = number(properties, key, 0)?.unwrap_or(default);
+    if value < min || value > max {
+        bail!(
+            "invalid value {value} for {key}: must be between {min_key} ({min}) and {max_key} ({max})"
+        );
+    }
+    Ok(value)
+}
+
+/// The keys of consumer groups of the KIP-848 protocol, with Kafka 4.4's bounds.
+fn consumer_group_config(
+    properties: &BTreeMap<String, String>,
+) -> anyhow::Result<ConsumerGroupConfig> {
+    let mut config = ConsumerGroupConfig::default();
+    if let Some(protocols) = properties.get("group.coordinator.rebalance.protocols") {
+        let protocols: Vec<&str> = protocols.split(',').map(str::trim).collect();
+        if !protocols.contains(&"classic") {
+            bail!(
+                "invalid value {protocols:?} for group.coordinator.rebalance.protocols: classic must be in the list"
+            );
+        }
+        config.enabled = protocols.contains(&"consumer");
+    }
+    config.session_timeout_ms = bounded_ms(
+        properties,
+        "group.consumer.session.timeout.ms",
+        ("group.consumer.min.session.timeout.ms", 45_000),
+        ("group.consumer.max.session.timeout.ms", 60_000),
+        45_000,
+    )?;
+    config.heartbeat_interval_ms = bounded_ms(
+        properties,
+        "group.consumer.heartbeat.interval.ms",
+        ("group.consumer.min.heartbeat.interval.ms", 5_000),
+        ("group.consumer.max.heartbeat.interval.ms", 15_000),
+        5_000,
+    )?;
+    if config.heartbeat_interval_ms >= config.session_timeout_ms {
+        bail!(
+            "group.consumer.heartbeat.interval.ms must be less than group.consumer.session.timeout.ms"
+        );
+    }
+    let interval = number::<i64>(properties, "group.consumer.assignment.interval.ms", 0)?;
+    if let Some(interval) = interval {
+        if interval > 15_000 {
+            bail!(
+                "invalid value {interval} for group.consumer.assignment.interval.ms: must be between 0 and 15000"
+            );
+        }
+        config.assignment_interval_ms = interval;
+    }
+    if let Some(n) = number(properties, "group.consumer.max.size", 1)? {
+        config.max_size = n;
+    }
+    if let Some(assignors) = properties.get("group.consumer.assignors") {
+        let names: Vec<String> = assignors.split(',').map(|a| a.trim().to_owned()).collect();
+        let known = ["uniform", "range"];
+        if let Some(unknown) = names.iter().find(|name| !known.contains(&name.as_str())) {
+            bail!(
+                "invalid value {assignors:?} for group.consumer.assignors: {unknown} is not one of uniform, range (assignor classes are not loaded)"
+            );
+        }
+        config.assignors = names;
     }
     Ok(config)
 }

@@ -11,10 +11,30 @@ use std::sync::atomic::Ordering;
 use ferrolog_storage::clock;
 use tokio::sync::oneshot;
 
+use super::consumer::offsets::group_tombstones;
 use super::membership::{answer_removed, validate_member};
 use super::state::{Group, GroupState, JoinResult, Member};
 use super::{GroupCoordinator, GroupCtx, JoinRequest, Reply};
 use crate::errors;
+
+/// A JoinGroup for a consumer group of the KIP-848 protocol: an empty one becomes a classic
+/// group (its records tombstoned, its offsets kept), as in Kafka; one with members refuses
+/// classic members (Kafka 4.4 can take them in, converting between the protocols; see
+/// docs/operations.md).
+fn leave_consumer_protocol(group: &mut Group, ctx: &GroupCtx<'_>) -> Result<(), i16> {
+    let Some(consumer) = group.consumer.as_deref() else {
+        return Ok(());
+    };
+    if !consumer.members.is_empty() {
+        return Err(errors::INCONSISTENT_GROUP_PROTOCOL);
+    }
+    if let Err(error) = ctx.append(&group_tombstones(consumer)) {
+        tracing::warn!(group = %group.id, %error, "converting an empty consumer group failed");
+        return Err(errors::COORDINATOR_NOT_AVAILABLE);
+    }
+    group.consumer = None;
+    Ok(())
+}
 
 impl GroupCoordinator {
     fn new_member_id(&self, request: &JoinRequest) -> String {
@@ -49,6 +69,9 @@ impl GroupCoordinator {
                 let group = groups
                     .entry(request.group.clone())
                     .or_insert_with(|| Group::new(&request.group, now));
+                if let Err(code) = leave_consumer_protocol(group, ctx) {
+                    return error(code);
+                }
                 if request.protocol_type.is_empty()
                     || !group.accepts(&request.protocol_type, &request.protocols)
                 {

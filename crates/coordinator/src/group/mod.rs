@@ -19,6 +19,7 @@
 //! partition, appends and the startup load); this file holds the shared types, the startup
 //! replay and the timers.
 
+pub mod consumer;
 mod join;
 mod membership;
 mod offsets;
@@ -34,7 +35,7 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
 use std::time::Duration;
 
-use ferrolog_records::consumer_offsets::{GroupValue, OffsetValue, OffsetsKey};
+use ferrolog_records::consumer_offsets::{ConsumerRecordType, GroupValue, OffsetValue, OffsetsKey};
 use ferrolog_storage::Result;
 use ferrolog_storage::manager::LogManager;
 use tokio::sync::oneshot;
@@ -66,6 +67,8 @@ pub struct GroupConfig {
     pub offsets_retention_check_interval: Duration,
     /// `offset.metadata.max.bytes`
     pub offset_metadata_max_bytes: usize,
+    /// The `group.consumer.*` settings of KIP-848 consumer groups.
+    pub consumer: consumer::ConsumerGroupConfig,
 }
 
 impl Default for GroupConfig {
@@ -79,6 +82,7 @@ impl Default for GroupConfig {
             offsets_retention: Duration::from_secs(7 * 24 * 60 * 60),
             offsets_retention_check_interval: Duration::from_secs(600),
             offset_metadata_max_bytes: 4096,
+            consumer: consumer::ConsumerGroupConfig::default(),
         }
     }
 }
@@ -117,6 +121,16 @@ pub struct CommitEntry {
     pub offset: i64,
     pub leader_epoch: i32,
     pub metadata: String,
+}
+
+/// A group as ListGroups shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ListedGroup {
+    pub id: String,
+    pub protocol_type: String,
+    pub state: &'static str,
+    /// "classic" or "consumer".
+    pub group_type: &'static str,
 }
 
 /// A group as DescribeGroups shows it.
@@ -226,6 +240,15 @@ impl GroupCoordinator {
             };
             shards[partition as usize].replay(event, now);
         })?;
+        let session_timeout = config.consumer.session_timeout_ms;
+        for group in shards
+            .iter_mut()
+            .flat_map(|shard| shard.groups.values_mut())
+        {
+            if let Some(consumer) = group.consumer.as_deref_mut() {
+                consumer::arm_loaded_timers(consumer, now, session_timeout);
+            }
+        }
         if records > 0 {
             tracing::info!(
                 records,
@@ -257,27 +280,34 @@ impl GroupCoordinator {
         self.topic.ensure_created()
     }
 
-    /// Every group: id, protocol type and state.
-    pub fn list(&self) -> Vec<(String, String, &'static str)> {
-        let mut list: Vec<_> = self
+    /// Every group, by id.
+    pub fn list(&self) -> Vec<ListedGroup> {
+        let mut list: Vec<ListedGroup> = self
             .runtime
             .read_each(|shard| {
                 shard
                     .groups
                     .values()
-                    .map(|g| {
-                        (
-                            g.id.clone(),
-                            g.protocol_type.clone().unwrap_or_default(),
-                            g.state.name(),
-                        )
+                    .map(|g| match g.consumer.as_deref() {
+                        Some(consumer) => ListedGroup {
+                            id: g.id.clone(),
+                            protocol_type: "consumer".to_owned(),
+                            state: consumer.state().name(),
+                            group_type: "consumer",
+                        },
+                        None => ListedGroup {
+                            id: g.id.clone(),
+                            protocol_type: g.protocol_type.clone().unwrap_or_default(),
+                            state: g.state.name(),
+                            group_type: "classic",
+                        },
                     })
                     .collect::<Vec<_>>()
             })
             .into_iter()
             .flatten()
             .collect();
-        list.sort();
+        list.sort_by(|a, b| a.id.cmp(&b.id));
         list
     }
 
@@ -302,7 +332,10 @@ impl GroupCoordinator {
                 ctx.partition
             );
             for group in shard.groups.values_mut() {
-                self.expire_members(group, ctx);
+                match group.consumer.as_deref_mut() {
+                    Some(consumer) => self.expire_consumer_members(consumer, ctx),
+                    None => self.expire_members(group, ctx),
+                }
             }
             if shard.offsets_expiry.due(ctx.now_ms) {
                 self.expire_offsets(&mut shard.groups, ctx);
@@ -330,6 +363,11 @@ impl GroupCoordinator {
 
 /// A group as DescribeGroups shows it.
 fn describe(group: &Group) -> Option<GroupDescription> {
+    // DescribeGroups is the classic protocol's: a consumer group is not one (Kafka answers
+    // "Dead" and, from version 6, GROUP_ID_NOT_FOUND).
+    if group.consumer.is_some() {
+        return None;
+    }
     // As Kafka: the protocol and the members' metadata only of a Stable group (during a
     // rebalance they are about to change).
     let protocol = match group.state {
@@ -384,6 +422,11 @@ fn replay(groups: &mut HashMap<String, Group>, (key, value): OffsetsRecord, now:
                 }
             }
         },
+        OffsetsKey::Consumer {
+            kind,
+            group,
+            sub_key,
+        } => replay_consumer(groups, kind, &group, &sub_key, value.as_deref(), now),
         OffsetsKey::Group { group } => match value.map(|bytes| GroupValue::decode(&bytes)) {
             Some(Ok(value)) => {
                 let mut rebuilt = Group::from_value(&group, value, now);
@@ -409,6 +452,43 @@ fn replay(groups: &mut HashMap<String, Group>, (key, value): OffsetsRecord, now:
                 }
             }
         },
+    }
+}
+
+/// Applies a record of a consumer group (KIP-848) to the groups being rebuilt. A group whose
+/// epoch record is tombstoned is gone; its offsets stay, as Kafka keeps them apart.
+fn replay_consumer(
+    groups: &mut HashMap<String, Group>,
+    kind: ConsumerRecordType,
+    group_id: &str,
+    sub_key: &str,
+    value: Option<&[u8]>,
+    now: i64,
+) {
+    let entry = groups
+        .entry(group_id.to_owned())
+        .or_insert_with(|| Group::new(group_id, now));
+    if kind == ConsumerRecordType::GroupMetadata && value.is_none() {
+        entry.consumer = None;
+        if entry.offsets.is_empty() && entry.pending_txn_offsets.is_empty() {
+            groups.remove(group_id);
+        }
+        return;
+    }
+    if !entry.members.is_empty() {
+        // Kafka writes a classic group's tombstone before it writes the group as a consumer
+        // group; a classic group still with members here is one rebuilt from an older record.
+        *entry = Group {
+            offsets: std::mem::take(&mut entry.offsets),
+            pending_txn_offsets: std::mem::take(&mut entry.pending_txn_offsets),
+            ..Group::new(group_id, now)
+        };
+    }
+    let consumer = entry
+        .consumer
+        .get_or_insert_with(|| Box::new(consumer::new_group(group_id)));
+    if let Err(error) = consumer::records::replay(consumer, kind, sub_key, value) {
+        tracing::warn!(group = group_id, record_type = kind.id(), %error, "skipping an unreadable consumer group record");
     }
 }
 

@@ -6,6 +6,8 @@ use std::collections::HashMap;
 use ferrolog_records::consumer_offsets::{OffsetValue, OffsetsKey};
 use ferrolog_storage::clock;
 
+use super::consumer::ConsumerGroup;
+use super::consumer::offsets::{check_commit, check_fetch, group_tombstones};
 use super::membership::check_member;
 use super::offsets_topic::OffsetsRecord;
 use super::state::{Group, GroupState};
@@ -24,9 +26,11 @@ use crate::errors;
 
 impl GroupCoordinator {
     /// OffsetCommit: one error per entry (a group-level problem applies to all of them).
+    #[allow(clippy::too_many_arguments, reason = "OffsetCommit's fields")]
     pub fn commit(
         &self,
         group_id: &str,
+        version: i16,
         generation: i32,
         member_id: &str,
         group_instance_id: Option<&str>,
@@ -46,10 +50,21 @@ impl GroupCoordinator {
                     None if generation < 0 => groups
                         .entry(group_id.to_owned())
                         .or_insert_with(|| Group::new(group_id, now)),
+                    None if version >= 9 => return all(errors::GROUP_ID_NOT_FOUND),
                     None => return all(errors::ILLEGAL_GENERATION),
                 };
-                let standalone = generation < 0 && group.state == GroupState::Empty;
-                if !standalone {
+                if let Some(consumer) = group.consumer.as_deref() {
+                    let manager = self.topic.manager();
+                    let partitions: Vec<_> = entries
+                        .iter()
+                        .map(|e| (manager.topic_id(&e.topic), e.partition))
+                        .collect();
+                    if let Err(code) =
+                        check_commit(consumer, member_id, generation, version, &partitions)
+                    {
+                        return all(code);
+                    }
+                } else if !(generation < 0 && group.state == GroupState::Empty) {
                     if let Err(code) = check_member(group, member_id, group_instance_id, generation)
                     {
                         return all(code);
@@ -144,6 +159,23 @@ impl GroupCoordinator {
         })
     }
 
+    /// OffsetFetch naming a member (version 9 and later): the group-level error, if any. Only
+    /// consumer groups check it.
+    pub fn check_offset_fetch(&self, group_id: &str, member_id: Option<&str>, epoch: i32) -> i16 {
+        self.runtime.read(self.partition_of(group_id), |shard| {
+            match shard
+                .groups
+                .get(group_id)
+                .and_then(|g| g.consumer.as_deref())
+            {
+                Some(consumer) => check_fetch(consumer, member_id, epoch)
+                    .err()
+                    .unwrap_or(errors::NONE),
+                None => errors::NONE,
+            }
+        })
+    }
+
     /// DeleteGroups: only empty groups go; their offsets and metadata are tombstoned.
     pub fn delete_group(&self, group_id: &str) -> i16 {
         self.runtime
@@ -152,7 +184,8 @@ impl GroupCoordinator {
                 let Some(group) = groups.get(group_id) else {
                     return errors::GROUP_ID_NOT_FOUND;
                 };
-                if group.state != GroupState::Empty {
+                let consumer_members = group.consumer.as_ref().map_or(0, |c| c.members.len());
+                if group.state != GroupState::Empty || consumer_members > 0 {
                     return errors::NON_EMPTY_GROUP;
                 }
                 // Offsets pending in transactions go too, as Kafka tombstones them.
@@ -161,12 +194,15 @@ impl GroupCoordinator {
                     .iter()
                     .map(|(topic, partition)| (offset_key(group_id, topic, *partition), None))
                     .collect();
-                records.push((
-                    OffsetsKey::Group {
-                        group: group_id.to_owned(),
-                    },
-                    None,
-                ));
+                match group.consumer.as_deref() {
+                    Some(consumer) => records.extend(group_tombstones(consumer)),
+                    None => records.push((
+                        OffsetsKey::Group {
+                            group: group_id.to_owned(),
+                        },
+                        None,
+                    )),
+                }
                 if let Err(error) = ctx.append(&records) {
                     tracing::warn!(group = group_id, %error, "deleting a group failed");
                     return errors::COORDINATOR_NOT_AVAILABLE;
@@ -229,7 +265,9 @@ impl GroupCoordinator {
                 };
                 let protocol_type = group.protocol_type.clone().unwrap_or_default();
                 let protocol = group.protocol.clone().unwrap_or_default();
-                let topics: Vec<String> = if group.state == GroupState::Empty {
+                let topics: Vec<String> = if let Some(consumer) = group.consumer.as_deref() {
+                    consumer.subscribed_topics().into_iter().collect()
+                } else if group.state == GroupState::Empty {
                     Vec::new()
                 } else {
                     group
@@ -278,15 +316,22 @@ impl GroupCoordinator {
         let retention = clock::kafka_ms(self.config.offsets_retention);
         let mut dead = Vec::new();
         for group in groups.values_mut() {
-            if group.state != GroupState::Empty {
+            let consumer = group.consumer.as_deref();
+            if consumer.is_none() && group.state != GroupState::Empty {
                 continue;
             }
+            // A consumer group's offsets of topics its members subscribe to stay; the others
+            // expire counted from their commit, as Kafka 4.4 expires them.
+            let subscribed = consumer
+                .map(ConsumerGroup::subscribed_topics)
+                .unwrap_or_default();
             let expired: Vec<(String, i32)> = group
                 .offsets
                 .iter()
+                .filter(|((topic, _), _)| !subscribed.contains(topic))
                 .filter(|(_, value)| match value.expire_timestamp {
                     Some(expire) => now >= expire,
-                    None if group.protocol_type.is_some() => {
+                    None if consumer.is_none() && group.protocol_type.is_some() => {
                         now - group.state_timestamp_ms >= retention
                     }
                     None => now - value.commit_timestamp >= retention,
@@ -295,7 +340,9 @@ impl GroupCoordinator {
                 .collect();
             // An empty group left without offsets is dead: its metadata is tombstoned too
             // (unless a transaction's offsets for it are pending).
-            let dies = expired.len() == group.offsets.len() && group.pending_txn_offsets.is_empty();
+            let dies = expired.len() == group.offsets.len()
+                && group.pending_txn_offsets.is_empty()
+                && consumer.is_none_or(|c| c.members.is_empty());
             if expired.is_empty() && !dies {
                 continue;
             }
@@ -304,12 +351,15 @@ impl GroupCoordinator {
                 .map(|(topic, partition)| (offset_key(&group.id, topic, *partition), None))
                 .collect();
             if dies {
-                records.push((
-                    OffsetsKey::Group {
-                        group: group.id.clone(),
-                    },
-                    None,
-                ));
+                match consumer {
+                    Some(consumer) => records.extend(group_tombstones(consumer)),
+                    None => records.push((
+                        OffsetsKey::Group {
+                            group: group.id.clone(),
+                        },
+                        None,
+                    )),
+                }
             }
             match ctx.append(&records) {
                 Ok(()) => {

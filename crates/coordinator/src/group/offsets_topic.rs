@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
 
 use ferrolog_records::consumer_offsets::{
-    OTHER_GROUP_RECORD_TYPES, OffsetsKey, partition_for_group, record_type,
+    OffsetsKey, is_other_group_record_type, partition_for_group, record_type,
 };
 use ferrolog_storage::manager::LogManager;
 use ferrolog_storage::{Result, TopicPartition};
@@ -194,7 +194,7 @@ impl Codec for OffsetsCodec {
         key: &[u8],
         value: Option<Vec<u8>>,
     ) -> Option<OffsetsRecord> {
-        if record_type(key).is_some_and(|kind| OTHER_GROUP_RECORD_TYPES.contains(&kind)) {
+        if record_type(key).is_some_and(is_other_group_record_type) {
             return None;
         }
         match OffsetsKey::decode(key) {

@@ -14,6 +14,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use ferrolog_records::consumer_offsets::{GroupValue, MemberValue, OffsetValue};
 use tokio::sync::oneshot;
 
+use super::consumer::ConsumerGroup;
+
 /// Kafka's group states (classic protocol). `Dead` groups are removed from the map at once.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum GroupState {
@@ -150,9 +152,21 @@ pub struct Group {
     /// Offsets committed in transactions not yet ended, by producer id: invisible until the
     /// COMMIT marker, dropped at the ABORT.
     pub pending_txn_offsets: BTreeMap<i64, BTreeMap<(String, i32), OffsetValue>>,
+    /// Set when the group is a consumer group of the KIP-848 protocol: its membership, in place
+    /// of the classic fields above, which then stay Empty (see [`Group::check_kind`]).
+    pub consumer: Option<Box<ConsumerGroup>>,
 }
 
 impl Group {
+    /// A group is of one protocol: a consumer group has no classic members.
+    pub fn check_kind(&self) {
+        debug_assert!(
+            self.consumer.is_none() || (self.members.is_empty() && self.state == GroupState::Empty),
+            "group {} is a consumer group with classic members",
+            self.id
+        );
+    }
+
     pub fn new(id: &str, now_ms: i64) -> Self {
         Self {
             id: id.to_owned(),
@@ -170,6 +184,7 @@ impl Group {
             state_timestamp_ms: now_ms,
             offsets: BTreeMap::new(),
             pending_txn_offsets: BTreeMap::new(),
+            consumer: None,
         }
     }
 

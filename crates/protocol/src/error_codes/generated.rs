@@ -9,19 +9,19 @@
 use kafka_protocol::messages::{
     AddOffsetsToTxnResponse, AddPartitionsToTxnResponse, AlterConfigsResponse,
     AlterPartitionReassignmentsResponse, AlterReplicaLogDirsResponse,
-    AlterUserScramCredentialsResponse, ApiVersionsResponse, CreateAclsResponse,
-    CreatePartitionsResponse, CreateTopicsResponse, DeleteAclsResponse, DeleteGroupsResponse,
-    DeleteRecordsResponse, DeleteTopicsResponse, DescribeAclsResponse,
-    DescribeClientQuotasResponse, DescribeClusterResponse, DescribeConfigsResponse,
-    DescribeGroupsResponse, DescribeLogDirsResponse, DescribeProducersResponse,
-    DescribeTopicPartitionsResponse, DescribeTransactionsResponse,
-    DescribeUserScramCredentialsResponse, EndTxnResponse, FetchResponse, FindCoordinatorResponse,
-    HeartbeatResponse, IncrementalAlterConfigsResponse, InitProducerIdResponse, JoinGroupResponse,
-    LeaveGroupResponse, ListGroupsResponse, ListOffsetsResponse,
-    ListPartitionReassignmentsResponse, ListTransactionsResponse, MetadataResponse,
-    OffsetCommitResponse, OffsetDeleteResponse, OffsetFetchResponse, ProduceResponse,
-    SaslAuthenticateResponse, SaslHandshakeResponse, SyncGroupResponse, TxnOffsetCommitResponse,
-    WriteTxnMarkersResponse,
+    AlterUserScramCredentialsResponse, ApiVersionsResponse, ConsumerGroupDescribeResponse,
+    ConsumerGroupHeartbeatResponse, CreateAclsResponse, CreatePartitionsResponse,
+    CreateTopicsResponse, DeleteAclsResponse, DeleteGroupsResponse, DeleteRecordsResponse,
+    DeleteTopicsResponse, DescribeAclsResponse, DescribeClientQuotasResponse,
+    DescribeClusterResponse, DescribeConfigsResponse, DescribeGroupsResponse,
+    DescribeLogDirsResponse, DescribeProducersResponse, DescribeTopicPartitionsResponse,
+    DescribeTransactionsResponse, DescribeUserScramCredentialsResponse, EndTxnResponse,
+    FetchResponse, FindCoordinatorResponse, HeartbeatResponse, IncrementalAlterConfigsResponse,
+    InitProducerIdResponse, JoinGroupResponse, LeaveGroupResponse, ListGroupsResponse,
+    ListOffsetsResponse, ListPartitionReassignmentsResponse, ListTransactionsResponse,
+    MetadataResponse, OffsetCommitResponse, OffsetDeleteResponse, OffsetFetchResponse,
+    ProduceResponse, SaslAuthenticateResponse, SaslHandshakeResponse, SyncGroupResponse,
+    TxnOffsetCommitResponse, WriteTxnMarkersResponse,
 };
 
 use super::ErrorCodes;
@@ -297,6 +297,22 @@ impl ErrorCodes for DeleteGroupsResponse {
         let mut codes = Vec::new();
         for result in &self.results {
             codes.push(result.error_code);
+        }
+        codes
+    }
+}
+
+impl ErrorCodes for ConsumerGroupHeartbeatResponse {
+    fn error_codes(&self) -> Vec<i16> {
+        vec![self.error_code]
+    }
+}
+
+impl ErrorCodes for ConsumerGroupDescribeResponse {
+    fn error_codes(&self) -> Vec<i16> {
+        let mut codes = Vec::new();
+        for group in &self.groups {
+            codes.push(group.error_code);
         }
         codes
     }

@@ -7,12 +7,19 @@
 
 use crate::frame_shape::{Field, Kind, MAX, Message, v};
 
-/// ListGroupsRequest v0–4.
+/// ListGroupsRequest v0–5.
 pub(super) const LIST_GROUPS: Message = Message {
     api_key: 16,
-    fields: &[Field::new(
-        "StatesFilter",
-        Kind::PrimitiveArray(&Kind::String),
-        v(4, MAX),
-    )],
+    fields: &[
+        Field::new(
+            "StatesFilter",
+            Kind::PrimitiveArray(&Kind::String),
+            v(4, MAX),
+        ),
+        Field::new(
+            "TypesFilter",
+            Kind::PrimitiveArray(&Kind::String),
+            v(5, MAX),
+        ),
+    ],
 };

@@ -12,6 +12,8 @@ mod alter_partition_reassignments;
 mod alter_replica_log_dirs;
 mod alter_user_scram_credentials;
 mod api_versions;
+mod consumer_group_describe;
+mod consumer_group_heartbeat;
 mod create_acls;
 mod create_partitions;
 mod create_topics;
@@ -84,6 +86,8 @@ pub(super) const ALL: &[&Message] = &[
     &list_groups::LIST_GROUPS,
     &describe_groups::DESCRIBE_GROUPS,
     &delete_groups::DELETE_GROUPS,
+    &consumer_group_heartbeat::CONSUMER_GROUP_HEARTBEAT,
+    &consumer_group_describe::CONSUMER_GROUP_DESCRIBE,
     &offset_delete::OFFSET_DELETE,
     &describe_topic_partitions::DESCRIBE_TOPIC_PARTITIONS,
     &describe_acls::DESCRIBE_ACLS,

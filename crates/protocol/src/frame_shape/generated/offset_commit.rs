@@ -7,7 +7,7 @@
 
 use crate::frame_shape::{Field, Kind, MAX, Message, v};
 
-/// OffsetCommitRequest v2–8.
+/// OffsetCommitRequest v2–9.
 pub(super) const OFFSET_COMMIT: Message = Message {
     api_key: 8,
     fields: &[

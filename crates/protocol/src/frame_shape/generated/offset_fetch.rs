@@ -7,7 +7,7 @@
 
 use crate::frame_shape::{Field, Kind, MAX, Message, v};
 
-/// OffsetFetchRequest v1–8.
+/// OffsetFetchRequest v1–9.
 pub(super) const OFFSET_FETCH: Message = Message {
     api_key: 9,
     fields: &[
@@ -29,6 +29,8 @@ pub(super) const OFFSET_FETCH: Message = Message {
             "Groups",
             Kind::Array(&[
                 Field::new("GroupId", Kind::String, v(8, MAX)),
+                Field::new("MemberId", Kind::String, v(9, MAX)).nullable(v(9, MAX)),
+                Field::new("MemberEpoch", Kind::Int32, v(9, MAX)),
                 Field::new(
                     "Topics",
                     Kind::Array(&[

@@ -1,0 +1,475 @@
+//! ConsumerGroupHeartbeat, as Kafka 4.4's coordinator answers it: the request checked, the
+//! member found (or joined, or its static instance taken over), its subscription updated, the
+//! group epoch bumped when what the group needs changed, the target assignment recomputed
+//! when it lags the group epoch (no more often than `group.consumer.assignment.interval.ms`),
+//! and the member moved towards its target. Each step adds records; they are appended as one
+//! batch and then replayed into the group.
+
+use ferrolog_records::consumer_offsets::OffsetsKey;
+use ferrolog_storage::manager::TopicId;
+
+use super::members::{Found, find_member};
+use super::model::{
+    ConsumerGroup, ConsumerMember, CurrentAssignment, MemberState, Partitions, Subscription,
+};
+use super::reconcile::{MustRejoin, Towards, reconcile};
+use super::subscription::{TopicMetadata, group_topic_names, subscribed_ids};
+use super::{ConsumerGroupConfig, assignors, records};
+use crate::errors;
+use crate::group::offsets_topic::OffsetsRecord;
+use crate::group::state::Group;
+use crate::group::{GroupCoordinator, GroupCtx};
+
+/// A ConsumerGroupHeartbeat (versions 0 and 1).
+#[derive(Debug, Clone, Default)]
+pub struct ConsumerHeartbeat {
+    pub version: i16,
+    pub group_id: String,
+    pub member_id: String,
+    /// 0 to join, -1 to leave, -2 for a static member leaving for a while.
+    pub member_epoch: i32,
+    pub instance_id: Option<String>,
+    pub rack_id: Option<String>,
+    /// -1: unchanged.
+    pub rebalance_timeout_ms: i32,
+    /// `None`: unchanged.
+    pub topic_names: Option<Vec<String>>,
+    pub topic_regex: Option<String>,
+    pub server_assignor: Option<String>,
+    /// The partitions the member owns; `None`: not said.
+    pub owned: Option<Partitions>,
+    pub client_id: String,
+    pub client_host: String,
+}
+
+/// The answer to a heartbeat.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct HeartbeatAnswer {
+    pub error: i16,
+    pub message: Option<String>,
+    pub member_id: Option<String>,
+    pub member_epoch: i32,
+    pub heartbeat_interval_ms: i32,
+    /// The member's assigned partitions, when it needs to hear them.
+    pub assignment: Option<Partitions>,
+}
+
+impl HeartbeatAnswer {
+    pub fn error(error: i16, message: impl Into<Option<String>>) -> Self {
+        Self {
+            error,
+            message: message.into(),
+            ..Self::default()
+        }
+    }
+}
+
+type Refusal = HeartbeatAnswer;
+
+/// Kafka's checks of a heartbeat before it reaches the group, with its messages.
+pub fn check_request(
+    request: &ConsumerHeartbeat,
+    config: &ConsumerGroupConfig,
+) -> Result<(), Refusal> {
+    let invalid = |message: &str| Err(Refusal::error(errors::INVALID_REQUEST, message.to_owned()));
+    let blank = |value: &str| value.trim().is_empty();
+    let epoch = request.member_epoch;
+    if (request.version >= 1 || epoch > 0 || epoch == -1) && blank(&request.member_id) {
+        return invalid("MemberId can't be empty.");
+    }
+    if blank(&request.group_id) {
+        return invalid("GroupId can't be empty.");
+    }
+    if request.instance_id.as_deref().is_some_and(blank) {
+        return invalid("InstanceId can't be empty.");
+    }
+    if request.rack_id.as_deref().is_some_and(blank) {
+        return invalid("RackId can't be empty.");
+    }
+    if epoch == 0 {
+        if request.rebalance_timeout_ms == -1 {
+            return invalid("RebalanceTimeoutMs must be provided in first request.");
+        }
+        if request.owned.as_ref().is_none_or(|owned| !owned.is_empty()) {
+            return invalid("TopicPartitions must be empty when (re-)joining.");
+        }
+        if request.topic_names.is_none() && request.topic_regex.is_none() {
+            return invalid(
+                "Either SubscribedTopicNames or SubscribedTopicRegex must be non-null when (re-)joining.",
+            );
+        }
+    } else if epoch == -2 && request.instance_id.is_none() {
+        return invalid("InstanceId can't be null.");
+    } else if epoch < -2 {
+        return invalid("MemberEpoch is invalid.");
+    }
+    if let Some(assignor) = &request.server_assignor
+        && !config.assignors.contains(assignor)
+    {
+        return Err(Refusal::error(
+            errors::UNSUPPORTED_ASSIGNOR,
+            format!(
+                "ServerAssignor {assignor} is not supported. Supported assignors: {}.",
+                config.assignors.join(", ")
+            ),
+        ));
+    }
+    Ok(())
+}
+
+impl GroupCoordinator {
+    pub fn consumer_heartbeat(&self, mut request: ConsumerHeartbeat) -> HeartbeatAnswer {
+        let config = &self.config.consumer;
+        if !config.enabled {
+            return HeartbeatAnswer::error(errors::UNSUPPORTED_VERSION, None);
+        }
+        if let Err(refusal) = check_request(&request, config) {
+            return refusal;
+        }
+        if request.member_id.is_empty() {
+            request.member_id = TopicId::random().to_string();
+        }
+        let partition = self.partition_of(&request.group_id);
+        self.runtime.write(partition, |shard, ctx| {
+            if request.member_epoch < 0 {
+                return self.consumer_leave(&mut shard.groups, &request, ctx);
+            }
+            let fresh;
+            let (group, mut records) = match existing_group(&shard.groups, &request) {
+                Ok(Some(group)) => (group, Vec::new()),
+                Ok(None) => {
+                    fresh = new_group(&request.group_id);
+                    // An empty classic group of that id becomes a consumer group: its classic
+                    // metadata goes.
+                    let classic = shard.groups.contains_key(&request.group_id).then(|| {
+                        (OffsetsKey::Group { group: request.group_id.clone() }, None)
+                    });
+                    (&fresh, classic.into_iter().collect())
+                }
+                Err(refusal) => return refusal,
+            };
+            let (more, member_id, before) = match self.heartbeat_records(group, &request, ctx) {
+                Ok(done) => done,
+                Err(refusal) => return refusal,
+            };
+            records.extend(more);
+            if let Err(error) = ctx.append(&records) {
+                tracing::warn!(group = %request.group_id, %error, "storing a consumer group's change failed");
+                return HeartbeatAnswer::error(errors::COORDINATOR_NOT_AVAILABLE, None);
+            }
+            let entry = shard
+                .groups
+                .entry(request.group_id.clone())
+                .or_insert_with(|| Group::new(&request.group_id, ctx.now_ms));
+            let group = entry
+                .consumer
+                .get_or_insert_with(|| Box::new(new_group(&request.group_id)));
+            replay_all(group, &records);
+            let answer = self.answer(group, &member_id, &request, &before, ctx.now_ms);
+            entry.check_kind();
+            answer
+        })
+    }
+
+    /// The answer to a member whose heartbeat's records were written and replayed; arms its
+    /// timers.
+    fn answer(
+        &self,
+        group: &mut ConsumerGroup,
+        member_id: &str,
+        request: &ConsumerHeartbeat,
+        before: &CurrentAssignment,
+        now: i64,
+    ) -> HeartbeatAnswer {
+        let session_timeout = i64::from(self.config.consumer.session_timeout_ms);
+        let Some(member) = group.members.get_mut(member_id) else {
+            debug_assert!(false, "the member of a heartbeat just written is missing");
+            return HeartbeatAnswer::error(errors::UNKNOWN_SERVER_ERROR, None);
+        };
+        member.session_deadline_ms = now + session_timeout;
+        arm_rebalance_timer(member, before, now);
+        let changed = member.current.assigned != before.assigned;
+        let full = request.rebalance_timeout_ms != -1
+            && (request.topic_names.is_some() || request.topic_regex.is_some())
+            && request.owned.is_some();
+        HeartbeatAnswer {
+            member_id: Some(member_id.to_owned()),
+            member_epoch: member.current.member_epoch,
+            heartbeat_interval_ms: self.config.consumer.heartbeat_interval_ms,
+            assignment: (request.member_epoch == 0 || full || changed)
+                .then(|| member.current.assigned_partitions()),
+            ..HeartbeatAnswer::default()
+        }
+    }
+
+    /// The records of one heartbeat, the member's id, and its current assignment before.
+    fn heartbeat_records(
+        &self,
+        group: &ConsumerGroup,
+        request: &ConsumerHeartbeat,
+        ctx: &GroupCtx<'_>,
+    ) -> Result<(Vec<OffsetsRecord>, String, CurrentAssignment), Refusal> {
+        let config = &self.config.consumer;
+        let group_id = &request.group_id;
+        let is_known_static = request
+            .instance_id
+            .as_ref()
+            .is_some_and(|instance| group.static_members.contains_key(instance));
+        if !is_known_static
+            && group.members.len() >= config.max_size as usize
+            && !group.members.contains_key(&request.member_id)
+        {
+            return Err(Refusal::error(
+                errors::GROUP_MAX_SIZE_REACHED,
+                format!(
+                    "The consumer group has reached its maximum capacity of {} members.",
+                    config.max_size
+                ),
+            ));
+        }
+        let Found {
+            mut member,
+            before,
+            mut records,
+            inherited_target,
+        } = find_member(group, request)?;
+        let updated = updated_subscription(&member.subscription, request);
+        let names_changed = updated.topic_names != member.subscription.topic_names;
+        let regex_changed = updated.topic_regex != member.subscription.topic_regex;
+        if updated != member.subscription || !group.members.contains_key(&member.member_id) {
+            records.push(records::member_metadata(
+                group_id,
+                &member.member_id,
+                &updated,
+            ));
+        }
+        let assignor_changed = updated.server_assignor != member.subscription.server_assignor;
+        member.subscription = updated;
+        let names = group_topic_names(group, Some((&member.member_id, &member.subscription)));
+        let metadata = TopicMetadata::read(self.topic.manager(), &names);
+        let mut group_epoch = group.group_epoch;
+        let hash = metadata.hash();
+        if names_changed || regex_changed || assignor_changed || hash != group.metadata_hash {
+            group_epoch += 1;
+            records.push(records::group_epoch(group_id, group_epoch, hash));
+        }
+        let (target_epoch, target) = self.target_for(
+            group,
+            &member,
+            inherited_target,
+            group_epoch,
+            &metadata,
+            ctx.now_ms,
+            &mut records,
+        )?;
+        let subscribed = subscribed_ids(&member.subscription, &group.regexes, &metadata);
+        let owner_of = |topic: TopicId, partition: i32| {
+            group.owner_epoch(topic, partition).is_some()
+                && !owns(&member.current, topic, partition)
+        };
+        let towards = Towards {
+            target_epoch,
+            target: &target,
+            owned: request.owned.as_ref(),
+            owned_elsewhere: &owner_of,
+            subscribed: &|topic| subscribed.contains(&topic),
+            subscription_changed: names_changed || regex_changed,
+        };
+        let next = reconcile(&member.current, &towards).map_err(|MustRejoin| {
+            Refusal::error(
+                errors::FENCED_MEMBER_EPOCH,
+                "The consumer group member is in a unknown state. The member must abandon all its partitions and rejoin.".to_owned(),
+            )
+        })?;
+        if next != member.current {
+            records.push(records::current_assignment(
+                group_id,
+                &member.member_id,
+                &next,
+            ));
+        }
+        Ok((records, member.member_id, before))
+    }
+
+    /// The target epoch and the member's target: a new target assignment when it lags the
+    /// group epoch and the assignment interval allows, else the last one.
+    #[allow(
+        clippy::too_many_arguments,
+        reason = "one step of the heartbeat, named"
+    )]
+    fn target_for(
+        &self,
+        group: &ConsumerGroup,
+        member: &ConsumerMember,
+        inherited: Option<Partitions>,
+        group_epoch: i32,
+        metadata: &TopicMetadata,
+        now: i64,
+        records: &mut Vec<OffsetsRecord>,
+    ) -> Result<(i32, Partitions), Refusal> {
+        let config = &self.config.consumer;
+        let interval = config.assignment_interval_ms;
+        let due = group.assignment_timestamp == 0
+            || interval == 0
+            || now >= group.assignment_timestamp + interval;
+        let last = || {
+            inherited
+                .clone()
+                .or_else(|| group.target.get(&member.member_id).cloned())
+                .unwrap_or_default()
+        };
+        if group.assignment_epoch >= group_epoch || !due {
+            return Ok((group.assignment_epoch, last()));
+        }
+        let assignor = preferred_assignor(group, Some(member), &config.assignors);
+        let specs = assignors::member_specs(group, member, inherited.as_ref(), metadata);
+        let targets = assignors::assign(&assignor, &specs, &metadata.partition_counts()).map_err(
+            |error| {
+                tracing::warn!(group = %group.id, %error, "assignor failed");
+                Refusal::error(errors::UNKNOWN_SERVER_ERROR, None)
+            },
+        )?;
+        let group_id = &group.id;
+        for (member_id, target) in &targets {
+            let old = if member_id == &member.member_id {
+                inherited.as_ref().or(group.target.get(member_id))
+            } else {
+                group.target.get(member_id)
+            };
+            if old != Some(target) {
+                records.push(records::target_member(group_id, member_id, target));
+            }
+        }
+        records.push(records::target_metadata(group_id, group_epoch, now));
+        let target = targets.get(&member.member_id).cloned().unwrap_or_default();
+        Ok((group_epoch, target))
+    }
+}
+
+/// A new consumer group: epochs start at 1, as Kafka's.
+pub(crate) fn new_group(id: &str) -> ConsumerGroup {
+    ConsumerGroup {
+        id: id.to_owned(),
+        group_epoch: 1,
+        assignment_epoch: 1,
+        ..ConsumerGroup::default()
+    }
+}
+
+/// The consumer group a heartbeat works on; `None` for a new one, which a join may create in
+/// place of nothing or of an empty classic group.
+fn existing_group<'a>(
+    groups: &'a std::collections::HashMap<String, Group>,
+    request: &ConsumerHeartbeat,
+) -> Result<Option<&'a ConsumerGroup>, Refusal> {
+    let group_id = &request.group_id;
+    let joining = request.member_epoch == 0;
+    match groups.get(group_id) {
+        Some(Group {
+            consumer: Some(group),
+            ..
+        }) => Ok(Some(group)),
+        None if joining => Ok(None),
+        None => Err(Refusal::error(
+            errors::GROUP_ID_NOT_FOUND,
+            format!("Consumer group {group_id} not found."),
+        )),
+        Some(classic) if joining && classic.members.is_empty() => Ok(None),
+        Some(_) => Err(Refusal::error(
+            errors::GROUP_ID_NOT_FOUND,
+            format!("Group {group_id} is not a consumer group."),
+        )),
+    }
+}
+
+/// Whether the member owns (or is still revoking) a partition.
+fn owns(current: &CurrentAssignment, topic: TopicId, partition: i32) -> bool {
+    current
+        .assigned
+        .get(&topic)
+        .is_some_and(|p| p.contains_key(&partition))
+        || current
+            .pending_revocation
+            .get(&topic)
+            .is_some_and(|p| p.contains(&partition))
+}
+
+/// The subscription with the request's fields applied (a missing field is unchanged).
+fn updated_subscription(old: &Subscription, request: &ConsumerHeartbeat) -> Subscription {
+    let mut updated = old.clone();
+    if request.instance_id.is_some() {
+        updated.instance_id.clone_from(&request.instance_id);
+    }
+    if request.rack_id.is_some() {
+        updated.rack_id.clone_from(&request.rack_id);
+    }
+    if request.rebalance_timeout_ms != -1 {
+        updated.rebalance_timeout_ms = request.rebalance_timeout_ms;
+    }
+    if request.server_assignor.is_some() {
+        updated.server_assignor.clone_from(&request.server_assignor);
+    }
+    if let Some(names) = &request.topic_names {
+        let mut names = names.clone();
+        names.sort();
+        names.dedup();
+        updated.topic_names = names;
+    }
+    if let Some(regex) = &request.topic_regex {
+        updated.topic_regex = (!regex.is_empty()).then(|| regex.clone());
+    }
+    updated.client_id.clone_from(&request.client_id);
+    updated.client_host.clone_from(&request.client_host);
+    updated
+}
+
+/// The assignor most members prefer (with `member` standing in for its old self), else the
+/// first configured.
+pub(super) fn preferred_assignor(
+    group: &ConsumerGroup,
+    member: Option<&ConsumerMember>,
+    configured: &[String],
+) -> String {
+    let mut counts: std::collections::BTreeMap<&str, usize> = std::collections::BTreeMap::new();
+    let others = group
+        .members
+        .values()
+        .filter(|other| member.is_none_or(|m| m.member_id != other.member_id));
+    for other in others.chain(member) {
+        if let Some(name) = &other.subscription.server_assignor {
+            *counts.entry(name).or_default() += 1;
+        }
+    }
+    counts
+        .into_iter()
+        .max_by_key(|(_, count)| *count)
+        .map(|(name, _)| name.to_owned())
+        .or_else(|| configured.first().cloned())
+        .unwrap_or_else(|| "uniform".to_owned())
+}
+
+/// Arms the rebalance timer of a member that has just started revoking, and disarms it once
+/// the member is past revoking.
+fn arm_rebalance_timer(member: &mut ConsumerMember, before: &CurrentAssignment, now: i64) {
+    if member.current.state != MemberState::UnrevokedPartitions {
+        member.rebalance_deadline = None;
+    } else if member.current != *before {
+        let timeout = i64::from(member.subscription.rebalance_timeout_ms.max(0));
+        member.rebalance_deadline = Some((now + timeout, member.current.member_epoch));
+    }
+}
+
+/// Replays a batch the group has just written.
+pub(super) fn replay_all(group: &mut ConsumerGroup, records: &[OffsetsRecord]) {
+    for (key, value) in records {
+        if let OffsetsKey::Consumer { kind, sub_key, .. } = key
+            && let Err(error) = records::replay(group, *kind, sub_key, value.as_deref())
+        {
+            // The records were encoded a moment ago: failing to read them back is a bug.
+            debug_assert!(
+                false,
+                "a consumer group record just written does not replay: {error}"
+            );
+        }
+    }
+}

@@ -1,0 +1,68 @@
+//! Consumer groups of Kafka 4's broker-driven protocol (KIP-848): members heartbeat their
+//! subscription, the coordinator computes the group's target assignment with a server-side
+//! assignor, and moves each member towards its target, partitions revoked before any is
+//! handed to another member.
+//!
+//! Epochs: the **group epoch** counts changes to what the group needs (a member joins, leaves,
+//! changes its subscription, or a subscribed topic changes); the **assignment epoch** is the
+//! group epoch the target assignment was computed for; a **member epoch** is the target epoch
+//! the member has reached.
+//!
+//! Every change is written as the records Kafka 4.4 writes (types 3–8 and 16 of
+//! `__consumer_offsets`, [`records`]) and then replayed into the group, so a group rebuilt at
+//! startup is the group that was running. The group lives in the same [`super::state::Group`]
+//! entry as its committed offsets.
+//!
+//! Files: [`model`] (the group as data), [`reconcile`] (a member towards its target, pure),
+//! [`assignors`] (`uniform` and `range`, pure), [`records`] (records and replay),
+//! `heartbeat` (ConsumerGroupHeartbeat), `fencing` (leaving, session and rebalance timeouts),
+//! `describe` (ConsumerGroupDescribe), `subscription` (topic metadata and the metadata hash).
+
+pub mod assignors;
+mod describe;
+mod fencing;
+mod heartbeat;
+mod members;
+pub mod model;
+pub mod offsets;
+pub mod reconcile;
+pub mod records;
+mod subscription;
+
+pub use describe::{DescribedConsumerGroup, DescribedConsumerMember};
+pub(crate) use fencing::arm_loaded_timers;
+pub(crate) use heartbeat::new_group;
+pub use heartbeat::{ConsumerHeartbeat, HeartbeatAnswer};
+pub use model::{ConsumerGroup, ConsumerGroupState, Partitions};
+
+/// The settings of consumer groups, under Kafka's broker keys.
+#[derive(Debug, Clone)]
+pub struct ConsumerGroupConfig {
+    /// Whether `consumer` is in `group.coordinator.rebalance.protocols`: without it,
+    /// ConsumerGroupHeartbeat is answered UNSUPPORTED_VERSION, as Kafka answers it.
+    pub enabled: bool,
+    /// `group.consumer.session.timeout.ms`
+    pub session_timeout_ms: i32,
+    /// `group.consumer.heartbeat.interval.ms`
+    pub heartbeat_interval_ms: i32,
+    /// `group.consumer.max.size`
+    pub max_size: u32,
+    /// `group.consumer.assignors`: the first is the default.
+    pub assignors: Vec<String>,
+    /// `group.consumer.assignment.interval.ms`: the least time between two target assignments
+    /// of a group.
+    pub assignment_interval_ms: i64,
+}
+
+impl Default for ConsumerGroupConfig {
+    fn default() -> Self {
+        Self {
+            enabled: true,
+            session_timeout_ms: 45_000,
+            heartbeat_interval_ms: 5_000,
+            max_size: i32::MAX as u32,
+            assignors: vec!["uniform".to_owned(), "range".to_owned()],
+            assignment_interval_ms: 1_000,
+        }
+    }
+}
