@@ -64,7 +64,9 @@ pub fn handle(
             .to_owned(),
         client_host: format!("/{}", asked.session().host()),
     };
-    let answer = context.groups.consumer_heartbeat(heartbeat);
+    // A regular expression resolves to the topics the member may describe, as in Kafka.
+    let may_describe = |topic: &str| asked.may(AclOperation::Describe, ResourceType::Topic, topic);
+    let answer = context.groups.consumer_heartbeat(heartbeat, &may_describe);
     ConsumerGroupHeartbeatResponse::default()
         .with_error_code(answer.error)
         .with_error_message(answer.message.map(StrBytes::from_string))

@@ -21,7 +21,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use ferrolog_storage::manager::TopicId;
 
-use super::model::{ConsumerGroup, ConsumerMember, Partitions};
+use super::model::{ConsumerGroup, ConsumerMember, Partitions, ResolvedRegex};
 use super::subscription::{TopicMetadata, subscribed_ids};
 
 /// One member as an assignor sees it.
@@ -39,6 +39,7 @@ pub struct MemberSpec {
 /// member's new incarnation, the target it inherits).
 pub fn member_specs(
     group: &ConsumerGroup,
+    regexes: &BTreeMap<String, ResolvedRegex>,
     member: &ConsumerMember,
     inherited: Option<&Partitions>,
     metadata: &TopicMetadata,
@@ -46,7 +47,7 @@ pub fn member_specs(
     let spec = |m: &ConsumerMember, previous: Option<&Partitions>| MemberSpec {
         member_id: m.member_id.clone(),
         instance_id: m.subscription.instance_id.clone(),
-        subscribed: subscribed_ids(&m.subscription, &group.regexes, metadata),
+        subscribed: subscribed_ids(&m.subscription, regexes, metadata),
         previous: previous.cloned().unwrap_or_default(),
     };
     let replaced = member

@@ -5,16 +5,19 @@
 //! and the member moved towards its target. Each step adds records; they are appended as one
 //! batch and then replayed into the group.
 
+use std::collections::BTreeMap;
+
 use ferrolog_records::consumer_offsets::OffsetsKey;
 use ferrolog_storage::manager::TopicId;
 
 use super::members::{Found, find_member};
 use super::model::{
-    ConsumerGroup, ConsumerMember, CurrentAssignment, MemberState, Partitions, Subscription,
+    ConsumerGroup, ConsumerMember, CurrentAssignment, MemberState, Partitions, ResolvedRegex,
+    Subscription,
 };
 use super::reconcile::{MustRejoin, Towards, reconcile};
 use super::subscription::{TopicMetadata, group_topic_names, subscribed_ids};
-use super::{ConsumerGroupConfig, assignors, records};
+use super::{ConsumerGroupConfig, assignors, records, regex};
 use crate::errors;
 use crate::group::offsets_topic::OffsetsRecord;
 use crate::group::state::Group;
@@ -118,7 +121,13 @@ pub fn check_request(
 }
 
 impl GroupCoordinator {
-    pub fn consumer_heartbeat(&self, mut request: ConsumerHeartbeat) -> HeartbeatAnswer {
+    /// A ConsumerGroupHeartbeat; `may_describe` says which topics the member may see, to
+    /// resolve its regular expression to.
+    pub fn consumer_heartbeat(
+        &self,
+        mut request: ConsumerHeartbeat,
+        may_describe: &dyn Fn(&str) -> bool,
+    ) -> HeartbeatAnswer {
         let config = &self.config.consumer;
         if !config.enabled {
             return HeartbeatAnswer::error(errors::UNSUPPORTED_VERSION, None);
@@ -148,7 +157,7 @@ impl GroupCoordinator {
                 }
                 Err(refusal) => return refusal,
             };
-            let (more, member_id, before) = match self.heartbeat_records(group, &request, ctx) {
+            let (more, member_id, before) = match self.heartbeat_records(group, &request, may_describe, ctx) {
                 Ok(done) => done,
                 Err(refusal) => return refusal,
             };
@@ -207,26 +216,11 @@ impl GroupCoordinator {
         &self,
         group: &ConsumerGroup,
         request: &ConsumerHeartbeat,
+        may_describe: &dyn Fn(&str) -> bool,
         ctx: &GroupCtx<'_>,
     ) -> Result<(Vec<OffsetsRecord>, String, CurrentAssignment), Refusal> {
-        let config = &self.config.consumer;
         let group_id = &request.group_id;
-        let is_known_static = request
-            .instance_id
-            .as_ref()
-            .is_some_and(|instance| group.static_members.contains_key(instance));
-        if !is_known_static
-            && group.members.len() >= config.max_size as usize
-            && !group.members.contains_key(&request.member_id)
-        {
-            return Err(Refusal::error(
-                errors::GROUP_MAX_SIZE_REACHED,
-                format!(
-                    "The consumer group has reached its maximum capacity of {} members.",
-                    config.max_size
-                ),
-            ));
-        }
+        check_room(group, request, self.config.consumer.max_size)?;
         let Found {
             mut member,
             before,
@@ -244,8 +238,21 @@ impl GroupCoordinator {
             ));
         }
         let assignor_changed = updated.server_assignor != member.subscription.server_assignor;
+        let regexes = regex::resolve(
+            group,
+            &member.member_id,
+            &member.subscription,
+            &updated,
+            (self.topic.manager(), may_describe),
+            ctx.now_ms,
+            &mut records,
+        )?;
         member.subscription = updated;
-        let names = group_topic_names(group, Some((&member.member_id, &member.subscription)));
+        let names = group_topic_names(
+            group,
+            &regexes,
+            Some((&member.member_id, &member.subscription)),
+        );
         let metadata = TopicMetadata::read(self.topic.manager(), &names);
         let mut group_epoch = group.group_epoch;
         let hash = metadata.hash();
@@ -255,14 +262,14 @@ impl GroupCoordinator {
         }
         let (target_epoch, target) = self.target_for(
             group,
-            &member,
+            (&member, &regexes),
             inherited_target,
             group_epoch,
             &metadata,
             ctx.now_ms,
             &mut records,
         )?;
-        let subscribed = subscribed_ids(&member.subscription, &group.regexes, &metadata);
+        let subscribed = subscribed_ids(&member.subscription, &regexes, &metadata);
         let owner_of = |topic: TopicId, partition: i32| {
             group.owner_epoch(topic, partition).is_some()
                 && !owns(&member.current, topic, partition)
@@ -300,7 +307,7 @@ impl GroupCoordinator {
     fn target_for(
         &self,
         group: &ConsumerGroup,
-        member: &ConsumerMember,
+        (member, regexes): (&ConsumerMember, &BTreeMap<String, ResolvedRegex>),
         inherited: Option<Partitions>,
         group_epoch: i32,
         metadata: &TopicMetadata,
@@ -322,7 +329,7 @@ impl GroupCoordinator {
             return Ok((group.assignment_epoch, last()));
         }
         let assignor = preferred_assignor(group, Some(member), &config.assignors);
-        let specs = assignors::member_specs(group, member, inherited.as_ref(), metadata);
+        let specs = assignors::member_specs(group, regexes, member, inherited.as_ref(), metadata);
         let targets = assignors::assign(&assignor, &specs, &metadata.partition_counts()).map_err(
             |error| {
                 tracing::warn!(group = %group.id, %error, "assignor failed");
@@ -344,6 +351,29 @@ impl GroupCoordinator {
         let target = targets.get(&member.member_id).cloned().unwrap_or_default();
         Ok((group_epoch, target))
     }
+}
+
+/// `group.consumer.max.size`: a member not in the group yet (nor a static instance it knows)
+/// finds no room in a full group.
+fn check_room(
+    group: &ConsumerGroup,
+    request: &ConsumerHeartbeat,
+    max_size: u32,
+) -> Result<(), Refusal> {
+    let is_known_static = request
+        .instance_id
+        .as_ref()
+        .is_some_and(|instance| group.static_members.contains_key(instance));
+    if !is_known_static
+        && group.members.len() >= max_size as usize
+        && !group.members.contains_key(&request.member_id)
+    {
+        return Err(Refusal::error(
+            errors::GROUP_MAX_SIZE_REACHED,
+            format!("The consumer group has reached its maximum capacity of {max_size} members."),
+        ));
+    }
+    Ok(())
 }
 
 /// A new consumer group: epochs start at 1, as Kafka's.

@@ -27,6 +27,7 @@ pub mod model;
 pub mod offsets;
 pub mod reconcile;
 pub mod records;
+mod regex;
 mod subscription;
 
 pub use describe::{DescribedConsumerGroup, DescribedConsumerMember};

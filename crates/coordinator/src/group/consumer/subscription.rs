@@ -81,9 +81,11 @@ pub fn topic_names<'a>(
     subscription.topic_names.iter().chain(resolved)
 }
 
-/// Every topic name the group's members cover, with `updated` standing in for its member.
+/// Every topic name the group's members cover (their regexes resolved as `regexes` say), with
+/// `updated` standing in for its member.
 pub fn group_topic_names(
     group: &ConsumerGroup,
+    regexes: &BTreeMap<String, ResolvedRegex>,
     updated: Option<(&str, &Subscription)>,
 ) -> BTreeSet<String> {
     let mut names = BTreeSet::new();
@@ -91,10 +93,10 @@ pub fn group_topic_names(
         if updated.is_some_and(|(id, _)| id == member_id) {
             continue;
         }
-        names.extend(topic_names(&member.subscription, &group.regexes).cloned());
+        names.extend(topic_names(&member.subscription, regexes).cloned());
     }
     if let Some((_, subscription)) = updated {
-        names.extend(topic_names(subscription, &group.regexes).cloned());
+        names.extend(topic_names(subscription, regexes).cloned());
     }
     names
 }
