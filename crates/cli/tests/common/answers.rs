@@ -47,6 +47,8 @@ pub struct Answers {
     pub groups: BTreeMap<String, CommittedOffsets>,
     /// Every topic's id, as Metadata (v12) gives it.
     pub topic_ids: BTreeMap<String, String>,
+    /// KIP-848 groups as ConsumerGroupDescribe shows them, for the tests that read them.
+    pub consumer_groups: Vec<String>,
 }
 
 pub fn list_offsets(
@@ -203,6 +205,7 @@ pub fn answers(port: u16, topics: &[(String, i32)], groups: &[&str]) -> Answers 
         partitions,
         groups,
         topic_ids,
+        consumer_groups: Vec::new(),
     }
 }
 
