@@ -117,19 +117,34 @@ fn tag_reader<'a>(bytes: &'a [u8], what: &'static str) -> Reader<'a> {
     reader
 }
 
-impl ConsumerGroupMetadata {
-    const WHAT: &'static str = "consumer group metadata value";
-
-    pub fn decode(bytes: &[u8]) -> Result<Self, RecordsError> {
-        let mut reader = value_reader(bytes, Self::WHAT)?;
-        let epoch = reader.i32()?;
-        let mut metadata_hash = 0;
-        for (tag, field) in reader.tagged_fields()? {
-            if tag == 0 {
-                metadata_hash = tag_reader(field, Self::WHAT).i64()?;
-            }
+/// The shape of types 3 and 6: an `int32`, then an `int64` in tag 0 whose default is 0.
+fn decode_i32_tagged_i64(bytes: &[u8], what: &'static str) -> Result<(i32, i64), RecordsError> {
+    let mut reader = value_reader(bytes, what)?;
+    let first = reader.i32()?;
+    let mut tagged = 0;
+    for (tag, field) in reader.tagged_fields()? {
+        if tag == 0 {
+            tagged = tag_reader(field, what).i64()?;
         }
-        reader.finish()?;
+    }
+    reader.finish()?;
+    Ok((first, tagged))
+}
+
+fn encode_i32_tagged_i64(first: i32, tagged: i64) -> Vec<u8> {
+    let mut writer = value_writer();
+    writer.i32(first);
+    if tagged == 0 {
+        writer.no_tags();
+    } else {
+        writer.tagged(&[(0, tagged.to_be_bytes().to_vec())]);
+    }
+    writer.out
+}
+
+impl ConsumerGroupMetadata {
+    pub fn decode(bytes: &[u8]) -> Result<Self, RecordsError> {
+        let (epoch, metadata_hash) = decode_i32_tagged_i64(bytes, "consumer group metadata value")?;
         Ok(Self {
             epoch,
             metadata_hash,
@@ -137,14 +152,7 @@ impl ConsumerGroupMetadata {
     }
 
     pub fn encode(&self) -> Vec<u8> {
-        let mut writer = value_writer();
-        writer.i32(self.epoch);
-        if self.metadata_hash == 0 {
-            writer.no_tags();
-        } else {
-            writer.tagged(&[(0, self.metadata_hash.to_be_bytes().to_vec())]);
-        }
-        writer.out
+        encode_i32_tagged_i64(self.epoch, self.metadata_hash)
     }
 }
 
@@ -233,18 +241,9 @@ impl ClassicMemberMetadata {
 }
 
 impl TargetAssignmentMetadata {
-    const WHAT: &'static str = "consumer group target assignment metadata value";
-
     pub fn decode(bytes: &[u8]) -> Result<Self, RecordsError> {
-        let mut reader = value_reader(bytes, Self::WHAT)?;
-        let assignment_epoch = reader.i32()?;
-        let mut assignment_timestamp = 0;
-        for (tag, field) in reader.tagged_fields()? {
-            if tag == 0 {
-                assignment_timestamp = tag_reader(field, Self::WHAT).i64()?;
-            }
-        }
-        reader.finish()?;
+        let (assignment_epoch, assignment_timestamp) =
+            decode_i32_tagged_i64(bytes, "consumer group target assignment metadata value")?;
         Ok(Self {
             assignment_epoch,
             assignment_timestamp,
@@ -252,14 +251,7 @@ impl TargetAssignmentMetadata {
     }
 
     pub fn encode(&self) -> Vec<u8> {
-        let mut writer = value_writer();
-        writer.i32(self.assignment_epoch);
-        if self.assignment_timestamp == 0 {
-            writer.no_tags();
-        } else {
-            writer.tagged(&[(0, self.assignment_timestamp.to_be_bytes().to_vec())]);
-        }
-        writer.out
+        encode_i32_tagged_i64(self.assignment_epoch, self.assignment_timestamp)
     }
 }
 

@@ -135,8 +135,7 @@ pub(crate) fn arm_loaded_timers(group: &mut ConsumerGroup, now: i64, session_tim
     for member in group.members.values_mut() {
         member.session_deadline_ms = now + i64::from(session_timeout_ms);
         if member.current.state == super::model::MemberState::UnrevokedPartitions {
-            let timeout = i64::from(member.subscription.rebalance_timeout_ms.max(0));
-            member.rebalance_deadline = Some((now + timeout, member.current.member_epoch));
+            member.arm_rebalance_deadline(now);
         }
     }
 }
@@ -188,10 +187,6 @@ fn away_record(group: &ConsumerGroup, member_id: &str) -> OffsetsRecord {
         pending_revocation: Default::default(),
         ..current
     };
-    for partitions in current.assigned.values_mut() {
-        for epoch in partitions.values_mut() {
-            *epoch = 0;
-        }
-    }
+    current.zero_assignment_epochs();
     records::current_assignment(&group.id, member_id, &current)
 }

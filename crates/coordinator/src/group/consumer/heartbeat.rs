@@ -271,8 +271,7 @@ impl GroupCoordinator {
         )?;
         let subscribed = subscribed_ids(&member.subscription, &regexes, &metadata);
         let owner_of = |topic: TopicId, partition: i32| {
-            group.owner_epoch(topic, partition).is_some()
-                && !owns(&member.current, topic, partition)
+            group.owner_epoch(topic, partition).is_some() && !member.current.owns(topic, partition)
         };
         let towards = Towards {
             target_epoch,
@@ -412,18 +411,6 @@ fn existing_group<'a>(
     }
 }
 
-/// Whether the member owns (or is still revoking) a partition.
-fn owns(current: &CurrentAssignment, topic: TopicId, partition: i32) -> bool {
-    current
-        .assigned
-        .get(&topic)
-        .is_some_and(|p| p.contains_key(&partition))
-        || current
-            .pending_revocation
-            .get(&topic)
-            .is_some_and(|p| p.contains(&partition))
-}
-
 /// The subscription with the request's fields applied (a missing field is unchanged).
 fn updated_subscription(old: &Subscription, request: &ConsumerHeartbeat) -> Subscription {
     let mut updated = old.clone();
@@ -484,8 +471,7 @@ fn arm_rebalance_timer(member: &mut ConsumerMember, before: &CurrentAssignment, 
     if member.current.state != MemberState::UnrevokedPartitions {
         member.rebalance_deadline = None;
     } else if member.current != *before {
-        let timeout = i64::from(member.subscription.rebalance_timeout_ms.max(0));
-        member.rebalance_deadline = Some((now + timeout, member.current.member_epoch));
+        member.arm_rebalance_deadline(now);
     }
 }
 

@@ -111,11 +111,7 @@ fn replace_member(
     member.current.member_epoch = 0;
     member.current.previous_member_epoch = 0;
     member.current.pending_revocation.clear();
-    for partitions in member.current.assigned.values_mut() {
-        for epoch in partitions.values_mut() {
-            *epoch = 0;
-        }
-    }
+    member.current.zero_assignment_epochs();
     let target = group
         .target
         .get(&old.member_id)

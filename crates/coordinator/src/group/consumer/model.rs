@@ -73,12 +73,40 @@ pub struct CurrentAssignment {
 }
 
 impl CurrentAssignment {
+    /// Whether the member owns `partition` of `topic`: assigned, or still revoking it.
+    pub fn owns(&self, topic: TopicId, partition: i32) -> bool {
+        self.assigned
+            .get(&topic)
+            .is_some_and(|p| p.contains_key(&partition))
+            || self
+                .pending_revocation
+                .get(&topic)
+                .is_some_and(|p| p.contains(&partition))
+    }
+
+    /// Forgets the epochs the partitions were assigned at (a static member stepping away, or
+    /// its next incarnation): no commit of an older epoch is taken for them.
+    pub fn zero_assignment_epochs(&mut self) {
+        for partitions in self.assigned.values_mut() {
+            partitions.values_mut().for_each(|epoch| *epoch = 0);
+        }
+    }
+
     /// The assigned partitions without their epochs, as a heartbeat answer carries them.
     pub fn assigned_partitions(&self) -> Partitions {
         self.assigned
             .iter()
             .map(|(topic, partitions)| (*topic, partitions.keys().copied().collect()))
             .collect()
+    }
+}
+
+impl ConsumerMember {
+    /// Arms the rebalance timer: unless it has revoked by then, the member is fenced, if it is
+    /// still at its present epoch.
+    pub fn arm_rebalance_deadline(&mut self, now: i64) {
+        let timeout = i64::from(self.subscription.rebalance_timeout_ms.max(0));
+        self.rebalance_deadline = Some((now + timeout, self.current.member_epoch));
     }
 }
 

@@ -73,14 +73,7 @@ pub fn target_metadata(group: &str, epoch: i32, timestamp: i64) -> OffsetsRecord
 /// Type 7: a member's target assignment.
 pub fn target_member(group: &str, member_id: &str, target: &Partitions) -> OffsetsRecord {
     let value = TargetAssignmentMember {
-        partitions: target
-            .iter()
-            .map(|(topic, partitions)| TopicPartitions {
-                topic_id: topic.0,
-                partitions: partitions.iter().copied().collect(),
-                assignment_epochs: Vec::new(),
-            })
-            .collect(),
+        partitions: to_topic_partitions(target),
     };
     (
         key(ConsumerRecordType::TargetAssignmentMember, group, member_id),
