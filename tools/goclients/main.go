@@ -12,6 +12,11 @@
 //
 //	goclients franz-transactions BROKER TOPIC
 //
+// With franz-group-protocol, franz-go consumes as a member of a KIP-848 consumer group until
+// SIGTERM (see runFranzGroupProtocol).
+//
+//	goclients franz-group-protocol BROKER TOPIC GROUP ASSIGNOR INSTANCE
+//
 // With FERROLOG_SASL=MECHANISM:USER:PASSWORD (PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512), franz-go
 // authenticates with SASL; with FERROLOG_TLS_CA (and FERROLOG_TLS_CERT, FERROLOG_TLS_KEY) it
 // speaks TLS.
@@ -117,6 +122,13 @@ func eventually(check func() error) error {
 }
 
 func main() {
+	if len(os.Args) == 7 && os.Args[1] == "franz-group-protocol" {
+		if err := runFranzGroupProtocol(os.Args[2], os.Args[3], os.Args[4], os.Args[5], os.Args[6]); err != nil {
+			fmt.Fprintf(os.Stderr, "franz-group-protocol: %v\n", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if len(os.Args) != 4 {
 		fmt.Fprintln(os.Stderr, "usage: goclients franz|sarama|franz-transactions BROKER TOPIC")
 		os.Exit(2)
