@@ -4,7 +4,9 @@
 //! DeleteRecords, producer snapshots, indexes (checked against their segments, and by
 //! `--index-sanity-check`) and `__consumer_offsets` (through Kafka's offsets decoder). Then
 //! `ferrolog move-to-kafka` carries the stopped ferrolog's directory into a Kafka 4.4 broker,
-//! which answers ListOffsets, Fetch (every byte) and OffsetFetch as ferrolog did.
+//! which answers ListOffsets, Fetch (every byte) and OffsetFetch as ferrolog did, and
+//! ConsumerGroupDescribe of a live KIP-848 group (its member SIGKILLed) as ferrolog did: the
+//! same epochs, members and assignments, under Kafka's own topic ids.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests")]
 
@@ -14,6 +16,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use common::answers::{answers, assert_same_answers, wait_until_serving};
+use common::consumer_groups::{consumer_groups, live_member};
 use common::kafka::{KafkaPeer, kafka_available, kafka_tool, kafka_tool_ok};
 use common::wire::{connect, create_topic, name, send};
 use common::{Server, kcat, kcat_lines};
@@ -214,6 +217,8 @@ fn wait_for_cleaning(dir: &Path) {
 }
 
 const GROUP: &str = "readers";
+/// A KIP-848 group whose static member was SIGKILLed, so the move carries it live.
+const LIVE_GROUP: &str = "kip848-moved";
 
 fn topics() -> Vec<(String, i32)> {
     let mut topics: Vec<(String, i32)> = CODECS
@@ -293,6 +298,8 @@ fn kafka_reads_ferrolog_files_and_serves_them_after_a_move() {
             "enable.auto.commit=true",
         ],
     );
+    live_member(&format!("127.0.0.1:{port}"), port, "codec-none", LIVE_GROUP);
+    let ferrolog_groups = consumer_groups(port, &[LIVE_GROUP]);
     let ferrolog_answers = answers(port, &topics(), &[GROUP]);
     assert_eq!(
         ferrolog_answers.partitions[&("codec-gzip".to_owned(), 0)].log_start_offset,
@@ -424,9 +431,20 @@ fn kafka_reads_ferrolog_files_and_serves_them_after_a_move() {
         copied.contains(&format!("copied {} partitions", topics().len() + 3)),
         "{copied}"
     );
+    // The member's target and current assignments.
+    assert!(
+        copied.contains("2 consumer-group assignment records now name Kafka's topic ids"),
+        "{copied}"
+    );
     kafka.restart();
     wait_until_serving(kafka.port, &topics(), &[GROUP]);
     let kafka_answers = answers(kafka.port, &topics(), &[GROUP]);
+    let started = Instant::now();
+    let mut kafka_groups = consumer_groups(kafka.port, &[LIVE_GROUP]);
+    while !kafka_groups[0].contains(" error 0 ") && started.elapsed() < Duration::from_secs(30) {
+        std::thread::sleep(Duration::from_millis(200));
+        kafka_groups = consumer_groups(kafka.port, &[LIVE_GROUP]);
+    }
     kafka.stop();
     for (key, ours) in &ferrolog_answers.partitions {
         assert_same_answers(
@@ -441,4 +459,5 @@ fn kafka_reads_ferrolog_files_and_serves_them_after_a_move() {
         kafka_answers.groups, ferrolog_answers.groups,
         "committed offsets in Kafka"
     );
+    assert_eq!(kafka_groups, ferrolog_groups, "the live group in Kafka");
 }

@@ -18,10 +18,10 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use common::answers::{Answers, answers, assert_same_answers, batches, wait_until_serving};
+use common::consumer_groups::{consumer_groups, live_member};
 use common::kafka::{KafkaPeer, kafka_available, kafka_tool_ok};
 use common::wire::{connect, name, send};
 use common::{Server, copy_dir};
-use kafka_protocol::messages::consumer_group_describe_response::Assignment;
 use kafka_protocol::messages::create_topics_request::{CreatableTopic, CreatableTopicConfig};
 use kafka_protocol::messages::delete_records_request::{
     DeleteRecordsPartition, DeleteRecordsTopic,
@@ -30,9 +30,8 @@ use kafka_protocol::messages::offset_commit_request::{
     OffsetCommitRequestPartition, OffsetCommitRequestTopic,
 };
 use kafka_protocol::messages::{
-    ApiKey, ConsumerGroupDescribeRequest, ConsumerGroupDescribeResponse, CreateTopicsRequest,
-    CreateTopicsResponse, DeleteRecordsRequest, DeleteRecordsResponse, GroupId,
-    OffsetCommitRequest, OffsetCommitResponse, TopicName,
+    ApiKey, CreateTopicsRequest, CreateTopicsResponse, DeleteRecordsRequest, DeleteRecordsResponse,
+    GroupId, OffsetCommitRequest, OffsetCommitResponse, TopicName,
 };
 
 const CODECS: [&str; 5] = ["none", "gzip", "snappy", "lz4", "zstd"];
@@ -235,68 +234,11 @@ fn wait_for_cleaning(data_dir: &Path) {
 }
 
 /// ferrolog serves `copy`, a copy of a directory Kafka wrote, and must answer as Kafka did.
-/// The KIP-848 groups as ConsumerGroupDescribe shows them, in words both brokers share: state,
-/// epochs, assignor, then each member (by id) with its epoch and assignments by topic name.
-fn consumer_groups(port: u16) -> Vec<String> {
-    let request = ConsumerGroupDescribeRequest::default()
-        .with_group_ids(CONSUMER_GROUPS.iter().map(|g| GroupId(name(g))).collect());
-    let response: ConsumerGroupDescribeResponse = send(
-        &mut connect(port),
-        ApiKey::ConsumerGroupDescribe,
-        1,
-        &request,
-    )
-    .unwrap();
-    let assignment = |a: &Assignment| {
-        let mut topics: Vec<String> = a
-            .topic_partitions
-            .iter()
-            .map(|t| {
-                let mut partitions = t.partitions.clone();
-                partitions.sort_unstable();
-                format!("{}{partitions:?}", t.topic_name.0)
-            })
-            .collect();
-        topics.sort();
-        topics.join(",")
-    };
-    let mut lines = Vec::new();
-    for group in response.groups {
-        lines.push(format!(
-            "{} error {} {} epoch {} assignment epoch {} assignor {}",
-            group.group_id.0,
-            group.error_code,
-            group.group_state,
-            group.group_epoch,
-            group.assignment_epoch,
-            group.assignor_name
-        ));
-        let mut members: Vec<String> = group
-            .members
-            .iter()
-            .map(|m| {
-                format!(
-                    "  {} {:?} epoch {} owns {} target {} subscribed {:?}",
-                    m.member_id,
-                    m.instance_id,
-                    m.member_epoch,
-                    assignment(&m.assignment),
-                    assignment(&m.target_assignment),
-                    m.subscribed_topic_names
-                )
-            })
-            .collect();
-        members.sort();
-        lines.extend(members);
-    }
-    lines
-}
-
 fn ferrolog_answers_as_kafka(copy: &Path, expected: &Answers, when: &str) {
     let before = kafka_only_files(copy);
     let server = Server::start(copy);
     assert_eq!(
-        consumer_groups(server.port),
+        consumer_groups(server.port, &CONSUMER_GROUPS),
         expected.consumer_groups,
         "{when}: consumer groups of the KIP-848 protocol"
     );
@@ -330,41 +272,6 @@ fn ferrolog_answers_as_kafka(copy: &Path, expected: &Answers, when: &str) {
     );
 }
 
-/// A static member of a KIP-848 group that consumes `codec-none` until its group is stable,
-/// then is SIGKILLed: Kafka keeps it as a member until its session lapses.
-fn live_member(bootstrap: &str, port: u16) {
-    let mut consumer = std::process::Command::new(
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/kafka.sh"),
-    )
-    .args([
-        "run",
-        "ConsumerProtocolCheck",
-        "consume",
-        bootstrap,
-        "codec-none",
-        "kip848-live",
-        "-",
-        "pod-live",
-    ])
-    .stdout(std::process::Stdio::null())
-    .stderr(std::process::Stdio::null())
-    .spawn()
-    .unwrap();
-    let started = Instant::now();
-    while !consumer_groups(port)
-        .iter()
-        .any(|line| line.starts_with("kip848-live error 0 Stable"))
-    {
-        assert!(
-            started.elapsed() < Duration::from_secs(60),
-            "the live group never got stable"
-        );
-        std::thread::sleep(Duration::from_millis(200));
-    }
-    consumer.kill().unwrap();
-    consumer.wait().unwrap();
-}
-
 #[test]
 fn a_data_dir_kafka_wrote_answers_the_same_in_ferrolog() {
     if !kafka_available() {
@@ -395,10 +302,10 @@ fn a_data_dir_kafka_wrote_answers_the_same_in_ferrolog() {
     simple_commit(&mut admin, [17, 23]);
     delete_records(&mut admin, "codec-snappy", 1, 150);
     drop(admin);
-    live_member(&bootstrap, kafka.port);
+    live_member(&bootstrap, kafka.port, "codec-none", "kip848-live");
 
     let mut clean = answers(kafka.port, &topics(), &GROUPS);
-    clean.consumer_groups = consumer_groups(kafka.port);
+    clean.consumer_groups = consumer_groups(kafka.port, &CONSUMER_GROUPS);
     // The answers are worth comparing: many segments, a moved log start, a cleaned log, and
     // every group's offsets.
     let segments = std::fs::read_dir(kafka_dir.join("codec-none-0"))
@@ -461,7 +368,7 @@ fn a_data_dir_kafka_wrote_answers_the_same_in_ferrolog() {
     kafka.restart();
     wait_until_serving(kafka.port, &topics(), &GROUPS);
     let mut recovered = answers(kafka.port, &topics(), &GROUPS);
-    recovered.consumer_groups = consumer_groups(kafka.port);
+    recovered.consumer_groups = consumer_groups(kafka.port, &CONSUMER_GROUPS);
     kafka.stop();
     assert_eq!(
         recovered.groups["simple-commits"][&("codec-none".to_owned(), 1)].0,

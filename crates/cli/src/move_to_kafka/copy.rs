@@ -4,19 +4,24 @@
 //! segment; Kafka's checkpoints take each partition's log start offset, its end as recovery
 //! point and high watermark (ferrolog's clean shutdown made it all durable, and every record
 //! was acknowledged), and the cleaner's progress. Each copied file is fsynced before the
-//! checkpoints name it.
+//! checkpoints name it. Each `__consumer_offsets` partition then ends with its consumer
+//! groups' assignment records naming Kafka's topic ids (`group_topic_ids`).
 
 use std::collections::BTreeMap;
 use std::fs::File;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, bail};
+use ferrolog_coordinator::group::offsets_topic::OFFSETS_TOPIC;
+use ferrolog_records::consumer_group_records::TopicIdBytes;
 use ferrolog_storage::TopicPartition;
 use ferrolog_storage::checkpoint::{
     CLEANER_OFFSET_CHECKPOINT, LOG_START_OFFSET_CHECKPOINT, OffsetMap, RECOVERY_POINT_CHECKPOINT,
     read_offset_checkpoint, write_offset_checkpoint,
 };
-use ferrolog_storage::manager::PARTITION_METADATA_FILE;
+use ferrolog_storage::manager::{PARTITION_METADATA_FILE, read_topic_id};
+
+use super::group_topic_ids::append_segment;
 
 /// Kafka's marker of a clean shutdown; it deletes it once it starts.
 const KAFKA_CLEAN_SHUTDOWN: &str = ".kafka_cleanshutdown";
@@ -52,8 +57,10 @@ pub fn run(log_dirs: &[PathBuf], kafka_log_dirs: &[PathBuf]) -> anyhow::Result<b
             ferrolog_cleaner.extend(read_offset_checkpoint(&path)?);
         }
     }
+    let kafka_ids = kafka_topic_ids(kafka_log_dirs, &holdings)?;
     let mut updates: BTreeMap<PathBuf, CheckpointUpdates> = BTreeMap::new();
     let (mut copied, mut already, mut missing) = (0, 0, Vec::new());
+    let (mut rewritten, mut unmapped) = (0, Vec::new());
     for (topic_partition, source, log_start, log_end) in &holdings.partitions {
         let Some((kafka_dir, target)) = kafka_partition_dir(kafka_log_dirs, topic_partition) else {
             missing.push(topic_partition.to_string());
@@ -65,22 +72,33 @@ pub fn run(log_dirs: &[PathBuf], kafka_log_dirs: &[PathBuf]) -> anyhow::Result<b
                 target.display()
             );
         }
-        if holds_records(&target)? {
-            if same_files(source, &target)? {
-                already += 1;
-            } else {
+        let (groups, not_here) = if topic_partition.topic == OFFSETS_TOPIC {
+            holdings
+                .group_assignments
+                .rewritten(topic_partition.partition, &kafka_ids)
+        } else {
+            Default::default()
+        };
+        unmapped.extend(not_here);
+        let end = if holds_records(&target)? {
+            if !same_files(source, &target, *log_end)? {
                 bail!(
                     "{} already holds records: Kafka's data is never overwritten",
                     target.display()
                 );
             }
+            already += 1;
+            *log_end + groups.len() as i64
         } else {
             copy_partition(source, &target)?;
             copied += 1;
-        }
+            rewritten += groups.len();
+            let epoch = holdings.group_assignments.leader_epoch();
+            append_segment(&target, *log_end, epoch, &groups)?
+        };
         let update = updates.entry(kafka_dir).or_default();
         update.log_start.insert(topic_partition.clone(), *log_start);
-        update.end.insert(topic_partition.clone(), *log_end);
+        update.end.insert(topic_partition.clone(), end);
         if let Some(cleaned_to) = ferrolog_cleaner.get(topic_partition) {
             update.cleaner.insert(topic_partition.clone(), *cleaned_to);
         }
@@ -97,6 +115,17 @@ pub fn run(log_dirs: &[PathBuf], kafka_log_dirs: &[PathBuf]) -> anyhow::Result<b
         }
     }
     println!("copied {copied} partitions into Kafka's directories ({already} were already there)");
+    if rewritten > 0 {
+        println!("{rewritten} consumer-group assignment records now name Kafka's topic ids");
+    }
+    unmapped.sort();
+    unmapped.dedup();
+    if !unmapped.is_empty() {
+        println!(
+            "consumer groups name topics not held by this Kafka broker, whose ids stay ferrolog's: {}",
+            unmapped.join(", ")
+        );
+    }
     if !missing.is_empty() {
         println!(
             "not held by this Kafka broker (run `copy` with the directories of the brokers that hold them): {}",
@@ -142,9 +171,38 @@ fn holds_records(kafka_partition: &Path) -> anyhow::Result<bool> {
         .any(|size| *size > 0))
 }
 
-/// Whether a previous `copy` already put exactly ferrolog's files there.
-fn same_files(source: &Path, target: &Path) -> anyhow::Result<bool> {
-    Ok(data_files(source, DATA_FILES)? == data_files(target, DATA_FILES)?)
+/// Whether a previous `copy` already put exactly ferrolog's files there, and at most a segment
+/// from `log_end` (the rewritten group records) besides.
+fn same_files(source: &Path, target: &Path, log_end: i64) -> anyhow::Result<bool> {
+    let mut copied = data_files(target, DATA_FILES)?;
+    let appended = format!("{log_end:020}.");
+    copied.retain(|name, _| !name.starts_with(&appended));
+    Ok(data_files(source, DATA_FILES)? == copied)
+}
+
+/// Kafka's id of each topic the consumer groups may name, read from the `partition.metadata`
+/// of any partition of it this Kafka broker holds.
+fn kafka_topic_ids(
+    kafka_log_dirs: &[PathBuf],
+    holdings: &super::Holdings,
+) -> anyhow::Result<BTreeMap<String, TopicIdBytes>> {
+    let mut ids = BTreeMap::new();
+    for topic in holdings.group_assignments.topic_names() {
+        let count = holdings
+            .topics
+            .iter()
+            .find(|(name, _, _)| name == topic)
+            .map_or(0, |(_, count, _)| *count);
+        let held = (0..count).find_map(|partition| {
+            kafka_partition_dir(kafka_log_dirs, &TopicPartition::new(topic, partition))
+        });
+        if let Some((_, dir)) = held
+            && let Some(id) = read_topic_id(&dir)?
+        {
+            ids.insert(topic.clone(), id.0);
+        }
+    }
+    Ok(ids)
 }
 
 fn copy_partition(source: &Path, target: &Path) -> anyhow::Result<()> {

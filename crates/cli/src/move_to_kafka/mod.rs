@@ -20,6 +20,7 @@
 
 mod copy;
 mod create;
+mod group_topic_ids;
 
 use std::path::PathBuf;
 
@@ -82,6 +83,8 @@ struct Holdings {
     acls: Vec<ferrolog_broker::authz::AclBinding>,
     /// Every partition: its directory, log start offset and log end offset.
     partitions: Vec<(ferrolog_storage::TopicPartition, PathBuf, i64, i64)>,
+    /// The consumer groups' assignment records, which name topics by id.
+    group_assignments: group_topic_ids::GroupAssignments,
 }
 
 fn read_holdings(log_dirs: &[PathBuf]) -> anyhow::Result<Holdings> {
@@ -112,6 +115,7 @@ fn read_holdings(log_dirs: &[PathBuf]) -> anyhow::Result<Holdings> {
         .collect();
     partitions.sort_by(|a, b| a.0.cmp(&b.0));
     let acls = read_acls(&manager);
+    let group_assignments = group_topic_ids::GroupAssignments::read(&manager);
     manager
         .shutdown()
         .context("closing ferrolog's data directories")?;
@@ -119,6 +123,7 @@ fn read_holdings(log_dirs: &[PathBuf]) -> anyhow::Result<Holdings> {
         topics,
         acls: acls?,
         partitions,
+        group_assignments: group_assignments?,
     })
 }
 

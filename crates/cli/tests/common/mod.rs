@@ -5,6 +5,7 @@
 #![allow(dead_code, reason = "each test file uses part of this")]
 
 pub mod answers;
+pub mod consumer_groups;
 pub mod group_member;
 pub mod kafka;
 pub mod security;

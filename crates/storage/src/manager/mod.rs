@@ -47,7 +47,7 @@ pub use properties::parse_properties;
 pub use tasks::Jobs;
 use topic_configs::StoredTopicConfigs;
 pub use topic_configs::TOPIC_CONFIGS_FILE;
-pub use topic_ids::{PARTITION_METADATA_FILE, TopicId};
+pub use topic_ids::{PARTITION_METADATA_FILE, TopicId, read as read_topic_id};
 pub use topic_overrides::TopicConfigs;
 use topic_overrides::{effective_config, newest_topic_configs};
 

@@ -1,0 +1,328 @@
+//! KIP-848 consumer groups name their topics by topic id in two records of
+//! `__consumer_offsets`: a member's target assignment (type 7) and its current assignment
+//! (type 8). Kafka gives every moved topic an id of its own (its CreateTopics cannot be given
+//! one), so `copy` ends each `__consumer_offsets` partition with the latest of those records
+//! once more, naming Kafka's ids: replayed after the originals, they are what Kafka loads, and
+//! the groups stay live. ferrolog's own directories are left as they were.
+//!
+//! The records go into a segment of their own after the copied ones, with empty indexes: one
+//! batch per segment start never gets an index entry in Kafka either (Kafka indexes a batch
+//! only after `index.interval.bytes` of earlier ones), and the indexes are sparse.
+
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::io::Write;
+use std::path::Path;
+
+use anyhow::Context;
+use ferrolog_coordinator::group::offsets_topic::{OFFSETS_TOPIC, OffsetsCodec};
+use ferrolog_coordinator::runtime::LoadEvent;
+use ferrolog_coordinator::runtime::loader;
+use ferrolog_records::consumer_group_records::{
+    CurrentMemberAssignment, TargetAssignmentMember, TopicIdBytes, TopicPartitions,
+};
+use ferrolog_records::consumer_offsets::{ConsumerRecordType, OffsetsKey};
+use ferrolog_records::{BatchBuilder, RecordsError};
+use ferrolog_storage::manager::LogManager;
+
+/// Records of one batch at most, keeping each batch far below Kafka's default
+/// `message.max.bytes` (1 MiB) whatever the groups hold.
+const RECORDS_PER_BATCH: usize = 100;
+
+/// A record to write: its key and value, encoded.
+pub type KeyValue = (Vec<u8>, Vec<u8>);
+
+/// A member's assignment record, decoded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Assignment {
+    Target(TargetAssignmentMember),
+    Current(CurrentMemberAssignment),
+}
+
+impl Assignment {
+    fn topics_mut(&mut self) -> impl Iterator<Item = &mut TopicPartitions> {
+        let (first, second): (&mut Vec<TopicPartitions>, &mut [TopicPartitions]) = match self {
+            Assignment::Target(target) => (&mut target.partitions, &mut []),
+            Assignment::Current(current) => {
+                (&mut current.assigned, &mut current.pending_revocation[..])
+            }
+        };
+        first.iter_mut().chain(second.iter_mut())
+    }
+
+    fn encode(&self) -> Vec<u8> {
+        match self {
+            Assignment::Target(target) => target.encode(),
+            Assignment::Current(current) => current.encode(),
+        }
+    }
+}
+
+/// The latest assignment records of each `__consumer_offsets` partition ferrolog holds, by
+/// record key, and the topic ids they may name.
+#[derive(Debug, Default)]
+pub struct GroupAssignments {
+    by_partition: BTreeMap<i32, BTreeMap<Vec<u8>, Assignment>>,
+    topic_names: BTreeMap<TopicIdBytes, String>,
+    /// The partition leader epoch ferrolog's batches carry, which the new batches carry too.
+    leader_epoch: i32,
+}
+
+impl GroupAssignments {
+    /// Reads every `__consumer_offsets` partition of `manager` as the coordinator loads it.
+    pub fn read(manager: &LogManager) -> anyhow::Result<Self> {
+        let mut found = GroupAssignments::default();
+        let mut partitions = 0;
+        for (topic, held) in manager.topics() {
+            if topic == OFFSETS_TOPIC {
+                partitions = held.iter().max().map_or(0, |max| max + 1);
+            } else if let Some(id) = manager.topic_id(&topic) {
+                found.topic_names.insert(id.0, topic);
+            }
+        }
+        let mut unreadable: Option<RecordsError> = None;
+        let summary = loader::load::<OffsetsCodec>(manager, partitions, |partition, event| {
+            let LoadEvent::Record {
+                record: (key, value),
+                ..
+            } = event
+            else {
+                return;
+            };
+            let OffsetsKey::Consumer { kind, .. } = &key else {
+                return;
+            };
+            let records = found.by_partition.entry(partition).or_default();
+            let decoded = match (kind, value) {
+                (ConsumerRecordType::TargetAssignmentMember, Some(bytes)) => {
+                    TargetAssignmentMember::decode(&bytes).map(Assignment::Target)
+                }
+                (ConsumerRecordType::CurrentMemberAssignment, Some(bytes)) => {
+                    CurrentMemberAssignment::decode(&bytes).map(Assignment::Current)
+                }
+                (
+                    ConsumerRecordType::TargetAssignmentMember
+                    | ConsumerRecordType::CurrentMemberAssignment,
+                    None,
+                ) => {
+                    records.remove(&key.encode());
+                    return;
+                }
+                _ => return,
+            };
+            match decoded {
+                Ok(assignment) => {
+                    records.insert(key.encode(), assignment);
+                }
+                Err(error) => {
+                    unreadable.get_or_insert(error);
+                }
+            }
+        })
+        .context("reading ferrolog's __consumer_offsets")?;
+        if let Some(error) = unreadable {
+            anyhow::bail!("a consumer group's assignment record in __consumer_offsets: {error}");
+        }
+        found.leader_epoch = summary.highest_leader_epoch.value();
+        Ok(found)
+    }
+
+    /// The records `partition` of `__consumer_offsets` ends with in Kafka: each latest
+    /// assignment record naming a ferrolog topic id, with Kafka's id for that topic instead
+    /// (`kafka_ids`, by topic name), as (key, value). Ids of topics Kafka does not hold here
+    /// are kept, and their topics returned as the second part.
+    pub fn rewritten(
+        &self,
+        partition: i32,
+        kafka_ids: &BTreeMap<String, TopicIdBytes>,
+    ) -> (Vec<KeyValue>, Vec<String>) {
+        let (mut records, mut unmapped) = (Vec::new(), Vec::new());
+        let Some(assignments) = self.by_partition.get(&partition) else {
+            return (records, unmapped);
+        };
+        for (key, assignment) in assignments {
+            let mut moved = assignment.clone();
+            let mut changed = false;
+            for topic in moved.topics_mut() {
+                let Some(name) = self.topic_names.get(&topic.topic_id) else {
+                    continue;
+                };
+                match kafka_ids.get(name) {
+                    Some(kafka_id) if *kafka_id != topic.topic_id => {
+                        topic.topic_id = *kafka_id;
+                        changed = true;
+                    }
+                    Some(_) => {}
+                    None => unmapped.push(name.clone()),
+                }
+            }
+            if changed {
+                records.push((key.clone(), moved.encode()));
+            }
+        }
+        unmapped.sort();
+        unmapped.dedup();
+        (records, unmapped)
+    }
+
+    /// The topics the assignments may name.
+    pub fn topic_names(&self) -> impl Iterator<Item = &String> {
+        self.topic_names.values()
+    }
+
+    pub fn leader_epoch(&self) -> i32 {
+        self.leader_epoch
+    }
+}
+
+/// Writes `records` from `base_offset` into a new segment of `partition_dir`, with empty
+/// indexes, each file fsynced and then the directory; returns the new log end offset.
+pub fn append_segment(
+    partition_dir: &Path,
+    base_offset: i64,
+    leader_epoch: i32,
+    records: &[KeyValue],
+) -> anyhow::Result<i64> {
+    if records.is_empty() {
+        return Ok(base_offset);
+    }
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |since| since.as_millis() as i64);
+    let mut bytes = Vec::new();
+    let mut next = base_offset;
+    for chunk in records.chunks(RECORDS_PER_BATCH) {
+        let mut batch = BatchBuilder::new(next).partition_leader_epoch(leader_epoch);
+        for (key, value) in chunk {
+            batch.append(now, Some(key), Some(value), &[])?;
+        }
+        bytes.extend_from_slice(&batch.build()?);
+        next += chunk.len() as i64;
+    }
+    let name = format!("{base_offset:020}");
+    for (extension, contents) in [("log", &bytes[..]), ("index", &[]), ("timeindex", &[])] {
+        let path = partition_dir.join(format!("{name}.{extension}"));
+        let mut file =
+            File::create_new(&path).with_context(|| format!("creating {}", path.display()))?;
+        file.write_all(contents)
+            .and_then(|()| file.sync_all())
+            .with_context(|| format!("writing {}", path.display()))?;
+    }
+    File::open(partition_dir)
+        .and_then(|dir| dir.sync_all())
+        .with_context(|| format!("fsync {}", partition_dir.display()))?;
+    Ok(next)
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, reason = "tests")]
+mod tests {
+    use super::*;
+    use ferrolog_records::{DEFAULT_MAX_DECOMPRESSED_BYTES, EntryIter};
+    use ferrolog_storage::TopicPartition;
+    use ferrolog_storage::manager::ManagerConfig;
+
+    fn key(kind: ConsumerRecordType, member: &str) -> Vec<u8> {
+        OffsetsKey::Consumer {
+            kind,
+            group: "g".into(),
+            sub_key: member.into(),
+        }
+        .encode()
+    }
+
+    fn owned(topic_id: TopicIdBytes, partitions: Vec<i32>) -> Vec<TopicPartitions> {
+        vec![TopicPartitions {
+            topic_id,
+            partitions,
+            assignment_epochs: Vec::new(),
+        }]
+    }
+
+    #[test]
+    fn the_latest_assignments_come_back_naming_kafkas_ids_after_the_copied_log() {
+        let temp = tempfile::tempdir().unwrap();
+        let manager = LogManager::open(
+            ManagerConfig {
+                log_dirs: vec![temp.path().join("ferrolog")],
+                ..ManagerConfig::default()
+            },
+            std::sync::Arc::new(ferrolog_storage::SystemClock),
+        )
+        .unwrap();
+        manager
+            .get_or_create(&TopicPartition::new("orders", 0))
+            .unwrap();
+        let ours = manager.topic_id("orders").unwrap().0;
+        let offsets = manager
+            .get_or_create(&TopicPartition::new(OFFSETS_TOPIC, 0))
+            .unwrap();
+        let target = TargetAssignmentMember {
+            partitions: owned(ours, vec![0]),
+        };
+        let current = CurrentMemberAssignment {
+            member_epoch: 3,
+            previous_member_epoch: 2,
+            state: 0,
+            assigned: owned(ours, vec![0]),
+            pending_revocation: Vec::new(),
+        };
+        let target_key = key(ConsumerRecordType::TargetAssignmentMember, "m1");
+        let current_key = key(ConsumerRecordType::CurrentMemberAssignment, "m1");
+        let gone_key = key(ConsumerRecordType::TargetAssignmentMember, "m2");
+        let mut batch = BatchBuilder::new(0);
+        for (key, value) in [
+            (&gone_key, Some(target.encode())),
+            (
+                &target_key,
+                Some(TargetAssignmentMember::default().encode()),
+            ),
+            (&target_key, Some(target.encode())),
+            (&current_key, Some(current.encode())),
+            (&gone_key, None),
+        ] {
+            batch.append(1, Some(key), value.as_deref(), &[]).unwrap();
+        }
+        offsets.append_as_leader(batch.build().unwrap()).unwrap();
+        let assignments = GroupAssignments::read(&manager).unwrap();
+        manager.shutdown().unwrap();
+
+        let theirs = [7u8; 16];
+        let kafka_ids = BTreeMap::from([("orders".to_owned(), theirs)]);
+        let (records, unmapped) = assignments.rewritten(0, &kafka_ids);
+        assert!(unmapped.is_empty());
+        let kafka_dir = temp.path().join("kafka");
+        std::fs::create_dir_all(&kafka_dir).unwrap();
+        assert_eq!(append_segment(&kafka_dir, 5, 0, &records).unwrap(), 7);
+
+        let bytes = std::fs::read(kafka_dir.join("00000000000000000005.log")).unwrap();
+        let mut read = Vec::new();
+        for entry in EntryIter::new(&bytes) {
+            let (_, entry) = entry.unwrap();
+            entry.validate().unwrap();
+            let records = entry.records(DEFAULT_MAX_DECOMPRESSED_BYTES).unwrap();
+            for record in records.to_vec().unwrap() {
+                read.push((
+                    record.offset,
+                    record.key.unwrap().to_vec(),
+                    record.value.unwrap().to_vec(),
+                ));
+            }
+        }
+        let moved_target = TargetAssignmentMember {
+            partitions: owned(theirs, vec![0]),
+        };
+        let moved_current = CurrentMemberAssignment {
+            assigned: owned(theirs, vec![0]),
+            ..current
+        };
+        assert_eq!(
+            read,
+            vec![
+                (5, target_key, moved_target.encode()),
+                (6, current_key, moved_current.encode()),
+            ]
+        );
+        assert!(kafka_dir.join("00000000000000000005.index").exists());
+    }
+}
