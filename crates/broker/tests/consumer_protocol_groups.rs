@@ -1,7 +1,8 @@
 //! Consumer groups of the KIP-848 protocol without a network, on a manual clock: members join
 //! and reconcile (revocation before assignment), leave, are fenced when their session or
 //! revocation runs out, static members step away and come back; commits are checked against
-//! member epochs; and a coordinator reopened over the same offsets topic has the same groups.
+//! member epochs; a coordinator reopened over the same offsets topic has the same groups; and a
+//! group's own configs take effect at its members' next heartbeats.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests")]
 
@@ -336,4 +337,51 @@ fn a_regex_subscription_takes_in_new_matching_topics_it_may_describe() {
         described.members[0].subscribed_topic_regex.as_deref(),
         Some(".*t")
     );
+}
+
+#[test]
+fn a_groups_own_configs_take_effect_at_each_members_next_heartbeat() {
+    use ferrolog_broker::group::group_configs::Alteration;
+    let f = fixture(2);
+    let c = &f.coordinator;
+    let a = ok(c.consumer_heartbeat(join("a"), &|_| true));
+    assert_eq!(a.heartbeat_interval_ms, 5_000);
+    let set = |key: &str, value: &str| (key.to_owned(), Some(value.to_owned()));
+    c.group_configs()
+        .alter(
+            "g",
+            Alteration::Incremental(vec![
+                set("consumer.heartbeat.interval.ms", "6000"),
+                set("consumer.session.timeout.ms", "50000"),
+            ]),
+            c.consumer_config(),
+            false,
+        )
+        .unwrap();
+    f.clock.advance_ms(1_000);
+    let b = ok(c.consumer_heartbeat(join("b"), &|_| true));
+    assert_eq!(b.heartbeat_interval_ms, 6_000);
+    let a_all = partitions_of(&a, f.topic);
+    let a = ok(c.consumer_heartbeat(beat("a", 2, &owning(f.topic, &a_all)), &|_| true));
+    assert_eq!(a.heartbeat_interval_ms, 6_000);
+    let a_kept = partitions_of(&a, f.topic);
+    ok(c.consumer_heartbeat(beat("a", 2, &owning(f.topic, &a_kept)), &|_| true));
+    // b goes silent: the broker's 45 s pass and it stays; the group's 50 s fence it.
+    for _ in 0..47 {
+        f.clock.advance_ms(1_000);
+        c.tick();
+    }
+    ok(c.consumer_heartbeat(beat("a", 3, &owning(f.topic, &a_kept)), &|_| true));
+    assert_eq!(c.describe_consumer_group("g").members.len(), 2);
+    for _ in 0..4 {
+        f.clock.advance_ms(1_000);
+        c.tick();
+    }
+    assert_eq!(c.describe_consumer_group("g").members.len(), 1);
+
+    // Kept: a coordinator reopened over the same directory answers with the group's interval.
+    let reopened = GroupCoordinator::open(Arc::clone(&f.manager), config()).unwrap();
+    reopened.find_coordinator().unwrap();
+    let a = ok(reopened.consumer_heartbeat(beat("a", 3, &owning(f.topic, &a_kept)), &|_| true));
+    assert_eq!(a.heartbeat_interval_ms, 6_000);
 }

@@ -8,7 +8,8 @@
 //!
 //! Each resource is authorized as Kafka does, before anything else about it: DESCRIBE_CONFIGS
 //! (describe) or ALTER_CONFIGS (changes) on the topic or group, or on the cluster for broker
-//! resources; denied, it answers TOPIC_, GROUP_ or CLUSTER_AUTHORIZATION_FAILED.
+//! resources; denied, it answers TOPIC_, GROUP_ or CLUSTER_AUTHORIZATION_FAILED. GROUP resources
+//! carry a group's own configs (`group_configs.rs`).
 
 use std::collections::BTreeMap;
 
@@ -24,7 +25,7 @@ use kafka_protocol::protocol::StrBytes;
 
 use ferrolog_storage::config::TOPIC_CONFIG_KEYS;
 
-use super::{internal_topics, partitions_of};
+use super::{group_configs, internal_topics, partitions_of};
 use crate::authz::Asked;
 use crate::authz::{AclOperation, ResourceType};
 use crate::dynamic_configs::{Change, MOVE_RATE, Scope};
@@ -123,6 +124,13 @@ pub fn describe(
                         "topic {name} does not exist"
                     )))),
                 BROKER => result,
+                GROUP => group_configs::describe(
+                    context,
+                    result,
+                    &name,
+                    resource.configuration_keys.as_deref(),
+                    (synonyms_wanted, request.include_documentation),
+                ),
                 other => result
                     .with_error_code(errors::INVALID_REQUEST)
                     .with_error_message(Some(StrBytes::from_string(format!(
@@ -155,6 +163,10 @@ pub fn incremental_alter(
                     &resource.configs,
                     request.validate_only,
                 )
+            } else if resource.resource_type == GROUP {
+                alter_group(context, asked, &name, request.validate_only, || {
+                    group_configs::incremental(&resource.configs)
+                })
             } else {
                 alter_topic(
                     context,
@@ -198,14 +210,20 @@ pub fn alter(
                     (config.name.to_string(), value.unwrap_or_default())
                 })
                 .collect();
-            let outcome = alter_topic(
-                context,
-                asked,
-                &name,
-                resource.resource_type,
-                request.validate_only,
-                |_current| Ok(replacement),
-            );
+            let outcome = if resource.resource_type == GROUP {
+                alter_group(context, asked, &name, request.validate_only, || {
+                    Ok(group_configs::replacement(replacement))
+                })
+            } else {
+                alter_topic(
+                    context,
+                    asked,
+                    &name,
+                    resource.resource_type,
+                    request.validate_only,
+                    |_current| Ok(replacement),
+                )
+            };
             match outcome {
                 Ok(()) => response,
                 Err((code, message)) => response
@@ -343,6 +361,20 @@ fn alter_broker(
         .moves()
         .set_rate(context.dynamic_configs.rate(MOVE_RATE));
     Ok(())
+}
+
+/// Authorizes the change of a group's configs (ALTER_CONFIGS on the group), then makes it.
+fn alter_group(
+    context: &Context,
+    asked: &Asked<'_>,
+    name: &str,
+    validate_only: bool,
+    alteration: impl FnOnce() -> Result<ferrolog_coordinator::group::group_configs::Alteration, Refusal>,
+) -> Result<(), Refusal> {
+    if let Some((code, message)) = denied(context, asked, AclOperation::AlterConfigs, GROUP, name) {
+        return Err((code, message.to_owned()));
+    }
+    group_configs::alter(context, name, alteration()?, validate_only)
 }
 
 /// Authorizes the change of a resource's configs, then computes a topic's new overrides from its

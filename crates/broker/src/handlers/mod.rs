@@ -27,6 +27,7 @@ pub mod describe_transactions;
 pub mod end_txn;
 pub mod fetch;
 pub mod find_coordinator;
+mod group_configs;
 pub mod heartbeat;
 pub mod init_producer_id;
 pub mod internal_topics;

@@ -72,7 +72,7 @@ fn bounded_ms(
     (min_key, min): (&str, i32),
     (max_key, max): (&str, i32),
     default: i32,
-) -> anyhow::Result<i32> {
+) -> anyhow::Result<(i32, (i32, i32))> {
     let min = number(properties, min_key, 0)?.unwrap_or(min);
     let max = number(properties, max_key, 0)?.unwrap_or(max);
     let value = number(properties, key, 0)?.unwrap_or(default);
@@ -81,7 +81,7 @@ fn bounded_ms(
             "invalid value {value} for {key}: must be between {min_key} ({min}) and {max_key} ({max})"
         );
     }
-    Ok(value)
+    Ok((value, (min, max)))
 }
 
 /// The keys of consumer groups of the KIP-848 protocol, with Kafka 4.4's bounds.
@@ -98,14 +98,14 @@ fn consumer_group_config(
         }
         config.enabled = protocols.contains(&"consumer");
     }
-    config.session_timeout_ms = bounded_ms(
+    (config.session_timeout_ms, config.bounds.session) = bounded_ms(
         properties,
         "group.consumer.session.timeout.ms",
         ("group.consumer.min.session.timeout.ms", 45_000),
         ("group.consumer.max.session.timeout.ms", 60_000),
         45_000,
     )?;
-    config.heartbeat_interval_ms = bounded_ms(
+    (config.heartbeat_interval_ms, config.bounds.heartbeat) = bounded_ms(
         properties,
         "group.consumer.heartbeat.interval.ms",
         ("group.consumer.min.heartbeat.interval.ms", 5_000),
@@ -117,15 +117,24 @@ fn consumer_group_config(
             "group.consumer.heartbeat.interval.ms must be less than group.consumer.session.timeout.ms"
         );
     }
-    let interval = number::<i64>(properties, "group.consumer.assignment.interval.ms", 0)?;
-    if let Some(interval) = interval {
-        if interval > 15_000 {
-            bail!(
-                "invalid value {interval} for group.consumer.assignment.interval.ms: must be between 0 and 15000"
-            );
-        }
-        config.assignment_interval_ms = interval;
-    }
+    let interval;
+    (interval, config.bounds.assignment) = bounded_ms(
+        properties,
+        "group.consumer.assignment.interval.ms",
+        ("group.consumer.min.assignment.interval.ms", 0),
+        ("group.consumer.max.assignment.interval.ms", 15_000),
+        1_000,
+    )?;
+    config.assignment_interval_ms = i64::from(interval);
+    config.set_in_properties = [
+        "group.consumer.session.timeout.ms",
+        "group.consumer.heartbeat.interval.ms",
+        "group.consumer.assignment.interval.ms",
+    ]
+    .into_iter()
+    .filter(|key| properties.contains_key(*key))
+    .map(str::to_owned)
+    .collect();
     if let Some(n) = number(properties, "group.consumer.max.size", 1)? {
         config.max_size = n;
     }

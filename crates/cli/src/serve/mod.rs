@@ -91,6 +91,8 @@ const BROKER_KEYS: &[&str] = &[
     "group.consumer.min.heartbeat.interval.ms",
     "group.consumer.max.heartbeat.interval.ms",
     "group.consumer.assignment.interval.ms",
+    "group.consumer.min.assignment.interval.ms",
+    "group.consumer.max.assignment.interval.ms",
     "group.consumer.max.size",
     "group.consumer.assignors",
     "transaction.state.log.num.partitions",

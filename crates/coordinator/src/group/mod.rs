@@ -20,6 +20,7 @@
 //! replay and the timers.
 
 pub mod consumer;
+pub mod group_configs;
 mod join;
 mod membership;
 mod offsets;
@@ -193,6 +194,8 @@ pub struct GroupCoordinator {
     config: GroupConfig,
     runtime: Runtime<GroupShard>,
     member_counter: AtomicU64,
+    /// Each group's own config values (dynamic group configs).
+    group_configs: group_configs::GroupConfigs,
 }
 
 impl GroupCoordinator {
@@ -200,6 +203,7 @@ impl GroupCoordinator {
     /// in its partition's shard.
     pub fn open(manager: Arc<LogManager>, config: GroupConfig) -> Result<Self> {
         let clock = Arc::clone(manager.clock());
+        let group_configs = group_configs::GroupConfigs::open(Arc::clone(&manager))?;
         let topic = OffsetsTopic::new(
             manager,
             config.offsets_topic_partitions,
@@ -240,13 +244,13 @@ impl GroupCoordinator {
             };
             shards[partition as usize].replay(event, now);
         })?;
-        let session_timeout = config.consumer.session_timeout_ms;
         for group in shards
             .iter_mut()
             .flat_map(|shard| shard.groups.values_mut())
         {
             if let Some(consumer) = group.consumer.as_deref_mut() {
-                consumer::arm_loaded_timers(consumer, now, session_timeout);
+                let timing = group_configs.consumer_timing(&consumer.id, &config.consumer);
+                consumer::arm_loaded_timers(consumer, now, timing.session_timeout_ms);
             }
         }
         if records > 0 {
@@ -262,7 +266,19 @@ impl GroupCoordinator {
             config,
             runtime,
             member_counter: AtomicU64::new(0),
+            group_configs,
         })
+    }
+
+    /// The groups' own config values, which DescribeConfigs shows and the AlterConfigs APIs
+    /// change.
+    pub fn group_configs(&self) -> &group_configs::GroupConfigs {
+        &self.group_configs
+    }
+
+    /// The broker's consumer group settings, under which the groups' own values are checked.
+    pub fn consumer_config(&self) -> &consumer::ConsumerGroupConfig {
+        &self.config.consumer
     }
 
     fn now(&self) -> i64 {

@@ -190,7 +190,10 @@ impl GroupCoordinator {
         before: &CurrentAssignment,
         now: i64,
     ) -> HeartbeatAnswer {
-        let session_timeout = i64::from(self.config.consumer.session_timeout_ms);
+        let timing = self
+            .group_configs
+            .consumer_timing(&group.id, &self.config.consumer);
+        let session_timeout = i64::from(timing.session_timeout_ms);
         let Some(member) = group.members.get_mut(member_id) else {
             debug_assert!(false, "the member of a heartbeat just written is missing");
             return HeartbeatAnswer::error(errors::UNKNOWN_SERVER_ERROR, None);
@@ -204,7 +207,7 @@ impl GroupCoordinator {
         HeartbeatAnswer {
             member_id: Some(member_id.to_owned()),
             member_epoch: member.current.member_epoch,
-            heartbeat_interval_ms: self.config.consumer.heartbeat_interval_ms,
+            heartbeat_interval_ms: timing.heartbeat_interval_ms,
             assignment: (request.member_epoch == 0 || full || changed)
                 .then(|| member.current.assigned_partitions()),
             ..HeartbeatAnswer::default()
@@ -314,7 +317,10 @@ impl GroupCoordinator {
         records: &mut Vec<OffsetsRecord>,
     ) -> Result<(i32, Partitions), Refusal> {
         let config = &self.config.consumer;
-        let interval = config.assignment_interval_ms;
+        let interval = self
+            .group_configs
+            .consumer_timing(&group.id, config)
+            .assignment_interval_ms;
         let due = group.assignment_timestamp == 0
             || interval == 0
             || now >= group.assignment_timestamp + interval;

@@ -53,6 +53,32 @@ pub struct ConsumerGroupConfig {
     /// `group.consumer.assignment.interval.ms`: the least time between two target assignments
     /// of a group.
     pub assignment_interval_ms: i64,
+    /// The bounds of the values above and of a group's own (dynamic group configs).
+    pub bounds: ConsumerBounds,
+    /// The `group.consumer.*` keys `server.properties` set, which DescribeConfigs names as
+    /// the source of a group's value.
+    pub set_in_properties: Vec<String>,
+}
+
+/// The inclusive (min, max) of each consumer group timing, under Kafka's keys.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ConsumerBounds {
+    /// `group.consumer.{min,max}.session.timeout.ms`
+    pub session: (i32, i32),
+    /// `group.consumer.{min,max}.heartbeat.interval.ms`
+    pub heartbeat: (i32, i32),
+    /// `group.consumer.{min,max}.assignment.interval.ms`
+    pub assignment: (i32, i32),
+}
+
+impl Default for ConsumerBounds {
+    fn default() -> Self {
+        Self {
+            session: (45_000, 60_000),
+            heartbeat: (5_000, 15_000),
+            assignment: (0, 15_000),
+        }
+    }
 }
 
 impl Default for ConsumerGroupConfig {
@@ -64,6 +90,8 @@ impl Default for ConsumerGroupConfig {
             max_size: i32::MAX as u32,
             assignors: vec!["uniform".to_owned(), "range".to_owned()],
             assignment_interval_ms: 1_000,
+            bounds: ConsumerBounds::default(),
+            set_in_properties: Vec::new(),
         }
     }
 }

@@ -1,0 +1,224 @@
+//! Dynamic group configs: the values a group sets for itself through IncrementalAlterConfigs or
+//! AlterConfigs on a GROUP resource, over the broker's `group.consumer.*` settings, as Kafka 4's
+//! group configs. Kafka keeps them in its metadata log; a single node keeps them in the document
+//! `ferrolog-group-configs` of the storage layer, written whole under a new generation at each
+//! change (atomically, fsynced, in every data directory) before the change is in force.
+//!
+//! As in Kafka, a group need not exist to be given configs, and its configs outlive it
+//! (DeleteGroups leaves them): they apply to any later group of that id. A change takes effect
+//! at each member's next heartbeat: the heartbeat interval in its answer, the session timeout
+//! armed by it, and the assignment interval at the next target assignment it asks for. Nothing
+//! is rescheduled at the change itself.
+//!
+//! The document's body: one line per value, `group<TAB>key<TAB>value`, with backslash, tab,
+//! carriage return and newline escaped (`\\`, `\t`, `\r`, `\n`), since a group id may hold any
+//! character.
+
+mod rules;
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use ferrolog_storage::manager::{Document, LogManager};
+use ferrolog_storage::{Result, StorageError};
+use parking_lot::{Mutex, RwLock};
+
+pub use rules::{
+    ConsumerTiming, DescribedGroupConfig, GROUP_CONFIG_KEYS, GroupConfigKey, consumer_timing,
+    validate,
+};
+
+use super::consumer::ConsumerGroupConfig;
+
+/// The document the group configs are kept in.
+pub const GROUP_CONFIGS_DOCUMENT: &str = "ferrolog-group-configs";
+/// The longest value Kafka stores.
+const MAX_VALUE_BYTES: usize = 32_767;
+
+/// A change to a group's configs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Alteration {
+    /// IncrementalAlterConfigs: each key SET to its value, or DELETEd (`None`).
+    Incremental(Vec<(String, Option<String>)>),
+    /// AlterConfigs: the group's whole set becomes this.
+    Replace(BTreeMap<String, String>),
+}
+
+/// Why a change was not taken.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Refusal {
+    /// A value Kafka refuses too (INVALID_CONFIG), with Kafka's message.
+    Invalid(String),
+    /// The document could not be stored; the change is not in force.
+    NotStored(String),
+}
+
+/// Every group's own config values; the one owner of them.
+#[derive(Debug)]
+pub struct GroupConfigs {
+    manager: Arc<LogManager>,
+    values: RwLock<BTreeMap<String, BTreeMap<String, String>>>,
+    /// The document's generation; held while a change is written, which serializes changes.
+    generation: Mutex<u64>,
+}
+
+impl GroupConfigs {
+    /// Loads the newest copy of the document and brings the directories holding older ones up
+    /// to date. A body that does not parse stops startup, naming its file and line.
+    pub fn open(manager: Arc<LogManager>) -> Result<Self> {
+        let document = manager.documents().read(GROUP_CONFIGS_DOCUMENT)?;
+        let values = parse(&document.body).map_err(|(line, reason)| {
+            let file = document.source.clone().unwrap_or_default();
+            StorageError::Fatal(format!("{}, line {}: {reason}", file.display(), line + 3))
+        })?;
+        manager
+            .documents()
+            .spread(GROUP_CONFIGS_DOCUMENT, &document)?;
+        Ok(Self {
+            manager,
+            values: RwLock::new(values),
+            generation: Mutex::new(document.generation),
+        })
+    }
+
+    /// The values `group` set, as stored.
+    pub fn values(&self, group: &str) -> Option<BTreeMap<String, String>> {
+        self.values.read().get(group).cloned()
+    }
+
+    /// What a consumer group of this id runs with under `broker`'s settings.
+    pub fn consumer_timing(&self, group: &str, broker: &ConsumerGroupConfig) -> ConsumerTiming {
+        consumer_timing(self.values.read().get(group), broker)
+    }
+
+    /// Every key of `group` as DescribeConfigs shows it.
+    pub fn describe(&self, group: &str, broker: &ConsumerGroupConfig) -> Vec<DescribedGroupConfig> {
+        rules::describe(self.values.read().get(group), broker)
+    }
+
+    /// Checks `alteration` against the group's whole resulting set and, unless
+    /// `validate_only`, stores it and puts it in force.
+    pub fn alter(
+        &self,
+        group: &str,
+        alteration: Alteration,
+        broker: &ConsumerGroupConfig,
+        validate_only: bool,
+    ) -> std::result::Result<(), Refusal> {
+        let mut generation = self.generation.lock();
+        let current = self.values(group).unwrap_or_default();
+        let next = match alteration {
+            Alteration::Incremental(changes) => {
+                let mut next = current.clone();
+                for (key, value) in changes {
+                    match value {
+                        Some(value) => next.insert(key, value),
+                        None => next.remove(&key),
+                    };
+                }
+                next
+            }
+            Alteration::Replace(next) => next,
+        };
+        if let Some((key, _)) = next.iter().find(|(_, value)| value.len() > MAX_VALUE_BYTES) {
+            return Err(Refusal::Invalid(format!(
+                "The configuration value of {key} cannot be added because it exceeds the maximum value size of {MAX_VALUE_BYTES} bytes."
+            )));
+        }
+        validate(&next, broker).map_err(Refusal::Invalid)?;
+        if validate_only || next == current {
+            return Ok(());
+        }
+        let mut all = self.values.read().clone();
+        if next.is_empty() {
+            all.remove(group);
+        } else {
+            all.insert(group.to_owned(), next);
+        }
+        // The generation is spent even when the store fails: a copy may have been written.
+        *generation += 1;
+        let document = Document {
+            generation: *generation,
+            body: render(&all),
+            source: None,
+        };
+        self.manager
+            .documents()
+            .store(GROUP_CONFIGS_DOCUMENT, &document)
+            .map_err(|error| Refusal::NotStored(error.to_string()))?;
+        *self.values.write() = all;
+        Ok(())
+    }
+}
+
+fn escape(text: &str) -> String {
+    let mut escaped = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '\\' => escaped.push_str("\\\\"),
+            '\t' => escaped.push_str("\\t"),
+            '\r' => escaped.push_str("\\r"),
+            '\n' => escaped.push_str("\\n"),
+            c => escaped.push(c),
+        }
+    }
+    escaped
+}
+
+fn unescape(text: &str) -> std::result::Result<String, String> {
+    let mut plain = String::with_capacity(text.len());
+    let mut chars = text.chars();
+    while let Some(c) = chars.next() {
+        if c != '\\' {
+            plain.push(c);
+            continue;
+        }
+        plain.push(match chars.next() {
+            Some('\\') => '\\',
+            Some('t') => '\t',
+            Some('r') => '\r',
+            Some('n') => '\n',
+            other => return Err(format!("unknown escape \\{}", other.unwrap_or(' '))),
+        });
+    }
+    Ok(plain)
+}
+
+fn render(all: &BTreeMap<String, BTreeMap<String, String>>) -> String {
+    let mut body = String::new();
+    for (group, values) in all {
+        for (key, value) in values {
+            body.push_str(&format!(
+                "{}\t{}\t{}\n",
+                escape(group),
+                escape(key),
+                escape(value)
+            ));
+        }
+    }
+    body
+}
+
+/// The body's values; an error names the line (from 0) and what is wrong with it.
+fn parse(
+    body: &str,
+) -> std::result::Result<BTreeMap<String, BTreeMap<String, String>>, (usize, String)> {
+    let mut all: BTreeMap<String, BTreeMap<String, String>> = BTreeMap::new();
+    for (number, line) in body.lines().enumerate() {
+        let fields: Vec<&str> = line.split('\t').collect();
+        let [group, key, value] = fields[..] else {
+            return Err((
+                number,
+                format!("expected group, key and value separated by tabs, found {line:?}"),
+            ));
+        };
+        let field = |text: &str| unescape(text).map_err(|reason| (number, reason));
+        all.entry(field(group)?)
+            .or_default()
+            .insert(field(key)?, field(value)?);
+    }
+    Ok(all)
+}
+
+#[cfg(test)]
+mod tests;
