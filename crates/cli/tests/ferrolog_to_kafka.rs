@@ -6,7 +6,8 @@
 //! `ferrolog move-to-kafka` carries the stopped ferrolog's directory into a Kafka 4.4 broker,
 //! which answers ListOffsets, Fetch (every byte) and OffsetFetch as ferrolog did, and
 //! ConsumerGroupDescribe of a live KIP-848 group (its member SIGKILLed) as ferrolog did: the
-//! same epochs, members and assignments, under Kafka's own topic ids.
+//! same epochs, members and assignments, under Kafka's own topic ids, and the group's own
+//! session timeout.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests")]
 
@@ -299,6 +300,17 @@ fn kafka_reads_ferrolog_files_and_serves_them_after_a_move() {
         ],
     );
     live_member(&format!("127.0.0.1:{port}"), port, "codec-none", LIVE_GROUP);
+    let group_configs = |bootstrap: &str, args: &[&str]| {
+        let mut all = vec!["--bootstrap-server", bootstrap, "--entity-type", "groups"];
+        all.extend_from_slice(&["--entity-name", LIVE_GROUP]);
+        all.extend_from_slice(args);
+        kafka_tool_ok("org.apache.kafka.tools.ConfigCommand", &all, b"")
+    };
+    let session = "consumer.session.timeout.ms=50000";
+    group_configs(
+        &format!("127.0.0.1:{port}"),
+        &["--alter", "--add-config", session],
+    );
     let ferrolog_groups = consumer_groups(port, &[LIVE_GROUP]);
     let ferrolog_answers = answers(port, &topics(), &[GROUP]);
     assert_eq!(
@@ -412,6 +424,12 @@ fn kafka_reads_ferrolog_files_and_serves_them_after_a_move() {
         created.contains("__consumer_offsets exists in Kafka with 3 partitions"),
         "{created}"
     );
+    assert!(
+        created.contains("set the configs of 1 groups in Kafka"),
+        "{created}"
+    );
+    let described = group_configs(&bootstrap, &["--describe"]);
+    assert!(described.contains(session), "{described}");
     let copy = [
         "copy",
         "--log-dirs",

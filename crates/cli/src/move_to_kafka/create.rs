@@ -1,7 +1,7 @@
 //! `move-to-kafka create-topics`: each topic ferrolog holds is created in Kafka with its
 //! partition count and overrides, and Kafka is made to create `__consumer_offsets` (by asking
 //! for a group coordinator, as a consumer would), whose partition count is then checked; then
-//! ferrolog's ACLs are created in Kafka.
+//! each group's own configs are set in Kafka, and ferrolog's ACLs created there.
 
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
@@ -15,11 +15,15 @@ use ferrolog_broker::authz::store::MAX_PER_REQUEST;
 use ferrolog_broker::authz::{AclBinding, ResourceType};
 use kafka_protocol::messages::create_acls_request::AclCreation;
 use kafka_protocol::messages::create_topics_request::{CreatableTopic, CreatableTopicConfig};
+use kafka_protocol::messages::incremental_alter_configs_request::{
+    AlterConfigsResource, AlterableConfig,
+};
 use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
 use kafka_protocol::messages::{
     ApiKey, CreateAclsRequest, CreateAclsResponse, CreateTopicsRequest, CreateTopicsResponse,
-    FindCoordinatorRequest, FindCoordinatorResponse, MetadataRequest, MetadataResponse,
-    RequestHeader, ResponseHeader, TopicName,
+    FindCoordinatorRequest, FindCoordinatorResponse, IncrementalAlterConfigsRequest,
+    IncrementalAlterConfigsResponse, MetadataRequest, MetadataResponse, RequestHeader,
+    ResponseHeader, TopicName,
 };
 use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
 
@@ -27,6 +31,8 @@ const OFFSETS_TOPIC: &str = "__consumer_offsets";
 const TOPIC_ALREADY_EXISTS: i16 = 36;
 const COORDINATOR_NOT_AVAILABLE: i16 = 15;
 const SECURITY_DISABLED: i16 = 54;
+/// The config resource type of a group.
+const GROUP_RESOURCE: i8 = 32;
 /// How long Kafka may take to create `__consumer_offsets` and elect its leaders.
 const OFFSETS_TOPIC_WAIT: Duration = Duration::from_secs(60);
 
@@ -46,6 +52,7 @@ pub fn run(
     if let Some((_, partitions, _)) = holdings.topics.iter().find(|t| t.0 == OFFSETS_TOPIC) {
         create_offsets_topic(&mut kafka, *partitions)?;
     }
+    set_group_configs(&mut kafka, &holdings.group_configs)?;
     // Last: an ACL made earlier could refuse the creation of the topics.
     create_acls(&mut kafka, &holdings.acls, without_acls)?;
     println!(
@@ -103,6 +110,52 @@ fn create_topic(
             result.error_message.as_deref().unwrap_or("")
         ),
     }
+    Ok(())
+}
+
+/// Gives each group its own configs in Kafka (IncrementalAlterConfigs SET on the GROUP), so a
+/// consumer group keeps its session timeout and intervals there; setting them twice is
+/// harmless.
+fn set_group_configs(
+    kafka: &mut KafkaConnection,
+    groups: &BTreeMap<String, BTreeMap<String, String>>,
+) -> anyhow::Result<()> {
+    if groups.is_empty() {
+        return Ok(());
+    }
+    let resources = groups
+        .iter()
+        .map(|(group, values)| {
+            AlterConfigsResource::default()
+                .with_resource_type(GROUP_RESOURCE)
+                .with_resource_name(StrBytes::from_string(group.clone()))
+                .with_configs(
+                    values
+                        .iter()
+                        .map(|(key, value)| {
+                            AlterableConfig::default()
+                                .with_name(StrBytes::from_string(key.clone()))
+                                .with_config_operation(0)
+                                .with_value(Some(StrBytes::from_string(value.clone())))
+                        })
+                        .collect(),
+                )
+        })
+        .collect();
+    let request = IncrementalAlterConfigsRequest::default().with_resources(resources);
+    let altered: IncrementalAlterConfigsResponse =
+        kafka.send(ApiKey::IncrementalAlterConfigs, 1, &request)?;
+    for response in &altered.responses {
+        if response.error_code != 0 {
+            bail!(
+                "Kafka refused the configs of group {}: error {}: {}",
+                response.resource_name,
+                response.error_code,
+                response.error_message.as_deref().unwrap_or("")
+            );
+        }
+    }
+    println!("set the configs of {} groups in Kafka", groups.len());
     Ok(())
 }
 

@@ -85,17 +85,23 @@ struct Holdings {
     partitions: Vec<(ferrolog_storage::TopicPartition, PathBuf, i64, i64)>,
     /// The consumer groups' assignment records, which name topics by id.
     group_assignments: group_topic_ids::GroupAssignments,
+    /// Each group's own configs (dynamic group configs), by group id.
+    group_configs: std::collections::BTreeMap<String, std::collections::BTreeMap<String, String>>,
 }
 
 fn read_holdings(log_dirs: &[PathBuf]) -> anyhow::Result<Holdings> {
     use anyhow::Context as _;
+    use ferrolog_coordinator::group::group_configs::GroupConfigs;
     use ferrolog_storage::manager::{LogManager, ManagerConfig};
+    use std::sync::Arc;
     let config = ManagerConfig {
         log_dirs: log_dirs.to_vec(),
         ..ManagerConfig::default()
     };
-    let manager = LogManager::open(config, std::sync::Arc::new(ferrolog_storage::SystemClock))
-        .context("opening ferrolog's data directories (is ferrolog stopped?)")?;
+    let manager = Arc::new(
+        LogManager::open(config, Arc::new(ferrolog_storage::SystemClock))
+            .context("opening ferrolog's data directories (is ferrolog stopped?)")?,
+    );
     let topics = manager
         .topics()
         .into_iter()
@@ -116,6 +122,9 @@ fn read_holdings(log_dirs: &[PathBuf]) -> anyhow::Result<Holdings> {
     partitions.sort_by(|a, b| a.0.cmp(&b.0));
     let acls = read_acls(&manager);
     let group_assignments = group_topic_ids::GroupAssignments::read(&manager);
+    let group_configs = GroupConfigs::open(Arc::clone(&manager))
+        .map(|configs| configs.all())
+        .context("reading ferrolog's group configs");
     manager
         .shutdown()
         .context("closing ferrolog's data directories")?;
@@ -124,6 +133,7 @@ fn read_holdings(log_dirs: &[PathBuf]) -> anyhow::Result<Holdings> {
         acls: acls?,
         partitions,
         group_assignments: group_assignments?,
+        group_configs: group_configs?,
     })
 }
 

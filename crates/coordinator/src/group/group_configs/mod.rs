@@ -86,6 +86,11 @@ impl GroupConfigs {
         self.values.read().get(group).cloned()
     }
 
+    /// Every group's values, by group id.
+    pub fn all(&self) -> BTreeMap<String, BTreeMap<String, String>> {
+        self.values.read().clone()
+    }
+
     /// What a consumer group of this id runs with under `broker`'s settings.
     pub fn consumer_timing(&self, group: &str, broker: &ConsumerGroupConfig) -> ConsumerTiming {
         consumer_timing(self.values.read().get(group), broker)
