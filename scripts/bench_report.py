@@ -371,6 +371,12 @@ def main(baseline_path):
     transactions_path = "target/bench-data/transactions.txt"
     if os.path.exists(transactions_path):
         print_transactions_section(transactions_path, date)
+    groups_path = "target/bench-data/groups.txt"
+    if os.path.exists(groups_path):
+        import bench_report_groups
+        measured = file_date(groups_path)
+        bench_report_groups.print_section(
+            groups_path, "" if measured == date else "Measured on %s, with the rest of the page's machine." % measured)
     move_path = "target/bench-data/log-dir-move.txt"
     if os.path.exists(move_path):
         print_log_dir_move_section(move_path, "target/bench-data/log-dir-move-storage.txt", date)
