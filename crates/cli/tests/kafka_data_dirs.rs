@@ -233,6 +233,53 @@ fn wait_for_cleaning(data_dir: &Path) {
     }
 }
 
+/// The metadata hash Kafka stored for `group` (subscribed to `topic`) is the one ferrolog
+/// computes for that topic, so the group keeps its epoch at its first heartbeat in ferrolog.
+fn assert_same_metadata_hash(dir: &Path, group: &str, topic: &str) {
+    use ferrolog_broker::coordinator::{LoadEvent, loader};
+    use ferrolog_broker::group::consumer::subscribed_topics_hash;
+    use ferrolog_broker::group::offsets_topic::OffsetsCodec;
+    use ferrolog_records::consumer_group_records::ConsumerGroupMetadata;
+    use ferrolog_records::consumer_offsets::{ConsumerRecordType, OffsetsKey};
+    use ferrolog_storage::manager::{LogManager, ManagerConfig};
+    let manager = LogManager::open(
+        ManagerConfig {
+            log_dirs: vec![dir.to_path_buf()],
+            ..ManagerConfig::default()
+        },
+        std::sync::Arc::new(ferrolog_storage::SystemClock),
+    )
+    .unwrap();
+    let partitions = manager.partitions_of("__consumer_offsets").len() as i32;
+    let mut stored = None;
+    loader::load::<OffsetsCodec>(&manager, partitions, |_, event| {
+        if let LoadEvent::Record {
+            record:
+                (
+                    OffsetsKey::Consumer {
+                        kind, group: of, ..
+                    },
+                    Some(value),
+                ),
+            ..
+        } = event
+            && kind == ConsumerRecordType::GroupMetadata
+            && of == group
+        {
+            stored = Some(ConsumerGroupMetadata::decode(&value).unwrap());
+        }
+    })
+    .unwrap();
+    let stored = stored.unwrap_or_else(|| panic!("Kafka wrote no metadata of {group}"));
+    assert_ne!(stored.metadata_hash, 0);
+    assert_eq!(
+        stored.metadata_hash,
+        subscribed_topics_hash(&manager, &[topic.to_owned()]),
+        "the metadata hash of {group}"
+    );
+    manager.shutdown().unwrap();
+}
+
 /// ferrolog serves `copy`, a copy of a directory Kafka wrote, and must answer as Kafka did.
 fn ferrolog_answers_as_kafka(copy: &Path, expected: &Answers, when: &str) {
     let before = kafka_only_files(copy);
@@ -354,6 +401,9 @@ fn a_data_dir_kafka_wrote_answers_the_same_in_ferrolog() {
     kafka.stop();
     let copy = temp.path().join("after-clean-stop");
     copy_dir(&kafka_dir, &copy);
+    let hashed = temp.path().join("hashed");
+    copy_dir(&kafka_dir, &hashed);
+    assert_same_metadata_hash(&hashed, "kip848-live", "codec-none");
     ferrolog_answers_as_kafka(&copy, &clean, "clean stop");
 
     // Kafka again, more records and offsets, then SIGKILL: Kafka recovers the directory on its

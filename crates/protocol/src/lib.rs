@@ -8,6 +8,7 @@
 
 pub mod acl;
 pub mod apis;
+pub mod consumer_protocol;
 pub mod error_codes;
 pub mod errors;
 pub mod frame_shape;

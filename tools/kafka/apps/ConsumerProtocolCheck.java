@@ -34,11 +34,12 @@ import org.apache.kafka.common.serialization.StringSerializer;
  * <ul>
  *   <li>{@code produce BOOTSTRAP TOPIC PARTITIONS RECORDS SECONDS}: creates the topic and writes
  *       values 0..RECORDS-1 over about SECONDS seconds (idempotent producer).
- *   <li>{@code consume BOOTSTRAP TOPIC GROUP ASSIGNOR INSTANCE}: consumes in GROUP with the
- *       server assignor ASSIGNOR ({@code -} for the broker's default) and, unless INSTANCE is
- *       {@code -}, that group.instance.id. Prints {@code R value} for each record, flushed, then
- *       commits synchronously; commits again before giving partitions up. Runs until SIGTERM,
- *       then closes (leaving the group).
+ *   <li>{@code consume BOOTSTRAP TOPIC GROUP ASSIGNOR INSTANCE [PROTOCOL]}: consumes in GROUP
+ *       with the server assignor ASSIGNOR ({@code -} for the broker's default) and, unless
+ *       INSTANCE is {@code -}, that group.instance.id. Prints {@code R value} for each record,
+ *       flushed, then commits synchronously; commits again before giving partitions up. Runs
+ *       until SIGTERM, then closes (leaving the group). With PROTOCOL {@code classic}, it is a
+ *       consumer of the classic protocol instead (its default assignors; ASSIGNOR unused).
  *   <li>{@code committed BOOTSTRAP TOPIC GROUP}: prints {@code lag N}, the sum over partitions of
  *       end offset minus committed offset.
  * </ul>
@@ -48,7 +49,8 @@ public final class ConsumerProtocolCheck {
         switch (args[0]) {
             case "produce" -> produce(args[1], args[2], Integer.parseInt(args[3]), Integer.parseInt(args[4]),
                 Integer.parseInt(args[5]));
-            case "consume" -> consume(args[1], args[2], args[3], args[4], args[5]);
+            case "consume" -> consume(args[1], args[2], args[3], args[4], args[5],
+                args.length > 6 ? args[6] : "consumer");
             case "committed" -> committed(args[1], args[2], args[3]);
             default -> throw new IllegalArgumentException("unknown mode " + args[0]);
         }
@@ -79,12 +81,13 @@ public final class ConsumerProtocolCheck {
         System.out.println("produced " + records);
     }
 
-    private static void consume(String bootstrap, String topic, String group, String assignor, String instance) {
+    private static void consume(String bootstrap, String topic, String group, String assignor, String instance,
+        String protocol) {
         Properties props = new Properties();
         props.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
         props.put(ConsumerConfig.GROUP_ID_CONFIG, group);
-        props.put(ConsumerConfig.GROUP_PROTOCOL_CONFIG, "consumer");
-        if (!assignor.equals("-")) {
+        props.put(ConsumerConfig.GROUP_PROTOCOL_CONFIG, protocol);
+        if (!assignor.equals("-") && protocol.equals("consumer")) {
             props.put(ConsumerConfig.GROUP_REMOTE_ASSIGNOR_CONFIG, assignor);
         }
         if (!instance.equals("-")) {

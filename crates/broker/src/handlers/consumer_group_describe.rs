@@ -96,6 +96,7 @@ fn described_member(member: DescribedConsumerMember, version: i16) -> Member {
                 .collect(),
         )
     };
+    let classic = member.classic;
     let member_out = Member::default()
         .with_member_id(StrBytes::from_string(member.member_id))
         .with_instance_id(member.instance_id.map(StrBytes::from_string))
@@ -115,9 +116,9 @@ fn described_member(member: DescribedConsumerMember, version: i16) -> Member {
         )))
         .with_assignment(assignment(member.assignment))
         .with_target_assignment(assignment(member.target_assignment));
-    // Version 1 says which protocol the member speaks: 1, the consumer protocol.
+    // Version 1 says which protocol the member speaks: 0 classic, 1 consumer.
     if version >= 1 {
-        member_out.with_member_type(1)
+        member_out.with_member_type(if classic { 0 } else { 1 })
     } else {
         member_out
     }

@@ -63,6 +63,7 @@ pub fn handle(
             .unwrap_or_default()
             .to_owned(),
         client_host: format!("/{}", asked.session().host()),
+        classic: None,
     };
     // A regular expression resolves to the topics the member may describe, as in Kafka.
     let may_describe = |topic: &str| asked.may(AclOperation::Describe, ResourceType::Topic, topic);

@@ -8,7 +8,7 @@ use std::time::Duration;
 use anyhow::{Context as _, bail};
 use ferrolog_broker::BrokerConfig;
 use ferrolog_broker::group::GroupConfig;
-use ferrolog_broker::group::consumer::ConsumerGroupConfig;
+use ferrolog_broker::group::consumer::{ConsumerGroupConfig, MigrationPolicy};
 use ferrolog_broker::txn::TxnConfig;
 
 /// A whole number at least `min` under `key`, or an error naming the key and the value.
@@ -135,6 +135,13 @@ fn consumer_group_config(
     .filter(|key| properties.contains_key(*key))
     .map(str::to_owned)
     .collect();
+    if let Some(policy) = properties.get("group.consumer.migration.policy") {
+        config.migration = MigrationPolicy::parse(policy.trim()).ok_or_else(|| {
+            anyhow::anyhow!(
+                "invalid value {policy:?} for group.consumer.migration.policy: must be one of bidirectional, upgrade, downgrade, disabled"
+            )
+        })?;
+    }
     if let Some(n) = number(properties, "group.consumer.max.size", 1)? {
         config.max_size = n;
     }

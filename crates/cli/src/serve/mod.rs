@@ -94,6 +94,7 @@ const BROKER_KEYS: &[&str] = &[
     "group.consumer.min.assignment.interval.ms",
     "group.consumer.max.assignment.interval.ms",
     "group.consumer.max.size",
+    "group.consumer.migration.policy",
     "group.consumer.assignors",
     "transaction.state.log.num.partitions",
     "transaction.state.log.segment.bytes",

@@ -29,6 +29,8 @@ pub const GROUP_SETTINGS: &[&str] = &[
 pub enum Client {
     /// Kafka 4.4's Java consumer (tools/kafka/apps/ConsumerProtocolCheck.java).
     Java,
+    /// The same, speaking the classic protocol (`group.protocol=classic`).
+    JavaClassic,
     /// confluent-kafka (librdkafka) under this Python interpreter.
     ConfluentKafka(String),
     /// franz-go, in the Go clients' runner at this path (tools/goclients).
@@ -39,14 +41,26 @@ impl Client {
     fn name(&self) -> &'static str {
         match self {
             Client::Java => "java",
+            Client::JavaClassic => "classic",
             Client::ConfluentKafka(_) => "confluent",
             Client::FranzGo(_) => "franz",
         }
     }
 
-    fn command(&self) -> Command {
+    /// The command starting a consumer with `arguments` (bootstrap, topic, group, assignor,
+    /// instance).
+    fn command(&self, arguments: [&str; 5]) -> Command {
+        let mut command = self.program();
+        command.args(arguments);
+        if let Client::JavaClassic = self {
+            command.arg("classic");
+        }
+        command
+    }
+
+    fn program(&self) -> Command {
         match self {
-            Client::Java => {
+            Client::Java | Client::JavaClassic => {
                 let mut command = Command::new(script());
                 command.args(["run", "ConsumerProtocolCheck", "consume"]);
                 command
@@ -73,17 +87,16 @@ fn script() -> PathBuf {
 }
 
 /// A consumer process; its stdout (the records it processed) goes to a file.
-struct Consumer {
+pub struct Consumer {
     child: Child,
     output: tempfile::NamedTempFile,
 }
 
 impl Consumer {
-    fn start(client: &Client, arguments: [&str; 5]) -> Self {
+    pub fn start(client: &Client, arguments: [&str; 5]) -> Self {
         let output = tempfile::NamedTempFile::new().unwrap();
         let child = client
-            .command()
-            .args(arguments)
+            .command(arguments)
             .stdout(output.reopen().unwrap())
             .stderr(Stdio::null())
             .spawn()
@@ -92,7 +105,7 @@ impl Consumer {
     }
 
     /// The values it printed as processed.
-    fn processed(&self) -> Vec<usize> {
+    pub fn processed(&self) -> Vec<usize> {
         std::fs::read_to_string(self.output.path())
             .unwrap()
             .lines()
@@ -100,7 +113,7 @@ impl Consumer {
             .collect()
     }
 
-    fn signal(&mut self, signal: &str) {
+    pub fn signal(&mut self, signal: &str) {
         let _ = Command::new("kill")
             .args([signal, &self.child.id().to_string()])
             .status();
@@ -130,7 +143,10 @@ impl Outcome {
             every_record_processed: true,
             duplicates_only_from_the_killed_consumer: true,
             lag_after: "lag 0 []".to_owned(),
-            described: format!("{} {assignor} Stable 2 Consumer", group(client, assignor)),
+            described: format!(
+                "{} {assignor} Stable 2 Consumer holding 4,4",
+                group(client, assignor)
+            ),
         }
     }
 }
@@ -208,8 +224,9 @@ pub fn run(bootstrap: &str, client: &Client, assignor: &str) -> Outcome {
 }
 
 /// `kafka-consumer-groups --describe --state`: the group, its assignor, state and member count
-/// (the coordinator's address differs between brokers).
-fn describe_state(bootstrap: &str, group: &str) -> String {
+/// (the coordinator's address differs between brokers); its type from `--list --type`; and the
+/// partitions each member holds from `--describe --members`.
+pub fn describe_state(bootstrap: &str, group: &str) -> String {
     let tool = "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand";
     let described = kafka_tool_ok(
         tool,
@@ -238,15 +255,36 @@ fn describe_state(bootstrap: &str, group: &str) -> String {
         })
         .collect::<Vec<_>>()
         .join(",");
+    // `--describe --members`: how many partitions each member holds (their ids, hosts and
+    // client ids differ between runs).
+    let members = kafka_tool_ok(
+        tool,
+        &[
+            "--bootstrap-server",
+            bootstrap,
+            "--describe",
+            "--group",
+            group,
+            "--members",
+        ],
+        b"",
+    );
+    let mut held: Vec<&str> = members
+        .lines()
+        .filter(|line| line.starts_with(group))
+        .filter_map(|line| line.split_whitespace().last())
+        .collect();
+    held.sort_unstable();
     described
         .lines()
         .filter(|line| line.starts_with(group))
         .map(|line| {
             let fields: Vec<&str> = line.split_whitespace().collect();
             format!(
-                "{} {} {group_type}",
+                "{} {} {group_type} holding {}",
                 fields[0],
-                fields[fields.len() - 3..].join(" ")
+                fields[fields.len() - 3..].join(" "),
+                held.join(",")
             )
         })
         .collect::<Vec<_>>()

@@ -51,9 +51,10 @@ pub fn consumer_groups(port: u16, groups: &[&str]) -> Vec<String> {
             .iter()
             .map(|m| {
                 format!(
-                    "  {} {:?} epoch {} owns {} target {} subscribed {:?}",
+                    "  {} {:?} type {} epoch {} owns {} target {} subscribed {:?}",
                     m.member_id,
                     m.instance_id,
+                    m.member_type,
                     m.member_epoch,
                     assignment(&m.assignment),
                     assignment(&m.target_assignment),

@@ -17,17 +17,17 @@ use super::state::{Group, GroupState, JoinResult, Member};
 use super::{GroupCoordinator, GroupCtx, JoinRequest, Reply};
 use crate::errors;
 
-/// A JoinGroup for a consumer group of the KIP-848 protocol: an empty one becomes a classic
-/// group (its records tombstoned, its offsets kept), as in Kafka; one with members refuses
-/// classic members (Kafka 4.4 can take them in, converting between the protocols; see
-/// docs/operations.md).
+/// A JoinGroup for an empty consumer group of the KIP-848 protocol: it becomes a classic group
+/// (its records tombstoned, its offsets kept), as in Kafka. (One with members takes the
+/// classic member in: `consumer::classic_members`.)
 fn leave_consumer_protocol(group: &mut Group, ctx: &GroupCtx<'_>) -> Result<(), i16> {
     let Some(consumer) = group.consumer.as_deref() else {
         return Ok(());
     };
-    if !consumer.members.is_empty() {
-        return Err(errors::INCONSISTENT_GROUP_PROTOCOL);
-    }
+    debug_assert!(
+        consumer.members.is_empty(),
+        "a consumer group with members stays one"
+    );
     if let Err(error) = ctx.append(&group_tombstones(consumer)) {
         tracing::warn!(group = %group.id, %error, "converting an empty consumer group failed");
         return Err(errors::COORDINATOR_NOT_AVAILABLE);
@@ -69,6 +69,11 @@ impl GroupCoordinator {
                 let group = groups
                     .entry(request.group.clone())
                     .or_insert_with(|| Group::new(&request.group, now));
+                if let Some(consumer) = group.consumer.as_deref_mut()
+                    && !consumer.members.is_empty()
+                {
+                    return Reply::Now(self.classic_join_to_consumer(consumer, &request, ctx));
+                }
                 if let Err(code) = leave_consumer_protocol(group, ctx) {
                     return error(code);
                 }

@@ -27,6 +27,12 @@ impl GroupCoordinator {
                 let Some(group) = groups.get_mut(group_id) else {
                     return error(errors::UNKNOWN_MEMBER_ID);
                 };
+                if let Some(consumer) = group.consumer.as_deref_mut() {
+                    let member = (member_id, group_instance_id);
+                    return Reply::Now(
+                        self.classic_sync_to_consumer(consumer, member, generation, now),
+                    );
+                }
                 if let Err(code) = check_member(group, member_id, group_instance_id, generation) {
                     return error(code);
                 }
@@ -112,6 +118,10 @@ impl GroupCoordinator {
                 let Some(group) = groups.get_mut(group_id) else {
                     return errors::UNKNOWN_MEMBER_ID;
                 };
+                if let Some(consumer) = group.consumer.as_deref_mut() {
+                    let member = (member_id, group_instance_id);
+                    return self.classic_heartbeat_to_consumer(consumer, member, generation, now);
+                }
                 if let Err(code) = check_member(group, member_id, group_instance_id, generation) {
                     return code;
                 }
@@ -138,6 +148,12 @@ impl GroupCoordinator {
                 let Some(group) = groups.get_mut(group_id) else {
                     return (errors::NONE, vec![errors::UNKNOWN_MEMBER_ID; leaving.len()]);
                 };
+                if let Some(consumer) = group.consumer.as_deref_mut() {
+                    return (
+                        errors::NONE,
+                        self.classic_leave_from_consumer(consumer, leaving, ctx),
+                    );
+                }
                 let mut removed_any = false;
                 let results = leaving
                     .iter()

@@ -33,6 +33,8 @@ pub struct DescribedConsumerMember {
     pub subscribed_topic_regex: Option<String>,
     pub assignment: Vec<(TopicId, String, Vec<i32>)>,
     pub target_assignment: Vec<(TopicId, String, Vec<i32>)>,
+    /// Whether it speaks the classic protocol (ConsumerGroupDescribe's MemberType 0, else 1).
+    pub classic: bool,
 }
 
 impl GroupCoordinator {
@@ -98,6 +100,7 @@ fn describe(
                 client_host: subscription.client_host.clone(),
                 subscribed_topic_names: subscription.topic_names.clone(),
                 subscribed_topic_regex: subscription.topic_regex.clone(),
+                classic: subscription.classic.is_some(),
                 assignment: named(&owned),
                 target_assignment: named(
                     group

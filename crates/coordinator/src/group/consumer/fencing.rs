@@ -111,6 +111,8 @@ impl GroupCoordinator {
                     || member.rebalance_deadline.is_some_and(|(deadline, epoch)| {
                         deadline <= now && member.current.member_epoch == epoch
                     })
+                    || member.join_deadline.is_some_and(|deadline| deadline <= now)
+                    || member.sync_deadline.is_some_and(|deadline| deadline <= now)
             })
             .map(|member| member.member_id.clone())
             .collect();
@@ -120,7 +122,7 @@ impl GroupCoordinator {
         let records = self.removal_records(group, &expired);
         match ctx.append(&records) {
             Ok(()) => {
-                tracing::info!(group = %group.id, members = ?expired, "consumer group members fenced: session or rebalance timeout");
+                tracing::info!(group = %group.id, members = ?expired, "consumer group members fenced: session, rebalance, join or sync timeout");
                 replay_all(group, &records);
             }
             Err(error) => {

@@ -43,6 +43,9 @@ pub struct ConsumerHeartbeat {
     pub owned: Option<Partitions>,
     pub client_id: String,
     pub client_host: String,
+    /// Set when a classic member's JoinGroup stands for the heartbeat: its session timeout and
+    /// protocols, kept in its subscription.
+    pub classic: Option<ferrolog_records::consumer_group_records::ClassicMemberMetadata>,
 }
 
 /// The answer to a heartbeat.
@@ -215,7 +218,7 @@ impl GroupCoordinator {
     }
 
     /// The records of one heartbeat, the member's id, and its current assignment before.
-    fn heartbeat_records(
+    pub(super) fn heartbeat_records(
         &self,
         group: &ConsumerGroup,
         request: &ConsumerHeartbeat,
@@ -443,6 +446,8 @@ fn updated_subscription(old: &Subscription, request: &ConsumerHeartbeat) -> Subs
     }
     updated.client_id.clone_from(&request.client_id);
     updated.client_host.clone_from(&request.client_host);
+    // A member speaks the protocol its last request did.
+    updated.classic.clone_from(&request.classic);
     updated
 }
 

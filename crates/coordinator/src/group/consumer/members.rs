@@ -57,13 +57,21 @@ pub(super) fn find_member(
     if request.member_epoch == 0 {
         return match holder {
             None => Ok(found(&new_member(&request.member_id))),
-            Some(holder) if holder.current.member_epoch != -2 => Err(Refusal::error(
-                errors::UNRELEASED_INSTANCE_ID,
-                format!(
-                    "Static member {} with instance id {instance} cannot join the group because the instance id is owned by {} member.",
-                    request.member_id, holder.member_id
-                ),
-            )),
+            // Kafka checks that the holder let go only between members of the consumer
+            // protocol: a classic member on either side takes over at once.
+            Some(holder)
+                if holder.current.member_epoch != -2
+                    && request.classic.is_none()
+                    && holder.subscription.classic.is_none() =>
+            {
+                Err(Refusal::error(
+                    errors::UNRELEASED_INSTANCE_ID,
+                    format!(
+                        "Static member {} with instance id {instance} cannot join the group because the instance id is owned by {} member.",
+                        request.member_id, holder.member_id
+                    ),
+                ))
+            }
             Some(holder) => Ok(replace_member(group_id, group, holder, &request.member_id)),
         };
     }

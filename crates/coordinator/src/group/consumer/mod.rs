@@ -19,6 +19,7 @@
 //! `describe` (ConsumerGroupDescribe), `subscription` (topic metadata and the metadata hash).
 
 pub mod assignors;
+mod classic_members;
 mod describe;
 mod fencing;
 mod heartbeat;
@@ -35,6 +36,15 @@ pub(crate) use fencing::arm_loaded_timers;
 pub(crate) use heartbeat::new_group;
 pub use heartbeat::{ConsumerHeartbeat, HeartbeatAnswer};
 pub use model::{ConsumerGroup, ConsumerGroupState, Partitions};
+
+/// Kafka 4.4's hash of the topics among `names` that exist now, as a consumer group keeps it
+/// in its `ConsumerGroupMetadata` record.
+pub fn subscribed_topics_hash(
+    manager: &ferrolog_storage::manager::LogManager,
+    names: &[String],
+) -> i64 {
+    subscription::TopicMetadata::read(manager, names).hash()
+}
 
 /// The settings of consumer groups, under Kafka's broker keys.
 #[derive(Debug, Clone)]
@@ -58,6 +68,34 @@ pub struct ConsumerGroupConfig {
     /// The `group.consumer.*` keys `server.properties` set, which DescribeConfigs names as
     /// the source of a group's value.
     pub set_in_properties: Vec<String>,
+    /// `group.consumer.migration.policy`: which conversions between the protocols a group
+    /// with members may go through.
+    pub migration: MigrationPolicy,
+}
+
+/// Kafka's `group.consumer.migration.policy`. Under every policy but `Disabled` a classic
+/// member may join a consumer group with members; an empty group of either kind always
+/// becomes the other.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum MigrationPolicy {
+    #[default]
+    Bidirectional,
+    Upgrade,
+    Downgrade,
+    Disabled,
+}
+
+impl MigrationPolicy {
+    /// The policy Kafka's key names (any case).
+    pub fn parse(name: &str) -> Option<Self> {
+        Some(match name.to_ascii_lowercase().as_str() {
+            "bidirectional" => Self::Bidirectional,
+            "upgrade" => Self::Upgrade,
+            "downgrade" => Self::Downgrade,
+            "disabled" => Self::Disabled,
+            _ => return None,
+        })
+    }
 }
 
 /// The inclusive (min, max) of each consumer group timing, under Kafka's keys.
@@ -92,6 +130,7 @@ impl Default for ConsumerGroupConfig {
             assignment_interval_ms: 1_000,
             bounds: ConsumerBounds::default(),
             set_in_properties: Vec::new(),
+            migration: MigrationPolicy::default(),
         }
     }
 }

@@ -5,6 +5,7 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
+use ferrolog_records::consumer_group_records::ClassicMemberMetadata;
 use ferrolog_storage::manager::TopicId;
 
 /// Partitions by topic id.
@@ -60,6 +61,8 @@ pub struct Subscription {
     pub topic_regex: Option<String>,
     pub rebalance_timeout_ms: i32,
     pub server_assignor: Option<String>,
+    /// A member of the classic protocol: its session timeout and its JoinGroup's protocols.
+    pub classic: Option<ClassicMemberMetadata>,
 }
 
 /// Where a member is in reconciling towards its target (the type-8 record).
@@ -121,6 +124,10 @@ pub struct ConsumerMember {
     /// While it revokes partitions: when it is fenced unless it has revoked them, and the
     /// member epoch it must still be at for that (a member that moved on is not fenced).
     pub rebalance_deadline: Option<(i64, i32)>,
+    /// A classic member told to rejoin: when it is fenced unless it sent its JoinGroup.
+    pub join_deadline: Option<i64>,
+    /// A classic member that joined: when it is fenced unless it sent its SyncGroup.
+    pub sync_deadline: Option<i64>,
 }
 
 /// A consumer group.

@@ -26,7 +26,15 @@ pub fn check_commit(
     let Some(member) = group.members.get(member_id) else {
         return Err(errors::UNKNOWN_MEMBER_ID);
     };
-    if version < 9 {
+    // A classic member commits with its generation (its member epoch), in any version, and is
+    // refused as the classic protocol refuses (ILLEGAL_GENERATION).
+    let classic = member.subscription.classic.is_some();
+    let stale = if classic {
+        errors::ILLEGAL_GENERATION
+    } else {
+        errors::STALE_MEMBER_EPOCH
+    };
+    if version < 9 && !classic {
         return Err(errors::UNSUPPORTED_VERSION);
     }
     let current = member.current.member_epoch;
@@ -34,7 +42,7 @@ pub fn check_commit(
         return Ok(());
     }
     if epoch > current {
-        return Err(errors::STALE_MEMBER_EPOCH);
+        return Err(stale);
     }
     // An older epoch may commit the partitions it still holds that were assigned to it at that
     // epoch or before.
@@ -59,11 +67,7 @@ pub fn check_commit(
             .and_then(|topic| assigned_by(topic, *partition))
             .is_some_and(|assignment_epoch| epoch >= assignment_epoch)
     });
-    if allowed {
-        Ok(())
-    } else {
-        Err(errors::STALE_MEMBER_EPOCH)
-    }
+    if allowed { Ok(()) } else { Err(stale) }
 }
 
 /// OffsetFetch naming a member (version 9 and later): the member must exist at that epoch.
@@ -76,6 +80,8 @@ pub fn check_fetch(group: &ConsumerGroup, member_id: Option<&str>, epoch: i32) -
         .ok_or(errors::UNKNOWN_MEMBER_ID)?;
     if member.current.member_epoch == epoch {
         Ok(())
+    } else if member.subscription.classic.is_some() {
+        Err(errors::ILLEGAL_GENERATION)
     } else {
         Err(errors::STALE_MEMBER_EPOCH)
     }

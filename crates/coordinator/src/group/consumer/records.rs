@@ -50,7 +50,7 @@ pub fn member_metadata(group: &str, member_id: &str, subscription: &Subscription
         subscribed_topic_regex: subscription.topic_regex.clone(),
         rebalance_timeout_ms: subscription.rebalance_timeout_ms,
         server_assignor: subscription.server_assignor.clone(),
-        classic: None,
+        classic: subscription.classic.clone(),
     };
     (
         key(ConsumerRecordType::MemberMetadata, group, member_id),
@@ -266,6 +266,7 @@ fn replay_member(
         topic_regex: value.subscribed_topic_regex,
         rebalance_timeout_ms: value.rebalance_timeout_ms,
         server_assignor: value.server_assignor,
+        classic: value.classic,
     };
     ensure_member(group, member_id);
     if let Some(instance) = &subscription.instance_id {

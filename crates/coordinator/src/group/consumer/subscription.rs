@@ -2,14 +2,13 @@
 //! log manager, and the hash of them a group keeps to notice when they change (a subscribed
 //! topic created, deleted or given more partitions bumps the group epoch).
 //!
-//! Kafka 4.4 hashes with XXH3 over its own byte layout (KIP-1101); ferrolog hashes the same
-//! facts (name, id, partition count) with FNV-1a. The hash only decides whether to bump the
-//! epoch, so the one effect of the difference is a single extra group epoch, with an unchanged
-//! sticky assignment, the first time a group moved between the two brokers heartbeats.
+//! The hash is Kafka 4.4's (KIP-1101, `Utils.computeGroupHash` over `Utils.computeTopicHash`),
+//! so a group moved between ferrolog and Kafka keeps its epoch at its first heartbeat there.
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use ferrolog_storage::manager::{LogManager, TopicId};
+use xxhash_rust::xxh3::xxh3_64;
 
 use super::model::{ConsumerGroup, ResolvedRegex, Subscription};
 
@@ -44,27 +43,42 @@ impl TopicMetadata {
         self.by_name.values().copied().collect()
     }
 
-    /// FNV-1a (64 bits) over each topic's name, id and partition count, in name order; 0 for
-    /// no topics, as Kafka's hash.
+    /// Kafka's hash of the topics: XXH3-64 over each topic's own hash, in name order; 0 for no
+    /// topics.
     pub fn hash(&self) -> i64 {
         if self.by_name.is_empty() {
             return 0;
         }
-        let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
-        let mut feed = |bytes: &[u8]| {
-            for byte in bytes {
-                hash ^= u64::from(*byte);
-                hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
-            }
-        };
+        let mut hashes = Vec::with_capacity(8 * self.by_name.len());
         for (name, (id, partitions)) in &self.by_name {
-            feed(&(name.len() as u32).to_be_bytes());
-            feed(name.as_bytes());
-            feed(&id.0);
-            feed(&partitions.to_be_bytes());
+            hashes.extend_from_slice(&topic_hash(name, *id, *partitions).to_le_bytes());
         }
-        hash as i64
+        xxh3_64(&hashes) as i64
     }
+}
+
+/// Kafka's hash of one topic: XXH3-64 over a zero byte, the id's two halves, the name (its
+/// UTF-16 units, then their count), the partition count, then each partition's index and its
+/// replicas' racks. Everything is little-endian, as Kafka's hash stream writes it. ferrolog
+/// knows no racks (`broker.rack` is ignored), like a Kafka broker without one.
+fn topic_hash(name: &str, id: TopicId, partitions: i32) -> u64 {
+    let mut bytes = vec![0u8];
+    let (high, low) = id.0.split_at(8);
+    for half in [high, low] {
+        let mut word = [0u8; 8];
+        word.copy_from_slice(half);
+        bytes.extend_from_slice(&u64::from_be_bytes(word).to_le_bytes());
+    }
+    let units: Vec<u16> = name.encode_utf16().collect();
+    for unit in &units {
+        bytes.extend_from_slice(&unit.to_le_bytes());
+    }
+    bytes.extend_from_slice(&(units.len() as i32).to_le_bytes());
+    bytes.extend_from_slice(&partitions.to_le_bytes());
+    for partition in 0..partitions {
+        bytes.extend_from_slice(&partition.to_le_bytes());
+    }
+    xxh3_64(&bytes)
 }
 
 /// The topic names `subscription` covers: named ones and those its regex resolved to.
@@ -110,4 +124,38 @@ pub fn subscribed_ids(
     topic_names(subscription, regexes)
         .filter_map(|name| metadata.id(name))
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn id(first: u8) -> TopicId {
+        let mut bytes = [0u8; 16];
+        for (index, byte) in bytes.iter_mut().enumerate() {
+            *byte = first + index as u8 + if index >= 8 { 8 } else { 0 };
+        }
+        TopicId(bytes)
+    }
+
+    /// The values Kafka 4.4's `Utils` computes (with its hash4j 0.22) for the same topics.
+    #[test]
+    fn the_hash_is_kafkas() {
+        // Ids 01..08 11..18 and 21..28 31..38.
+        let orders = (id(0x01), 3);
+        let audit = (id(0x21), 1);
+        assert_eq!(
+            topic_hash("orders", orders.0, orders.1) as i64,
+            -3_967_608_492_204_731_963
+        );
+        let one = TopicMetadata {
+            by_name: BTreeMap::from([("orders".to_owned(), orders)]),
+        };
+        assert_eq!(one.hash(), 8_632_239_608_810_869_865);
+        let two = TopicMetadata {
+            by_name: BTreeMap::from([("orders".to_owned(), orders), ("audit".to_owned(), audit)]),
+        };
+        assert_eq!(two.hash(), -1_311_176_859_131_528_837);
+        assert_eq!(TopicMetadata::default().hash(), 0);
+    }
 }

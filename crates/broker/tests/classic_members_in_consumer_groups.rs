@@ -1,0 +1,270 @@
+//! Classic consumers in a consumer group of the KIP-848 protocol, without a network, on a
+//! manual clock, as Kafka 4.4 serves them: a classic JoinGroup into a group with members is
+//! answered at once (no leader, its generation its member epoch), its SyncGroup carries the
+//! partitions the broker assigned it, its Heartbeat says REBALANCE_IN_PROGRESS once partitions
+//! it waits for are free, it commits with its generation, and it is fenced when it does not
+//! send its SyncGroup in time. Under `group.consumer.migration.policy=disabled` it is refused.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests")]
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+use bytes::BytesMut;
+use ferrolog_broker::errors;
+use ferrolog_broker::group::consumer::{
+    ConsumerHeartbeat, HeartbeatAnswer, MigrationPolicy, Partitions,
+};
+use ferrolog_broker::group::state::{JoinResult, SyncResult};
+use ferrolog_broker::group::{CommitEntry, GroupConfig, GroupCoordinator, JoinRequest, Reply};
+use ferrolog_broker::protocol::consumer_protocol::decode_assignment;
+use ferrolog_storage::manager::{LogManager, ManagerConfig, TopicId};
+use ferrolog_storage::{ManualClock, TopicPartition};
+use kafka_protocol::messages::ConsumerProtocolSubscription;
+use kafka_protocol::protocol::{Encodable, StrBytes};
+
+struct Fixture {
+    _temp: tempfile::TempDir,
+    clock: Arc<ManualClock>,
+    coordinator: GroupCoordinator,
+    topic: TopicId,
+}
+
+fn fixture(policy: MigrationPolicy) -> Fixture {
+    let temp = tempfile::tempdir().unwrap();
+    let clock = Arc::new(ManualClock::new(1_700_000_000_000));
+    let manager = Arc::new(
+        LogManager::open(
+            ManagerConfig {
+                log_dirs: vec![temp.path().to_path_buf()],
+                ..ManagerConfig::default()
+            },
+            clock.clone(),
+        )
+        .unwrap(),
+    );
+    let all: Vec<TopicPartition> = (0..4).map(|p| TopicPartition::new("t", p)).collect();
+    manager.create_all(&all).unwrap();
+    let topic = manager.topic_id("t").unwrap();
+    let mut config = GroupConfig {
+        offsets_topic_partitions: 1,
+        ..GroupConfig::default()
+    };
+    config.consumer.migration = policy;
+    let coordinator = GroupCoordinator::open(Arc::clone(&manager), config).unwrap();
+    coordinator.find_coordinator().unwrap();
+    Fixture {
+        _temp: temp,
+        clock,
+        coordinator,
+        topic,
+    }
+}
+
+/// A consumer-protocol member's heartbeat owning `owned` of topic "t".
+fn beat(f: &Fixture, member: &str, epoch: i32, owned: &BTreeSet<i32>) -> HeartbeatAnswer {
+    let answer = f.coordinator.consumer_heartbeat(
+        ConsumerHeartbeat {
+            version: 1,
+            group_id: "g".into(),
+            member_id: member.into(),
+            member_epoch: epoch,
+            rebalance_timeout_ms: if epoch == 0 { 30_000 } else { -1 },
+            topic_names: (epoch == 0).then(|| vec!["t".into()]),
+            owned: Some(if owned.is_empty() {
+                Partitions::new()
+            } else {
+                Partitions::from([(f.topic, owned.clone())])
+            }),
+            client_id: "client".into(),
+            client_host: "/127.0.0.1".into(),
+            ..ConsumerHeartbeat::default()
+        },
+        &|_| true,
+    );
+    assert_eq!(answer.error, errors::NONE, "{answer:?}");
+    answer
+}
+
+fn assigned(answer: &HeartbeatAnswer, topic: TopicId) -> BTreeSet<i32> {
+    answer
+        .assignment
+        .as_ref()
+        .and_then(|a| a.get(&topic).cloned())
+        .unwrap_or_default()
+}
+
+/// A classic consumer's subscription to "t" (version 1, owning nothing).
+fn subscription() -> Vec<u8> {
+    let mut bytes = BytesMut::new();
+    bytes.extend_from_slice(&1i16.to_be_bytes());
+    ConsumerProtocolSubscription::default()
+        .with_topics(vec![StrBytes::from_static_str("t")])
+        .encode(&mut bytes, 1)
+        .unwrap();
+    bytes.to_vec()
+}
+
+fn join(f: &Fixture, member_id: &str) -> JoinResult {
+    let request = JoinRequest {
+        group: "g".into(),
+        member_id: member_id.into(),
+        group_instance_id: None,
+        client_id: "classic".into(),
+        client_host: "/127.0.0.1".into(),
+        session_timeout_ms: 10_000,
+        rebalance_timeout_ms: 20_000,
+        protocol_type: "consumer".into(),
+        protocols: vec![
+            ("range".into(), subscription()),
+            ("cooperative-sticky".into(), subscription()),
+        ],
+        require_known_member_id: true,
+        supports_skip_assignment: true,
+    };
+    match f.coordinator.join(request) {
+        Reply::Now(result) => result,
+        Reply::Later(_) => panic!("a classic member of a consumer group is answered at once"),
+    }
+}
+
+fn sync(f: &Fixture, member_id: &str, generation: i32) -> SyncResult {
+    match f
+        .coordinator
+        .sync("g", member_id, None, generation, Vec::new())
+    {
+        Reply::Now(result) => result,
+        Reply::Later(_) => panic!("a classic member of a consumer group is answered at once"),
+    }
+}
+
+fn synced_partitions(result: &SyncResult) -> BTreeSet<i32> {
+    assert_eq!(result.error, errors::NONE, "{result:?}");
+    let (partitions, user_data) = decode_assignment(&result.assignment).unwrap();
+    assert!(!user_data);
+    partitions
+        .into_iter()
+        .flat_map(|(topic, partitions)| {
+            assert_eq!(topic, "t");
+            partitions
+        })
+        .collect()
+}
+
+#[test]
+fn a_classic_consumer_is_assigned_by_the_broker_and_told_when_to_rejoin() {
+    let f = fixture(MigrationPolicy::Bidirectional);
+    let c = &f.coordinator;
+    let a = beat(&f, "a", 0, &BTreeSet::new());
+    let all = assigned(&a, f.topic);
+    assert_eq!(all.len(), 4);
+
+    // The first JoinGroup is sent away for a member id, as a classic group does.
+    let first = join(&f, "");
+    assert_eq!(first.error, errors::MEMBER_ID_REQUIRED);
+    let id = first.member_id;
+    f.clock.advance_ms(1_000);
+    let joined = join(&f, &id);
+    assert_eq!(joined.error, errors::NONE, "{joined:?}");
+    assert_eq!(joined.leader, "", "nobody leads: the broker assigns");
+    assert!(joined.members.is_empty());
+    assert_eq!(joined.protocol.as_deref(), Some("range"));
+    assert_eq!(joined.protocol_type.as_deref(), Some("consumer"));
+    // a still owns everything: nothing for the newcomer yet, and nothing to rejoin for.
+    assert!(synced_partitions(&sync(&f, &id, joined.generation)).is_empty());
+    assert_eq!(c.heartbeat("g", &id, None, joined.generation), errors::NONE);
+
+    // a revokes half; then the partitions the classic member waits for are free.
+    let a = beat(&f, "a", 2, &all);
+    let kept = assigned(&a, f.topic);
+    assert_eq!(kept.len(), 2);
+    beat(&f, "a", 2, &kept);
+    assert_eq!(
+        c.heartbeat("g", &id, None, joined.generation),
+        errors::REBALANCE_IN_PROGRESS
+    );
+    // Its epoch was the target's already: the rejoin hands it the free partitions.
+    let rejoined = join(&f, &id);
+    assert_eq!(rejoined.error, errors::NONE);
+    assert_eq!(rejoined.generation, joined.generation);
+    let held = synced_partitions(&sync(&f, &id, rejoined.generation));
+    assert_eq!(held.len(), 2);
+    assert!(held.is_disjoint(&kept));
+    assert_eq!(
+        c.heartbeat("g", &id, None, rejoined.generation),
+        errors::NONE
+    );
+    assert_eq!(
+        c.heartbeat("g", &id, None, joined.generation + 1),
+        errors::ILLEGAL_GENERATION
+    );
+    let described = c.describe_consumer_group("g");
+    assert_eq!(described.state, "Stable");
+    let classic: Vec<bool> = described.members.iter().map(|m| m.classic).collect();
+    assert_eq!(classic.iter().filter(|c| **c).count(), 1);
+
+    // It commits with its generation, in a classic OffsetCommit version.
+    let entry = |partition| CommitEntry {
+        topic: "t".into(),
+        partition,
+        offset: 5,
+        leader_epoch: -1,
+        metadata: String::new(),
+    };
+    let held: Vec<i32> = held.into_iter().collect();
+    let committed = c.commit(
+        "g",
+        8,
+        rejoined.generation,
+        &id,
+        None,
+        None,
+        &[entry(held[0])],
+    );
+    assert_eq!(committed, vec![errors::NONE]);
+    let newer = c.commit(
+        "g",
+        8,
+        rejoined.generation + 1,
+        &id,
+        None,
+        None,
+        &[entry(held[0])],
+    );
+    assert_eq!(newer, vec![errors::ILLEGAL_GENERATION]);
+
+    // It leaves: the group epoch moves on, and a is given everything again.
+    let (error, members) = c.leave("g", &[(id.clone(), None)]);
+    assert_eq!((error, members), (errors::NONE, vec![errors::NONE]));
+    let described = c.describe_consumer_group("g");
+    assert_eq!(described.members.len(), 1);
+}
+
+#[test]
+fn a_classic_member_that_does_not_sync_in_time_is_fenced() {
+    let f = fixture(MigrationPolicy::Bidirectional);
+    let c = &f.coordinator;
+    beat(&f, "a", 0, &BTreeSet::new());
+    let id = join(&f, "").member_id;
+    let joined = join(&f, &id);
+    assert_eq!(joined.error, errors::NONE);
+    assert_eq!(c.describe_consumer_group("g").members.len(), 2);
+    // Its rebalance timeout (20 s) passes without a SyncGroup; a's session (45 s) runs on.
+    for _ in 0..21 {
+        f.clock.advance_ms(1_000);
+        c.tick();
+    }
+    assert_eq!(c.describe_consumer_group("g").members.len(), 1);
+    assert_eq!(
+        sync(&f, &id, joined.generation).error,
+        errors::UNKNOWN_MEMBER_ID
+    );
+}
+
+#[test]
+fn with_migration_disabled_a_classic_member_is_refused() {
+    let f = fixture(MigrationPolicy::Disabled);
+    beat(&f, "a", 0, &BTreeSet::new());
+    let refused = join(&f, "");
+    assert_eq!(refused.error, errors::INCONSISTENT_GROUP_PROTOCOL);
+}
