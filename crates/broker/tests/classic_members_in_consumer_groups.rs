@@ -4,6 +4,8 @@
 //! partitions the broker assigned it, its Heartbeat says REBALANCE_IN_PROGRESS once partitions
 //! it waits for are free, it commits with its generation, and it is fenced when it does not
 //! send its SyncGroup in time. Under `group.consumer.migration.policy=disabled` it is refused.
+//! A consumer-protocol member joining a classic group with members upgrades it online: the
+//! classic member keeps its partitions until told to rejoin, and the group reloads as it is.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests")]
 
@@ -17,7 +19,7 @@ use ferrolog_broker::group::consumer::{
 };
 use ferrolog_broker::group::state::{JoinResult, SyncResult};
 use ferrolog_broker::group::{CommitEntry, GroupConfig, GroupCoordinator, JoinRequest, Reply};
-use ferrolog_broker::protocol::consumer_protocol::decode_assignment;
+use ferrolog_broker::protocol::consumer_protocol::{decode_assignment, encode_assignment};
 use ferrolog_storage::manager::{LogManager, ManagerConfig, TopicId};
 use ferrolog_storage::{ManualClock, TopicPartition};
 use kafka_protocol::messages::ConsumerProtocolSubscription;
@@ -26,6 +28,7 @@ use kafka_protocol::protocol::{Encodable, StrBytes};
 struct Fixture {
     _temp: tempfile::TempDir,
     clock: Arc<ManualClock>,
+    manager: Arc<LogManager>,
     coordinator: GroupCoordinator,
     topic: TopicId,
 }
@@ -48,6 +51,7 @@ fn fixture(policy: MigrationPolicy) -> Fixture {
     let topic = manager.topic_id("t").unwrap();
     let mut config = GroupConfig {
         offsets_topic_partitions: 1,
+        initial_rebalance_delay: std::time::Duration::ZERO,
         ..GroupConfig::default()
     };
     config.consumer.migration = policy;
@@ -56,6 +60,7 @@ fn fixture(policy: MigrationPolicy) -> Fixture {
     Fixture {
         _temp: temp,
         clock,
+        manager,
         coordinator,
         topic,
     }
@@ -105,8 +110,8 @@ fn subscription() -> Vec<u8> {
     bytes.to_vec()
 }
 
-fn join(f: &Fixture, member_id: &str) -> JoinResult {
-    let request = JoinRequest {
+fn join_request(member_id: &str) -> JoinRequest {
+    JoinRequest {
         group: "g".into(),
         member_id: member_id.into(),
         group_instance_id: None,
@@ -121,8 +126,11 @@ fn join(f: &Fixture, member_id: &str) -> JoinResult {
         ],
         require_known_member_id: true,
         supports_skip_assignment: true,
-    };
-    match f.coordinator.join(request) {
+    }
+}
+
+fn join(f: &Fixture, member_id: &str) -> JoinResult {
+    match f.coordinator.join(join_request(member_id)) {
         Reply::Now(result) => result,
         Reply::Later(_) => panic!("a classic member of a consumer group is answered at once"),
     }
@@ -136,6 +144,26 @@ fn sync(f: &Fixture, member_id: &str, generation: i32) -> SyncResult {
         Reply::Now(result) => result,
         Reply::Later(_) => panic!("a classic member of a consumer group is answered at once"),
     }
+}
+
+/// A classic group of one member, Stable at generation 1, owning every partition of "t".
+fn classic_group_of_one(f: &Fixture) -> String {
+    let id = join(f, "").member_id;
+    let Reply::Later(mut waiting) = f.coordinator.join(join_request(&id)) else {
+        panic!("a classic group's join waits for its rebalance");
+    };
+    let joined = waiting.try_recv().unwrap();
+    assert_eq!((joined.error, joined.generation), (errors::NONE, 1));
+    let plan = vec![(
+        id.clone(),
+        encode_assignment(1, &[("t".to_owned(), vec![0, 1, 2, 3])]),
+    )];
+    let synced = match f.coordinator.sync("g", &id, None, 1, plan) {
+        Reply::Now(result) => result,
+        Reply::Later(mut waiting) => waiting.try_recv().unwrap(),
+    };
+    assert_eq!(synced.error, errors::NONE);
+    id
 }
 
 fn synced_partitions(result: &SyncResult) -> BTreeSet<i32> {
@@ -267,4 +295,73 @@ fn with_migration_disabled_a_classic_member_is_refused() {
     beat(&f, "a", 0, &BTreeSet::new());
     let refused = join(&f, "");
     assert_eq!(refused.error, errors::INCONSISTENT_GROUP_PROTOCOL);
+}
+
+#[test]
+fn a_consumer_protocol_member_upgrades_a_classic_group_online() {
+    let f = fixture(MigrationPolicy::Bidirectional);
+    let c = &f.coordinator;
+    let k = classic_group_of_one(&f);
+    // a joins: the classic group becomes a consumer group at generation 1, then epoch 2 with a.
+    let a = beat(&f, "a", 0, &BTreeSet::new());
+    assert_eq!(a.member_epoch, 2);
+    assert!(
+        assigned(&a, f.topic).is_empty(),
+        "k still owns every partition"
+    );
+    let described = c.describe_consumer_group("g");
+    assert_eq!((described.group_epoch, described.members.len()), (2, 2));
+    let k_described = described.members.iter().find(|m| m.member_id == k).unwrap();
+    assert!(k_described.classic);
+    assert_eq!(k_described.member_epoch, 1);
+    assert_eq!(k_described.assignment[0].2, vec![0, 1, 2, 3]);
+
+    // k hears of it at its next heartbeat, gives up what it must, and rejoins.
+    assert_eq!(c.heartbeat("g", &k, None, 1), errors::REBALANCE_IN_PROGRESS);
+    let rejoined = join(&f, &k);
+    assert_eq!((rejoined.error, rejoined.generation), (errors::NONE, 2));
+    let kept = synced_partitions(&sync(&f, &k, 2));
+    assert_eq!(kept.len(), 2);
+    let a = beat(&f, "a", 2, &BTreeSet::new());
+    let taken = assigned(&a, f.topic);
+    assert_eq!(taken.len(), 2);
+    assert!(taken.is_disjoint(&kept));
+    assert_eq!(c.describe_consumer_group("g").state, "Stable");
+
+    // The same group after a restart, its classic member still one.
+    let config = GroupConfig {
+        offsets_topic_partitions: 1,
+        ..GroupConfig::default()
+    };
+    let reopened = GroupCoordinator::open(Arc::clone(&f.manager), config).unwrap();
+    reopened.find_coordinator().unwrap();
+    let again = reopened.describe_consumer_group("g");
+    assert_eq!((again.state, again.group_epoch), ("Stable", 2));
+    assert_eq!(again.members.iter().filter(|m| m.classic).count(), 1);
+}
+
+#[test]
+fn under_the_downgrade_policy_a_classic_group_is_not_upgraded() {
+    let f = fixture(MigrationPolicy::Downgrade);
+    classic_group_of_one(&f);
+    let refused = f.coordinator.consumer_heartbeat(
+        ConsumerHeartbeat {
+            version: 1,
+            group_id: "g".into(),
+            member_id: "a".into(),
+            member_epoch: 0,
+            rebalance_timeout_ms: 30_000,
+            topic_names: Some(vec!["t".into()]),
+            owned: Some(Partitions::new()),
+            ..ConsumerHeartbeat::default()
+        },
+        &|_| true,
+    );
+    assert_eq!(refused.error, errors::GROUP_ID_NOT_FOUND);
+    assert_eq!(
+        refused.message.as_deref(),
+        Some(
+            "Cannot upgrade classic group g to consumer group because online upgrade is disabled."
+        )
+    );
 }

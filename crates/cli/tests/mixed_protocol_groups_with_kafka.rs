@@ -1,11 +1,12 @@
-//! A consumer group of Kafka 4's protocol (KIP-848) taking in a classic consumer, as Kafka 4.4
-//! does, against `ferrolog serve` and Kafka 4.4 with Kafka's Java consumers
-//! (tools/kafka/apps/ConsumerProtocolCheck.java): a consumer-protocol member starts, a classic
-//! one joins the same group while a producer writes, and the two share the partitions
-//! (ConsumerGroupDescribe shows one member of each type); then the classic member leaves.
-//! Afterwards, on both brokers: every record was processed exactly once, the committed offsets
-//! are the end offsets, and the group is a stable consumer group with its one member holding
-//! every partition.
+//! Consumer groups that mix Kafka's two group protocols, as Kafka 4.4 serves them, against
+//! `ferrolog serve` and Kafka 4.4 with Kafka's Java consumers
+//! (tools/kafka/apps/ConsumerProtocolCheck.java), in two orders: a consumer-protocol member
+//! first, then a classic one joins its consumer group; and a classic member first, then a
+//! consumer-protocol one joins, upgrading the classic group online. Either way the two share
+//! the partitions while a producer writes (ConsumerGroupDescribe shows one member of each
+//! type), then the classic member leaves. Afterwards, on both brokers: every record was
+//! processed exactly once, the committed offsets are the end offsets, and the group is a
+//! stable consumer group with its one member holding every partition.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests")]
 
@@ -21,9 +22,6 @@ use common::Server;
 use common::consumer_groups::consumer_groups;
 use common::kafka::{KafkaPeer, kafka_available, kafka_tool_ok};
 
-const GROUP: &str = "mixed";
-const TOPIC: &str = "mixed-topic";
-
 /// What one broker made of it.
 #[derive(Debug, PartialEq, Eq)]
 struct Outcome {
@@ -33,30 +31,38 @@ struct Outcome {
     described: String,
 }
 
-fn run(bootstrap: &str, port: u16) -> Outcome {
+/// The scenario with `first` starting, `second` joining; the classic one of them leaves.
+fn run(bootstrap: &str, port: u16, (first, second): (Client, Client)) -> Outcome {
+    let name = if let Client::JavaClassic = first {
+        "upgraded"
+    } else {
+        "mixed"
+    };
+    let (group, topic) = (name, format!("{name}-topic"));
     let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/kafka.sh");
     let mut producer = Command::new(script)
-        .args(["run", "ConsumerProtocolCheck", "produce", bootstrap, TOPIC])
+        .args(["run", "ConsumerProtocolCheck", "produce", bootstrap, &topic])
         .args(["8", &RECORDS.to_string(), "20"])
         .stdout(Stdio::null())
         .spawn()
         .unwrap();
     std::thread::sleep(Duration::from_secs(4));
-    let arguments = [bootstrap, TOPIC, GROUP, "uniform", "-"];
-    let mut consumers = vec![Consumer::start(&Client::Java, arguments)];
+    let arguments = [bootstrap, &topic, group, "uniform", "-"];
+    let mut consumers = vec![Consumer::start(&first, arguments)];
     std::thread::sleep(Duration::from_secs(4));
-    consumers.push(Consumer::start(&Client::JavaClassic, arguments));
+    consumers.push(Consumer::start(&second, arguments));
+    let classic = usize::from(matches!(second, Client::JavaClassic));
     // Both members hold partitions once the classic one joined, synced and took what the
     // other let go of.
     let started = Instant::now();
     let member_types = || -> Vec<String> {
-        let mut types: Vec<String> = consumer_groups(port, &[GROUP])
+        let mut types: Vec<String> = consumer_groups(port, &[group])
             .iter()
             .filter_map(|line| {
                 let fields: Vec<&str> = line.split_whitespace().collect();
                 let at = fields.iter().position(|f| *f == "type")?;
                 let owns = fields.iter().position(|f| *f == "owns")?;
-                let holds = fields[owns + 1].starts_with("mixed-topic");
+                let holds = fields[owns + 1].starts_with(&topic);
                 Some(format!("type {} holding {holds}", fields[at + 1]))
             })
             .collect();
@@ -72,7 +78,7 @@ fn run(bootstrap: &str, port: u16) -> Outcome {
     }
     let member_types_while_mixed = member_types();
     std::thread::sleep(Duration::from_secs(3));
-    consumers[1].signal("-TERM");
+    consumers[classic].signal("-TERM");
     assert!(producer.wait().unwrap().success(), "the producer failed");
     let all = |consumers: &[Consumer]| {
         let mut seen = BTreeSet::new();
@@ -86,13 +92,13 @@ fn run(bootstrap: &str, port: u16) -> Outcome {
         std::thread::sleep(Duration::from_millis(500));
     }
     std::thread::sleep(Duration::from_secs(4));
-    let described = describe_state(bootstrap, GROUP);
-    consumers[0].signal("-TERM");
+    let described = describe_state(bootstrap, group);
+    consumers[1 - classic].signal("-TERM");
     let mut processed: Vec<usize> = consumers.iter().flat_map(Consumer::processed).collect();
     processed.sort_unstable();
     let lag = kafka_tool_ok(
         "ConsumerProtocolCheck",
-        &["committed", bootstrap, TOPIC, GROUP],
+        &["committed", bootstrap, &topic, group],
         b"",
     );
     Outcome {
@@ -104,24 +110,36 @@ fn run(bootstrap: &str, port: u16) -> Outcome {
 }
 
 #[test]
-fn a_classic_consumer_shares_a_consumer_group_alike_on_ferrolog_and_kafka() {
+fn classic_and_consumer_members_share_a_group_alike_on_ferrolog_and_kafka() {
     if !kafka_available() {
         return;
     }
     let temp = tempfile::tempdir().unwrap();
-    let server = Server::start_with(&temp.path().join("ferrolog"), GROUP_SETTINGS);
+    // Kafka's test peer starts first rebalances at once; so does ferrolog here.
+    let mut settings = GROUP_SETTINGS.to_vec();
+    settings.push("group.initial.rebalance.delay.ms=0");
+    let server = Server::start_with(&temp.path().join("ferrolog"), &settings);
     let kafka = KafkaPeer::start(&temp.path().join("kafka"), GROUP_SETTINGS);
-    let ours = run(&format!("127.0.0.1:{}", server.port), server.port);
-    let theirs = run(&kafka.bootstrap(), kafka.port);
-    let expected = Outcome {
-        member_types_while_mixed: vec![
-            "type 0 holding true".to_owned(),
-            "type 1 holding true".to_owned(),
-        ],
-        every_record_processed_once: true,
-        lag_after: "lag 0 []".to_owned(),
-        described: format!("{GROUP} uniform Stable 1 Consumer holding 8"),
-    };
-    assert_eq!(theirs, expected, "Kafka 4.4:\n{}", kafka.log());
-    assert_eq!(ours, expected, "ferrolog:\n{}", server.stderr());
+    for (order, group) in [
+        ((Client::Java, Client::JavaClassic), "mixed"),
+        ((Client::JavaClassic, Client::Java), "upgraded"),
+    ] {
+        let ours = run(
+            &format!("127.0.0.1:{}", server.port),
+            server.port,
+            (order.0.clone(), order.1.clone()),
+        );
+        let theirs = run(&kafka.bootstrap(), kafka.port, order);
+        let expected = Outcome {
+            member_types_while_mixed: vec![
+                "type 0 holding true".to_owned(),
+                "type 1 holding true".to_owned(),
+            ],
+            every_record_processed_once: true,
+            lag_after: "lag 0 []".to_owned(),
+            described: format!("{group} uniform Stable 1 Consumer holding 8"),
+        };
+        assert_eq!(theirs, expected, "Kafka 4.4, {group}:\n{}", kafka.log());
+        assert_eq!(ours, expected, "ferrolog, {group}:\n{}", server.stderr());
+    }
 }

@@ -26,6 +26,7 @@ pub const GROUP_SETTINGS: &[&str] = &[
 ];
 
 /// A client of the consumer group protocol, and how to start one of its consumers.
+#[derive(Debug, Clone)]
 pub enum Client {
     /// Kafka 4.4's Java consumer (tools/kafka/apps/ConsumerProtocolCheck.java).
     Java,

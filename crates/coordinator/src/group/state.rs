@@ -188,6 +188,20 @@ impl Group {
         }
     }
 
+    /// Forgets the classic membership (members, generation, protocol), as when the group
+    /// becomes a consumer group with members of its own; its offsets stay.
+    pub fn drop_classic_membership(&mut self, now_ms: i64) {
+        let offsets = std::mem::take(&mut self.offsets);
+        let pending = std::mem::take(&mut self.pending_txn_offsets);
+        let consumer = self.consumer.take();
+        *self = Self {
+            offsets,
+            pending_txn_offsets: pending,
+            consumer,
+            ..Self::new(&self.id, now_ms)
+        };
+    }
+
     /// Whether a transaction's offsets for `(topic, partition)` await its end.
     pub fn has_pending_offset(&self, topic: &str, partition: i32) -> bool {
         self.pending_txn_offsets

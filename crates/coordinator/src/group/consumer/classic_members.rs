@@ -284,7 +284,7 @@ impl GroupCoordinator {
 
     /// Topic names with partitions, as the classic protocol names them, by topic id; topics
     /// that do not exist are left out, as Kafka leaves them.
-    fn partitions_by_id(&self, named: &[(String, Vec<i32>)]) -> Partitions {
+    pub(super) fn partitions_by_id(&self, named: &[(String, Vec<i32>)]) -> Partitions {
         let manager = self.topic.manager();
         let mut partitions = Partitions::new();
         for (name, indexes) in named {

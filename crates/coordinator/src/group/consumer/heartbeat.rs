@@ -147,9 +147,16 @@ impl GroupCoordinator {
                 return self.consumer_leave(&mut shard.groups, &request, ctx);
             }
             let fresh;
-            let (group, mut records) = match existing_group(&shard.groups, &request) {
-                Ok(Some(group)) => (group, Vec::new()),
-                Ok(None) => {
+            let kind = match group_kind(&shard.groups, &request) {
+                Ok(kind) => kind,
+                Err(refusal) => return refusal,
+            };
+            let (group, mut records) = match kind {
+                GroupKind::Consumer => match shard.groups.get(&request.group_id).and_then(|g| g.consumer.as_deref()) {
+                    Some(group) => (group, Vec::new()),
+                    None => return HeartbeatAnswer::error(errors::UNKNOWN_SERVER_ERROR, None),
+                },
+                GroupKind::New => {
                     fresh = new_group(&request.group_id);
                     // An empty classic group of that id becomes a consumer group: its classic
                     // metadata goes.
@@ -158,7 +165,18 @@ impl GroupCoordinator {
                     });
                     (&fresh, classic.into_iter().collect())
                 }
-                Err(refusal) => return refusal,
+                GroupKind::ClassicWithMembers => {
+                    let Some(classic) = shard.groups.get_mut(&request.group_id) else {
+                        return HeartbeatAnswer::error(errors::UNKNOWN_SERVER_ERROR, None);
+                    };
+                    match self.upgrade(classic) {
+                        Ok((converted, conversion)) => {
+                            fresh = converted;
+                            (&fresh, conversion)
+                        }
+                        Err(refusal) => return refusal,
+                    }
+                }
             };
             let (more, member_id, before) = match self.heartbeat_records(group, &request, may_describe, ctx) {
                 Ok(done) => done,
@@ -173,10 +191,17 @@ impl GroupCoordinator {
                 .groups
                 .entry(request.group_id.clone())
                 .or_insert_with(|| Group::new(&request.group_id, ctx.now_ms));
+            let upgraded = kind == GroupKind::ClassicWithMembers;
+            if upgraded {
+                entry.drop_classic_membership(ctx.now_ms);
+            }
             let group = entry
                 .consumer
                 .get_or_insert_with(|| Box::new(new_group(&request.group_id)));
             replay_all(group, &records);
+            if upgraded {
+                arm_classic_sessions(group, ctx.now_ms);
+            }
             let answer = self.answer(group, &member_id, &request, &before, ctx.now_ms);
             entry.check_kind();
             answer
@@ -396,27 +421,47 @@ pub(crate) fn new_group(id: &str) -> ConsumerGroup {
 
 /// The consumer group a heartbeat works on; `None` for a new one, which a join may create in
 /// place of nothing or of an empty classic group.
-fn existing_group<'a>(
-    groups: &'a std::collections::HashMap<String, Group>,
+/// What a heartbeat's group is to it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum GroupKind {
+    /// A consumer group.
+    Consumer,
+    /// None yet, or an empty classic group, which the joining member makes a consumer group.
+    New,
+    /// A classic group with members, which the joining member upgrades.
+    ClassicWithMembers,
+}
+
+fn group_kind(
+    groups: &std::collections::HashMap<String, Group>,
     request: &ConsumerHeartbeat,
-) -> Result<Option<&'a ConsumerGroup>, Refusal> {
+) -> Result<GroupKind, Refusal> {
     let group_id = &request.group_id;
     let joining = request.member_epoch == 0;
     match groups.get(group_id) {
         Some(Group {
-            consumer: Some(group),
-            ..
-        }) => Ok(Some(group)),
-        None if joining => Ok(None),
+            consumer: Some(_), ..
+        }) => Ok(GroupKind::Consumer),
+        None if joining => Ok(GroupKind::New),
         None => Err(Refusal::error(
             errors::GROUP_ID_NOT_FOUND,
             format!("Consumer group {group_id} not found."),
         )),
-        Some(classic) if joining && classic.members.is_empty() => Ok(None),
+        Some(classic) if joining && classic.members.is_empty() => Ok(GroupKind::New),
+        Some(_) if joining => Ok(GroupKind::ClassicWithMembers),
         Some(_) => Err(Refusal::error(
             errors::GROUP_ID_NOT_FOUND,
             format!("Group {group_id} is not a consumer group."),
         )),
+    }
+}
+
+/// Arms the session of each classic member of a group just upgraded, with its own timeout.
+fn arm_classic_sessions(group: &mut ConsumerGroup, now: i64) {
+    for member in group.members.values_mut() {
+        if let Some(classic) = &member.subscription.classic {
+            member.session_deadline_ms = now + i64::from(classic.session_timeout_ms);
+        }
     }
 }
 

@@ -30,6 +30,7 @@ pub mod reconcile;
 pub mod records;
 mod regex;
 mod subscription;
+mod upgrade;
 
 pub use describe::{DescribedConsumerGroup, DescribedConsumerMember};
 pub(crate) use fencing::arm_loaded_timers;
