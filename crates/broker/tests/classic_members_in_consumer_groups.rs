@@ -365,3 +365,56 @@ fn under_the_downgrade_policy_a_classic_group_is_not_upgraded() {
         )
     );
 }
+
+#[test]
+fn when_only_classic_members_stay_the_group_is_downgraded_online() {
+    let f = fixture(MigrationPolicy::Bidirectional);
+    let c = &f.coordinator;
+    let k = classic_group_of_one(&f);
+    beat(&f, "a", 0, &BTreeSet::new());
+    assert_eq!(c.heartbeat("g", &k, None, 1), errors::REBALANCE_IN_PROGRESS);
+    let rejoined = join(&f, &k);
+    let kept = synced_partitions(&sync(&f, &k, rejoined.generation));
+    assert_eq!(kept.len(), 2);
+    let epoch = c.describe_consumer_group("g").group_epoch;
+
+    // a leaves: k alone speaks the classic protocol, so the group is classic again, at the
+    // group epoch, k keeping its target, and a rebalance starts to hand it all.
+    let left = f.coordinator.consumer_heartbeat(
+        ConsumerHeartbeat {
+            version: 1,
+            group_id: "g".into(),
+            member_id: "a".into(),
+            member_epoch: -1,
+            ..ConsumerHeartbeat::default()
+        },
+        &|_| true,
+    );
+    assert_eq!((left.error, left.member_epoch), (errors::NONE, -1));
+    let listed = c.list();
+    assert_eq!(
+        (listed[0].group_type, listed[0].state),
+        ("classic", "PreparingRebalance")
+    );
+    assert_eq!(
+        c.heartbeat("g", &k, None, epoch),
+        errors::REBALANCE_IN_PROGRESS
+    );
+    let Reply::Later(mut waiting) = c.join(join_request(&k)) else {
+        panic!("a classic group's join waits for its rebalance");
+    };
+    let joined = waiting.try_recv().unwrap();
+    assert_eq!((joined.error, joined.generation), (errors::NONE, epoch + 1));
+    assert_eq!(joined.leader, k);
+
+    // Written as Kafka writes it: reopened, the group is the classic one.
+    let config = GroupConfig {
+        offsets_topic_partitions: 1,
+        ..GroupConfig::default()
+    };
+    let reopened = GroupCoordinator::open(Arc::clone(&f.manager), config).unwrap();
+    reopened.find_coordinator().unwrap();
+    assert_eq!(reopened.list()[0].group_type, "classic");
+    let described = reopened.describe("g").unwrap();
+    assert_eq!(described.members.len(), 1);
+}

@@ -1,12 +1,14 @@
 //! Consumer groups that mix Kafka's two group protocols, as Kafka 4.4 serves them, against
 //! `ferrolog serve` and Kafka 4.4 with Kafka's Java consumers
-//! (tools/kafka/apps/ConsumerProtocolCheck.java), in two orders: a consumer-protocol member
-//! first, then a classic one joins its consumer group; and a classic member first, then a
-//! consumer-protocol one joins, upgrading the classic group online. Either way the two share
-//! the partitions while a producer writes (ConsumerGroupDescribe shows one member of each
-//! type), then the classic member leaves. Afterwards, on both brokers: every record was
-//! processed exactly once, the committed offsets are the end offsets, and the group is a
-//! stable consumer group with its one member holding every partition.
+//! (tools/kafka/apps/ConsumerProtocolCheck.java), in three scenarios: a consumer-protocol
+//! member first, then a classic one joins its consumer group, and the classic one leaves; a
+//! classic member first, then a consumer-protocol one joins, upgrading the classic group
+//! online, and the classic one leaves; and a consumer-protocol member first, a classic one
+//! joins, then the consumer-protocol one leaves, downgrading the group to a classic group
+//! online. Each time the two share the partitions while a producer writes
+//! (ConsumerGroupDescribe shows one member of each type). Afterwards, on both brokers: every
+//! record was processed exactly once, the committed offsets are the end offsets, and the group
+//! is stable, of the expected type, its one member holding every partition.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests")]
 
@@ -31,15 +33,20 @@ struct Outcome {
     described: String,
 }
 
-/// The scenario with `first` starting, `second` joining; the classic one of them leaves.
-fn run(bootstrap: &str, port: u16, (first, second): (Client, Client)) -> Outcome {
-    let name = if let Client::JavaClassic = first {
-        "upgraded"
-    } else {
-        "mixed"
-    };
-    let (group, topic) = (name, format!("{name}-topic"));
+/// One scenario: `first` starts, `second` joins, then the member at `leaving` (0 or 1)
+/// leaves.
+struct Scenario {
+    group: &'static str,
+    first: Client,
+    second: Client,
+    leaving: usize,
+    described: &'static str,
+}
+
+fn run(bootstrap: &str, port: u16, scenario: &Scenario) -> Outcome {
     let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/kafka.sh");
+    let group = scenario.group;
+    let topic = format!("{group}-topic");
     let mut producer = Command::new(script)
         .args(["run", "ConsumerProtocolCheck", "produce", bootstrap, &topic])
         .args(["8", &RECORDS.to_string(), "20"])
@@ -48,10 +55,9 @@ fn run(bootstrap: &str, port: u16, (first, second): (Client, Client)) -> Outcome
         .unwrap();
     std::thread::sleep(Duration::from_secs(4));
     let arguments = [bootstrap, &topic, group, "uniform", "-"];
-    let mut consumers = vec![Consumer::start(&first, arguments)];
+    let mut consumers = vec![Consumer::start(&scenario.first, arguments)];
     std::thread::sleep(Duration::from_secs(4));
-    consumers.push(Consumer::start(&second, arguments));
-    let classic = usize::from(matches!(second, Client::JavaClassic));
+    consumers.push(Consumer::start(&scenario.second, arguments));
     // Both members hold partitions once the classic one joined, synced and took what the
     // other let go of.
     let started = Instant::now();
@@ -78,7 +84,7 @@ fn run(bootstrap: &str, port: u16, (first, second): (Client, Client)) -> Outcome
     }
     let member_types_while_mixed = member_types();
     std::thread::sleep(Duration::from_secs(3));
-    consumers[classic].signal("-TERM");
+    consumers[scenario.leaving].signal("-TERM");
     assert!(producer.wait().unwrap().success(), "the producer failed");
     let all = |consumers: &[Consumer]| {
         let mut seen = BTreeSet::new();
@@ -93,7 +99,7 @@ fn run(bootstrap: &str, port: u16, (first, second): (Client, Client)) -> Outcome
     }
     std::thread::sleep(Duration::from_secs(4));
     let described = describe_state(bootstrap, group);
-    consumers[1 - classic].signal("-TERM");
+    consumers[1 - scenario.leaving].signal("-TERM");
     let mut processed: Vec<usize> = consumers.iter().flat_map(Consumer::processed).collect();
     processed.sort_unstable();
     let lag = kafka_tool_ok(
@@ -120,16 +126,32 @@ fn classic_and_consumer_members_share_a_group_alike_on_ferrolog_and_kafka() {
     settings.push("group.initial.rebalance.delay.ms=0");
     let server = Server::start_with(&temp.path().join("ferrolog"), &settings);
     let kafka = KafkaPeer::start(&temp.path().join("kafka"), GROUP_SETTINGS);
-    for (order, group) in [
-        ((Client::Java, Client::JavaClassic), "mixed"),
-        ((Client::JavaClassic, Client::Java), "upgraded"),
-    ] {
-        let ours = run(
-            &format!("127.0.0.1:{}", server.port),
-            server.port,
-            (order.0.clone(), order.1.clone()),
-        );
-        let theirs = run(&kafka.bootstrap(), kafka.port, order);
+    let scenarios = [
+        Scenario {
+            group: "mixed",
+            first: Client::Java,
+            second: Client::JavaClassic,
+            leaving: 1,
+            described: "mixed uniform Stable 1 Consumer holding 8",
+        },
+        Scenario {
+            group: "upgraded",
+            first: Client::JavaClassic,
+            second: Client::Java,
+            leaving: 0,
+            described: "upgraded uniform Stable 1 Consumer holding 8",
+        },
+        Scenario {
+            group: "downgraded",
+            first: Client::Java,
+            second: Client::JavaClassic,
+            leaving: 0,
+            described: "downgraded range Stable 1 Classic holding 8",
+        },
+    ];
+    for scenario in &scenarios {
+        let ours = run(&format!("127.0.0.1:{}", server.port), server.port, scenario);
+        let theirs = run(&kafka.bootstrap(), kafka.port, scenario);
         let expected = Outcome {
             member_types_while_mixed: vec![
                 "type 0 holding true".to_owned(),
@@ -137,8 +159,9 @@ fn classic_and_consumer_members_share_a_group_alike_on_ferrolog_and_kafka() {
             ],
             every_record_processed_once: true,
             lag_after: "lag 0 []".to_owned(),
-            described: format!("{group} uniform Stable 1 Consumer holding 8"),
+            described: scenario.described.to_owned(),
         };
+        let group = scenario.group;
         assert_eq!(theirs, expected, "Kafka 4.4, {group}:\n{}", kafka.log());
         assert_eq!(ours, expected, "ferrolog, {group}:\n{}", server.stderr());
     }

@@ -148,10 +148,10 @@ impl GroupCoordinator {
                 let Some(group) = groups.get_mut(group_id) else {
                     return (errors::NONE, vec![errors::UNKNOWN_MEMBER_ID; leaving.len()]);
                 };
-                if let Some(consumer) = group.consumer.as_deref_mut() {
+                if group.consumer.is_some() {
                     return (
                         errors::NONE,
-                        self.classic_leave_from_consumer(consumer, leaving, ctx),
+                        self.classic_leave_from_consumer(group, leaving, ctx),
                     );
                 }
                 let mut removed_any = false;

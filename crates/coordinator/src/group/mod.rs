@@ -348,9 +348,10 @@ impl GroupCoordinator {
                 ctx.partition
             );
             for group in shard.groups.values_mut() {
-                match group.consumer.as_deref_mut() {
-                    Some(consumer) => self.expire_consumer_members(consumer, ctx),
-                    None => self.expire_members(group, ctx),
+                if group.consumer.is_some() {
+                    self.expire_consumer_members(group, ctx);
+                } else {
+                    self.expire_members(group, ctx);
                 }
             }
             if shard.offsets_expiry.due(ctx.now_ms) {

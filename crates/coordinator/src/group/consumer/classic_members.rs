@@ -21,7 +21,7 @@ use super::heartbeat::{ConsumerHeartbeat, replay_all};
 use super::model::{ConsumerGroup, ConsumerMember, MemberState, Partitions};
 use crate::errors;
 use crate::group::offsets_topic::OffsetsRecord;
-use crate::group::state::{JoinResult, SyncResult};
+use crate::group::state::{Group, JoinResult, SyncResult};
 use crate::group::{GroupCoordinator, GroupCtx, JoinRequest};
 
 /// The embedded protocol type a classic member of a consumer group must speak.
@@ -229,13 +229,17 @@ impl GroupCoordinator {
     }
 
     /// LeaveGroup from a consumer group: each named member (by id, or by instance id) is
-    /// removed as a leaving consumer-protocol member is; one error per identity.
+    /// removed as a leaving consumer-protocol member is (which may downgrade the group); one
+    /// error per identity.
     pub(crate) fn classic_leave_from_consumer(
         &self,
-        group: &mut ConsumerGroup,
+        entry: &mut Group,
         leaving: &[(String, Option<String>)],
         ctx: &GroupCtx<'_>,
     ) -> Vec<i16> {
+        let Some(group) = entry.consumer.as_deref() else {
+            return vec![errors::UNKNOWN_MEMBER_ID; leaving.len()];
+        };
         let mut removed: Vec<String> = Vec::new();
         let mut results: Vec<i16> = leaving
             .iter()
@@ -268,17 +272,14 @@ impl GroupCoordinator {
         if removed.is_empty() {
             return results;
         }
-        let records = self.removal_records(group, &removed);
-        if let Err(error) = ctx.append(&records) {
-            tracing::warn!(group = %group.id, %error, "storing members' leaving failed");
+        if let Err(error) = self.remove_consumer_members(entry, &removed, ctx) {
+            tracing::warn!(group = %entry.id, %error, "storing members' leaving failed");
             for result in &mut results {
                 if *result == errors::NONE {
                     *result = errors::COORDINATOR_NOT_AVAILABLE;
                 }
             }
-            return results;
         }
-        replay_all(group, &records);
         results
     }
 

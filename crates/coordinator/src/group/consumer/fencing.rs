@@ -40,19 +40,23 @@ impl GroupCoordinator {
             Ok(member_id) => member_id,
             Err(refusal) => return refusal,
         };
-        let records = if request.member_epoch == -2 {
-            vec![away_record(consumer, &member_id)]
-        } else {
-            self.removal_records(consumer, std::slice::from_ref(&member_id))
-        };
-        if let Err(error) = ctx.append(&records) {
+        if request.member_epoch == -2 {
+            let records = [away_record(consumer, &member_id)];
+            if let Err(error) = ctx.append(&records) {
+                tracing::warn!(group = %group_id, %error, "storing a member's leaving failed");
+                return HeartbeatAnswer::error(errors::COORDINATOR_NOT_AVAILABLE, None);
+            }
+            replay_all(consumer, &records);
+            if let Some(member) = consumer.members.get_mut(&member_id) {
+                // Away for a while: the session keeps running, so it is fenced unless it
+                // returns.
+                member.rebalance_deadline = None;
+            }
+        } else if let Err(error) =
+            self.remove_consumer_members(group, std::slice::from_ref(&member_id), ctx)
+        {
             tracing::warn!(group = %group_id, %error, "storing a member's leaving failed");
             return HeartbeatAnswer::error(errors::COORDINATOR_NOT_AVAILABLE, None);
-        }
-        replay_all(consumer, &records);
-        if let Some(member) = consumer.members.get_mut(&member_id) {
-            // Away for a while: the session keeps running, so it is fenced unless it returns.
-            member.rebalance_deadline = None;
         }
         HeartbeatAnswer {
             member_id: Some(member_id),
@@ -99,10 +103,13 @@ impl GroupCoordinator {
         records
     }
 
-    /// Fences the members of consumer groups whose session expired, or who did not revoke in
-    /// time. Runs on the shard's tick.
-    pub(crate) fn expire_consumer_members(&self, group: &mut ConsumerGroup, ctx: &GroupCtx<'_>) {
+    /// Fences the members of a consumer group whose session expired, who did not revoke in
+    /// time, or (classic members) did not rejoin or sync in time. Runs on the shard's tick.
+    pub(crate) fn expire_consumer_members(&self, entry: &mut Group, ctx: &GroupCtx<'_>) {
         let now = ctx.now_ms;
+        let Some(group) = entry.consumer.as_deref() else {
+            return;
+        };
         let expired: Vec<String> = group
             .members
             .values()
@@ -119,14 +126,12 @@ impl GroupCoordinator {
         if expired.is_empty() {
             return;
         }
-        let records = self.removal_records(group, &expired);
-        match ctx.append(&records) {
-            Ok(()) => {
-                tracing::info!(group = %group.id, members = ?expired, "consumer group members fenced: session, rebalance, join or sync timeout");
-                replay_all(group, &records);
+        match self.remove_consumer_members(entry, &expired, ctx) {
+            Ok(_) => {
+                tracing::info!(group = %entry.id, members = ?expired, "consumer group members fenced: session, rebalance, join or sync timeout");
             }
             Err(error) => {
-                tracing::warn!(group = %group.id, %error, "storing fenced members failed; retrying on the next tick");
+                tracing::warn!(group = %entry.id, %error, "storing fenced members failed; retrying on the next tick");
             }
         }
     }

@@ -21,6 +21,7 @@
 pub mod assignors;
 mod classic_members;
 mod describe;
+mod downgrade;
 mod fencing;
 mod heartbeat;
 mod members;

@@ -1,0 +1,123 @@
+//! Members leaving a consumer group, and the online downgrade Kafka 4.4 makes of it when those
+//! who stay all speak the classic protocol, under a `group.consumer.migration.policy` that
+//! allows downgrades: the group becomes a classic group again, Stable at its group epoch as
+//! generation, led by its first member, on the protocol its members prefer among those they
+//! all support, each member assigned its target partitions in the consumer protocol (in its
+//! subscription's version); then a rebalance starts, which the members hear of through their
+//! heartbeats. It is written as the consumer group's tombstones followed by the classic
+//! group's record. A consumer group left with no member stays one, empty.
+
+use ferrolog_protocol::consumer_protocol;
+use ferrolog_records::consumer_offsets::OffsetsKey;
+
+use super::MigrationPolicy;
+use super::heartbeat::replay_all;
+use super::model::ConsumerGroup;
+use super::offsets::group_tombstones;
+use crate::group::state::{Group, GroupState, Member};
+use crate::group::{GroupCoordinator, GroupCtx};
+
+impl GroupCoordinator {
+    /// Removes `leaving` from the consumer group of `entry`, downgrading it when Kafka would;
+    /// returns whether it was downgraded, or why the records could not be stored.
+    pub(crate) fn remove_consumer_members(
+        &self,
+        entry: &mut Group,
+        leaving: &[String],
+        ctx: &GroupCtx<'_>,
+    ) -> Result<bool, String> {
+        let Some(consumer) = entry.consumer.as_deref() else {
+            return Ok(false);
+        };
+        if downgrade_allowed(consumer, leaving, self.config.consumer.migration) {
+            let mut classic = self.classic_group_of(consumer, leaving, ctx.now_ms);
+            let mut records = group_tombstones(consumer);
+            records.push((
+                OffsetsKey::Group {
+                    group: consumer.id.clone(),
+                },
+                Some(classic.to_value().encode()),
+            ));
+            ctx.append(&records).map_err(|error| error.to_string())?;
+            tracing::info!(group = %classic.id, generation = classic.generation, "consumer group downgraded to a classic group: its members all speak the classic protocol");
+            classic.offsets = std::mem::take(&mut entry.offsets);
+            classic.pending_txn_offsets = std::mem::take(&mut entry.pending_txn_offsets);
+            *entry = classic;
+            self.prepare_rebalance(entry, ctx.now_ms);
+            entry.check_kind();
+            return Ok(true);
+        }
+        let records = self.removal_records(consumer, leaving);
+        ctx.append(&records).map_err(|error| error.to_string())?;
+        if let Some(consumer) = entry.consumer.as_deref_mut() {
+            replay_all(consumer, &records);
+        }
+        Ok(false)
+    }
+
+    /// The classic group the consumer group becomes without `leaving`.
+    fn classic_group_of(&self, group: &ConsumerGroup, leaving: &[String], now: i64) -> Group {
+        let mut classic = Group::new(&group.id, now);
+        classic.protocol_type = Some("consumer".to_owned());
+        classic.generation = group.group_epoch;
+        for member in group.members.values() {
+            let Some(meta) = &member.subscription.classic else {
+                continue;
+            };
+            if leaving.contains(&member.member_id) {
+                continue;
+            }
+            let subscription = &member.subscription;
+            classic.members.push(Member {
+                member_id: member.member_id.clone(),
+                group_instance_id: subscription.instance_id.clone(),
+                client_id: subscription.client_id.clone(),
+                client_host: subscription.client_host.clone(),
+                session_timeout_ms: meta.session_timeout_ms,
+                rebalance_timeout_ms: subscription.rebalance_timeout_ms,
+                protocols: meta.protocols.clone(),
+                assignment: Vec::new(),
+                session_deadline_ms: now + i64::from(meta.session_timeout_ms),
+                awaiting_join: None,
+                awaiting_sync: None,
+            });
+        }
+        classic.leader = classic.members.first().map(|m| m.member_id.clone());
+        classic.protocol = classic.select_protocol();
+        let protocol = classic.protocol.clone().unwrap_or_default();
+        let manager = self.topic.manager();
+        for member in &mut classic.members {
+            let target = group.target.get(&member.member_id);
+            let partitions: Vec<(String, Vec<i32>)> = target
+                .into_iter()
+                .flatten()
+                .filter_map(|(topic, partitions)| {
+                    Some((
+                        manager.topic_with_id(*topic)?,
+                        partitions.iter().copied().collect(),
+                    ))
+                })
+                .collect();
+            let version = consumer_protocol::version(&member.metadata_for(&protocol)).unwrap_or(0);
+            member.assignment = consumer_protocol::encode_assignment(version, &partitions);
+        }
+        classic.transition(GroupState::Stable, now);
+        classic
+    }
+}
+
+/// Whether the group goes back to the classic protocol once `leaving` are gone: someone stays,
+/// everyone staying speaks the classic protocol, and the policy allows it.
+fn downgrade_allowed(group: &ConsumerGroup, leaving: &[String], policy: MigrationPolicy) -> bool {
+    let mut staying = group
+        .members
+        .values()
+        .filter(|member| !leaving.contains(&member.member_id))
+        .peekable();
+    staying.peek().is_some()
+        && staying.all(|member| member.subscription.classic.is_some())
+        && matches!(
+            policy,
+            MigrationPolicy::Bidirectional | MigrationPolicy::Downgrade
+        )
+}
