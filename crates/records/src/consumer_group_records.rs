@@ -92,7 +92,10 @@ pub struct RegularExpressionValue {
 }
 
 /// Starts reading a version-0 flexible value; any other version is an error naming it.
-fn value_reader<'a>(bytes: &'a [u8], what: &'static str) -> Result<Reader<'a>, RecordsError> {
+pub(crate) fn value_reader<'a>(
+    bytes: &'a [u8],
+    what: &'static str,
+) -> Result<Reader<'a>, RecordsError> {
     let mut reader = Reader::new(bytes, what);
     let version = reader.i16()?;
     if version != 0 {
@@ -104,21 +107,24 @@ fn value_reader<'a>(bytes: &'a [u8], what: &'static str) -> Result<Reader<'a>, R
     Ok(reader)
 }
 
-fn value_writer() -> FlexWriter {
+pub(crate) fn value_writer() -> FlexWriter {
     let mut writer = FlexWriter::default();
     writer.i16(0);
     writer
 }
 
 /// A tagged field's bytes, read on their own.
-fn tag_reader<'a>(bytes: &'a [u8], what: &'static str) -> Reader<'a> {
+pub(crate) fn tag_reader<'a>(bytes: &'a [u8], what: &'static str) -> Reader<'a> {
     let mut reader = Reader::new(bytes, what);
     reader.flexible = true;
     reader
 }
 
 /// The shape of types 3 and 6: an `int32`, then an `int64` in tag 0 whose default is 0.
-fn decode_i32_tagged_i64(bytes: &[u8], what: &'static str) -> Result<(i32, i64), RecordsError> {
+pub(crate) fn decode_i32_tagged_i64(
+    bytes: &[u8],
+    what: &'static str,
+) -> Result<(i32, i64), RecordsError> {
     let mut reader = value_reader(bytes, what)?;
     let first = reader.i32()?;
     let mut tagged = 0;
@@ -131,7 +137,7 @@ fn decode_i32_tagged_i64(bytes: &[u8], what: &'static str) -> Result<(i32, i64),
     Ok((first, tagged))
 }
 
-fn encode_i32_tagged_i64(first: i32, tagged: i64) -> Vec<u8> {
+pub(crate) fn encode_i32_tagged_i64(first: i32, tagged: i64) -> Vec<u8> {
     let mut writer = value_writer();
     writer.i32(first);
     if tagged == 0 {

@@ -23,6 +23,7 @@ pub mod entry;
 pub mod error;
 pub mod legacy;
 pub mod record;
+pub mod streams_group_records;
 pub mod transaction_state;
 pub mod varint;
 
