@@ -41,6 +41,7 @@ const INVALID_CONFIG: i16 = 40;
 const INVALID_REQUEST: i16 = 42;
 const POLICY_VIOLATION: i16 = 44;
 const TOPIC_DELETION_DISABLED: i16 = 73;
+const GROUP_ID_NOT_FOUND: i16 = 69;
 const OFFSETS: &str = "__consumer_offsets";
 
 fn name(topic: &str) -> TopicName {
@@ -386,6 +387,24 @@ async fn names_repeated_in_a_request_are_served_once() {
         .await;
     let codes: Vec<i16> = groups.groups.iter().map(|group| group.error_code).collect();
     assert_eq!(codes, [0, INVALID_REQUEST, INVALID_REQUEST]);
+    // From version 6 an unknown group is GROUP_ID_NOT_FOUND, with Kafka's message.
+    let groups: DescribeGroupsResponse = client
+        .send(
+            ApiKey::DescribeGroups,
+            6,
+            &DescribeGroupsRequest::default()
+                .with_groups(vec![GroupId(StrBytes::from_static_str("g"))]),
+        )
+        .await;
+    let group = &groups.groups[0];
+    assert_eq!(
+        (
+            group.error_code,
+            group.error_message.as_deref(),
+            group.group_state.as_str()
+        ),
+        (GROUP_ID_NOT_FOUND, Some("Group g not found."), "Dead")
+    );
 
     let offsets: OffsetFetchResponse = client
         .send(

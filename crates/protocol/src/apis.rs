@@ -103,7 +103,7 @@ macro_rules! served_apis {
                 needs [Group Describe each, Topic Describe each];
             ListGroups 0..=5, ListGroupsRequest, blocking handlers::list_groups::handle => response,
                 needs [], also [Cluster Describe, Group Describe];
-            DescribeGroups 0..=5, DescribeGroupsRequest, blocking handlers::describe_groups::handle => response,
+            DescribeGroups 0..=6, DescribeGroupsRequest, blocking handlers::describe_groups::handle => response,
                 needs [Group Describe each];
             DeleteGroups 0..=2, DeleteGroupsRequest, blocking handlers::delete_groups::handle => response,
                 needs [Group Delete each];

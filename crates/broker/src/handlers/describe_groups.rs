@@ -1,7 +1,9 @@
-//! DescribeGroups: each group's state, protocol and members. An unknown group is reported as
-//! `Dead` with no error, as Kafka does; a group named twice is described once, and the repeat
-//! answered INVALID_REQUEST. Each group needs DESCRIBE (GROUP_AUTHORIZATION_FAILED); its
-//! authorized operations are given when asked for.
+//! DescribeGroups: each group's state, protocol and members. An unknown group, and a consumer
+//! group of the KIP-848 protocol (not a classic group), are reported as `Dead`, as Kafka does:
+//! with no error before version 6, from version 6 with GROUP_ID_NOT_FOUND and Kafka's message.
+//! A group named twice is described once, and the repeat answered INVALID_REQUEST. Each group
+//! needs DESCRIBE (GROUP_AUTHORIZATION_FAILED); its authorized operations are given when asked
+//! for.
 
 use kafka_protocol::messages::describe_groups_response::{DescribedGroup, DescribedGroupMember};
 use kafka_protocol::messages::{DescribeGroupsRequest, DescribeGroupsResponse};
@@ -42,9 +44,19 @@ pub fn handle(
                 described
             };
             let Some(description) = context.groups.describe(&group_id.0) else {
-                return described
+                let dead = described.with_group_state(StrBytes::from_static_str("Dead"));
+                if asked.version() < 6 {
+                    return dead.with_group_id(group_id);
+                }
+                let message = if context.groups.is_consumer_group(&group_id.0) {
+                    format!("Group {} is not a classic group.", group_id.0)
+                } else {
+                    format!("Group {} not found.", group_id.0)
+                };
+                return dead
                     .with_group_id(group_id)
-                    .with_group_state(StrBytes::from_static_str("Dead"));
+                    .with_error_code(errors::GROUP_ID_NOT_FOUND)
+                    .with_error_message(Some(StrBytes::from_string(message)));
             };
             described
                 .with_group_id(group_id)

@@ -5,13 +5,15 @@ use std::time::{Duration, Instant};
 
 use kafka_protocol::messages::consumer_group_describe_response::Assignment;
 use kafka_protocol::messages::{
-    ApiKey, ConsumerGroupDescribeRequest, ConsumerGroupDescribeResponse, GroupId,
+    ApiKey, ConsumerGroupDescribeRequest, ConsumerGroupDescribeResponse, DescribeGroupsRequest,
+    DescribeGroupsResponse, GroupId,
 };
 
 use super::wire::{connect, name, send};
 
 /// The KIP-848 groups as ConsumerGroupDescribe shows them, in words both brokers share: state,
-/// epochs, assignor, then each member (by id) with its epoch and assignments by topic name.
+/// epochs, assignor, then each member (by id) with its epoch and assignments by topic name;
+/// last, what DescribeGroups (version 6, the classic protocol's) says of each.
 pub fn consumer_groups(port: u16, groups: &[&str]) -> Vec<String> {
     let request = ConsumerGroupDescribeRequest::default()
         .with_group_ids(groups.iter().map(|g| GroupId(name(g))).collect());
@@ -64,6 +66,16 @@ pub fn consumer_groups(port: u16, groups: &[&str]) -> Vec<String> {
             .collect();
         members.sort();
         lines.extend(members);
+    }
+    let request = DescribeGroupsRequest::default()
+        .with_groups(groups.iter().map(|g| GroupId(name(g))).collect());
+    let classic: DescribeGroupsResponse =
+        send(&mut connect(port), ApiKey::DescribeGroups, 6, &request).unwrap();
+    for group in classic.groups {
+        lines.push(format!(
+            "describe-groups {} {} error {} {:?}",
+            group.group_id.0, group.group_state, group.error_code, group.error_message
+        ));
     }
     lines
 }

@@ -333,6 +333,18 @@ impl GroupCoordinator {
             .read(partition, |shard| describe(shard.groups.get(group_id)?))
     }
 
+    /// Whether `group_id` is a consumer group of the KIP-848 protocol (which DescribeGroups,
+    /// the classic protocol's, does not describe).
+    pub fn is_consumer_group(&self, group_id: &str) -> bool {
+        let partition = self.partition_of(group_id);
+        self.runtime.read(partition, |shard| {
+            shard
+                .groups
+                .get(group_id)
+                .is_some_and(|group| group.consumer.is_some())
+        })
+    }
+
     /// The timers of every shard in turn, at one instant: members whose session lapsed, join
     /// and sync phases past their deadline, and (every `offsets.retention.check.interval.ms`)
     /// expired offsets. Called every 100 ms.

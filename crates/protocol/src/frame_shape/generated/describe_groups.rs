@@ -7,7 +7,7 @@
 
 use crate::frame_shape::{Field, Kind, MAX, Message, v};
 
-/// DescribeGroupsRequest v0–5.
+/// DescribeGroupsRequest v0–6.
 pub(super) const DESCRIBE_GROUPS: Message = Message {
     api_key: 15,
     fields: &[
