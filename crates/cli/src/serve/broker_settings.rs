@@ -53,6 +53,9 @@ fn group_config(properties: &BTreeMap<String, String>) -> anyhow::Result<GroupCo
     if let Some(n) = number(properties, "group.initial.rebalance.delay.ms", 0)? {
         config.initial_rebalance_delay = Duration::from_millis(n);
     }
+    if let Some(n) = number::<i32>(properties, "group.max.size", 1)? {
+        config.max_size = n.unsigned_abs();
+    }
     config.consumer = consumer_group_config(properties)?;
     if config.min_session_timeout > config.max_session_timeout {
         bail!(

@@ -83,6 +83,7 @@ const BROKER_KEYS: &[&str] = &[
     "group.min.session.timeout.ms",
     "group.max.session.timeout.ms",
     "group.initial.rebalance.delay.ms",
+    "group.max.size",
     "group.coordinator.rebalance.protocols",
     "group.consumer.session.timeout.ms",
     "group.consumer.min.session.timeout.ms",

@@ -36,6 +36,30 @@ fn leave_consumer_protocol(group: &mut Group, ctx: &GroupCtx<'_>) -> Result<(), 
     Ok(())
 }
 
+/// Kafka's `acceptJoiningMember` under `group.max.size`: any member of an empty group; during
+/// the join phase, a member already waiting for its answer or one more while fewer than
+/// `max_size` wait; afterwards, a member of the group or one more while it has fewer.
+fn accepts_joining_member(group: &Group, member_id: &str, max_size: u32) -> bool {
+    let max = max_size as usize;
+    match group.state {
+        GroupState::Empty => true,
+        GroupState::PreparingRebalance => {
+            let awaiting = group
+                .members
+                .iter()
+                .filter(|m| m.awaiting_join.is_some())
+                .count();
+            group
+                .member(member_id)
+                .is_some_and(|m| m.awaiting_join.is_some())
+                || awaiting < max
+        }
+        GroupState::CompletingRebalance | GroupState::Stable => {
+            group.member(member_id).is_some() || group.members.len() < max
+        }
+    }
+}
+
 impl GroupCoordinator {
     fn new_member_id(&self, request: &JoinRequest) -> String {
         let prefix = request
@@ -84,6 +108,13 @@ impl GroupCoordinator {
                 }
                 if group.members.is_empty() {
                     group.protocol_type = Some(request.protocol_type.clone());
+                }
+                if !accepts_joining_member(group, &request.member_id, self.config.max_size) {
+                    // As Kafka: a member in the way is dropped, and the joiner refused.
+                    if let Some(member) = group.remove_member(&request.member_id) {
+                        answer_removed(member);
+                    }
+                    return Reply::Now(JoinResult::error(errors::GROUP_MAX_SIZE_REACHED, ""));
                 }
                 if request.member_id.is_empty() {
                     return self.join_unknown(group, request, ctx);

@@ -68,6 +68,9 @@ pub struct GroupConfig {
     pub offsets_retention_check_interval: Duration,
     /// `offset.metadata.max.bytes`
     pub offset_metadata_max_bytes: usize,
+    /// `group.max.size`: the members of one classic group; one more is refused
+    /// GROUP_MAX_SIZE_REACHED.
+    pub max_size: u32,
     /// The `group.consumer.*` settings of KIP-848 consumer groups.
     pub consumer: consumer::ConsumerGroupConfig,
 }
@@ -83,6 +86,7 @@ impl Default for GroupConfig {
             offsets_retention: Duration::from_secs(7 * 24 * 60 * 60),
             offsets_retention_check_interval: Duration::from_secs(600),
             offset_metadata_max_bytes: 4096,
+            max_size: i32::MAX as u32,
             consumer: consumer::ConsumerGroupConfig::default(),
         }
     }
@@ -261,13 +265,29 @@ impl GroupCoordinator {
             );
         }
         let runtime = Runtime::new(shards, BTreeSet::new(), topic.journal(), clock);
-        Ok(Self {
+        let coordinator = Self {
             topic,
             config,
             runtime,
             member_counter: AtomicU64::new(0),
             group_configs,
-        })
+        };
+        coordinator.rebalance_groups_over_capacity(now);
+        Ok(coordinator)
+    }
+
+    /// As Kafka after a load: a classic group with more members than `group.max.size` allows
+    /// rebalances, so those beyond it can commit their offsets before they are dropped.
+    fn rebalance_groups_over_capacity(&self, now: i64) {
+        let max = self.config.max_size as usize;
+        self.runtime.write_each(now, |shard, _| {
+            for group in shard.groups.values_mut() {
+                if group.consumer.is_none() && group.members.len() > max {
+                    tracing::info!(group = %group.id, members = group.members.len(), max, "a loaded group is over group.max.size: rebalancing");
+                    self.prepare_rebalance(group, now);
+                }
+            }
+        });
     }
 
     /// The groups' own config values, which DescribeConfigs shows and the AlterConfigs APIs

@@ -29,7 +29,8 @@ impl GroupCoordinator {
         let Some(consumer) = entry.consumer.as_deref() else {
             return Ok(false);
         };
-        if downgrade_allowed(consumer, leaving, self.config.consumer.migration) {
+        let policy = self.config.consumer.migration;
+        if downgrade_allowed(consumer, leaving, policy, self.config.max_size) {
             let mut classic = self.classic_group_of(consumer, leaving, ctx.now_ms);
             let mut records = group_tombstones(consumer);
             records.push((
@@ -107,15 +108,24 @@ impl GroupCoordinator {
 }
 
 /// Whether the group goes back to the classic protocol once `leaving` are gone: someone stays,
-/// everyone staying speaks the classic protocol, and the policy allows it.
-fn downgrade_allowed(group: &ConsumerGroup, leaving: &[String], policy: MigrationPolicy) -> bool {
-    let mut staying = group
+/// everyone staying speaks the classic protocol, no more than `group.max.size` (`max_size`),
+/// and the policy allows it.
+fn downgrade_allowed(
+    group: &ConsumerGroup,
+    leaving: &[String],
+    policy: MigrationPolicy,
+    max_size: u32,
+) -> bool {
+    let staying: Vec<_> = group
         .members
         .values()
         .filter(|member| !leaving.contains(&member.member_id))
-        .peekable();
-    staying.peek().is_some()
-        && staying.all(|member| member.subscription.classic.is_some())
+        .collect();
+    !staying.is_empty()
+        && staying.len() <= max_size as usize
+        && staying
+            .iter()
+            .all(|member| member.subscription.classic.is_some())
         && matches!(
             policy,
             MigrationPolicy::Bidirectional | MigrationPolicy::Downgrade
