@@ -347,17 +347,15 @@ fn a_groups_own_configs_take_effect_at_each_members_next_heartbeat() {
     let a = ok(c.consumer_heartbeat(join("a"), &|_| true));
     assert_eq!(a.heartbeat_interval_ms, 5_000);
     let set = |key: &str, value: &str| (key.to_owned(), Some(value.to_owned()));
-    c.group_configs()
-        .alter(
-            "g",
-            Alteration::Incremental(vec![
-                set("consumer.heartbeat.interval.ms", "6000"),
-                set("consumer.session.timeout.ms", "50000"),
-            ]),
-            c.consumer_config(),
-            false,
-        )
-        .unwrap();
+    c.alter_group_configs(
+        "g",
+        Alteration::Incremental(vec![
+            set("consumer.heartbeat.interval.ms", "6000"),
+            set("consumer.session.timeout.ms", "50000"),
+        ]),
+        false,
+    )
+    .unwrap();
     f.clock.advance_ms(1_000);
     let b = ok(c.consumer_heartbeat(join("b"), &|_| true));
     assert_eq!(b.heartbeat_interval_ms, 6_000);

@@ -128,12 +128,12 @@ pub(super) fn alter(
             "Default group resources are not allowed.".to_owned(),
         ));
     }
-    let groups = &context.groups;
-    groups
-        .group_configs()
-        .alter(name, alteration, groups.consumer_config(), validate_only)
+    context
+        .groups
+        .alter_group_configs(name, alteration, validate_only)
         .map_err(|refusal| match refusal {
             Refusal::Invalid(message) => (errors::INVALID_CONFIG, message),
+            Refusal::Limit(message) => (errors::POLICY_VIOLATION, message),
             Refusal::NotStored(reason) => (
                 errors::KAFKA_STORAGE_ERROR,
                 format!("the group's configs could not be stored: {reason}"),

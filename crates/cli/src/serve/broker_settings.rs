@@ -56,6 +56,9 @@ fn group_config(properties: &BTreeMap<String, String>) -> anyhow::Result<GroupCo
     if let Some(n) = number::<i32>(properties, "group.max.size", 1)? {
         config.max_size = n.unsigned_abs();
     }
+    if let Some(n) = number(properties, "ferrolog.max.group.configs", 0)? {
+        config.max_group_configs = n;
+    }
     config.consumer = consumer_group_config(properties)?;
     if config.min_session_timeout > config.max_session_timeout {
         bail!(

@@ -114,6 +114,7 @@ const BROKER_KEYS: &[&str] = &[
     "allow.everyone.if.no.acl.found",
     // Not a Kafka key: the most ACLs kept.
     "ferrolog.max.acls",
+    "ferrolog.max.group.configs",
 ];
 
 /// Kafka broker keys that mean nothing for a single-node ferrolog; reported once, then ignored.

@@ -71,6 +71,8 @@ pub struct GroupConfig {
     /// `group.max.size`: the members of one classic group; one more is refused
     /// GROUP_MAX_SIZE_REACHED.
     pub max_size: u32,
+    /// `ferrolog.max.group.configs`: the groups that may have configs of their own.
+    pub max_group_configs: usize,
     /// The `group.consumer.*` settings of KIP-848 consumer groups.
     pub consumer: consumer::ConsumerGroupConfig,
 }
@@ -87,6 +89,7 @@ impl Default for GroupConfig {
             offsets_retention_check_interval: Duration::from_secs(600),
             offset_metadata_max_bytes: 4096,
             max_size: i32::MAX as u32,
+            max_group_configs: 10_000,
             consumer: consumer::ConsumerGroupConfig::default(),
         }
     }
@@ -299,6 +302,19 @@ impl GroupCoordinator {
     /// The broker's consumer group settings, under which the groups' own values are checked.
     pub fn consumer_config(&self) -> &consumer::ConsumerGroupConfig {
         &self.config.consumer
+    }
+
+    /// Changes the configs of `group` (see [`group_configs::GroupConfigs::alter`]), under the
+    /// broker's settings and its limit on groups with configs.
+    pub fn alter_group_configs(
+        &self,
+        group: &str,
+        alteration: group_configs::Alteration,
+        validate_only: bool,
+    ) -> std::result::Result<(), group_configs::Refusal> {
+        let limits = (&self.config.consumer, self.config.max_group_configs);
+        self.group_configs
+            .alter(group, alteration, limits, validate_only)
     }
 
     fn now(&self) -> i64 {

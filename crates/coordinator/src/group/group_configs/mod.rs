@@ -34,6 +34,9 @@ use super::consumer::ConsumerGroupConfig;
 pub const GROUP_CONFIGS_DOCUMENT: &str = "ferrolog-group-configs";
 /// The longest value Kafka stores.
 const MAX_VALUE_BYTES: usize = 32_767;
+/// The longest group id that may have configs of its own: Kafka's limit on a topic name. The
+/// document holds every group's id, so an id of any length would let it grow without bound.
+pub const MAX_GROUP_ID_BYTES: usize = 249;
 
 /// A change to a group's configs.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -49,6 +52,9 @@ pub enum Alteration {
 pub enum Refusal {
     /// A value Kafka refuses too (INVALID_CONFIG), with Kafka's message.
     Invalid(String),
+    /// Beyond what this broker keeps (POLICY_VIOLATION): `ferrolog.max.group.configs` groups
+    /// with configs already, or a group id longer than [`MAX_GROUP_ID_BYTES`].
+    Limit(String),
     /// The document could not be stored; the change is not in force.
     NotStored(String),
 }
@@ -102,12 +108,13 @@ impl GroupConfigs {
     }
 
     /// Checks `alteration` against the group's whole resulting set and, unless
-    /// `validate_only`, stores it and puts it in force.
+    /// `validate_only`, stores it and puts it in force. At most `max_groups` groups have
+    /// configs of their own (`ferrolog.max.group.configs`).
     pub fn alter(
         &self,
         group: &str,
         alteration: Alteration,
-        broker: &ConsumerGroupConfig,
+        (broker, max_groups): (&ConsumerGroupConfig, usize),
         validate_only: bool,
     ) -> std::result::Result<(), Refusal> {
         let mut generation = self.generation.lock();
@@ -131,8 +138,25 @@ impl GroupConfigs {
             )));
         }
         validate(&next, broker).map_err(Refusal::Invalid)?;
+        // Kept trimmed: every key's value is a number, and its padding is not worth storing.
+        let next: BTreeMap<String, String> = next
+            .into_iter()
+            .map(|(key, value)| (key, value.trim().to_owned()))
+            .collect();
         if validate_only || next == current {
             return Ok(());
+        }
+        if !next.is_empty() && current.is_empty() {
+            if group.len() > MAX_GROUP_ID_BYTES {
+                return Err(Refusal::Limit(format!(
+                    "a group id of more than {MAX_GROUP_ID_BYTES} bytes cannot have configs of its own"
+                )));
+            }
+            if self.values.read().len() >= max_groups {
+                return Err(Refusal::Limit(format!(
+                    "{max_groups} groups already have configs of their own (ferrolog.max.group.configs)"
+                )));
+            }
         }
         let mut all = self.values.read().clone();
         if next.is_empty() {

@@ -174,7 +174,7 @@ fn changes_are_kept_across_restarts_for_any_group_id() {
             .alter(
                 odd,
                 Alteration::Incremental(vec![set("consumer.session.timeout.ms", "50000")]),
-                &broker,
+                (&broker, 100),
                 false,
             )
             .unwrap();
@@ -182,7 +182,7 @@ fn changes_are_kept_across_restarts_for_any_group_id() {
             .alter(
                 "plain",
                 Alteration::Incremental(vec![set("consumer.heartbeat.interval.ms", "6000")]),
-                &broker,
+                (&broker, 100),
                 false,
             )
             .unwrap();
@@ -191,14 +191,14 @@ fn changes_are_kept_across_restarts_for_any_group_id() {
             .alter(
                 "plain",
                 Alteration::Incremental(vec![set("consumer.heartbeat.interval.ms", "7000")]),
-                &broker,
+                (&broker, 100),
                 true,
             )
             .unwrap();
         let refused = configs.alter(
             "plain",
             Alteration::Incremental(vec![set("consumer.session.timeout.ms", "1")]),
-            &broker,
+            (&broker, 100),
             false,
         );
         assert!(matches!(refused, Err(Refusal::Invalid(_))));
@@ -207,7 +207,7 @@ fn changes_are_kept_across_restarts_for_any_group_id() {
             .alter(
                 odd,
                 Alteration::Replace(values(&[("consumer.assignment.interval.ms", "0")])),
-                &broker,
+                (&broker, 100),
                 false,
             )
             .unwrap();
@@ -233,7 +233,7 @@ fn changes_are_kept_across_restarts_for_any_group_id() {
         .alter(
             "plain",
             Alteration::Incremental(vec![("consumer.heartbeat.interval.ms".into(), None)]),
-            &broker,
+            (&broker, 100),
             false,
         )
         .unwrap();
@@ -267,4 +267,35 @@ fn a_damaged_document_stops_startup_naming_its_file_and_line() {
         error.contains(GROUP_CONFIGS_DOCUMENT) && error.contains("line 4"),
         "{error}"
     );
+}
+
+#[test]
+fn groups_with_configs_are_bounded() {
+    let temp = tempfile::tempdir().unwrap();
+    let broker = ConsumerGroupConfig::default();
+    let (_manager, configs) = open(temp.path());
+    let set = || {
+        Alteration::Incremental(vec![(
+            "consumer.heartbeat.interval.ms".to_owned(),
+            Some("  6000 ".to_owned()),
+        )])
+    };
+    configs.alter("a", set(), (&broker, 2), false).unwrap();
+    configs.alter("b", set(), (&broker, 2), false).unwrap();
+    assert_eq!(
+        configs.values("a").unwrap()["consumer.heartbeat.interval.ms"],
+        "6000"
+    );
+    let refused = configs.alter("c", set(), (&broker, 2), false).unwrap_err();
+    assert!(matches!(refused, Refusal::Limit(ref m) if m.contains("ferrolog.max.group.configs")));
+    // A group that has configs may change them; one that gives them up makes room.
+    configs.alter("a", set(), (&broker, 2), false).unwrap();
+    let delete = Alteration::Incremental(vec![("consumer.heartbeat.interval.ms".to_owned(), None)]);
+    configs.alter("b", delete, (&broker, 2), false).unwrap();
+    configs.alter("c", set(), (&broker, 2), false).unwrap();
+    let long = "g".repeat(MAX_GROUP_ID_BYTES + 1);
+    assert!(matches!(
+        configs.alter(&long, set(), (&broker, 10), false),
+        Err(Refusal::Limit(_))
+    ));
 }
