@@ -418,3 +418,54 @@ fn when_only_classic_members_stay_the_group_is_downgraded_online() {
     let described = reopened.describe("g").unwrap();
     assert_eq!(described.members.len(), 1);
 }
+
+#[test]
+fn a_classic_static_member_replacing_the_last_consumer_member_downgrades_at_once() {
+    let f = fixture(MigrationPolicy::Bidirectional);
+    let c = &f.coordinator;
+    // s (static, instance "i1") and a classic member k share the group, settled.
+    let s = f.coordinator.consumer_heartbeat(
+        ConsumerHeartbeat {
+            version: 1,
+            group_id: "g".into(),
+            member_id: "s".into(),
+            member_epoch: 0,
+            instance_id: Some("i1".into()),
+            rebalance_timeout_ms: 30_000,
+            topic_names: Some(vec!["t".into()]),
+            owned: Some(Partitions::new()),
+            ..ConsumerHeartbeat::default()
+        },
+        &|_| true,
+    );
+    assert_eq!(s.error, errors::NONE);
+    let k = join(&f, "").member_id;
+    f.clock.advance_ms(1_000);
+    let joined = join(&f, &k);
+    assert_eq!(joined.error, errors::NONE);
+    let epoch = c.describe_consumer_group("g").group_epoch;
+
+    // The instance comes back as a classic consumer under a new member id.
+    let request = JoinRequest {
+        group_instance_id: Some("i1".into()),
+        ..join_request("")
+    };
+    let Reply::Now(replaced) = c.join(request) else {
+        panic!("answered at once");
+    };
+    assert_eq!(replaced.error, errors::NONE, "{replaced:?}");
+    assert_ne!(replaced.member_id, "s");
+    let listed = c.list();
+    assert_eq!(listed[0].group_type, "classic");
+    let described = c.describe("g").unwrap();
+    assert_eq!(described.members.len(), 2);
+    // Its target stood at the group epoch: no rebalance is due, the classic group is Stable at
+    // that generation, and the member's SyncGroup gets the partitions its instance held.
+    assert_eq!((listed[0].state, replaced.generation), ("Stable", epoch));
+    let Reply::Now(synced) = c.sync("g", &replaced.member_id, Some("i1"), epoch, Vec::new()) else {
+        panic!("a Stable group answers a SyncGroup at once");
+    };
+    assert_eq!(synced.error, errors::NONE);
+    let (partitions, _) = decode_assignment(&synced.assignment).unwrap();
+    assert!(!partitions.is_empty(), "the instance's target partitions");
+}

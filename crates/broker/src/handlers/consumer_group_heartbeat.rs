@@ -64,6 +64,7 @@ pub fn handle(
             .to_owned(),
         client_host: format!("/{}", asked.session().host()),
         classic: None,
+        hold_target: false,
     };
     // A regular expression resolves to the topics the member may describe, as in Kafka.
     let may_describe = |topic: &str| asked.may(AclOperation::Describe, ResourceType::Topic, topic);

@@ -93,10 +93,12 @@ impl GroupCoordinator {
                 let group = groups
                     .entry(request.group.clone())
                     .or_insert_with(|| Group::new(&request.group, now));
-                if let Some(consumer) = group.consumer.as_deref_mut()
-                    && !consumer.members.is_empty()
+                if group
+                    .consumer
+                    .as_deref()
+                    .is_some_and(|consumer| !consumer.members.is_empty())
                 {
-                    return Reply::Now(self.classic_join_to_consumer(consumer, &request, ctx));
+                    return Reply::Now(self.classic_join_to_consumer(group, &request, ctx));
                 }
                 if let Err(code) = leave_consumer_protocol(group, ctx) {
                     return error(code);

@@ -28,17 +28,26 @@ use crate::group::{GroupCoordinator, GroupCtx, JoinRequest};
 const CONSUMER: &str = "consumer";
 
 impl GroupCoordinator {
-    /// A classic member's JoinGroup into the consumer group `group`, which has members.
+    /// A classic member's JoinGroup into the consumer group of `entry`, which has members.
+    /// A static member taking the place of the group's last consumer-protocol member
+    /// downgrades it, as Kafka does (`downgrade::downgrade_at_join`).
     pub(crate) fn classic_join_to_consumer(
         &self,
-        group: &mut ConsumerGroup,
+        entry: &mut Group,
         request: &JoinRequest,
         ctx: &GroupCtx<'_>,
     ) -> JoinResult {
-        let (records, member_id) = match self.classic_join_records(group, request, ctx) {
+        let Some(group) = entry.consumer.as_deref_mut() else {
+            return JoinResult::error(errors::UNKNOWN_SERVER_ERROR, &request.member_id);
+        };
+        let downgrade = self.replaces_last_consumer_member(group, request);
+        let (records, member_id) = match self.classic_join_records(group, request, downgrade, ctx) {
             Ok(done) => done,
             Err((code, member_id)) => return JoinResult::error(code, &member_id),
         };
+        if downgrade {
+            return self.downgrade_at_join(entry, records, &member_id, request, ctx);
+        }
         if let Err(error) = ctx.append(&records) {
             tracing::warn!(group = %group.id, %error, "storing a classic member's join failed");
             return JoinResult::error(errors::COORDINATOR_NOT_AVAILABLE, &request.member_id);
@@ -71,6 +80,7 @@ impl GroupCoordinator {
         &self,
         group: &ConsumerGroup,
         request: &JoinRequest,
+        hold_target: bool,
         ctx: &GroupCtx<'_>,
     ) -> Result<(Vec<OffsetsRecord>, String), (i16, String)> {
         let refuse = |code| Err((code, request.member_id.clone()));
@@ -140,6 +150,7 @@ impl GroupCoordinator {
                 session_timeout_ms: request.session_timeout_ms,
                 protocols: request.protocols.clone(),
             }),
+            hold_target,
         };
         let (records, member_id, _) = self
             .heartbeat_records(group, &heartbeat, &|_| true, ctx)
@@ -297,6 +308,32 @@ impl GroupCoordinator {
             }
         }
         partitions
+    }
+}
+
+impl GroupCoordinator {
+    /// Whether `request`, a classic static member's JoinGroup without a member id, takes the
+    /// place of the group's only consumer-protocol member, leaving classic members only, where
+    /// the policy and `group.max.size` let the group go back to the classic protocol.
+    fn replaces_last_consumer_member(&self, group: &ConsumerGroup, request: &JoinRequest) -> bool {
+        let holder = request
+            .group_instance_id
+            .as_ref()
+            .and_then(|instance| group.static_members.get(instance))
+            .and_then(|holder| group.members.get(holder));
+        let Some(holder) = holder else {
+            return false;
+        };
+        request.member_id.is_empty()
+            && holder.subscription.classic.is_none()
+            && group.members.values().all(|member| {
+                member.member_id == holder.member_id || member.subscription.classic.is_some()
+            })
+            && matches!(
+                self.config.consumer.migration,
+                MigrationPolicy::Bidirectional | MigrationPolicy::Downgrade
+            )
+            && group.members.len() <= self.config.max_size as usize
     }
 }
 

@@ -5,7 +5,9 @@
 //! all support, each member assigned its target partitions in the consumer protocol (in its
 //! subscription's version); then a rebalance starts, which the members hear of through their
 //! heartbeats. It is written as the consumer group's tombstones followed by the classic
-//! group's record. A consumer group left with no member stays one, empty.
+//! group's record. A consumer group left with no member stays one, empty. A classic static
+//! member taking the place of the last consumer-protocol member downgrades the group at its
+//! JoinGroup the same way (`downgrade_at_join`).
 
 use ferrolog_protocol::consumer_protocol;
 use ferrolog_records::consumer_offsets::OffsetsKey;
@@ -14,8 +16,10 @@ use super::MigrationPolicy;
 use super::heartbeat::replay_all;
 use super::model::ConsumerGroup;
 use super::offsets::group_tombstones;
-use crate::group::state::{Group, GroupState, Member};
-use crate::group::{GroupCoordinator, GroupCtx};
+use crate::errors;
+use crate::group::offsets_topic::OffsetsRecord;
+use crate::group::state::{Group, GroupState, JoinResult, Member};
+use crate::group::{GroupCoordinator, GroupCtx, JoinRequest};
 
 impl GroupCoordinator {
     /// Removes `leaving` from the consumer group of `entry`, downgrading it when Kafka would;
@@ -54,6 +58,63 @@ impl GroupCoordinator {
             replay_all(consumer, &records);
         }
         Ok(false)
+    }
+
+    /// A classic static member's JoinGroup that took the place of the group's last
+    /// consumer-protocol member (`records` are those of the heartbeat it stands for, computed
+    /// without a new target): the group goes back to the classic protocol, as Kafka's does.
+    /// With its target at the group epoch, the classic group is Stable at that generation and
+    /// the member is answered its epoch, which its SyncGroup then matches; with a rebalance
+    /// due, one starts and the member is answered generation 0 (its SyncGroup is refused
+    /// ILLEGAL_GENERATION, and it rejoins).
+    pub(crate) fn downgrade_at_join(
+        &self,
+        entry: &mut Group,
+        mut records: Vec<OffsetsRecord>,
+        member_id: &str,
+        request: &JoinRequest,
+        ctx: &GroupCtx<'_>,
+    ) -> JoinResult {
+        let Some(consumer) = entry.consumer.as_deref() else {
+            return JoinResult::error(errors::UNKNOWN_SERVER_ERROR, &request.member_id);
+        };
+        let mut after = consumer.clone();
+        replay_all(&mut after, &records);
+        let rebalance = after.assignment_epoch < after.group_epoch;
+        let epoch = match after.members.get(member_id) {
+            Some(member) if !rebalance => member.current.member_epoch,
+            _ => 0,
+        };
+        let mut classic = self.classic_group_of(&after, &[], ctx.now_ms);
+        records.extend(group_tombstones(&after));
+        records.push((
+            OffsetsKey::Group {
+                group: after.id.clone(),
+            },
+            Some(classic.to_value().encode()),
+        ));
+        if let Err(error) = ctx.append(&records) {
+            tracing::warn!(group = %after.id, %error, "storing a downgrade at a JoinGroup failed");
+            return JoinResult::error(errors::COORDINATOR_NOT_AVAILABLE, &request.member_id);
+        }
+        tracing::info!(group = %after.id, "consumer group downgraded to a classic group: a classic static member took the place of its last consumer-protocol member");
+        classic.offsets = std::mem::take(&mut entry.offsets);
+        classic.pending_txn_offsets = std::mem::take(&mut entry.pending_txn_offsets);
+        *entry = classic;
+        if rebalance {
+            self.prepare_rebalance(entry, ctx.now_ms);
+        }
+        entry.check_kind();
+        JoinResult {
+            error: errors::NONE,
+            generation: epoch,
+            protocol_type: Some("consumer".to_owned()),
+            protocol: request.protocols.first().map(|(name, _)| name.clone()),
+            leader: String::new(),
+            member_id: member_id.to_owned(),
+            members: Vec::new(),
+            skip_assignment: false,
+        }
     }
 
     /// The classic group the consumer group becomes without `leaving`.

@@ -46,6 +46,9 @@ pub struct ConsumerHeartbeat {
     /// Set when a classic member's JoinGroup stands for the heartbeat: its session timeout and
     /// protocols, kept in its subscription.
     pub classic: Option<ferrolog_records::consumer_group_records::ClassicMemberMetadata>,
+    /// Reconcile towards the target as it stands, computing no new one (a classic static
+    /// member whose JoinGroup downgrades the group).
+    pub hold_target: bool,
 }
 
 /// The answer to a heartbeat.
@@ -291,15 +294,20 @@ impl GroupCoordinator {
             group_epoch += 1;
             records.push(records::group_epoch(group_id, group_epoch, hash));
         }
-        let (target_epoch, target) = self.target_for(
-            group,
-            (&member, &regexes),
-            inherited_target,
-            group_epoch,
-            &metadata,
-            ctx.now_ms,
-            &mut records,
-        )?;
+        let (target_epoch, target) = if request.hold_target {
+            let last = inherited_target.or_else(|| group.target.get(&member.member_id).cloned());
+            (group.assignment_epoch, last.unwrap_or_default())
+        } else {
+            self.target_for(
+                group,
+                (&member, &regexes),
+                inherited_target,
+                group_epoch,
+                &metadata,
+                ctx.now_ms,
+                &mut records,
+            )?
+        };
         let subscribed = subscribed_ids(&member.subscription, &regexes, &metadata);
         let owner_of = |topic: TopicId, partition: i32| {
             group.owner_epoch(topic, partition).is_some() && !member.current.owns(topic, partition)
