@@ -4,12 +4,10 @@
 //! knows) and writes an assignment in the version of the member's subscription, capped at 3;
 //! versions 0 to 3 of the assignment share one layout.
 
-use bytes::{Bytes, BytesMut};
+use bytes::BytesMut;
 use kafka_protocol::messages::consumer_protocol_assignment::TopicPartition as AssignedTopic;
-use kafka_protocol::messages::{
-    ConsumerProtocolAssignment, ConsumerProtocolSubscription, TopicName,
-};
-use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
+use kafka_protocol::messages::{ConsumerProtocolAssignment, TopicName};
+use kafka_protocol::protocol::{Encodable, StrBytes};
 
 /// The newest version of the embedded messages Kafka 4.4 knows.
 const NEWEST: i16 = 3;
@@ -38,21 +36,27 @@ pub fn version(bytes: &[u8]) -> Option<i16> {
 /// Reads a member's subscription from its protocol metadata.
 pub fn decode_subscription(metadata: &[u8]) -> Result<Subscription, String> {
     let version = version(metadata).ok_or("no version at the head of the subscription")?;
-    let mut body = Bytes::copy_from_slice(&metadata[2..]);
-    let decoded = ConsumerProtocolSubscription::decode(&mut body, version)
-        .map_err(|error| format!("the subscription does not decode: {error}"))?;
-    Ok(Subscription {
-        topics: decoded.topics.iter().map(ToString::to_string).collect(),
-        owned: decoded
-            .owned_partitions
-            .iter()
-            .map(|owned| (owned.topic.0.to_string(), owned.partitions.clone()))
-            .collect(),
-        rack_id: decoded
-            .rack_id
-            .map(|rack| rack.to_string())
-            .filter(|rack| !rack.is_empty()),
-    })
+    let mut reader = Reader(&metadata[2..]);
+    let count = reader.count(2)?;
+    let mut topics = Vec::with_capacity(count);
+    for _ in 0..count {
+        topics.push(reader.string()?);
+    }
+    reader.nullable_bytes()?;
+    let mut subscription = Subscription {
+        topics,
+        ..Subscription::default()
+    };
+    if version >= 1 {
+        subscription.owned = reader.topic_partitions()?;
+    }
+    if version >= 2 {
+        reader.i32()?;
+    }
+    if version >= 3 {
+        subscription.rack_id = reader.nullable_string()?.filter(|rack| !rack.is_empty());
+    }
+    Ok(subscription)
 }
 
 /// The partitions an assignment gives, by topic name, and whether it carries user data (which
@@ -61,20 +65,94 @@ pub fn decode_assignment(bytes: &[u8]) -> Result<(NamedPartitions, bool), String
     if bytes.is_empty() {
         return Ok((Vec::new(), false));
     }
-    let version = version(bytes).ok_or("no version at the head of the assignment")?;
-    let mut body = Bytes::copy_from_slice(&bytes[2..]);
-    let decoded = ConsumerProtocolAssignment::decode(&mut body, version)
-        .map_err(|error| format!("the assignment does not decode: {error}"))?;
-    let user_data = decoded
-        .user_data
-        .as_ref()
+    version(bytes).ok_or("no version at the head of the assignment")?;
+    let mut reader = Reader(&bytes[2..]);
+    let partitions = reader.topic_partitions()?;
+    let user_data = reader
+        .nullable_bytes()?
         .is_some_and(|data| !data.is_empty());
-    let partitions = decoded
-        .assigned_partitions
-        .iter()
-        .map(|topic| (topic.topic.0.to_string(), topic.partitions.clone()))
-        .collect();
     Ok((partitions, user_data))
+}
+
+/// Reads the embedded messages (classic encodings: `i16` string lengths, `i32` array and bytes
+/// lengths), every count checked against the bytes left before anything is reserved for it:
+/// the bytes come from a client.
+struct Reader<'a>(&'a [u8]);
+
+impl<'a> Reader<'a> {
+    fn take(&mut self, count: usize) -> Result<&'a [u8], String> {
+        if count > self.0.len() {
+            return Err(format!(
+                "the embedded consumer protocol needs {count} bytes, {} are left",
+                self.0.len()
+            ));
+        }
+        let (taken, rest) = self.0.split_at(count);
+        self.0 = rest;
+        Ok(taken)
+    }
+
+    fn i16(&mut self) -> Result<i16, String> {
+        let bytes: [u8; 2] = self.take(2)?.try_into().map_err(|_| "short i16")?;
+        Ok(i16::from_be_bytes(bytes))
+    }
+
+    fn i32(&mut self) -> Result<i32, String> {
+        let bytes: [u8; 4] = self.take(4)?.try_into().map_err(|_| "short i32")?;
+        Ok(i32::from_be_bytes(bytes))
+    }
+
+    /// An array's count, each element at least `least` bytes; a negative count is refused.
+    fn count(&mut self, least: usize) -> Result<usize, String> {
+        let count = self.i32()?;
+        let count = usize::try_from(count).map_err(|_| format!("an array of {count} elements"))?;
+        if count.saturating_mul(least) > self.0.len() {
+            return Err(format!(
+                "an array of {count} elements in {} bytes",
+                self.0.len()
+            ));
+        }
+        Ok(count)
+    }
+
+    fn nullable_string(&mut self) -> Result<Option<String>, String> {
+        let length = self.i16()?;
+        if length < 0 {
+            return Ok(None);
+        }
+        let bytes = self.take(length as usize)?;
+        String::from_utf8(bytes.to_vec())
+            .map(Some)
+            .map_err(|_| "a string is not UTF-8".to_owned())
+    }
+
+    fn string(&mut self) -> Result<String, String> {
+        self.nullable_string()?
+            .ok_or_else(|| "a null string where one is required".to_owned())
+    }
+
+    fn nullable_bytes(&mut self) -> Result<Option<&'a [u8]>, String> {
+        let length = self.i32()?;
+        if length < 0 {
+            return Ok(None);
+        }
+        self.take(length as usize).map(Some)
+    }
+
+    fn topic_partitions(&mut self) -> Result<NamedPartitions, String> {
+        let count = self.count(6)?;
+        let mut topics = Vec::with_capacity(count);
+        for _ in 0..count {
+            let topic = self.string()?;
+            let partitions = self.count(4)?;
+            let mut indexes = Vec::with_capacity(partitions);
+            for _ in 0..partitions {
+                indexes.push(self.i32()?);
+            }
+            topics.push((topic, indexes));
+        }
+        Ok(topics)
+    }
 }
 
 /// An assignment of `partitions` (by topic name) in `version`, without user data, as Kafka's
@@ -128,6 +206,7 @@ mod tests {
 
     #[test]
     fn a_subscription_gives_its_topics_owned_partitions_and_rack() {
+        use kafka_protocol::messages::ConsumerProtocolSubscription;
         let subscription = ConsumerProtocolSubscription::default()
             .with_topics(vec![StrBytes::from_static_str("t")])
             .with_owned_partitions(vec![
@@ -148,5 +227,14 @@ mod tests {
             }
         );
         assert!(decode_subscription(&[0, 1, 0]).is_err());
+    }
+
+    #[test]
+    fn a_count_beyond_the_bytes_is_refused_before_anything_is_reserved() {
+        // Version 0, then 2^31 - 1 topics in no bytes at all.
+        let error = decode_subscription(&[0, 0, 0x7f, 0xff, 0xff, 0xff]).unwrap_err();
+        assert!(error.contains("2147483647 elements"), "{error}");
+        assert!(decode_assignment(&[0, 0, 0x7f, 0xff, 0xff, 0xff]).is_err());
+        assert!(decode_assignment(&[0, 0, 0xff, 0xff, 0xff, 0xff]).is_err());
     }
 }

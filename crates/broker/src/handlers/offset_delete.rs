@@ -3,14 +3,10 @@
 //! (GROUP_AUTHORIZATION_FAILED for the request) and READ on each topic
 //! (TOPIC_AUTHORIZATION_FAILED on its partitions).
 
-use bytes::Bytes;
 use kafka_protocol::messages::offset_delete_response::{
     OffsetDeleteResponsePartition, OffsetDeleteResponseTopic,
 };
-use kafka_protocol::messages::{
-    ConsumerProtocolSubscription, OffsetDeleteRequest, OffsetDeleteResponse,
-};
-use kafka_protocol::protocol::Decodable;
+use kafka_protocol::messages::{OffsetDeleteRequest, OffsetDeleteResponse};
 
 use crate::Context;
 use crate::authz::Asked;
@@ -19,13 +15,11 @@ use crate::authz::ResourceType;
 /// The topics a member subscribes to, from its consumer-protocol metadata (`i16` version, then
 /// the subscription). Other protocol types subscribe to nothing Kafka can see.
 fn subscribed_topics(protocol_type: &str, metadata: &[u8]) -> Vec<String> {
-    if protocol_type != "consumer" || metadata.len() < 2 {
+    if protocol_type != "consumer" {
         return Vec::new();
     }
-    let version = ferrolog_records::be::i16_at(metadata, 0).clamp(0, 3);
-    let mut body = Bytes::copy_from_slice(&metadata[2..]);
-    ConsumerProtocolSubscription::decode(&mut body, version)
-        .map(|s| s.topics.into_iter().map(|t| t.to_string()).collect())
+    ferrolog_protocol::consumer_protocol::decode_subscription(metadata)
+        .map(|subscription| subscription.topics)
         .unwrap_or_default()
 }
 

@@ -21,7 +21,7 @@ use ferrolog_storage::checkpoint::{
 };
 use ferrolog_storage::manager::{PARTITION_METADATA_FILE, read_topic_id};
 
-use super::group_topic_ids::append_segment;
+use super::group_topic_ids::ensure_segment;
 
 /// Kafka's marker of a clean shutdown; it deletes it once it starts.
 const KAFKA_CLEAN_SHUTDOWN: &str = ".kafka_cleanshutdown";
@@ -80,7 +80,7 @@ pub fn run(log_dirs: &[PathBuf], kafka_log_dirs: &[PathBuf]) -> anyhow::Result<b
             Default::default()
         };
         unmapped.extend(not_here);
-        let end = if holds_records(&target)? {
+        if holds_records(&target)? {
             if !same_files(source, &target, *log_end)? {
                 bail!(
                     "{} already holds records: Kafka's data is never overwritten",
@@ -88,14 +88,13 @@ pub fn run(log_dirs: &[PathBuf], kafka_log_dirs: &[PathBuf]) -> anyhow::Result<b
                 );
             }
             already += 1;
-            *log_end + groups.len() as i64
         } else {
             copy_partition(source, &target)?;
             copied += 1;
-            rewritten += groups.len();
-            let epoch = holdings.group_assignments.leader_epoch();
-            append_segment(&target, *log_end, epoch, &groups)?
-        };
+        }
+        rewritten += groups.len();
+        let epoch = holdings.group_assignments.leader_epoch();
+        let end = ensure_segment(&target, *log_end, epoch, &groups)?;
         let update = updates.entry(kafka_dir).or_default();
         update.log_start.insert(topic_partition.clone(), *log_start);
         update.end.insert(topic_partition.clone(), end);
@@ -171,13 +170,17 @@ fn holds_records(kafka_partition: &Path) -> anyhow::Result<bool> {
         .any(|size| *size > 0))
 }
 
-/// Whether a previous `copy` already put exactly ferrolog's files there, and at most a segment
-/// from `log_end` (the rewritten group records) besides.
+/// Whether a previous `copy` already put exactly ferrolog's files there, but for the segment
+/// starting at `log_end`: ferrolog's is empty (an idle active segment), Kafka's may hold the
+/// rewritten group records.
 fn same_files(source: &Path, target: &Path, log_end: i64) -> anyhow::Result<bool> {
-    let mut copied = data_files(target, DATA_FILES)?;
-    let appended = format!("{log_end:020}.");
-    copied.retain(|name, _| !name.starts_with(&appended));
-    Ok(data_files(source, DATA_FILES)? == copied)
+    let tail = format!("{log_end:020}.");
+    let without_tail = |mut files: BTreeMap<String, u64>| {
+        files.retain(|name, _| !name.starts_with(&tail));
+        files
+    };
+    Ok(without_tail(data_files(source, DATA_FILES)?)
+        == without_tail(data_files(target, DATA_FILES)?))
 }
 
 /// Kafka's id of each topic the consumer groups may name, read from the `partition.metadata`

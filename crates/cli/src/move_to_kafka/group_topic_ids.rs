@@ -175,9 +175,12 @@ impl GroupAssignments {
     }
 }
 
-/// Writes `records` from `base_offset` into a new segment of `partition_dir`, with empty
-/// indexes, each file fsynced and then the directory; returns the new log end offset.
-pub fn append_segment(
+/// Makes `partition_dir` end with `records` from `base_offset`, in a segment of their own with
+/// empty indexes, each file fsynced and then the directory; returns the new log end offset.
+/// An empty segment at `base_offset` (the copied log's idle active one) gives way to it, and
+/// a segment already holding exactly these records (an earlier `copy`) is kept, so a copy
+/// interrupted before or while writing it is completed by running `copy` again.
+pub fn ensure_segment(
     partition_dir: &Path,
     base_offset: i64,
     leader_epoch: i32,
@@ -186,6 +189,44 @@ pub fn append_segment(
     if records.is_empty() {
         return Ok(base_offset);
     }
+    let (bytes, next) = segment_bytes(base_offset, leader_epoch, records)?;
+    let name = format!("{base_offset:020}");
+    let log = partition_dir.join(format!("{name}.log"));
+    let present = std::fs::metadata(&log).map(|m| m.len()).ok();
+    if present == Some(bytes.len() as u64) {
+        return Ok(next);
+    }
+    for extension in ["log", "index", "timeindex"] {
+        let path = partition_dir.join(format!("{name}.{extension}"));
+        match std::fs::remove_file(&path) {
+            Ok(()) => {}
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
+            Err(error) => {
+                return Err(error).with_context(|| format!("removing {}", path.display()));
+            }
+        }
+    }
+    for (extension, contents) in [("log", &bytes[..]), ("index", &[]), ("timeindex", &[])] {
+        let path = partition_dir.join(format!("{name}.{extension}"));
+        let mut file =
+            File::create_new(&path).with_context(|| format!("creating {}", path.display()))?;
+        file.write_all(contents)
+            .and_then(|()| file.sync_all())
+            .with_context(|| format!("writing {}", path.display()))?;
+    }
+    File::open(partition_dir)
+        .and_then(|dir| dir.sync_all())
+        .with_context(|| format!("fsync {}", partition_dir.display()))?;
+    Ok(next)
+}
+
+/// The batches of `records` from `base_offset` (their length does not depend on the time
+/// they are stamped with), and the offset after them.
+fn segment_bytes(
+    base_offset: i64,
+    leader_epoch: i32,
+    records: &[KeyValue],
+) -> anyhow::Result<(Vec<u8>, i64)> {
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |since| since.as_millis() as i64);
@@ -199,19 +240,7 @@ pub fn append_segment(
         bytes.extend_from_slice(&batch.build()?);
         next += chunk.len() as i64;
     }
-    let name = format!("{base_offset:020}");
-    for (extension, contents) in [("log", &bytes[..]), ("index", &[]), ("timeindex", &[])] {
-        let path = partition_dir.join(format!("{name}.{extension}"));
-        let mut file =
-            File::create_new(&path).with_context(|| format!("creating {}", path.display()))?;
-        file.write_all(contents)
-            .and_then(|()| file.sync_all())
-            .with_context(|| format!("writing {}", path.display()))?;
-    }
-    File::open(partition_dir)
-        .and_then(|dir| dir.sync_all())
-        .with_context(|| format!("fsync {}", partition_dir.display()))?;
-    Ok(next)
+    Ok((bytes, next))
 }
 
 #[cfg(test)]
@@ -293,7 +322,17 @@ mod tests {
         assert!(unmapped.is_empty());
         let kafka_dir = temp.path().join("kafka");
         std::fs::create_dir_all(&kafka_dir).unwrap();
-        assert_eq!(append_segment(&kafka_dir, 5, 0, &records).unwrap(), 7);
+        // The copied log's idle active segment at the end gives way.
+        std::fs::write(kafka_dir.join("00000000000000000005.log"), b"").unwrap();
+        std::fs::write(kafka_dir.join("00000000000000000005.index"), b"").unwrap();
+        assert_eq!(ensure_segment(&kafka_dir, 5, 0, &records).unwrap(), 7);
+        let written = std::fs::read(kafka_dir.join("00000000000000000005.log")).unwrap();
+        // Run again, the segment is found whole and kept.
+        assert_eq!(ensure_segment(&kafka_dir, 5, 0, &records).unwrap(), 7);
+        assert_eq!(
+            std::fs::read(kafka_dir.join("00000000000000000005.log")).unwrap(),
+            written
+        );
 
         let bytes = std::fs::read(kafka_dir.join("00000000000000000005.log")).unwrap();
         let mut read = Vec::new();

@@ -103,6 +103,14 @@ impl GroupCoordinator {
                 if let Err(code) = leave_consumer_protocol(group, ctx) {
                     return error(code);
                 }
+                // Before the protocols are looked at, as Kafka checks it.
+                if !accepts_joining_member(group, &request.member_id, self.config.max_size) {
+                    // As Kafka: a member in the way is dropped, and the joiner refused.
+                    if let Some(member) = group.remove_member(&request.member_id) {
+                        answer_removed(member);
+                    }
+                    return Reply::Now(JoinResult::error(errors::GROUP_MAX_SIZE_REACHED, ""));
+                }
                 if request.protocol_type.is_empty()
                     || !group.accepts(&request.protocol_type, &request.protocols)
                 {
@@ -110,13 +118,6 @@ impl GroupCoordinator {
                 }
                 if group.members.is_empty() {
                     group.protocol_type = Some(request.protocol_type.clone());
-                }
-                if !accepts_joining_member(group, &request.member_id, self.config.max_size) {
-                    // As Kafka: a member in the way is dropped, and the joiner refused.
-                    if let Some(member) = group.remove_member(&request.member_id) {
-                        answer_removed(member);
-                    }
-                    return Reply::Now(JoinResult::error(errors::GROUP_MAX_SIZE_REACHED, ""));
                 }
                 if request.member_id.is_empty() {
                     return self.join_unknown(group, request, ctx);

@@ -83,7 +83,8 @@ impl GroupCoordinator {
         hold_target: bool,
         ctx: &GroupCtx<'_>,
     ) -> Result<(Vec<OffsetsRecord>, String), (i16, String)> {
-        let refuse = |code| Err((code, request.member_id.clone()));
+        // Refusals carry no member id, as Kafka's (MEMBER_ID_REQUIRED alone hands one out).
+        let refuse = |code| Err((code, String::new()));
         let config = &self.config.consumer;
         if config.migration == MigrationPolicy::Disabled {
             return refuse(errors::INCONSISTENT_GROUP_PROTOCOL);
@@ -154,7 +155,7 @@ impl GroupCoordinator {
         };
         let (records, member_id, _) = self
             .heartbeat_records(group, &heartbeat, &|_| true, ctx)
-            .map_err(|refusal| (refusal.error, request.member_id.clone()))?;
+            .map_err(|refusal| (refusal.error, String::new()))?;
         Ok((records, member_id))
     }
 
@@ -406,16 +407,7 @@ fn told_to_rejoin(member: &mut ConsumerMember, now: i64) {
 }
 
 /// A member id as Kafka's coordinator makes one for a classic member of a consumer group: a
-/// random UUID in its usual text form.
+/// random UUID in Kafka's text form (22 characters of URL-safe base64).
 fn random_member_id() -> String {
-    let bytes = TopicId::random().0;
-    let hex: String = bytes.iter().map(|byte| format!("{byte:02x}")).collect();
-    format!(
-        "{}-{}-{}-{}-{}",
-        &hex[..8],
-        &hex[8..12],
-        &hex[12..16],
-        &hex[16..20],
-        &hex[20..]
-    )
+    TopicId::random().to_string()
 }

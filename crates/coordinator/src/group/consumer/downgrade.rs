@@ -86,6 +86,8 @@ impl GroupCoordinator {
             _ => 0,
         };
         let mut classic = self.classic_group_of(&after, &[], ctx.now_ms);
+        // Kafka converts the group as it stood before this JoinGroup: its epoch then.
+        classic.generation = consumer.group_epoch;
         records.extend(group_tombstones(&after));
         records.push((
             OffsetsKey::Group {

@@ -1,6 +1,8 @@
 //! Members leaving a consumer group: by asking (epoch -1), for a while (a static member's -2),
-//! or fenced when their session or their revocation runs out of time. Every removal bumps the
-//! group epoch; the next heartbeat of a remaining member computes the new target.
+//! or fenced when their session or their revocation (a classic member's join or sync) runs out
+//! of time. A removal bumps the group epoch, and the next heartbeat of a remaining member
+//! computes the new target; or, when only classic members stay, it downgrades the group
+//! (`downgrade`).
 
 use std::collections::{BTreeSet, HashMap};
 

@@ -195,7 +195,8 @@ impl GroupCoordinator {
                 .entry(request.group_id.clone())
                 .or_insert_with(|| Group::new(&request.group_id, ctx.now_ms));
             let upgraded = kind == GroupKind::ClassicWithMembers;
-            if upgraded {
+            if kind != GroupKind::Consumer {
+                // What the classic group was (members, generation, protocol) goes with it.
                 entry.drop_classic_membership(ctx.now_ms);
             }
             let group = entry
@@ -427,8 +428,6 @@ pub(crate) fn new_group(id: &str) -> ConsumerGroup {
     }
 }
 
-/// The consumer group a heartbeat works on; `None` for a new one, which a join may create in
-/// place of nothing or of an empty classic group.
 /// What a heartbeat's group is to it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum GroupKind {

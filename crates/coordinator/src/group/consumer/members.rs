@@ -57,6 +57,11 @@ pub(super) fn find_member(
     if request.member_epoch == 0 {
         return match holder {
             None => Ok(found(&new_member(&request.member_id))),
+            // A classic member naming its own id is that member, whatever its epoch: Kafka
+            // replaces a static member only for a JoinGroup without a member id.
+            Some(holder) if request.classic.is_some() && holder.member_id == request.member_id => {
+                Ok(found(holder))
+            }
             // Kafka checks that the holder let go only between members of the consumer
             // protocol: a classic member on either side takes over at once.
             Some(holder)

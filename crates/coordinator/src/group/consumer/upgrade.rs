@@ -98,6 +98,18 @@ impl GroupCoordinator {
                 self.partitions_by_id(&assigned),
             ));
         }
+        // The assignments are the leader's, a client's: two members given one partition would
+        // make it owned twice. Kafka fails the heartbeat then, and writes nothing.
+        let mut owned = std::collections::BTreeSet::new();
+        for (_, _, partitions) in &converted {
+            for (topic, indexes) in partitions {
+                for index in indexes {
+                    if !owned.insert((*topic, *index)) {
+                        return Err(HeartbeatAnswer::error(errors::UNKNOWN_SERVER_ERROR, None));
+                    }
+                }
+            }
+        }
         Ok(self.converted_group(&classic.id, classic.generation, converted))
     }
 

@@ -132,9 +132,9 @@ impl GroupConfigs {
             }
             Alteration::Replace(next) => next,
         };
-        if let Some((key, _)) = next.iter().find(|(_, value)| value.len() > MAX_VALUE_BYTES) {
+        if next.values().any(|value| value.len() > MAX_VALUE_BYTES) {
             return Err(Refusal::Invalid(format!(
-                "The configuration value of {key} cannot be added because it exceeds the maximum value size of {MAX_VALUE_BYTES} bytes."
+                "The configuration value cannot be added because it exceeds the maximum value size of {MAX_VALUE_BYTES} bytes."
             )));
         }
         validate(&next, broker).map_err(Refusal::Invalid)?;
