@@ -449,9 +449,9 @@ fn kafka_reads_ferrolog_files_and_serves_them_after_a_move() {
         copied.contains(&format!("copied {} partitions", topics().len() + 3)),
         "{copied}"
     );
-    // The member's target and current assignments.
+    // The member's target and current assignments, and the group's epoch (its topics' hash).
     assert!(
-        copied.contains("2 consumer-group assignment records now name Kafka's topic ids"),
+        copied.contains("3 consumer-group records rewritten for Kafka's topic ids"),
         "{copied}"
     );
     kafka.restart();

@@ -115,7 +115,7 @@ pub fn run(log_dirs: &[PathBuf], kafka_log_dirs: &[PathBuf]) -> anyhow::Result<b
     }
     println!("copied {copied} partitions into Kafka's directories ({already} were already there)");
     if rewritten > 0 {
-        println!("{rewritten} consumer-group assignment records now name Kafka's topic ids");
+        println!("{rewritten} consumer-group records rewritten for Kafka's topic ids");
     }
     unmapped.sort();
     unmapped.dedup();
@@ -184,11 +184,11 @@ fn same_files(source: &Path, target: &Path, log_end: i64) -> anyhow::Result<bool
 }
 
 /// Kafka's id of each topic the consumer groups may name, read from the `partition.metadata`
-/// of any partition of it this Kafka broker holds.
+/// of any partition of it this Kafka broker holds, with its partition count.
 fn kafka_topic_ids(
     kafka_log_dirs: &[PathBuf],
     holdings: &super::Holdings,
-) -> anyhow::Result<BTreeMap<String, TopicIdBytes>> {
+) -> anyhow::Result<BTreeMap<String, (TopicIdBytes, i32)>> {
     let mut ids = BTreeMap::new();
     for topic in holdings.group_assignments.topic_names() {
         let count = holdings
@@ -202,7 +202,7 @@ fn kafka_topic_ids(
         if let Some((_, dir)) = held
             && let Some(id) = read_topic_id(&dir)?
         {
-            ids.insert(topic.clone(), id.0);
+            ids.insert(topic.clone(), (id.0, count));
         }
     }
     Ok(ids)

@@ -25,6 +25,8 @@ use ferrolog_records::consumer_offsets::{ConsumerRecordType, OffsetsKey};
 use ferrolog_records::{BatchBuilder, RecordsError};
 use ferrolog_storage::manager::LogManager;
 
+use super::group_hashes::GroupHashes;
+
 /// Records of one batch at most, keeping each batch far below Kafka's default
 /// `message.max.bytes` (1 MiB) whatever the groups hold.
 const RECORDS_PER_BATCH: usize = 100;
@@ -63,6 +65,8 @@ impl Assignment {
 #[derive(Debug, Default)]
 pub struct GroupAssignments {
     by_partition: BTreeMap<i32, BTreeMap<Vec<u8>, Assignment>>,
+    /// The groups' epoch records and topics, for their hashes under Kafka's ids.
+    hashes: GroupHashes,
     topic_names: BTreeMap<TopicIdBytes, String>,
     /// The partition leader epoch ferrolog's batches carry, which the new batches carry too.
     leader_epoch: i32,
@@ -89,6 +93,9 @@ impl GroupAssignments {
             else {
                 return;
             };
+            if let Err(error) = found.hashes.observe(partition, &key, value.as_deref()) {
+                unreadable.get_or_insert(error);
+            }
             let OffsetsKey::Consumer { kind, .. } = &key else {
                 return;
             };
@@ -129,12 +136,13 @@ impl GroupAssignments {
 
     /// The records `partition` of `__consumer_offsets` ends with in Kafka: each latest
     /// assignment record naming a ferrolog topic id, with Kafka's id for that topic instead
-    /// (`kafka_ids`, by topic name), as (key, value). Ids of topics Kafka does not hold here
+    /// (`kafka_ids`: by topic name, its id and partition count), then each group's epoch record
+    /// whose hash differs under Kafka's ids (`group_hashes`), as (key, value). Ids of topics Kafka does not hold here
     /// are kept, and their topics returned as the second part.
     pub fn rewritten(
         &self,
         partition: i32,
-        kafka_ids: &BTreeMap<String, TopicIdBytes>,
+        kafka_ids: &BTreeMap<String, (TopicIdBytes, i32)>,
     ) -> (Vec<KeyValue>, Vec<String>) {
         let (mut records, mut unmapped) = (Vec::new(), Vec::new());
         let Some(assignments) = self.by_partition.get(&partition) else {
@@ -147,7 +155,7 @@ impl GroupAssignments {
                 let Some(name) = self.topic_names.get(&topic.topic_id) else {
                     continue;
                 };
-                match kafka_ids.get(name) {
+                match kafka_ids.get(name).map(|(id, _)| id) {
                     Some(kafka_id) if *kafka_id != topic.topic_id => {
                         topic.topic_id = *kafka_id;
                         changed = true;
@@ -162,6 +170,7 @@ impl GroupAssignments {
         }
         unmapped.sort();
         unmapped.dedup();
+        records.extend(self.hashes.rewritten(partition, kafka_ids));
         (records, unmapped)
     }
 
@@ -247,9 +256,12 @@ fn segment_bytes(
 #[allow(clippy::unwrap_used, reason = "tests")]
 mod tests {
     use super::*;
+    use ferrolog_broker::group::consumer::{subscribed_topics_hash, topics_hash};
+    use ferrolog_records::consumer_group_records::{ConsumerGroupMetadata, ConsumerMemberMetadata};
     use ferrolog_records::{DEFAULT_MAX_DECOMPRESSED_BYTES, EntryIter};
     use ferrolog_storage::TopicPartition;
     use ferrolog_storage::manager::ManagerConfig;
+    use ferrolog_storage::manager::TopicId;
 
     fn key(kind: ConsumerRecordType, member: &str) -> Vec<u8> {
         OffsetsKey::Consumer {
@@ -299,8 +311,20 @@ mod tests {
         let target_key = key(ConsumerRecordType::TargetAssignmentMember, "m1");
         let current_key = key(ConsumerRecordType::CurrentMemberAssignment, "m1");
         let gone_key = key(ConsumerRecordType::TargetAssignmentMember, "m2");
+        let epoch_key = key(ConsumerRecordType::GroupMetadata, "");
+        let member_key = key(ConsumerRecordType::MemberMetadata, "m1");
+        let epoch = ConsumerGroupMetadata {
+            epoch: 3,
+            metadata_hash: subscribed_topics_hash(&manager, &["orders".to_owned()]),
+        };
+        let member = ConsumerMemberMetadata {
+            subscribed_topic_names: vec!["orders".to_owned()],
+            ..ConsumerMemberMetadata::default()
+        };
         let mut batch = BatchBuilder::new(0);
         for (key, value) in [
+            (&member_key, Some(member.encode())),
+            (&epoch_key, Some(epoch.encode())),
             (&gone_key, Some(target.encode())),
             (
                 &target_key,
@@ -317,7 +341,7 @@ mod tests {
         manager.shutdown().unwrap();
 
         let theirs = [7u8; 16];
-        let kafka_ids = BTreeMap::from([("orders".to_owned(), theirs)]);
+        let kafka_ids = BTreeMap::from([("orders".to_owned(), (theirs, 1))]);
         let (records, unmapped) = assignments.rewritten(0, &kafka_ids);
         assert!(unmapped.is_empty());
         let kafka_dir = temp.path().join("kafka");
@@ -325,10 +349,10 @@ mod tests {
         // The copied log's idle active segment at the end gives way.
         std::fs::write(kafka_dir.join("00000000000000000005.log"), b"").unwrap();
         std::fs::write(kafka_dir.join("00000000000000000005.index"), b"").unwrap();
-        assert_eq!(ensure_segment(&kafka_dir, 5, 0, &records).unwrap(), 7);
+        assert_eq!(ensure_segment(&kafka_dir, 5, 0, &records).unwrap(), 8);
         let written = std::fs::read(kafka_dir.join("00000000000000000005.log")).unwrap();
         // Run again, the segment is found whole and kept.
-        assert_eq!(ensure_segment(&kafka_dir, 5, 0, &records).unwrap(), 7);
+        assert_eq!(ensure_segment(&kafka_dir, 5, 0, &records).unwrap(), 8);
         assert_eq!(
             std::fs::read(kafka_dir.join("00000000000000000005.log")).unwrap(),
             written
@@ -355,11 +379,21 @@ mod tests {
             assigned: owned(theirs, vec![0]),
             ..current
         };
+        // The group's epoch record too: its hash as Kafka computes it under Kafka's id.
+        let moved_epoch = ConsumerGroupMetadata {
+            metadata_hash: topics_hash(&BTreeMap::from([(
+                "orders".to_owned(),
+                (TopicId(theirs), 1),
+            )])),
+            ..epoch
+        };
+        assert_ne!(moved_epoch.metadata_hash, epoch.metadata_hash);
         assert_eq!(
             read,
             vec![
                 (5, target_key, moved_target.encode()),
                 (6, current_key, moved_current.encode()),
+                (7, epoch_key, moved_epoch.encode()),
             ]
         );
         assert!(kafka_dir.join("00000000000000000005.index").exists());

@@ -20,6 +20,7 @@
 
 mod copy;
 mod create;
+mod group_hashes;
 mod group_topic_ids;
 
 use std::path::PathBuf;

@@ -39,6 +39,8 @@ pub(crate) use heartbeat::new_group;
 pub use heartbeat::{ConsumerHeartbeat, HeartbeatAnswer};
 pub use model::{ConsumerGroup, ConsumerGroupState, Partitions};
 
+pub use subscription::topics_hash;
+
 /// Kafka 4.4's hash of the topics among `names` that exist now, as a consumer group keeps it
 /// in its `ConsumerGroupMetadata` record.
 pub fn subscribed_topics_hash(

@@ -46,15 +46,21 @@ impl TopicMetadata {
     /// Kafka's hash of the topics: XXH3-64 over each topic's own hash, in name order; 0 for no
     /// topics.
     pub fn hash(&self) -> i64 {
-        if self.by_name.is_empty() {
-            return 0;
-        }
-        let mut hashes = Vec::with_capacity(8 * self.by_name.len());
-        for (name, (id, partitions)) in &self.by_name {
-            hashes.extend_from_slice(&topic_hash(name, *id, *partitions).to_le_bytes());
-        }
-        xxh3_64(&hashes) as i64
+        topics_hash(&self.by_name)
     }
+}
+
+/// Kafka's hash of `topics` (name → id and partition count): XXH3-64 over each topic's own
+/// hash, in name order; 0 for none.
+pub fn topics_hash(topics: &BTreeMap<String, (TopicId, i32)>) -> i64 {
+    if topics.is_empty() {
+        return 0;
+    }
+    let mut hashes = Vec::with_capacity(8 * topics.len());
+    for (name, (id, partitions)) in topics {
+        hashes.extend_from_slice(&topic_hash(name, *id, *partitions).to_le_bytes());
+    }
+    xxh3_64(&hashes) as i64
 }
 
 /// Kafka's hash of one topic: XXH3-64 over a zero byte, the id's two halves, the name (its
