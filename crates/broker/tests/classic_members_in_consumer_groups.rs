@@ -139,7 +139,7 @@ fn join(f: &Fixture, member_id: &str) -> JoinResult {
 fn sync(f: &Fixture, member_id: &str, generation: i32) -> SyncResult {
     match f
         .coordinator
-        .sync("g", member_id, None, generation, Vec::new())
+        .sync("g", (member_id, None), generation, (None, None), Vec::new())
     {
         Reply::Now(result) => result,
         Reply::Later(_) => panic!("a classic member of a consumer group is answered at once"),
@@ -158,7 +158,7 @@ fn classic_group_of_one(f: &Fixture) -> String {
         id.clone(),
         encode_assignment(1, &[("t".to_owned(), vec![0, 1, 2, 3])]),
     )];
-    let synced = match f.coordinator.sync("g", &id, None, 1, plan) {
+    let synced = match f.coordinator.sync("g", (&id, None), 1, (None, None), plan) {
         Reply::Now(result) => result,
         Reply::Later(mut waiting) => waiting.try_recv().unwrap(),
     };
@@ -198,6 +198,23 @@ fn a_classic_consumer_is_assigned_by_the_broker_and_told_when_to_rejoin() {
     assert!(joined.members.is_empty());
     assert_eq!(joined.protocol.as_deref(), Some("range"));
     assert_eq!(joined.protocol_type.as_deref(), Some("consumer"));
+    // A protocol type or name given must be the consumer protocol and the first one the member
+    // listed; the answer echoes them.
+    let named = |protocol| match c.sync("g", (&id, None), joined.generation, protocol, Vec::new()) {
+        Reply::Now(result) => result,
+        Reply::Later(_) => panic!("answered at once"),
+    };
+    let refused = named((Some("consumer"), Some("cooperative-sticky")));
+    assert_eq!(refused.error, errors::INCONSISTENT_GROUP_PROTOCOL);
+    let echoed = named((Some("consumer"), Some("range")));
+    assert_eq!(
+        (
+            echoed.error,
+            echoed.protocol_type.as_deref(),
+            echoed.protocol.as_deref()
+        ),
+        (errors::NONE, Some("consumer"), Some("range"))
+    );
     // a still owns everything: nothing for the newcomer yet, and nothing to rejoin for.
     assert!(synced_partitions(&sync(&f, &id, joined.generation)).is_empty());
     assert_eq!(c.heartbeat("g", &id, None, joined.generation), errors::NONE);
@@ -462,7 +479,13 @@ fn a_classic_static_member_replacing_the_last_consumer_member_downgrades_at_once
     // Its target stood at the group epoch: no rebalance is due, the classic group is Stable at
     // that generation, and the member's SyncGroup gets the partitions its instance held.
     assert_eq!((listed[0].state, replaced.generation), ("Stable", epoch));
-    let Reply::Now(synced) = c.sync("g", &replaced.member_id, Some("i1"), epoch, Vec::new()) else {
+    let Reply::Now(synced) = c.sync(
+        "g",
+        (&replaced.member_id, Some("i1")),
+        epoch,
+        (None, None),
+        Vec::new(),
+    ) else {
         panic!("a Stable group answers a SyncGroup at once");
     };
     assert_eq!(synced.error, errors::NONE);

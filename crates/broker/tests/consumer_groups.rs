@@ -217,8 +217,14 @@ async fn members_join_sync_heartbeat_and_expire_through_kafka_s_states() {
     assert_eq!(joined.members.len(), 1, "the leader gets the members");
 
     // The leader's SyncGroup completes the generation.
-    let synced =
-        later(coordinator.sync("g", &a, None, 1, vec![(a.clone(), b"all".to_vec())])).await;
+    let synced = later(coordinator.sync(
+        "g",
+        (&a, None),
+        1,
+        (None, None),
+        vec![(a.clone(), b"all".to_vec())],
+    ))
+    .await;
     assert_eq!(
         (synced.error, synced.assignment.as_slice()),
         (0, &b"all"[..])
@@ -250,13 +256,13 @@ async fn members_join_sync_heartbeat_and_expire_through_kafka_s_states() {
         "followers do not get the member list"
     );
     // A follower's sync waits for the leader's.
-    let b_sync = coordinator.sync("g", &b, None, 2, vec![]);
+    let b_sync = coordinator.sync("g", (&b, None), 2, (None, None), vec![]);
     let assignments = vec![(a.clone(), b"p0".to_vec()), (b.clone(), b"p1".to_vec())];
-    let a_sync = coordinator.sync("g", &a, None, 2, assignments);
+    let a_sync = coordinator.sync("g", (&a, None), 2, (None, None), assignments);
     assert_eq!(later(b_sync).await.assignment, b"p1");
     assert_eq!(later(a_sync).await.assignment, b"p0");
     assert_eq!(
-        sync_now(coordinator.sync("g", &b, None, 2, vec![])).assignment,
+        sync_now(coordinator.sync("g", (&b, None), 2, (None, None), vec![])).assignment,
         b"p1",
         "a Stable group answers a sync at once"
     );
@@ -477,9 +483,9 @@ fn static_members_rejoin_without_a_rebalance_and_empty_groups_offsets_expire() {
     assert_eq!(first.generation, 1);
     let synced = coordinator.sync(
         "s",
-        &first.member_id,
-        Some("pod-1"),
+        (&first.member_id, Some("pod-1")),
         1,
+        (None, None),
         vec![(first.member_id.clone(), b"p0".to_vec())],
     );
     assert_eq!(sync_now_or_ready(synced).assignment, b"p0");
@@ -489,7 +495,13 @@ fn static_members_rejoin_without_a_rebalance_and_empty_groups_offsets_expire() {
     let again = now_join(coordinator.join(static_join("")));
     assert_eq!((again.error, again.generation), (0, 1));
     assert_ne!(again.member_id, first.member_id);
-    let synced = sync_now(coordinator.sync("s", &again.member_id, Some("pod-1"), 1, vec![]));
+    let synced = sync_now(coordinator.sync(
+        "s",
+        (&again.member_id, Some("pod-1")),
+        1,
+        (None, None),
+        vec![],
+    ));
     assert_eq!(synced.assignment, b"p0");
     assert_eq!(
         coordinator.heartbeat("s", &first.member_id, Some("pod-1"), 1),

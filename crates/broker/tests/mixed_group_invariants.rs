@@ -139,9 +139,13 @@ impl World {
             joined.member_id.clone(),
             encode_assignment(1, &[("t".to_owned(), all)]),
         )];
-        let synced = self
-            .coordinator
-            .sync("g", &joined.member_id, None, joined.generation, plan);
+        let synced = self.coordinator.sync(
+            "g",
+            (&joined.member_id, None),
+            joined.generation,
+            (None, None),
+            plan,
+        );
         let Reply::Later(mut synced) = synced else {
             panic!("the leader's SyncGroup is answered when the assignment is stored");
         };
@@ -232,9 +236,13 @@ impl World {
             self.classics[index] = ClassicClient::default();
             return;
         }
-        let synced =
-            self.coordinator
-                .sync("g", &joined.member_id, None, joined.generation, Vec::new());
+        let synced = self.coordinator.sync(
+            "g",
+            (&joined.member_id, None),
+            joined.generation,
+            (None, None),
+            Vec::new(),
+        );
         let Reply::Now(synced) = synced else {
             panic!("a classic member of a consumer group is answered at once");
         };

@@ -116,7 +116,10 @@ fn one_stable(c: &Coordinator) -> String {
         (0, 1, a1.member_id.as_str())
     );
     let plan = vec![(a1.member_id.clone(), b"x".to_vec())];
-    let sync = synced(c.groups.sync(GROUP, &a1.member_id, Some("a"), 1, plan));
+    let sync = synced(
+        c.groups
+            .sync(GROUP, (&a1.member_id, Some("a")), 1, (None, None), plan),
+    );
     assert_eq!(sync.assignment, b"x");
     a1.member_id
 }
@@ -147,10 +150,16 @@ fn two_completing(c: &Coordinator) -> (String, String) {
 /// [`two_completing`], then both synced: Stable at generation 2.
 fn two_stable(c: &Coordinator) -> (String, String) {
     let (a1, b1) = two_completing(c);
-    let b_sync = c.groups.sync(GROUP, &b1, Some("b"), 2, vec![]);
+    let b_sync = c
+        .groups
+        .sync(GROUP, (&b1, Some("b")), 2, (None, None), vec![]);
     let plan = vec![(a1.clone(), b"x".to_vec()), (b1.clone(), b"y".to_vec())];
     assert_eq!(
-        synced(c.groups.sync(GROUP, &a1, Some("a"), 2, plan)).assignment,
+        synced(
+            c.groups
+                .sync(GROUP, (&a1, Some("a")), 2, (None, None), plan)
+        )
+        .assignment,
         b"x"
     );
     assert_eq!(synced(b_sync).assignment, b"y");
@@ -165,7 +174,10 @@ fn a_static_member_rejoining_while_the_leader_assigns_starts_a_new_rebalance() {
     // b's answer was lost: it joins again without a member id. The leader's plan would name b1.
     let mut b_again = waiting(c.groups.join(join("", Some("b"), &[2])));
     let plan = vec![(a1.clone(), b"x".to_vec()), (b1.clone(), b"y".to_vec())];
-    let leader_sync = synced(c.groups.sync(GROUP, &a1, Some("a"), 2, plan));
+    let leader_sync = synced(
+        c.groups
+            .sync(GROUP, (&a1, Some("a")), 2, (None, None), plan),
+    );
     assert_eq!(leader_sync.error, errors::REBALANCE_IN_PROGRESS);
     assert_eq!(
         c.groups.heartbeat(GROUP, &a1, Some("a"), 2),
@@ -182,12 +194,15 @@ fn a_static_member_rejoining_while_the_leader_assigns_starts_a_new_rebalance() {
     assert_ne!(b.member_id, b1);
     let listed: Vec<&str> = a.members.iter().map(|(id, _, _)| id.as_str()).collect();
     assert!(listed.contains(&b.member_id.as_str()), "{listed:?}");
-    let b_sync = c.groups.sync(GROUP, &b.member_id, Some("b"), 3, vec![]);
+    let b_sync = c
+        .groups
+        .sync(GROUP, (&b.member_id, Some("b")), 3, (None, None), vec![]);
     let plan = vec![
         (a1.clone(), b"x".to_vec()),
         (b.member_id.clone(), b"y".to_vec()),
     ];
-    c.groups.sync(GROUP, &a1, Some("a"), 3, plan);
+    c.groups
+        .sync(GROUP, (&a1, Some("a")), 3, (None, None), plan);
     assert_eq!(
         synced(b_sync).assignment,
         b"y",
@@ -227,7 +242,10 @@ fn a_static_leader_returning_to_a_stable_group_skips_the_assignment() {
     assert_eq!(a2.leader, a2.member_id);
     assert_eq!(a2.members.len(), 2, "it still gets the members");
     assert_eq!(c.groups.heartbeat(GROUP, &b1, Some("b"), 2), errors::NONE);
-    let sync = synced(c.groups.sync(GROUP, &a2.member_id, Some("a"), 2, vec![]));
+    let sync = synced(
+        c.groups
+            .sync(GROUP, (&a2.member_id, Some("a")), 2, (None, None), vec![]),
+    );
     assert_eq!(sync.assignment, b"x", "its assignment came along");
     assert_eq!(
         c.groups.heartbeat(GROUP, &a1, Some("a"), 2),
@@ -316,7 +334,10 @@ fn member_checks_take_the_instance_id_first_as_kafka_does() {
         c.groups.heartbeat(GROUP, &a1, Some("zzz"), 2),
         errors::UNKNOWN_MEMBER_ID
     );
-    let sync = synced(c.groups.sync(GROUP, &a1, Some("zzz"), 2, vec![]));
+    let sync = synced(
+        c.groups
+            .sync(GROUP, (&a1, Some("zzz")), 2, (None, None), vec![]),
+    );
     assert_eq!(sync.error, errors::UNKNOWN_MEMBER_ID);
     let commit = CommitEntry {
         topic: "t".into(),
@@ -425,7 +446,11 @@ fn static_members_that_do_not_rejoin_stay_until_they_owe_a_sync_too_long() {
     );
     let plan = vec![(a1.clone(), b"x".to_vec()), (b1.clone(), b"y".to_vec())];
     assert_eq!(
-        synced(c.groups.sync(GROUP, &b1, Some("b"), 3, plan)).error,
+        synced(
+            c.groups
+                .sync(GROUP, (&b1, Some("b")), 3, (None, None), plan)
+        )
+        .error,
         errors::NONE
     );
     assert_eq!(c.groups.describe(GROUP).unwrap().state, "Stable");

@@ -25,9 +25,12 @@ pub async fn handle(
             .collect();
         context.groups.sync(
             &request.group_id.0,
-            &request.member_id,
-            request.group_instance_id.as_deref(),
+            (&request.member_id, request.group_instance_id.as_deref()),
             request.generation_id,
+            (
+                request.protocol_type.as_deref(),
+                request.protocol_name.as_deref(),
+            ),
             assignments,
         )
     })

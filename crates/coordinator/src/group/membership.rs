@@ -10,13 +10,17 @@ use super::state::{Group, GroupState, JoinResult, Member, SyncResult};
 use super::{GroupCoordinator, GroupCtx, Reply};
 use crate::errors;
 
+/// A SyncGroup's protocol type and name (version 5 and later; `None` before, or when not
+/// given).
+pub type SyncProtocol<'a> = (Option<&'a str>, Option<&'a str>);
+
 impl GroupCoordinator {
     pub fn sync(
         &self,
         group_id: &str,
-        member_id: &str,
-        group_instance_id: Option<&str>,
+        (member_id, group_instance_id): (&str, Option<&str>),
         generation: i32,
+        protocol: SyncProtocol<'_>,
         assignments: Vec<(String, Vec<u8>)>,
     ) -> Reply<SyncResult> {
         self.runtime
@@ -29,12 +33,15 @@ impl GroupCoordinator {
                 };
                 if let Some(consumer) = group.consumer.as_deref_mut() {
                     let member = (member_id, group_instance_id);
-                    return Reply::Now(
-                        self.classic_sync_to_consumer(consumer, member, generation, now),
-                    );
+                    let answer =
+                        self.classic_sync_to_consumer(consumer, member, generation, protocol, now);
+                    return Reply::Now(answer);
                 }
                 if let Err(code) = check_member(group, member_id, group_instance_id, generation) {
                     return error(code);
+                }
+                if protocol_differs(group, protocol) {
+                    return error(errors::INCONSISTENT_GROUP_PROTOCOL);
                 }
                 let is_leader = group.leader.as_deref() == Some(member_id);
                 if matches!(
@@ -285,6 +292,17 @@ pub(super) fn validate_member(
 }
 
 /// [`validate_member`], then the generation (ILLEGAL_GENERATION).
+/// Kafka's check of a SyncGroup's protocol: a type or name given must be the group's.
+fn protocol_differs(group: &Group, (protocol_type, protocol): SyncProtocol<'_>) -> bool {
+    let differs = |asked: Option<&str>, group: Option<&String>| {
+        asked
+            .zip(group)
+            .is_some_and(|(asked, group)| asked != group)
+    };
+    differs(protocol_type, group.protocol_type.as_ref())
+        || differs(protocol, group.protocol.as_ref())
+}
+
 pub(super) fn check_member(
     group: &Group,
     member_id: &str,

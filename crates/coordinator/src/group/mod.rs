@@ -28,6 +28,7 @@ pub mod offsets_topic;
 pub mod state;
 mod txn_offsets;
 
+pub use membership::SyncProtocol;
 pub use offsets::Fetched;
 pub use txn_offsets::TxnCommitter;
 

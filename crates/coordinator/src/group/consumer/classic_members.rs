@@ -166,6 +166,7 @@ impl GroupCoordinator {
         group: &mut ConsumerGroup,
         (member_id, instance): (&str, Option<&str>),
         generation: i32,
+        (protocol_type, protocol_name): crate::group::SyncProtocol<'_>,
         now: i64,
     ) -> SyncResult {
         let assignment_epoch = group.assignment_epoch;
@@ -173,6 +174,19 @@ impl GroupCoordinator {
             Ok(member) => member,
             Err(code) => return SyncResult::error(code),
         };
+        // A type or name given must be the consumer protocol and the member's first protocol,
+        // which its JoinGroup was answered with.
+        let first = member
+            .subscription
+            .classic
+            .as_ref()
+            .and_then(|classic| classic.protocols.first())
+            .map(|(name, _)| name.as_str());
+        if protocol_type.is_some_and(|asked| asked != CONSUMER)
+            || protocol_name.is_some_and(|asked| Some(asked) != first)
+        {
+            return SyncResult::error(errors::INCONSISTENT_GROUP_PROTOCOL);
+        }
         if assignment_epoch > member.current.member_epoch
             && member.current.state != MemberState::UnrevokedPartitions
         {
@@ -184,7 +198,7 @@ impl GroupCoordinator {
         };
         member.sync_deadline = None;
         member.session_deadline_ms = now + i64::from(classic.session_timeout_ms);
-        let (protocol, metadata) = classic.protocols.first().cloned().unwrap_or_default();
+        let (_, metadata) = classic.protocols.first().cloned().unwrap_or_default();
         let version = consumer_protocol::version(&metadata).unwrap_or(0);
         let manager = self.topic.manager();
         let partitions: Vec<(String, Vec<i32>)> = member
@@ -198,10 +212,11 @@ impl GroupCoordinator {
                 ))
             })
             .collect();
+        // The request's type and name are echoed, as Kafka does.
         SyncResult {
             error: errors::NONE,
-            protocol_type: Some(CONSUMER.to_owned()),
-            protocol: Some(protocol),
+            protocol_type: protocol_type.map(str::to_owned),
+            protocol: protocol_name.map(str::to_owned),
             assignment: consumer_protocol::encode_assignment(version, &partitions),
         }
     }
