@@ -3,8 +3,8 @@
 //! assignments (a valid one, an unknown broker, a broker twice, gaps, a count given too, an
 //! empty list), `segment.bytes` under 1 MiB and Kafka's `internal.segment.bytes`,
 //! CreatePartitions with too few assignments, Produce with `acks=7` and with two batches in
-//! one partition, and AlterReplicaLogDirs for a partition that does not exist and a directory
-//! that is not one.
+//! one partition, AlterReplicaLogDirs for a partition that does not exist and a directory
+//! that is not one, and a JoinGroup beyond `group.max.size` (1 on both brokers).
 
 #![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests")]
 
@@ -23,11 +23,12 @@ use kafka_protocol::messages::create_partitions_request::{
 use kafka_protocol::messages::create_topics_request::{
     CreatableReplicaAssignment, CreatableTopic, CreatableTopicConfig,
 };
+use kafka_protocol::messages::join_group_request::JoinGroupRequestProtocol;
 use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
 use kafka_protocol::messages::{
     AlterReplicaLogDirsRequest, AlterReplicaLogDirsResponse, ApiKey, BrokerId,
     CreatePartitionsRequest, CreatePartitionsResponse, CreateTopicsRequest, CreateTopicsResponse,
-    ProduceRequest, ProduceResponse, TopicName,
+    GroupId, JoinGroupRequest, JoinGroupResponse, ProduceRequest, ProduceResponse, TopicName,
 };
 
 /// Both brokers' node id (scripts/kafka.sh and ferrolog's default).
@@ -130,6 +131,26 @@ fn alter_log_dir(port: u16, path: &str, topic: &str) -> i16 {
     answer.results[0].partitions[0].error_code
 }
 
+/// JoinGroup (v5) of the static member `instance` into group "g": its error and member id.
+fn join_group(port: u16, instance: &str) -> String {
+    // A version-0 consumer subscription to topic "t".
+    let subscription = vec![0, 0, 0, 0, 0, 1, 0, 1, b't', 0xff, 0xff, 0xff, 0xff];
+    let request = JoinGroupRequest::default()
+        .with_group_id(GroupId(name("g")))
+        .with_session_timeout_ms(10_000)
+        .with_rebalance_timeout_ms(10_000)
+        .with_group_instance_id(Some(name(instance)))
+        .with_protocol_type(name("consumer"))
+        .with_protocols(vec![
+            JoinGroupRequestProtocol::default()
+                .with_name(name("range"))
+                .with_metadata(Bytes::from(subscription)),
+        ]);
+    let answer: JoinGroupResponse =
+        send(&mut connect(port), ApiKey::JoinGroup, 5, &request).unwrap();
+    format!("{} {:?}", answer.error_code, answer.member_id.as_str())
+}
+
 /// Every question, asked of the broker on `port` whose (only) data directory is `data_dir`.
 fn answers(port: u16, data_dir: &str) -> Vec<String> {
     let mut lines = create_topics(
@@ -188,6 +209,16 @@ fn answers(port: u16, data_dir: &str) -> Vec<String> {
         "AlterReplicaLogDirs to a directory that is not one: {}",
         alter_log_dir(port, "/nowhere", "grown")
     ));
+    common::group_member::coordinator_ready(port, "g");
+    let first = join_group(port, "a");
+    lines.push(format!(
+        "JoinGroup of the first member: {}",
+        first.split(' ').next().unwrap_or_default()
+    ));
+    lines.push(format!(
+        "JoinGroup beyond group.max.size: {}",
+        join_group(port, "b")
+    ));
     lines
 }
 
@@ -199,8 +230,11 @@ fn requests_kafka_refuses_are_refused_alike() {
     let temp = tempfile::tempdir().unwrap();
     let kafka_dir = temp.path().join("kafka").join("data");
     let ferrolog_dir = temp.path().join("ferrolog");
-    let kafka = KafkaPeer::start(&kafka_dir, &[]);
-    let server = Server::start(&ferrolog_dir);
+    let kafka = KafkaPeer::start(&kafka_dir, &["group.max.size=1"]);
+    let server = Server::start_with(
+        &ferrolog_dir,
+        &["group.max.size=1", "group.initial.rebalance.delay.ms=0"],
+    );
     let kafka_path = kafka_dir.canonicalize().unwrap();
     let ferrolog_path = ferrolog_dir.canonicalize().unwrap();
     let from_kafka = answers(kafka.port, kafka_path.to_str().unwrap());
@@ -222,5 +256,9 @@ fn requests_kafka_refuses_are_refused_alike() {
         from_kafka[1]
     );
     assert!(from_kafka[7].starts_with("tiny: 40 "), "{}", from_kafka[7]);
+    assert_eq!(
+        from_kafka.last().unwrap(),
+        "JoinGroup beyond group.max.size: 81 \"\""
+    );
     server.stop();
 }
