@@ -492,3 +492,38 @@ fn a_classic_static_member_replacing_the_last_consumer_member_downgrades_at_once
     let (partitions, _) = decode_assignment(&synced.assignment).unwrap();
     assert!(!partitions.is_empty(), "the instance's target partitions");
 }
+
+#[test]
+fn members_expiring_together_are_fenced_in_the_order_their_deadlines_passed() {
+    let f = fixture(MigrationPolicy::Bidirectional);
+    let c = &f.coordinator;
+    beat(&f, "a", 0, &BTreeSet::new());
+    // k's session (60 s) outlasts a's (the broker's 45 s).
+    let long = |member_id: &str| JoinRequest {
+        session_timeout_ms: 60_000,
+        ..join_request(member_id)
+    };
+    let Reply::Now(first) = c.join(long("")) else {
+        panic!("answered at once");
+    };
+    let Reply::Now(joined) = c.join(long(&first.member_id)) else {
+        panic!("answered at once");
+    };
+    assert_eq!(
+        sync(&f, &joined.member_id, joined.generation).error,
+        errors::NONE
+    );
+    // Both are past their deadlines at the next tick: a's passed first, and fencing it leaves
+    // a classic member only, so the group goes back to the classic protocol with k in it.
+    f.clock.advance_ms(61_000);
+    c.tick();
+    let listed = c.list();
+    assert_eq!(listed[0].group_type, "classic");
+    let described = c.describe("g").unwrap();
+    let members: Vec<&str> = described
+        .members
+        .iter()
+        .map(|m| m.member_id.as_str())
+        .collect();
+    assert_eq!(members, [joined.member_id.as_str()]);
+}

@@ -106,34 +106,49 @@ impl GroupCoordinator {
     }
 
     /// Fences the members of a consumer group whose session expired, who did not revoke in
-    /// time, or (classic members) did not rejoin or sync in time. Runs on the shard's tick.
+    /// time, or (classic members) did not rejoin or sync in time, one at a time in the order
+    /// their deadlines passed, as Kafka's timers fire. Runs on the shard's tick. Once a fenced
+    /// member leaves classic members only and the group is downgraded, the others are the
+    /// classic group's members, under its own timers.
     pub(crate) fn expire_consumer_members(&self, entry: &mut Group, ctx: &GroupCtx<'_>) {
         let now = ctx.now_ms;
         let Some(group) = entry.consumer.as_deref() else {
             return;
         };
-        let expired: Vec<String> = group
+        let mut expired: Vec<(i64, String)> = group
             .members
             .values()
-            .filter(|member| {
-                member.session_deadline_ms <= now
-                    || member.rebalance_deadline.is_some_and(|(deadline, epoch)| {
-                        deadline <= now && member.current.member_epoch == epoch
-                    })
-                    || member.join_deadline.is_some_and(|deadline| deadline <= now)
-                    || member.sync_deadline.is_some_and(|deadline| deadline <= now)
+            .filter_map(|member| {
+                let rebalance = member
+                    .rebalance_deadline
+                    .filter(|(_, epoch)| member.current.member_epoch == *epoch)
+                    .map(|(deadline, _)| deadline);
+                [
+                    Some(member.session_deadline_ms),
+                    rebalance,
+                    member.join_deadline,
+                    member.sync_deadline,
+                ]
+                .into_iter()
+                .flatten()
+                .filter(|deadline| *deadline <= now)
+                .min()
+                .map(|deadline| (deadline, member.member_id.clone()))
             })
-            .map(|member| member.member_id.clone())
             .collect();
-        if expired.is_empty() {
-            return;
-        }
-        match self.remove_consumer_members(entry, &expired, ctx) {
-            Ok(_) => {
-                tracing::info!(group = %entry.id, members = ?expired, "consumer group members fenced: session, rebalance, join or sync timeout");
+        expired.sort();
+        for (_, member_id) in expired {
+            if entry.consumer.is_none() {
+                break;
             }
-            Err(error) => {
-                tracing::warn!(group = %entry.id, %error, "storing fenced members failed; retrying on the next tick");
+            match self.remove_consumer_members(entry, std::slice::from_ref(&member_id), ctx) {
+                Ok(_) => {
+                    tracing::info!(group = %entry.id, member = %member_id, "consumer group member fenced: session, rebalance, join or sync timeout");
+                }
+                Err(error) => {
+                    tracing::warn!(group = %entry.id, %error, "storing a fenced member failed; retrying on the next tick");
+                    return;
+                }
             }
         }
     }
