@@ -200,18 +200,7 @@ impl GroupCoordinator {
         member.session_deadline_ms = now + i64::from(classic.session_timeout_ms);
         let (_, metadata) = classic.protocols.first().cloned().unwrap_or_default();
         let version = consumer_protocol::version(&metadata).unwrap_or(0);
-        let manager = self.topic.manager();
-        let partitions: Vec<(String, Vec<i32>)> = member
-            .current
-            .assigned
-            .iter()
-            .filter_map(|(topic, partitions)| {
-                Some((
-                    manager.topic_with_id(*topic)?,
-                    partitions.keys().copied().collect(),
-                ))
-            })
-            .collect();
+        let partitions = self.named_partitions(&member.current.assigned_partitions());
         // The request's type and name are echoed, as Kafka does.
         SyncResult {
             error: errors::NONE,
@@ -324,6 +313,21 @@ impl GroupCoordinator {
             }
         }
         partitions
+    }
+
+    /// Partitions by topic id as the classic protocol names them, by topic name; topics that
+    /// no longer exist are left out.
+    pub(super) fn named_partitions(&self, partitions: &Partitions) -> Vec<(String, Vec<i32>)> {
+        let manager = self.topic.manager();
+        partitions
+            .iter()
+            .filter_map(|(topic, indexes)| {
+                Some((
+                    manager.topic_with_id(*topic)?,
+                    indexes.iter().copied().collect(),
+                ))
+            })
+            .collect()
     }
 }
 

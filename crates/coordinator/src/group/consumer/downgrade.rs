@@ -149,19 +149,12 @@ impl GroupCoordinator {
         classic.leader = classic.members.first().map(|m| m.member_id.clone());
         classic.protocol = classic.select_protocol();
         let protocol = classic.protocol.clone().unwrap_or_default();
-        let manager = self.topic.manager();
         for member in &mut classic.members {
-            let target = group.target.get(&member.member_id);
-            let partitions: Vec<(String, Vec<i32>)> = target
-                .into_iter()
-                .flatten()
-                .filter_map(|(topic, partitions)| {
-                    Some((
-                        manager.topic_with_id(*topic)?,
-                        partitions.iter().copied().collect(),
-                    ))
-                })
-                .collect();
+            let partitions = group
+                .target
+                .get(&member.member_id)
+                .map(|target| self.named_partitions(target))
+                .unwrap_or_default();
             let version = consumer_protocol::version(&member.metadata_for(&protocol)).unwrap_or(0);
             member.assignment = consumer_protocol::encode_assignment(version, &partitions);
         }
