@@ -9,10 +9,11 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests")]
 
+mod common;
+
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
-use bytes::BytesMut;
 use ferrolog_broker::errors;
 use ferrolog_broker::group::consumer::{
     ConsumerHeartbeat, HeartbeatAnswer, MigrationPolicy, Partitions,
@@ -20,10 +21,8 @@ use ferrolog_broker::group::consumer::{
 use ferrolog_broker::group::state::{JoinResult, SyncResult};
 use ferrolog_broker::group::{CommitEntry, GroupConfig, GroupCoordinator, JoinRequest, Reply};
 use ferrolog_broker::protocol::consumer_protocol::{decode_assignment, encode_assignment};
-use ferrolog_storage::manager::{LogManager, ManagerConfig, TopicId};
-use ferrolog_storage::{ManualClock, TopicPartition};
-use kafka_protocol::messages::ConsumerProtocolSubscription;
-use kafka_protocol::protocol::{Encodable, StrBytes};
+use ferrolog_storage::ManualClock;
+use ferrolog_storage::manager::{LogManager, TopicId};
 
 struct Fixture {
     _temp: tempfile::TempDir,
@@ -36,18 +35,7 @@ struct Fixture {
 fn fixture(policy: MigrationPolicy) -> Fixture {
     let temp = tempfile::tempdir().unwrap();
     let clock = Arc::new(ManualClock::new(1_700_000_000_000));
-    let manager = Arc::new(
-        LogManager::open(
-            ManagerConfig {
-                log_dirs: vec![temp.path().to_path_buf()],
-                ..ManagerConfig::default()
-            },
-            clock.clone(),
-        )
-        .unwrap(),
-    );
-    let all: Vec<TopicPartition> = (0..4).map(|p| TopicPartition::new("t", p)).collect();
-    manager.create_all(&all).unwrap();
+    let manager = common::manager_with_topic(temp.path(), clock.clone(), Some(("t", 4)));
     let topic = manager.topic_id("t").unwrap();
     let mut config = GroupConfig {
         offsets_topic_partitions: 1,
@@ -99,17 +87,6 @@ fn assigned(answer: &HeartbeatAnswer, topic: TopicId) -> BTreeSet<i32> {
         .unwrap_or_default()
 }
 
-/// A classic consumer's subscription to "t" (version 1, owning nothing).
-fn subscription() -> Vec<u8> {
-    let mut bytes = BytesMut::new();
-    bytes.extend_from_slice(&1i16.to_be_bytes());
-    ConsumerProtocolSubscription::default()
-        .with_topics(vec![StrBytes::from_static_str("t")])
-        .encode(&mut bytes, 1)
-        .unwrap();
-    bytes.to_vec()
-}
-
 fn join_request(member_id: &str) -> JoinRequest {
     JoinRequest {
         group: "g".into(),
@@ -121,8 +98,11 @@ fn join_request(member_id: &str) -> JoinRequest {
         rebalance_timeout_ms: 20_000,
         protocol_type: "consumer".into(),
         protocols: vec![
-            ("range".into(), subscription()),
-            ("cooperative-sticky".into(), subscription()),
+            ("range".into(), common::consumer_subscription(&["t"])),
+            (
+                "cooperative-sticky".into(),
+                common::consumer_subscription(&["t"]),
+            ),
         ],
         require_known_member_id: true,
         supports_skip_assignment: true,

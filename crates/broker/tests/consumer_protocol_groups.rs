@@ -6,13 +6,15 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests")]
 
+mod common;
+
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use ferrolog_broker::errors;
 use ferrolog_broker::group::consumer::{ConsumerHeartbeat, HeartbeatAnswer, Partitions};
 use ferrolog_broker::group::{CommitEntry, GroupConfig, GroupCoordinator};
-use ferrolog_storage::manager::{LogManager, ManagerConfig, TopicId};
+use ferrolog_storage::manager::{LogManager, TopicId};
 use ferrolog_storage::{ManualClock, TopicPartition};
 
 struct Fixture {
@@ -34,20 +36,7 @@ fn config() -> GroupConfig {
 fn fixture(partitions: i32) -> Fixture {
     let temp = tempfile::tempdir().unwrap();
     let clock = Arc::new(ManualClock::new(1_700_000_000_000));
-    let manager = Arc::new(
-        LogManager::open(
-            ManagerConfig {
-                log_dirs: vec![temp.path().to_path_buf()],
-                ..ManagerConfig::default()
-            },
-            clock.clone(),
-        )
-        .unwrap(),
-    );
-    let all: Vec<TopicPartition> = (0..partitions)
-        .map(|p| TopicPartition::new("t", p))
-        .collect();
-    manager.create_all(&all).unwrap();
+    let manager = common::manager_with_topic(temp.path(), clock.clone(), Some(("t", partitions)));
     let topic = manager.topic_id("t").unwrap();
     let coordinator = GroupCoordinator::open(Arc::clone(&manager), config()).unwrap();
     coordinator.find_coordinator().unwrap();

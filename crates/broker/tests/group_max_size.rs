@@ -5,6 +5,8 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests")]
 
+mod common;
+
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -12,7 +14,6 @@ use ferrolog_broker::errors;
 use ferrolog_broker::group::state::JoinResult;
 use ferrolog_broker::group::{GroupConfig, GroupCoordinator, JoinRequest, Reply};
 use ferrolog_storage::ManualClock;
-use ferrolog_storage::manager::{LogManager, ManagerConfig};
 
 struct Fixture {
     _temp: tempfile::TempDir,
@@ -23,16 +24,7 @@ struct Fixture {
 fn fixture(max_size: u32) -> Fixture {
     let temp = tempfile::tempdir().unwrap();
     let clock = Arc::new(ManualClock::new(1_700_000_000_000));
-    let manager = Arc::new(
-        LogManager::open(
-            ManagerConfig {
-                log_dirs: vec![temp.path().to_path_buf()],
-                ..ManagerConfig::default()
-            },
-            clock.clone(),
-        )
-        .unwrap(),
-    );
+    let manager = common::manager_with_topic(temp.path(), clock.clone(), None);
     let config = GroupConfig {
         offsets_topic_partitions: 1,
         initial_rebalance_delay: Duration::from_secs(3),

@@ -7,19 +7,18 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests")]
 
+mod common;
+
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::Duration;
 
-use bytes::BytesMut;
 use ferrolog_broker::errors;
 use ferrolog_broker::group::consumer::{ConsumerHeartbeat, Partitions};
 use ferrolog_broker::group::{GroupConfig, GroupCoordinator, JoinRequest, Reply};
 use ferrolog_broker::protocol::consumer_protocol::{decode_assignment, encode_assignment};
-use ferrolog_storage::manager::{LogManager, ManagerConfig, TopicId};
-use ferrolog_storage::{ManualClock, TopicPartition};
-use kafka_protocol::messages::ConsumerProtocolSubscription;
-use kafka_protocol::protocol::{Encodable, StrBytes};
+use ferrolog_storage::ManualClock;
+use ferrolog_storage::manager::{LogManager, TopicId};
 
 const PARTITIONS: i32 = 6;
 
@@ -68,16 +67,6 @@ struct World {
     classics: Vec<ClassicClient>,
 }
 
-fn subscription() -> Vec<u8> {
-    let mut bytes = BytesMut::new();
-    bytes.extend_from_slice(&1i16.to_be_bytes());
-    ConsumerProtocolSubscription::default()
-        .with_topics(vec![StrBytes::from_static_str("t")])
-        .encode(&mut bytes, 1)
-        .unwrap();
-    bytes.to_vec()
-}
-
 fn join_request(member_id: &str) -> JoinRequest {
     JoinRequest {
         group: "g".into(),
@@ -88,7 +77,7 @@ fn join_request(member_id: &str) -> JoinRequest {
         session_timeout_ms: 30_000,
         rebalance_timeout_ms: 20_000,
         protocol_type: "consumer".into(),
-        protocols: vec![("range".into(), subscription())],
+        protocols: vec![("range".into(), common::consumer_subscription(&["t"]))],
         require_known_member_id: false,
         supports_skip_assignment: true,
     }
@@ -98,20 +87,8 @@ impl World {
     fn new() -> Self {
         let temp = tempfile::tempdir().unwrap();
         let clock = Arc::new(ManualClock::new(1_700_000_000_000));
-        let manager = Arc::new(
-            LogManager::open(
-                ManagerConfig {
-                    log_dirs: vec![temp.path().to_path_buf()],
-                    ..ManagerConfig::default()
-                },
-                clock.clone(),
-            )
-            .unwrap(),
-        );
-        let all: Vec<TopicPartition> = (0..PARTITIONS)
-            .map(|p| TopicPartition::new("t", p))
-            .collect();
-        manager.create_all(&all).unwrap();
+        let manager =
+            common::manager_with_topic(temp.path(), clock.clone(), Some(("t", PARTITIONS)));
         let topic = manager.topic_id("t").unwrap();
         let coordinator = GroupCoordinator::open(Arc::clone(&manager), config()).unwrap();
         coordinator.find_coordinator().unwrap();

@@ -246,3 +246,46 @@ fn header(api: ApiKey, version: i16, correlation_id: i32) -> Vec<u8> {
         .unwrap();
     header.to_vec()
 }
+
+/// A LogManager over `dir` on `clock`, holding topic `topic` with `partitions` partitions when
+/// one is named: what the coordinator tests on a manual clock start from.
+pub fn manager_with_topic(
+    dir: &Path,
+    clock: Arc<ferrolog_storage::ManualClock>,
+    topic: Option<(&str, i32)>,
+) -> Arc<LogManager> {
+    let manager = Arc::new(
+        LogManager::open(
+            ManagerConfig {
+                log_dirs: vec![dir.to_path_buf()],
+                ..ManagerConfig::default()
+            },
+            clock,
+        )
+        .unwrap(),
+    );
+    if let Some((name, partitions)) = topic {
+        let all: Vec<ferrolog_storage::TopicPartition> = (0..partitions)
+            .map(|p| ferrolog_storage::TopicPartition::new(name, p))
+            .collect();
+        manager.create_all(&all).unwrap();
+    }
+    manager
+}
+
+/// A classic consumer's subscription to `topics`, as its JoinGroup metadata carries it
+/// (version 1, owning nothing).
+pub fn consumer_subscription(topics: &[&str]) -> Vec<u8> {
+    let mut bytes = BytesMut::new();
+    bytes.extend_from_slice(&1i16.to_be_bytes());
+    kafka_protocol::messages::ConsumerProtocolSubscription::default()
+        .with_topics(
+            topics
+                .iter()
+                .map(|t| StrBytes::from_string((*t).to_owned()))
+                .collect(),
+        )
+        .encode(&mut bytes, 1)
+        .unwrap();
+    bytes.to_vec()
+}
