@@ -6,11 +6,12 @@
 use std::sync::Arc;
 
 use bytes::Bytes;
+use ferrolog_protocol::ApiKey;
 use ferrolog_records::be;
 use kafka_protocol::messages::{
     AddOffsetsToTxnRequest, AddPartitionsToTxnRequest, AlterConfigsRequest,
     AlterPartitionReassignmentsRequest, AlterReplicaLogDirsRequest,
-    AlterUserScramCredentialsRequest, ApiKey, ApiVersionsRequest, ConsumerGroupDescribeRequest,
+    AlterUserScramCredentialsRequest, ApiVersionsRequest, ConsumerGroupDescribeRequest,
     ConsumerGroupHeartbeatRequest, CreateAclsRequest, CreatePartitionsRequest, CreateTopicsRequest,
     DeleteAclsRequest, DeleteGroupsRequest, DeleteRecordsRequest, DeleteTopicsRequest,
     DescribeAclsRequest, DescribeClientQuotasRequest, DescribeClusterRequest,
@@ -319,18 +320,68 @@ impl Answering {
 
 #[cfg(test)]
 mod tests {
+    use kafka_protocol::protocol::{Message, VersionRange};
+
     use super::*;
+
+    /// The versions each row's request codec decodes.
+    macro_rules! codec_versions {
+        ($($key:ident $min:literal ..= $max:literal, $request:ty, $run:ident $handler:path => $answer:ident,
+            needs [$($resource:ident $operation:ident $($how:ident $($field:ident)?)?),*]
+            $(, also [$($also:tt)*])?;)*) => {
+            fn codec_versions(api: ApiKey) -> Option<VersionRange> {
+                match api {
+                    $(ApiKey::$key => Some(<$request as Message>::VERSIONS),)*
+                    _ => None,
+                }
+            }
+        };
+    }
+
+    ferrolog_protocol::served_apis!(codec_versions);
 
     #[test]
     fn every_advertised_version_is_one_the_codec_decodes() {
         for (api, min, max) in SUPPORTED {
-            let valid = api.valid_versions();
+            let valid = codec_versions(*api).expect("a codec");
             assert!(
                 valid.min <= *min && *max <= valid.max,
                 "{api:?} {min}-{max} is advertised; the codec decodes {}-{}",
                 valid.min,
                 valid.max
             );
+            let (kafka_min, kafka_max) = api.kafka_versions();
+            assert!(
+                kafka_min <= *min && *max <= kafka_max,
+                "{api:?} {min}-{max} is advertised; Kafka defines {kafka_min}-{kafka_max}"
+            );
         }
+    }
+
+    #[test]
+    fn header_versions_agree_with_the_codec_for_every_key_both_know() {
+        let mut compared = 0;
+        for codec in kafka_protocol::messages::ApiKey::iter() {
+            let Ok(api) = ApiKey::try_from(codec as i16) else {
+                continue;
+            };
+            let (min, max) = api.kafka_versions();
+            for version in min..=max.min(codec.valid_versions().max) {
+                assert_eq!(
+                    api.request_header_version(version),
+                    codec.request_header_version(version),
+                    "{api:?} v{version} request header"
+                );
+                if api != ApiKey::ApiVersions {
+                    assert_eq!(
+                        api.response_header_version(version),
+                        codec.response_header_version(version),
+                        "{api:?} v{version} response header"
+                    );
+                }
+            }
+            compared += 1;
+        }
+        assert!(compared > 60, "only {compared} keys compared");
     }
 }

@@ -8,6 +8,7 @@
 //! implementation of [`Probed`].
 
 use bytes::{Bytes, BytesMut};
+use ferrolog_protocol::ApiKey;
 use kafka_protocol::messages::create_acls_request::AclCreation;
 use kafka_protocol::messages::*;
 use kafka_protocol::protocol::{Decodable, Request, StrBytes};

@@ -2,7 +2,7 @@
 //! to know about APIs (the versions advertised and checked, what each needs allowed, the
 //! router), each through a macro of its own, so that the table sits below them all.
 
-use kafka_protocol::messages::ApiKey;
+use crate::ApiKey;
 
 use crate::acl::{AclOperation, ResourceType};
 use crate::needs::Declared;

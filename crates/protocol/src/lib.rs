@@ -7,15 +7,18 @@
 //! network, so each of those builds on it.
 
 pub mod acl;
+pub mod api_key;
 pub mod apis;
 pub mod consumer_protocol;
 pub mod error_codes;
 pub mod errors;
 pub mod frame_shape;
+pub mod messages;
 pub mod needs;
 pub mod resource_name;
 pub mod response;
 
+pub use api_key::ApiKey;
 use kafka_protocol::messages::ApiVersionsRequest;
 
 /// A request this broker will not answer; the connection is closed.

@@ -15,9 +15,10 @@
 use std::sync::Arc;
 
 use bytes::{BufMut, Bytes, BytesMut};
+use ferrolog_protocol::ApiKey;
 use ferrolog_records::be;
 use kafka_protocol::messages::{
-    ApiKey, ApiVersionsRequest, RequestHeader, ResponseHeader, SaslAuthenticateRequest,
+    ApiVersionsRequest, RequestHeader, ResponseHeader, SaslAuthenticateRequest,
     SaslAuthenticateResponse, SaslHandshakeRequest, SaslHandshakeResponse,
 };
 use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};

@@ -5,10 +5,11 @@
 //! level of 0 is not listed, as in Kafka). From version 3 the client names its software, and a
 //! name or version Kafka would not accept is answered `INVALID_REQUEST`, as Kafka answers it.
 
+use ferrolog_protocol::ApiKey;
 use kafka_protocol::messages::api_versions_response::{
     ApiVersion, FinalizedFeatureKey, SupportedFeatureKey,
 };
-use kafka_protocol::messages::{ApiKey, ApiVersionsRequest, ApiVersionsResponse};
+use kafka_protocol::messages::{ApiVersionsRequest, ApiVersionsResponse};
 use kafka_protocol::protocol::StrBytes;
 
 use crate::authz::Asked;

@@ -22,6 +22,7 @@ use ferrolog_broker::authz::{
 };
 use ferrolog_broker::dispatch::{self, SUPPORTED};
 use ferrolog_broker::probes;
+use ferrolog_broker::protocol::ApiKey;
 use ferrolog_storage::manager::ManagerConfig;
 use kafka_protocol::messages::delete_acls_request::DeleteAclsFilter;
 use kafka_protocol::messages::metadata_request::MetadataRequestTopic;

@@ -100,7 +100,7 @@ impl Client {
     /// Sends `request` as `api` at `version` and decodes the response.
     pub async fn send<Req: Encodable, Resp: Decodable>(
         &mut self,
-        api: ApiKey,
+        api: impl Key,
         version: i16,
         request: &Req,
     ) -> Resp {
@@ -203,11 +203,46 @@ impl Client {
     }
 }
 
-fn response_header_version(api: ApiKey, version: i16) -> i16 {
-    if api == ApiKey::ApiVersions {
+fn response_header_version(api: impl Key, version: i16) -> i16 {
+    if api.key() == ApiKey::ApiVersions as i16 {
         0
     } else {
         api.response_header_version(version)
+    }
+}
+
+/// An API key, as the codec crate or the broker's own table names it.
+pub trait Key: Copy {
+    fn key(self) -> i16;
+    fn request_header_version(self, version: i16) -> i16;
+    fn response_header_version(self, version: i16) -> i16;
+}
+
+impl Key for ApiKey {
+    fn key(self) -> i16 {
+        self as i16
+    }
+
+    fn request_header_version(self, version: i16) -> i16 {
+        ApiKey::request_header_version(&self, version)
+    }
+
+    fn response_header_version(self, version: i16) -> i16 {
+        ApiKey::response_header_version(&self, version)
+    }
+}
+
+impl Key for ferrolog_broker::protocol::ApiKey {
+    fn key(self) -> i16 {
+        self as i16
+    }
+
+    fn request_header_version(self, version: i16) -> i16 {
+        ferrolog_broker::protocol::ApiKey::request_header_version(self, version)
+    }
+
+    fn response_header_version(self, version: i16) -> i16 {
+        ferrolog_broker::protocol::ApiKey::response_header_version(self, version)
     }
 }
 
@@ -220,7 +255,12 @@ pub fn api_versions_request() -> kafka_protocol::messages::ApiVersionsRequest {
 }
 
 /// A request frame (header and body, without the size prefix).
-pub fn frame<R: Encodable>(api: ApiKey, version: i16, correlation_id: i32, request: &R) -> Vec<u8> {
+pub fn frame<R: Encodable>(
+    api: impl Key,
+    version: i16,
+    correlation_id: i32,
+    request: &R,
+) -> Vec<u8> {
     let mut body = BytesMut::new();
     request.encode(&mut body, version).unwrap();
     let mut frame = header(api, version, correlation_id);
@@ -229,16 +269,16 @@ pub fn frame<R: Encodable>(api: ApiKey, version: i16, correlation_id: i32, reque
 }
 
 /// A request frame around a body already encoded, with correlation id 1.
-pub fn raw_frame(api: ApiKey, version: i16, body: &[u8]) -> Vec<u8> {
+pub fn raw_frame(api: impl Key, version: i16, body: &[u8]) -> Vec<u8> {
     let mut frame = header(api, version, 1);
     frame.extend_from_slice(body);
     frame
 }
 
-fn header(api: ApiKey, version: i16, correlation_id: i32) -> Vec<u8> {
+fn header(api: impl Key, version: i16, correlation_id: i32) -> Vec<u8> {
     let mut header = BytesMut::new();
     RequestHeader::default()
-        .with_request_api_key(api as i16)
+        .with_request_api_key(api.key())
         .with_request_api_version(version)
         .with_correlation_id(correlation_id)
         .with_client_id(Some(StrBytes::from_static_str("test")))

@@ -9,19 +9,45 @@ use bytes::{Bytes, BytesMut};
 use kafka_protocol::messages::{ApiKey, RequestHeader, ResponseHeader};
 use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
 
+/// An API key, as the codec crate or the broker's own table names it.
+pub trait Key: Copy {
+    fn key(self) -> i16;
+    fn request_header_version(self, version: i16) -> i16;
+}
+
+impl Key for ApiKey {
+    fn key(self) -> i16 {
+        self as i16
+    }
+
+    fn request_header_version(self, version: i16) -> i16 {
+        ApiKey::request_header_version(&self, version)
+    }
+}
+
+impl Key for ferrolog_broker::protocol::ApiKey {
+    fn key(self) -> i16 {
+        self as i16
+    }
+
+    fn request_header_version(self, version: i16) -> i16 {
+        ferrolog_broker::protocol::ApiKey::request_header_version(self, version)
+    }
+}
+
 /// `request` framed for the wire: its size, a request header (correlation id 1, client id
 /// "ferrolog-test") and its body at `version`.
-pub fn frame<R: Encodable>(api: ApiKey, version: i16, request: &R) -> Vec<u8> {
+pub fn frame<R: Encodable>(api: impl Key, version: i16, request: &R) -> Vec<u8> {
     let mut body = BytesMut::new();
     request.encode(&mut body, version).unwrap();
     frame_body(api, version, &body)
 }
 
 /// A body already encoded, framed as [`frame`] frames a request.
-pub fn frame_body(api: ApiKey, version: i16, body: &[u8]) -> Vec<u8> {
+pub fn frame_body(api: impl Key, version: i16, body: &[u8]) -> Vec<u8> {
     let mut header = BytesMut::new();
     RequestHeader::default()
-        .with_request_api_key(api as i16)
+        .with_request_api_key(api.key())
         .with_request_api_version(version)
         .with_correlation_id(1)
         .with_client_id(Some(StrBytes::from_static_str("ferrolog-test")))

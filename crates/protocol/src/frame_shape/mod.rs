@@ -20,9 +20,9 @@
 
 mod generated;
 
+use crate::ApiKey;
 use bytes::Bytes;
 use ferrolog_records::be;
-use kafka_protocol::messages::ApiKey;
 
 /// What decoding one element (an entry of an array, a tagged field) and answering it costs at
 /// most, in bytes: its decoded struct, the response struct answering it and its encoded bytes.
