@@ -26,6 +26,7 @@ mod membership;
 mod offsets;
 pub mod offsets_topic;
 pub mod state;
+pub mod streams;
 mod txn_offsets;
 
 pub use membership::SyncProtocol;
