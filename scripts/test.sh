@@ -42,10 +42,12 @@ fi
 bash scripts/kafka.sh install
 
 # The request schemas and error-code walks generated from Kafka's message definitions, in that
-# Kafka's jar, must be what scripts/gen_protocol.py writes for the API table.
+# Kafka's jar, must be what scripts/gen_protocol.py writes for the API table, and the API keys
+# and codecs what scripts/gen_messages.py writes.
 echo "== generated protocol files"
 if compgen -G "target/kafka/libs/kafka-clients-*.jar" >/dev/null; then
   python3 scripts/gen_protocol.py --check
+  python3 scripts/gen_messages.py --check
 else
   echo "no target/kafka/libs/kafka-clients-*.jar: not checked"
 fi

@@ -7,4 +7,5 @@
 //! sticky task assignor, pure).
 
 pub mod assignor;
+pub mod reconcile;
 pub mod topology;
