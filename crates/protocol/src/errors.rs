@@ -58,6 +58,7 @@ pub const UNRELEASED_INSTANCE_ID: i16 = ResponseError::UnreleasedInstanceId.code
 pub const UNSUPPORTED_ASSIGNOR: i16 = ResponseError::UnsupportedAssignor.code();
 pub const STALE_MEMBER_EPOCH: i16 = ResponseError::StaleMemberEpoch.code();
 pub const INVALID_REGULAR_EXPRESSION: i16 = ResponseError::InvalidRegularExpression.code();
+pub const STREAMS_INVALID_TOPOLOGY: i16 = ResponseError::StreamsInvalidTopology.code();
 pub const GROUP_SUBSCRIBED_TO_TOPIC: i16 = ResponseError::GroupSubscribedToTopic.code();
 pub const INVALID_RECORD: i16 = ResponseError::InvalidRecord.code();
 pub const INVALID_REQUIRED_ACKS: i16 = ResponseError::InvalidRequiredAcks.code();

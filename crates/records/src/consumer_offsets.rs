@@ -7,7 +7,8 @@
 //! | 0, 1        | group, topic, partition: an offset commit    | 0–4 (3; 1 when it expires)    |
 //! | 2           | group: the group's metadata                  | 0–4 (3)                       |
 //! | 3–8, 16     | consumer groups of the KIP-848 protocol: see [`crate::consumer_group_records`] | 0 (0) |
-//! | 9–15, 17–23 | Kafka 4.4's share and streams groups: not served; kept on disk, skipped when groups load |
+//! | 17, 19–23   | streams groups (KIP-1071): see [`crate::streams_group_records`] | 0 (0) |
+//! | 9–15, 18    | Kafka 4.4's share groups, and a streams type Kafka no longer writes: kept on disk, skipped when groups load |
 //!
 //! A record with a null value is a tombstone: the offset or the group is gone. Versions 0–3 use
 //! classic strings (`i16` length) and bytes (`i32` length); version 4 is flexible (unsigned
@@ -16,13 +17,13 @@
 use crate::coordinator_codec::{Reader, put_bytes, put_nullable_string, put_string};
 use crate::error::RecordsError;
 
-/// Whether a key's record type (key version) is one Kafka 4.4 writes for share groups (9–15)
-/// or streams groups (17–23), or a later type: ferrolog does not serve those groups yet, so
-/// these records stay in the log as they are (a directory moved back to Kafka keeps them) and
-/// are passed over when groups load. The offsets such groups commit are ordinary offset
-/// commits (key version 1) and load as any other.
+/// Whether a key's record type (key version) is one Kafka 4.4 writes for share groups (9–15),
+/// the streams type it no longer writes (18), or a later type: ferrolog does not serve share
+/// groups yet, so these records stay in the log as they are (a directory moved back to Kafka
+/// keeps them) and are passed over when groups load. The offsets such groups commit are
+/// ordinary offset commits (key version 1) and load as any other.
 pub fn is_other_group_record_type(kind: i16) -> bool {
-    (9..=15).contains(&kind) || kind > 16
+    (9..=15).contains(&kind) || kind == 18 || kind > 23
 }
 
 /// The record type (key version) a `__consumer_offsets` key starts with.
@@ -71,6 +72,18 @@ pub enum ConsumerRecordType {
     CurrentMemberAssignment,
     /// 16: the topics a regular-expression subscription resolved to.
     RegularExpression,
+    /// 17: a streams group's epoch, metadata hash and assignment configs.
+    StreamsGroupMetadata,
+    /// 19: a streams member's process, endpoint and client details.
+    StreamsMemberMetadata,
+    /// 20: a streams group's target assignment epoch.
+    StreamsTargetAssignmentMetadata,
+    /// 21: a streams member's target tasks.
+    StreamsTargetAssignmentMember,
+    /// 22: a streams member's current tasks and epochs.
+    StreamsCurrentMemberAssignment,
+    /// 23: a streams group's topology.
+    StreamsTopology,
 }
 
 impl ConsumerRecordType {
@@ -83,6 +96,12 @@ impl ConsumerRecordType {
             Self::TargetAssignmentMember => 7,
             Self::CurrentMemberAssignment => 8,
             Self::RegularExpression => 16,
+            Self::StreamsGroupMetadata => 17,
+            Self::StreamsMemberMetadata => 19,
+            Self::StreamsTargetAssignmentMetadata => 20,
+            Self::StreamsTargetAssignmentMember => 21,
+            Self::StreamsCurrentMemberAssignment => 22,
+            Self::StreamsTopology => 23,
         }
     }
 
@@ -95,6 +114,12 @@ impl ConsumerRecordType {
             7 => Self::TargetAssignmentMember,
             8 => Self::CurrentMemberAssignment,
             16 => Self::RegularExpression,
+            17 => Self::StreamsGroupMetadata,
+            19 => Self::StreamsMemberMetadata,
+            20 => Self::StreamsTargetAssignmentMetadata,
+            21 => Self::StreamsTargetAssignmentMember,
+            22 => Self::StreamsCurrentMemberAssignment,
+            23 => Self::StreamsTopology,
             _ => return None,
         })
     }
@@ -107,6 +132,22 @@ impl ConsumerRecordType {
                 | Self::TargetAssignmentMember
                 | Self::CurrentMemberAssignment
                 | Self::RegularExpression
+                | Self::StreamsMemberMetadata
+                | Self::StreamsTargetAssignmentMember
+                | Self::StreamsCurrentMemberAssignment
+        )
+    }
+
+    /// Whether the record is a streams group's (KIP-1071).
+    pub fn is_streams(self) -> bool {
+        matches!(
+            self,
+            Self::StreamsGroupMetadata
+                | Self::StreamsMemberMetadata
+                | Self::StreamsTargetAssignmentMetadata
+                | Self::StreamsTargetAssignmentMember
+                | Self::StreamsCurrentMemberAssignment
+                | Self::StreamsTopology
         )
     }
 }

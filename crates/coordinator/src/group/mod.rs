@@ -25,6 +25,7 @@ mod join;
 mod membership;
 mod offsets;
 pub mod offsets_topic;
+mod replay;
 pub mod state;
 pub mod streams;
 mod txn_offsets;
@@ -38,13 +39,14 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
 use std::time::Duration;
 
-use ferrolog_records::consumer_offsets::{ConsumerRecordType, GroupValue, OffsetValue, OffsetsKey};
+use ferrolog_records::consumer_offsets::OffsetsKey;
 use ferrolog_storage::Result;
 use ferrolog_storage::manager::LogManager;
 use tokio::sync::oneshot;
 
 use crate::runtime::{Ctx, LoadEvent, Periodic, Runtime, Shard};
 use offsets_topic::{OffsetsCodec, OffsetsEvent, OffsetsRecord, OffsetsTopic};
+use replay::{replay, replay_transactional};
 use state::Group;
 
 /// What an operation on a group's shard appends through, and its time.
@@ -77,6 +79,8 @@ pub struct GroupConfig {
     pub max_group_configs: usize,
     /// The `group.consumer.*` settings of KIP-848 consumer groups.
     pub consumer: consumer::ConsumerGroupConfig,
+    /// The `group.streams.*` settings of KIP-1071 streams groups.
+    pub streams: streams::StreamsGroupConfig,
 }
 
 impl Default for GroupConfig {
@@ -93,6 +97,7 @@ impl Default for GroupConfig {
             max_size: i32::MAX as u32,
             max_group_configs: 10_000,
             consumer: consumer::ConsumerGroupConfig::default(),
+            streams: streams::StreamsGroupConfig::default(),
         }
     }
 }
@@ -400,6 +405,8 @@ impl GroupCoordinator {
             for group in shard.groups.values_mut() {
                 if group.consumer.is_some() {
                     self.expire_consumer_members(group, ctx);
+                } else if group.streams.is_some() {
+                    self.expire_streams_members(group, ctx);
                 } else {
                     self.expire_members(group, ctx);
                 }
@@ -462,133 +469,4 @@ fn describe(group: &Group) -> Option<GroupDescription> {
             })
             .collect(),
     })
-}
-
-/// Applies one record of the offsets topic to the groups being rebuilt at startup.
-fn replay(groups: &mut HashMap<String, Group>, (key, value): OffsetsRecord, now: i64) {
-    match key {
-        OffsetsKey::Offset {
-            group,
-            topic,
-            partition,
-        } => match value.map(|bytes| OffsetValue::decode(&bytes)) {
-            Some(Ok(value)) => {
-                groups
-                    .entry(group.clone())
-                    .or_insert_with(|| Group::new(&group, now))
-                    .offsets
-                    .insert((topic, partition), value);
-            }
-            Some(Err(error)) => {
-                tracing::warn!(group, topic, partition, %error, "skipping an unreadable offset record");
-            }
-            None => {
-                if let Some(existing) = groups.get_mut(&group) {
-                    existing.remove_pending(&topic, partition);
-                    existing.offsets.remove(&(topic, partition));
-                }
-            }
-        },
-        OffsetsKey::Consumer {
-            kind,
-            group,
-            sub_key,
-        } => replay_consumer(groups, kind, &group, &sub_key, value.as_deref(), now),
-        OffsetsKey::Group { group } => match value.map(|bytes| GroupValue::decode(&bytes)) {
-            Some(Ok(value)) => {
-                let mut rebuilt = Group::from_value(&group, value, now);
-                if let Some(old) = groups.remove(&group) {
-                    rebuilt.offsets = old.offsets;
-                    rebuilt.pending_txn_offsets = old.pending_txn_offsets;
-                }
-                groups.insert(group, rebuilt);
-            }
-            Some(Err(error)) => {
-                tracing::warn!(group, %error, "skipping an unreadable group metadata record");
-            }
-            None => {
-                // The group's metadata is gone; offsets recorded after this stay, in an empty
-                // group, as Kafka keeps them.
-                if let Some(existing) = groups.remove(&group) {
-                    let mut empty = Group::new(&group, now);
-                    empty.offsets = existing.offsets;
-                    empty.pending_txn_offsets = existing.pending_txn_offsets;
-                    if !empty.offsets.is_empty() || !empty.pending_txn_offsets.is_empty() {
-                        groups.insert(group, empty);
-                    }
-                }
-            }
-        },
-    }
-}
-
-/// Applies a record of a consumer group (KIP-848) to the groups being rebuilt. A group whose
-/// epoch record is tombstoned is gone; its offsets stay, as Kafka keeps them apart.
-fn replay_consumer(
-    groups: &mut HashMap<String, Group>,
-    kind: ConsumerRecordType,
-    group_id: &str,
-    sub_key: &str,
-    value: Option<&[u8]>,
-    now: i64,
-) {
-    let entry = groups
-        .entry(group_id.to_owned())
-        .or_insert_with(|| Group::new(group_id, now));
-    if kind == ConsumerRecordType::GroupMetadata && value.is_none() {
-        entry.consumer = None;
-        if entry.offsets.is_empty() && entry.pending_txn_offsets.is_empty() {
-            groups.remove(group_id);
-        }
-        return;
-    }
-    if !entry.members.is_empty() {
-        // Kafka writes a classic group's tombstone before it writes the group as a consumer
-        // group; a classic group still with members here is one rebuilt from an older record.
-        *entry = Group {
-            offsets: std::mem::take(&mut entry.offsets),
-            pending_txn_offsets: std::mem::take(&mut entry.pending_txn_offsets),
-            ..Group::new(group_id, now)
-        };
-    }
-    let consumer = entry
-        .consumer
-        .get_or_insert_with(|| Box::new(consumer::new_group(group_id)));
-    if let Err(error) = consumer::records::replay(consumer, kind, sub_key, value) {
-        tracing::warn!(group = group_id, record_type = kind.id(), %error, "skipping an unreadable consumer group record");
-    }
-}
-
-/// Applies one offset record of a transaction (a TxnOffsetCommit of `producer_id`) to the
-/// groups being rebuilt: pending until the transaction's marker.
-fn replay_transactional(
-    groups: &mut HashMap<String, Group>,
-    (key, value): OffsetsRecord,
-    producer_id: i64,
-    now: i64,
-) {
-    let OffsetsKey::Offset {
-        group,
-        topic,
-        partition,
-    } = key
-    else {
-        // Kafka's coordinator writes only offsets in transactions.
-        return replay(groups, (key, value), now);
-    };
-    match value.map(|bytes| OffsetValue::decode(&bytes)) {
-        Some(Ok(value)) => {
-            groups
-                .entry(group.clone())
-                .or_insert_with(|| Group::new(&group, now))
-                .pending_txn_offsets
-                .entry(producer_id)
-                .or_default()
-                .insert((topic, partition), value);
-        }
-        Some(Err(error)) => {
-            tracing::warn!(group, topic, partition, %error, "skipping an unreadable transactional offset record");
-        }
-        None => {}
-    }
 }

@@ -155,13 +155,16 @@ pub struct Group {
     /// Set when the group is a consumer group of the KIP-848 protocol: its membership, in place
     /// of the classic fields above, which then stay Empty (see [`Group::check_kind`]).
     pub consumer: Option<Box<ConsumerGroup>>,
+    /// Set when the group is a streams group (KIP-1071), likewise without classic members.
+    pub streams: Option<Box<crate::group::streams::StreamsGroup>>,
 }
 
 impl Group {
     /// A group is of one protocol: a consumer group has no classic members.
     pub fn check_kind(&self) {
         debug_assert!(
-            self.consumer.is_none() || (self.members.is_empty() && self.state == GroupState::Empty),
+            (self.consumer.is_none() && self.streams.is_none())
+                || (self.members.is_empty() && self.state == GroupState::Empty),
             "group {} is a consumer group with classic members",
             self.id
         );
@@ -185,6 +188,7 @@ impl Group {
             offsets: BTreeMap::new(),
             pending_txn_offsets: BTreeMap::new(),
             consumer: None,
+            streams: None,
         }
     }
 
@@ -194,10 +198,12 @@ impl Group {
         let offsets = std::mem::take(&mut self.offsets);
         let pending = std::mem::take(&mut self.pending_txn_offsets);
         let consumer = self.consumer.take();
+        let streams = self.streams.take();
         *self = Self {
             offsets,
             pending_txn_offsets: pending,
             consumer,
+            streams,
             ..Self::new(&self.id, now_ms)
         };
     }

@@ -244,6 +244,9 @@ pub fn replay(
         (Kind::RegularExpression, None) => {
             group.regexes.remove(sub_key);
         }
+        // A streams group's records are its own (`streams::records`).
+        (kind, _) if kind.is_streams() => {}
+        (_, _) => {}
     }
     Ok(())
 }
