@@ -9,6 +9,7 @@
 
 use bytes::{Bytes, BytesMut};
 use ferrolog_protocol::ApiKey;
+use ferrolog_protocol::messages::{StreamsGroupDescribeRequest, StreamsGroupHeartbeatRequest};
 use kafka_protocol::messages::create_acls_request::AclCreation;
 use kafka_protocol::messages::*;
 use kafka_protocol::protocol::{Decodable, Request, StrBytes};

@@ -19,3 +19,10 @@ impl ResourceName for TransactionalId {
         self.0.as_str()
     }
 }
+
+/// The group id of a request whose codec is generated here (a plain string).
+impl ResourceName for String {
+    fn resource_name(&self) -> &str {
+        self.as_str()
+    }
+}

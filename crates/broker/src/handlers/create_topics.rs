@@ -194,6 +194,22 @@ impl Shape {
     }
 }
 
+/// Creates a topic the broker makes for a client (a streams group's internal topics): as
+/// CreateTopics would, with `partitions` and the client's `configs`.
+pub(crate) fn create_for_group(
+    context: &Context,
+    name: &str,
+    partitions: i32,
+    configs: BTreeMap<String, String>,
+) -> Result<i32, (i16, String)> {
+    let shape = Shape {
+        num_partitions: partitions,
+        replication_factor: -1,
+        assignments: Vec::new(),
+    };
+    create(context, name, &shape, configs, false)
+}
+
 /// Creates the topic (or, `validate_only`, checks it could be); its partition count.
 fn create(
     context: &Context,

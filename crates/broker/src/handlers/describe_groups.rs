@@ -48,7 +48,9 @@ pub fn handle(
                 if asked.version() < 6 {
                     return dead.with_group_id(group_id);
                 }
-                let message = if context.groups.is_consumer_group(&group_id.0) {
+                let message = if context.groups.is_consumer_group(&group_id.0)
+                    || context.groups.is_streams_group(&group_id.0)
+                {
                     format!("Group {} is not a classic group.", group_id.0)
                 } else {
                     format!("Group {} not found.", group_id.0)

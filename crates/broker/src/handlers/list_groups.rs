@@ -1,5 +1,5 @@
 //! ListGroups: every group with its protocol type and (version 4+) state, optionally filtered
-//! by state and (version 5+) type: "classic" or "consumer". Groups the session may not describe are left out (DESCRIBE on the cluster
+//! by state and (version 5+) type: "classic", "consumer" or "streams". Groups the session may not describe are left out (DESCRIBE on the cluster
 //! shows them all), without an error, as Kafka does.
 
 use kafka_protocol::messages::list_groups_response::ListedGroup;
@@ -20,7 +20,7 @@ pub fn handle(
             || request
                 .states_filter
                 .iter()
-                .any(|filter| filter.eq_ignore_ascii_case(state))
+                .any(|filter| filter.eq_ignore_ascii_case(filter_name(state)))
     };
     // Version 5: group types, named in any case; a type Kafka does not know matches nothing.
     let of_type = |group_type: &str| {
@@ -48,4 +48,14 @@ pub fn handle(
         })
         .collect();
     ListGroupsResponse::default().with_groups(groups)
+}
+
+/// The name a state filter gives a state: its own, but Kafka's streams groups filter their
+/// NotReady state as `not_ready`.
+fn filter_name(state: &str) -> &str {
+    if state == "NotReady" {
+        "not_ready"
+    } else {
+        state
+    }
 }

@@ -9,6 +9,7 @@ use anyhow::{Context as _, bail};
 use ferrolog_broker::BrokerConfig;
 use ferrolog_broker::group::GroupConfig;
 use ferrolog_broker::group::consumer::{ConsumerGroupConfig, MigrationPolicy};
+use ferrolog_broker::group::streams::StreamsGroupConfig;
 use ferrolog_broker::txn::TxnConfig;
 
 /// A whole number at least `min` under `key`, or an error naming the key and the value.
@@ -60,6 +61,7 @@ fn group_config(properties: &BTreeMap<String, String>) -> anyhow::Result<GroupCo
         config.max_group_configs = n;
     }
     config.consumer = consumer_group_config(properties)?;
+    config.streams = streams_group_config(properties)?;
     if config.min_session_timeout > config.max_session_timeout {
         bail!(
             "group.min.session.timeout.ms ({}) is above group.max.session.timeout.ms ({})",
@@ -160,6 +162,67 @@ fn consumer_group_config(
             );
         }
         config.assignors = names;
+    }
+    Ok(config)
+}
+
+/// The keys of streams groups (KIP-1071), with Kafka 4.4's bounds.
+fn streams_group_config(
+    properties: &BTreeMap<String, String>,
+) -> anyhow::Result<StreamsGroupConfig> {
+    let mut config = StreamsGroupConfig::default();
+    if let Some(protocols) = properties.get("group.coordinator.rebalance.protocols") {
+        config.enabled = protocols.split(',').any(|p| p.trim() == "streams");
+    }
+    (config.session_timeout_ms, _) = bounded_ms(
+        properties,
+        "group.streams.session.timeout.ms",
+        ("group.streams.min.session.timeout.ms", 45_000),
+        ("group.streams.max.session.timeout.ms", 60_000),
+        45_000,
+    )?;
+    (config.heartbeat_interval_ms, _) = bounded_ms(
+        properties,
+        "group.streams.heartbeat.interval.ms",
+        ("group.streams.min.heartbeat.interval.ms", 5_000),
+        ("group.streams.max.heartbeat.interval.ms", 15_000),
+        5_000,
+    )?;
+    if config.heartbeat_interval_ms >= config.session_timeout_ms {
+        bail!(
+            "group.streams.heartbeat.interval.ms must be less than group.streams.session.timeout.ms"
+        );
+    }
+    let (interval, _) = bounded_ms(
+        properties,
+        "group.streams.assignment.interval.ms",
+        ("group.streams.min.assignment.interval.ms", 0),
+        ("group.streams.max.assignment.interval.ms", 15_000),
+        1_000,
+    )?;
+    config.assignment_interval_ms = i64::from(interval);
+    if let Some(n) = number(properties, "group.streams.max.size", 1)? {
+        config.max_size = n;
+    }
+    let max_standbys: u32 =
+        number(properties, "group.streams.max.standby.replicas", 0)?.unwrap_or(2);
+    if let Some(n) = number::<u32>(properties, "group.streams.num.standby.replicas", 0)? {
+        if n > max_standbys {
+            bail!(
+                "invalid value {n} for group.streams.num.standby.replicas: must be at most group.streams.max.standby.replicas ({max_standbys})"
+            );
+        }
+        config.num_standby_replicas = n;
+    }
+    if let Some(n) = number::<i64>(properties, "group.streams.initial.rebalance.delay.ms", 0)? {
+        config.initial_rebalance_delay_ms = n;
+    }
+    if let Some(assignors) = properties.get("group.streams.assignors")
+        && assignors.split(',').any(|a| a.trim() != "sticky")
+    {
+        bail!(
+            "invalid value {assignors:?} for group.streams.assignors: only sticky is served (assignor classes are not loaded)"
+        );
     }
     Ok(config)
 }

@@ -14,7 +14,7 @@ use tokio::sync::oneshot;
 use super::consumer::offsets::group_tombstones;
 use super::membership::{answer_removed, validate_member};
 use super::state::{Group, GroupState, JoinResult, Member};
-use super::{GroupCoordinator, GroupCtx, JoinRequest, Reply};
+use super::{GroupCoordinator, GroupCtx, JoinRequest, Reply, streams};
 use crate::errors;
 
 /// A JoinGroup for an empty consumer group of the KIP-848 protocol: it becomes a classic group
@@ -99,6 +99,18 @@ impl GroupCoordinator {
                     .is_some_and(|consumer| !consumer.members.is_empty())
                 {
                     return Reply::Now(self.classic_join_to_consumer(group, &request, ctx));
+                }
+                // A streams group with members takes no classic member (Kafka's
+                // INCONSISTENT_GROUP_PROTOCOL); an empty one becomes a classic group.
+                if let Some(streams) = group.streams.as_deref() {
+                    if !streams.members.is_empty() {
+                        return error(errors::INCONSISTENT_GROUP_PROTOCOL);
+                    }
+                    if let Err(error) = ctx.append(&streams::offsets::group_tombstones(streams)) {
+                        tracing::warn!(group = %group.id, %error, "converting an empty streams group failed");
+                        return Reply::Now(JoinResult::error(errors::COORDINATOR_NOT_AVAILABLE, &request.member_id));
+                    }
+                    group.streams = None;
                 }
                 if let Err(code) = leave_consumer_protocol(group, ctx) {
                     return error(code);

@@ -347,14 +347,20 @@ impl GroupCoordinator {
                 shard
                     .groups
                     .values()
-                    .map(|g| match g.consumer.as_deref() {
-                        Some(consumer) => ListedGroup {
+                    .map(|g| match (g.consumer.as_deref(), g.streams.as_deref()) {
+                        (Some(consumer), _) => ListedGroup {
                             id: g.id.clone(),
                             protocol_type: "consumer".to_owned(),
                             state: consumer.state().name(),
                             group_type: "consumer",
                         },
-                        None => ListedGroup {
+                        (None, Some(streams)) => ListedGroup {
+                            id: g.id.clone(),
+                            protocol_type: "streams".to_owned(),
+                            state: streams.state().name(),
+                            group_type: "streams",
+                        },
+                        (None, None) => ListedGroup {
                             id: g.id.clone(),
                             protocol_type: g.protocol_type.clone().unwrap_or_default(),
                             state: g.state.name(),
@@ -385,6 +391,17 @@ impl GroupCoordinator {
                 .groups
                 .get(group_id)
                 .is_some_and(|group| group.consumer.is_some())
+        })
+    }
+
+    /// Whether `group_id` is a streams group (KIP-1071).
+    pub fn is_streams_group(&self, group_id: &str) -> bool {
+        let partition = self.partition_of(group_id);
+        self.runtime.read(partition, |shard| {
+            shard
+                .groups
+                .get(group_id)
+                .is_some_and(|group| group.streams.is_some())
         })
     }
 
@@ -439,7 +456,7 @@ impl GroupCoordinator {
 fn describe(group: &Group) -> Option<GroupDescription> {
     // DescribeGroups is the classic protocol's: a consumer group is not one (Kafka answers
     // "Dead" and, from version 6, GROUP_ID_NOT_FOUND).
-    if group.consumer.is_some() {
+    if group.consumer.is_some() || group.streams.is_some() {
         return None;
     }
     // As Kafka: the protocol and the members' metadata only of a Stable group (during a

@@ -11,7 +11,7 @@ use super::consumer::offsets::{check_commit, check_fetch, group_tombstones};
 use super::membership::check_member;
 use super::offsets_topic::OffsetsRecord;
 use super::state::{Group, GroupState};
-use super::{CommitEntry, GroupCoordinator, GroupCtx};
+use super::{CommitEntry, GroupCoordinator, GroupCtx, streams};
 
 /// A partition's answer to OffsetFetch.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -62,6 +62,20 @@ impl GroupCoordinator {
                     if let Err(code) =
                         check_commit(consumer, member_id, generation, version, &partitions)
                     {
+                        return all(code);
+                    }
+                } else if let Some(streams) = group.streams.as_deref() {
+                    let partitions: Vec<(&str, i32)> = entries
+                        .iter()
+                        .map(|e| (e.topic.as_str(), e.partition))
+                        .collect();
+                    if let Err(code) = streams::offsets::check_commit(
+                        streams,
+                        member_id,
+                        generation,
+                        version,
+                        &partitions,
+                    ) {
                         return all(code);
                     }
                 } else if !(generation < 0 && group.state == GroupState::Empty) {
@@ -163,16 +177,15 @@ impl GroupCoordinator {
     /// consumer groups check it.
     pub fn check_offset_fetch(&self, group_id: &str, member_id: Option<&str>, epoch: i32) -> i16 {
         self.runtime.read(self.partition_of(group_id), |shard| {
-            match shard
-                .groups
-                .get(group_id)
-                .and_then(|g| g.consumer.as_deref())
-            {
-                Some(consumer) => check_fetch(consumer, member_id, epoch)
-                    .err()
-                    .unwrap_or(errors::NONE),
-                None => errors::NONE,
-            }
+            let Some(group) = shard.groups.get(group_id) else {
+                return errors::NONE;
+            };
+            let checked = match (group.consumer.as_deref(), group.streams.as_deref()) {
+                (Some(consumer), _) => check_fetch(consumer, member_id, epoch),
+                (None, Some(streams)) => streams::offsets::check_fetch(streams, member_id, epoch),
+                (None, None) => Ok(()),
+            };
+            checked.err().unwrap_or(errors::NONE)
         })
     }
 
@@ -185,7 +198,8 @@ impl GroupCoordinator {
                     return errors::GROUP_ID_NOT_FOUND;
                 };
                 let consumer_members = group.consumer.as_ref().map_or(0, |c| c.members.len());
-                if group.state != GroupState::Empty || consumer_members > 0 {
+                let streams_members = group.streams.as_ref().map_or(0, |s| s.members.len());
+                if group.state != GroupState::Empty || consumer_members + streams_members > 0 {
                     return errors::NON_EMPTY_GROUP;
                 }
                 // Offsets pending in transactions go too, as Kafka tombstones them.
@@ -194,9 +208,12 @@ impl GroupCoordinator {
                     .iter()
                     .map(|(topic, partition)| (offset_key(group_id, topic, *partition), None))
                     .collect();
-                match group.consumer.as_deref() {
-                    Some(consumer) => records.extend(group_tombstones(consumer)),
-                    None => records.push((
+                match (group.consumer.as_deref(), group.streams.as_deref()) {
+                    (Some(consumer), _) => records.extend(group_tombstones(consumer)),
+                    (None, Some(streams)) => {
+                        records.extend(streams::offsets::group_tombstones(streams));
+                    }
+                    (None, None) => records.push((
                         OffsetsKey::Group {
                             group: group_id.to_owned(),
                         },
@@ -267,6 +284,13 @@ impl GroupCoordinator {
                 let protocol = group.protocol.clone().unwrap_or_default();
                 let topics: Vec<String> = if let Some(consumer) = group.consumer.as_deref() {
                     consumer.subscribed_topics().into_iter().collect()
+                } else if let Some(streams) = group.streams.as_deref() {
+                    // Kafka's streams group is subscribed to the topics its members read.
+                    if streams.members.is_empty() {
+                        Vec::new()
+                    } else {
+                        streams.required_topics().into_iter().collect()
+                    }
                 } else if group.state == GroupState::Empty {
                     Vec::new()
                 } else {
@@ -322,9 +346,13 @@ impl GroupCoordinator {
             }
             // A consumer group's offsets of topics its members subscribe to stay; the others
             // expire counted from their commit, as Kafka 4.4 expires them.
-            let subscribed = consumer
+            let streams = group.streams.as_deref();
+            let mut subscribed = consumer
                 .map(ConsumerGroup::subscribed_topics)
                 .unwrap_or_default();
+            if let Some(streams) = streams.filter(|s| !s.members.is_empty()) {
+                subscribed.extend(streams.required_topics());
+            }
             let expired: Vec<(String, i32)> = group
                 .offsets
                 .iter()
@@ -342,7 +370,8 @@ impl GroupCoordinator {
             // (unless a transaction's offsets for it are pending).
             let dies = expired.len() == group.offsets.len()
                 && group.pending_txn_offsets.is_empty()
-                && consumer.is_none_or(|c| c.members.is_empty());
+                && consumer.is_none_or(|c| c.members.is_empty())
+                && streams.is_none_or(|s| s.members.is_empty());
             if expired.is_empty() && !dies {
                 continue;
             }
@@ -351,9 +380,12 @@ impl GroupCoordinator {
                 .map(|(topic, partition)| (offset_key(&group.id, topic, *partition), None))
                 .collect();
             if dies {
-                match consumer {
-                    Some(consumer) => records.extend(group_tombstones(consumer)),
-                    None => records.push((
+                match (consumer, streams) {
+                    (Some(consumer), _) => records.extend(group_tombstones(consumer)),
+                    (None, Some(streams)) => {
+                        records.extend(streams::offsets::group_tombstones(streams));
+                    }
+                    (None, None) => records.push((
                         OffsetsKey::Group {
                             group: group.id.clone(),
                         },

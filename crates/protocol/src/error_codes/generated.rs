@@ -25,6 +25,7 @@ use kafka_protocol::messages::{
 };
 
 use super::ErrorCodes;
+use crate::messages::{StreamsGroupDescribeResponse, StreamsGroupHeartbeatResponse};
 
 impl ErrorCodes for ProduceResponse {
     fn error_codes(&self) -> Vec<i16> {
@@ -309,6 +310,22 @@ impl ErrorCodes for ConsumerGroupHeartbeatResponse {
 }
 
 impl ErrorCodes for ConsumerGroupDescribeResponse {
+    fn error_codes(&self) -> Vec<i16> {
+        let mut codes = Vec::new();
+        for group in &self.groups {
+            codes.push(group.error_code);
+        }
+        codes
+    }
+}
+
+impl ErrorCodes for StreamsGroupHeartbeatResponse {
+    fn error_codes(&self) -> Vec<i16> {
+        vec![self.error_code]
+    }
+}
+
+impl ErrorCodes for StreamsGroupDescribeResponse {
     fn error_codes(&self) -> Vec<i16> {
         let mut codes = Vec::new();
         for group in &self.groups {

@@ -14,7 +14,7 @@
 //! The schemas ([`generated`]) are those of the APIs and versions the broker serves, as Kafka's
 //! message definitions give them: `scripts/gen_protocol.py` writes them from the kafka-clients
 //! jar for each row of the API table ([`crate::apis`]). The kinds of field below are
-//! the ones they use (a non-nullable single struct, `uint16` or `float64` would need adding for
+//! the ones they use (a non-nullable single struct or `float64` would need adding for
 //! later versions; the script refuses them). A frame of another API or version is not checked
 //! here; the dispatcher refuses it without decoding its body.
 
@@ -60,6 +60,7 @@ pub(crate) enum Kind {
     Int16,
     Int32,
     Int64,
+    Uint16,
     Uuid,
     String,
     Bytes,
@@ -369,7 +370,7 @@ fn walk_value(
     };
     match kind {
         Kind::Bool | Kind::Int8 => reader.skip(1, field.name),
-        Kind::Int16 => reader.skip(2, field.name),
+        Kind::Int16 | Kind::Uint16 => reader.skip(2, field.name),
         Kind::Int32 => reader.skip(4, field.name),
         Kind::Int64 => reader.skip(8, field.name),
         Kind::Uuid => reader.skip(16, field.name),
@@ -440,7 +441,7 @@ fn min_size(kind: &Kind, flexible: bool) -> u64 {
     let length_prefix = |width: u64| if flexible { 1 } else { width };
     match kind {
         Kind::Bool | Kind::Int8 | Kind::NullableStruct(_) => 1,
-        Kind::Int16 => 2,
+        Kind::Int16 | Kind::Uint16 => 2,
         Kind::Int32 => 4,
         Kind::Int64 => 8,
         Kind::Uuid => 16,

@@ -130,7 +130,7 @@ fn generate_value(
     match kind {
         Kind::Bool => out.put_u8(rng.below(2) as u8),
         Kind::Int8 => out.put_i8(rng.next() as i8),
-        Kind::Int16 => out.put_u16(rng.next() as u16),
+        Kind::Int16 | Kind::Uint16 => out.put_u16(rng.next() as u16),
         Kind::Int32 => out.put_i32(rng.next() as i32),
         Kind::Int64 => out.put_i64(rng.next() as i64),
         Kind::Uuid => out.put_u128(u128::from(rng.next()) << 64 | u128::from(rng.next())),

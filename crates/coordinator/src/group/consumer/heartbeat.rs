@@ -449,6 +449,12 @@ fn group_kind(
         Some(Group {
             consumer: Some(_), ..
         }) => Ok(GroupKind::Consumer),
+        Some(Group {
+            streams: Some(_), ..
+        }) => Err(Refusal::error(
+            errors::GROUP_ID_NOT_FOUND,
+            format!("Group {group_id} is not a consumer group."),
+        )),
         None if joining => Ok(GroupKind::New),
         None => Err(Refusal::error(
             errors::GROUP_ID_NOT_FOUND,

@@ -22,6 +22,7 @@ mod heartbeat;
 mod leave;
 mod members;
 pub mod model;
+pub mod offsets;
 pub mod reconcile;
 pub mod records;
 mod target;

@@ -50,6 +50,8 @@ mod offset_fetch;
 mod produce;
 mod sasl_authenticate;
 mod sasl_handshake;
+mod streams_group_describe;
+mod streams_group_heartbeat;
 mod sync_group;
 mod txn_offset_commit;
 mod write_txn_markers;
@@ -88,6 +90,8 @@ pub(super) const ALL: &[&Message] = &[
     &delete_groups::DELETE_GROUPS,
     &consumer_group_heartbeat::CONSUMER_GROUP_HEARTBEAT,
     &consumer_group_describe::CONSUMER_GROUP_DESCRIBE,
+    &streams_group_heartbeat::STREAMS_GROUP_HEARTBEAT,
+    &streams_group_describe::STREAMS_GROUP_DESCRIBE,
     &offset_delete::OFFSET_DELETE,
     &describe_topic_partitions::DESCRIBE_TOPIC_PARTITIONS,
     &describe_acls::DESCRIBE_ACLS,
