@@ -211,6 +211,12 @@ fn members_get_every_task_once_after_the_internal_topics_and_the_delay() {
             .collect::<Vec<_>>()
     };
     assert_eq!(members(&again), members(&described));
+    // Loaded members' sessions run from the load: they are not fenced at once.
+    reopened.tick();
+    assert_eq!(reopened.describe_streams_group("app").members.len(), 2);
+    f.clock.advance(std::time::Duration::from_millis(45_001));
+    reopened.tick();
+    assert!(reopened.describe_streams_group("app").members.is_empty());
 }
 
 #[test]

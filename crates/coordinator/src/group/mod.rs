@@ -266,6 +266,9 @@ impl GroupCoordinator {
                 let timing = group_configs.consumer_timing(&consumer.id, &config.consumer);
                 consumer::arm_loaded_timers(consumer, now, timing.session_timeout_ms);
             }
+            if let Some(streams) = group.streams.as_deref_mut() {
+                streams.arm_loaded_timers(now, config.streams.session_timeout_ms);
+            }
         }
         if records > 0 {
             tracing::info!(

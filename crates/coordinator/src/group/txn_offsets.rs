@@ -52,6 +52,11 @@ impl GroupCoordinator {
             match groups.get(group_id) {
                 None if member.generation < 0 => {}
                 None => return all(errors::ILLEGAL_GENERATION),
+                Some(group) if group.consumer.is_some() || group.streams.is_some() => {
+                    if let Err(code) = self.check_modern_committer(group, &member, entries) {
+                        return all(code);
+                    }
+                }
                 Some(group) => {
                     let standalone = member.generation < 0 && group.state == GroupState::Empty;
                     let names_member = member.generation >= 0
@@ -108,6 +113,63 @@ impl GroupCoordinator {
     }
 
     /// The marker of a transaction that committed offsets in `partition` of
+    /// A transactional commit to a consumer or streams group, checked as Kafka 4.4 checks it: a
+    /// producer naming no member (generation -1, no member id, no instance id) commits as an
+    /// outsider; otherwise the member must be in the group at that epoch (an older one for what
+    /// it still holds), a stale epoch answered ILLEGAL_GENERATION, which transactional
+    /// producers know.
+    fn check_modern_committer(
+        &self,
+        group: &super::state::Group,
+        member: &TxnCommitter<'_>,
+        entries: &[CommitEntry],
+    ) -> Result<(), i16> {
+        let outsider = member.generation < 0
+            && member.member_id.is_empty()
+            && member.group_instance_id.is_none();
+        if outsider {
+            return Ok(());
+        }
+        // Version 9: the rule against older OffsetCommit versions is not a transactional one.
+        let checked = match (group.consumer.as_deref(), group.streams.as_deref()) {
+            (Some(consumer), _) => {
+                let manager = self.topic.manager();
+                let partitions: Vec<_> = entries
+                    .iter()
+                    .map(|e| (manager.topic_id(&e.topic), e.partition))
+                    .collect();
+                super::consumer::offsets::check_commit(
+                    consumer,
+                    member.member_id,
+                    member.generation,
+                    9,
+                    &partitions,
+                )
+            }
+            (None, Some(streams)) => {
+                let partitions: Vec<(&str, i32)> = entries
+                    .iter()
+                    .map(|e| (e.topic.as_str(), e.partition))
+                    .collect();
+                super::streams::offsets::check_commit(
+                    streams,
+                    member.member_id,
+                    member.generation,
+                    9,
+                    &partitions,
+                )
+            }
+            (None, None) => Ok(()),
+        };
+        checked.map_err(|code| {
+            if code == errors::STALE_MEMBER_EPOCH {
+                errors::ILLEGAL_GENERATION
+            } else {
+                code
+            }
+        })
+    }
+
     /// `__consumer_offsets` (`epoch_bumped`: of a transaction v2): written to that partition, then
     /// the producer's pending offsets in
     /// the partition's groups become committed (COMMIT) or are dropped (ABORT). `Ok(false)` when

@@ -171,6 +171,18 @@ impl StreamsGroup {
         topics
     }
 
+    /// As Kafka after a load: every member's session runs from now, and a member still
+    /// revoking has its rebalance timeout to finish.
+    pub fn arm_loaded_timers(&mut self, now: i64, session_timeout_ms: i32) {
+        for member in self.members.values_mut() {
+            member.session_deadline_ms = now + i64::from(session_timeout_ms);
+            if member.current.state == MemberState::UnrevokedTasks {
+                let timeout = i64::from(member.metadata.rebalance_timeout_ms.max(0));
+                member.rebalance_deadline = Some((now + timeout, member.current.member_epoch));
+            }
+        }
+    }
+
     /// Removes a member and its target.
     pub(super) fn remove_member(&mut self, member_id: &str) -> Option<StreamsMember> {
         let member = self.members.remove(member_id)?;
