@@ -259,6 +259,38 @@ fn a_leaving_member_hands_its_tasks_over() {
 }
 
 #[test]
+fn standby_replicas_go_to_the_other_process_of_each_stateful_task() {
+    let mut config = config();
+    config.streams.initial_rebalance_delay_ms = 0;
+    config.streams.num_standby_replicas = 1;
+    let temp = tempfile::tempdir().unwrap();
+    let clock = Arc::new(ManualClock::new(1_700_000_000_000));
+    let manager = common::manager_with_topic(temp.path(), clock.clone(), Some(("input", 3)));
+    create(&manager, REPARTITION, 3);
+    create(&manager, CHANGELOG, 3);
+    let coordinator = GroupCoordinator::open(Arc::clone(&manager), config).unwrap();
+    let f = Fixture {
+        _temp: temp,
+        clock,
+        manager,
+        coordinator,
+    };
+    let a = ok(f.coordinator.streams_heartbeat(join("a", "pa")));
+    f.clock.advance(std::time::Duration::from_millis(1_000));
+    let b = ok(f.coordinator.streams_heartbeat(join("b", "pb")));
+    let (epoch_a, tasks_a) = settle(&f, "a", a.member_epoch, a.tasks.unwrap());
+    let (_, tasks_b) = settle(&f, "b", b.member_epoch, TaskSets::default());
+    let (_, tasks_a) = settle(&f, "a", epoch_a, tasks_a);
+    // Subtopology 1 keeps state: each of its tasks has a standby on the process without it.
+    let stateful: BTreeSet<TaskId> = (0..3).map(|p| TaskId::new("1", p)).collect();
+    for (mine, other) in [(&tasks_a, &tasks_b), (&tasks_b, &tasks_a)] {
+        let wanted: BTreeSet<TaskId> = other.active.intersection(&stateful).cloned().collect();
+        assert_eq!(mine.standby, wanted, "a {tasks_a:?} b {tasks_b:?}");
+        assert!(mine.active.is_disjoint(&mine.standby));
+    }
+}
+
+#[test]
 fn a_member_whose_session_lapses_is_fenced() {
     let f = fixture();
     ok(f.coordinator.streams_heartbeat(join("a", "pa")));

@@ -3,9 +3,9 @@
 //! Streams application with `processing.guarantee=exactly_once_v2` counting records per key, and
 //! a consume-transform-produce loop of the plain Java clients copying records, both running,
 //! while their input arrives, as the applications are killed three times and the broker three
-//! times. The output,
-//! read_committed, must be exactly right: every count once and in order, every record copied
-//! once.
+//! times. The output, read_committed, must be exactly right: every count once and in order,
+//! every record copied once. Once with the classic group protocol, once with Kafka 4's own
+//! (the application in a streams group, the loop in a consumer group).
 
 #![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests")]
 
@@ -21,11 +21,12 @@ use ferrolog_testkit::crash::KillDelays;
 
 const RECORDS: &str = "20000";
 
-/// Starts `ExactlyOnceCheck mode bootstrap name state_dir`, its output discarded.
-fn application(mode: &str, bootstrap: &str, name: &str, state: &Path) -> Child {
+/// Starts `ExactlyOnceCheck mode bootstrap name state_dir protocol`, its output discarded.
+fn application(mode: &str, bootstrap: &str, name: &str, state: &Path, protocol: &str) -> Child {
     Command::new(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/kafka.sh"))
         .args(["run", "ExactlyOnceCheck", mode, bootstrap, name])
         .arg(state)
+        .arg(protocol)
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
@@ -59,13 +60,38 @@ fn output_end(port: u16, topic: &str) -> i64 {
 
 #[test]
 fn exactly_once_v2_streams_and_a_java_transactional_loop_survive_sigkills() {
+    survive_sigkills(["classic", "classic"], &[]);
+}
+
+/// The same on Kafka 4's group protocols: the application's group a streams group (KIP-1071),
+/// the loop's a consumer group (KIP-848), their members fenced after 6 s.
+#[test]
+fn the_same_on_the_streams_and_consumer_group_protocols() {
+    survive_sigkills(
+        ["streams", "consumer"],
+        &[
+            "group.streams.min.session.timeout.ms=6000",
+            "group.streams.session.timeout.ms=6000",
+            "group.streams.min.heartbeat.interval.ms=1000",
+            "group.streams.heartbeat.interval.ms=1000",
+            "group.consumer.min.session.timeout.ms=6000",
+            "group.consumer.session.timeout.ms=6000",
+            "group.consumer.min.heartbeat.interval.ms=1000",
+            "group.consumer.heartbeat.interval.ms=1000",
+        ],
+    );
+}
+
+/// The scenario, the application's group and the loop's on `protocols`, the broker with
+/// `settings`.
+fn survive_sigkills(protocols: [&str; 2], settings: &[&str]) {
     if !kafka_available() {
         return;
     }
     let temp = tempfile::tempdir().unwrap();
     let dir = temp.path().join("data");
     let port = free_port();
-    let start = || Server::start_on(port, &[], &dir, &[], "warn");
+    let start = || Server::start_on(port, &[], &dir, settings, "warn");
     let mut server = start();
     let bootstrap = format!("127.0.0.1:{port}");
     // The input arrives over 30 seconds, through the kills, from the Java producer (idempotent:
@@ -91,7 +117,14 @@ fn exactly_once_v2_streams_and_a_java_transactional_loop_survive_sigkills() {
         .collect();
     let streams_state = temp.path().join("streams-state");
     let loop_state = temp.path().join("loop-state");
-    let run = |mode: &str, name: &str, state: &Path| application(mode, &bootstrap, name, state);
+    let run = |mode: &str, name: &str, state: &Path| {
+        let protocol = if mode == "streams" {
+            protocols[0]
+        } else {
+            protocols[1]
+        };
+        application(mode, &bootstrap, name, state, protocol)
+    };
     let mut streams = run("streams", "eos-streams", &streams_state);
     let mut copier = run("loop", "eos-loop", &loop_state);
     let mut delays = KillDelays::new(0xe05_c0de, 4_000, 4_000);

@@ -48,7 +48,9 @@ import org.apache.kafka.streams.kstream.Produced;
  *
  * <p>Usage: {@code ExactlyOnceCheck produce BOOTSTRAP NAME COUNT SECONDS} writes the input (the
  * Java producer with its defaults, idempotent), paced over SECONDS;
- * {@code ExactlyOnceCheck streams|loop BOOTSTRAP NAME STATE_DIR} runs until killed;
+ * {@code ExactlyOnceCheck streams|loop BOOTSTRAP NAME STATE_DIR [PROTOCOL]} runs until killed,
+ * its group on PROTOCOL ({@code classic}, the default; {@code streams} for the application,
+ * {@code consumer} for the loop);
  * {@code ExactlyOnceCheck check-streams|check-loop BOOTSTRAP NAME COUNT} reads the output
  * (read_committed) until it is complete or 120 s pass, prints one line and exits 0 when it is
  * exactly right, 1 naming the first thing wrong.
@@ -62,8 +64,8 @@ public final class ExactlyOnceCheck {
         String name = args[2];
         switch (mode) {
             case "produce" -> produce(bootstrap, name, Integer.parseInt(args[3]), Double.parseDouble(args[4]));
-            case "streams" -> streams(bootstrap, name, args[3]);
-            case "loop" -> loop(bootstrap, name);
+            case "streams" -> streams(bootstrap, name, args[3], args.length > 4 ? args[4] : "classic");
+            case "loop" -> loop(bootstrap, name, args.length > 4 ? args[4] : "classic");
             case "check-streams" -> System.exit(checkStreams(bootstrap, name, Integer.parseInt(args[3])));
             case "check-loop" -> System.exit(checkLoop(bootstrap, name, Integer.parseInt(args[3])));
             default -> throw new IllegalArgumentException(mode);
@@ -114,7 +116,7 @@ public final class ExactlyOnceCheck {
         System.out.println("produced " + count);
     }
 
-    private static void streams(String bootstrap, String name, String stateDir) throws Exception {
+    private static void streams(String bootstrap, String name, String stateDir, String protocol) throws Exception {
         Properties props = new Properties();
         props.put(StreamsConfig.APPLICATION_ID_CONFIG, name);
         props.put(StreamsConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
@@ -123,7 +125,11 @@ public final class ExactlyOnceCheck {
         props.put(StreamsConfig.STATESTORE_CACHE_MAX_BYTES_CONFIG, 0);
         props.put(StreamsConfig.REPLICATION_FACTOR_CONFIG, 1);
         props.put(StreamsConfig.producerPrefix(ProducerConfig.TRANSACTION_TIMEOUT_CONFIG), 5000);
-        props.put(StreamsConfig.consumerPrefix(ConsumerConfig.SESSION_TIMEOUT_MS_CONFIG), 6000);
+        props.put(StreamsConfig.GROUP_PROTOCOL_CONFIG, protocol);
+        if (protocol.equals("classic")) {
+            // Streams' own protocol takes its session timeout from the broker.
+            props.put(StreamsConfig.consumerPrefix(ConsumerConfig.SESSION_TIMEOUT_MS_CONFIG), 6000);
+        }
         StreamsBuilder builder = new StreamsBuilder();
         builder.stream(input(name), Consumed.with(Serdes.String(), Serdes.String()))
             .groupByKey()
@@ -135,14 +141,18 @@ public final class ExactlyOnceCheck {
         Thread.sleep(Long.MAX_VALUE);
     }
 
-    private static void loop(String bootstrap, String name) {
+    private static void loop(String bootstrap, String name, String protocol) {
         Properties consumerProps = new Properties();
         consumerProps.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
         consumerProps.put(ConsumerConfig.GROUP_ID_CONFIG, name + "-loop");
         consumerProps.put(ConsumerConfig.ISOLATION_LEVEL_CONFIG, "read_committed");
         consumerProps.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, false);
         consumerProps.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest");
-        consumerProps.put(ConsumerConfig.SESSION_TIMEOUT_MS_CONFIG, 6000);
+        consumerProps.put(ConsumerConfig.GROUP_PROTOCOL_CONFIG, protocol);
+        if (protocol.equals("classic")) {
+            // The consumer protocol takes its session timeout from the broker.
+            consumerProps.put(ConsumerConfig.SESSION_TIMEOUT_MS_CONFIG, 6000);
+        }
         consumerProps.put(ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, StringDeserializer.class);
         consumerProps.put(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, StringDeserializer.class);
         Properties producerProps = new Properties();
