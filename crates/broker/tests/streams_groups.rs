@@ -136,10 +136,10 @@ fn settle(f: &Fixture, member: &str, mut epoch: i32, mut owned: TaskSets) -> (i3
             owned = tasks;
         }
         if unchanged {
-            break;
+            return (epoch, owned);
         }
     }
-    (epoch, owned)
+    panic!("{member} still moving after 10 heartbeats: epoch {epoch}, {owned:?}");
 }
 
 fn all_tasks() -> BTreeSet<TaskId> {
@@ -248,14 +248,88 @@ fn a_leaving_member_hands_its_tasks_over() {
         "b waits for a to revoke"
     );
     let (epoch_a, tasks_a) = settle(&f, "a", a.member_epoch, a.tasks.unwrap());
-    let (_, tasks_b) = settle(&f, "b", b.member_epoch, TaskSets::default());
+    let (epoch_b, tasks_b) = settle(&f, "b", b.member_epoch, TaskSets::default());
+    let (_, tasks_a) = settle(&f, "a", epoch_a, tasks_a);
     assert_eq!(tasks_a.active.len() + tasks_b.active.len(), 6);
     assert!(tasks_a.active.is_disjoint(&tasks_b.active));
     let left = f.coordinator.streams_heartbeat(beat("a", -1, &tasks_a));
     assert_eq!((left.error, left.member_epoch), (errors::NONE, -1));
     f.clock.advance(std::time::Duration::from_millis(1_000));
-    let (_, tasks_b) = settle(&f, "b", 0.max(epoch_a), tasks_b);
+    let (_, tasks_b) = settle(&f, "b", epoch_b, tasks_b);
     assert_eq!(tasks_b.active, all_tasks());
+}
+
+/// A coordinator over topics that all exist, without the initial delay.
+fn ready_fixture() -> Fixture {
+    let mut config = config();
+    config.streams.initial_rebalance_delay_ms = 0;
+    let temp = tempfile::tempdir().unwrap();
+    let clock = Arc::new(ManualClock::new(1_700_000_000_000));
+    let manager = common::manager_with_topic(temp.path(), clock.clone(), Some(("input", 3)));
+    create(&manager, REPARTITION, 3);
+    create(&manager, CHANGELOG, 3);
+    let coordinator = GroupCoordinator::open(Arc::clone(&manager), config).unwrap();
+    Fixture {
+        _temp: temp,
+        clock,
+        manager,
+        coordinator,
+    }
+}
+
+#[test]
+fn a_deleted_group_stays_deleted_after_a_reload() {
+    let f = ready_fixture();
+    let joined = ok(f.coordinator.streams_heartbeat(join("a", "pa")));
+    let left = f
+        .coordinator
+        .streams_heartbeat(beat("a", -1, &joined.tasks.unwrap()));
+    assert_eq!(left.error, errors::NONE);
+    assert_eq!(f.coordinator.delete_group("app"), errors::NONE);
+    let reopened = GroupCoordinator::open(Arc::clone(&f.manager), config()).unwrap();
+    assert_eq!(
+        reopened.describe_streams_group("app").error,
+        errors::GROUP_ID_NOT_FOUND
+    );
+    assert!(reopened.list().iter().all(|group| group.id != "app"));
+}
+
+#[test]
+fn a_static_member_back_under_a_new_id_takes_its_tasks_and_no_one_else_keeps_them() {
+    let f = ready_fixture();
+    let static_join = |member: &str| StreamsHeartbeat {
+        instance_id: Some("instance-1".into()),
+        ..join(member, "pa")
+    };
+    let first = ok(f.coordinator.streams_heartbeat(static_join("a")));
+    let (epoch, tasks) = settle(&f, "a", first.member_epoch, first.tasks.unwrap());
+    assert_eq!(tasks.active, all_tasks());
+    let away = StreamsHeartbeat {
+        instance_id: Some("instance-1".into()),
+        ..beat("a", -2, &tasks)
+    };
+    assert_eq!(f.coordinator.streams_heartbeat(away).error, errors::NONE);
+    let back = ok(f.coordinator.streams_heartbeat(static_join("a2")));
+    assert_eq!(
+        back.tasks.as_ref().map(|t| t.active.clone()),
+        Some(all_tasks())
+    );
+    let back_beat = |epoch, owned: &TaskSets| StreamsHeartbeat {
+        instance_id: Some("instance-1".into()),
+        ..beat("a2", epoch, owned)
+    };
+    let again = ok(f
+        .coordinator
+        .streams_heartbeat(back_beat(back.member_epoch, &tasks)));
+    assert_eq!(again.member_epoch, epoch, "the group epoch did not move");
+    let described = f.coordinator.describe_streams_group("app");
+    assert_eq!(described.state, "Stable");
+    let members: Vec<(&str, usize)> = described
+        .members
+        .iter()
+        .map(|m| (m.member_id.as_str(), m.target.active.len()))
+        .collect();
+    assert_eq!(members, [("a2", 6)]);
 }
 
 #[test]

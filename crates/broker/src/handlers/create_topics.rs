@@ -195,16 +195,17 @@ impl Shape {
 }
 
 /// Creates a topic the broker makes for a client (a streams group's internal topics): as
-/// CreateTopics would, with `partitions` and the client's `configs`.
+/// CreateTopics would, with the partitions and replication factor given (-1: the broker's) and
+/// the client's `configs`.
 pub(crate) fn create_for_group(
     context: &Context,
     name: &str,
-    partitions: i32,
+    (partitions, replication_factor): (i32, i16),
     configs: BTreeMap<String, String>,
 ) -> Result<i32, (i16, String)> {
     let shape = Shape {
         num_partitions: partitions,
-        replication_factor: -1,
+        replication_factor,
         assignments: Vec::new(),
     };
     create(context, name, &shape, configs, false)

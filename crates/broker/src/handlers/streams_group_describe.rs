@@ -37,6 +37,9 @@ pub fn handle(
                 group_id: group_id.clone(),
                 ..DescribedGroup::default()
             };
+            if !context.groups.streams_enabled() {
+                return refused(errors::UNSUPPORTED_VERSION, None);
+            }
             if !asked.allows(ResourceType::Group, &group_id) {
                 return refused(errors::GROUP_AUTHORIZATION_FAILED, None);
             }

@@ -30,6 +30,14 @@ pub fn handle(
     asked: &Asked<'_>,
     request: StreamsGroupHeartbeatRequest,
 ) -> StreamsGroupHeartbeatResponse {
+    // Before anything else is looked at, as Kafka answers when the protocol is off.
+    if !context.groups.streams_enabled() {
+        return crate::refuse::Refuse::refused(
+            &request,
+            asked.version(),
+            errors::UNSUPPORTED_VERSION,
+        );
+    }
     if let Some(topology) = &request.topology
         && let Some(refusal) = topology_refusal(asked, topology)
     {
@@ -232,10 +240,11 @@ fn create_internal_topics(context: &Context, asked: &Asked<'_>, answer: &mut Str
         let mut failed = Vec::new();
         for topic in topics.values() {
             let configs = topic.configs.clone().into_iter().collect();
+            let replication = topic.replication_factor.unwrap_or(-1);
             match super::create_topics::create_for_group(
                 context,
                 &topic.name,
-                topic.partitions,
+                (topic.partitions, replication),
                 configs,
             ) {
                 Ok(_) => {

@@ -155,6 +155,12 @@ fn replay_streams(
     value: Option<&[u8]>,
     now: i64,
 ) {
+    // A tombstone never makes a group: those written after the group's own (deleting it, in
+    // Kafka's order) find none and change nothing.
+    let exists = groups.get(group_id).is_some_and(|g| g.streams.is_some());
+    if value.is_none() && !exists {
+        return;
+    }
     let entry = groups
         .entry(group_id.to_owned())
         .or_insert_with(|| Group::new(group_id, now));

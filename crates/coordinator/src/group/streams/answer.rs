@@ -48,7 +48,7 @@ impl GroupCoordinator {
             member.rebalance_deadline = Some((now + timeout, member.current.member_epoch));
         }
         let tasks_changed = member.current.assigned != planned.before.assigned;
-        let endpoint_changed = request.user_endpoint.is_some();
+        let endpoint_changed = planned.endpoint_changed;
         let member_epoch = member.current.member_epoch;
         let tasks = (request.member_epoch == 0 || tasks_changed).then(|| assigned_sets(member));
         if endpoint_changed || (tasks_changed && member.metadata.user_endpoint.is_some()) {

@@ -43,6 +43,11 @@ pub struct DescribedStreamsMember {
 }
 
 impl GroupCoordinator {
+    /// Whether streams groups are served (`streams` in `group.coordinator.rebalance.protocols`).
+    pub fn streams_enabled(&self) -> bool {
+        self.config.streams.enabled
+    }
+
     /// StreamsGroupDescribe of `group_id`.
     pub fn describe_streams_group(&self, group_id: &str) -> DescribedStreamsGroup {
         let refused = |error, message: Option<String>| DescribedStreamsGroup {

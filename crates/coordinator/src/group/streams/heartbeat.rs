@@ -262,6 +262,7 @@ impl GroupCoordinator {
             mut member,
             mut records,
             inherited_target,
+            replaced,
         } = find_member(group, request)?;
         let before = member.current.clone();
         if let Some(list) = &request.task_offsets {
@@ -271,7 +272,9 @@ impl GroupCoordinator {
             member.task_end_offsets = super::target::task_offsets(list)?;
         }
         let (metadata, bumps) = updated_metadata(&member, request);
-        let is_new = !group.members.contains_key(&member.member_id);
+        // A static member's new incarnation is its old self under a new id, not a new member.
+        let is_new = !group.members.contains_key(&member.member_id) && replaced.is_none();
+        let endpoint_changed = metadata.user_endpoint != member.metadata.user_endpoint;
         if metadata != member.metadata || is_new {
             records.push(records::member_metadata(
                 &group.id,
@@ -282,7 +285,9 @@ impl GroupCoordinator {
         member.metadata = metadata;
         let mut planned = self.plan_topology(group, request, &member, &mut records)?;
         planned.member_changed = bumps || is_new;
+        planned.endpoint_changed = endpoint_changed || replaced.is_some();
         planned.before = before;
+        planned.replaced.clone_from(&replaced);
         let (target_epoch, target) = self.plan_target(
             group,
             &member,
@@ -292,8 +297,12 @@ impl GroupCoordinator {
             &mut records,
         )?;
         let process_id = member.metadata.process_id.clone();
-        let held =
-            |role, task: &TaskId| group.held_elsewhere(&member.member_id, &process_id, role, task);
+        // The replaced incarnation holds nothing any more: its records go in this batch.
+        let ignored: Vec<&str> = [member.member_id.as_str()]
+            .into_iter()
+            .chain(replaced.as_deref())
+            .collect();
+        let held = |role, task: &TaskId| group.held_elsewhere(&ignored, &process_id, role, task);
         let towards = Towards {
             target_epoch,
             target: &target,

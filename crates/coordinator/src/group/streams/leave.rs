@@ -135,7 +135,6 @@ fn away_records(group: &StreamsGroup, member_id: &str) -> Vec<OffsetsRecord> {
         return Vec::new();
     };
     let mut current = member.current.clone();
-    current.previous_member_epoch = current.member_epoch;
     current.member_epoch = -2;
     current.pending_revocation = TaskSets::default();
     current

@@ -20,6 +20,8 @@ pub(super) struct Found {
     pub records: Vec<OffsetsRecord>,
     /// The target of the member id a static member took over from.
     pub inherited_target: Option<TaskSets>,
+    /// The member id a static member took over from.
+    pub replaced: Option<String>,
 }
 
 pub(super) fn find_member(
@@ -30,6 +32,7 @@ pub(super) fn find_member(
         member: member.clone(),
         records: Vec::new(),
         inherited_target: None,
+        replaced: None,
     };
     let joining = request.member_epoch == 0;
     let Some(instance) = &request.instance_id else {
@@ -128,6 +131,7 @@ fn replace_member(group: &StreamsGroup, old: &StreamsMember, member_id: &str) ->
         member,
         records,
         inherited_target: Some(target),
+        replaced: Some(old.member_id.clone()),
     }
 }
 
@@ -195,7 +199,7 @@ pub(super) fn updated_metadata(
     if request.member_epoch == 0 || request.user_endpoint.is_some() {
         updated.user_endpoint.clone_from(&request.user_endpoint);
     }
-    let bumps = if updated.instance_id.is_some() {
+    let bumps = if request.instance_id.is_some() {
         updated.topology_epoch != old.topology_epoch
             || updated.rack_id != old.rack_id
             || updated.client_tags != old.client_tags

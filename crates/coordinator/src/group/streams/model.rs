@@ -115,17 +115,21 @@ impl StreamsGroup {
         }
     }
 
-    /// Who besides `member_id` holds `task` in `role` (assigned or still revoking), anywhere
-    /// and on `member_id`'s own process.
+    /// Who but the members `ignored` (the one asking, and an incarnation it replaces) holds
+    /// `task` in `role` (assigned or still revoking), anywhere and on `process_id`.
     pub fn held_elsewhere(
         &self,
-        member_id: &str,
+        ignored: &[&str],
         process_id: &str,
         role: Role,
         task: &TaskId,
     ) -> HeldElsewhere {
         let mut held = HeldElsewhere::default();
-        for other in self.members.values().filter(|m| m.member_id != member_id) {
+        let others = self
+            .members
+            .values()
+            .filter(|m| !ignored.contains(&m.member_id.as_str()));
+        for other in others {
             let current = &other.current;
             let holds = match role {
                 Role::Active => {

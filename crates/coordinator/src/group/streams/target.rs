@@ -34,6 +34,10 @@ pub(super) struct Planned {
     pub assignment_configs: BTreeMap<String, String>,
     /// Set when this heartbeat starts the initial rebalance delay: when it ends.
     pub delay_until: Option<i64>,
+    /// The member's endpoint changed (or it replaced an incarnation of itself).
+    pub endpoint_changed: bool,
+    /// The member id a static member's new incarnation replaced.
+    pub replaced: Option<String>,
 }
 
 impl GroupCoordinator {
@@ -189,7 +193,9 @@ fn adopt_topology(
             tracing::warn!(group = %group.id, "a streams group without a topology");
             Err(Refusal::new(errors::UNKNOWN_SERVER_ERROR, None))
         }
-        (Some(own), Some(offered)) if offered.epoch >= own.epoch && offered != own => {
+        (Some(own), Some(offered))
+            if offered.epoch >= own.epoch && !same_topology(own, offered) =>
+        {
             Err(Refusal::new(
                 errors::INVALID_REQUEST,
                 "Topology updates are not supported yet.".to_owned(),
@@ -197,6 +203,17 @@ fn adopt_topology(
         }
         (Some(own), _) => Ok((own.clone(), false)),
     }
+}
+
+/// Whether two topologies are the same, their subtopologies compared by id (the order they
+/// are declared in does not count), as Kafka compares them.
+fn same_topology(a: &StreamsTopology, b: &StreamsTopology) -> bool {
+    let by_id = |t: &StreamsTopology| {
+        let mut subtopologies = t.subtopologies.clone();
+        subtopologies.sort_by(|x, y| x.id.cmp(&y.id));
+        subtopologies
+    };
+    a.epoch == b.epoch && by_id(a) == by_id(b)
 }
 
 /// The topics a topology needs to exist: sources, repartition sources and changelogs.
@@ -263,10 +280,9 @@ fn compute_targets(
     standby_replicas: u32,
 ) -> BTreeMap<String, TaskSets> {
     let mut members: BTreeMap<String, MemberSpec> = BTreeMap::new();
-    let others = group
-        .members
-        .values()
-        .filter(|m| m.member_id != member.member_id);
+    let others = group.members.values().filter(|m| {
+        m.member_id != member.member_id && Some(&m.member_id) != planned.replaced.as_ref()
+    });
     for each in others.chain(std::iter::once(member)) {
         members.insert(
             each.member_id.clone(),
