@@ -5,15 +5,15 @@
 
 use std::collections::BTreeSet;
 
-use ferrolog_coordinator::group::streams::assignor::TaskId;
+use ferrolog_coordinator::group::streams::assignor::{TaskId, partitions_by_subtopology};
 use ferrolog_coordinator::group::streams::reconcile::TaskSets;
+use ferrolog_coordinator::group::streams::topology::named_topics;
 use ferrolog_coordinator::group::streams::{DescribedStreamsGroup, DescribedStreamsMember};
 use ferrolog_protocol::messages::StreamsGroupDescribeRequest;
 use ferrolog_protocol::messages::streams_group_describe_response::{
     Assignment, DescribedGroup, Endpoint, KeyValue, Member, StreamsGroupDescribeResponse,
     Subtopology, TaskIds, TaskOffset, TopicInfo, Topology,
 };
-use ferrolog_records::streams_group_records::StreamsTopology;
 
 use crate::authz::{AclOperation, Asked, ResourceType};
 use crate::{Context, errors};
@@ -50,7 +50,11 @@ pub fn handle(
                     ..refused(group.error, group.message.as_deref())
                 };
             }
-            if topics_of(group.topology.as_ref())
+            if group
+                .topology
+                .as_ref()
+                .map(named_topics)
+                .unwrap_or_default()
                 .iter()
                 .any(|topic| !asked.may(AclOperation::Describe, ResourceType::Topic, topic))
             {
@@ -76,32 +80,6 @@ pub fn handle(
         throttle_time_ms: 0,
         groups,
     }
-}
-
-fn topics_of(topology: Option<&StreamsTopology>) -> BTreeSet<&str> {
-    let mut topics = BTreeSet::new();
-    for subtopology in topology.iter().flat_map(|t| &t.subtopologies) {
-        topics.extend(subtopology.source_topics.iter().map(String::as_str));
-        topics.extend(
-            subtopology
-                .repartition_sink_topics
-                .iter()
-                .map(String::as_str),
-        );
-        topics.extend(
-            subtopology
-                .repartition_source_topics
-                .iter()
-                .map(|t| t.name.as_str()),
-        );
-        topics.extend(
-            subtopology
-                .state_changelog_topics
-                .iter()
-                .map(|t| t.name.as_str()),
-        );
-    }
-    topics
 }
 
 fn filled(group: DescribedStreamsGroup, version: i16) -> DescribedGroup {
@@ -194,17 +172,10 @@ fn assignment(tasks: &TaskSets) -> Assignment {
 }
 
 fn task_ids(tasks: &BTreeSet<TaskId>) -> Vec<TaskIds> {
-    let mut by_subtopology: std::collections::BTreeMap<&str, Vec<i32>> = Default::default();
-    for task in tasks {
-        by_subtopology
-            .entry(&task.subtopology)
-            .or_default()
-            .push(task.partition);
-    }
-    by_subtopology
+    partitions_by_subtopology(tasks)
         .into_iter()
-        .map(|(id, partitions)| TaskIds {
-            subtopology_id: id.to_owned(),
+        .map(|(subtopology_id, partitions)| TaskIds {
+            subtopology_id,
             partitions,
         })
         .collect()

@@ -9,8 +9,9 @@
 
 use std::collections::BTreeSet;
 
-use ferrolog_coordinator::group::streams::assignor::TaskId;
+use ferrolog_coordinator::group::streams::assignor::{TaskId, partitions_by_subtopology};
 use ferrolog_coordinator::group::streams::reconcile::TaskSets;
+use ferrolog_coordinator::group::streams::topology::named_topics;
 use ferrolog_coordinator::group::streams::{StreamsAnswer, StreamsHeartbeat, StreamsStatus};
 use ferrolog_protocol::messages::StreamsGroupHeartbeatRequest;
 use ferrolog_protocol::messages::streams_group_heartbeat_request::{self as request, Topology};
@@ -38,12 +39,12 @@ pub fn handle(
             errors::UNSUPPORTED_VERSION,
         );
     }
-    if let Some(topology) = &request.topology
+    let heartbeat = heartbeat(asked, request);
+    if let Some(topology) = &heartbeat.topology
         && let Some(refusal) = topology_refusal(asked, topology)
     {
         return refusal;
     }
-    let heartbeat = heartbeat(asked, request);
     let mut answer = context.groups.streams_heartbeat(heartbeat);
     if !answer.to_create.is_empty() {
         create_internal_topics(context, asked, &mut answer);
@@ -55,25 +56,9 @@ pub fn handle(
 /// describable.
 fn topology_refusal(
     asked: &Asked<'_>,
-    topology: &Topology,
+    topology: &StreamsTopology,
 ) -> Option<StreamsGroupHeartbeatResponse> {
-    let mut topics = BTreeSet::new();
-    for subtopology in &topology.subtopologies {
-        topics.extend(subtopology.source_topics.iter().cloned());
-        topics.extend(subtopology.repartition_sink_topics.iter().cloned());
-        topics.extend(
-            subtopology
-                .repartition_source_topics
-                .iter()
-                .map(|t| t.name.clone()),
-        );
-        topics.extend(
-            subtopology
-                .state_changelog_topics
-                .iter()
-                .map(|t| t.name.clone()),
-        );
-    }
+    let topics = named_topics(topology);
     let refused = |code, message: Option<String>| {
         Some(StreamsGroupHeartbeatResponse {
             error_code: code,
@@ -284,17 +269,10 @@ fn create_internal_topics(context: &Context, asked: &Asked<'_>, answer: &mut Str
 }
 
 fn task_ids(tasks: &BTreeSet<TaskId>) -> Vec<response::TaskIds> {
-    let mut by_subtopology: std::collections::BTreeMap<&str, Vec<i32>> = Default::default();
-    for task in tasks {
-        by_subtopology
-            .entry(&task.subtopology)
-            .or_default()
-            .push(task.partition);
-    }
-    by_subtopology
+    partitions_by_subtopology(tasks)
         .into_iter()
-        .map(|(id, partitions)| response::TaskIds {
-            subtopology_id: id.to_owned(),
+        .map(|(subtopology_id, partitions)| response::TaskIds {
+            subtopology_id,
             partitions,
         })
         .collect()

@@ -26,6 +26,23 @@ impl TaskId {
     }
 }
 
+/// Tasks grouped as the protocol lists them: each subtopology's partitions, both in order.
+pub fn partitions_by_subtopology<'a>(
+    tasks: impl IntoIterator<Item = &'a TaskId>,
+) -> BTreeMap<String, Vec<i32>> {
+    let mut grouped: BTreeMap<String, Vec<i32>> = BTreeMap::new();
+    for task in tasks {
+        grouped
+            .entry(task.subtopology.clone())
+            .or_default()
+            .push(task.partition);
+    }
+    for partitions in grouped.values_mut() {
+        partitions.sort_unstable();
+    }
+    grouped
+}
+
 /// What the assignor knows of one member.
 #[derive(Debug, Clone, Default)]
 pub struct MemberSpec {

@@ -153,26 +153,12 @@ impl StreamsGroup {
         held
     }
 
-    /// Every topic the topology names that must exist: sources, repartition sources and
-    /// changelogs (the ones its metadata hash covers).
+    /// Every topic the group's topology needs to exist (see [`super::topology::required_topics`]).
     pub fn required_topics(&self) -> BTreeSet<String> {
-        let mut topics = BTreeSet::new();
-        for subtopology in self.topology.iter().flat_map(|t| &t.subtopologies) {
-            topics.extend(subtopology.source_topics.iter().cloned());
-            topics.extend(
-                subtopology
-                    .repartition_source_topics
-                    .iter()
-                    .map(|t| t.name.clone()),
-            );
-            topics.extend(
-                subtopology
-                    .state_changelog_topics
-                    .iter()
-                    .map(|t| t.name.clone()),
-            );
-        }
-        topics
+        self.topology
+            .as_ref()
+            .map(super::topology::required_topics)
+            .unwrap_or_default()
     }
 
     /// As Kafka after a load: every member's session runs from now, and a member still

@@ -13,7 +13,7 @@ use ferrolog_records::streams_group_records::{
     StreamsTopology, TaskIds, decode_target_metadata, encode_target_metadata,
 };
 
-use super::assignor::TaskId;
+use super::assignor::{TaskId, partitions_by_subtopology};
 use super::model::{StreamsGroup, StreamsMember};
 use super::reconcile::{AssignedTasks, CurrentTasks, MemberState, TaskSets};
 use crate::group::offsets_topic::OffsetsRecord;
@@ -183,24 +183,22 @@ pub fn group_tombstones(group: &str) -> [OffsetsRecord; 3] {
 
 /// Tasks grouped by subtopology, sorted, with each active task's epoch when given.
 fn task_ids(tasks: &BTreeSet<TaskId>, epochs: Option<&BTreeMap<TaskId, i32>>) -> Vec<TaskIds> {
-    let mut by_subtopology: BTreeMap<&str, Vec<&TaskId>> = BTreeMap::new();
-    for task in tasks {
-        by_subtopology
-            .entry(&task.subtopology)
-            .or_default()
-            .push(task);
-    }
-    by_subtopology
+    partitions_by_subtopology(tasks)
         .into_iter()
-        .map(|(subtopology, tasks)| TaskIds {
-            subtopology_id: subtopology.to_owned(),
-            partitions: tasks.iter().map(|t| t.partition).collect(),
+        .map(|(subtopology, partitions)| TaskIds {
             assignment_epochs: epochs.map(|epochs| {
-                tasks
+                partitions
                     .iter()
-                    .map(|t| epochs.get(*t).copied().unwrap_or(0))
+                    .map(|p| {
+                        epochs
+                            .get(&TaskId::new(&subtopology, *p))
+                            .copied()
+                            .unwrap_or(0)
+                    })
                     .collect()
             }),
+            subtopology_id: subtopology,
+            partitions,
         })
         .collect()
 }

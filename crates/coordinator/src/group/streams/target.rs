@@ -61,7 +61,7 @@ impl GroupCoordinator {
             ));
         }
         let manager = self.topic.manager();
-        let required = required_topics(&topology);
+        let required: Vec<String> = topology::required_topics(&topology).into_iter().collect();
         planned.metadata_hash = crate::group::consumer::subscribed_topics_hash(manager, &required);
         let configured = match &group.configured {
             Some(configured)
@@ -214,24 +214,6 @@ fn same_topology(a: &StreamsTopology, b: &StreamsTopology) -> bool {
         subtopologies
     };
     a.epoch == b.epoch && by_id(a) == by_id(b)
-}
-
-/// The topics a topology needs to exist: sources, repartition sources and changelogs.
-pub(super) fn required_topics(topology: &StreamsTopology) -> Vec<String> {
-    let mut topics: Vec<String> = topology
-        .subtopologies
-        .iter()
-        .flat_map(|s| {
-            s.source_topics
-                .iter()
-                .cloned()
-                .chain(s.repartition_source_topics.iter().map(|t| t.name.clone()))
-                .chain(s.state_changelog_topics.iter().map(|t| t.name.clone()))
-        })
-        .collect();
-    topics.sort();
-    topics.dedup();
-    topics
 }
 
 /// Kafka's check that the tasks a member says it owns exist in the configured topology.

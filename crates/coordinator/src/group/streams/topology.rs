@@ -209,6 +209,37 @@ fn missing_source_topics(
     })
 }
 
+/// The topics a topology needs to exist: its sources, repartition sources and changelogs (those
+/// its metadata hash covers).
+pub fn required_topics(topology: &StreamsTopology) -> BTreeSet<String> {
+    let mut topics = BTreeSet::new();
+    for subtopology in &topology.subtopologies {
+        topics.extend(subtopology.source_topics.iter().cloned());
+        topics.extend(
+            subtopology
+                .repartition_source_topics
+                .iter()
+                .map(|t| t.name.clone()),
+        );
+        topics.extend(
+            subtopology
+                .state_changelog_topics
+                .iter()
+                .map(|t| t.name.clone()),
+        );
+    }
+    topics
+}
+
+/// Every topic a topology names: the required ones and the repartition topics it writes.
+pub fn named_topics(topology: &StreamsTopology) -> BTreeSet<String> {
+    let mut topics = required_topics(topology);
+    for subtopology in &topology.subtopologies {
+        topics.extend(subtopology.repartition_sink_topics.iter().cloned());
+    }
+    topics
+}
+
 /// Kafka's summary of a list of topics: the first three, then how many more.
 pub fn summarize<'a>(names: impl IntoIterator<Item = &'a str>) -> String {
     let names: Vec<&str> = names.into_iter().collect();
