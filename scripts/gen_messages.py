@@ -34,7 +34,13 @@ API_KEY = os.path.join("crates", "protocol", "src", "api_key.rs")
 MESSAGES_DIR = os.path.join("crates", "protocol", "src", "messages")
 
 # The APIs whose request and response codecs are generated here.
-OWN_CODECS = ["StreamsGroupHeartbeat", "StreamsGroupDescribe"]
+OWN_CODECS = [
+    "StreamsGroupHeartbeat",
+    "StreamsGroupDescribe",
+    "ShareFetch",  # the codec crate stops at v1; Kafka 4.4 serves v1-2
+    "ShareAcknowledge",  # likewise
+    "DescribeShareGroupOffsets",  # the codec crate has v0; Kafka 4.4 serves v0-1
+]
 
 MAX = 32767
 PRIMITIVES = {
@@ -45,6 +51,9 @@ PRIMITIVES = {
     "int64": ("i64", "i64"),
     "uint16": ("u16", "u16"),
     "string": ("String", "string"),
+    "uuid": ("Uuid", "uuid"),
+    "bytes": ("Bytes", "bytes"),
+    "records": ("Bytes", "bytes"),
 }
 
 
@@ -161,6 +170,7 @@ class Writer:
 
     def __init__(self, definition):
         self.definition = definition
+        self.valid = parse_versions(definition["validVersions"], definition["name"])
         self.common = {s["name"]: s for s in definition.get("commonStructs", [])}
         self.structs = []
         self.seen = set()
@@ -175,7 +185,7 @@ class Writer:
 
     def rust_type(self, field, where):
         kind = field["type"]
-        nullable = parse_versions(field.get("nullableVersions"), where) is not None
+        nullable = self.nullable(field, where)
         if kind.startswith("[]"):
             element = kind[2:]
             if element in PRIMITIVES:
@@ -192,6 +202,13 @@ class Writer:
         else:
             raise Failure(f"{where}: type {kind} is not supported")
         return f"Option<{rust}>" if nullable else rust
+
+    def nullable(self, field, where):
+        """Whether the field may be null in a version this codec serves."""
+        versions = parse_versions(field.get("nullableVersions"), where)
+        if versions is None:
+            return False
+        return versions[0] <= self.valid[1] and self.valid[0] <= versions[1]
 
     def default(self, field, rust, where):
         value = str(field.get("default", "")).strip()
@@ -225,9 +242,9 @@ class Writer:
         if kind in PRIMITIVES:
             reader = PRIMITIVES[kind][1]
             if nullable:
-                if kind != "string":
+                if kind not in ("string", "bytes", "records"):
                     raise Failure(f"{where}: a nullable {kind} is not supported")
-                reader = "nullable_string"
+                reader = "nullable_" + reader
             return f"wire::read_{reader}(buf, {json.dumps(name)})?"
         if nullable:
             return f"wire::read_nullable_struct(buf, {json.dumps(name)}, |buf| {kind}::read(buf, version))?"
@@ -239,7 +256,7 @@ class Writer:
         if kind.startswith("[]"):
             element = kind[2:]
             if element in PRIMITIVES:
-                value = "item" if element == "string" else "*item"
+                value = "item" if element in ("string", "bytes") else "*item"
                 item = f"{{ wire::write_{PRIMITIVES[element][1]}(buf, {value}); Ok(()) }}"
             else:
                 item = "item.write(buf, version)"
@@ -250,9 +267,9 @@ class Writer:
         if kind in PRIMITIVES:
             writer = PRIMITIVES[kind][1]
             if nullable:
-                return f"wire::write_nullable_string(buf, self.{member}.as_deref());"
-            if writer == "string":
-                return f"wire::write_string(buf, &self.{member});"
+                return f"wire::write_nullable_{writer}(buf, self.{member}.as_deref());"
+            if writer in ("string", "bytes"):
+                return f"wire::write_{writer}(buf, &self.{member});"
             return f"wire::write_{writer}(buf, self.{member});"
         if nullable:
             return (f"wire::write_nullable_struct(buf, self.{member}.as_ref(), "
@@ -366,15 +383,23 @@ def message_file(jar, definition, response_name):
     parts = split_parts(nested)
     declarations = "".join(f"mod {part};\npub use {part}::*;\n" for part, _ in parts)
     files = {"mod.rs": header(jar, f"{name}, versions {low}-{high} (API key {definition['apiKey']}).")
-             + uses + declarations + "\n" + top + "\n" + trailer}
+             + type_imports(top) + uses + declarations + "\n" + top + "\n" + trailer}
     for part, structs in parts:
         files[part + ".rs"] = (
             header(jar, f"Structs nested in {name}.")
+            + type_imports("".join(structs))
             + "use anyhow::Result;\nuse kafka_protocol::protocol::buf::{ByteBuf, ByteBufMut};\n\n"
             + "#[allow(unused_imports)]\nuse super::*;\nuse crate::messages::wire;\n\n"
             + "\n".join(structs)
         )
     return files
+
+
+def type_imports(source):
+    """The imports of the value types a file's structs use."""
+    used = [line for word, line in (("Bytes", "use bytes::Bytes;\n"), ("Uuid", "use uuid::Uuid;\n"))
+            if re.search(rf"\b{word}\b", source)]
+    return "".join(used)
 
 
 PART_LINES = 300  # unformatted lines per file of nested structs, so each stays small

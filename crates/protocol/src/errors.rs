@@ -75,6 +75,12 @@ pub const UNACCEPTABLE_CREDENTIAL: i16 = ResponseError::UnacceptableCredential.c
 pub const INVALID_REPLICA_ASSIGNMENT: i16 = ResponseError::InvalidReplicaAssignment.code();
 pub const LOG_DIR_NOT_FOUND: i16 = ResponseError::LogDirNotFound.code();
 pub const NO_REASSIGNMENT_IN_PROGRESS: i16 = ResponseError::NoReassignmentInProgress.code();
+pub const FENCED_LEADER_EPOCH: i16 = ResponseError::FencedLeaderEpoch.code();
+pub const INVALID_RECORD_STATE: i16 = ResponseError::InvalidRecordState.code();
+pub const SHARE_SESSION_NOT_FOUND: i16 = ResponseError::ShareSessionNotFound.code();
+pub const INVALID_SHARE_SESSION_EPOCH: i16 = ResponseError::InvalidShareSessionEpoch.code();
+pub const FENCED_STATE_EPOCH: i16 = ResponseError::FencedStateEpoch.code();
+pub const SHARE_SESSION_LIMIT_REACHED: i16 = ResponseError::ShareSessionLimitReached.code();
 
 /// Kafka's name of an error code (`UNKNOWN_TOPIC_OR_PARTITION`), for metrics and logs.
 pub fn name_of(code: i16) -> String {

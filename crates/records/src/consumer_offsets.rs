@@ -8,7 +8,8 @@
 //! | 2           | group: the group's metadata                  | 0–4 (3)                       |
 //! | 3–8, 16     | consumer groups of the KIP-848 protocol: see [`crate::consumer_group_records`] | 0 (0) |
 //! | 17, 19–23   | streams groups (KIP-1071): see [`crate::streams_group_records`] | 0 (0) |
-//! | 9–15, 18    | Kafka 4.4's share groups, and a streams type Kafka no longer writes: kept on disk, skipped when groups load |
+//! | 10–15       | share groups (KIP-932): see [`crate::share_group_records`] | 0 (0) |
+//! | 9, 18       | types Kafka no longer writes (share and streams partition metadata): kept on disk, skipped when groups load |
 //!
 //! A record with a null value is a tombstone: the offset or the group is gone. Versions 0–3 use
 //! classic strings (`i16` length) and bytes (`i32` length); version 4 is flexible (unsigned
@@ -17,13 +18,12 @@
 use crate::coordinator_codec::{Reader, put_bytes, put_nullable_string, put_string};
 use crate::error::RecordsError;
 
-/// Whether a key's record type (key version) is one Kafka 4.4 writes for share groups (9–15),
-/// the streams type it no longer writes (18), or a later type: ferrolog does not serve share
-/// groups yet, so these records stay in the log as they are (a directory moved back to Kafka
-/// keeps them) and are passed over when groups load. The offsets such groups commit are
-/// ordinary offset commits (key version 1) and load as any other.
+/// Whether a key's record type (key version) is one Kafka 4.4 no longer writes (9, the share
+/// groups' partition metadata; 18, the streams groups'), or a later type: these records stay
+/// in the log as they are (a directory moved back to Kafka keeps them) and are passed over
+/// when groups load, as Kafka passes over types it does not know.
 pub fn is_other_group_record_type(kind: i16) -> bool {
-    (9..=15).contains(&kind) || kind == 18 || kind > 23
+    kind == 9 || kind == 18 || kind > 23
 }
 
 /// The record type (key version) a `__consumer_offsets` key starts with.
@@ -70,6 +70,18 @@ pub enum ConsumerRecordType {
     TargetAssignmentMember,
     /// 8: a member's current assignment and epochs.
     CurrentMemberAssignment,
+    /// 10: a share member's subscription and client details.
+    ShareMemberMetadata,
+    /// 11: a share group's epoch and metadata hash.
+    ShareGroupMetadata,
+    /// 12: a share group's target assignment epoch.
+    ShareTargetAssignmentMetadata,
+    /// 13: a share member's target assignment.
+    ShareTargetAssignmentMember,
+    /// 14: a share member's current assignment and epochs.
+    ShareCurrentMemberAssignment,
+    /// 15: which partitions of a share group have their share state initialized.
+    ShareStatePartitionMetadata,
     /// 16: the topics a regular-expression subscription resolved to.
     RegularExpression,
     /// 17: a streams group's epoch, metadata hash and assignment configs.
@@ -95,6 +107,12 @@ impl ConsumerRecordType {
             Self::TargetAssignmentMetadata => 6,
             Self::TargetAssignmentMember => 7,
             Self::CurrentMemberAssignment => 8,
+            Self::ShareMemberMetadata => 10,
+            Self::ShareGroupMetadata => 11,
+            Self::ShareTargetAssignmentMetadata => 12,
+            Self::ShareTargetAssignmentMember => 13,
+            Self::ShareCurrentMemberAssignment => 14,
+            Self::ShareStatePartitionMetadata => 15,
             Self::RegularExpression => 16,
             Self::StreamsGroupMetadata => 17,
             Self::StreamsMemberMetadata => 19,
@@ -113,6 +131,12 @@ impl ConsumerRecordType {
             6 => Self::TargetAssignmentMetadata,
             7 => Self::TargetAssignmentMember,
             8 => Self::CurrentMemberAssignment,
+            10 => Self::ShareMemberMetadata,
+            11 => Self::ShareGroupMetadata,
+            12 => Self::ShareTargetAssignmentMetadata,
+            13 => Self::ShareTargetAssignmentMember,
+            14 => Self::ShareCurrentMemberAssignment,
+            15 => Self::ShareStatePartitionMetadata,
             16 => Self::RegularExpression,
             17 => Self::StreamsGroupMetadata,
             19 => Self::StreamsMemberMetadata,
@@ -132,10 +156,18 @@ impl ConsumerRecordType {
                 | Self::TargetAssignmentMember
                 | Self::CurrentMemberAssignment
                 | Self::RegularExpression
+                | Self::ShareMemberMetadata
+                | Self::ShareTargetAssignmentMember
+                | Self::ShareCurrentMemberAssignment
                 | Self::StreamsMemberMetadata
                 | Self::StreamsTargetAssignmentMember
                 | Self::StreamsCurrentMemberAssignment
         )
+    }
+
+    /// Whether the record is a share group's (KIP-932).
+    pub fn is_share(self) -> bool {
+        (10..=15).contains(&self.id())
     }
 
     /// Whether the record is a streams group's (KIP-1071).

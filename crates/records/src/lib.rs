@@ -23,6 +23,8 @@ pub mod entry;
 pub mod error;
 pub mod legacy;
 pub mod record;
+pub mod share_group_records;
+pub mod share_state_records;
 pub mod streams_group_records;
 pub mod transaction_state;
 pub mod varint;
@@ -39,3 +41,15 @@ pub use record::{Header, Record, RecordIter};
 
 #[cfg(test)]
 mod tests;
+
+/// Hexadecimal text to bytes, for tests that compare with bytes Kafka wrote.
+#[cfg(test)]
+mod tests_hex {
+    #[allow(clippy::unwrap_used, reason = "tests")]
+    pub fn hex(text: &str) -> Vec<u8> {
+        (0..text.len())
+            .step_by(2)
+            .map(|i| u8::from_str_radix(&text[i..i + 2], 16).unwrap())
+            .collect()
+    }
+}

@@ -34,6 +34,8 @@ pub(super) fn replay(groups: &mut HashMap<String, Group>, (key, value): OffsetsR
                 }
             }
         },
+        // Share groups are not served yet: their records stay in the log, passed over.
+        OffsetsKey::Consumer { kind, .. } if kind.is_share() => {}
         OffsetsKey::Consumer {
             kind,
             group,

@@ -64,19 +64,30 @@ impl Journal {
         records: &[C::Record],
         now_ms: i64,
     ) -> Result<()> {
+        self.append_placed::<C>(partition, records, now_ms)
+            .map(|_| ())
+    }
+
+    /// As [`Self::append`], and the offset the first record got (`None` for no records).
+    pub fn append_placed<C: Codec>(
+        &self,
+        partition: i32,
+        records: &[C::Record],
+        now_ms: i64,
+    ) -> Result<Option<i64>> {
         if records.is_empty() {
-            return Ok(());
+            return Ok(None);
         }
         let log = self.log(partition)?;
         let batch = encode::<C>(BatchBuilder::new(0), records, now_ms)?;
         // Flushed as due before it returns.
-        let _flushed = log.append(
+        let appended = log.append(
             batch,
             AppendOrigin::Coordinator,
             &NoTxnCoordinator,
             FlushMode::Now,
         )?;
-        Ok(())
+        Ok(Some(appended.info.first_offset.value()))
     }
 
     /// Appends `records` to `partition` as one transactional batch of `producer_id` at `epoch`

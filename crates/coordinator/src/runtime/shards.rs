@@ -42,6 +42,12 @@ impl<C: Codec> Ctx<'_, C> {
             .append::<C>(self.partition, records, self.now_ms)
     }
 
+    /// As [`Self::append`], and the offset the first record got (`None` for no records).
+    pub fn append_placed(&self, records: &[C::Record]) -> Result<Option<i64>> {
+        self.journal
+            .append_placed::<C>(self.partition, records, self.now_ms)
+    }
+
     /// Appends `records` as one transactional batch of `producer` (id, epoch), once `verifier`
     /// confirms the partition is in its transaction.
     pub fn append_transactional(

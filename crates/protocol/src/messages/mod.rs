@@ -4,12 +4,24 @@
 
 //! The codecs generated for the APIs the codec crate lacks.
 
+pub mod describe_share_group_offsets_request;
+pub mod describe_share_group_offsets_response;
+pub mod share_acknowledge_request;
+pub mod share_acknowledge_response;
+pub mod share_fetch_request;
+pub mod share_fetch_response;
 pub mod streams_group_describe_request;
 pub mod streams_group_describe_response;
 pub mod streams_group_heartbeat_request;
 pub mod streams_group_heartbeat_response;
 pub mod wire;
 
+pub use describe_share_group_offsets_request::DescribeShareGroupOffsetsRequest;
+pub use describe_share_group_offsets_response::DescribeShareGroupOffsetsResponse;
+pub use share_acknowledge_request::ShareAcknowledgeRequest;
+pub use share_acknowledge_response::ShareAcknowledgeResponse;
+pub use share_fetch_request::ShareFetchRequest;
+pub use share_fetch_response::ShareFetchResponse;
 pub use streams_group_describe_request::StreamsGroupDescribeRequest;
 pub use streams_group_describe_response::StreamsGroupDescribeResponse;
 pub use streams_group_heartbeat_request::StreamsGroupHeartbeatRequest;

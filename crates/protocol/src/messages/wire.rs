@@ -4,7 +4,8 @@
 //! never reserves more than the bytes left could hold.
 
 use anyhow::{Result, bail};
-use bytes::{Buf, BufMut};
+use bytes::{Buf, BufMut, Bytes};
+use uuid::Uuid;
 
 fn need<B: Buf>(buf: &B, bytes: usize, field: &str) -> Result<()> {
     if buf.remaining() < bytes {
@@ -107,6 +108,44 @@ pub fn write_nullable_string<B: BufMut>(buf: &mut B, value: Option<&str>) {
 
 pub fn write_string<B: BufMut>(buf: &mut B, value: &str) {
     write_nullable_string(buf, Some(value));
+}
+
+/// A UUID: sixteen bytes, most significant first.
+pub fn read_uuid<B: Buf>(buf: &mut B, field: &str) -> Result<Uuid> {
+    need(buf, 16, field)?;
+    Ok(Uuid::from_u128(buf.get_u128()))
+}
+
+pub fn write_uuid<B: BufMut>(buf: &mut B, value: Uuid) {
+    buf.put_u128(value.as_u128());
+}
+
+/// Compact bytes (records too): the length + 1, then the bytes, copied out once.
+pub fn read_nullable_bytes<B: Buf>(buf: &mut B, field: &str) -> Result<Option<Bytes>> {
+    let Some(length) = read_compact_length(buf, field)? else {
+        return Ok(None);
+    };
+    need(buf, length, field)?;
+    Ok(Some(buf.copy_to_bytes(length)))
+}
+
+pub fn read_bytes<B: Buf>(buf: &mut B, field: &str) -> Result<Bytes> {
+    read_nullable_bytes(buf, field)?
+        .ok_or_else(|| anyhow::anyhow!("{field}: null where bytes are required"))
+}
+
+/// Writes the bytes with one `put_slice`, so a response's record placeholder is recognised
+/// and spliced (`response::SplicingBuf`) rather than copied.
+pub fn write_nullable_bytes<B: BufMut>(buf: &mut B, value: Option<&[u8]>) {
+    // Bytes longer than 4 GiB cannot be in a message; the length always fits.
+    let _ = write_compact_length(buf, value.map(<[u8]>::len));
+    if let Some(value) = value {
+        buf.put_slice(value);
+    }
+}
+
+pub fn write_bytes<B: BufMut>(buf: &mut B, value: &[u8]) {
+    write_nullable_bytes(buf, Some(value));
 }
 
 pub fn read_nullable_array<B: Buf, T>(

@@ -5,12 +5,7 @@
 
 use super::*;
 
-fn hex(text: &str) -> Vec<u8> {
-    (0..text.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(&text[i..i + 2], 16).unwrap())
-        .collect()
-}
+use crate::tests_hex::hex;
 
 fn pairs(list: &[(&str, &str)]) -> Vec<KeyValue> {
     list.iter()
