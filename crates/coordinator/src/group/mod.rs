@@ -26,6 +26,7 @@ mod membership;
 mod offsets;
 pub mod offsets_topic;
 mod replay;
+pub mod share;
 pub mod state;
 pub mod streams;
 mod txn_offsets;
@@ -81,6 +82,8 @@ pub struct GroupConfig {
     pub consumer: consumer::ConsumerGroupConfig,
     /// The `group.streams.*` settings of KIP-1071 streams groups.
     pub streams: streams::StreamsGroupConfig,
+    /// The `group.share.*` and `share.coordinator.*` settings of KIP-932 share groups.
+    pub share: share::ShareGroupConfig,
 }
 
 impl Default for GroupConfig {
@@ -98,6 +101,7 @@ impl Default for GroupConfig {
             max_group_configs: 10_000,
             consumer: consumer::ConsumerGroupConfig::default(),
             streams: streams::StreamsGroupConfig::default(),
+            share: share::ShareGroupConfig::default(),
         }
     }
 }
@@ -210,6 +214,8 @@ pub struct GroupCoordinator {
     member_counter: AtomicU64,
     /// Each group's own config values (dynamic group configs).
     group_configs: group_configs::GroupConfigs,
+    /// The share groups' partition state (Kafka's share coordinator).
+    share_state: Arc<crate::share_state::ShareStateCoordinator>,
 }
 
 impl GroupCoordinator {
@@ -218,6 +224,10 @@ impl GroupCoordinator {
     pub fn open(manager: Arc<LogManager>, config: GroupConfig) -> Result<Self> {
         let clock = Arc::clone(manager.clock());
         let group_configs = group_configs::GroupConfigs::open(Arc::clone(&manager))?;
+        let share_state = Arc::new(crate::share_state::ShareStateCoordinator::open(
+            Arc::clone(&manager),
+            config.share.state.clone(),
+        )?);
         let topic = OffsetsTopic::new(
             manager,
             config.offsets_topic_partitions,
@@ -269,6 +279,9 @@ impl GroupCoordinator {
             if let Some(streams) = group.streams.as_deref_mut() {
                 streams.arm_loaded_timers(now, config.streams.session_timeout_ms);
             }
+            if let Some(share) = group.share.as_deref_mut() {
+                Self::arm_loaded_share_sessions(share, now, config.share.session_timeout_ms);
+            }
         }
         if records > 0 {
             tracing::info!(
@@ -284,6 +297,7 @@ impl GroupCoordinator {
             runtime,
             member_counter: AtomicU64::new(0),
             group_configs,
+            share_state,
         };
         coordinator.rebalance_groups_over_capacity(now);
         Ok(coordinator)
@@ -331,6 +345,11 @@ impl GroupCoordinator {
         self.runtime.now()
     }
 
+    /// The share groups' partition state, which the broker's share partitions read and write.
+    pub fn share_state(&self) -> &Arc<crate::share_state::ShareStateCoordinator> {
+        &self.share_state
+    }
+
     /// The `__consumer_offsets` partition that holds `group`.
     pub fn partition_of(&self, group: &str) -> i32 {
         self.topic.partition_of(group)
@@ -351,6 +370,15 @@ impl GroupCoordinator {
                     .groups
                     .values()
                     .map(|g| match (g.consumer.as_deref(), g.streams.as_deref()) {
+                        _ if g.share.is_some() => {
+                            let state = g.share.as_deref().map_or("Empty", |s| s.state().name());
+                            ListedGroup {
+                                id: g.id.clone(),
+                                protocol_type: "share".to_owned(),
+                                state,
+                                group_type: "share",
+                            }
+                        }
                         (Some(consumer), _) => ListedGroup {
                             id: g.id.clone(),
                             protocol_type: "consumer".to_owned(),
@@ -425,6 +453,8 @@ impl GroupCoordinator {
             for group in shard.groups.values_mut() {
                 if group.consumer.is_some() {
                     self.expire_consumer_members(group, ctx);
+                } else if group.share.is_some() {
+                    self.expire_share_members(group, ctx);
                 } else if group.streams.is_some() {
                     self.expire_streams_members(group, ctx);
                 } else {
@@ -435,6 +465,7 @@ impl GroupCoordinator {
                 self.expire_offsets(&mut shard.groups, ctx);
             }
         });
+        self.share_state.tick();
     }
 
     /// Writes the group's metadata record; returns whether it was stored.
@@ -459,7 +490,7 @@ impl GroupCoordinator {
 fn describe(group: &Group) -> Option<GroupDescription> {
     // DescribeGroups is the classic protocol's: a consumer group is not one (Kafka answers
     // "Dead" and, from version 6, GROUP_ID_NOT_FOUND).
-    if group.consumer.is_some() || group.streams.is_some() {
+    if group.consumer.is_some() || group.streams.is_some() || group.share.is_some() {
         return None;
     }
     // As Kafka: the protocol and the members' metadata only of a Stable group (during a

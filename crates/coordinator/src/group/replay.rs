@@ -7,7 +7,7 @@ use ferrolog_records::consumer_offsets::{ConsumerRecordType, GroupValue, OffsetV
 
 use super::offsets_topic::OffsetsRecord;
 use super::state::Group;
-use super::{consumer, streams};
+use super::{consumer, share, streams};
 
 /// Applies one record of the offsets topic to the groups being rebuilt at startup.
 pub(super) fn replay(groups: &mut HashMap<String, Group>, (key, value): OffsetsRecord, now: i64) {
@@ -34,8 +34,11 @@ pub(super) fn replay(groups: &mut HashMap<String, Group>, (key, value): OffsetsR
                 }
             }
         },
-        // Share groups are not served yet: their records stay in the log, passed over.
-        OffsetsKey::Consumer { kind, .. } if kind.is_share() => {}
+        OffsetsKey::Consumer {
+            kind,
+            group,
+            sub_key,
+        } if kind.is_share() => replay_share(groups, kind, &group, &sub_key, value.as_deref(), now),
         OffsetsKey::Consumer {
             kind,
             group,
@@ -144,6 +147,49 @@ pub(super) fn replay_transactional(
             tracing::warn!(group, topic, partition, %error, "skipping an unreadable transactional offset record");
         }
         None => {}
+    }
+}
+
+/// Applies a record of a share group (KIP-932) to the groups being rebuilt. A group whose
+/// metadata record is tombstoned is gone (it keeps no offsets of its own).
+fn replay_share(
+    groups: &mut HashMap<String, Group>,
+    kind: ConsumerRecordType,
+    group_id: &str,
+    sub_key: &str,
+    value: Option<&[u8]>,
+    now: i64,
+) {
+    let exists = groups.get(group_id).is_some_and(|g| g.share.is_some());
+    if value.is_none() && !exists {
+        return;
+    }
+    let entry = groups
+        .entry(group_id.to_owned())
+        .or_insert_with(|| Group::new(group_id, now));
+    if kind == ConsumerRecordType::ShareGroupMetadata && value.is_none() {
+        entry.share = None;
+        if entry.offsets.is_empty() && entry.pending_txn_offsets.is_empty() {
+            groups.remove(group_id);
+        }
+        return;
+    }
+    if !entry.members.is_empty() || entry.consumer.is_some() || entry.streams.is_some() {
+        tracing::warn!(
+            group = group_id,
+            "a share group record for a group of another kind: it becomes a share group, as the later record says"
+        );
+        *entry = Group {
+            offsets: std::mem::take(&mut entry.offsets),
+            pending_txn_offsets: std::mem::take(&mut entry.pending_txn_offsets),
+            ..Group::new(group_id, now)
+        };
+    }
+    let group = entry
+        .share
+        .get_or_insert_with(|| Box::new(share::ShareGroup::new(group_id)));
+    if let Err(error) = share::records::replay(group, kind, sub_key, value) {
+        tracing::warn!(group = group_id, record_type = kind.id(), %error, "skipping an unreadable share group record");
     }
 }
 

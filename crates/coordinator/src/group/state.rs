@@ -157,15 +157,26 @@ pub struct Group {
     pub consumer: Option<Box<ConsumerGroup>>,
     /// Set when the group is a streams group (KIP-1071), likewise without classic members.
     pub streams: Option<Box<crate::group::streams::StreamsGroup>>,
+    /// Set when the group is a share group (KIP-932), likewise without classic members.
+    pub share: Option<Box<crate::group::share::ShareGroup>>,
 }
 
 impl Group {
     /// A group is of one protocol: a consumer group has no classic members.
     pub fn check_kind(&self) {
+        let modern = [
+            self.consumer.is_some(),
+            self.streams.is_some(),
+            self.share.is_some(),
+        ];
         debug_assert!(
-            (self.consumer.is_none() && self.streams.is_none())
-                || (self.members.is_empty() && self.state == GroupState::Empty),
-            "group {} is a consumer group with classic members",
+            modern.iter().filter(|kind| **kind).count() <= 1,
+            "group {} is of two protocols",
+            self.id
+        );
+        debug_assert!(
+            !modern.contains(&true) || (self.members.is_empty() && self.state == GroupState::Empty),
+            "group {} is a modern group with classic members",
             self.id
         );
     }
@@ -189,6 +200,7 @@ impl Group {
             pending_txn_offsets: BTreeMap::new(),
             consumer: None,
             streams: None,
+            share: None,
         }
     }
 
@@ -199,11 +211,13 @@ impl Group {
         let pending = std::mem::take(&mut self.pending_txn_offsets);
         let consumer = self.consumer.take();
         let streams = self.streams.take();
+        let share = self.share.take();
         *self = Self {
             offsets,
             pending_txn_offsets: pending,
             consumer,
             streams,
+            share,
             ..Self::new(&self.id, now_ms)
         };
     }

@@ -30,7 +30,7 @@ pub mod offsets;
 pub mod reconcile;
 pub mod records;
 mod regex;
-mod subscription;
+pub(crate) mod subscription;
 mod upgrade;
 
 pub use describe::{DescribedConsumerGroup, DescribedConsumerMember};

@@ -1,0 +1,70 @@
+//! Share groups (KIP-932), the group coordinator's side: members heartbeat their subscription,
+//! the coordinator initializes the share state of the partitions they subscribe to (through
+//! [`crate::share_state`]) and assigns every initialized partition to members with the
+//! `simple` assignor — several members to a partition, nothing revoked first. Which records a
+//! member gets and acknowledges is the broker's share partitions' business, not the group's.
+//!
+//! Epochs are as in consumer groups: the group epoch counts changes to what the group needs
+//! (starting at 1), the assignment epoch is the group epoch the target was computed for, a
+//! member epoch the target epoch the member has.
+//!
+//! Files: [`model`] (the group as data), [`records`] (records and replay), [`assignor`] (the
+//! simple assignor, pure), `heartbeat` (ShareGroupHeartbeat), `target` (epoch, share-state
+//! initialization, target, the member's assignment), `leave` (leaving and fencing),
+//! `describe` (ShareGroupDescribe).
+
+pub mod assignor;
+mod describe;
+mod heartbeat;
+mod leave;
+pub mod model;
+pub mod records;
+mod target;
+
+pub use describe::{DescribedShareGroup, DescribedShareMember};
+pub use heartbeat::{ShareAnswer, ShareHeartbeat};
+pub use model::{ShareGroup, ShareGroupState};
+
+use crate::share_state::ShareStateConfig;
+
+/// The settings of share groups and of the share coordinator, under Kafka's broker keys.
+#[derive(Debug, Clone)]
+pub struct ShareGroupConfig {
+    /// `group.share.session.timeout.ms`
+    pub session_timeout_ms: i32,
+    /// `group.share.heartbeat.interval.ms`
+    pub heartbeat_interval_ms: i32,
+    /// `group.share.max.size`: members of one share group.
+    pub max_size: u32,
+    /// `group.share.assignment.interval.ms`
+    pub assignment_interval_ms: i64,
+    /// `group.share.record.lock.duration.ms`: how long a consumer holds records it acquired.
+    pub record_lock_duration_ms: i32,
+    /// `group.share.delivery.count.limit`: deliveries of a record before it is archived.
+    pub delivery_count_limit: i16,
+    /// `group.share.partition.max.record.locks`: records in flight per share partition.
+    pub partition_max_record_locks: u32,
+    /// `group.share.max.share.sessions`
+    pub max_share_sessions: u32,
+    /// The `share.coordinator.*` settings.
+    pub state: ShareStateConfig,
+}
+
+impl Default for ShareGroupConfig {
+    fn default() -> Self {
+        Self {
+            session_timeout_ms: 45_000,
+            heartbeat_interval_ms: 5_000,
+            max_size: 200,
+            assignment_interval_ms: 1_000,
+            record_lock_duration_ms: 30_000,
+            delivery_count_limit: 5,
+            partition_max_record_locks: 2_000,
+            max_share_sessions: 2_000,
+            state: ShareStateConfig::default(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;
