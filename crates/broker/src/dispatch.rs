@@ -23,7 +23,8 @@ use kafka_protocol::messages::{
     LeaveGroupRequest, ListGroupsRequest, ListOffsetsRequest, ListPartitionReassignmentsRequest,
     ListTransactionsRequest, MetadataRequest, OffsetCommitRequest, OffsetDeleteRequest,
     OffsetFetchRequest, ProduceRequest, RequestHeader, ResponseHeader, SaslAuthenticateRequest,
-    SaslHandshakeRequest, SyncGroupRequest, TxnOffsetCommitRequest, WriteTxnMarkersRequest,
+    SaslHandshakeRequest, ShareGroupDescribeRequest, ShareGroupHeartbeatRequest, SyncGroupRequest,
+    TxnOffsetCommitRequest, WriteTxnMarkersRequest,
 };
 use kafka_protocol::protocol::{Decodable, Encodable};
 

@@ -115,6 +115,10 @@ macro_rules! served_apis {
                 needs [Group Read of group_id], also [Topic Describe, Cluster Create, Topic Create];
             StreamsGroupDescribe 0..=1, StreamsGroupDescribeRequest, blocking handlers::streams_group_describe::handle => response,
                 needs [Group Describe each], also [Topic Describe];
+            ShareGroupHeartbeat 1..=1, ShareGroupHeartbeatRequest, blocking handlers::share_group_heartbeat::handle => response,
+                needs [Group Read of group_id], also [Topic Describe];
+            ShareGroupDescribe 1..=1, ShareGroupDescribeRequest, blocking handlers::share_group_describe::handle => response,
+                needs [Group Describe each], also [Topic Describe];
             OffsetDelete 0..=0, OffsetDeleteRequest, blocking handlers::offset_delete::handle => response,
                 needs [Group Delete of group_id, Topic Read each];
             DescribeTopicPartitions 0..=0, DescribeTopicPartitionsRequest, blocking handlers::describe_topic_partitions::handle => response,

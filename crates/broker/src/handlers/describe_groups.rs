@@ -50,6 +50,7 @@ pub fn handle(
                 }
                 let message = if context.groups.is_consumer_group(&group_id.0)
                     || context.groups.is_streams_group(&group_id.0)
+                    || context.groups.is_share_group(&group_id.0)
                 {
                     format!("Group {} is not a classic group.", group_id.0)
                 } else {

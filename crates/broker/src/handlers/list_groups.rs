@@ -1,5 +1,5 @@
 //! ListGroups: every group with its protocol type and (version 4+) state, optionally filtered
-//! by state and (version 5+) type: "classic", "consumer" or "streams". Groups the session may not describe are left out (DESCRIBE on the cluster
+//! by state and (version 5+) type: "classic", "consumer", "streams" or "share". Groups the session may not describe are left out (DESCRIBE on the cluster
 //! shows them all), without an error, as Kafka does.
 
 use kafka_protocol::messages::list_groups_response::ListedGroup;

@@ -45,6 +45,8 @@ pub mod produce;
 mod replica_assignment;
 pub mod sasl;
 pub mod scram_credentials;
+pub mod share_group_describe;
+pub mod share_group_heartbeat;
 pub mod streams_group_describe;
 pub mod streams_group_heartbeat;
 pub mod sync_group;

@@ -93,6 +93,10 @@ impl GroupCoordinator {
                 let group = groups
                     .entry(request.group.clone())
                     .or_insert_with(|| Group::new(&request.group, now));
+                // A share group takes no classic member, whatever its state (Kafka's answer).
+                if group.share.is_some() {
+                    return Reply::Now(JoinResult::error(errors::INCONSISTENT_GROUP_PROTOCOL, ""));
+                }
                 if group
                     .consumer
                     .as_deref()

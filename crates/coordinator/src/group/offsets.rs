@@ -53,6 +53,10 @@ impl GroupCoordinator {
                     None if version >= 9 => return all(errors::GROUP_ID_NOT_FOUND),
                     None => return all(errors::ILLEGAL_GENERATION),
                 };
+                // A share group keeps no committed offsets (Kafka: "not a consumer group").
+                if group.share.is_some() {
+                    return all(errors::GROUP_ID_NOT_FOUND);
+                }
                 if let Some(consumer) = group.consumer.as_deref() {
                     let manager = self.topic.manager();
                     let partitions: Vec<_> = entries
@@ -197,6 +201,9 @@ impl GroupCoordinator {
                 let Some(group) = groups.get(group_id) else {
                     return errors::GROUP_ID_NOT_FOUND;
                 };
+                if group.share.is_some() {
+                    return self.delete_share_group(groups, group_id, ctx);
+                }
                 let consumer_members = group.consumer.as_ref().map_or(0, |c| c.members.len());
                 let streams_members = group.streams.as_ref().map_or(0, |s| s.members.len());
                 if group.state != GroupState::Empty || consumer_members + streams_members > 0 {
@@ -340,6 +347,10 @@ impl GroupCoordinator {
         let retention = clock::kafka_ms(self.config.offsets_retention);
         let mut dead = Vec::new();
         for group in groups.values_mut() {
+            // A share group has no offsets to expire and never expires itself, as in Kafka.
+            if group.share.is_some() {
+                continue;
+            }
             let consumer = group.consumer.as_deref();
             if consumer.is_none() && group.state != GroupState::Empty {
                 continue;

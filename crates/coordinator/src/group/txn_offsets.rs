@@ -52,6 +52,7 @@ impl GroupCoordinator {
             match groups.get(group_id) {
                 None if member.generation < 0 => {}
                 None => return all(errors::ILLEGAL_GENERATION),
+                Some(group) if group.share.is_some() => return all(errors::GROUP_ID_NOT_FOUND),
                 Some(group) if group.consumer.is_some() || group.streams.is_some() => {
                     if let Err(code) = self.check_modern_committer(group, &member, entries) {
                         return all(code);

@@ -20,8 +20,9 @@ use kafka_protocol::messages::{
     InitProducerIdResponse, JoinGroupResponse, LeaveGroupResponse, ListGroupsResponse,
     ListOffsetsResponse, ListPartitionReassignmentsResponse, ListTransactionsResponse,
     MetadataResponse, OffsetCommitResponse, OffsetDeleteResponse, OffsetFetchResponse,
-    ProduceResponse, SaslAuthenticateResponse, SaslHandshakeResponse, SyncGroupResponse,
-    TxnOffsetCommitResponse, WriteTxnMarkersResponse,
+    ProduceResponse, SaslAuthenticateResponse, SaslHandshakeResponse, ShareGroupDescribeResponse,
+    ShareGroupHeartbeatResponse, SyncGroupResponse, TxnOffsetCommitResponse,
+    WriteTxnMarkersResponse,
 };
 
 use super::ErrorCodes;
@@ -326,6 +327,22 @@ impl ErrorCodes for StreamsGroupHeartbeatResponse {
 }
 
 impl ErrorCodes for StreamsGroupDescribeResponse {
+    fn error_codes(&self) -> Vec<i16> {
+        let mut codes = Vec::new();
+        for group in &self.groups {
+            codes.push(group.error_code);
+        }
+        codes
+    }
+}
+
+impl ErrorCodes for ShareGroupHeartbeatResponse {
+    fn error_codes(&self) -> Vec<i16> {
+        vec![self.error_code]
+    }
+}
+
+impl ErrorCodes for ShareGroupDescribeResponse {
     fn error_codes(&self) -> Vec<i16> {
         let mut codes = Vec::new();
         for group in &self.groups {

@@ -451,7 +451,8 @@ fn group_kind(
         }) => Ok(GroupKind::Consumer),
         Some(Group {
             streams: Some(_), ..
-        }) => Err(Refusal::error(
+        })
+        | Some(Group { share: Some(_), .. }) => Err(Refusal::error(
             errors::GROUP_ID_NOT_FOUND,
             format!("Group {group_id} is not a consumer group."),
         )),

@@ -11,9 +11,10 @@
 //! Files: [`model`] (the group as data), [`records`] (records and replay), [`assignor`] (the
 //! simple assignor, pure), `heartbeat` (ShareGroupHeartbeat), `target` (epoch, share-state
 //! initialization, target, the member's assignment), `leave` (leaving and fencing),
-//! `describe` (ShareGroupDescribe).
+//! `describe` (ShareGroupDescribe), `delete` (DeleteGroups).
 
 pub mod assignor;
+mod delete;
 mod describe;
 mod heartbeat;
 mod leave;

@@ -254,3 +254,32 @@ fn other_kinds_of_group_are_not_share_groups() {
         )
     );
 }
+
+#[test]
+fn an_empty_share_group_is_deleted_with_its_state_and_other_protocols_are_refused() {
+    let f = fixture(2);
+    let joined = f.groups.share_heartbeat(heartbeat("m1", 0, Some(&["t"])));
+    assert_eq!(f.groups.delete_group("g"), errors::NON_EMPTY_GROUP);
+    let entry = crate::group::CommitEntry {
+        topic: "t".to_owned(),
+        partition: 0,
+        offset: 5,
+        leader_epoch: -1,
+        metadata: String::new(),
+    };
+    assert_eq!(
+        f.groups
+            .commit("g", 9, joined.member_epoch, "m1", None, None, &[entry]),
+        vec![errors::GROUP_ID_NOT_FOUND]
+    );
+    f.groups.share_heartbeat(heartbeat("m1", -1, None));
+    assert_eq!(f.groups.delete_group("g"), errors::NONE);
+    assert!(f.groups.list().is_empty());
+    assert!(f.groups.share_state().keys_of("g").is_empty());
+    drop(f.groups);
+    let reopened = GroupCoordinator::open(Arc::clone(&f.manager), config_for_tests()).unwrap();
+    assert!(
+        reopened.list().is_empty(),
+        "the tombstones end the group at load too"
+    );
+}

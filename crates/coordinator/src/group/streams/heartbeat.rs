@@ -344,6 +344,7 @@ fn streams_group_of<'a>(
             Some(streams) => Ok(Some(streams)),
             None if request.member_epoch == 0
                 && group.consumer.is_none()
+                && group.share.is_none()
                 && group.members.is_empty() =>
             {
                 Ok(None)

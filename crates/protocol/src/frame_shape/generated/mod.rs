@@ -50,6 +50,8 @@ mod offset_fetch;
 mod produce;
 mod sasl_authenticate;
 mod sasl_handshake;
+mod share_group_describe;
+mod share_group_heartbeat;
 mod streams_group_describe;
 mod streams_group_heartbeat;
 mod sync_group;
@@ -92,6 +94,8 @@ pub(super) const ALL: &[&Message] = &[
     &consumer_group_describe::CONSUMER_GROUP_DESCRIBE,
     &streams_group_heartbeat::STREAMS_GROUP_HEARTBEAT,
     &streams_group_describe::STREAMS_GROUP_DESCRIBE,
+    &share_group_heartbeat::SHARE_GROUP_HEARTBEAT,
+    &share_group_describe::SHARE_GROUP_DESCRIBE,
     &offset_delete::OFFSET_DELETE,
     &describe_topic_partitions::DESCRIBE_TOPIC_PARTITIONS,
     &describe_acls::DESCRIBE_ACLS,
