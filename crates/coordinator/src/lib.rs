@@ -8,6 +8,7 @@
 
 pub mod group;
 pub mod runtime;
+pub mod share_partition;
 pub mod share_state;
 pub mod txn;
 
