@@ -7,7 +7,10 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use ferrolog_protocol::ApiKey;
-use ferrolog_protocol::messages::{StreamsGroupDescribeRequest, StreamsGroupHeartbeatRequest};
+use ferrolog_protocol::messages::{
+    ShareAcknowledgeRequest, ShareFetchRequest, StreamsGroupDescribeRequest,
+    StreamsGroupHeartbeatRequest,
+};
 use ferrolog_records::be;
 use kafka_protocol::messages::{
     AddOffsetsToTxnRequest, AddPartitionsToTxnRequest, AlterConfigsRequest,

@@ -15,6 +15,8 @@ pub mod handlers;
 pub mod probes;
 pub mod refuse;
 mod service;
+pub mod share_partitions;
+pub mod share_sessions;
 
 pub use ferrolog_auth::{authz, listener, sasl, session, stored, tls};
 pub use ferrolog_coordinator::runtime as coordinator;
@@ -170,6 +172,10 @@ pub struct Context {
     pub credentials: sasl::ScramStore,
     /// Broker configs changed at run time.
     pub dynamic_configs: dynamic_configs::DynamicBrokerConfigs,
+    /// The share partitions served, loaded at their first share fetch.
+    pub shares: share_partitions::SharePartitions,
+    /// The share consumers' sessions.
+    pub share_sessions: share_sessions::ShareSessions,
     /// The network edge's share of `config`, taken once.
     net: ferrolog_net::NetConfig,
 }
@@ -205,6 +211,8 @@ impl Context {
             access,
             credentials,
             dynamic_configs: dynamic_configs::DynamicBrokerConfigs::default(),
+            shares: share_partitions::SharePartitions::default(),
+            share_sessions: share_sessions::ShareSessions::default(),
         })
     }
 }

@@ -9,7 +9,10 @@
 
 use bytes::{Bytes, BytesMut};
 use ferrolog_protocol::ApiKey;
-use ferrolog_protocol::messages::{StreamsGroupDescribeRequest, StreamsGroupHeartbeatRequest};
+use ferrolog_protocol::messages::{
+    ShareAcknowledgeRequest, ShareFetchRequest, StreamsGroupDescribeRequest,
+    StreamsGroupHeartbeatRequest,
+};
 use kafka_protocol::messages::create_acls_request::AclCreation;
 use kafka_protocol::messages::*;
 use kafka_protocol::protocol::{Decodable, Request, StrBytes};
@@ -27,6 +30,12 @@ use crate::errors::{
 /// the version it is sent at. Every API whose table row needs something implements it.
 pub trait Probed: Request {
     fn probe(topic: &str, group: &str) -> (i16, Self);
+
+    /// The probe of an API that names topics by id, given `topic`'s id.
+    fn probe_by_id(topic: &str, group: &str, topic_id: uuid::Uuid) -> (i16, Self) {
+        let _ = topic_id;
+        Self::probe(topic, group)
+    }
 }
 
 /// `$probed` for a row of the API table that needs something allowed, `$unprobed` for one that
@@ -64,13 +73,13 @@ macro_rules! probe_table {
         /// ListTransactions).
         pub const NOT_PROBED: &[ApiKey] = not_probed!([] $([$($needs)*] $key)*);
 
-        /// A request of `api` about `topic` (and names starting with it) and `group_id` that
-        /// Kafka refuses with an authorization error when the principal lacks the ACL it checks
-        /// (see [`Probed`]); `None` for the APIs in [`NOT_PROBED`].
-        pub fn probe(api: ApiKey, topic: &str, group_id: &str) -> Option<Probe> {
+        /// A request of `api` about `topic` (whose id is `topic_id`; and names starting with
+        /// it) and `group_id` that Kafka refuses with an authorization error when the principal
+        /// lacks the ACL it checks (see [`Probed`]); `None` for the APIs in [`NOT_PROBED`].
+        pub fn probe(api: ApiKey, topic: &str, group_id: &str, topic_id: uuid::Uuid) -> Option<Probe> {
             match api {
                 $(ApiKey::$key => if_needs!(
-                    [$($needs)*] Some(Probe::of::<$request>(api, topic, group_id)), None
+                    [$($needs)*] Some(Probe::of::<$request>(api, topic, group_id, topic_id)), None
                 ),)*
                 _ => None,
             }
@@ -113,8 +122,8 @@ pub struct Probe {
 }
 
 impl Probe {
-    fn of<R: Probed>(api: ApiKey, topic: &str, group_id: &str) -> Self {
-        let (version, request) = R::probe(topic, group_id);
+    fn of<R: Probed>(api: ApiKey, topic: &str, group_id: &str, topic_id: uuid::Uuid) -> Self {
+        let (version, request) = R::probe_by_id(topic, group_id, topic_id);
         let mut body = BytesMut::new();
         // Encoding a request built here at a version the broker serves cannot fail.
         #[allow(clippy::expect_used, reason = "built here, at a served version")]

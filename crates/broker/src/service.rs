@@ -35,6 +35,8 @@ impl Service for Context {
 
     fn tick(&self) {
         self.groups.tick();
+        let now = self.manager.clock().now_ms();
+        self.shares.expire_locks(self.groups.share_state(), now);
         for partition in self.transactions.tick(&self.groups) {
             self.fetch_waiters.wake(&partition);
         }

@@ -41,13 +41,17 @@ fn configs(bootstrap: &str, args: &[&str]) -> (bool, String) {
     )
 }
 
-/// `--describe --all`, less Kafka's keys of share and streams groups, which ferrolog does not
-/// serve yet.
+/// `--describe --all`, less Kafka's keys of streams groups and of the share groups' dead-letter
+/// queue, which ferrolog does not take.
 fn all_consumer_keys(bootstrap: &str) -> String {
     let (ok, out) = configs(bootstrap, &["--describe", "--all"]);
     assert!(ok, "{out}");
     out.lines()
-        .filter(|line| !line.starts_with("  ") || line.starts_with("  consumer."))
+        .filter(|line| {
+            !line.starts_with("  ")
+                || line.starts_with("  consumer.")
+                || line.starts_with("  share.")
+        })
         .collect::<Vec<_>>()
         .join("\n")
 }
@@ -90,6 +94,24 @@ fn scenario(bootstrap: &str) -> Vec<(bool, String)> {
             ],
         ),
         configs(bootstrap, &["--describe"]),
+        // Share groups' keys: a string, a duration, a bounded integer.
+        configs(
+            bootstrap,
+            &[
+                "--alter",
+                "--add-config",
+                "share.record.lock.duration.ms=20000,share.auto.offset.reset=by_duration:PT1H,share.isolation.level=read_committed",
+            ],
+        ),
+        configs(
+            bootstrap,
+            &["--alter", "--add-config", "share.session.timeout.ms=40000"],
+        ),
+        configs(
+            bootstrap,
+            &["--alter", "--add-config", "share.auto.offset.reset=none"],
+        ),
+        (true, all_consumer_keys(bootstrap)),
     ]
 }
 
@@ -122,17 +144,27 @@ fn kafka_configs_alters_and_describes_a_groups_configs_alike_on_ferrolog_and_kaf
     assert!(ours[6].1.contains("consumer.session.timeout.ms=50000"));
     assert!(!ours[6].1.contains("consumer.assignment.interval.ms"));
 
-    // ferrolog keeps them across a restart; share groups' keys are not taken yet.
+    // ferrolog keeps them across a restart; streams groups' keys are not taken.
+    let before = configs(&format!("127.0.0.1:{}", server.port), &["--describe"]);
+    assert!(
+        before.1.contains("share.record.lock.duration.ms=20000"),
+        "{}",
+        before.1
+    );
     server.stop();
     let server = Server::start_with(&dir, SETTINGS);
     let bootstrap = format!("127.0.0.1:{}", server.port);
-    assert_eq!(configs(&bootstrap, &["--describe"]), ours[6]);
+    assert_eq!(configs(&bootstrap, &["--describe"]), before);
     let (ok, out) = configs(
         &bootstrap,
-        &["--alter", "--add-config", "share.session.timeout.ms=50000"],
+        &[
+            "--alter",
+            "--add-config",
+            "streams.session.timeout.ms=50000",
+        ],
     );
     assert!(
-        !ok && out.contains("Unknown group config name: share.session.timeout.ms"),
+        !ok && out.contains("Unknown group config name: streams.session.timeout.ms"),
         "{out}"
     );
 }

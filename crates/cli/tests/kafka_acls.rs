@@ -225,8 +225,11 @@ fn kafka_acls_answers_the_same_against_ferrolog() {
 fn probe_answers(port: u16) -> BTreeMap<String, Vec<i16>> {
     let mut stream = wire::connect_from(CLIENT_HOST, port).unwrap();
     let mut answers = BTreeMap::new();
+    let topic_id = wire::topic_id(port, TOPIC);
+    // In key order ShareFetch's probe (epoch 0) opens the share session ShareAcknowledge's
+    // names: Kafka checks the session before the topics.
     for (api, _, _) in SUPPORTED {
-        let Some(probe) = probes::probe(*api, TOPIC, GROUP) else {
+        let Some(probe) = probes::probe(*api, TOPIC, GROUP, topic_id) else {
             continue;
         };
         let framed = wire::frame_body(*api, probe.version, &probe.body);

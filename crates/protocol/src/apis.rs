@@ -119,6 +119,10 @@ macro_rules! served_apis {
                 needs [Group Read of group_id], also [Topic Describe];
             ShareGroupDescribe 1..=1, ShareGroupDescribeRequest, blocking handlers::share_group_describe::handle => response,
                 needs [Group Describe each], also [Topic Describe];
+            ShareFetch 1..=2, ShareFetchRequest, waiting handlers::share_fetch::handle => response,
+                needs [Group Read each, Topic Read each];
+            ShareAcknowledge 1..=2, ShareAcknowledgeRequest, waiting handlers::share_acknowledge::handle => response,
+                needs [Group Read each, Topic Read each];
             OffsetDelete 0..=0, OffsetDeleteRequest, blocking handlers::offset_delete::handle => response,
                 needs [Group Delete of group_id, Topic Read each];
             DescribeTopicPartitions 0..=0, DescribeTopicPartitionsRequest, blocking handlers::describe_topic_partitions::handle => response,

@@ -15,9 +15,6 @@ use ferrolog_coordinator::group::group_configs::{Alteration, Refusal};
 
 use crate::{Context, errors};
 
-/// DescribeConfigs' type of every group key: INT.
-const INT: i8 = 3;
-
 /// `result` filled for the group `name`: every key (or those of `wanted`), with synonyms and
 /// documentation when asked for.
 pub(super) fn describe(
@@ -37,7 +34,7 @@ pub(super) fn describe(
     let groups = &context.groups;
     let configs = groups
         .group_configs()
-        .describe(name, groups.consumer_config())
+        .describe(name, groups.broker_group_settings())
         .into_iter()
         .filter(|described| {
             wanted.is_none_or(|wanted| {
@@ -63,7 +60,7 @@ pub(super) fn describe(
                 .with_name(StrBytes::from_static_str(described.key.name))
                 .with_value(Some(StrBytes::from_string(described.value)))
                 .with_config_source(described.source)
-                .with_config_type(INT)
+                .with_config_type(described.key.config_type)
                 .with_synonyms(synonyms)
                 .with_documentation(
                     documentation_wanted

@@ -77,6 +77,7 @@ async fn each_api_needs_exactly_what_the_api_table_declares() {
     for topic in [TOPIC.to_owned(), probes::doomed_topic(TOPIC)] {
         assert_eq!(admin.create_topic(&topic, 1, &[]).await.error_code, 0);
     }
+    remember_topic_id(&broker);
     let mut client = connect_from(&broker, CLIENT_HOST).await;
     for (api, _, _) in SUPPORTED {
         // The group exists, with an offset, before each API (DeleteGroups deletes it): a
@@ -95,7 +96,7 @@ async fn each_api_needs_exactly_what_the_api_table_declares() {
         let committed: OffsetCommitResponse = admin.send(ApiKey::OffsetCommit, 8, &commit).await;
         assert_eq!(committed.topics[0].partitions[0].error_code, 0);
         let needs = dispatch::required_acls(*api);
-        if probes::probe(*api, TOPIC, GROUP).is_none() {
+        if probes::probe(*api, TOPIC, GROUP, uuid::Uuid::nil()).is_none() {
             assert!(needs.is_empty(), "{api:?} needs {needs:?} but has no probe");
             continue;
         }

@@ -325,10 +325,28 @@ async fn without_an_authorizer_the_acl_apis_answer_security_disabled() {
     assert_eq!(created.results[0].error_code, SECURITY_DISABLED);
 }
 
+thread_local! {
+    /// The id of [`TOPIC`] on the broker of the test running on this thread, for the probes
+    /// of the APIs that name topics by id (nil until [`remember_topic_id`]).
+    static PROBED_TOPIC_ID: std::cell::Cell<uuid::Uuid> = const { std::cell::Cell::new(uuid::Uuid::nil()) };
+}
+
+/// Remembers [`TOPIC`]'s id on `broker` for this thread's probes.
+fn remember_topic_id(broker: &Broker) {
+    if let Some(id) = broker.context.manager.topic_id(TOPIC) {
+        PROBED_TOPIC_ID.set(uuid::Uuid::from_bytes(id.0));
+    }
+}
+
 /// Sends `api`'s authorization probe; the error codes of the answer, or `None` for the APIs
 /// without one.
 async fn probe(client: &mut Client, api: ApiKey) -> Option<Vec<i16>> {
-    let probe = probes::probe(api, TOPIC, GROUP)?;
+    if api == ApiKey::ShareAcknowledge {
+        // Kafka checks the share session before the topics: the ShareFetch probe (epoch 0)
+        // opens the session whose epoch 1 the acknowledgement probe names.
+        Box::pin(probe(client, ApiKey::ShareFetch)).await;
+    }
+    let probe = probes::probe(api, TOPIC, GROUP, PROBED_TOPIC_ID.get())?;
     let frame = common::raw_frame(api, probe.version, &probe.body);
     client.send_raw(&frame).await;
     let mut answer = client.read_frame().await.expect("an answer");

@@ -13,7 +13,11 @@ use ferrolog_broker::group::streams::StreamsGroupConfig;
 use ferrolog_broker::txn::TxnConfig;
 
 /// A whole number at least `min` under `key`, or an error naming the key and the value.
-fn number<T>(properties: &BTreeMap<String, String>, key: &str, min: T) -> anyhow::Result<Option<T>>
+pub(super) fn number<T>(
+    properties: &BTreeMap<String, String>,
+    key: &str,
+    min: T,
+) -> anyhow::Result<Option<T>>
 where
     T: std::str::FromStr + PartialOrd + std::fmt::Display + Copy,
 {
@@ -62,6 +66,7 @@ fn group_config(properties: &BTreeMap<String, String>) -> anyhow::Result<GroupCo
     }
     config.consumer = consumer_group_config(properties)?;
     config.streams = streams_group_config(properties)?;
+    config.share = super::share_settings::share_group_config(properties)?;
     if config.min_session_timeout > config.max_session_timeout {
         bail!(
             "group.min.session.timeout.ms ({}) is above group.max.session.timeout.ms ({})",
@@ -74,7 +79,7 @@ fn group_config(properties: &BTreeMap<String, String>) -> anyhow::Result<GroupCo
 
 /// A number of milliseconds under `key` within the bounds of the keys `min_key` and `max_key`
 /// (themselves set, or Kafka's defaults).
-fn bounded_ms(
+pub(super) fn bounded_ms(
     properties: &BTreeMap<String, String>,
     key: &str,
     (min_key, min): (&str, i32),

@@ -22,6 +22,7 @@ use ferrolog_storage::manager::{LogManager, ManagerConfig, known_keys, parse_pro
 mod broker_settings;
 mod jaas;
 mod listeners;
+mod share_settings;
 mod tls;
 
 use broker_settings::broker_config;

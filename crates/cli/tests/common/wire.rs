@@ -205,3 +205,22 @@ pub fn create_topic(port: u16, topic: &str, partitions: i32, configs: &[(&str, &
         send(&mut connect(port), ApiKey::CreateTopics, 5, &request).unwrap();
     created.topics[0].error_code
 }
+
+/// `topic`'s id on the broker on `port`, asked from the administrator's address; nil when the
+/// broker does not name one.
+pub fn topic_id(port: u16, topic: &str) -> uuid::Uuid {
+    let mut stream = connect(port);
+    let request = kafka_protocol::messages::MetadataRequest::default().with_topics(Some(vec![
+        kafka_protocol::messages::metadata_request::MetadataRequestTopic::default()
+            .with_name(Some(kafka_protocol::messages::TopicName(name(topic)))),
+    ]));
+    let answer: Option<kafka_protocol::messages::MetadataResponse> = send(
+        &mut stream,
+        kafka_protocol::messages::ApiKey::Metadata,
+        12,
+        &request,
+    );
+    answer
+        .and_then(|metadata| metadata.topics.first().map(|t| t.topic_id))
+        .unwrap_or_default()
+}

@@ -280,7 +280,8 @@ impl GroupCoordinator {
                 streams.arm_loaded_timers(now, config.streams.session_timeout_ms);
             }
             if let Some(share) = group.share.as_deref_mut() {
-                Self::arm_loaded_share_sessions(share, now, config.share.session_timeout_ms);
+                let settings = group_configs.share_settings(&share.id, &config.share);
+                Self::arm_loaded_share_sessions(share, now, settings.session_timeout_ms);
             }
         }
         if records > 0 {
@@ -328,6 +329,19 @@ impl GroupCoordinator {
         &self.config.consumer
     }
 
+    /// The broker's group settings the groups' own values are checked against.
+    pub fn broker_group_settings(&self) -> group_configs::BrokerGroupSettings<'_> {
+        group_configs::BrokerGroupSettings {
+            consumer: &self.config.consumer,
+            share: &self.config.share,
+        }
+    }
+
+    /// What share group `group` runs with: its own `share.*` values, else the broker's.
+    pub fn share_settings(&self, group: &str) -> group_configs::ShareGroupSettings {
+        self.group_configs.share_settings(group, &self.config.share)
+    }
+
     /// Changes the configs of `group` (see [`group_configs::GroupConfigs::alter`]), under the
     /// broker's settings and its limit on groups with configs.
     pub fn alter_group_configs(
@@ -336,7 +350,11 @@ impl GroupCoordinator {
         alteration: group_configs::Alteration,
         validate_only: bool,
     ) -> std::result::Result<(), group_configs::Refusal> {
-        let limits = (&self.config.consumer, self.config.max_group_configs);
+        let broker = group_configs::BrokerGroupSettings {
+            consumer: &self.config.consumer,
+            share: &self.config.share,
+        };
+        let limits = (broker, self.config.max_group_configs);
         self.group_configs
             .alter(group, alteration, limits, validate_only)
     }

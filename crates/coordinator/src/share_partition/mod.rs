@@ -26,7 +26,7 @@ mod acquire;
 mod cache;
 
 pub use acknowledge::{AckBatch, check_ack_batches};
-pub use acquire::{AcquireMode, Acquired, LogBatch};
+pub use acquire::{AcquireMode, AcquireRequest, Acquired, LogBatch};
 
 use std::collections::BTreeMap;
 

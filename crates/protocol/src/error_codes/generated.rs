@@ -26,7 +26,10 @@ use kafka_protocol::messages::{
 };
 
 use super::ErrorCodes;
-use crate::messages::{StreamsGroupDescribeResponse, StreamsGroupHeartbeatResponse};
+use crate::messages::{
+    ShareAcknowledgeResponse, ShareFetchResponse, StreamsGroupDescribeResponse,
+    StreamsGroupHeartbeatResponse,
+};
 
 impl ErrorCodes for ProduceResponse {
     fn error_codes(&self) -> Vec<i16> {
@@ -347,6 +350,30 @@ impl ErrorCodes for ShareGroupDescribeResponse {
         let mut codes = Vec::new();
         for group in &self.groups {
             codes.push(group.error_code);
+        }
+        codes
+    }
+}
+
+impl ErrorCodes for ShareFetchResponse {
+    fn error_codes(&self) -> Vec<i16> {
+        let mut codes = vec![self.error_code];
+        for response in &self.responses {
+            for partition in &response.partitions {
+                codes.push(partition.error_code);
+            }
+        }
+        codes
+    }
+}
+
+impl ErrorCodes for ShareAcknowledgeResponse {
+    fn error_codes(&self) -> Vec<i16> {
+        let mut codes = vec![self.error_code];
+        for response in &self.responses {
+            for partition in &response.partitions {
+                codes.push(partition.error_code);
+            }
         }
         codes
     }

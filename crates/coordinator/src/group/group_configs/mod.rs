@@ -15,6 +15,7 @@
 //! character.
 
 mod rules;
+mod share_rules;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -25,10 +26,28 @@ use parking_lot::{Mutex, RwLock};
 
 pub use rules::{
     ConsumerTiming, DescribedGroupConfig, GROUP_CONFIG_KEYS, GroupConfigKey, consumer_timing,
-    validate,
 };
+pub use share_rules::{OffsetReset, SHARE_KEYS, ShareGroupSettings};
 
 use super::consumer::ConsumerGroupConfig;
+use super::share::ShareGroupConfig;
+
+/// The broker's settings the groups' own values are checked against and fall back to.
+#[derive(Debug, Clone, Copy)]
+pub struct BrokerGroupSettings<'a> {
+    pub consumer: &'a ConsumerGroupConfig,
+    pub share: &'a ShareGroupConfig,
+}
+
+/// Checks a group's whole set of values after a change, as Kafka does; the error is Kafka's
+/// message (INVALID_CONFIG).
+pub fn validate(
+    values: &BTreeMap<String, String>,
+    broker: BrokerGroupSettings<'_>,
+) -> std::result::Result<(), String> {
+    rules::validate(values, broker.consumer)?;
+    share_rules::validate(values, broker.share)
+}
 
 /// The document the group configs are kept in.
 pub const GROUP_CONFIGS_DOCUMENT: &str = "ferrolog-group-configs";
@@ -102,9 +121,21 @@ impl GroupConfigs {
         consumer_timing(self.values.read().get(group), broker)
     }
 
+    /// What a share group of this id runs with under `broker`'s settings.
+    pub fn share_settings(&self, group: &str, broker: &ShareGroupConfig) -> ShareGroupSettings {
+        share_rules::settings(self.values.read().get(group), broker)
+    }
+
     /// Every key of `group` as DescribeConfigs shows it.
-    pub fn describe(&self, group: &str, broker: &ConsumerGroupConfig) -> Vec<DescribedGroupConfig> {
-        rules::describe(self.values.read().get(group), broker)
+    pub fn describe(
+        &self,
+        group: &str,
+        broker: BrokerGroupSettings<'_>,
+    ) -> Vec<DescribedGroupConfig> {
+        let values = self.values.read();
+        let mut all = rules::describe(values.get(group), broker.consumer);
+        all.extend(share_rules::describe(values.get(group), broker.share));
+        all
     }
 
     /// Checks `alteration` against the group's whole resulting set and, unless
@@ -114,7 +145,7 @@ impl GroupConfigs {
         &self,
         group: &str,
         alteration: Alteration,
-        (broker, max_groups): (&ConsumerGroupConfig, usize),
+        (broker, max_groups): (BrokerGroupSettings<'_>, usize),
         validate_only: bool,
     ) -> std::result::Result<(), Refusal> {
         let mut generation = self.generation.lock();
@@ -138,7 +169,7 @@ impl GroupConfigs {
             )));
         }
         validate(&next, broker).map_err(Refusal::Invalid)?;
-        // Kept trimmed: every key's value is a number, and its padding is not worth storing.
+        // Kept trimmed: no key's value is worth its padding.
         let next: BTreeMap<String, String> = next
             .into_iter()
             .map(|(key, value)| (key, value.trim().to_owned()))

@@ -16,30 +16,35 @@ pub struct GroupConfigKey {
     pub broker_key: &'static str,
     /// Kafka's documentation of the key.
     pub documentation: &'static str,
+    /// DescribeConfigs' type of its values (3: INT, 2: STRING, 1: BOOLEAN).
+    pub config_type: i8,
 }
 
 pub const SESSION_TIMEOUT: &str = "consumer.session.timeout.ms";
 pub const HEARTBEAT_INTERVAL: &str = "consumer.heartbeat.interval.ms";
 pub const ASSIGNMENT_INTERVAL: &str = "consumer.assignment.interval.ms";
 
-/// The keys a group may set, in the order Kafka 4.4's DescribeConfigs lists them. Kafka's other
-/// group keys (`share.*`, `streams.*`, `errors.deadletterqueue.*`) belong to share and streams
-/// groups, which ferrolog does not serve yet; they are refused as unknown.
+/// The consumer groups' keys, in the order Kafka 4.4's DescribeConfigs lists them (the share
+/// groups' are in `share_rules`). Kafka's `streams.*` and `errors.deadletterqueue.*` keys are
+/// refused as unknown (see docs/operations.md).
 pub const GROUP_CONFIG_KEYS: [GroupConfigKey; 3] = [
     GroupConfigKey {
         name: SESSION_TIMEOUT,
         broker_key: "group.consumer.session.timeout.ms",
         documentation: "The timeout to detect client failures when using the consumer group protocol.",
+        config_type: 3,
     },
     GroupConfigKey {
         name: ASSIGNMENT_INTERVAL,
         broker_key: "group.consumer.assignment.interval.ms",
         documentation: "The interval between assignment updates for a consumer group.",
+        config_type: 3,
     },
     GroupConfigKey {
         name: HEARTBEAT_INTERVAL,
         broker_key: "group.consumer.heartbeat.interval.ms",
         documentation: "The heartbeat interval given to the members of a consumer group.",
+        config_type: 3,
     },
 ];
 
@@ -90,10 +95,13 @@ pub fn validate(
     values: &BTreeMap<String, String>,
     broker: &ConsumerGroupConfig,
 ) -> Result<(), String> {
-    if let Some(unknown) = values
-        .keys()
-        .find(|key| !GROUP_CONFIG_KEYS.iter().any(|k| k.name == key.as_str()))
-    {
+    let known = |key: &str| {
+        GROUP_CONFIG_KEYS
+            .iter()
+            .chain(&super::share_rules::SHARE_KEYS)
+            .any(|k| k.name == key)
+    };
+    if let Some(unknown) = values.keys().find(|key| !known(key)) {
         return Err(format!("Unknown group config name: {unknown}"));
     }
     let mut parsed = BTreeMap::new();

@@ -1,9 +1,19 @@
 #![allow(clippy::unwrap_used, reason = "tests")]
 
-use super::rules::{DEFAULT_CONFIG, GROUP_CONFIG, STATIC_BROKER_CONFIG, describe};
+use super::rules::{DEFAULT_CONFIG, GROUP_CONFIG, STATIC_BROKER_CONFIG, describe, validate};
 use super::*;
 use ferrolog_storage::SystemClock;
 use ferrolog_storage::manager::ManagerConfig;
+
+/// The broker's consumer settings `consumer`, with the default share settings.
+fn both(consumer: &ConsumerGroupConfig) -> BrokerGroupSettings<'_> {
+    static SHARE: std::sync::LazyLock<ShareGroupConfig> =
+        std::sync::LazyLock::new(ShareGroupConfig::default);
+    BrokerGroupSettings {
+        consumer,
+        share: &SHARE,
+    }
+}
 
 fn values(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
     pairs
@@ -17,8 +27,8 @@ fn kafkas_checks_and_messages_hold_for_the_whole_set() {
     let broker = ConsumerGroupConfig::default();
     let refused = |pairs: &[(&str, &str)]| validate(&values(pairs), &broker).unwrap_err();
     assert_eq!(
-        refused(&[("share.session.timeout.ms", "50000")]),
-        "Unknown group config name: share.session.timeout.ms"
+        refused(&[("streams.session.timeout.ms", "50000")]),
+        "Unknown group config name: streams.session.timeout.ms"
     );
     assert_eq!(
         refused(&[("consumer.session.timeout.ms", "abc")]),
@@ -174,7 +184,7 @@ fn changes_are_kept_across_restarts_for_any_group_id() {
             .alter(
                 odd,
                 Alteration::Incremental(vec![set("consumer.session.timeout.ms", "50000")]),
-                (&broker, 100),
+                (both(&broker), 100),
                 false,
             )
             .unwrap();
@@ -182,7 +192,7 @@ fn changes_are_kept_across_restarts_for_any_group_id() {
             .alter(
                 "plain",
                 Alteration::Incremental(vec![set("consumer.heartbeat.interval.ms", "6000")]),
-                (&broker, 100),
+                (both(&broker), 100),
                 false,
             )
             .unwrap();
@@ -191,14 +201,14 @@ fn changes_are_kept_across_restarts_for_any_group_id() {
             .alter(
                 "plain",
                 Alteration::Incremental(vec![set("consumer.heartbeat.interval.ms", "7000")]),
-                (&broker, 100),
+                (both(&broker), 100),
                 true,
             )
             .unwrap();
         let refused = configs.alter(
             "plain",
             Alteration::Incremental(vec![set("consumer.session.timeout.ms", "1")]),
-            (&broker, 100),
+            (both(&broker), 100),
             false,
         );
         assert!(matches!(refused, Err(Refusal::Invalid(_))));
@@ -207,7 +217,7 @@ fn changes_are_kept_across_restarts_for_any_group_id() {
             .alter(
                 odd,
                 Alteration::Replace(values(&[("consumer.assignment.interval.ms", "0")])),
-                (&broker, 100),
+                (both(&broker), 100),
                 false,
             )
             .unwrap();
@@ -233,7 +243,7 @@ fn changes_are_kept_across_restarts_for_any_group_id() {
         .alter(
             "plain",
             Alteration::Incremental(vec![("consumer.heartbeat.interval.ms".into(), None)]),
-            (&broker, 100),
+            (both(&broker), 100),
             false,
         )
         .unwrap();
@@ -280,22 +290,34 @@ fn groups_with_configs_are_bounded() {
             Some("  6000 ".to_owned()),
         )])
     };
-    configs.alter("a", set(), (&broker, 2), false).unwrap();
-    configs.alter("b", set(), (&broker, 2), false).unwrap();
+    configs
+        .alter("a", set(), (both(&broker), 2), false)
+        .unwrap();
+    configs
+        .alter("b", set(), (both(&broker), 2), false)
+        .unwrap();
     assert_eq!(
         configs.values("a").unwrap()["consumer.heartbeat.interval.ms"],
         "6000"
     );
-    let refused = configs.alter("c", set(), (&broker, 2), false).unwrap_err();
+    let refused = configs
+        .alter("c", set(), (both(&broker), 2), false)
+        .unwrap_err();
     assert!(matches!(refused, Refusal::Limit(ref m) if m.contains("ferrolog.max.group.configs")));
     // A group that has configs may change them; one that gives them up makes room.
-    configs.alter("a", set(), (&broker, 2), false).unwrap();
+    configs
+        .alter("a", set(), (both(&broker), 2), false)
+        .unwrap();
     let delete = Alteration::Incremental(vec![("consumer.heartbeat.interval.ms".to_owned(), None)]);
-    configs.alter("b", delete, (&broker, 2), false).unwrap();
-    configs.alter("c", set(), (&broker, 2), false).unwrap();
+    configs
+        .alter("b", delete, (both(&broker), 2), false)
+        .unwrap();
+    configs
+        .alter("c", set(), (both(&broker), 2), false)
+        .unwrap();
     let long = "g".repeat(MAX_GROUP_ID_BYTES + 1);
     assert!(matches!(
-        configs.alter(&long, set(), (&broker, 10), false),
+        configs.alter(&long, set(), (both(&broker), 10), false),
         Err(Refusal::Limit(_))
     ));
 }

@@ -209,12 +209,13 @@ impl GroupCoordinator {
             debug_assert!(false, "the member of a heartbeat just written is missing");
             return ShareAnswer::error(errors::UNKNOWN_SERVER_ERROR, None);
         };
-        member.session_deadline_ms = ctx.now_ms + i64::from(self.config.share.session_timeout_ms);
+        let settings = self.share_settings(&request.group_id);
+        member.session_deadline_ms = ctx.now_ms + i64::from(settings.session_timeout_ms);
         let changed = member.assigned != *before;
         ShareAnswer {
             member_id: Some(member.member_id.clone()),
             member_epoch: member.member_epoch,
-            heartbeat_interval_ms: self.config.share.heartbeat_interval_ms,
+            heartbeat_interval_ms: settings.heartbeat_interval_ms,
             assignment: (request.member_epoch == 0 || request.topic_names.is_some() || changed)
                 .then(|| member.assigned.clone()),
             ..ShareAnswer::default()

@@ -49,6 +49,35 @@ pub struct ShareGroupConfig {
     pub max_share_sessions: u32,
     /// The `share.coordinator.*` settings.
     pub state: ShareStateConfig,
+    /// The bounds of the values above and of a group's own.
+    pub bounds: ShareBounds,
+    /// The `group.share.*` keys `server.properties` set (DescribeConfigs' synonyms).
+    pub set_in_properties: Vec<String>,
+}
+
+/// The inclusive (min, max) of the share group settings a group may set for itself, under
+/// Kafka's `group.share.{min,max}.*` keys.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ShareBounds {
+    pub session: (i32, i32),
+    pub heartbeat: (i32, i32),
+    pub assignment: (i32, i32),
+    pub lock_duration: (i32, i32),
+    pub delivery_count: (i32, i32),
+    pub record_locks: (i32, i32),
+}
+
+impl Default for ShareBounds {
+    fn default() -> Self {
+        Self {
+            session: (45_000, 60_000),
+            heartbeat: (5_000, 15_000),
+            assignment: (0, 15_000),
+            lock_duration: (15_000, 60_000),
+            delivery_count: (2, 10),
+            record_locks: (100, 4_000),
+        }
+    }
 }
 
 impl Default for ShareGroupConfig {
@@ -63,6 +92,8 @@ impl Default for ShareGroupConfig {
             partition_max_record_locks: 2_000,
             max_share_sessions: 2_000,
             state: ShareStateConfig::default(),
+            bounds: ShareBounds::default(),
+            set_in_properties: Vec::new(),
         }
     }
 }

@@ -185,7 +185,7 @@ impl GroupCoordinator {
         now: i64,
         planned: &mut Planned,
     ) -> (i32, Partitions) {
-        let interval = self.config.share.assignment_interval_ms;
+        let interval = self.share_settings(&group.id).assignment_interval_ms;
         let due = group.assignment_timestamp == 0
             || interval == 0
             || now >= group.assignment_timestamp + interval;

@@ -50,6 +50,8 @@ mod offset_fetch;
 mod produce;
 mod sasl_authenticate;
 mod sasl_handshake;
+mod share_acknowledge;
+mod share_fetch;
 mod share_group_describe;
 mod share_group_heartbeat;
 mod streams_group_describe;
@@ -96,6 +98,8 @@ pub(super) const ALL: &[&Message] = &[
     &streams_group_describe::STREAMS_GROUP_DESCRIBE,
     &share_group_heartbeat::SHARE_GROUP_HEARTBEAT,
     &share_group_describe::SHARE_GROUP_DESCRIBE,
+    &share_fetch::SHARE_FETCH,
+    &share_acknowledge::SHARE_ACKNOWLEDGE,
     &offset_delete::OFFSET_DELETE,
     &describe_topic_partitions::DESCRIBE_TOPIC_PARTITIONS,
     &describe_acls::DESCRIBE_ACLS,

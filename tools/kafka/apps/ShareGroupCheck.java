@@ -1,0 +1,179 @@
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import java.util.Properties;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
+
+import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.AdminClientConfig;
+import org.apache.kafka.clients.admin.AlterConfigOp;
+import org.apache.kafka.clients.admin.ConfigEntry;
+import org.apache.kafka.clients.admin.NewTopic;
+import org.apache.kafka.clients.consumer.AcknowledgeType;
+import org.apache.kafka.clients.consumer.ConsumerConfig;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.clients.consumer.ConsumerRecords;
+import org.apache.kafka.clients.consumer.KafkaShareConsumer;
+import org.apache.kafka.clients.producer.KafkaProducer;
+import org.apache.kafka.clients.producer.ProducerConfig;
+import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.common.config.ConfigResource;
+import org.apache.kafka.common.errors.TopicExistsException;
+import org.apache.kafka.common.serialization.StringDeserializer;
+import org.apache.kafka.common.serialization.StringSerializer;
+
+/**
+ * Share consumers (KIP-932) of one group reading a topic while a producer writes to it:
+ * {@code run BOOTSTRAP GROUP TOPIC PARTITIONS CONSUMERS COUNT SECONDS MODE}.
+ *
+ * <p>GROUP is given {@code share.auto.offset.reset=earliest}; CONSUMERS {@code
+ * KafkaShareConsumer}s join it and poll; once each has polled, COUNT records ("r0" to
+ * "rCOUNT-1") are produced into TOPIC (made with PARTITIONS partitions if missing). MODE {@code implicit} accepts every record by polling again; {@code explicit}
+ * accepts each record but releases every 7th at its first delivery (it must come back with a
+ * delivery count of 2) and rejects every 13th (it must never come back). The run ends when
+ * every record is done or SECONDS pass, and prints one line of counts:
+ * {@code produced accepted accepted_twice rejected redelivered_released rejected_redelivered
+ * wrong_delivery_count consumers_with_records}.
+ */
+public final class ShareGroupCheck {
+    public static void main(String[] args) throws Exception {
+        if (args.length != 9 || !args[0].equals("run")) {
+            System.err.println("usage: run BOOTSTRAP GROUP TOPIC PARTITIONS CONSUMERS COUNT SECONDS MODE");
+            System.exit(2);
+        }
+        String bootstrap = args[1], group = args[2], topic = args[3];
+        int partitions = Integer.parseInt(args[4]), consumers = Integer.parseInt(args[5]);
+        int count = Integer.parseInt(args[6]), seconds = Integer.parseInt(args[7]);
+        boolean explicit = args[8].equals("explicit");
+        createTopic(bootstrap, topic, partitions, group);
+
+        Map<String, Integer> accepted = new ConcurrentHashMap<>();
+        Map<String, Integer> deliveries = new ConcurrentHashMap<>();
+        AtomicInteger rejected = new AtomicInteger();
+        AtomicInteger redelivered = new AtomicInteger();
+        AtomicInteger rejectedAgain = new AtomicInteger();
+        AtomicInteger wrongCount = new AtomicInteger();
+        AtomicInteger withRecords = new AtomicInteger();
+        AtomicBoolean stop = new AtomicBoolean();
+        CountDownLatch polled = new CountDownLatch(consumers);
+        Thread[] threads = new Thread[consumers];
+        for (int i = 0; i < consumers; i++) {
+            threads[i] = new Thread(() -> {
+                boolean got = false;
+                try (KafkaShareConsumer<String, String> consumer = consumer(bootstrap, group, explicit)) {
+                    consumer.subscribe(List.of(topic));
+                    boolean first = true;
+                    while (!stop.get()) {
+                        ConsumerRecords<String, String> records = consumer.poll(Duration.ofMillis(200));
+                        if (first) {
+                            polled.countDown();
+                            first = false;
+                        }
+                        for (ConsumerRecord<String, String> record : records) {
+                            got = true;
+                            String value = record.value();
+                            int n = Integer.parseInt(value.substring(1));
+                            int times = deliveries.merge(value, 1, Integer::sum);
+                            short deliveryCount = record.deliveryCount().orElse((short) -1);
+                            if (deliveryCount != times) {
+                                wrongCount.incrementAndGet();
+                            }
+                            if (!explicit) {
+                                accepted.merge(value, 1, Integer::sum);
+                            } else if (n % 13 == 0) {
+                                if (times > 1) {
+                                    rejectedAgain.incrementAndGet();
+                                } else {
+                                    rejected.incrementAndGet();
+                                }
+                                consumer.acknowledge(record, AcknowledgeType.REJECT);
+                            } else if (n % 7 == 0 && times == 1) {
+                                consumer.acknowledge(record, AcknowledgeType.RELEASE);
+                            } else {
+                                if (n % 7 == 0) {
+                                    redelivered.incrementAndGet();
+                                }
+                                accepted.merge(value, 1, Integer::sum);
+                                consumer.acknowledge(record, AcknowledgeType.ACCEPT);
+                            }
+                        }
+                        if (explicit && !records.isEmpty()) {
+                            consumer.commitSync();
+                        }
+                    }
+                } finally {
+                    if (got) {
+                        withRecords.incrementAndGet();
+                    }
+                    polled.countDown();
+                }
+            });
+            threads[i].start();
+        }
+        polled.await(60, TimeUnit.SECONDS);
+        produce(bootstrap, topic, count);
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(seconds);
+        int expectRejected = explicit ? (count + 12) / 13 : 0;
+        while (System.nanoTime() < deadline) {
+            if (accepted.size() + rejected.get() >= count && rejected.get() >= expectRejected) {
+                break;
+            }
+            Thread.sleep(100);
+        }
+        // A little longer, for anything delivered twice to show.
+        Thread.sleep(1000);
+        stop.set(true);
+        for (Thread thread : threads) {
+            thread.join(30000);
+        }
+        long twice = accepted.values().stream().filter(times -> times > 1).count();
+        System.out.println("produced=" + count + " accepted=" + accepted.size() + " accepted_twice=" + twice
+                + " rejected=" + rejected.get() + " redelivered_released=" + redelivered.get()
+                + " rejected_redelivered=" + rejectedAgain.get() + " wrong_delivery_count=" + wrongCount.get()
+                + " consumers_with_records=" + withRecords.get());
+    }
+
+    private static KafkaShareConsumer<String, String> consumer(String bootstrap, String group, boolean explicit) {
+        Properties props = new Properties();
+        props.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
+        props.put(ConsumerConfig.GROUP_ID_CONFIG, group);
+        props.put("share.acknowledgement.mode", explicit ? "explicit" : "implicit");
+        props.put(ConsumerConfig.MAX_POLL_RECORDS_CONFIG, "50");
+        return new KafkaShareConsumer<>(props, new StringDeserializer(), new StringDeserializer());
+    }
+
+    private static void createTopic(String bootstrap, String topic, int partitions, String group) throws Exception {
+        Properties props = new Properties();
+        props.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
+        try (Admin admin = Admin.create(props)) {
+            try {
+                admin.createTopics(List.of(new NewTopic(topic, partitions, (short) 1))).all().get();
+            } catch (java.util.concurrent.ExecutionException e) {
+                if (!(e.getCause() instanceof TopicExistsException)) {
+                    throw e;
+                }
+            }
+            ConfigResource resource = new ConfigResource(ConfigResource.Type.GROUP, group);
+            AlterConfigOp earliest = new AlterConfigOp(
+                    new ConfigEntry("share.auto.offset.reset", "earliest"), AlterConfigOp.OpType.SET);
+            admin.incrementalAlterConfigs(Map.of(resource, List.of(earliest))).all().get();
+        }
+    }
+
+    private static void produce(String bootstrap, String topic, int count) {
+        Properties props = new Properties();
+        props.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
+        props.put(ProducerConfig.LINGER_MS_CONFIG, "5");
+        try (KafkaProducer<String, String> producer =
+                new KafkaProducer<>(props, new StringSerializer(), new StringSerializer())) {
+            for (int i = 0; i < count; i++) {
+                producer.send(new ProducerRecord<>(topic, Integer.toString(i), "r" + i));
+            }
+            producer.flush();
+        }
+    }
+}
