@@ -16,8 +16,10 @@ use crate::errors;
 const INTERNAL_TOPICS: &[&str] = &[
     crate::group::offsets_topic::OFFSETS_TOPIC,
     "__transaction_state",
-    "__share_group_state",
+    SHARE_STATE_TOPIC,
 ];
+
+const SHARE_STATE_TOPIC: &str = ferrolog_coordinator::share_state::SHARE_STATE_TOPIC;
 
 /// The client id Kafka's admin tools use; Kafka lets it produce to internal topics.
 const ADMIN_CLIENT_ID: &str = "__admin_client";
@@ -90,12 +92,25 @@ pub fn repartition_refusal(topic: &str) -> Option<Refusal> {
     })
 }
 
-/// New topic-level overrides for `topic`: an internal topic keeps `cleanup.policy=compact`
-/// (set explicitly, so that neither a legacy AlterConfigs, which replaces every override, nor a
-/// deleted override hands it to the broker's default policy).
+/// New topic-level overrides for `topic`: an internal topic keeps its policy, set explicitly
+/// (so that neither a legacy AlterConfigs, which replaces every override, nor a deleted
+/// override hands it to the broker's default): `cleanup.policy=compact`, but
+/// `__share_group_state`, which Kafka prunes itself, keeps `cleanup.policy=delete` with
+/// `retention.ms=-1`.
 pub fn config_refusal(topic: &str, overrides: &BTreeMap<String, String>) -> Option<Refusal> {
-    let policy = overrides.get("cleanup.policy").map(|policy| policy.trim());
-    (is_internal(topic) && policy != Some("compact")).then(|| {
+    let value = |key: &str| overrides.get(key).map(|value| value.trim());
+    if topic == SHARE_STATE_TOPIC {
+        let kept = value("cleanup.policy") == Some("delete") && value("retention.ms") == Some("-1");
+        return (!kept).then(|| {
+            (
+                errors::INVALID_CONFIG,
+                format!(
+                    "{topic} is an internal topic: cleanup.policy must stay delete and retention.ms -1, or retention would delete share groups' state"
+                ),
+            )
+        });
+    }
+    (is_internal(topic) && value("cleanup.policy") != Some("compact")).then(|| {
         (
             errors::INVALID_CONFIG,
             format!(
@@ -141,5 +156,20 @@ mod tests {
             "removing the override would hand it the broker's default policy"
         );
         assert!(config_refusal("events", &set("delete")).is_none());
+    }
+
+    #[test]
+    fn the_share_state_topic_keeps_deleting_nothing_by_time() {
+        let kept = BTreeMap::from([
+            ("cleanup.policy".to_owned(), "delete".to_owned()),
+            ("retention.ms".to_owned(), "-1".to_owned()),
+        ]);
+        assert!(config_refusal("__share_group_state", &kept).is_none());
+        let mut shorter = kept.clone();
+        shorter.insert("retention.ms".to_owned(), "60000".to_owned());
+        assert!(config_refusal("__share_group_state", &shorter).is_some());
+        let mut compacted = kept;
+        compacted.insert("cleanup.policy".to_owned(), "compact".to_owned());
+        assert!(config_refusal("__share_group_state", &compacted).is_some());
     }
 }
