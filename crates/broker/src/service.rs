@@ -33,6 +33,37 @@ impl Service for Context {
         &self.credentials
     }
 
+    /// The share sessions the connection opened end with it, and what their members hold is
+    /// released, as Kafka releases it.
+    fn connection_closed(self: Arc<Self>, session: &Arc<Session>) {
+        let ended = self
+            .share_sessions
+            .close_connection(crate::share_sessions::connection_id(session));
+        if ended.is_empty() {
+            return;
+        }
+        let context = self;
+        tokio::spawn(async move {
+            let _ = crate::bridge::blocking(move || {
+                for ((group, member), partitions) in ended {
+                    let idle = !context.share_sessions.group_has_sessions(&group);
+                    let keys: Vec<_> = partitions
+                        .iter()
+                        .map(|(topic, partition)| {
+                            ferrolog_coordinator::share_state::ShareKey::new(
+                                &group, *topic, *partition,
+                            )
+                        })
+                        .collect();
+                    context
+                        .shares
+                        .release(context.groups.share_state(), &keys, &member, idle);
+                }
+            })
+            .await;
+        });
+    }
+
     fn tick(&self) {
         self.groups.tick();
         let now = self.manager.clock().now_ms();

@@ -12,6 +12,12 @@ use parking_lot::Mutex;
 
 use crate::errors;
 
+/// The connection a request came on, as the sessions know it: its session's address, the same
+/// for every request of the connection and for its end.
+pub fn connection_id(session: &crate::session::Session) -> usize {
+    std::ptr::from_ref(session) as usize
+}
+
 /// A share partition a session fetches.
 pub type SessionPartition = (TopicId, i32);
 

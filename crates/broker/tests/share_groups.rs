@@ -159,3 +159,121 @@ fn accepted_records_stay_done_and_the_rest_comes_back_after_a_reopen() {
         vec![(10, 14, 3)]
     );
 }
+
+mod over_the_network {
+    //! A share consumer's connection closing ends its session and releases the records it
+    //! held: another member gets them at once, their delivery count kept.
+
+    use bytes::Bytes;
+    use ferrolog_broker::protocol::ApiKey;
+    use ferrolog_protocol::messages::share_fetch_request::{FetchPartition, FetchTopic};
+    use ferrolog_protocol::messages::{ShareFetchRequest, ShareFetchResponse};
+    use kafka_protocol::messages::{
+        GroupId, ShareGroupHeartbeatRequest, ShareGroupHeartbeatResponse, TopicName,
+    };
+    use kafka_protocol::protocol::StrBytes;
+
+    use super::common::{Broker, Client};
+
+    async fn join(client: &mut Client, member: &str) {
+        let request = ShareGroupHeartbeatRequest::default()
+            .with_group_id(GroupId(StrBytes::from_static_str("queue")))
+            .with_member_id(StrBytes::from_string(member.to_owned()))
+            .with_member_epoch(0)
+            .with_subscribed_topic_names(Some(vec![TopicName(StrBytes::from_static_str("jobs"))]));
+        let answer: ShareGroupHeartbeatResponse =
+            client.send(ApiKey::ShareGroupHeartbeat, 1, &request).await;
+        assert_eq!(answer.error_code, 0, "{answer:?}");
+    }
+
+    /// A first ShareFetch of `member`: the ranges acquired, with their delivery counts.
+    async fn fetch(
+        client: &mut Client,
+        member: &str,
+        topic_id: uuid::Uuid,
+    ) -> Vec<(i64, i64, i16)> {
+        let request = ShareFetchRequest {
+            group_id: Some("queue".to_owned()),
+            member_id: Some(member.to_owned()),
+            share_session_epoch: 0,
+            max_wait_ms: 0,
+            max_bytes: 1 << 20,
+            max_records: 100,
+            batch_size: 100,
+            topics: vec![FetchTopic {
+                topic_id,
+                partitions: vec![FetchPartition {
+                    partition_index: 0,
+                    ..FetchPartition::default()
+                }],
+            }],
+            ..ShareFetchRequest::default()
+        };
+        let answer: ShareFetchResponse = client.send(ApiKey::ShareFetch, 2, &request).await;
+        assert_eq!(answer.error_code, 0, "{answer:?}");
+        answer.responses[0].partitions[0]
+            .acquired_records
+            .iter()
+            .map(|a| (a.first_offset, a.last_offset, a.delivery_count))
+            .collect()
+    }
+
+    #[tokio::test]
+    async fn a_closed_connection_releases_what_its_member_held() {
+        let dir = tempfile::tempdir().unwrap();
+        let broker = Broker::start(dir.path()).await;
+        let mut admin = broker.client().await;
+        assert_eq!(admin.create_topic("jobs", 1, &[]).await.error_code, 0);
+        let mut builder = ferrolog_records::BatchBuilder::new(0);
+        for n in 0..5 {
+            builder
+                .append(1_000, None, Some(format!("r{n}").as_bytes()), &[])
+                .unwrap();
+        }
+        // The group starts at the log start (by default it would start after these records).
+        let set = kafka_protocol::messages::IncrementalAlterConfigsRequest::default().with_resources(vec![
+            kafka_protocol::messages::incremental_alter_configs_request::AlterConfigsResource::default()
+                .with_resource_type(32)
+                .with_resource_name(StrBytes::from_static_str("queue"))
+                .with_configs(vec![
+                    kafka_protocol::messages::incremental_alter_configs_request::AlterableConfig::default()
+                        .with_name(StrBytes::from_static_str("share.auto.offset.reset"))
+                        .with_config_operation(0)
+                        .with_value(Some(StrBytes::from_static_str("earliest"))),
+                ]),
+        ]);
+        let altered: kafka_protocol::messages::IncrementalAlterConfigsResponse =
+            admin.send(ApiKey::IncrementalAlterConfigs, 1, &set).await;
+        assert_eq!(altered.responses[0].error_code, 0, "{altered:?}");
+        assert_eq!(
+            admin
+                .produce("jobs", 0, Bytes::from(builder.build().unwrap()))
+                .await
+                .error_code,
+            0
+        );
+        let topic_id = uuid::Uuid::from_bytes(broker.context.manager.topic_id("jobs").unwrap().0);
+
+        let mut first = broker.client().await;
+        join(&mut first, "m1").await;
+        assert_eq!(fetch(&mut first, "m1", topic_id).await, vec![(0, 4, 1)]);
+        let mut second = broker.client().await;
+        join(&mut second, "m2").await;
+        assert_eq!(
+            fetch(&mut second, "m2", topic_id).await,
+            vec![],
+            "m1 holds them"
+        );
+        drop(first);
+        let mut got = Vec::new();
+        for _ in 0..100 {
+            let mut again = broker.client().await;
+            got = fetch(&mut again, "m2", topic_id).await;
+            if !got.is_empty() {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+        assert_eq!(got, vec![(0, 4, 2)]);
+    }
+}

@@ -47,6 +47,13 @@ pub trait Service: Send + Sync + std::fmt::Debug + 'static {
     /// Runs the coordinators' timers; called on the blocking pool at every tick.
     fn tick(&self);
 
+    /// The connection of `session` has ended, however it ended (what it held may go: a
+    /// share consumer's session, its acquired records). Called on the connection's task: it
+    /// must not block.
+    fn connection_closed(self: Arc<Self>, session: &Arc<Session>) {
+        let _ = session;
+    }
+
     /// Why nothing can be served any more (every data directory offline), if so: the listeners
     /// then stop, as Kafka halts.
     fn halted(&self) -> Option<String>;

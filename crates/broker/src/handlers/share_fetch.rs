@@ -124,7 +124,7 @@ pub async fn handle(
                 .map(|p| (TopicId(t.topic_id.into_bytes()), *p))
         })
         .collect();
-    let connection = std::ptr::from_ref(asked.session()) as usize;
+    let connection = crate::share_sessions::connection_id(asked.session());
     let capacity = context.config.groups.share.max_share_sessions;
     let session_key = (group.clone(), member.clone());
     let session = match context.share_sessions.fetch_context(

@@ -78,6 +78,10 @@ pub(super) async fn serve_connection(
         }
     }
     let session = Arc::new(session);
+    let _ended = Ended {
+        service: Arc::clone(&service),
+        session: Arc::clone(&session),
+    };
     let mut served = Served {
         stream,
         inbound,
@@ -102,6 +106,18 @@ pub(super) async fn serve_connection(
             Step::Close => return served.close().await,
             Step::Stop => return Ok(()),
         }
+    }
+}
+
+/// Tells the service when the connection ends, whichever way serving it returns.
+struct Ended {
+    service: Arc<dyn Service>,
+    session: Arc<Session>,
+}
+
+impl Drop for Ended {
+    fn drop(&mut self) {
+        Arc::clone(&self.service).connection_closed(&self.session);
     }
 }
 
