@@ -8,17 +8,17 @@ use std::sync::Arc;
 use bytes::Bytes;
 use ferrolog_protocol::ApiKey;
 use ferrolog_protocol::messages::{
-    ShareAcknowledgeRequest, ShareFetchRequest, StreamsGroupDescribeRequest,
-    StreamsGroupHeartbeatRequest,
+    DescribeShareGroupOffsetsRequest, ShareAcknowledgeRequest, ShareFetchRequest,
+    StreamsGroupDescribeRequest, StreamsGroupHeartbeatRequest,
 };
 use ferrolog_records::be;
 use kafka_protocol::messages::{
     AddOffsetsToTxnRequest, AddPartitionsToTxnRequest, AlterConfigsRequest,
-    AlterPartitionReassignmentsRequest, AlterReplicaLogDirsRequest,
+    AlterPartitionReassignmentsRequest, AlterReplicaLogDirsRequest, AlterShareGroupOffsetsRequest,
     AlterUserScramCredentialsRequest, ApiVersionsRequest, ConsumerGroupDescribeRequest,
     ConsumerGroupHeartbeatRequest, CreateAclsRequest, CreatePartitionsRequest, CreateTopicsRequest,
-    DeleteAclsRequest, DeleteGroupsRequest, DeleteRecordsRequest, DeleteTopicsRequest,
-    DescribeAclsRequest, DescribeClientQuotasRequest, DescribeClusterRequest,
+    DeleteAclsRequest, DeleteGroupsRequest, DeleteRecordsRequest, DeleteShareGroupOffsetsRequest,
+    DeleteTopicsRequest, DescribeAclsRequest, DescribeClientQuotasRequest, DescribeClusterRequest,
     DescribeConfigsRequest, DescribeGroupsRequest, DescribeLogDirsRequest,
     DescribeProducersRequest, DescribeTopicPartitionsRequest, DescribeTransactionsRequest,
     DescribeUserScramCredentialsRequest, EndTxnRequest, FetchRequest, FindCoordinatorRequest,

@@ -10,8 +10,8 @@
 use bytes::{Bytes, BytesMut};
 use ferrolog_protocol::ApiKey;
 use ferrolog_protocol::messages::{
-    ShareAcknowledgeRequest, ShareFetchRequest, StreamsGroupDescribeRequest,
-    StreamsGroupHeartbeatRequest,
+    DescribeShareGroupOffsetsRequest, ShareAcknowledgeRequest, ShareFetchRequest,
+    StreamsGroupDescribeRequest, StreamsGroupHeartbeatRequest,
 };
 use kafka_protocol::messages::create_acls_request::AclCreation;
 use kafka_protocol::messages::*;
@@ -102,6 +102,14 @@ macro_rules! probe_table {
 }
 
 ferrolog_protocol::served_apis!(probe_table);
+
+/// The group the probes of the share groups' offset APIs name: `group` is a classic group in
+/// the tests (they commit offsets for it), which those APIs refuse as not a share group before
+/// they look at the topics; a group of this name does not exist, and is made by them. Its name
+/// starts with `group`'s, so a prefixed ACL on `group` covers it.
+pub fn share_group_of(group: &str) -> String {
+    format!("{group}-queue")
+}
 
 /// The topic the DeleteTopics probe deletes, once it is allowed to: the test creates it, so that
 /// an ALLOW that covers DESCRIBE but not DELETE meets an existing topic (refused), not a

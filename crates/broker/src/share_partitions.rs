@@ -272,6 +272,12 @@ impl SharePartitions {
         }
     }
 
+    /// Drops `group`'s share partitions from memory (their state was changed from outside: they
+    /// load it again at their next fetch).
+    pub fn forget_group(&self, group: &str) {
+        self.loaded.lock().retain(|key, _| key.group != group);
+    }
+
     /// How many share partitions are in memory.
     pub fn loaded_count(&self) -> usize {
         self.loaded.lock().len()

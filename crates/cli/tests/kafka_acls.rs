@@ -339,9 +339,12 @@ fn every_api_is_authorized_as_kafka_authorizes_it() {
     // beyond authorization is compared by the other tests; a Kafka broker whose offsets topic
     // the probes just created answers the group APIs NOT_COORDINATOR for a moment.)
     // The probes name the group's id as their transactional id too.
+    // The probes of the share groups' offset APIs name a group of their own.
+    let share_group = probes::share_group_of(GROUP);
     for (resource, name) in [
         ("--topic", TOPIC),
         ("--group", GROUP),
+        ("--group", share_group.as_str()),
         ("--transactional-id", GROUP),
     ] {
         add_acl(
@@ -360,7 +363,7 @@ fn every_api_is_authorized_as_kafka_authorizes_it() {
         &format!("--allow-host {CLIENT_HOST} --operation All --cluster"),
     );
     for port in ports {
-        wait_for_acls(port, 9);
+        wait_for_acls(port, 10);
     }
     for port in ports {
         for (api, codes) in probe_answers(port) {

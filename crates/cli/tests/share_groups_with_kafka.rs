@@ -9,7 +9,9 @@
 //!   other record accepted exactly once.
 //!
 //! The group's `share.auto.offset.reset=earliest` is set through IncrementalAlterConfigs on
-//! both, as an operator would.
+//! both, as an operator would. Then `kafka-share-groups` lists the groups, describes one's state
+//! and members, resets its offsets to the earliest, describes them, deletes them and deletes the
+//! group, printing the same on both.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests")]
 
@@ -18,7 +20,54 @@ mod common;
 use std::collections::BTreeMap;
 
 use common::Server;
-use common::kafka::{KafkaPeer, kafka_available, kafka_tool_ok};
+use common::kafka::{KafkaPeer, kafka_available, kafka_tool, kafka_tool_ok};
+
+const SHARE_GROUPS: &str = "org.apache.kafka.tools.consumer.group.ShareGroupCommand";
+
+/// `kafka-share-groups` with `args` on `bootstrap`: its output, the broker's address taken out
+/// and `--list`'s lines sorted (Kafka lists in hash order).
+fn share_groups(bootstrap: &str, args: &[&str]) -> String {
+    let mut all = vec!["--bootstrap-server", bootstrap];
+    all.extend_from_slice(args);
+    let output = kafka_tool(SHARE_GROUPS, &all, b"");
+    let out = String::from_utf8_lossy(&output.stdout).replace(bootstrap, "BROKER");
+    if args == ["--list"] {
+        let mut lines: Vec<&str> = out.lines().collect();
+        lines.sort_unstable();
+        return lines.join("\n");
+    }
+    out
+}
+
+/// The tool's steps on one broker, once the consumers have closed.
+fn tool_steps(bootstrap: &str) -> Vec<String> {
+    fn with<'a>(args: &[&'a str]) -> Vec<&'a str> {
+        [args, &["--group", "queue-eight"]].concat()
+    }
+    vec![
+        share_groups(bootstrap, &["--list"]),
+        share_groups(bootstrap, &with(&["--describe", "--state"])),
+        share_groups(bootstrap, &with(&["--describe", "--members"])),
+        share_groups(
+            bootstrap,
+            &with(&[
+                "--reset-offsets",
+                "--topic",
+                "jobs-eight",
+                "--to-earliest",
+                "--execute",
+            ]),
+        ),
+        share_groups(bootstrap, &with(&["--describe"])),
+        share_groups(
+            bootstrap,
+            &with(&["--delete-offsets", "--topic", "jobs-eight"]),
+        ),
+        share_groups(bootstrap, &with(&["--describe"])),
+        share_groups(bootstrap, &with(&["--delete"])),
+        share_groups(bootstrap, &["--list"]),
+    ]
+}
 
 /// One run of `ShareGroupCheck`: its counts by name.
 fn run(
@@ -71,6 +120,7 @@ fn share_consumers_see_each_record_as_kafka_delivers_it() {
     let kafka = KafkaPeer::start(&temp.path().join("kafka").join("data"), &[]);
     let server = Server::start(&temp.path().join("ferrolog"));
     let ferrolog = format!("127.0.0.1:{}", server.port);
+    let mut steps = Vec::new();
     for (broker, bootstrap) in [
         ("ferrolog", ferrolog.as_str()),
         ("Kafka", kafka.bootstrap().as_str()),
@@ -99,5 +149,21 @@ fn share_consumers_see_each_record_as_kafka_delivers_it() {
             ],
             broker,
         );
+        steps.push(tool_steps(bootstrap));
     }
+    assert_eq!(
+        steps[0], steps[1],
+        "kafka-share-groups on ferrolog against Kafka 4.4"
+    );
+    assert!(
+        steps[0][4].contains("jobs-eight      0          0"),
+        "{}",
+        steps[0][4]
+    );
+    assert!(
+        steps[0][6].contains("has no offset information"),
+        "{}",
+        steps[0][6]
+    );
+    assert_eq!(steps[0][8], "queue-one");
 }

@@ -123,6 +123,12 @@ macro_rules! served_apis {
                 needs [Group Read each, Topic Read each];
             ShareAcknowledge 1..=2, ShareAcknowledgeRequest, waiting handlers::share_acknowledge::handle => response,
                 needs [Group Read each, Topic Read each];
+            DescribeShareGroupOffsets 0..=1, DescribeShareGroupOffsetsRequest, blocking handlers::describe_share_group_offsets::handle => response,
+                needs [Group Describe each, Topic Describe each];
+            AlterShareGroupOffsets 0..=0, AlterShareGroupOffsetsRequest, blocking handlers::alter_share_group_offsets::handle => response,
+                needs [Group Read of group_id, Topic Read each];
+            DeleteShareGroupOffsets 0..=0, DeleteShareGroupOffsetsRequest, blocking handlers::delete_share_group_offsets::handle => response,
+                needs [Group Delete of group_id, Topic Read each];
             OffsetDelete 0..=0, OffsetDeleteRequest, blocking handlers::offset_delete::handle => response,
                 needs [Group Delete of group_id, Topic Read each];
             DescribeTopicPartitions 0..=0, DescribeTopicPartitionsRequest, blocking handlers::describe_topic_partitions::handle => response,

@@ -91,6 +91,12 @@ async fn every_api_is_refused_without_its_acl_and_served_with_it() {
         ),
         acl(ResourceType::Group, GROUP, CLIENT_HOST, AclOperation::All),
         acl(
+            ResourceType::Group,
+            &probes::share_group_of(GROUP),
+            CLIENT_HOST,
+            AclOperation::All,
+        ),
+        acl(
             ResourceType::TransactionalId,
             GROUP,
             CLIENT_HOST,

@@ -24,9 +24,9 @@ pub(super) fn grant_client(broker: &Broker, granted: &[(ResourceType, AclOperati
             let (name, pattern_type) = match resource_type {
                 ResourceType::Topic => (TOPIC, PatternType::Prefixed),
                 // The probes name the group's id as their transactional id too.
-                ResourceType::Group | ResourceType::TransactionalId => {
-                    (GROUP, PatternType::Literal)
-                }
+                // Prefixed: the probes of the share groups' offset APIs name a group under it.
+                ResourceType::Group => (GROUP, PatternType::Prefixed),
+                ResourceType::TransactionalId => (GROUP, PatternType::Literal),
                 _ => ("kafka-cluster", PatternType::Literal),
             };
             let mut binding = acl(*resource_type, name, CLIENT_HOST, *operation);

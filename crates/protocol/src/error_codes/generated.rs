@@ -9,26 +9,27 @@
 use kafka_protocol::messages::{
     AddOffsetsToTxnResponse, AddPartitionsToTxnResponse, AlterConfigsResponse,
     AlterPartitionReassignmentsResponse, AlterReplicaLogDirsResponse,
-    AlterUserScramCredentialsResponse, ApiVersionsResponse, ConsumerGroupDescribeResponse,
-    ConsumerGroupHeartbeatResponse, CreateAclsResponse, CreatePartitionsResponse,
-    CreateTopicsResponse, DeleteAclsResponse, DeleteGroupsResponse, DeleteRecordsResponse,
-    DeleteTopicsResponse, DescribeAclsResponse, DescribeClientQuotasResponse,
-    DescribeClusterResponse, DescribeConfigsResponse, DescribeGroupsResponse,
-    DescribeLogDirsResponse, DescribeProducersResponse, DescribeTopicPartitionsResponse,
-    DescribeTransactionsResponse, DescribeUserScramCredentialsResponse, EndTxnResponse,
-    FetchResponse, FindCoordinatorResponse, HeartbeatResponse, IncrementalAlterConfigsResponse,
-    InitProducerIdResponse, JoinGroupResponse, LeaveGroupResponse, ListGroupsResponse,
-    ListOffsetsResponse, ListPartitionReassignmentsResponse, ListTransactionsResponse,
-    MetadataResponse, OffsetCommitResponse, OffsetDeleteResponse, OffsetFetchResponse,
-    ProduceResponse, SaslAuthenticateResponse, SaslHandshakeResponse, ShareGroupDescribeResponse,
+    AlterShareGroupOffsetsResponse, AlterUserScramCredentialsResponse, ApiVersionsResponse,
+    ConsumerGroupDescribeResponse, ConsumerGroupHeartbeatResponse, CreateAclsResponse,
+    CreatePartitionsResponse, CreateTopicsResponse, DeleteAclsResponse, DeleteGroupsResponse,
+    DeleteRecordsResponse, DeleteShareGroupOffsetsResponse, DeleteTopicsResponse,
+    DescribeAclsResponse, DescribeClientQuotasResponse, DescribeClusterResponse,
+    DescribeConfigsResponse, DescribeGroupsResponse, DescribeLogDirsResponse,
+    DescribeProducersResponse, DescribeTopicPartitionsResponse, DescribeTransactionsResponse,
+    DescribeUserScramCredentialsResponse, EndTxnResponse, FetchResponse, FindCoordinatorResponse,
+    HeartbeatResponse, IncrementalAlterConfigsResponse, InitProducerIdResponse, JoinGroupResponse,
+    LeaveGroupResponse, ListGroupsResponse, ListOffsetsResponse,
+    ListPartitionReassignmentsResponse, ListTransactionsResponse, MetadataResponse,
+    OffsetCommitResponse, OffsetDeleteResponse, OffsetFetchResponse, ProduceResponse,
+    SaslAuthenticateResponse, SaslHandshakeResponse, ShareGroupDescribeResponse,
     ShareGroupHeartbeatResponse, SyncGroupResponse, TxnOffsetCommitResponse,
     WriteTxnMarkersResponse,
 };
 
 use super::ErrorCodes;
 use crate::messages::{
-    ShareAcknowledgeResponse, ShareFetchResponse, StreamsGroupDescribeResponse,
-    StreamsGroupHeartbeatResponse,
+    DescribeShareGroupOffsetsResponse, ShareAcknowledgeResponse, ShareFetchResponse,
+    StreamsGroupDescribeResponse, StreamsGroupHeartbeatResponse,
 };
 
 impl ErrorCodes for ProduceResponse {
@@ -374,6 +375,43 @@ impl ErrorCodes for ShareAcknowledgeResponse {
             for partition in &response.partitions {
                 codes.push(partition.error_code);
             }
+        }
+        codes
+    }
+}
+
+impl ErrorCodes for DescribeShareGroupOffsetsResponse {
+    fn error_codes(&self) -> Vec<i16> {
+        let mut codes = Vec::new();
+        for group in &self.groups {
+            for topic in &group.topics {
+                for partition in &topic.partitions {
+                    codes.push(partition.error_code);
+                }
+            }
+            codes.push(group.error_code);
+        }
+        codes
+    }
+}
+
+impl ErrorCodes for AlterShareGroupOffsetsResponse {
+    fn error_codes(&self) -> Vec<i16> {
+        let mut codes = vec![self.error_code];
+        for response in &self.responses {
+            for partition in &response.partitions {
+                codes.push(partition.error_code);
+            }
+        }
+        codes
+    }
+}
+
+impl ErrorCodes for DeleteShareGroupOffsetsResponse {
+    fn error_codes(&self) -> Vec<i16> {
+        let mut codes = vec![self.error_code];
+        for response in &self.responses {
+            codes.push(response.error_code);
         }
         codes
     }

@@ -11,7 +11,8 @@
 //! Files: [`model`] (the group as data), [`records`] (records and replay), [`assignor`] (the
 //! simple assignor, pure), `heartbeat` (ShareGroupHeartbeat), `target` (epoch, share-state
 //! initialization, target, the member's assignment), `leave` (leaving and fencing),
-//! `describe` (ShareGroupDescribe), `delete` (DeleteGroups).
+//! `describe` (ShareGroupDescribe), `delete` (DeleteGroups), [`offsets`] (the offsets admin
+//! APIs).
 
 pub mod assignor;
 mod delete;
@@ -19,6 +20,7 @@ mod describe;
 mod heartbeat;
 mod leave;
 pub mod model;
+pub mod offsets;
 pub mod records;
 mod target;
 

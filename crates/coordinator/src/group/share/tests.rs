@@ -283,3 +283,62 @@ fn an_empty_share_group_is_deleted_with_its_state_and_other_protocols_are_refuse
         "the tombstones end the group at load too"
     );
 }
+
+#[test]
+fn offsets_are_altered_and_deleted_only_in_an_empty_share_group() {
+    use super::offsets::AlterTopic;
+    let f = fixture(2);
+    let topic_id = f.manager.topic_id("t").unwrap();
+    let alter = |offset: i64| {
+        vec![AlterTopic {
+            id: topic_id,
+            name: "t".to_owned(),
+            offsets: vec![(0, offset), (1, offset)],
+        }]
+    };
+    // A group that does not exist is made, as Kafka makes it.
+    let results = f.groups.alter_share_offsets("g", &alter(3)).unwrap();
+    assert_eq!(results, vec![((topic_id, 0), 0), ((topic_id, 1), 0)]);
+    let key = ShareKey::new("g", topic_id, 1);
+    assert_eq!(
+        f.groups.share_state().summary(&key).unwrap().start_offset,
+        3
+    );
+    assert_eq!(
+        f.groups.share_initialized("g")[&topic_id].partitions.len(),
+        2
+    );
+    f.groups.share_heartbeat(heartbeat("m1", 0, Some(&["t"])));
+    let busy = f.groups.alter_share_offsets("g", &alter(0)).unwrap_err();
+    assert_eq!(
+        busy,
+        (
+            errors::NON_EMPTY_GROUP,
+            "The group is not empty.".to_owned()
+        )
+    );
+    assert_eq!(
+        f.groups
+            .delete_share_offsets("g", &[("t".to_owned(), Some((topic_id, 2)))])
+            .unwrap_err()
+            .0,
+        errors::NON_EMPTY_GROUP
+    );
+    f.groups.share_heartbeat(heartbeat("m1", -1, None));
+    let deleted = f
+        .groups
+        .delete_share_offsets(
+            "g",
+            &[
+                ("t".to_owned(), Some((topic_id, 2))),
+                ("gone".to_owned(), None),
+            ],
+        )
+        .unwrap();
+    assert_eq!(
+        deleted.iter().map(|d| d.error).collect::<Vec<_>>(),
+        vec![errors::NONE, errors::UNKNOWN_TOPIC_OR_PARTITION]
+    );
+    assert_eq!(f.groups.share_state().summary(&key), None);
+    assert!(f.groups.share_initialized("g").is_empty());
+}

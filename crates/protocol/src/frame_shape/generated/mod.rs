@@ -10,6 +10,7 @@ mod add_partitions_to_txn;
 mod alter_configs;
 mod alter_partition_reassignments;
 mod alter_replica_log_dirs;
+mod alter_share_group_offsets;
 mod alter_user_scram_credentials;
 mod api_versions;
 mod consumer_group_describe;
@@ -20,6 +21,7 @@ mod create_topics;
 mod delete_acls;
 mod delete_groups;
 mod delete_records;
+mod delete_share_group_offsets;
 mod delete_topics;
 mod describe_acls;
 mod describe_client_quotas;
@@ -28,6 +30,7 @@ mod describe_configs;
 mod describe_groups;
 mod describe_log_dirs;
 mod describe_producers;
+mod describe_share_group_offsets;
 mod describe_topic_partitions;
 mod describe_transactions;
 mod describe_user_scram_credentials;
@@ -100,6 +103,9 @@ pub(super) const ALL: &[&Message] = &[
     &share_group_describe::SHARE_GROUP_DESCRIBE,
     &share_fetch::SHARE_FETCH,
     &share_acknowledge::SHARE_ACKNOWLEDGE,
+    &describe_share_group_offsets::DESCRIBE_SHARE_GROUP_OFFSETS,
+    &alter_share_group_offsets::ALTER_SHARE_GROUP_OFFSETS,
+    &delete_share_group_offsets::DELETE_SHARE_GROUP_OFFSETS,
     &offset_delete::OFFSET_DELETE,
     &describe_topic_partitions::DESCRIBE_TOPIC_PARTITIONS,
     &describe_acls::DESCRIBE_ACLS,
