@@ -38,9 +38,22 @@ import org.apache.kafka.common.serialization.StringSerializer;
  * every record is done or SECONDS pass, and prints one line of counts:
  * {@code produced accepted accepted_twice rejected redelivered_released rejected_redelivered
  * wrong_delivery_count consumers_with_records}.
+ *
+ * <p>{@code produce BOOTSTRAP TOPIC FROM COUNT} produces "rFROM" to "rFROM+COUNT-1" (keyed by
+ * number); {@code drain BOOTSTRAP GROUP TOPIC CONSUMERS EXPECTED SECONDS} runs CONSUMERS
+ * consumers accepting every record until EXPECTED distinct records are accepted or SECONDS
+ * pass, and prints {@code accepted min max accepted_twice}.
  */
 public final class ShareGroupCheck {
     public static void main(String[] args) throws Exception {
+        if (args.length == 5 && args[0].equals("produce")) {
+            produce(args[1], args[2], Integer.parseInt(args[3]), Integer.parseInt(args[4]));
+            return;
+        }
+        if (args.length == 7 && args[0].equals("drain")) {
+            drain(args[1], args[2], args[3], Integer.parseInt(args[4]), Integer.parseInt(args[5]), Integer.parseInt(args[6]));
+            return;
+        }
         if (args.length != 9 || !args[0].equals("run")) {
             System.err.println("usage: run BOOTSTRAP GROUP TOPIC PARTITIONS CONSUMERS COUNT SECONDS MODE");
             System.exit(2);
@@ -115,7 +128,7 @@ public final class ShareGroupCheck {
             threads[i].start();
         }
         polled.await(60, TimeUnit.SECONDS);
-        produce(bootstrap, topic, count);
+        produce(bootstrap, topic, 0, count);
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(seconds);
         int expectRejected = explicit ? (count + 12) / 13 : 0;
         while (System.nanoTime() < deadline) {
@@ -164,13 +177,46 @@ public final class ShareGroupCheck {
         }
     }
 
-    private static void produce(String bootstrap, String topic, int count) {
+    private static void drain(String bootstrap, String group, String topic, int consumers, int expected, int seconds)
+            throws Exception {
+        Map<Integer, Integer> accepted = new ConcurrentHashMap<>();
+        AtomicBoolean stop = new AtomicBoolean();
+        Thread[] threads = new Thread[consumers];
+        for (int i = 0; i < consumers; i++) {
+            threads[i] = new Thread(() -> {
+                try (KafkaShareConsumer<String, String> consumer = consumer(bootstrap, group, false)) {
+                    consumer.subscribe(List.of(topic));
+                    while (!stop.get()) {
+                        for (ConsumerRecord<String, String> record : consumer.poll(Duration.ofMillis(200))) {
+                            accepted.merge(Integer.parseInt(record.value().substring(1)), 1, Integer::sum);
+                        }
+                    }
+                }
+            });
+            threads[i].start();
+        }
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(seconds);
+        while (System.nanoTime() < deadline && accepted.size() < expected) {
+            Thread.sleep(100);
+        }
+        Thread.sleep(1000);
+        stop.set(true);
+        for (Thread thread : threads) {
+            thread.join(30000);
+        }
+        int min = accepted.keySet().stream().min(Integer::compare).orElse(-1);
+        int max = accepted.keySet().stream().max(Integer::compare).orElse(-1);
+        long twice = accepted.values().stream().filter(times -> times > 1).count();
+        System.out.println("accepted=" + accepted.size() + " min=" + min + " max=" + max + " accepted_twice=" + twice);
+    }
+
+    private static void produce(String bootstrap, String topic, int from, int count) {
         Properties props = new Properties();
         props.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
         props.put(ProducerConfig.LINGER_MS_CONFIG, "5");
         try (KafkaProducer<String, String> producer =
                 new KafkaProducer<>(props, new StringSerializer(), new StringSerializer())) {
-            for (int i = 0; i < count; i++) {
+            for (int i = from; i < from + count; i++) {
                 producer.send(new ProducerRecord<>(topic, Integer.toString(i), "r" + i));
             }
             producer.flush();
