@@ -43,6 +43,13 @@ import org.apache.kafka.common.serialization.StringSerializer;
  * number); {@code drain BOOTSTRAP GROUP TOPIC CONSUMERS EXPECTED SECONDS} runs CONSUMERS
  * consumers accepting every record until EXPECTED distinct records are accepted or SECONDS
  * pass, and prints {@code accepted min max accepted_twice}.
+ *
+ * <p>{@code durable BOOTSTRAP GROUP TOPIC CONSUMERS COUNT SECONDS} produces COUNT records, then
+ * CONSUMERS consumers accept each record explicitly and commit; a record counts as confirmed
+ * once its partition's commit succeeded. It prints "halfway" once a third are confirmed (the
+ * test then kills the broker and starts it again), goes on through the broker's absence, and
+ * ends when all are confirmed or SECONDS pass, printing {@code confirmed
+ * redelivered_after_confirm}: a record delivered again after its acknowledgement was confirmed.
  */
 public final class ShareGroupCheck {
     public static void main(String[] args) throws Exception {
@@ -52,6 +59,10 @@ public final class ShareGroupCheck {
         }
         if (args.length == 7 && args[0].equals("drain")) {
             drain(args[1], args[2], args[3], Integer.parseInt(args[4]), Integer.parseInt(args[5]), Integer.parseInt(args[6]));
+            return;
+        }
+        if (args.length == 7 && args[0].equals("durable")) {
+            durable(args[1], args[2], args[3], Integer.parseInt(args[4]), Integer.parseInt(args[5]), Integer.parseInt(args[6]));
             return;
         }
         if (args.length != 9 || !args[0].equals("run")) {
@@ -175,6 +186,67 @@ public final class ShareGroupCheck {
                     new ConfigEntry("share.auto.offset.reset", "earliest"), AlterConfigOp.OpType.SET);
             admin.incrementalAlterConfigs(Map.of(resource, List.of(earliest))).all().get();
         }
+    }
+
+    private static void durable(String bootstrap, String group, String topic, int consumers, int count, int seconds)
+            throws Exception {
+        createTopic(bootstrap, topic, 2, group);
+        produce(bootstrap, topic, 0, count);
+        Map<Integer, Boolean> confirmed = new ConcurrentHashMap<>();
+        AtomicInteger redeliveredAfterConfirm = new AtomicInteger();
+        AtomicBoolean stop = new AtomicBoolean();
+        Thread[] threads = new Thread[consumers];
+        for (int i = 0; i < consumers; i++) {
+            threads[i] = new Thread(() -> {
+                try (KafkaShareConsumer<String, String> consumer = consumer(bootstrap, group, true)) {
+                    consumer.subscribe(List.of(topic));
+                    while (!stop.get()) {
+                        try {
+                            ConsumerRecords<String, String> records = consumer.poll(Duration.ofMillis(200));
+                            Map<Integer, List<Integer>> byPartition = new java.util.HashMap<>();
+                            for (ConsumerRecord<String, String> record : records) {
+                                int n = Integer.parseInt(record.value().substring(1));
+                                if (confirmed.containsKey(n)) {
+                                    redeliveredAfterConfirm.incrementAndGet();
+                                }
+                                byPartition.computeIfAbsent(record.partition(), p -> new java.util.ArrayList<>()).add(n);
+                                consumer.acknowledge(record, AcknowledgeType.ACCEPT);
+                            }
+                            if (records.isEmpty()) {
+                                continue;
+                            }
+                            var results = consumer.commitSync();
+                            for (var result : results.entrySet()) {
+                                if (result.getValue().isEmpty()) {
+                                    for (int n : byPartition.getOrDefault(result.getKey().partition(), List.of())) {
+                                        confirmed.put(n, true);
+                                    }
+                                }
+                            }
+                        } catch (org.apache.kafka.common.KafkaException e) {
+                            // The broker is away: go on polling.
+                        }
+                    }
+                }
+            });
+            threads[i].start();
+        }
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(seconds);
+        boolean halfway = false;
+        while (System.nanoTime() < deadline && confirmed.size() < count) {
+            if (!halfway && confirmed.size() >= count / 3) {
+                System.out.println("halfway");
+                System.out.flush();
+                halfway = true;
+            }
+            Thread.sleep(20);
+        }
+        Thread.sleep(1000);
+        stop.set(true);
+        for (Thread thread : threads) {
+            thread.join(30000);
+        }
+        System.out.println("confirmed=" + confirmed.size() + " redelivered_after_confirm=" + redeliveredAfterConfirm.get());
     }
 
     private static void drain(String bootstrap, String group, String topic, int consumers, int expected, int seconds)
