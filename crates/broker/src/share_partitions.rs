@@ -55,6 +55,11 @@ pub struct FetchAsk<'a> {
 
 type Shared = Arc<Mutex<SharePartition>>;
 
+/// The most of a partition's log one share fetch reads (at least one whole batch): a share
+/// fetch hands out at most MaxRecords records (500 by default), so reading its whole byte
+/// limit (50 MiB by default) would read far more than it can hand out, at every fetch.
+const READ_BYTES: u64 = 1 << 20;
+
 #[derive(Debug, Default)]
 pub struct SharePartitions {
     loaded: Mutex<HashMap<ShareKey, Shared>>,
@@ -157,7 +162,7 @@ impl SharePartitions {
         partition.advance_to_log_start(log.log_start_offset().value());
         let read = log.read(FetchParams {
             start_offset: Offset::new(partition.next_fetch_offset()),
-            max_bytes: ask.max_bytes,
+            max_bytes: ask.max_bytes.min(READ_BYTES),
             bound: if settings.read_committed {
                 FetchBound::LastStable
             } else {

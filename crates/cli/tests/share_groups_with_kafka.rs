@@ -167,3 +167,26 @@ fn share_consumers_see_each_record_as_kafka_delivers_it() {
     );
     assert_eq!(steps[0][8], "queue-one");
 }
+
+/// librdkafka's share consumer (confluent-kafka's `ShareConsumer`): three consumers with
+/// explicit acknowledgements over two partitions, the same counts from ferrolog as from Kafka.
+#[test]
+fn librdkafka_share_consumers_see_each_record_as_kafka_delivers_it() {
+    let Some(python) = common::python_with_confluent_kafka() else {
+        return;
+    };
+    if !kafka_available() {
+        return;
+    }
+    let temp = tempfile::tempdir().unwrap();
+    let kafka = KafkaPeer::start(&temp.path().join("kafka").join("data"), &[]);
+    let server = Server::start(&temp.path().join("ferrolog"));
+    let script = "share_consumer_confluent_kafka.py";
+    let args = ["rd-queue", "rd-jobs", "1000"];
+    let ours = common::run_script(&python, script, server.port, &args);
+    let theirs = common::run_script(&python, script, kafka.port, &args);
+    // 1000 records: 91 multiples of 11 rejected, 181 other multiples of 5 released once.
+    let expected = "accepted=909 accepted_twice=0 rejected=91 released_again=181 rejected_again=0";
+    assert_eq!(theirs.trim(), expected, "Kafka 4.4");
+    assert_eq!(ours.trim(), expected, "ferrolog:\n{}", server.stderr());
+}
