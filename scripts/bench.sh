@@ -50,6 +50,7 @@ scripts/bench_network.sh
 scripts/bench_tls.sh
 scripts/bench_transactions.sh
 scripts/bench_groups.sh
+scripts/bench_share.sh
 scripts/bench_log_dir_move.sh
 scripts/bench_vs_kafka.sh
 # Produce while 32 consumers long-poll idle partitions, ferrolog and Kafka 4.4 alternating.

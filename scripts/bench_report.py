@@ -377,6 +377,12 @@ def main(baseline_path):
         measured = file_date(groups_path)
         bench_report_groups.print_section(
             groups_path, "" if measured == date else "Measured on %s, with the rest of the page's machine." % measured)
+    share_path = "target/bench-data/share.txt"
+    if os.path.exists(share_path):
+        import bench_report_share
+        measured = file_date(share_path)
+        bench_report_share.print_section(
+            share_path, "" if measured == date else "Measured on %s, with the rest of the page's machine." % measured)
     move_path = "target/bench-data/log-dir-move.txt"
     if os.path.exists(move_path):
         print_log_dir_move_section(move_path, "target/bench-data/log-dir-move-storage.txt", date)
