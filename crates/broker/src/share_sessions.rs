@@ -5,7 +5,7 @@
 //!
 //! Bounded by `group.share.max.share.sessions`: one more is refused SHARE_SESSION_LIMIT_REACHED.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use ferrolog_storage::manager::TopicId;
 use parking_lot::Mutex;
@@ -17,6 +17,10 @@ use crate::errors;
 pub fn connection_id(session: &crate::session::Session) -> usize {
     std::ptr::from_ref(session) as usize
 }
+
+/// The most partitions one share session may name (Kafka has no such bound; a client naming
+/// partitions by made-up topic ids would otherwise grow a session without end).
+pub const MAX_SESSION_PARTITIONS: usize = 10_000;
 
 /// A share partition a session fetches.
 pub type SessionPartition = (TopicId, i32);
@@ -72,6 +76,9 @@ impl ShareSessions {
                     return Err(errors::SHARE_SESSION_LIMIT_REACHED);
                 }
                 let partitions = dedup(requested);
+                if partitions.len() > MAX_SESSION_PARTITIONS {
+                    return Err(errors::INVALID_REQUEST);
+                }
                 let session = Session {
                     epoch: 1,
                     partitions: partitions.clone(),
@@ -91,11 +98,16 @@ impl ShareSessions {
                 if session.epoch != epoch {
                     return Err(errors::INVALID_SHARE_SESSION_EPOCH);
                 }
+                let held: HashSet<SessionPartition> = session.partitions.iter().copied().collect();
                 let added: Vec<SessionPartition> = dedup(requested)
                     .into_iter()
-                    .filter(|p| !session.partitions.contains(p))
+                    .filter(|p| !held.contains(p))
                     .collect();
+                if held.len() + added.len() > MAX_SESSION_PARTITIONS {
+                    return Err(errors::INVALID_REQUEST);
+                }
                 session.partitions.extend(added.iter().copied());
+                let forgotten: HashSet<&SessionPartition> = forgotten.iter().collect();
                 session.partitions.retain(|p| !forgotten.contains(p));
                 session.epoch = next_epoch(epoch);
                 Ok(Context::Incremental {
@@ -163,14 +175,10 @@ impl ShareSessions {
     }
 }
 
+/// `partitions` without repeats, in their order.
 fn dedup(partitions: Vec<SessionPartition>) -> Vec<SessionPartition> {
-    let mut out: Vec<SessionPartition> = Vec::with_capacity(partitions.len());
-    for partition in partitions {
-        if !out.contains(&partition) {
-            out.push(partition);
-        }
-    }
-    out
+    let mut seen = HashSet::with_capacity(partitions.len());
+    partitions.into_iter().filter(|p| seen.insert(*p)).collect()
 }
 
 #[cfg(test)]

@@ -63,12 +63,18 @@ fn nothing_accepted_comes_back_and_nothing_acquired_is_lost_after_a_sigkill() {
     }
     let temp = tempfile::tempdir().unwrap();
     let dir = temp.path().join("ferrolog");
-    let server = Server::start(&dir);
+    // The share settings an operator of a single node sets, Kafka's replication keys included.
+    let settings = [
+        "group.share.record.lock.duration.ms=15000",
+        "share.coordinator.state.topic.replication.factor=1",
+        "share.coordinator.state.topic.min.isr=1",
+    ];
+    let server = Server::start_with(&dir, &settings);
     let port = server.port;
     let mut restarted = None;
     let ours = durable(&format!("127.0.0.1:{port}"), || {
         server.kill();
-        restarted = Some(Server::start_on(port, &[], &dir, &[], "warn"));
+        restarted = Some(Server::start_on(port, &[], &dir, &settings, "warn"));
     });
     let stderr = restarted.map(|server| server.stderr()).unwrap_or_default();
     assert_eq!(

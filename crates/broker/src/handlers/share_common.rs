@@ -159,20 +159,28 @@ pub async fn acknowledge_all(
     results
 }
 
-/// Ends the session of `key` and releases what its member holds in `partitions`.
+/// Ends the session of `key` and releases what its member holds in the session's partitions
+/// and in `partitions` (those the closing request named), as Kafka releases a session's.
 pub async fn release_session(
     context: &Arc<Context>,
     key: &(String, String),
     partitions: &[PartitionKey],
 ) {
-    context.share_sessions.close(key);
-    let idle = !context.share_sessions.group_has_sessions(&key.0);
-    let keys: Vec<ShareKey> = partitions
+    let mut all = context.share_sessions.close(key).unwrap_or_default();
+    all.extend(
+        partitions
+            .iter()
+            .filter(|p| !all.contains(p))
+            .copied()
+            .collect::<Vec<_>>(),
+    );
+    let keys: Vec<ShareKey> = all
         .iter()
         .map(|p| ShareKey::new(&key.0, p.0, p.1))
         .collect();
-    let (context, member) = (Arc::clone(context), key.1.clone());
+    let (context, member, group) = (Arc::clone(context), key.1.clone(), key.0.clone());
     let _ = crate::bridge::blocking(move || {
+        let idle = !context.share_sessions.group_has_sessions(&group);
         context
             .shares
             .release(context.groups.share_state(), &keys, &member, idle);

@@ -136,7 +136,14 @@ pub async fn handle(
         capacity,
     ) {
         Ok(session) => session,
-        Err(code) => return top(code, None),
+        Err(code) => {
+            if code == errors::SHARE_SESSION_LIMIT_REACHED {
+                // As Kafka: the refusal waits MaxWaitMs, so that a client does not spin on it.
+                let wait = u64::try_from(request.max_wait_ms).unwrap_or(0).min(30_000);
+                tokio::time::sleep(Duration::from_millis(wait)).await;
+            }
+            return top(code, None);
+        }
     };
     let access = Access::check(
         context,
@@ -215,6 +222,13 @@ async fn fetch_all(
             }
         }
     }
+    // Partitions in turn as Kafka turns them: the list rotated by the session's epoch, so a
+    // backlog in the first does not starve the others of MaxRecords.
+    let epoch = ask.request.share_session_epoch;
+    if epoch >= 1 && readable.len() > 1 {
+        let by = usize::try_from(epoch).unwrap_or(0) % readable.len();
+        readable.rotate_left(by);
+    }
     let deadline =
         Instant::now() + Duration::from_millis(u64::try_from(ask.request.max_wait_ms).unwrap_or(0));
     let waiting = Waiting::new(
@@ -224,10 +238,10 @@ async fn fetch_all(
     loop {
         waiting.register();
         let pass = one_pass(context, &readable, ask).await;
-        let acquired_any = pass
-            .iter()
-            .any(|(_, f)| !f.acquired.is_empty() || f.error != errors::NONE);
-        if acquired_any || Instant::now() >= deadline || ask.request.max_records <= 0 {
+        // As Kafka: the wait ends when something was acquired, or when every partition failed.
+        let acquired = pass.iter().any(|(_, f)| !f.acquired.is_empty());
+        let all_failed = !pass.is_empty() && pass.iter().all(|(_, f)| f.error != errors::NONE);
+        if acquired || all_failed || Instant::now() >= deadline || ask.request.max_records <= 0 {
             for (partition, fetched) in pass {
                 let line = lines.entry(partition).or_default();
                 line.error = fetched.error;

@@ -124,8 +124,9 @@ impl SharePartition {
             if throttled && !out.is_empty() {
                 return self.finish(request, out);
             }
+            // A batch the start offset (or the log's start) passed into goes out by offset.
             let whole = matches!(batch.held, Held::Whole(_))
-                && batch.first >= first.first
+                && batch.first >= first.first.max(self.start)
                 && batch.last <= last_to_acquire;
             let too_big = request.mode == AcquireMode::RecordLimit && batch.len() > budget;
             if whole && !too_big && !throttled {

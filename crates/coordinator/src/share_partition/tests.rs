@@ -381,6 +381,15 @@ fn the_log_start_passing_records_archives_them() {
     sp.advance_to_log_start(5);
     assert_eq!(sp.start_offset(), 5);
     assert_eq!(sp.next_fetch_offset(), 5);
+    // The log now starts at 5 (its first batch read from there holds 0-9): only 5-9 go out.
+    let got = acquire(
+        &mut sp,
+        "b",
+        AcquireMode::BatchOptimized,
+        10,
+        &log(&[(0, 9)]),
+    );
+    assert_eq!(got, vec![(5, 9, 2)]);
 }
 
 #[test]

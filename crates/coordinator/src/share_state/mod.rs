@@ -439,7 +439,11 @@ impl ShareStateCoordinator {
     }
 
     /// Tombstones the state of partitions whose topic is gone, as Kafka does on a deletion.
+    /// Not while a data directory is offline: a topic there only looks gone.
     fn forget_deleted_topics(&self, shard: &mut ShareStateShard, ctx: &ShareCtx<'_>) {
+        if self.manager.offline_dir_count() > 0 {
+            return;
+        }
         let gone: Vec<ShareKey> = shard
             .entries
             .keys()

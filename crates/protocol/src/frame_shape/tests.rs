@@ -7,7 +7,10 @@ use kafka_protocol::messages::RequestKind;
 use kafka_protocol::protocol::{Decodable, Encodable};
 
 use crate::ApiKey;
-use crate::messages::{StreamsGroupDescribeRequest, StreamsGroupHeartbeatRequest};
+use crate::messages::{
+    DescribeShareGroupOffsetsRequest, ShareAcknowledgeRequest, ShareFetchRequest,
+    StreamsGroupDescribeRequest, StreamsGroupHeartbeatRequest,
+};
 
 use super::*;
 
@@ -224,6 +227,16 @@ fn round_trip(api: ApiKey, body: &mut Bytes, version: i16) -> anyhow::Result<Byt
         }
         ApiKey::StreamsGroupDescribe => {
             StreamsGroupDescribeRequest::decode(body, version)?.encode(&mut encoded, version)?;
+        }
+        ApiKey::ShareFetch => {
+            ShareFetchRequest::decode(body, version)?.encode(&mut encoded, version)?;
+        }
+        ApiKey::ShareAcknowledge => {
+            ShareAcknowledgeRequest::decode(body, version)?.encode(&mut encoded, version)?;
+        }
+        ApiKey::DescribeShareGroupOffsets => {
+            DescribeShareGroupOffsetsRequest::decode(body, version)?
+                .encode(&mut encoded, version)?;
         }
         _ => {
             let codec = kafka_protocol::messages::ApiKey::try_from(api as i16)

@@ -1,10 +1,15 @@
 //! The share partitions this broker serves (Kafka's `SharePartitionManager`): each
 //! [`SharePartition`] loaded from its stored state at its first fetch, kept while a session of
-//! its group is open, and every change it makes persisted through the share coordinator before
-//! it counts — an acknowledgement or release whose write fails is undone, as in Kafka.
+//! its group is open or it holds acquired records, and every change it makes persisted through
+//! the share coordinator before it counts — an acknowledgement or release whose write fails is
+//! undone, as in Kafka.
 //!
 //! Locks: a share partition's own, then (inside a write) the share coordinator's shard. A fetch
-//! reads the log under the partition's lock, so two members never acquire the same records.
+//! reads the log under the partition's lock, so two members never acquire the same records. A
+//! partition dropped from memory is marked fenced under its lock: whoever still holds it looks
+//! it up again, so nothing is acquired into a partition no longer served.
+
+mod log_reads;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -16,13 +21,12 @@ use ferrolog_coordinator::share_partition::{
 };
 use ferrolog_coordinator::share_state::{ShareKey, ShareStateCoordinator, StateError};
 use ferrolog_records::share_state_records::StateBatch;
-use ferrolog_records::{EntryIter, FileEntry};
 use ferrolog_storage::log::{FetchBound, FetchParams, FirstBatch, Log};
-use ferrolog_storage::producer::{MarkerKind, TxnMarker};
 use ferrolog_storage::{Offset, StorageError};
 use parking_lot::Mutex;
 
 use crate::errors;
+use log_reads::{covering, entries_of, start_by_reset};
 
 /// How a group's share partitions read and hand out records (its `share.*` settings).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -53,7 +57,14 @@ pub struct FetchAsk<'a> {
     pub now_ms: i64,
 }
 
-type Shared = Arc<Mutex<SharePartition>>;
+/// A share partition in memory, and whether it has been dropped from the map.
+#[derive(Debug)]
+struct Held {
+    partition: SharePartition,
+    fenced: bool,
+}
+
+type Shared = Arc<Mutex<Held>>;
 
 /// The most of a partition's log one share fetch reads (at least one whole batch): a share
 /// fetch hands out at most MaxRecords records (500 by default), so reading its whole byte
@@ -82,7 +93,9 @@ impl SharePartitions {
         self.loaded.lock().get(key).cloned()
     }
 
-    /// The share partition of `key`, loaded from its stored state when not in memory.
+    /// The share partition of `key`, loaded from its stored state when not in memory. It is
+    /// read at the leader epoch its state was last written at: a single node's partitions
+    /// keep their leader, and Kafka's data carries the epoch Kafka gave them.
     fn get_or_load(
         &self,
         state: &ShareStateCoordinator,
@@ -92,10 +105,13 @@ impl SharePartitions {
         now_ms: i64,
     ) -> Result<Shared, i16> {
         if let Some(shared) = self.get(key) {
-            shared.lock().set_limits(settings.limits);
+            shared.lock().partition.set_limits(settings.limits);
             return Ok(shared);
         }
-        let stored = state.read(key, 0).map_err(|error| {
+        let leader_epoch = state
+            .summary(key)
+            .map_or(0, |summary| summary.leader_epoch.max(0));
+        let stored = state.read(key, leader_epoch).map_err(|error| {
             tracing::warn!(group = %key.group, partition = key.partition, %error, "a share partition's state does not load");
             load_error(&error)
         })?;
@@ -103,11 +119,14 @@ impl SharePartitions {
             -1 => start_by_reset(log, settings.offset_reset, now_ms)?,
             stored => stored,
         };
-        let loaded = SharePartition::load(&stored, start, 0, settings.limits).map_err(|error| {
+        let loaded = SharePartition::load(&stored, start, leader_epoch, settings.limits).map_err(|error| {
             tracing::error!(group = %key.group, partition = key.partition, reason = error.0, "a share partition's stored state is inconsistent");
             errors::UNKNOWN_SERVER_ERROR
         })?;
-        let shared = Arc::new(Mutex::new(loaded));
+        let shared = Arc::new(Mutex::new(Held {
+            partition: loaded,
+            fenced: false,
+        }));
         Ok(Arc::clone(
             self.loaded.lock().entry(key.clone()).or_insert(shared),
         ))
@@ -144,67 +163,25 @@ impl SharePartitions {
         settings: ShareSettings,
         ask: FetchAsk<'_>,
     ) -> Fetched {
-        let shared = match self.get_or_load(state, key, log, settings, ask.now_ms) {
-            Ok(shared) => shared,
-            Err(error) => {
-                return Fetched {
-                    error,
-                    ..Fetched::default()
-                };
+        // A partition fenced between its lookup and its lock is looked up again.
+        for _ in 0..3 {
+            let shared = match self.get_or_load(state, key, log, settings, ask.now_ms) {
+                Ok(shared) => shared,
+                Err(error) => {
+                    return Fetched {
+                        error,
+                        ..Fetched::default()
+                    };
+                }
+            };
+            let mut held = shared.lock();
+            if !held.fenced {
+                return fetch_from(&mut held.partition, state, key, log, settings, ask);
             }
-        };
-        let mut partition = shared.lock();
-        let lapsed = partition.expire_locks(ask.now_ms);
-        if !lapsed.is_empty() {
-            // Kept even when not stored, as Kafka keeps a lapsed lock's change.
-            let _ = state.write(key, &partition.state_write(lapsed));
         }
-        partition.advance_to_log_start(log.log_start_offset().value());
-        let read = log.read(FetchParams {
-            start_offset: Offset::new(partition.next_fetch_offset()),
-            max_bytes: ask.max_bytes.min(READ_BYTES),
-            bound: if settings.read_committed {
-                FetchBound::LastStable
-            } else {
-                FetchBound::HighWatermark
-            },
-            first_batch: FirstBatch::Whole,
-        });
-        let data = match read.and_then(|data| Ok((data.read_bytes()?, data.aborted_txns))) {
-            Ok(data) => data,
-            Err(StorageError::OffsetOutOfRange { .. }) => return Fetched::default(),
-            Err(error) => {
-                return Fetched {
-                    error: errors::code_of(&error),
-                    ..Fetched::default()
-                };
-            }
-        };
-        let (bytes, aborted) = data;
-        let entries = entries_of(&bytes);
-        let batches: Vec<LogBatch> = entries.iter().map(|(_, batch)| *batch).collect();
-        let aborted: Option<Vec<(i64, i64)>> = aborted.map(|txns| {
-            txns.iter()
-                .map(|t| (t.producer_id, t.first_offset.value()))
-                .collect()
-        });
-        let acquired = partition.acquire(&AcquireRequest {
-            member: ask.member,
-            mode: ask.mode,
-            batch_size: ask.batch_size,
-            max_records: ask.max_records,
-            batches: &batches,
-            aborted: aborted.as_deref(),
-            now_ms: ask.now_ms,
-        });
-        let records = match (acquired.first(), acquired.last()) {
-            (Some(first), Some(last)) => covering(&bytes, &entries, first.first, last.last),
-            _ => Bytes::new(),
-        };
         Fetched {
-            error: errors::NONE,
-            records,
-            acquired,
+            error: errors::COORDINATOR_NOT_AVAILABLE,
+            ..Fetched::default()
         }
     }
 
@@ -220,10 +197,14 @@ impl SharePartitions {
         let Some(shared) = self.get(key) else {
             return errors::UNKNOWN_TOPIC_OR_PARTITION;
         };
-        let mut partition = shared.lock();
+        let mut held = shared.lock();
+        if held.fenced {
+            return errors::UNKNOWN_TOPIC_OR_PARTITION;
+        }
+        let partition = &mut held.partition;
         let before = partition.clone();
         match partition.acknowledge(member, batches, now_ms) {
-            Ok(changed) => Self::persist(state, key, &mut partition, before, changed),
+            Ok(changed) => Self::persist(state, key, partition, before, changed),
             Err(code) => {
                 *partition = before;
                 code
@@ -231,8 +212,8 @@ impl SharePartitions {
         }
     }
 
-    /// Releases what `member` holds in the partitions of `keys` (its session ended); drops the
-    /// group's partitions from memory when it has no session left.
+    /// Releases what `member` holds in the partitions of `keys` (its session ended); when its
+    /// group has no session left, drops the group's partitions that hold nothing acquired.
     pub fn release(
         &self,
         state: &ShareStateCoordinator,
@@ -244,13 +225,43 @@ impl SharePartitions {
             let Some(shared) = self.get(key) else {
                 continue;
             };
-            let mut partition = shared.lock();
+            let mut held = shared.lock();
+            if held.fenced {
+                continue;
+            }
+            let partition = &mut held.partition;
             let before = partition.clone();
             let changed = partition.release(member);
-            Self::persist(state, key, &mut partition, before, changed);
+            Self::persist(state, key, partition, before, changed);
         }
-        if group_idle && let Some(group) = keys.first().map(|key| key.group.clone()) {
-            self.loaded.lock().retain(|key, _| key.group != group);
+        if group_idle && let Some(key) = keys.first() {
+            self.drop_group(&key.group, false);
+        }
+    }
+
+    /// Drops `group`'s partitions from memory (`all`: even those holding acquired records, as
+    /// when an admin changed their state), each fenced under its lock.
+    fn drop_group(&self, group: &str, all: bool) {
+        let held: Vec<(ShareKey, Shared)> = self
+            .loaded
+            .lock()
+            .iter()
+            .filter(|(key, _)| key.group == group)
+            .map(|(key, shared)| (key.clone(), Arc::clone(shared)))
+            .collect();
+        for (key, shared) in held {
+            let mut guard = shared.lock();
+            if !all && guard.partition.next_lock_deadline().is_some() {
+                continue;
+            }
+            guard.fenced = true;
+            let mut loaded = self.loaded.lock();
+            if loaded
+                .get(&key)
+                .is_some_and(|current| Arc::ptr_eq(current, &shared))
+            {
+                loaded.remove(&key);
+            }
         }
     }
 
@@ -263,7 +274,8 @@ impl SharePartitions {
             .map(|(k, v)| (k.clone(), Arc::clone(v)))
             .collect();
         for (key, shared) in all {
-            let mut partition = shared.lock();
+            let mut held = shared.lock();
+            let partition = &mut held.partition;
             if partition
                 .next_lock_deadline()
                 .is_none_or(|deadline| deadline > now_ms)
@@ -280,7 +292,7 @@ impl SharePartitions {
     /// Drops `group`'s share partitions from memory (their state was changed from outside: they
     /// load it again at their next fetch).
     pub fn forget_group(&self, group: &str) {
-        self.loaded.lock().retain(|key, _| key.group != group);
+        self.drop_group(group, true);
     }
 
     /// How many share partitions are in memory.
@@ -289,58 +301,66 @@ impl SharePartitions {
     }
 }
 
-/// Where a partition whose share state has no start offset starts, by
-/// `share.auto.offset.reset`: the log start, the high watermark, or the first record no older
-/// than the duration (OFFSET_NOT_AVAILABLE when none is, as Kafka answers).
-fn start_by_reset(log: &Log, reset: OffsetReset, now_ms: i64) -> Result<i64, i16> {
-    match reset {
-        OffsetReset::Earliest => Ok(log.log_start_offset().value()),
-        OffsetReset::Latest => Ok(log.high_watermark().value()),
-        OffsetReset::ByDuration(ms) => {
-            match log.fetch_offset_by_timestamp(now_ms.saturating_sub(ms)) {
-                Ok(Some(found)) => Ok(found.offset.value()),
-                Ok(None) => Err(errors::OFFSET_NOT_AVAILABLE),
-                Err(error) => Err(errors::code_of(&error)),
-            }
-        }
+/// One fetch of `partition` (held under its lock): lapsed locks given back, the log's start
+/// followed, up to [`READ_BYTES`] read from its next fetch offset, records acquired.
+fn fetch_from(
+    partition: &mut SharePartition,
+    state: &ShareStateCoordinator,
+    key: &ShareKey,
+    log: &Log,
+    settings: ShareSettings,
+    ask: FetchAsk<'_>,
+) -> Fetched {
+    let lapsed = partition.expire_locks(ask.now_ms);
+    if !lapsed.is_empty() {
+        // Kept even when not stored, as Kafka keeps a lapsed lock's change.
+        let _ = state.write(key, &partition.state_write(lapsed));
     }
-}
-
-/// The entries of `bytes` (whole ones), each with its place and what acquisition needs of it.
-fn entries_of(bytes: &[u8]) -> Vec<((usize, usize), LogBatch)> {
-    let mut entries = Vec::new();
-    for item in EntryIter::new(bytes) {
-        let Ok((position, entry)) = item else { break };
-        let place = (position, entry.size_in_bytes());
-        let batch = match &entry {
-            FileEntry::V2(batch) => LogBatch {
-                first: batch.base_offset(),
-                last: batch.last_offset(),
-                producer_id: batch.producer_id(),
-                transactional: batch.is_transactional(),
-                abort_marker: matches!(TxnMarker::of(batch), Ok(Some(marker)) if marker.kind == MarkerKind::Abort),
-            },
-            FileEntry::Legacy(_) => LogBatch {
-                first: entry.last_offset(),
-                last: entry.last_offset(),
-                ..LogBatch::default()
-            },
-        };
-        entries.push((place, batch));
-    }
-    entries
-}
-
-/// The bytes of the entries overlapping `first..=last`.
-fn covering(bytes: &[u8], entries: &[((usize, usize), LogBatch)], first: i64, last: i64) -> Bytes {
-    let overlapping: Vec<&((usize, usize), LogBatch)> = entries
-        .iter()
-        .filter(|(_, b)| b.last >= first && b.first <= last)
-        .collect();
-    match (overlapping.first(), overlapping.last()) {
-        (Some(((from, _), _)), Some(((at, size), _))) => {
-            Bytes::copy_from_slice(&bytes[*from..at + size])
+    partition.advance_to_log_start(log.log_start_offset().value());
+    let read_from = partition.next_fetch_offset();
+    let read = log.read(FetchParams {
+        start_offset: Offset::new(read_from),
+        max_bytes: ask.max_bytes.min(READ_BYTES),
+        bound: if settings.read_committed {
+            FetchBound::LastStable
+        } else {
+            FetchBound::HighWatermark
+        },
+        first_batch: FirstBatch::Whole,
+    });
+    let (bytes, aborted) = match read.and_then(|data| Ok((data.read_bytes()?, data.aborted_txns))) {
+        Ok(data) => data,
+        Err(StorageError::OffsetOutOfRange { .. }) => return Fetched::default(),
+        Err(error) => {
+            return Fetched {
+                error: errors::code_of(&error),
+                ..Fetched::default()
+            };
         }
+    };
+    let entries = entries_of(&bytes, read_from);
+    let batches: Vec<LogBatch> = entries.iter().map(|(_, batch)| *batch).collect();
+    let aborted: Option<Vec<(i64, i64)>> = aborted.map(|txns| {
+        txns.iter()
+            .map(|t| (t.producer_id, t.first_offset.value()))
+            .collect()
+    });
+    let acquired = partition.acquire(&AcquireRequest {
+        member: ask.member,
+        mode: ask.mode,
+        batch_size: ask.batch_size,
+        max_records: ask.max_records,
+        batches: &batches,
+        aborted: aborted.as_deref(),
+        now_ms: ask.now_ms,
+    });
+    let records = match (acquired.first(), acquired.last()) {
+        (Some(first), Some(last)) => covering(&bytes, &entries, first.first, last.last),
         _ => Bytes::new(),
+    };
+    Fetched {
+        error: errors::NONE,
+        records,
+        acquired,
     }
 }
