@@ -4,6 +4,8 @@
 //!
 //! - Implicit acknowledgement, one partition: every record delivered once and accepted once,
 //!   each with the delivery count its deliveries say.
+//! - `share.acquire.mode=record_limit` (KIP-1206): no poll holds more than `max.poll.records`,
+//!   every record once.
 //! - Explicit acknowledgement, eight partitions: every 13th record rejected (never delivered
 //!   again), every other 7th released at its first delivery (delivered again, count 2), every
 //!   other record accepted exactly once.
@@ -149,6 +151,23 @@ fn share_consumers_see_each_record_as_kafka_delivers_it() {
             ],
             broker,
         );
+        // KIP-1206's record_limit: never more than max.poll.records in a poll, each once.
+        let limited = kafka_tool_ok(
+            "ShareGroupCheck",
+            &[
+                "limited",
+                bootstrap,
+                "queue-limited",
+                "jobs-limited",
+                "1000",
+                "7",
+            ],
+            b"",
+        );
+        assert!(
+            limited.contains("accepted=1000 accepted_twice=0 largest_poll=7"),
+            "{broker}: {limited}"
+        );
         steps.push(tool_steps(bootstrap));
     }
     assert_eq!(
@@ -165,7 +184,7 @@ fn share_consumers_see_each_record_as_kafka_delivers_it() {
         "{}",
         steps[0][6]
     );
-    assert_eq!(steps[0][8], "queue-one");
+    assert_eq!(steps[0][8], "queue-limited\nqueue-one");
 }
 
 /// librdkafka's share consumer (confluent-kafka's `ShareConsumer`): three consumers with

@@ -44,6 +44,10 @@ import org.apache.kafka.common.serialization.StringSerializer;
  * consumers accepting every record until EXPECTED distinct records are accepted or SECONDS
  * pass, and prints {@code accepted min max accepted_twice}.
  *
+ * <p>{@code limited BOOTSTRAP GROUP TOPIC COUNT LIMIT}: two consumers with {@code
+ * share.acquire.mode=record_limit} and {@code max.poll.records=LIMIT} (KIP-1206) accept COUNT
+ * produced records; prints {@code accepted accepted_twice largest_poll}.
+ *
  * <p>{@code durable BOOTSTRAP GROUP TOPIC CONSUMERS COUNT SECONDS} produces COUNT records, then
  * CONSUMERS consumers accept each record explicitly and commit; a record counts as confirmed
  * once its partition's commit succeeded. It prints "halfway" once a third are confirmed (the
@@ -59,6 +63,10 @@ public final class ShareGroupCheck {
         }
         if (args.length == 7 && args[0].equals("drain")) {
             drain(args[1], args[2], args[3], Integer.parseInt(args[4]), Integer.parseInt(args[5]), Integer.parseInt(args[6]));
+            return;
+        }
+        if (args.length == 6 && args[0].equals("limited")) {
+            limited(args[1], args[2], args[3], Integer.parseInt(args[4]), Integer.parseInt(args[5]));
             return;
         }
         if (args.length == 7 && args[0].equals("durable")) {
@@ -186,6 +194,48 @@ public final class ShareGroupCheck {
                     new ConfigEntry("share.auto.offset.reset", "earliest"), AlterConfigOp.OpType.SET);
             admin.incrementalAlterConfigs(Map.of(resource, List.of(earliest))).all().get();
         }
+    }
+
+    private static void limited(String bootstrap, String group, String topic, int count, int limit)
+            throws Exception {
+        createTopic(bootstrap, topic, 1, group);
+        produce(bootstrap, topic, 0, count);
+        Map<Integer, Integer> accepted = new ConcurrentHashMap<>();
+        AtomicInteger largest = new AtomicInteger();
+        AtomicBoolean stop = new AtomicBoolean();
+        Thread[] threads = new Thread[2];
+        for (int i = 0; i < threads.length; i++) {
+            threads[i] = new Thread(() -> {
+                Properties props = new Properties();
+                props.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
+                props.put(ConsumerConfig.GROUP_ID_CONFIG, group);
+                props.put("share.acquire.mode", "record_limit");
+                props.put(ConsumerConfig.MAX_POLL_RECORDS_CONFIG, Integer.toString(limit));
+                try (KafkaShareConsumer<String, String> consumer =
+                        new KafkaShareConsumer<>(props, new StringDeserializer(), new StringDeserializer())) {
+                    consumer.subscribe(List.of(topic));
+                    while (!stop.get()) {
+                        ConsumerRecords<String, String> records = consumer.poll(Duration.ofMillis(200));
+                        largest.accumulateAndGet(records.count(), Math::max);
+                        for (ConsumerRecord<String, String> record : records) {
+                            accepted.merge(Integer.parseInt(record.value().substring(1)), 1, Integer::sum);
+                        }
+                    }
+                }
+            });
+            threads[i].start();
+        }
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+        while (System.nanoTime() < deadline && accepted.size() < count) {
+            Thread.sleep(50);
+        }
+        Thread.sleep(1000);
+        stop.set(true);
+        for (Thread thread : threads) {
+            thread.join(30000);
+        }
+        long twice = accepted.values().stream().filter(times -> times > 1).count();
+        System.out.println("accepted=" + accepted.size() + " accepted_twice=" + twice + " largest_poll=" + largest.get());
     }
 
     private static void durable(String bootstrap, String group, String topic, int consumers, int count, int seconds)
