@@ -451,7 +451,7 @@ fn kafka_reads_ferrolog_files_and_serves_them_after_a_move() {
     );
     // The member's target and current assignments, and the group's epoch (its topics' hash).
     assert!(
-        copied.contains("3 consumer-group records rewritten for Kafka's topic ids"),
+        copied.contains("3 group records rewritten for Kafka's topic ids"),
         "{copied}"
     );
     kafka.restart();

@@ -1,7 +1,9 @@
 //! `move-to-kafka create-topics`: each topic ferrolog holds is created in Kafka with its
 //! partition count and overrides, and Kafka is made to create `__consumer_offsets` (by asking
-//! for a group coordinator, as a consumer would), whose partition count is then checked; then
-//! each group's own configs are set in Kafka, and ferrolog's ACLs created there.
+//! for a group coordinator, as a consumer would) and, when ferrolog holds share groups,
+//! `__share_group_state` (by asking for a share coordinator, as a broker would), whose
+//! partition counts are then checked; then each group's own configs are set in Kafka, and
+//! ferrolog's ACLs created there.
 
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
@@ -20,20 +22,22 @@ use kafka_protocol::messages::incremental_alter_configs_request::{
 };
 use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
 use kafka_protocol::messages::{
-    ApiKey, CreateAclsRequest, CreateAclsResponse, CreateTopicsRequest, CreateTopicsResponse,
-    FindCoordinatorRequest, FindCoordinatorResponse, IncrementalAlterConfigsRequest,
-    IncrementalAlterConfigsResponse, MetadataRequest, MetadataResponse, RequestHeader,
-    ResponseHeader, TopicName,
+    ApiKey, ApiVersionsRequest, ApiVersionsResponse, CreateAclsRequest, CreateAclsResponse,
+    CreateTopicsRequest, CreateTopicsResponse, FindCoordinatorRequest, FindCoordinatorResponse,
+    IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse, MetadataRequest,
+    MetadataResponse, RequestHeader, ResponseHeader, TopicName,
 };
 use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
 
 const OFFSETS_TOPIC: &str = "__consumer_offsets";
+const SHARE_STATE_TOPIC: &str = "__share_group_state";
 const TOPIC_ALREADY_EXISTS: i16 = 36;
 const COORDINATOR_NOT_AVAILABLE: i16 = 15;
 const SECURITY_DISABLED: i16 = 54;
+const CLUSTER_AUTHORIZATION_FAILED: i16 = 31;
 /// The config resource type of a group.
 const GROUP_RESOURCE: i8 = 32;
-/// How long Kafka may take to create `__consumer_offsets` and elect its leaders.
+/// How long Kafka may take to create a coordinator's topic and elect its leaders.
 const OFFSETS_TOPIC_WAIT: Duration = Duration::from_secs(60);
 
 pub fn run(
@@ -44,13 +48,16 @@ pub fn run(
     let holdings = super::read_holdings(log_dirs)?;
     let mut kafka = KafkaConnection::open(bootstrap_server)?;
     for (topic, partitions, overrides) in &holdings.topics {
-        if topic == OFFSETS_TOPIC {
+        if topic == OFFSETS_TOPIC || topic == SHARE_STATE_TOPIC {
             continue;
         }
         create_topic(&mut kafka, topic, *partitions, overrides)?;
     }
     if let Some((_, partitions, _)) = holdings.topics.iter().find(|t| t.0 == OFFSETS_TOPIC) {
         create_offsets_topic(&mut kafka, *partitions)?;
+    }
+    if let Some(states) = &holdings.share_states {
+        create_share_state_topic(&mut kafka, states.partitions)?;
     }
     set_group_configs(&mut kafka, &holdings.group_configs)?;
     // Last: an ACL made earlier could refuse the creation of the topics.
@@ -217,27 +224,97 @@ fn create_offsets_topic(kafka: &mut KafkaConnection, partitions: i32) -> anyhow:
     let request = FindCoordinatorRequest::default()
         .with_key(StrBytes::from_static_str("ferrolog-move-to-kafka"))
         .with_key_type(0);
+    await_coordinator_topic(OFFSETS_TOPIC, || {
+        let found: FindCoordinatorResponse = kafka.send(ApiKey::FindCoordinator, 3, &request)?;
+        Ok((found.error_code, found.error_message))
+    })?;
+    check_partition_count(
+        kafka,
+        OFFSETS_TOPIC,
+        partitions,
+        "offsets.topic.num.partitions",
+    )
+}
+
+/// Kafka creates `__share_group_state` when asked for the share coordinator of a key, which
+/// names a share partition (`group:topic id:partition`, the topic need not exist); that is
+/// asked only of a broker with share groups enabled (the `share.version` feature).
+fn create_share_state_topic(kafka: &mut KafkaConnection, partitions: i32) -> anyhow::Result<()> {
+    let versions = ApiVersionsRequest::default()
+        .with_client_software_name(StrBytes::from_static_str("ferrolog-move-to-kafka"))
+        .with_client_software_version(StrBytes::from_static_str(env!("CARGO_PKG_VERSION")));
+    let features: ApiVersionsResponse = kafka.send(ApiKey::ApiVersions, 3, &versions)?;
+    let share_version = features
+        .finalized_features
+        .iter()
+        .find(|feature| &*feature.name == "share.version")
+        .map_or(0, |feature| feature.max_version_level);
+    if share_version < 1 {
+        bail!(
+            "ferrolog holds share groups, and Kafka has them disabled (feature share.version {share_version}): enable them with `kafka-features --bootstrap-server ... upgrade --feature share.version=1`"
+        );
+    }
+    let request = FindCoordinatorRequest::default()
+        .with_key_type(2)
+        .with_coordinator_keys(vec![StrBytes::from_static_str(
+            "ferrolog-move-to-kafka:AAAAAAAAAAAAAAAAAAAAAA:0",
+        )]);
+    await_coordinator_topic(SHARE_STATE_TOPIC, || {
+        let found: FindCoordinatorResponse = kafka.send(ApiKey::FindCoordinator, 6, &request)?;
+        let coordinator = found
+            .coordinators
+            .into_iter()
+            .next()
+            .context("Kafka's FindCoordinator answer holds no coordinator")?;
+        Ok((coordinator.error_code, coordinator.error_message))
+    })?;
+    check_partition_count(
+        kafka,
+        SHARE_STATE_TOPIC,
+        partitions,
+        "share.coordinator.state.topic.num.partitions",
+    )
+}
+
+/// Asks (`find`: the error code and message of a FindCoordinator) until Kafka has created a
+/// coordinator's `topic` and elected its leaders.
+fn await_coordinator_topic(
+    topic: &str,
+    mut find: impl FnMut() -> anyhow::Result<(i16, Option<StrBytes>)>,
+) -> anyhow::Result<()> {
     let started = Instant::now();
     loop {
-        let found: FindCoordinatorResponse = kafka.send(ApiKey::FindCoordinator, 3, &request)?;
-        match found.error_code {
-            0 => break,
-            COORDINATOR_NOT_AVAILABLE if started.elapsed() < OFFSETS_TOPIC_WAIT => {
+        match find()? {
+            (0, _) => return Ok(()),
+            (COORDINATOR_NOT_AVAILABLE, _) if started.elapsed() < OFFSETS_TOPIC_WAIT => {
                 std::thread::sleep(Duration::from_millis(200));
             }
-            code => bail!(
-                "Kafka did not create {OFFSETS_TOPIC}: FindCoordinator error {code}: {}",
-                found.error_message.as_deref().unwrap_or("")
+            (CLUSTER_AUTHORIZATION_FAILED, _) => bail!(
+                "Kafka did not create {topic}: creating it needs the CLUSTER_ACTION operation on the cluster, which the tool's principal lacks"
+            ),
+            (code, message) => bail!(
+                "Kafka did not create {topic}: FindCoordinator error {code}: {} (a replication factor above the number of brokers keeps it unavailable)",
+                message.as_deref().unwrap_or("")
             ),
         }
     }
-    let existing = partition_count(kafka, OFFSETS_TOPIC)?;
+}
+
+/// A coordinator places its keys by its topic's partition count, so Kafka's must be
+/// ferrolog's (`setting` is Kafka's key for the count of a topic it creates).
+fn check_partition_count(
+    kafka: &mut KafkaConnection,
+    topic: &str,
+    partitions: i32,
+    setting: &str,
+) -> anyhow::Result<()> {
+    let existing = partition_count(kafka, topic)?;
     if existing != partitions {
         bail!(
-            "Kafka's {OFFSETS_TOPIC} has {existing} partitions and ferrolog's {partitions}: a group's committed offsets live in the partition its name hashes to, so both need the same offsets.topic.num.partitions (set it in Kafka before {OFFSETS_TOPIC} is first created)"
+            "Kafka's {topic} has {existing} partitions and ferrolog's {partitions}: a group's records live in the partition its key hashes to, so both need the same {setting} (set it in Kafka before {topic} is first created)"
         );
     }
-    println!("{OFFSETS_TOPIC} exists in Kafka with {partitions} partitions");
+    println!("{topic} exists in Kafka with {partitions} partitions");
     Ok(())
 }
 

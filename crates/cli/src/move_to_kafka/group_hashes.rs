@@ -1,9 +1,10 @@
 //! A KIP-848 group keeps a hash of its subscribed topics (`ConsumerGroupMetadata`, type 3),
-//! and the hash covers each topic's id. Under Kafka's ids the hash differs, and the first
+//! as a share group does (`ShareGroupMetadata`, type 11), and the hash covers each topic's
+//! id. Under Kafka's ids the hash differs, and the first
 //! heartbeat of a moved group would see its topics as changed and bump its epoch; so `copy`
 //! writes each group's epoch record once more with the hash Kafka computes, beside the
 //! assignment records (`group_topic_ids`). The topics are what the group's members subscribe
-//! to, by name and through the regular expressions resolved for them.
+//! to, by name (types 4 and 10) and through the regular expressions resolved for them.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -13,15 +14,48 @@ use ferrolog_records::consumer_group_records::{
     ConsumerGroupMetadata, ConsumerMemberMetadata, RegularExpressionValue, TopicIdBytes,
 };
 use ferrolog_records::consumer_offsets::{ConsumerRecordType, OffsetsKey};
+use ferrolog_records::share_group_records::{ShareGroupMetadata, ShareMemberMetadata};
 use ferrolog_storage::manager::TopicId;
 
 use super::group_topic_ids::KeyValue;
 
+/// A group's epoch record: the same fields, laid out by kind.
+#[derive(Debug, Clone)]
+enum GroupEpoch {
+    Consumer(ConsumerGroupMetadata),
+    Share(ShareGroupMetadata),
+}
+
+impl GroupEpoch {
+    fn metadata_hash(&self) -> i64 {
+        match self {
+            Self::Consumer(metadata) => metadata.metadata_hash,
+            Self::Share(metadata) => metadata.metadata_hash,
+        }
+    }
+
+    /// The record with `metadata_hash` instead, encoded.
+    fn encode_with(&self, metadata_hash: i64) -> Vec<u8> {
+        match self {
+            Self::Consumer(metadata) => ConsumerGroupMetadata {
+                metadata_hash,
+                ..metadata.clone()
+            }
+            .encode(),
+            Self::Share(metadata) => ShareGroupMetadata {
+                metadata_hash,
+                ..metadata.clone()
+            }
+            .encode(),
+        }
+    }
+}
+
 /// One group's epoch record and the topics its members cover, as last written.
 #[derive(Debug, Default)]
 struct GroupTopics {
-    /// The type-3 record's key, and its value.
-    metadata: Option<(Vec<u8>, ConsumerGroupMetadata)>,
+    /// The epoch record's key (type 3 or 11), and its value.
+    metadata: Option<(Vec<u8>, GroupEpoch)>,
     /// Each member's subscribed topic names.
     members: BTreeMap<String, Vec<String>>,
     /// Each resolved regular expression's topics.
@@ -54,9 +88,14 @@ impl GroupHashes {
         let topics = groups.entry(group.clone()).or_default();
         match (kind, value) {
             (ConsumerRecordType::GroupMetadata, Some(bytes)) => {
-                topics.metadata = Some((key.encode(), ConsumerGroupMetadata::decode(bytes)?));
+                let epoch = GroupEpoch::Consumer(ConsumerGroupMetadata::decode(bytes)?);
+                topics.metadata = Some((key.encode(), epoch));
             }
-            (ConsumerRecordType::GroupMetadata, None) => {
+            (ConsumerRecordType::ShareGroupMetadata, Some(bytes)) => {
+                let epoch = GroupEpoch::Share(ShareGroupMetadata::decode(bytes)?);
+                topics.metadata = Some((key.encode(), epoch));
+            }
+            (ConsumerRecordType::GroupMetadata | ConsumerRecordType::ShareGroupMetadata, None) => {
                 groups.remove(group);
             }
             (ConsumerRecordType::MemberMetadata, Some(bytes)) => {
@@ -65,7 +104,16 @@ impl GroupHashes {
                     .members
                     .insert(sub_key.clone(), member.subscribed_topic_names);
             }
-            (ConsumerRecordType::MemberMetadata, None) => {
+            (ConsumerRecordType::ShareMemberMetadata, Some(bytes)) => {
+                let member = ShareMemberMetadata::decode(bytes)?;
+                topics
+                    .members
+                    .insert(sub_key.clone(), member.subscribed_topic_names);
+            }
+            (
+                ConsumerRecordType::MemberMetadata | ConsumerRecordType::ShareMemberMetadata,
+                None,
+            ) => {
                 topics.members.remove(sub_key);
             }
             (ConsumerRecordType::RegularExpression, Some(bytes)) => {
@@ -109,12 +157,8 @@ impl GroupHashes {
                 })
                 .collect();
             let hash = topics_hash(&under_kafka);
-            if hash != metadata.metadata_hash {
-                let moved = ConsumerGroupMetadata {
-                    metadata_hash: hash,
-                    ..metadata.clone()
-                };
-                records.push((key.clone(), moved.encode()));
+            if hash != metadata.metadata_hash() {
+                records.push((key.clone(), metadata.encode_with(hash)));
             }
         }
         records

@@ -1,64 +1,23 @@
-//! KIP-848 consumer groups name their topics by topic id in two records of
-//! `__consumer_offsets`: a member's target assignment (type 7) and its current assignment
-//! (type 8). Kafka gives every moved topic an id of its own (its CreateTopics cannot be given
-//! one), so `copy` ends each `__consumer_offsets` partition with the latest of those records
-//! once more, naming Kafka's ids: replayed after the originals, they are what Kafka loads, and
-//! the groups stay live. ferrolog's own directories are left as they were.
-//!
-//! The records go into a segment of their own after the copied ones, with empty indexes: one
-//! batch per segment start never gets an index entry in Kafka either (Kafka indexes a batch
-//! only after `index.interval.bytes` of earlier ones), and the indexes are sparse.
+//! Groups name their topics by topic id in some records of `__consumer_offsets`
+//! ([`Assignment`]). Kafka gives every moved topic an id of its own (its CreateTopics cannot
+//! be given one), so `copy` ends each `__consumer_offsets` partition with the latest of those
+//! records once more, naming Kafka's ids: replayed after the originals, they are what Kafka
+//! loads, and the groups stay live. ferrolog's own directories are left as they were.
 
 use std::collections::BTreeMap;
-use std::fs::File;
-use std::io::Write;
-use std::path::Path;
 
 use anyhow::Context;
 use ferrolog_coordinator::group::offsets_topic::{OFFSETS_TOPIC, OffsetsCodec};
 use ferrolog_coordinator::runtime::LoadEvent;
 use ferrolog_coordinator::runtime::loader;
-use ferrolog_records::consumer_group_records::{
-    CurrentMemberAssignment, TargetAssignmentMember, TopicIdBytes, TopicPartitions,
-};
-use ferrolog_records::consumer_offsets::{ConsumerRecordType, OffsetsKey};
-use ferrolog_records::{BatchBuilder, RecordsError};
+use ferrolog_records::RecordsError;
+use ferrolog_records::consumer_group_records::TopicIdBytes;
+use ferrolog_records::consumer_offsets::OffsetsKey;
 use ferrolog_storage::manager::LogManager;
 
+use super::assignments::Assignment;
 use super::group_hashes::GroupHashes;
-
-/// Records of one batch at most, keeping each batch far below Kafka's default
-/// `message.max.bytes` (1 MiB) whatever the groups hold.
-const RECORDS_PER_BATCH: usize = 100;
-
-/// A record to write: its key and value, encoded.
-pub type KeyValue = (Vec<u8>, Vec<u8>);
-
-/// A member's assignment record, decoded.
-#[derive(Debug, Clone, PartialEq, Eq)]
-enum Assignment {
-    Target(TargetAssignmentMember),
-    Current(CurrentMemberAssignment),
-}
-
-impl Assignment {
-    fn topics_mut(&mut self) -> impl Iterator<Item = &mut TopicPartitions> {
-        let (first, second): (&mut Vec<TopicPartitions>, &mut [TopicPartitions]) = match self {
-            Assignment::Target(target) => (&mut target.partitions, &mut []),
-            Assignment::Current(current) => {
-                (&mut current.assigned, &mut current.pending_revocation[..])
-            }
-        };
-        first.iter_mut().chain(second.iter_mut())
-    }
-
-    fn encode(&self) -> Vec<u8> {
-        match self {
-            Assignment::Target(target) => target.encode(),
-            Assignment::Current(current) => current.encode(),
-        }
-    }
-}
+pub use super::segment::KeyValue;
 
 /// The latest assignment records of each `__consumer_offsets` partition ferrolog holds, by
 /// record key, and the topic ids they may name.
@@ -99,25 +58,15 @@ impl GroupAssignments {
             let OffsetsKey::Consumer { kind, .. } = &key else {
                 return;
             };
+            if !Assignment::names_topic_ids(*kind) {
+                return;
+            }
             let records = found.by_partition.entry(partition).or_default();
-            let decoded = match (kind, value) {
-                (ConsumerRecordType::TargetAssignmentMember, Some(bytes)) => {
-                    TargetAssignmentMember::decode(&bytes).map(Assignment::Target)
-                }
-                (ConsumerRecordType::CurrentMemberAssignment, Some(bytes)) => {
-                    CurrentMemberAssignment::decode(&bytes).map(Assignment::Current)
-                }
-                (
-                    ConsumerRecordType::TargetAssignmentMember
-                    | ConsumerRecordType::CurrentMemberAssignment,
-                    None,
-                ) => {
-                    records.remove(&key.encode());
-                    return;
-                }
-                _ => return,
+            let Some(bytes) = value else {
+                records.remove(&key.encode());
+                return;
             };
-            match decoded {
+            match Assignment::decode(*kind, &bytes) {
                 Ok(assignment) => {
                     records.insert(key.encode(), assignment);
                 }
@@ -128,7 +77,7 @@ impl GroupAssignments {
         })
         .context("reading ferrolog's __consumer_offsets")?;
         if let Some(error) = unreadable {
-            anyhow::bail!("a consumer group's assignment record in __consumer_offsets: {error}");
+            anyhow::bail!("a group's record naming topic ids in __consumer_offsets: {error}");
         }
         found.leader_epoch = summary.highest_leader_epoch.value();
         Ok(found)
@@ -137,8 +86,8 @@ impl GroupAssignments {
     /// The records `partition` of `__consumer_offsets` ends with in Kafka: each latest
     /// assignment record naming a ferrolog topic id, with Kafka's id for that topic instead
     /// (`kafka_ids`: by topic name, its id and partition count), then each group's epoch record
-    /// whose hash differs under Kafka's ids (`group_hashes`), as (key, value). Ids of topics Kafka does not hold here
-    /// are kept, and their topics returned as the second part.
+    /// whose hash differs under Kafka's ids (`group_hashes`), as (key, value). Ids of topics
+    /// Kafka does not hold here are kept, and their topics returned as the second part.
     pub fn rewritten(
         &self,
         partition: i32,
@@ -149,22 +98,9 @@ impl GroupAssignments {
             return (records, unmapped);
         };
         for (key, assignment) in assignments {
-            let mut moved = assignment.clone();
-            let mut changed = false;
-            for topic in moved.topics_mut() {
-                let Some(name) = self.topic_names.get(&topic.topic_id) else {
-                    continue;
-                };
-                match kafka_ids.get(name).map(|(id, _)| id) {
-                    Some(kafka_id) if *kafka_id != topic.topic_id => {
-                        topic.topic_id = *kafka_id;
-                        changed = true;
-                    }
-                    Some(_) => {}
-                    None => unmapped.push(name.clone()),
-                }
-            }
-            if changed {
+            if let Some(moved) =
+                assignment.under_kafka_ids(&self.topic_names, kafka_ids, &mut unmapped)
+            {
                 records.push((key.clone(), moved.encode()));
             }
         }
@@ -184,80 +120,18 @@ impl GroupAssignments {
     }
 }
 
-/// Makes `partition_dir` end with `records` from `base_offset`, in a segment of their own with
-/// empty indexes, each file fsynced and then the directory; returns the new log end offset.
-/// An empty segment at `base_offset` (the copied log's idle active one) gives way to it, and
-/// a segment already holding exactly these records (an earlier `copy`) is kept, so a copy
-/// interrupted before or while writing it is completed by running `copy` again.
-pub fn ensure_segment(
-    partition_dir: &Path,
-    base_offset: i64,
-    leader_epoch: i32,
-    records: &[KeyValue],
-) -> anyhow::Result<i64> {
-    if records.is_empty() {
-        return Ok(base_offset);
-    }
-    let (bytes, next) = segment_bytes(base_offset, leader_epoch, records)?;
-    let name = format!("{base_offset:020}");
-    let log = partition_dir.join(format!("{name}.log"));
-    let present = std::fs::metadata(&log).map(|m| m.len()).ok();
-    if present == Some(bytes.len() as u64) {
-        return Ok(next);
-    }
-    for extension in ["log", "index", "timeindex"] {
-        let path = partition_dir.join(format!("{name}.{extension}"));
-        match std::fs::remove_file(&path) {
-            Ok(()) => {}
-            Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
-            Err(error) => {
-                return Err(error).with_context(|| format!("removing {}", path.display()));
-            }
-        }
-    }
-    for (extension, contents) in [("log", &bytes[..]), ("index", &[]), ("timeindex", &[])] {
-        let path = partition_dir.join(format!("{name}.{extension}"));
-        let mut file =
-            File::create_new(&path).with_context(|| format!("creating {}", path.display()))?;
-        file.write_all(contents)
-            .and_then(|()| file.sync_all())
-            .with_context(|| format!("writing {}", path.display()))?;
-    }
-    File::open(partition_dir)
-        .and_then(|dir| dir.sync_all())
-        .with_context(|| format!("fsync {}", partition_dir.display()))?;
-    Ok(next)
-}
-
-/// The batches of `records` from `base_offset` (their length does not depend on the time
-/// they are stamped with), and the offset after them.
-fn segment_bytes(
-    base_offset: i64,
-    leader_epoch: i32,
-    records: &[KeyValue],
-) -> anyhow::Result<(Vec<u8>, i64)> {
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |since| since.as_millis() as i64);
-    let mut bytes = Vec::new();
-    let mut next = base_offset;
-    for chunk in records.chunks(RECORDS_PER_BATCH) {
-        let mut batch = BatchBuilder::new(next).partition_leader_epoch(leader_epoch);
-        for (key, value) in chunk {
-            batch.append(now, Some(key), Some(value), &[])?;
-        }
-        bytes.extend_from_slice(&batch.build()?);
-        next += chunk.len() as i64;
-    }
-    Ok((bytes, next))
-}
-
 #[cfg(test)]
 #[allow(clippy::unwrap_used, reason = "tests")]
 mod tests {
     use super::*;
+    use crate::move_to_kafka::segment::ensure_segment;
     use ferrolog_broker::group::consumer::{subscribed_topics_hash, topics_hash};
+    use ferrolog_records::BatchBuilder;
     use ferrolog_records::consumer_group_records::{ConsumerGroupMetadata, ConsumerMemberMetadata};
+    use ferrolog_records::consumer_group_records::{
+        CurrentMemberAssignment, TargetAssignmentMember, TopicPartitions,
+    };
+    use ferrolog_records::consumer_offsets::ConsumerRecordType;
     use ferrolog_records::{DEFAULT_MAX_DECOMPRESSED_BYTES, EntryIter};
     use ferrolog_storage::TopicPartition;
     use ferrolog_storage::manager::ManagerConfig;
@@ -349,10 +223,10 @@ mod tests {
         // The copied log's idle active segment at the end gives way.
         std::fs::write(kafka_dir.join("00000000000000000005.log"), b"").unwrap();
         std::fs::write(kafka_dir.join("00000000000000000005.index"), b"").unwrap();
-        assert_eq!(ensure_segment(&kafka_dir, 5, 0, &records).unwrap(), 8);
+        assert_eq!(ensure_segment(&kafka_dir, 5, 0, 1, &records).unwrap(), 8);
         let written = std::fs::read(kafka_dir.join("00000000000000000005.log")).unwrap();
         // Run again, the segment is found whole and kept.
-        assert_eq!(ensure_segment(&kafka_dir, 5, 0, &records).unwrap(), 8);
+        assert_eq!(ensure_segment(&kafka_dir, 5, 0, 1, &records).unwrap(), 8);
         assert_eq!(
             std::fs::read(kafka_dir.join("00000000000000000005.log")).unwrap(),
             written

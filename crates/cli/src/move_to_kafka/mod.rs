@@ -7,8 +7,8 @@
 //!
 //! 1. `create-topics`, with Kafka running: every topic is created in Kafka with the same
 //!    partition count and topic-level settings, and Kafka is made to create
-//!    `__consumer_offsets` (whose partition count must equal ferrolog's, since a group's
-//!    partition follows from it). Kafka then holds an empty directory for each partition, with
+//!    `__consumer_offsets` and, when ferrolog holds share groups, `__share_group_state` (whose
+//!    partition counts must equal ferrolog's, since a group's partition follows from them). Kafka then holds an empty directory for each partition, with
 //!    Kafka's topic id. Last, ferrolog's ACLs are created in Kafka (CreateAcls), which needs
 //!    an authorizer there; without one the step stops and says so, unless told to leave the
 //!    ACLs behind.
@@ -16,12 +16,17 @@
 //!    ferrolog's segments, indexes and producer snapshots (Kafka's `partition.metadata` and
 //!    leader-epoch checkpoint stay), and the log start offsets (and the cleaner's progress) go
 //!    into Kafka's checkpoints. A partition whose Kafka directory already holds records is
-//!    refused, never overwritten.
+//!    refused, never overwritten. Records naming topics by id are written again naming
+//!    Kafka's ids: the groups' (`group_topic_ids`) and the share partitions' state
+//!    (`share_state`).
 
+mod assignments;
 mod copy;
 mod create;
 mod group_hashes;
 mod group_topic_ids;
+mod segment;
+mod share_state;
 
 use std::path::PathBuf;
 
@@ -88,6 +93,8 @@ struct Holdings {
     group_assignments: group_topic_ids::GroupAssignments,
     /// Each group's own configs (dynamic group configs), by group id.
     group_configs: std::collections::BTreeMap<String, std::collections::BTreeMap<String, String>>,
+    /// The share partitions' state, when ferrolog holds `__share_group_state`.
+    share_states: Option<share_state::ShareStates>,
 }
 
 fn read_holdings(log_dirs: &[PathBuf]) -> anyhow::Result<Holdings> {
@@ -126,6 +133,7 @@ fn read_holdings(log_dirs: &[PathBuf]) -> anyhow::Result<Holdings> {
     let group_configs = GroupConfigs::open(Arc::clone(&manager))
         .map(|configs| configs.all())
         .context("reading ferrolog's group configs");
+    let share_states = share_state::ShareStates::read(&manager);
     manager
         .shutdown()
         .context("closing ferrolog's data directories")?;
@@ -135,6 +143,7 @@ fn read_holdings(log_dirs: &[PathBuf]) -> anyhow::Result<Holdings> {
         partitions,
         group_assignments: group_assignments?,
         group_configs: group_configs?,
+        share_states: share_states?,
     })
 }
 

@@ -400,6 +400,30 @@ impl ShareStateCoordinator {
         keys
     }
 
+    /// Every share partition's state, by key (for `move-to-kafka`, which writes it anew under
+    /// another cluster's topic ids). Reads only: nothing is appended.
+    pub fn states(&self) -> Vec<(ShareKey, PartitionState)> {
+        let mut states: Vec<(ShareKey, PartitionState)> = self
+            .runtime
+            .read_each(|shard| {
+                shard
+                    .entries
+                    .iter()
+                    .map(|(key, entry)| (key.clone(), entry.state.clone()))
+                    .collect::<Vec<_>>()
+            })
+            .into_iter()
+            .flatten()
+            .collect();
+        states.sort_by(|a, b| a.0.cmp(&b.0));
+        states
+    }
+
+    /// The number of `__share_group_state` partitions keys are placed over.
+    pub fn partitions(&self) -> i32 {
+        self.topic.partitions()
+    }
+
     /// The timers: cold snapshots, the state of deleted topics tombstoned, and pruning.
     pub fn tick(&self) {
         let now = self.runtime.now();
