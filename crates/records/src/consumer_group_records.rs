@@ -261,7 +261,7 @@ impl TargetAssignmentMetadata {
     }
 }
 
-fn read_topic_partitions(
+pub(crate) fn read_topic_partitions(
     reader: &mut Reader<'_>,
     what: &'static str,
 ) -> Result<Vec<TopicPartitions>, RecordsError> {
@@ -290,7 +290,7 @@ fn read_topic_partitions(
     Ok(topics)
 }
 
-fn write_topic_partitions(writer: &mut FlexWriter, topics: &[TopicPartitions]) {
+pub(crate) fn write_topic_partitions(writer: &mut FlexWriter, topics: &[TopicPartitions]) {
     writer.length(Some(topics.len()));
     for topic in topics {
         writer.uuid(&topic.topic_id).i32s(&topic.partitions);

@@ -10,7 +10,10 @@
 //! | 14   | [`ShareCurrentAssignment`]                     |                            |
 //! | 15   | [`ShareStatePartitions`]: share state initializing, initialized, deleting | |
 
-use crate::consumer_group_records::{TopicIdBytes, value_reader, value_writer};
+use crate::consumer_group_records::{
+    TopicIdBytes, TopicPartitions, read_topic_partitions, value_reader, value_writer,
+    write_topic_partitions,
+};
 use crate::coordinator_codec::{FlexWriter, Reader};
 use crate::error::RecordsError;
 
@@ -115,33 +118,38 @@ impl ShareGroupMetadata {
     }
 }
 
-fn read_topics(reader: &mut Reader<'_>) -> Result<Vec<ShareTopicPartitions>, RecordsError> {
-    let count = reader.array_len()?;
-    let mut topics = Vec::with_capacity(reader.capacity_for(count));
-    for _ in 0..count {
-        topics.push(ShareTopicPartitions {
-            topic_id: reader.uuid()?,
-            partitions: reader.i32s()?,
-        });
-        reader.tagged_fields()?;
-    }
-    Ok(topics)
+/// A share group's topic partitions: laid out as a consumer group's (types 7 and 8) without
+/// their tagged assignment epochs.
+fn read_topics(
+    reader: &mut Reader<'_>,
+    what: &'static str,
+) -> Result<Vec<ShareTopicPartitions>, RecordsError> {
+    Ok(read_topic_partitions(reader, what)?
+        .into_iter()
+        .map(|topic| ShareTopicPartitions {
+            topic_id: topic.topic_id,
+            partitions: topic.partitions,
+        })
+        .collect())
 }
 
 fn write_topics(writer: &mut FlexWriter, topics: &[ShareTopicPartitions]) {
-    writer.length(Some(topics.len()));
-    for topic in topics {
-        writer
-            .uuid(&topic.topic_id)
-            .i32s(&topic.partitions)
-            .no_tags();
-    }
+    let topics: Vec<TopicPartitions> = topics
+        .iter()
+        .map(|topic| TopicPartitions {
+            topic_id: topic.topic_id,
+            partitions: topic.partitions.clone(),
+            assignment_epochs: Vec::new(),
+        })
+        .collect();
+    write_topic_partitions(writer, &topics);
 }
 
 /// Type 13, a member's target: its partitions.
 pub fn decode_target_member(bytes: &[u8]) -> Result<Vec<ShareTopicPartitions>, RecordsError> {
-    let mut reader = value_reader(bytes, "share group target assignment member value")?;
-    let topics = read_topics(&mut reader)?;
+    const WHAT: &str = "share group target assignment member value";
+    let mut reader = value_reader(bytes, WHAT)?;
+    let topics = read_topics(&mut reader, WHAT)?;
     reader.tagged_fields()?;
     reader.finish()?;
     Ok(topics)
@@ -163,7 +171,7 @@ impl ShareCurrentAssignment {
             member_epoch: reader.i32()?,
             previous_member_epoch: reader.i32()?,
             state: reader.i8()?,
-            assigned: read_topics(&mut reader)?,
+            assigned: read_topics(&mut reader, Self::WHAT)?,
         };
         reader.tagged_fields()?;
         reader.finish()?;
