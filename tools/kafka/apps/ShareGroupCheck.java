@@ -54,6 +54,11 @@ import org.apache.kafka.common.serialization.StringSerializer;
  * test then kills the broker and starts it again), goes on through the broker's absence, and
  * ends when all are confirmed or SECONDS pass, printing {@code confirmed
  * redelivered_after_confirm}: a record delivered again after its acknowledgement was confirmed.
+ *
+ * <p>{@code renew} (a consumer keeps its records past the lock duration by renewing their locks,
+ * KIP-1222) and {@code read_committed} (a group with {@code share.isolation.level=read_committed}
+ * under committed, aborted and open transactions) are described in {@link
+ * ShareGroupRenewAndReadCommitted}.
  */
 public final class ShareGroupCheck {
     public static void main(String[] args) throws Exception {
@@ -71,6 +76,15 @@ public final class ShareGroupCheck {
         }
         if (args.length == 7 && args[0].equals("durable")) {
             durable(args[1], args[2], args[3], Integer.parseInt(args[4]), Integer.parseInt(args[5]), Integer.parseInt(args[6]));
+            return;
+        }
+        if (args.length == 7 && args[0].equals("renew")) {
+            ShareGroupRenewAndReadCommitted.renew(args[1], args[2], args[3], args[4], Integer.parseInt(args[5]),
+                    Integer.parseInt(args[6]));
+            return;
+        }
+        if (args.length == 4 && args[0].equals("read_committed")) {
+            ShareGroupRenewAndReadCommitted.readCommitted(args[1], args[2], args[3]);
             return;
         }
         if (args.length != 9 || !args[0].equals("run")) {
@@ -179,6 +193,12 @@ public final class ShareGroupCheck {
     }
 
     private static void createTopic(String bootstrap, String topic, int partitions, String group) throws Exception {
+        createTopic(bootstrap, topic, partitions, group, Map.of());
+    }
+
+    /** As above, with GROUP_CONFIGS set on the group too. */
+    static void createTopic(String bootstrap, String topic, int partitions, String group,
+            Map<String, String> groupConfigs) throws Exception {
         Properties props = new Properties();
         props.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
         try (Admin admin = Admin.create(props)) {
@@ -190,9 +210,11 @@ public final class ShareGroupCheck {
                 }
             }
             ConfigResource resource = new ConfigResource(ConfigResource.Type.GROUP, group);
-            AlterConfigOp earliest = new AlterConfigOp(
-                    new ConfigEntry("share.auto.offset.reset", "earliest"), AlterConfigOp.OpType.SET);
-            admin.incrementalAlterConfigs(Map.of(resource, List.of(earliest))).all().get();
+            List<AlterConfigOp> ops = new java.util.ArrayList<>();
+            ops.add(new AlterConfigOp(new ConfigEntry("share.auto.offset.reset", "earliest"), AlterConfigOp.OpType.SET));
+            groupConfigs.forEach((name, value) ->
+                    ops.add(new AlterConfigOp(new ConfigEntry(name, value), AlterConfigOp.OpType.SET)));
+            admin.incrementalAlterConfigs(Map.of(resource, ops)).all().get();
         }
     }
 
