@@ -64,6 +64,9 @@ fn group_config(properties: &BTreeMap<String, String>) -> anyhow::Result<GroupCo
     if let Some(n) = number(properties, "ferrolog.max.group.configs", 0)? {
         config.max_group_configs = n;
     }
+    if let Some(n) = number(properties, "ferrolog.max.groups", 1)? {
+        config.max_groups = n;
+    }
     config.consumer = consumer_group_config(properties)?;
     config.streams = streams_group_config(properties)?;
     config.share = super::share_settings::share_group_config(properties)?;

@@ -155,6 +155,7 @@ const BROKER_KEYS: &[&str] = &[
     // Not a Kafka key: the most ACLs kept.
     "ferrolog.max.acls",
     "ferrolog.max.group.configs",
+    "ferrolog.max.groups",
 ];
 
 /// Kafka broker keys that mean nothing for a single-node ferrolog; reported once, then ignored.

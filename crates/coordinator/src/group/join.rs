@@ -86,10 +86,13 @@ impl GroupCoordinator {
             .write(self.partition_of(&request.group), |shard, ctx| {
                 let error = |code| Reply::Now(JoinResult::error(code, &request.member_id));
                 let now = ctx.now_ms;
-                let groups = &mut shard.groups;
-                if !request.member_id.is_empty() && !groups.contains_key(&request.group) {
+                if !request.member_id.is_empty() && !shard.groups.contains_key(&request.group) {
                     return error(errors::UNKNOWN_MEMBER_ID);
                 }
+                if shard.refuses_new(&request.group) {
+                    return error(errors::GROUP_MAX_SIZE_REACHED);
+                }
+                let groups = &mut shard.groups;
                 let group = groups
                     .entry(request.group.clone())
                     .or_insert_with(|| Group::new(&request.group, now));

@@ -19,6 +19,7 @@
 //! partition, appends and the startup load); this file holds the shared types, the startup
 //! replay and the timers.
 
+mod census;
 pub mod consumer;
 pub mod group_configs;
 mod join;
@@ -78,6 +79,9 @@ pub struct GroupConfig {
     pub max_size: u32,
     /// `ferrolog.max.group.configs`: the groups that may have configs of their own.
     pub max_group_configs: usize,
+    /// `ferrolog.max.groups`: the groups of every kind the coordinator holds; a new one
+    /// beyond is refused GROUP_MAX_SIZE_REACHED.
+    pub max_groups: usize,
     /// The `group.consumer.*` settings of KIP-848 consumer groups.
     pub consumer: consumer::ConsumerGroupConfig,
     /// The `group.streams.*` settings of KIP-1071 streams groups.
@@ -99,6 +103,7 @@ impl Default for GroupConfig {
             offset_metadata_max_bytes: 4096,
             max_size: i32::MAX as u32,
             max_group_configs: 10_000,
+            max_groups: 100_000,
             consumer: consumer::ConsumerGroupConfig::default(),
             streams: streams::StreamsGroupConfig::default(),
             share: share::ShareGroupConfig::default(),
@@ -178,6 +183,22 @@ pub struct DescribedMember {
 pub struct GroupShard {
     groups: HashMap<String, Group>,
     offsets_expiry: Periodic,
+    /// Where the shard publishes how many groups it holds, as the shard `index`.
+    census: Arc<census::GroupCensus>,
+    index: usize,
+}
+
+impl GroupShard {
+    /// Whether `group_id` names no group here and a new one must be refused:
+    /// `ferrolog.max.groups` groups exist.
+    fn refuses_new(&self, group_id: &str) -> bool {
+        !self.groups.contains_key(group_id) && self.census.full()
+    }
+}
+
+/// The message of a new group refused (where the API carries one).
+fn too_many_groups(max: usize) -> String {
+    format!("The broker holds {max} groups, its most (ferrolog.max.groups); no group is made")
 }
 
 impl Shard for GroupShard {
@@ -203,6 +224,10 @@ impl Shard for GroupShard {
                 }
             }
         }
+    }
+
+    fn after_write(&mut self) {
+        self.census.record(self.index, self.groups.len());
     }
 }
 
@@ -234,10 +259,16 @@ impl GroupCoordinator {
             config.offsets_topic_segment_bytes,
         );
         let now = clock.now_ms();
+        let census = Arc::new(census::GroupCensus::new(
+            usize::try_from(topic.partitions()).unwrap_or(0),
+            config.max_groups,
+        ));
         let mut shards: Vec<GroupShard> = (0..topic.partitions())
-            .map(|_| GroupShard {
+            .map(|index| GroupShard {
                 groups: HashMap::new(),
                 offsets_expiry: Periodic::new(now, config.offsets_retention_check_interval),
+                census: Arc::clone(&census),
+                index: usize::try_from(index).unwrap_or(0),
             })
             .collect();
         let records = topic.load(|event| {
@@ -283,6 +314,9 @@ impl GroupCoordinator {
                 let settings = group_configs.share_settings(&share.id, &config.share);
                 Self::arm_loaded_share_sessions(share, now, settings.session_timeout_ms);
             }
+        }
+        for shard in &mut shards {
+            shard.after_write();
         }
         if records > 0 {
             tracing::info!(

@@ -44,6 +44,9 @@ impl GroupCoordinator {
         self.runtime
             .write(self.partition_of(group_id), |shard, ctx| {
                 let now = ctx.now_ms;
+                if shard.refuses_new(group_id) && generation < 0 {
+                    return all(errors::GROUP_MAX_SIZE_REACHED);
+                }
                 let groups = &mut shard.groups;
                 let group = match groups.get_mut(group_id) {
                     Some(group) => group,

@@ -44,6 +44,9 @@ impl GroupCoordinator {
         }
         self.runtime.write(self.partition_of(group_id), |shard, ctx| {
             let now = ctx.now_ms;
+            if shard.refuses_new(group_id) && member.generation < 0 {
+                return all(errors::GROUP_MAX_SIZE_REACHED);
+            }
             let groups = &mut shard.groups;
             // As Kafka's classic groups: a commit with a negative generation to an empty (or
             // missing) group is taken without member checks; otherwise a producer that names no

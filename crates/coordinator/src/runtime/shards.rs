@@ -20,6 +20,10 @@ pub trait Shard: Send + 'static {
 
     /// Applies a record or marker read back from the partition at startup, in log order.
     fn replay(&mut self, event: LoadEvent<<Self::Codec as Codec>::Record>, now_ms: i64);
+
+    /// Runs after each operation that may change the shard, still under its lock: for what a
+    /// shard publishes of itself to readers that take no lock.
+    fn after_write(&mut self) {}
 }
 
 /// What an operation on a shard may do besides changing it: read the time the operation runs
@@ -144,7 +148,9 @@ impl<S: Shard> Runtime<S> {
     pub fn write<T>(&self, partition: i32, op: impl FnOnce(&mut S, &Ctx<'_, S::Codec>) -> T) -> T {
         let mut shard = self.shard(partition).lock();
         let ctx = self.ctx(partition, self.now());
-        op(&mut shard, &ctx)
+        let out = op(&mut shard, &ctx);
+        shard.after_write();
+        out
     }
 
     /// Reads `partition`'s shard, under its lock.
@@ -157,7 +163,9 @@ impl<S: Shard> Runtime<S> {
     pub fn write_each(&self, now_ms: i64, mut op: impl FnMut(&mut S, &Ctx<'_, S::Codec>)) {
         for (index, shard) in self.shards.iter().enumerate() {
             let ctx = self.ctx(index as i32, now_ms);
-            op(&mut shard.lock(), &ctx);
+            let mut shard = shard.lock();
+            op(&mut shard, &ctx);
+            shard.after_write();
         }
     }
 

@@ -159,6 +159,10 @@ impl GroupCoordinator {
                     Some(group) => (group, Vec::new()),
                     None => return HeartbeatAnswer::error(errors::UNKNOWN_SERVER_ERROR, None),
                 },
+                GroupKind::New if shard.refuses_new(&request.group_id) => {
+                    let message = crate::group::too_many_groups(shard.census.max());
+                    return HeartbeatAnswer::error(errors::GROUP_MAX_SIZE_REACHED, Some(message));
+                }
                 GroupKind::New => {
                     fresh = new_group(&request.group_id);
                     // An empty classic group of that id becomes a consumer group: its classic

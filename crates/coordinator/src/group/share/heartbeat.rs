@@ -168,6 +168,10 @@ impl GroupCoordinator {
             let group = match find_group(&shard.groups, &request.group_id) {
                 Err(refusal) => return refusal,
                 Ok(Some(group)) => group,
+                Ok(None) if request.member_epoch == 0 && shard.refuses_new(&request.group_id) => {
+                    let message = crate::group::too_many_groups(shard.census.max());
+                    return ShareAnswer::error(errors::GROUP_MAX_SIZE_REACHED, message);
+                }
                 Ok(None) if request.member_epoch == 0 => {
                     fresh = ShareGroup::new(&request.group_id);
                     &fresh

@@ -76,6 +76,9 @@ impl GroupCoordinator {
             if existing.is_some_and(|group| !group.members.is_empty()) {
                 return Err(non_empty());
             }
+            if shard.refuses_new(group_id) {
+                return Err((errors::GROUP_MAX_SIZE_REACHED, crate::group::too_many_groups(shard.census.max())));
+            }
             let group = existing.cloned().unwrap_or_else(|| ShareGroup::new(group_id));
             let mut state = group.state_partitions.clone().unwrap_or_default();
             let mut results = Vec::new();

@@ -217,6 +217,10 @@ impl GroupCoordinator {
             let fresh;
             let (group, mut records) = match streams_group_of(&shard.groups, &request) {
                 Ok(Some(group)) => (group, Vec::new()),
+                Ok(None) if shard.refuses_new(&request.group_id) => {
+                    let message = crate::group::too_many_groups(shard.census.max());
+                    return StreamsAnswer::error(errors::GROUP_MAX_SIZE_REACHED, Some(message));
+                }
                 Ok(None) => {
                     fresh = StreamsGroup::new(&request.group_id);
                     // An empty classic group of that id becomes a streams group.
