@@ -1,7 +1,10 @@
 //! `ferrolog recover --log-dirs D,...`: runs the startup recovery offline — the LogManager
 //! opens the directories (recovering every log that was not shut down cleanly, from its
 //! recovery point) and shuts down cleanly — and reports what it cut or removed. `--force`
-//! recovers even directories that were shut down cleanly. The directories must not be in use.
+//! recovers even directories that were shut down cleanly. `--salvage` first reads every
+//! segment whole and rewrites each damaged one without its damaged stretches, keeping every
+//! valid batch after them (the offsets lost are listed in a `.salvaged` file beside the
+//! segment), so that nothing is left to cut. The directories must not be in use.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -9,6 +12,7 @@ use std::sync::Arc;
 use anyhow::Context;
 use clap::Args;
 use ferrolog_storage::SystemClock;
+use ferrolog_storage::log::Salvage;
 use ferrolog_storage::manager::{CLEAN_SHUTDOWN_FILE, LogManager, ManagerConfig};
 
 #[derive(Debug, Args)]
@@ -19,6 +23,10 @@ pub struct RecoverArgs {
     /// Recover from the recovery points even where the last shutdown was clean.
     #[arg(long)]
     force: bool,
+    /// Read every segment whole and rewrite each damaged one with every valid batch it holds,
+    /// before and after the damage, rather than cutting it at the first bad batch.
+    #[arg(long)]
+    salvage: bool,
 }
 
 pub fn run(args: &RecoverArgs) -> anyhow::Result<bool> {
@@ -35,6 +43,11 @@ pub fn run(args: &RecoverArgs) -> anyhow::Result<bool> {
     let config = ManagerConfig {
         log_dirs: args.log_dirs.clone(),
         recovery_threads_per_data_dir: std::thread::available_parallelism().map_or(1, |n| n.get()),
+        salvage: if args.salvage {
+            Salvage::Everything
+        } else {
+            Salvage::Off
+        },
         ..ManagerConfig::default()
     };
     let manager =
@@ -51,6 +64,9 @@ pub fn run(args: &RecoverArgs) -> anyhow::Result<bool> {
     changed.sort_by(|a, b| a.0.cmp(&b.0));
     for (topic_partition, load) in &changed {
         println!("{topic_partition}:");
+        for segment in &load.salvaged {
+            print_salvaged(segment);
+        }
         for segment in load.recovered.iter().filter(|s| s.truncated_bytes > 0) {
             let reason = segment
                 .corruption
@@ -94,4 +110,25 @@ pub fn run(args: &RecoverArgs) -> anyhow::Result<bool> {
         );
     }
     Ok(report.offline_dirs.is_empty() && !damage_left)
+}
+
+/// One salvaged segment's lines: what it kept and each stretch it dropped.
+fn print_salvaged(segment: &ferrolog_storage::log::SalvagedSegment) {
+    let what = if segment.removed {
+        "removed, nothing in it was valid".to_owned()
+    } else {
+        format!("salvaged, kept {} bytes", segment.kept_bytes)
+    };
+    println!("  {}: {what}", segment.log_file.display());
+    for stretch in &segment.lost {
+        let offsets = match &stretch.offsets {
+            Some(offsets) if offsets.is_empty() => "no offsets".to_owned(),
+            Some(offsets) => format!("offsets {}-{}", offsets.start, offsets.end - 1),
+            None => "offsets unknown (the log's end)".to_owned(),
+        };
+        println!(
+            "    lost {offsets} (bytes {}-{}): {}",
+            stretch.bytes.start, stretch.bytes.end, stretch.reason
+        );
+    }
 }

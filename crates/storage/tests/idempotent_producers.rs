@@ -32,6 +32,7 @@ fn open(dir: &Path, clean: bool, clock: &Arc<ManualClock>) -> (Log, ProducerStat
             recovery_point: Offset::ZERO,
             log_start_offset: Offset::ZERO,
             had_clean_shutdown: clean,
+            ..LoadParams::default()
         },
         Arc::clone(clock) as Arc<dyn Clock>,
     )

@@ -26,6 +26,7 @@ fn open(dir: &std::path::Path) -> Arc<Log> {
         recovery_point: Offset::ZERO,
         log_start_offset: Offset::ZERO,
         had_clean_shutdown: true,
+        ..LoadParams::default()
     };
     Arc::new(
         Log::open(&dir.join("events-0"), LogConfig::default(), params, clock)

@@ -40,6 +40,8 @@ pub struct LoadParams {
     pub log_start_offset: Offset,
     /// The data directory had the clean-shutdown marker: skip recovery.
     pub had_clean_shutdown: bool,
+    /// Which damaged segments are salvaged rather than cut.
+    pub salvage: super::Salvage,
 }
 
 impl LoadParams {
@@ -72,6 +74,8 @@ pub struct RecoveredSegment {
 pub struct LoadReport {
     /// Segments scanned and re-indexed.
     pub recovered: Vec<RecoveredSegment>,
+    /// Segments salvaged: rewritten without their damaged stretches (before any recovery).
+    pub salvaged: Vec<super::SalvagedSegment>,
     /// Segments dropped because an earlier one was cut, or the log restarted at its start offset.
     pub removed_segments: Vec<PathBuf>,
     /// Leftover files removed (`.deleted`, `.cleaned`, superseded, orphaned indexes).
@@ -168,6 +172,9 @@ impl Log {
         settle_leftovers(dir, &mut report)?;
 
         let now_ms = clock.now_ms();
+        if params.salvage == super::Salvage::Everything && kind != PartitionDirKind::Delete {
+            report.salvaged = super::salvage::salvage_segments(dir, now_ms)?;
+        }
         let (mut segments, mut needs_recovery) =
             open_segment_files(dir, &config, now_ms, &open_files, &mut report)?;
         check_indexes(&segments, kind, &params, &mut needs_recovery)?;
@@ -464,11 +471,16 @@ fn load_producer_state(
         .filter(|segment| recovered_here(segment).is_some())
         .map(|segment| segment.base_offset())
         .collect();
-    // A snapshot above a segment recovery cut may hold what was cut.
+    // A snapshot above a segment recovery cut, or salvage rewrote, may hold what was lost.
+    let salvaged = report.salvaged.iter().filter_map(|segment| {
+        let name = segment.log_file.file_name()?.to_str()?;
+        crate::segment::parse_base_offset(name).map(Offset::new)
+    });
     let cut = segments
         .iter()
         .filter(|segment| recovered_here(segment).is_some_and(|cut| cut > 0))
         .map(|segment| segment.base_offset())
+        .chain(salvaged)
         .min();
     let (state, source, damaged) = super::producers::load(
         dir,

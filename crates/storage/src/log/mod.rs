@@ -41,6 +41,7 @@ mod read;
 mod recovery;
 mod relocate;
 pub mod retention;
+mod salvage;
 mod truncate;
 mod verification;
 mod write;
@@ -62,6 +63,7 @@ pub use read::{
     special_timestamps,
 };
 pub use relocate::{CopyStep, SwapPaths};
+pub use salvage::{SALVAGED_SUFFIX, Salvage, SalvagedSegment};
 pub use write::{Appended, MarkerRequest};
 
 use crate::clock::Clock;

@@ -29,6 +29,8 @@ pub struct ManagerConfig {
     pub log_dirs: Vec<PathBuf>,
     /// `num.recovery.threads.per.data.dir`. Default 1.
     pub recovery_threads_per_data_dir: usize,
+    /// Whether loading salvages damaged segments (`ferrolog recover --salvage`). Default off.
+    pub salvage: crate::log::Salvage,
     /// `node.id` (or `broker.id`): refuse directories of another node. Default: taken from the
     /// directories, 0 for fresh ones.
     pub node_id: Option<i32>,
@@ -98,6 +100,7 @@ impl Default for ManagerConfig {
         Self {
             log_dirs: vec![PathBuf::from("/tmp/kafka-logs")],
             recovery_threads_per_data_dir: 1,
+            salvage: crate::log::Salvage::Off,
             node_id: None,
             placement: PlacementPolicy::default(),
             log_defaults: LogConfig::default(),

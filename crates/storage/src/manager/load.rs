@@ -150,6 +150,8 @@ pub(crate) struct LogServices {
     pub reaper: Arc<dyn SegmentReaper>,
     pub open_files: Arc<crate::segment::OpenFiles>,
     pub decompression: Arc<crate::decompression::DecompressionMemory>,
+    /// Whether the logs loaded are salvaged (`ManagerConfig::salvage`).
+    pub salvage: crate::log::Salvage,
 }
 
 impl LogServices {
@@ -255,6 +257,7 @@ fn load_dir(
                                 log_starts.get(topic_partition).copied().unwrap_or(0),
                             ),
                             had_clean_shutdown: dir.had_clean_shutdown(),
+                            salvage: services.salvage,
                         };
                         match load_one(
                             path,

@@ -133,6 +133,7 @@ impl LogManager {
             reaper: Arc::clone(&deleter) as Arc<dyn SegmentReaper>,
             open_files: Arc::clone(&open_files),
             decompression: Arc::clone(&decompression),
+            salvage: config.salvage,
         };
         let loaded = load::load_all(
             dirs.all(),
@@ -192,6 +193,7 @@ impl LogManager {
             reaper: Arc::clone(&self.maintenance.deleter) as Arc<dyn SegmentReaper>,
             open_files: Arc::clone(&self.open_files),
             decompression: Arc::clone(&self.decompression),
+            salvage: crate::log::Salvage::Off,
         }
     }
 
@@ -450,6 +452,7 @@ fn index_settled_logs(settled: moves::Settled, dirs: &DataDirs) -> (LogMap, Star
             || !report.removed_files.is_empty()
             || !report.completed_swaps.is_empty()
             || !report.damaged.is_empty()
+            || !report.salvaged.is_empty()
         {
             startup
                 .changed

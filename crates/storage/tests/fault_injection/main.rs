@@ -27,6 +27,7 @@ use ferrolog_storage::{CleanupPolicy, LogConfig, ManualClock, StorageError, Topi
 
 mod background;
 mod moves;
+mod salvage;
 
 const START: i64 = 1_700_000_000_000;
 

@@ -25,6 +25,7 @@ fn clean_shutdown_open_skips_recovery_and_keeps_the_log_end() {
             recovery_point: Offset::ZERO,
             log_start_offset: Offset::ZERO,
             had_clean_shutdown: true,
+            ..LoadParams::default()
         },
     );
     assert!(report.recovered.is_empty(), "no segment was scanned");
@@ -284,6 +285,7 @@ fn log_end_less_than_start_after_reopen_restarts_at_the_start() {
             recovery_point: Offset::ZERO,
             log_start_offset: Offset::new(100),
             had_clean_shutdown: false,
+            ..LoadParams::default()
         },
     );
     assert_eq!(log.segment_count(), 1);
@@ -364,6 +366,7 @@ fn time_index_of_legacy_data_reappears_as_an_empty_file() {
             recovery_point: Offset::new(6),
             log_start_offset: Offset::ZERO,
             had_clean_shutdown: false,
+            ..LoadParams::default()
         },
     );
     assert!(
