@@ -7,6 +7,7 @@
 )]
 
 pub mod crash;
+pub mod damage;
 pub mod scram_client;
 
 use std::path::{Path, PathBuf};

@@ -2,6 +2,7 @@
 
 use super::*;
 use ferrolog_records::{BatchBuilder, Compression, EntryIter};
+use ferrolog_testkit::damage::random_damage;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
@@ -207,43 +208,6 @@ fn varied_segment(rng: &mut StdRng) -> Written {
     written
 }
 
-/// Damages `data` at a random place in one of five ways; returns the byte range whose
-/// batches count as damaged (in the original positions) and the data.
-fn damage(rng: &mut StdRng, mut data: Vec<u8>, batches: &[Range<u64>]) -> (Range<u64>, Vec<u8>) {
-    let at = rng.random_range(0..data.len());
-    match rng.random_range(0..5) {
-        0 => {
-            data[at] ^= 1 << rng.random_range(0..8);
-            (at as u64..at as u64 + 1, data)
-        }
-        1 => {
-            let end = (at + rng.random_range(1..400)).min(data.len());
-            data[at..end].fill(0);
-            (at as u64..end as u64, data)
-        }
-        2 => {
-            // A write that stopped part way, the rest of the file after it.
-            let end = (at + rng.random_range(1..200)).min(data.len());
-            data.drain(at..end);
-            (at as u64..end as u64, data)
-        }
-        3 => {
-            let batch = &batches[rng.random_range(0..batches.len())];
-            let field = batch.start as usize + 8;
-            let length: i32 = rng.random();
-            data[field..field + 4].copy_from_slice(&length.to_be_bytes());
-            (field as u64..field as u64 + 4, data)
-        }
-        _ => {
-            // The base offset, which no checksum covers.
-            let batch = &batches[rng.random_range(0..batches.len())];
-            let field = batch.start as usize + rng.random_range(0..8);
-            data[field] ^= 1 << rng.random_range(0..8);
-            (field as u64..field as u64 + 1, data)
-        }
-    }
-}
-
 /// The (offset, value) pairs of the plan's kept ranges of `data`.
 fn kept_records(data: &[u8], plan: &SalvagePlan) -> Vec<(i64, Vec<u8>)> {
     let mut records = Vec::new();
@@ -263,8 +227,8 @@ fn random_damage_loses_only_the_damaged_batches_and_invents_nothing() {
     let mut rng = StdRng::seed_from_u64(41);
     for round in 0..1_000 {
         let written = varied_segment(&mut rng);
-        let ranges: Vec<Range<u64>> = written.batches.iter().map(|b| b.0.clone()).collect();
-        let (damaged, data) = damage(&mut rng, written.data.clone(), &ranges);
+        let starts: Vec<u64> = written.batches.iter().map(|b| b.0.start).collect();
+        let (damaged, data) = random_damage(&mut rng, written.data.clone(), &starts);
         let end = written.batches.last().unwrap().1.last().unwrap().0 + 1;
         let span = SegmentSpan {
             base_offset: 1_000,
