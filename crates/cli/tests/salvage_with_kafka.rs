@@ -1,0 +1,159 @@
+//! The same damaged Kafka 4.4 data directory, recovered by Kafka and salvaged by ferrolog.
+//!
+//! Kafka writes 6,000 records into one partition of 1 MiB segments and stops cleanly; one
+//! batch in the middle of its second segment gets a flipped byte (its checksum no longer
+//! matches). Kafka, told its stop was unclean and without a recovery point, recovers the
+//! partition as it must: it cuts the segment at the bad batch and deletes every later
+//! segment, and consumers read the records before it only. `ferrolog recover --salvage` on a
+//! copy drops the one batch, and consumers of `ferrolog serve` read every other record, the
+//! later segments' included, at their offsets.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests")]
+
+mod common;
+
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use common::Server;
+use common::kafka::{KafkaPeer, kafka_available, kafka_tool_ok};
+use ferrolog_records::{EntryIter, FileEntry};
+
+const TOPIC: &str = "salvaged";
+const RECORDS: usize = 6_000;
+
+/// Kafka's console producer writes record i as `i:<i padded to 1,000 bytes>`.
+fn produce(bootstrap: &str) {
+    let input: String = (0..RECORDS).map(|i| format!("{i}:{i:0>1000}\n")).collect();
+    kafka_tool_ok(
+        "org.apache.kafka.tools.ConsoleProducer",
+        &[
+            "--bootstrap-server",
+            bootstrap,
+            "--topic",
+            TOPIC,
+            "--reader-property",
+            "parse.key=true",
+            "--reader-property",
+            "key.separator=:",
+            "--producer-property",
+            "linger.ms=50",
+        ],
+        input.as_bytes(),
+    );
+}
+
+/// The keys Kafka's console consumer reads from the start, sorted as numbers.
+fn consume(bootstrap: &str) -> Vec<usize> {
+    let out = kafka_tool_ok(
+        "org.apache.kafka.tools.consumer.ConsoleConsumer",
+        &[
+            "--bootstrap-server",
+            bootstrap,
+            "--topic",
+            TOPIC,
+            "--from-beginning",
+            "--timeout-ms",
+            "10000",
+            "--formatter-property",
+            "print.key=true",
+            "--formatter-property",
+            "print.value=false",
+        ],
+        b"",
+    );
+    let mut keys: Vec<usize> = out
+        .lines()
+        .filter_map(|line| line.trim().parse().ok())
+        .collect();
+    keys.sort_unstable();
+    keys
+}
+
+fn segments(partition: &Path) -> Vec<PathBuf> {
+    let mut logs: Vec<PathBuf> = std::fs::read_dir(partition)
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .filter(|path| path.extension().is_some_and(|e| e == "log"))
+        .collect();
+    logs.sort();
+    logs
+}
+
+/// Flips a byte inside a batch in the middle of `log`; returns the batch's offsets.
+fn damage_a_batch(log: &Path) -> Range<usize> {
+    let mut bytes = std::fs::read(log).unwrap();
+    let batches: Vec<(usize, usize, Range<usize>)> = EntryIter::new(&bytes)
+        .map(|entry| {
+            let (position, entry) = entry.unwrap();
+            let FileEntry::V2(batch) = entry else {
+                panic!("Kafka 4.4 writes v2 batches");
+            };
+            let offsets = batch.base_offset() as usize..entry.last_offset() as usize + 1;
+            (position, entry.size_in_bytes(), offsets)
+        })
+        .collect();
+    let (position, size, offsets) = batches[batches.len() / 2].clone();
+    bytes[position + size - 100] ^= 0x01;
+    std::fs::write(log, bytes).unwrap();
+    offsets
+}
+
+#[test]
+fn kafka_recovery_cuts_at_the_damage_and_salvage_keeps_the_rest() {
+    if !kafka_available() {
+        return;
+    }
+    let temp = tempfile::tempdir().unwrap();
+    let kafka_dir = temp.path().join("kafka").join("data");
+    let mut kafka = KafkaPeer::start(&kafka_dir, &["log.segment.bytes=1048576"]);
+    produce(&kafka.bootstrap());
+    kafka.stop();
+    let partition = kafka_dir.join(format!("{TOPIC}-0"));
+    let logs = segments(&partition);
+    assert!(logs.len() >= 4, "{logs:?}");
+    let lost = damage_a_batch(&logs[1]);
+    let copy = temp.path().join("copy");
+    common::copy_dir(&kafka_dir, &copy);
+
+    // Kafka, as after an unclean stop with no recovery point for the partition.
+    std::fs::remove_file(kafka_dir.join(".kafka_cleanshutdown")).unwrap();
+    std::fs::remove_file(kafka_dir.join("recovery-point-offset-checkpoint")).unwrap();
+    kafka.restart();
+    let kept_by_kafka = consume(&kafka.bootstrap());
+    kafka.stop();
+    assert_eq!(
+        kept_by_kafka,
+        (0..lost.start).collect::<Vec<_>>(),
+        "{}",
+        kafka.log()
+    );
+    assert_eq!(
+        segments(&partition).len(),
+        2,
+        "Kafka deleted every later segment"
+    );
+
+    let output = Command::new(env!("CARGO_BIN_EXE_ferrolog"))
+        .args(["recover", "--salvage", "--log-dirs"])
+        .arg(&copy)
+        .env("FERROLOG_LOG", "error")
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{out}");
+    let line = format!("lost offsets {}-{}", lost.start, lost.end - 1);
+    assert!(out.contains(&line), "{line} missing in\n{out}");
+    let server = Server::start(&copy);
+    let kept_by_ferrolog = consume(&format!("127.0.0.1:{}", server.port));
+    let expected: Vec<usize> = (0..RECORDS).filter(|i| !lost.contains(i)).collect();
+    assert_eq!(kept_by_ferrolog, expected, "{}", server.stderr());
+    println!(
+        "of {RECORDS} records, a damaged batch at offsets {}-{}: Kafka 4.4's recovery keeps {}, ferrolog's salvage {}",
+        lost.start,
+        lost.end - 1,
+        kept_by_kafka.len(),
+        kept_by_ferrolog.len()
+    );
+}
