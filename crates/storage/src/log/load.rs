@@ -172,8 +172,10 @@ impl Log {
         settle_leftovers(dir, &mut report)?;
 
         let now_ms = clock.now_ms();
-        if params.salvage == super::Salvage::Everything && kind != PartitionDirKind::Delete {
-            report.salvaged = super::salvage::salvage_segments(dir, now_ms)?;
+        if let Some(from) = params.salvage.first_offset(&params)
+            && kind != PartitionDirKind::Delete
+        {
+            report.salvaged = super::salvage::salvage_segments(dir, from, now_ms)?;
         }
         let (mut segments, mut needs_recovery) =
             open_segment_files(dir, &config, now_ms, &open_files, &mut report)?;

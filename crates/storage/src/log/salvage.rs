@@ -36,8 +36,24 @@ pub enum Salvage {
     /// None: damage is cut as Kafka cuts it (recovery) or left for readers to meet.
     #[default]
     Off,
+    /// After an unclean stop, the segments recovery reads (from the one holding the recovery
+    /// point on) are salvaged rather than cut (`ferrolog.recovery.salvage`).
+    Recovery,
     /// Every segment is read whole and any damage salvaged (`ferrolog recover --salvage`).
     Everything,
+}
+
+impl Salvage {
+    /// The offset from which a load with these `params` salvages (the segment holding it and
+    /// every later one), or `None` for none.
+    pub(super) fn first_offset(self, params: &super::LoadParams) -> Option<i64> {
+        match self {
+            Self::Off => None,
+            Self::Recovery if params.had_clean_shutdown => None,
+            Self::Recovery => Some(params.recovery_point.value()),
+            Self::Everything => Some(i64::MIN),
+        }
+    }
 }
 
 /// The suffix of the file listing what salvage dropped from a segment.
@@ -57,8 +73,8 @@ pub struct SalvagedSegment {
 }
 
 /// Salvages every damaged segment of the partition directory `dir` (whose leftovers are
-/// settled and whose segments are not open yet).
-pub(super) fn salvage_segments(dir: &Path, now_ms: i64) -> Result<Vec<SalvagedSegment>> {
+/// settled and whose segments are not open yet) that holds offsets at or above `from`.
+pub(super) fn salvage_segments(dir: &Path, from: i64, now_ms: i64) -> Result<Vec<SalvagedSegment>> {
     let mut bases: Vec<i64> = list_files(dir)?
         .iter()
         .map(|path| file_name(path))
@@ -72,6 +88,9 @@ pub(super) fn salvage_segments(dir: &Path, now_ms: i64) -> Result<Vec<SalvagedSe
             base_offset: *base,
             end_offset: bases.get(index + 1).copied(),
         };
+        if span.end_offset.is_some_and(|end| end <= from) {
+            continue;
+        }
         if let Some(done) = salvage_one(dir, span, now_ms)? {
             salvaged.push(done);
         }

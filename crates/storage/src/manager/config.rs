@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use super::cleaner_config::{CLEANER_KEYS, parse_cleaner};
 use crate::cleaner::CleanerConfig;
 use crate::config::LogConfig;
 use crate::error::{Result, StorageError};
@@ -29,7 +30,8 @@ pub struct ManagerConfig {
     pub log_dirs: Vec<PathBuf>,
     /// `num.recovery.threads.per.data.dir`. Default 1.
     pub recovery_threads_per_data_dir: usize,
-    /// Whether loading salvages damaged segments (`ferrolog recover --salvage`). Default off.
+    /// `ferrolog.recovery.salvage`: whether recovery salvages damaged segments rather than
+    /// cutting them (`ferrolog recover --salvage` salvages every segment). Default off.
     pub salvage: crate::log::Salvage,
     /// `node.id` (or `broker.id`): refuse directories of another node. Default: taken from the
     /// directories, 0 for fresh ones.
@@ -138,7 +140,7 @@ where
     }
 }
 
-fn invalid(key: &str, value: &str, reason: &str) -> StorageError {
+pub(super) fn invalid(key: &str, value: &str, reason: &str) -> StorageError {
     StorageError::InvalidConfig {
         key: key.to_owned(),
         value: value.to_owned(),
@@ -235,61 +237,6 @@ const INTERVAL_KEYS: &[&str] = &[
     "producer.id.expiration.check.interval.ms",
 ];
 
-/// The cleaner's keys.
-const CLEANER_KEYS: &[&str] = &[
-    "log.cleaner.enable",
-    "log.cleaner.threads",
-    "log.cleaner.dedupe.buffer.size",
-    "log.cleaner.io.buffer.load.factor",
-    "log.cleaner.io.max.bytes.per.second",
-    "log.cleaner.backoff.ms",
-];
-
-fn parse_cleaner(config: &mut CleanerConfig, key: &str, value: &str) -> Result<()> {
-    let text = value.trim();
-    let bad = |reason: &str| invalid(key, value, reason);
-    match key {
-        "log.cleaner.enable" => {
-            config.enable = text.parse().map_err(|_| bad("expected true or false"))?;
-        }
-        "log.cleaner.threads" => {
-            config.threads = text
-                .parse()
-                .ok()
-                .filter(|n| *n >= 1)
-                .ok_or_else(|| bad("must be an integer of at least 1"))?;
-        }
-        "log.cleaner.dedupe.buffer.size" => {
-            config.dedupe_buffer_bytes = text
-                .parse()
-                .ok()
-                .filter(|n| *n >= 1)
-                .ok_or_else(|| bad("must be a positive integer"))?;
-        }
-        "log.cleaner.io.buffer.load.factor" => {
-            config.load_factor = text
-                .parse()
-                .ok()
-                .filter(|factor: &f64| *factor > 0.0 && *factor <= 1.0)
-                .ok_or_else(|| bad("must be a number in (0, 1]"))?;
-        }
-        "log.cleaner.io.max.bytes.per.second" => {
-            config.max_io_bytes_per_second = text
-                .parse()
-                .ok()
-                .filter(|rate: &f64| *rate > 0.0)
-                .ok_or_else(|| bad("must be a positive number"))?;
-        }
-        _ => {
-            config.backoff = text
-                .parse::<u64>()
-                .map(Duration::from_millis)
-                .map_err(|_| bad("must be a non-negative integer"))?;
-        }
-    }
-    Ok(())
-}
-
 /// Every broker key this module understands.
 pub fn known_keys() -> impl Iterator<Item = &'static str> {
     DIRECT_SYNONYMS
@@ -309,6 +256,7 @@ pub fn known_keys() -> impl Iterator<Item = &'static str> {
             "node.id",
             "broker.id",
             "ferrolog.log.dir.placement.policy",
+            "ferrolog.recovery.salvage",
             "ferrolog.max.partitions",
             "ferrolog.max.open.sealed.segments",
             "ferrolog.max.producers.per.partition",
@@ -361,6 +309,19 @@ fn read_dirs_and_identity(
             }
             config.node_id = Some(id);
         }
+    }
+    if let Some(value) = properties.get("ferrolog.recovery.salvage") {
+        config.salvage = match value.trim() {
+            "true" => crate::log::Salvage::Recovery,
+            "false" => crate::log::Salvage::Off,
+            _ => {
+                return Err(invalid(
+                    "ferrolog.recovery.salvage",
+                    value,
+                    "expected true or false",
+                ));
+            }
+        };
     }
     if let Some(value) = properties.get("ferrolog.log.dir.placement.policy") {
         config.placement = match value.trim() {

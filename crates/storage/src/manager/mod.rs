@@ -9,6 +9,7 @@
 //! find, add or remove a log; work on a log goes through the [`Log`] itself.
 
 mod checkpoints;
+mod cleaner_config;
 mod cleaning;
 mod config;
 mod data_dir;
