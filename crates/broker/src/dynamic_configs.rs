@@ -4,8 +4,9 @@
 //! the replication throttles `kafka-reassign-partitions` sets and clears:
 //! `replica.alter.log.dirs.io.max.bytes.per.second` limits moves between data directories; the
 //! leader and follower replication rates are taken and kept but limit nothing on a single node,
-//! which has no replication. Values live until the broker stops (Kafka keeps them in its
-//! metadata log).
+//! which has no replication. ferrolog adds `ferrolog.scrub.bytes.per.second`, the scrubber's
+//! rate (0 pauses it). Values live until the broker stops (Kafka keeps them in its metadata
+//! log).
 
 use std::collections::BTreeMap;
 
@@ -13,9 +14,12 @@ use parking_lot::Mutex;
 
 /// Bytes per second copied into future logs, over every move.
 pub const MOVE_RATE: &str = "replica.alter.log.dirs.io.max.bytes.per.second";
+/// Bytes per second the scrubber re-reads sealed segments at (0 pauses it).
+pub const SCRUB_RATE: &str = "ferrolog.scrub.bytes.per.second";
 /// The keys that may change at run time.
 pub const DYNAMIC_BROKER_KEYS: &[&str] = &[
     MOVE_RATE,
+    SCRUB_RATE,
     "leader.replication.throttled.rate",
     "follower.replication.throttled.rate",
 ];

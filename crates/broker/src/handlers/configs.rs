@@ -28,7 +28,7 @@ use ferrolog_storage::config::TOPIC_CONFIG_KEYS;
 use super::{group_configs, internal_topics, partitions_of};
 use crate::authz::Asked;
 use crate::authz::{AclOperation, ResourceType};
-use crate::dynamic_configs::{Change, MOVE_RATE, Scope};
+use crate::dynamic_configs::{Change, MOVE_RATE, SCRUB_RATE, Scope};
 use crate::{Context, errors};
 
 /// Config resource types, as Kafka numbers them.
@@ -360,6 +360,12 @@ fn alter_broker(
         .manager
         .moves()
         .set_rate(context.dynamic_configs.rate(MOVE_RATE));
+    let configured = context.manager.config().scrub.bytes_per_second;
+    let scrub_rate = context
+        .dynamic_configs
+        .rate(SCRUB_RATE)
+        .unwrap_or(configured);
+    context.manager.scrubber().set_rate(scrub_rate);
     Ok(())
 }
 

@@ -223,6 +223,16 @@ fn clean_group(
     abort: &AtomicBool,
 ) -> Result<Segment> {
     let (config, now_ms) = (context.config, context.now_ms);
+    // Damage the scrubber found: the pass fails here, and the partition is uncleanable.
+    for segment in group {
+        if let Some((position, reason)) = segment.known_damage() {
+            return Err(StorageError::Corrupt {
+                path: segment.log_path(),
+                position,
+                reason,
+            });
+        }
+    }
     let dir = &log.dir();
     let base = group[0].base_offset();
     for suffix in [

@@ -59,6 +59,8 @@ pub struct ManagerConfig {
     /// `replica.alter.log.dirs.io.max.bytes.per.second`: bytes per second copied into future
     /// logs, all moves together. Default unlimited (Kafka's `Long.MAX_VALUE`).
     pub move_max_bytes_per_second: f64,
+    /// The scrubber's settings (`ferrolog.scrub.*`).
+    pub scrub: super::ScrubConfig,
 }
 
 /// Periods of the scheduler's jobs. Field docs give the broker key and default.
@@ -112,13 +114,14 @@ impl Default for ManagerConfig {
             max_open_sealed_segments: crate::segment::DEFAULT_MAX_OPEN_SEALED,
             decompression_memory_bytes: crate::decompression::DEFAULT_DECOMPRESSION_MEMORY,
             move_max_bytes_per_second: f64::MAX,
+            scrub: super::ScrubConfig::default(),
         }
     }
 }
 
 /// `key`'s value when it is set: `what` (an integer, a number of bytes) of at least
 /// `minimum`, or an error naming the key.
-fn at_least<T>(
+pub(super) fn at_least<T>(
     properties: &BTreeMap<String, String>,
     key: &str,
     minimum: T,
@@ -249,6 +252,7 @@ pub fn known_keys() -> impl Iterator<Item = &'static str> {
         )
         .chain(INTERVAL_KEYS.iter().copied())
         .chain(CLEANER_KEYS.iter().copied())
+        .chain(super::scrub_config::SCRUB_KEYS.iter().copied())
         .chain([
             "log.dirs",
             "log.dir",
@@ -274,6 +278,7 @@ impl ManagerConfig {
         read_limits(&mut config, properties)?;
         read_background(&mut config, properties)?;
         read_cleaner_and_log_defaults(&mut config, properties)?;
+        super::scrub_config::read_scrub(&mut config.scrub, properties)?;
         Ok(config)
     }
 }

@@ -170,22 +170,19 @@ impl DataDir {
     }
 
     pub(crate) fn write_recovery_points(&self, entries: &OffsetMap) -> Result<()> {
-        self.health.ensure_online()?;
-        let _writing = self.checkpoint_writes.lock();
-        self.observed(write_offset_checkpoint(
-            &self.path.join(RECOVERY_POINT_CHECKPOINT),
-            entries,
-        ))
+        self.write_checkpoint(RECOVERY_POINT_CHECKPOINT, entries)
     }
 
     /// Replaces the cleaner's checkpoint (`cleaner-offset-checkpoint`).
     pub(crate) fn write_cleaner_offsets(&self, entries: &OffsetMap) -> Result<()> {
+        self.write_checkpoint(CLEANER_OFFSET_CHECKPOINT, entries)
+    }
+
+    /// Replaces the offset checkpoint `name` of this directory with `entries`.
+    pub(crate) fn write_checkpoint(&self, name: &str, entries: &OffsetMap) -> Result<()> {
         self.health.ensure_online()?;
         let _writing = self.checkpoint_writes.lock();
-        self.observed(write_offset_checkpoint(
-            &self.path.join(CLEANER_OFFSET_CHECKPOINT),
-            entries,
-        ))
+        self.observed(write_offset_checkpoint(&self.path.join(name), entries))
     }
 
     /// Replaces the document file `name` with `text` (see `documents`).

@@ -24,6 +24,8 @@ mod moves;
 mod partitions;
 mod producer_ids;
 mod properties;
+mod scrub_config;
+mod scrubber;
 mod tasks;
 mod topic_configs;
 mod topic_ids;
@@ -45,6 +47,8 @@ pub use meta_properties::{META_PROPERTIES, MetaProperties, random_uuid};
 pub use moves::{COPY_CHUNK_BYTES, FutureLog, LogDirChange, Moves, SWAP_TAIL_BYTES};
 pub use producer_ids::PRODUCER_IDS_FILE;
 pub use properties::parse_properties;
+pub use scrub_config::ScrubConfig;
+pub use scrubber::{SCRUB_CHECKPOINT, Scrubber};
 pub use tasks::Jobs;
 use topic_configs::StoredTopicConfigs;
 pub use topic_configs::TOPIC_CONFIGS_FILE;
@@ -158,7 +162,7 @@ impl LogManager {
                 dir.mark_loaded();
             }
         }
-        let maintenance = Maintenance::new(deleter, config.move_max_bytes_per_second);
+        let maintenance = Maintenance::new(deleter, &config);
         let manager = Self {
             producer_ids: producer_ids::ProducerIdBlock::starting_at(first_producer_id),
             config,
@@ -176,6 +180,8 @@ impl LogManager {
         };
         manager.dirs.ensure_some_online()?;
         manager.load_cleaner_checkpoints();
+        let now = manager.clock.now_ms();
+        manager.maintenance.scrubber.load(&manager, now);
         Ok(manager)
     }
 
@@ -335,6 +341,11 @@ impl LogManager {
     /// Topic-level configuration: overrides, effective configs, and changing them.
     pub fn topic_configs(&self) -> TopicConfigs<'_> {
         TopicConfigs { manager: self }
+    }
+
+    /// The scrubber, to read or change its rate.
+    pub fn scrubber(&self) -> &Scrubber {
+        &self.maintenance.scrubber
     }
 
     /// Moving partitions between data directories.

@@ -164,10 +164,21 @@ impl LogManager {
             })
             .map_err(cannot_start)?
         };
+        let scrubber = {
+            let manager: Weak<LogManager> = Arc::downgrade(self);
+            let wakeup = Arc::clone(self.maintenance.scrubber.wakeup());
+            BackgroundThread::spawn("log-scrubber", wakeup, move || {
+                manager.upgrade().map_or(Duration::from_secs(1), |manager| {
+                    manager.maintenance.scrubber.scrub_once(&manager)
+                })
+            })
+            .map_err(cannot_start)?
+        };
         *self.maintenance.background.lock() = Some(Background {
             scheduler,
             deleter,
             mover,
+            scrubber,
         });
         Ok(stats)
     }
@@ -192,6 +203,8 @@ pub(super) struct Maintenance {
     pub move_throttle: Throttle,
     /// Set when the moves went over that rate.
     pub move_pause: super::moves::MovePause,
+    /// Re-reads sealed segments, looking for damage.
+    pub scrubber: super::Scrubber,
 }
 
 /// The running background threads.
@@ -200,18 +213,20 @@ pub(super) struct Background {
     scheduler: SchedulerThread,
     deleter: BackgroundThread,
     mover: BackgroundThread,
+    scrubber: BackgroundThread,
 }
 
 impl Maintenance {
-    pub fn new(deleter: Arc<Deleter>, move_max_bytes_per_second: f64) -> Self {
+    pub fn new(deleter: Arc<Deleter>, config: &super::ManagerConfig) -> Self {
         Self {
             deleter,
             background: Mutex::new(None),
             cleaner: Mutex::new(None),
             cleaner_checkpoints: Mutex::new(HashMap::new()),
             mover_wakeup: Arc::new(Wakeup::default()),
-            move_throttle: Throttle::new(move_max_bytes_per_second),
+            move_throttle: Throttle::new(config.move_max_bytes_per_second),
             move_pause: super::moves::MovePause::default(),
+            scrubber: super::Scrubber::new(&config.scrub),
         }
     }
 
@@ -224,6 +239,7 @@ impl Maintenance {
             background.scheduler.stop();
             background.deleter.stop();
             background.mover.stop();
+            background.scrubber.stop();
         }
     }
 }

@@ -19,6 +19,7 @@ pub(crate) mod records_file;
 mod recover;
 mod salvage;
 mod scan;
+mod scrub;
 mod time_index;
 mod timestamps;
 mod txn_index;
@@ -39,6 +40,7 @@ pub use open_files::{DEFAULT_MAX_OPEN_SEALED, OpenFiles};
 pub use records_file::{MAX_RESERVE_AHEAD_BYTES, RESERVE_AFTER_BYTES, RecordsFile};
 pub use salvage::{LostStretch, SalvagePlan, SegmentSpan, plan_salvage};
 pub use scan::{Damage, DamageKind, EntrySummary, ScanOutcome};
+pub use scrub::{SegmentIndexes, SegmentScrub, scrub_segment};
 pub use time_index::{NO_TIMESTAMP, TIME_ENTRY_BYTES, TimeEntry, TimeIndex, TimestampOffset};
 use txn_index::TxnIndex;
 pub use txn_index::{AbortedSearch, AbortedTxn};
@@ -147,6 +149,8 @@ pub struct Segment {
     flushing: Mutex<()>,
     /// An index entry was left out for lack of disk space (reported once).
     index_entries_skipped: AtomicBool,
+    /// Damage the scrubber found: its byte position and what is wrong. A leaf lock.
+    known_damage: Mutex<Option<(u64, String)>>,
 }
 
 /// How a segment's `.log` is opened.
@@ -282,6 +286,7 @@ impl Segment {
             indexes_dirty: AtomicBool::new(preallocate.is_some() || !existed),
             flushing: Mutex::new(()),
             index_entries_skipped: AtomicBool::new(false),
+            known_damage: Mutex::new(None),
         })
     }
 

@@ -52,11 +52,42 @@ impl Segment {
                 .min(adjusted_max),
             _ => 0,
         };
+        // Damage the scrubber found ends the read before it, or refuses it when it starts there.
+        let length = match self.known_damage_in(first.position, first.position + length.max(1)) {
+            Some((position, reason)) if position == first.position => {
+                return Err(self.log.corrupt(position, reason));
+            }
+            Some((position, _)) => position - first.position,
+            None => length,
+        };
         Ok(Some(SegmentSlice {
             position: FilePosition::new(first.position),
             length,
             first_entry_incomplete: length > 0 && adjusted_max < u64::from(first.size),
         }))
+    }
+
+    /// Records damage the scrubber found at byte `position`: from now on a read ends before
+    /// it, and a read starting at it is refused (`StorageError::Corrupt`); the cleaner leaves
+    /// the segment alone. The earliest damage found is kept.
+    pub fn mark_damaged(&self, position: u64, reason: String) {
+        let mut known = self.known_damage.lock();
+        if known.as_ref().is_none_or(|(at, _)| position < *at) {
+            *known = Some((position, reason));
+        }
+    }
+
+    /// The damage recorded by [`Segment::mark_damaged`], if any.
+    pub fn known_damage(&self) -> Option<(u64, String)> {
+        self.known_damage.lock().clone()
+    }
+
+    /// The recorded damage if it lies in bytes `[from, to)`.
+    fn known_damage_in(&self, from: u64, to: u64) -> Option<(u64, String)> {
+        self.known_damage
+            .lock()
+            .clone()
+            .filter(|(position, _)| (from..to).contains(position))
     }
 
     /// The offset after the last batch (the base offset when empty), read from the headers

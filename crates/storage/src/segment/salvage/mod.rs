@@ -207,6 +207,30 @@ impl Refusal {
     }
 }
 
+/// An entry a check found valid: its size, its offsets and its largest timestamp.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct CheckedEntry {
+    pub size: usize,
+    pub last_offset: i64,
+    pub max_timestamp: i64,
+}
+
+/// Checks the entry at the start of `data` as salvage and the scrubber do: it parses, its
+/// checksum matches, its offsets follow `previous_last` and fit `span`. The error says why not.
+pub(crate) fn check_next(
+    data: &[u8],
+    previous_last: i64,
+    span: SegmentSpan,
+) -> Result<CheckedEntry, String> {
+    let valid = check_entry(data, 0, previous_last, span).map_err(Refusal::reason)?;
+    let max_timestamp = FileEntry::parse_prefix(data).map_or(-1, |entry| entry.max_timestamp());
+    Ok(CheckedEntry {
+        size: valid.size,
+        last_offset: valid.last_offset,
+        max_timestamp,
+    })
+}
+
 /// The entry at `position` if it is valid after an entry ending at `previous_last`.
 fn check_entry(
     data: &[u8],
