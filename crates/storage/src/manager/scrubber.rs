@@ -58,6 +58,8 @@ struct Progress {
     damaged: HashMap<TopicPartition, i64>,
     /// Whether the current pass has read every sealed segment.
     complete: bool,
+    /// Passes completed since the manager opened.
+    passes: u64,
     /// Nothing is read before this time: the start's own work comes first
     /// (`log.initial.task.delay.ms`, as the other background jobs).
     not_before_ms: i64,
@@ -90,6 +92,11 @@ impl Scrubber {
     /// The rate in bytes per second (0: paused).
     pub fn rate(&self) -> f64 {
         self.throttle.rate()
+    }
+
+    /// The passes over every sealed segment completed since the manager opened.
+    pub fn passes_completed(&self) -> u64 {
+        self.progress.lock().passes
     }
 
     pub(super) fn wakeup(&self) -> &Arc<Wakeup> {
@@ -249,6 +256,7 @@ impl Scrubber {
         let mut progress = self.progress.lock();
         if !progress.complete {
             progress.complete = true;
+            progress.passes += 1;
             metrics::counter!("ferrolog_log_scrub_passes_total").increment(1);
             tracing::info!("a scrub pass over every sealed segment is complete");
         }
@@ -259,6 +267,7 @@ impl Scrubber {
         *progress = Progress {
             started_ms: now,
             not_before_ms: progress.not_before_ms,
+            passes: progress.passes,
             ..Progress::default()
         };
         drop(progress);
