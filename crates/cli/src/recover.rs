@@ -67,6 +67,11 @@ pub fn run(args: &RecoverArgs) -> anyhow::Result<bool> {
         for segment in &load.salvaged {
             print_salvaged(segment);
         }
+        if !load.salvaged.is_empty()
+            && let Some(log) = manager.get(topic_partition)
+        {
+            print_open_transactions(topic_partition, &log, &load.salvaged);
+        }
         for segment in load.recovered.iter().filter(|s| s.truncated_bytes > 0) {
             let reason = segment
                 .corruption
@@ -129,6 +134,34 @@ fn print_salvaged(segment: &ferrolog_storage::log::SalvagedSegment) {
         println!(
             "    lost {offsets} (bytes {}-{}): {}",
             stretch.bytes.start, stretch.bytes.end, stretch.reason
+        );
+    }
+}
+
+/// The transactions still open in a salvaged log that began before a stretch salvage dropped:
+/// their marker may have been in it. Kafka's tools end such a transaction.
+fn print_open_transactions(
+    topic_partition: &ferrolog_storage::TopicPartition,
+    log: &ferrolog_storage::log::Log,
+    salvaged: &[ferrolog_storage::log::SalvagedSegment],
+) {
+    let last_lost = salvaged
+        .iter()
+        .flat_map(|segment| &segment.lost)
+        .filter_map(|stretch| stretch.offsets.as_ref().map(|offsets| offsets.end))
+        .max()
+        .unwrap_or(i64::MAX);
+    let state = log.producer_state();
+    let mut open: Vec<(i64, i64)> = state
+        .open_txns()
+        .map(|(first, producer_id)| (first.value(), producer_id))
+        .filter(|(first, _)| *first < last_lost)
+        .collect();
+    open.sort_unstable();
+    for (first, producer_id) in open {
+        println!(
+            "    transaction of producer {producer_id} open since offset {first}: if its marker was lost, end it with `kafka-transactions --bootstrap-server ... abort --topic {} --partition {} --start-offset {first}`",
+            topic_partition.topic, topic_partition.partition
         );
     }
 }

@@ -222,3 +222,67 @@ fn copy_dir(from: &Path, to: &Path) {
         }
     }
 }
+
+/// A transaction whose COMMIT marker salvage drops stays open: `recover --salvage` names it,
+/// with the `kafka-transactions abort` that ends it.
+#[test]
+fn a_transaction_whose_marker_was_lost_is_named_with_its_remedy() {
+    use ferrolog_records::BatchBuilder;
+    use ferrolog_storage::log::MarkerRequest;
+    use ferrolog_storage::producer::MarkerKind;
+    use ferrolog_storage::{CoordinatorEpoch, ProducerEpoch};
+
+    let temp = tempfile::tempdir().unwrap();
+    let dir = temp.path().join("data");
+    let config = ManagerConfig {
+        log_dirs: vec![dir.clone()],
+        log_defaults: LogConfig {
+            segment_bytes: 2048,
+            ..LogConfig::default()
+        },
+        ..ManagerConfig::default()
+    };
+    let manager = LogManager::open(config, Arc::new(SystemClock)).unwrap();
+    let log = manager
+        .get_or_create(&TopicPartition::new("events", 0))
+        .unwrap();
+    let mut builder = BatchBuilder::new(0).producer(7, 0, 0).transactional(true);
+    builder
+        .append(1, None, Some(b"in a transaction"), &[])
+        .unwrap();
+    log.append_as_follower(&builder.build().unwrap()).unwrap();
+    let marker = MarkerRequest {
+        producer_id: 7,
+        epoch: ProducerEpoch::new(0),
+        coordinator_epoch: CoordinatorEpoch::new(1),
+        kind: MarkerKind::Commit,
+    };
+    log.append_marker(marker, false).unwrap();
+    for i in 0..60 {
+        log.append_as_leader(numbered_batch(i, 2, 1_700_000_000_000))
+            .unwrap();
+    }
+    drop(log);
+    manager.shutdown().unwrap();
+    // The marker, at offset 1, in whichever segment holds it.
+    let holding = segments(&dir.join("events-0"))
+        .into_iter()
+        .find(|log| batches(log).iter().any(|batch| batch.1 == (1..2)))
+        .unwrap();
+    let marker_batch = batches(&holding)
+        .into_iter()
+        .find(|batch| batch.1 == (1..2))
+        .unwrap();
+    let mut bytes = std::fs::read(&holding).unwrap();
+    bytes[marker_batch.0.end as usize - 2] ^= 0x01;
+    std::fs::write(&holding, bytes).unwrap();
+
+    let (ok, out) = ferrolog(&["recover", "--salvage"], &dir);
+    assert!(ok, "{out}");
+    assert!(out.contains("lost offsets 1-1"), "{out}");
+    assert!(
+        out.contains("transaction of producer 7 open since offset 0")
+            && out.contains("abort --topic events --partition 0 --start-offset 0"),
+        "{out}"
+    );
+}

@@ -140,6 +140,7 @@ impl Scrubber {
             }
         };
         let pace = |bytes: u64| {
+            metrics::counter!("ferrolog_log_scrub_bytes_total").increment(bytes);
             let wait = self.throttle.charge(bytes);
             if !wait.is_zero() {
                 self.wakeup.sleep(wait);
@@ -149,7 +150,6 @@ impl Scrubber {
         let path = target.segment.log_path();
         match scrub_segment(&path, target.span, &indexes, pace) {
             Ok(Some(found)) => {
-                metrics::counter!("ferrolog_log_scrub_bytes_total").increment(found.bytes);
                 metrics::counter!("ferrolog_log_scrub_segments_total").increment(1);
                 if let Some((position, reason)) = found.damage {
                     self.damage_found(&target, position, reason);
