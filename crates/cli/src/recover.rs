@@ -42,7 +42,12 @@ pub fn run(args: &RecoverArgs) -> anyhow::Result<bool> {
     }
     let config = ManagerConfig {
         log_dirs: args.log_dirs.clone(),
-        recovery_threads_per_data_dir: std::thread::available_parallelism().map_or(1, |n| n.get()),
+        // A salvage holds each segment it reads whole in memory: one at a time.
+        recovery_threads_per_data_dir: if args.salvage {
+            1
+        } else {
+            std::thread::available_parallelism().map_or(1, |n| n.get())
+        },
         salvage: if args.salvage {
             Salvage::Everything
         } else {
@@ -121,6 +126,8 @@ pub fn run(args: &RecoverArgs) -> anyhow::Result<bool> {
 fn print_salvaged(segment: &ferrolog_storage::log::SalvagedSegment) {
     let what = if segment.removed {
         "removed, nothing in it was valid".to_owned()
+    } else if segment.indexes_rebuilt {
+        "its data is whole; its indexes disagreed with it and were rebuilt".to_owned()
     } else {
         format!("salvaged, kept {} bytes", segment.kept_bytes)
     };

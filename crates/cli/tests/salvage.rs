@@ -286,3 +286,28 @@ fn a_transaction_whose_marker_was_lost_is_named_with_its_remedy() {
         "{out}"
     );
 }
+
+/// Real Kafka data directories: salvage finds nothing to drop and no index to rebuild (Kafka's
+/// indexes, one entry per append at its first batch, agree with its data).
+#[test]
+fn salvage_changes_nothing_in_real_kafka_dirs() {
+    let Some(fixtures) = ferrolog_testkit::kafka_fixtures() else {
+        return;
+    };
+    for name in [
+        "KAIPASUBHASH-kafka-logs",
+        "LDI-POC",
+        "VolodymyrZee-kafka",
+        "kafka-gleam",
+    ] {
+        let copy = ferrolog_testkit::copy_to_temp(&fixtures.join(name));
+        let (ok, out) = ferrolog(&["recover", "--salvage"], copy.path());
+        assert!(ok, "{name}: {out}");
+        assert!(
+            !out.contains("salvaged") && !out.contains("indexes disagreed"),
+            "{name}: {out}"
+        );
+        let (ok, out) = ferrolog(&["verify"], copy.path());
+        assert!(ok, "{name}: {out}");
+    }
+}

@@ -121,3 +121,39 @@ fn recovery_salvages_what_it_reads_and_only_that() {
     let (_, report) = open(&dir, clean);
     assert!(report.salvaged.is_empty());
 }
+
+/// An index entry of a sealed segment that disagrees with its whole data (as the scrubber
+/// reports it) is mended by a salvage: the indexes are rebuilt, the data left as it is.
+#[test]
+fn salvage_rebuilds_indexes_that_disagree_with_whole_data() {
+    let temp = tempfile::tempdir().unwrap();
+    let dir = temp.path().join("events-0");
+    let logs = written(&dir);
+    // The time index's last entry (the one a sealed segment gets as it closes) names a
+    // timestamp its batches do not have.
+    let index = logs[1].with_extension("timeindex");
+    let mut bytes = std::fs::read(&index).unwrap();
+    assert!(
+        bytes.len() >= 12,
+        "the sealed segment has a time index entry"
+    );
+    let last = bytes.len() - 12;
+    let timestamp = i64::from_be_bytes(bytes[last..last + 8].try_into().unwrap()) + 1;
+    bytes[last..last + 8].copy_from_slice(&timestamp.to_be_bytes());
+    std::fs::write(&index, bytes).unwrap();
+    let data = std::fs::read(&logs[1]).unwrap();
+    let everything = LoadParams {
+        had_clean_shutdown: true,
+        salvage: Salvage::Everything,
+        ..LoadParams::default()
+    };
+    let (log, report) = open(&dir, everything);
+    assert_eq!(report.salvaged.len(), 1, "{report:?}");
+    assert!(report.salvaged[0].indexes_rebuilt && report.salvaged[0].lost.is_empty());
+    assert_eq!(
+        std::fs::read(&logs[1]).unwrap(),
+        data,
+        "the data is left as it is"
+    );
+    assert_eq!(offsets(&log, 0), (0..200).collect::<Vec<_>>());
+}

@@ -175,7 +175,9 @@ impl Log {
         if let Some(from) = params.salvage.first_offset(&params)
             && kind != PartitionDirKind::Delete
         {
-            report.salvaged = super::salvage::salvage_segments(dir, from, now_ms)?;
+            let tail_to_recovery = params.salvage == super::Salvage::Recovery;
+            report.salvaged =
+                super::salvage::salvage_segments(dir, from, tail_to_recovery, now_ms)?;
         }
         let (mut segments, mut needs_recovery) =
             open_segment_files(dir, &config, now_ms, &open_files, &mut report)?;
@@ -473,11 +475,26 @@ fn load_producer_state(
         .filter(|segment| recovered_here(segment).is_some())
         .map(|segment| segment.base_offset())
         .collect();
-    // A snapshot above a segment recovery cut, or salvage rewrote, may hold what was lost.
-    let salvaged = report.salvaged.iter().filter_map(|segment| {
-        let name = segment.log_file.file_name()?.to_str()?;
-        crate::segment::parse_base_offset(name).map(Offset::new)
+    // A snapshot above a segment recovery cut, or salvage rewrote (now, or before a crash
+    // whose swap this load completed), may hold what was lost.
+    let swapped_by_salvage = report.completed_swaps.iter().filter(|path| {
+        let name = path
+            .file_name()
+            .and_then(|name| name.to_str())
+            .unwrap_or("");
+        crate::segment::parse_base_offset(name).is_some_and(|base| {
+            crate::segment::segment_path(dir, base, super::SALVAGED_SUFFIX).exists()
+        })
     });
+    let salvaged = report
+        .salvaged
+        .iter()
+        .map(|segment| &segment.log_file)
+        .chain(swapped_by_salvage)
+        .filter_map(|path| {
+            let name = path.file_name()?.to_str()?;
+            crate::segment::parse_base_offset(name).map(Offset::new)
+        });
     let cut = segments
         .iter()
         .filter(|segment| recovered_here(segment).is_some_and(|cut| cut > 0))

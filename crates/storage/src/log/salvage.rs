@@ -23,11 +23,12 @@ use std::path::{Path, PathBuf};
 use super::leftovers::{file_name, list_files};
 use crate::error::{Result, StorageError};
 use crate::fs::{fsync_dir, remove_if_exists, rename};
+use crate::offset::FilePosition;
 use crate::offset::Offset;
 use crate::segment::{
     CLEANED_SUFFIX, INDEX_SUFFIX, IndexEntry, LOG_SUFFIX, LostStretch, OffsetPosition, SWAP_SUFFIX,
-    SalvagePlan, SegmentSpan, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX, parse_base_offset, plan_salvage,
-    segment_path, with_added_suffix,
+    SalvagePlan, SegmentIndexes, SegmentSpan, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX, TimestampOffset,
+    parse_base_offset, plan_salvage, scrub_segment, segment_path, with_added_suffix,
 };
 
 /// Which segments a load salvages.
@@ -70,11 +71,21 @@ pub struct SalvagedSegment {
     pub kept_bytes: u64,
     /// Whether nothing survived and the segment was removed.
     pub removed: bool,
+    /// Whether its data was whole but its indexes disagreed with it: they were removed, and
+    /// the load rebuilt them.
+    pub indexes_rebuilt: bool,
 }
 
 /// Salvages every damaged segment of the partition directory `dir` (whose leftovers are
 /// settled and whose segments are not open yet) that holds offsets at or above `from`.
-pub(super) fn salvage_segments(dir: &Path, from: i64, now_ms: i64) -> Result<Vec<SalvagedSegment>> {
+/// With `tail_to_recovery`, a loss only at the end of the log's last segment (a torn write) is
+/// left to recovery's cut.
+pub(super) fn salvage_segments(
+    dir: &Path,
+    from: i64,
+    tail_to_recovery: bool,
+    now_ms: i64,
+) -> Result<Vec<SalvagedSegment>> {
     let mut bases: Vec<i64> = list_files(dir)?
         .iter()
         .map(|path| file_name(path))
@@ -91,19 +102,30 @@ pub(super) fn salvage_segments(dir: &Path, from: i64, now_ms: i64) -> Result<Vec
         if span.end_offset.is_some_and(|end| end <= from) {
             continue;
         }
-        if let Some(done) = salvage_one(dir, span, now_ms)? {
+        if let Some(done) = salvage_one(dir, span, tail_to_recovery, now_ms)? {
             salvaged.push(done);
         }
     }
     Ok(salvaged)
 }
 
-fn salvage_one(dir: &Path, span: SegmentSpan, now_ms: i64) -> Result<Option<SalvagedSegment>> {
+fn salvage_one(
+    dir: &Path,
+    span: SegmentSpan,
+    tail_to_recovery: bool,
+    now_ms: i64,
+) -> Result<Option<SalvagedSegment>> {
     let log = segment_path(dir, span.base_offset, LOG_SUFFIX);
     let data = std::fs::read(&log).map_err(StorageError::io("read", &log))?;
     let hints = index_hints(dir, span.base_offset);
     let plan = plan_salvage(&data, span, &hints);
     if plan.is_intact() {
+        return rebuild_disagreeing_indexes(dir, span, &log, &hints);
+    }
+    let torn_tail_only = span.end_offset.is_none()
+        && plan.lost.len() == 1
+        && plan.lost[0].bytes.end == data.len() as u64;
+    if tail_to_recovery && torn_tail_only {
         return Ok(None);
     }
     for stretch in &plan.lost {
@@ -127,6 +149,7 @@ fn salvage_one(dir: &Path, span: SegmentSpan, now_ms: i64) -> Result<Option<Salv
         kept_bytes: plan.kept_bytes(),
         lost: plan.lost,
         removed,
+        indexes_rebuilt: false,
     }))
 }
 
@@ -142,6 +165,68 @@ fn index_hints(dir: &Path, base: i64) -> Vec<(i64, u64)> {
         .map(|entry| OffsetPosition::decode(entry, Offset::new(base)))
         .filter(|entry| entry.position.bytes() > 0)
         .map(|entry| (entry.offset.value(), entry.position.bytes()))
+        .collect()
+}
+
+/// A sealed segment whose data is whole but whose indexes disagree with it (as the scrubber
+/// checks them: `offsets`, the offset index's entries, and the time index's) loses its
+/// indexes, which the load then rebuilds from the data.
+fn rebuild_disagreeing_indexes(
+    dir: &Path,
+    span: SegmentSpan,
+    log: &Path,
+    offsets: &[(i64, u64)],
+) -> Result<Option<SalvagedSegment>> {
+    if span.end_offset.is_none() {
+        return Ok(None);
+    }
+    let indexes = SegmentIndexes {
+        offsets: offsets
+            .iter()
+            .map(|(offset, position)| OffsetPosition {
+                offset: Offset::new(*offset),
+                position: FilePosition::new(*position),
+            })
+            .collect(),
+        times: time_entries(dir, span.base_offset),
+    };
+    let Some(found) = scrub_segment(log, span, &indexes, |_| true)? else {
+        return Ok(None);
+    };
+    let Some((position, reason)) = found.index_problem else {
+        return Ok(None);
+    };
+    tracing::warn!(path = %log.display(), position, %reason, "a segment's indexes disagree with its data; they are rebuilt");
+    for suffix in [INDEX_SUFFIX, TIME_INDEX_SUFFIX] {
+        remove_if_exists(&segment_path(dir, span.base_offset, suffix))?;
+    }
+    fsync_dir(dir)?;
+    Ok(Some(SalvagedSegment {
+        log_file: log.to_path_buf(),
+        lost: Vec::new(),
+        kept_bytes: found.bytes,
+        removed: false,
+        indexes_rebuilt: true,
+    }))
+}
+
+/// The time index's entries, without the zero entries a preallocated file ends with (none
+/// when it cannot be read: the check then names every entry the data has as missing).
+fn time_entries(dir: &Path, base: i64) -> Vec<TimestampOffset> {
+    let path = segment_path(dir, base, TIME_INDEX_SUFFIX);
+    let Ok(bytes) = std::fs::read(&path) else {
+        return Vec::new();
+    };
+    let mut entries: Vec<&[u8]> = bytes.chunks_exact(TimestampOffset::BYTES).collect();
+    while entries
+        .last()
+        .is_some_and(|entry| entry.iter().all(|byte| *byte == 0))
+    {
+        entries.pop();
+    }
+    entries
+        .into_iter()
+        .map(|entry| TimestampOffset::decode(entry, Offset::new(base)))
         .collect()
 }
 

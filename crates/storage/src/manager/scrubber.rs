@@ -34,6 +34,9 @@ use crate::types::TopicPartition;
 /// next sealed segment to read in the current pass.
 pub const SCRUB_CHECKPOINT: &str = "ferrolog-scrub-checkpoint";
 
+/// How often the scrubber's progress is written down at most (and whenever it finds damage).
+const CHECKPOINT_EVERY_MS: i64 = 10_000;
+
 /// The longest the thread waits between looks at a finished pass or a paused rate.
 const IDLE_WAIT: Duration = Duration::from_secs(5);
 
@@ -60,6 +63,8 @@ struct Progress {
     complete: bool,
     /// Passes completed since the manager opened.
     passes: u64,
+    /// When a checkpoint was last written (the manager's clock).
+    checkpointed_ms: i64,
     /// Nothing is read before this time: the start's own work comes first
     /// (`log.initial.task.delay.ms`, as the other background jobs).
     not_before_ms: i64,
@@ -135,7 +140,7 @@ impl Scrubber {
         ) {
             (Ok(offsets), Ok(times)) => SegmentIndexes { offsets, times },
             (Err(error), _) | (_, Err(error)) => {
-                self.failed(&target, &error);
+                self.failed(manager, &target, &error);
                 return IDLE_WAIT;
             }
         };
@@ -159,6 +164,12 @@ impl Scrubber {
                         .entry(target.topic_partition.clone())
                         .or_insert(target.span.base_offset);
                 }
+                if let Some((position, reason)) = found.index_problem {
+                    index_problem_found(&target, position, &reason);
+                }
+                if let Some(reason) = found.unchecked {
+                    tracing::warn!(partition = %target.topic_partition, path = %path.display(), %reason, "the scrubber left the rest of a segment unchecked");
+                }
                 self.advance(manager, &target);
                 Duration::ZERO
             }
@@ -170,7 +181,7 @@ impl Scrubber {
                 Duration::ZERO
             }
             Err(error) => {
-                self.failed(&target, &error);
+                self.failed(manager, &target, &error);
                 IDLE_WAIT
             }
         }
@@ -212,26 +223,40 @@ impl Scrubber {
         None
     }
 
-    /// Records that `target` was read, in memory and in its directory's checkpoint.
+    /// Records that `target` was read, in memory and, at most every `CHECKPOINT_EVERY_MS`
+    /// (a restart then reads again what was read since), in its directory's checkpoint.
     fn advance(&self, manager: &LogManager, target: &Target) {
         let end = target.span.end_offset.unwrap_or(i64::MAX);
-        self.progress
-            .lock()
-            .next
-            .insert(target.topic_partition.clone(), end);
-        self.write_checkpoint_of(manager, &target.topic_partition);
+        let now = manager.clock.now_ms();
+        let due = {
+            let mut progress = self.progress.lock();
+            progress.next.insert(target.topic_partition.clone(), end);
+            let due = now.saturating_sub(progress.checkpointed_ms) >= CHECKPOINT_EVERY_MS
+                || progress.damaged.contains_key(&target.topic_partition);
+            if due {
+                progress.checkpointed_ms = now;
+            }
+            due
+        };
+        if due {
+            self.write_checkpoint_of(manager, &target.topic_partition);
+        }
     }
 
     /// Rewrites the scrub checkpoint of the directory holding `topic_partition`.
     fn write_checkpoint_of(&self, manager: &LogManager, topic_partition: &TopicPartition) {
-        let Some(dir_index) = manager
+        let dir_index = manager
             .logs
             .read()
             .get(topic_partition)
-            .map(|entry| entry.dir_index)
-        else {
-            return;
-        };
+            .map(|entry| entry.dir_index);
+        if let Some(dir_index) = dir_index {
+            self.write_checkpoint(manager, dir_index);
+        }
+    }
+
+    /// Rewrites directory `dir_index`'s scrub checkpoint from the progress of the logs it holds.
+    fn write_checkpoint(&self, manager: &LogManager, dir_index: usize) {
         let entries: OffsetMap = {
             let progress = self.progress.lock();
             manager
@@ -257,8 +282,12 @@ impl Scrubber {
         if !progress.complete {
             progress.complete = true;
             progress.passes += 1;
+            progress.checkpointed_ms = now;
+            drop(progress);
             metrics::counter!("ferrolog_log_scrub_passes_total").increment(1);
             tracing::info!("a scrub pass over every sealed segment is complete");
+            self.write_checkpoints(manager);
+            return Duration::ZERO;
         }
         let due = progress.started_ms.saturating_add(self.interval_ms);
         if now < due {
@@ -268,13 +297,21 @@ impl Scrubber {
             started_ms: now,
             not_before_ms: progress.not_before_ms,
             passes: progress.passes,
+            checkpointed_ms: now,
             ..Progress::default()
         };
         drop(progress);
-        for (topic_partition, _) in manager.logs() {
-            self.write_checkpoint_of(manager, &topic_partition);
-        }
+        self.write_checkpoints(manager);
         Duration::ZERO
+    }
+
+    /// Rewrites every online directory's scrub checkpoint.
+    fn write_checkpoints(&self, manager: &LogManager) {
+        for dir_index in 0..manager.dirs.len() {
+            if !manager.dirs[dir_index].is_offline() {
+                self.write_checkpoint(manager, dir_index);
+            }
+        }
     }
 
     fn damage_found(&self, target: &Target, position: u64, reason: String) {
@@ -295,11 +332,35 @@ impl Scrubber {
         target.segment.mark_damaged(position, reason);
     }
 
-    /// A read that failed: a failing disk takes its directory offline, as a reader's would.
-    fn failed(&self, target: &Target, error: &StorageError) {
+    /// A read that failed: an I/O error of the disk takes its directory offline, as a
+    /// reader's would; anything else is reported. The pass goes on past the segment either
+    /// way, so that it never stalls on one.
+    fn failed(&self, manager: &LogManager, target: &Target, error: &StorageError) {
         tracing::warn!(partition = %target.topic_partition, %error, "the scrubber could not read a segment");
-        target.log.health().observe(error);
+        if matches!(error, StorageError::Io { source, .. } if source.raw_os_error() == Some(libc::EIO))
+        {
+            target.log.health().observe(error);
+        }
+        self.advance(manager, target);
     }
+}
+
+/// Reports indexes that disagree with the entries of a segment whose data is whole: not marked
+/// for readers (the data is good), mended by rebuilding the indexes.
+fn index_problem_found(target: &Target, position: u64, reason: &str) {
+    tracing::error!(
+        partition = %target.topic_partition,
+        path = %target.segment.log_path().display(),
+        position,
+        %reason,
+        "the scrubber found a segment's indexes disagreeing with its data; `ferrolog recover --salvage` rebuilds them"
+    );
+    metrics::counter!(
+        "ferrolog_log_scrub_index_problems_found_total",
+        "topic" => target.topic_partition.topic.clone(),
+        "partition" => target.topic_partition.partition.to_string()
+    )
+    .increment(1);
 }
 
 /// Whether `error` is a segment's file gone (retention or the cleaner removed it).

@@ -151,15 +151,19 @@ impl Walk {
         }
     }
 
-    /// Whether `entry`, whose offsets overlap the last kept entry's, follows the entry before
-    /// that one, which the last kept entry left a gap after: then the last kept entry's base
-    /// offset is the damage (a v2 checksum does not cover it), not `entry`'s.
+    /// Whether `entry`, whose offsets overlap the last kept entry's, proves that entry's base
+    /// offset is the damage (a v2 checksum does not cover it): the last kept entry left a gap
+    /// after the one before it, and `entry` starts exactly where the last kept one would end
+    /// had it followed on without one (its offset count is under the checksum). Without that
+    /// proof `entry` is the one refused: a good entry may be lost, none kept at offsets it
+    /// never had.
     fn shifted_last_kept(&self, entry: &Valid) -> bool {
         let Some(last) = self.kept.last() else {
             return false;
         };
         let before = self.previous_last(self.kept.len() - 1);
-        last.first_offset > before + 1 && entry.first_offset > before
+        let count = last.last_offset - last.first_offset + 1;
+        last.first_offset > before + 1 && entry.first_offset == before + 1 + count
     }
 
     /// Moves the last kept entry to the lost stretches; `offsets_end` is where the entry after

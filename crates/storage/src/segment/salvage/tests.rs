@@ -263,3 +263,36 @@ fn random_damage_loses_only_the_damaged_batches_and_invents_nothing() {
         }
     }
 }
+
+/// In a compacted segment (gaps between batches), a base offset moved down into the previous
+/// batch's offsets is the damaged one: the previous batch is kept, not blamed.
+#[test]
+fn a_base_offset_moved_down_in_a_compacted_segment_is_the_one_refused() {
+    let mut data = Vec::new();
+    let mut starts = Vec::new();
+    for base in [100i64, 120, 140, 160] {
+        let mut builder = BatchBuilder::new(base);
+        for offset in base..base + 10 {
+            builder
+                .append(offset, None, Some(b"compacted"), &[])
+                .unwrap();
+        }
+        starts.push(data.len());
+        data.extend_from_slice(&builder.build().unwrap());
+    }
+    // The third batch (140..149) now claims 115..124, overlapping the second (120..129).
+    data[starts[2]..starts[2] + 8].copy_from_slice(&115i64.to_be_bytes());
+    let span = SegmentSpan {
+        base_offset: 100,
+        end_offset: Some(200),
+    };
+    let plan = plan_salvage(&data, span, &[]);
+    let kept: Vec<i64> = kept_records(&data, &plan)
+        .iter()
+        .map(|record| record.0)
+        .collect();
+    let expected: Vec<i64> = (100..110).chain(120..130).chain(160..170).collect();
+    assert_eq!(kept, expected);
+    assert_eq!(plan.lost.len(), 1);
+    assert_eq!(plan.lost[0].bytes.start, starts[2] as u64);
+}

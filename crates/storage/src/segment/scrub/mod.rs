@@ -34,9 +34,19 @@ pub struct SegmentScrub {
     pub bytes: u64,
     /// Entries checked.
     pub entries: u64,
-    /// The first problem: its byte position in the `.log` and what is wrong.
+    /// The first damaged entry: its byte position in the `.log` and what is wrong.
     pub damage: Option<(u64, String)>,
+    /// The first index entry that disagrees with the entries (the data may be whole): the
+    /// position it concerns and what is wrong. Rebuilding the indexes mends it.
+    pub index_problem: Option<(u64, String)>,
+    /// Why the check stopped before the end without finding damage: an entry larger than
+    /// it reads whole, or the file changing under it.
+    pub unchecked: Option<String>,
 }
+
+/// The largest entry the check reads whole; a larger one (far beyond any producer's limit, so
+/// most likely a damaged size field) ends the check of its segment, reported, not marked.
+const LARGEST_ENTRY: usize = 64 << 20;
 
 /// The indexes of a segment, checked beside its entries.
 #[derive(Debug, Clone, Default)]
@@ -64,6 +74,10 @@ pub fn scrub_segment(
     let mut chunk = AlignedChunk::new();
     while read_to < size {
         let read = reader.read_chunk(&mut chunk, read_to, size)?;
+        if read == 0 || (read % ALIGN != 0 && read_to + (read as u64) < size) {
+            check.scrub.unchecked = Some("the file changed while it was read".into());
+            return Ok(Some(check.scrub));
+        }
         window.extend_from_slice(&chunk.bytes()[..read]);
         read_to += read as u64;
         check.scrub.bytes += read as u64;
@@ -71,8 +85,9 @@ pub fn scrub_segment(
         let consumed = check.entries(&window, window_start, size, at_end);
         window.drain(..consumed);
         window_start += consumed as u64;
-        if check.scrub.damage.is_some() || !pace(read as u64) {
-            return Ok(check.scrub.damage.is_some().then_some(check.scrub));
+        let over = check.scrub.damage.is_some() || check.scrub.unchecked.is_some();
+        if over || !pace(read as u64) {
+            return Ok(over.then_some(check.scrub));
         }
     }
     check.indexes_past(size);
@@ -87,6 +102,8 @@ struct Check<'a> {
     offsets: std::slice::Iter<'a, OffsetPosition>,
     times: std::iter::Peekable<std::slice::Iter<'a, TimestampOffset>>,
     next_offset_entry: Option<&'a OffsetPosition>,
+    /// The largest offset an offset index entry named so far.
+    largest_indexed: i64,
     scrub: SegmentScrub,
 }
 
@@ -101,6 +118,7 @@ impl<'a> Check<'a> {
             offsets,
             times: indexes.times.iter().peekable(),
             next_offset_entry,
+            largest_indexed: i64::MIN,
             scrub: SegmentScrub::default(),
         }
     }
@@ -113,6 +131,13 @@ impl<'a> Check<'a> {
             let rest = &window[used..];
             let position = start + used as u64;
             let whole = match entry_size(rest, size - position) {
+                Ok(Some(total)) if total > LARGEST_ENTRY => {
+                    let what = format!(
+                        "an entry of {total} bytes at {position}, larger than the scrubber reads whole"
+                    );
+                    self.scrub.unchecked.get_or_insert(what);
+                    break;
+                }
                 Ok(Some(total)) if total <= rest.len() => total,
                 Ok(_) if !at_end => break,
                 Ok(_) => {
@@ -133,7 +158,13 @@ impl<'a> Check<'a> {
         used
     }
 
+    /// Takes in a valid entry, and the index entries that concern it. As Kafka's lookups rely
+    /// on it: an offset index entry starts at an entry, and names an offset above every
+    /// offset before that entry (the last offset of the batches appended together from
+    /// there); a time index entry names an offset of the entry it falls in, with the largest
+    /// timestamp up to that entry.
     fn entry_checked(&mut self, position: u64, entry: super::salvage::CheckedEntry) {
+        let before = self.previous_last;
         self.scrub.entries += 1;
         self.previous_last = entry.last_offset;
         self.max_timestamp = self.max_timestamp.max(entry.max_timestamp);
@@ -142,39 +173,32 @@ impl<'a> Check<'a> {
             if at > position {
                 break;
             }
-            if at < position || indexed.offset.value() != entry.last_offset {
+            let offset = indexed.offset.value();
+            if at < position || offset <= before {
                 let what = format!(
-                    "the offset index names offset {} at position {at}, where the batch at {position} ends at offset {}",
-                    indexed.offset, entry.last_offset
+                    "the offset index names offset {offset} at position {at}, where no entry holding it starts"
                 );
-                self.damage(position, what);
-                return;
+                self.index_problem(at, what);
             }
+            self.largest_indexed = self.largest_indexed.max(offset);
             self.next_offset_entry = self.offsets.next();
         }
         while let Some(timed) = self
             .times
             .next_if(|timed| timed.offset.value() <= entry.last_offset)
         {
-            let matches =
-                timed.offset.value() == entry.last_offset && timed.timestamp == self.max_timestamp;
-            if !matches && timed.offset.value() < entry.last_offset {
+            if timed.offset.value() <= before || timed.timestamp != self.max_timestamp {
                 let what = format!(
-                    "the time index names offset {}, where no batch ends",
-                    timed.offset
-                );
-                self.damage(position, what);
-                return;
-            }
-            if !matches {
-                let what = format!(
-                    "the time index gives timestamp {} at offset {}, where the largest timestamp so far is {}",
+                    "the time index gives timestamp {} at offset {}, where the largest timestamp up to the entry holding it is {}",
                     timed.timestamp, timed.offset, self.max_timestamp
                 );
-                self.damage(position, what);
-                return;
+                self.index_problem(position, what);
             }
         }
+    }
+
+    fn index_problem(&mut self, position: u64, reason: String) {
+        self.scrub.index_problem.get_or_insert((position, reason));
     }
 
     /// Index entries left once the log is read point past its end.
@@ -184,16 +208,22 @@ impl<'a> Check<'a> {
         }
         if let Some(indexed) = self.next_offset_entry {
             let what = format!(
-                "the offset index names offset {} at position {}, past the last batch",
+                "the offset index names offset {} at position {}, past the last entry",
                 indexed.offset, indexed.position
             );
-            self.damage(size, what);
+            self.index_problem(size, what);
+        } else if self.largest_indexed > self.previous_last {
+            let what = format!(
+                "the offset index names offset {}, past the last entry's {}",
+                self.largest_indexed, self.previous_last
+            );
+            self.index_problem(size, what);
         } else if let Some(timed) = self.times.next() {
             let what = format!(
-                "the time index names offset {}, past the last batch",
+                "the time index names offset {}, past the last entry",
                 timed.offset
             );
-            self.damage(size, what);
+            self.index_problem(size, what);
         }
     }
 

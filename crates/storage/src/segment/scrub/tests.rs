@@ -84,17 +84,33 @@ fn damage_is_named_by_the_position_of_its_batch() {
 }
 
 #[test]
-fn index_entries_that_disagree_with_the_log_are_damage() {
+fn index_entries_that_disagree_with_the_log_are_index_problems_not_damage() {
     let (data, indexes, _) = segment(200);
-    let mut wrong_offset = indexes.clone();
-    wrong_offset.offsets[3].offset = Offset::new(wrong_offset.offsets[3].offset.value() - 1);
-    let (position, reason) = scrub(&data, &wrong_offset).damage.unwrap();
+    let problem = |indexes: &SegmentIndexes| {
+        let found = scrub(&data, indexes);
+        assert_eq!(found.damage, None, "the data is whole");
+        found.index_problem
+    };
+    assert_eq!(problem(&indexes), None);
+    // Kafka indexes an append of several batches by its last offset at its first batch.
+    let mut appended_together = indexes.clone();
+    appended_together.offsets[3].offset = Offset::new(indexes.offsets[3].offset.value() + 20);
+    assert_eq!(problem(&appended_together), None);
+
+    // An offset the batches before the entry's position already hold.
+    let mut too_low = indexes.clone();
+    too_low.offsets[3].offset = Offset::new(indexes.offsets[3].offset.value() - 20);
+    let (position, reason) = problem(&too_low).unwrap();
     assert_eq!(position, indexes.offsets[3].position.bytes());
     assert!(reason.contains("offset index"), "{reason}");
+    // A position where no batch starts.
+    let mut mid_batch = indexes.clone();
+    mid_batch.offsets[3].position = FilePosition::new(indexes.offsets[3].position.bytes() + 1);
+    assert!(problem(&mid_batch).is_some());
 
     let mut wrong_time = indexes.clone();
     wrong_time.times[5].timestamp += 1;
-    let (_, reason) = scrub(&data, &wrong_time).damage.unwrap();
+    let (_, reason) = problem(&wrong_time).unwrap();
     assert!(reason.contains("time index"), "{reason}");
 
     let mut past_the_end = indexes.clone();
@@ -102,7 +118,7 @@ fn index_entries_that_disagree_with_the_log_are_damage() {
         offset: Offset::new(1_000_000),
         position: FilePosition::new(data.len() as u64 + 100),
     });
-    let (position, _) = scrub(&data, &past_the_end).damage.unwrap();
+    let (position, _) = problem(&past_the_end).unwrap();
     assert_eq!(position, data.len() as u64);
 }
 
