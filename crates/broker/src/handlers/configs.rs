@@ -25,6 +25,7 @@ use kafka_protocol::protocol::StrBytes;
 
 use ferrolog_storage::config::TOPIC_CONFIG_KEYS;
 
+use super::salvage_request;
 use super::{group_configs, internal_topics, partitions_of};
 use crate::authz::Asked;
 use crate::authz::{AclOperation, ResourceType};
@@ -352,6 +353,15 @@ fn alter_broker(
             }
         })
         .collect::<Result<Vec<_>, Refusal>>()?;
+    // A salvage request is acted on, not kept.
+    let (requests, changes): (Vec<Change>, Vec<Change>) = changes.into_iter().partition(
+        |change| matches!(change, Change::Set(key, _) if key == salvage_request::SALVAGE_PARTITIONS),
+    );
+    for request in &requests {
+        if let Change::Set(_, value) = request {
+            salvage_request::salvage(context, value, validate_only)?;
+        }
+    }
     context
         .dynamic_configs
         .apply(scope, &changes, validate_only)

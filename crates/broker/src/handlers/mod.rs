@@ -46,6 +46,7 @@ pub mod offset_fetch;
 pub mod partition_reassignments;
 pub mod produce;
 mod replica_assignment;
+pub mod salvage_request;
 pub mod sasl;
 pub mod scram_credentials;
 pub mod share_acknowledge;

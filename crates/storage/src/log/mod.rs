@@ -42,6 +42,7 @@ mod recovery;
 mod relocate;
 pub mod retention;
 mod salvage;
+mod salvage_online;
 mod truncate;
 mod verification;
 mod write;

@@ -269,7 +269,7 @@ fn remove_segment(dir: &Path, base: i64) -> Result<()> {
 
 /// Adds the stretches `plan` drops to the segment's `.salvaged` list (made durable before the
 /// segment changes, so nothing is dropped unrecorded).
-fn write_lost_list(
+pub(super) fn write_lost_list(
     dir: &Path,
     base: i64,
     log: &Path,

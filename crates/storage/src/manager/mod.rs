@@ -24,6 +24,7 @@ mod moves;
 mod partitions;
 mod producer_ids;
 mod properties;
+mod salvage;
 mod scrub_config;
 mod scrubber;
 mod tasks;
