@@ -159,3 +159,42 @@ fn kafka_recovery_cuts_at_the_damage_and_salvage_keeps_the_rest() {
         kept_by_ferrolog.len()
     );
 }
+
+/// Salvage while `ferrolog serve` runs, asked for as Kafka's tools set a broker config
+/// (`kafka-configs --add-config ferrolog.salvage.partitions=...`): a batch damaged in a sealed
+/// segment under the running broker is the only thing Kafka's console consumer then misses.
+#[test]
+fn a_running_broker_salvages_a_partition_when_asked_with_kafka_configs() {
+    if !kafka_available() {
+        return;
+    }
+    let temp = tempfile::tempdir().unwrap();
+    let dir = temp.path().join("ferrolog");
+    let server = Server::start_with(&dir, &["log.segment.bytes=1048576"]);
+    let bootstrap = format!("127.0.0.1:{}", server.port);
+    produce(&bootstrap);
+    let partition = dir.join(format!("{TOPIC}-0"));
+    let logs = segments(&partition);
+    assert!(logs.len() >= 4, "{logs:?}");
+    let lost = damage_a_batch(&logs[1]);
+    let request = format!("ferrolog.salvage.partitions={TOPIC}-0");
+    common::kafka::kafka_tool_ok(
+        common::kafka::CONFIG_COMMAND,
+        &[
+            "--bootstrap-server",
+            &bootstrap,
+            "--alter",
+            "--entity-type",
+            "brokers",
+            "--entity-default",
+            "--add-config",
+            &request,
+        ],
+        b"",
+    );
+    let expected: Vec<usize> = (0..RECORDS).filter(|i| !lost.contains(i)).collect();
+    assert_eq!(consume(&bootstrap), expected, "{}", server.stderr());
+    let listed = std::fs::read_to_string(logs[1].with_extension("salvaged")).unwrap();
+    let line = format!("lost offsets {}-{}", lost.start, lost.end - 1);
+    assert!(listed.contains(&line), "{listed}");
+}
