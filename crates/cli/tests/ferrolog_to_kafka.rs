@@ -239,17 +239,6 @@ fn move_to_kafka(args: &[&str]) -> std::process::Output {
         .unwrap()
 }
 
-fn move_to_kafka_ok(args: &[&str]) -> String {
-    let output = move_to_kafka(args);
-    assert!(
-        output.status.success(),
-        "ferrolog move-to-kafka {args:?}:\n{}{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
-    String::from_utf8_lossy(&output.stdout).into_owned()
-}
-
 #[test]
 fn kafka_reads_ferrolog_files_and_serves_them_after_a_move() {
     let Some(kcat) = kcat() else {
@@ -415,7 +404,7 @@ fn kafka_reads_ferrolog_files_and_serves_them_after_a_move() {
         b"",
     );
     server.stop();
-    let created = move_to_kafka_ok(&create);
+    let created = common::move_to_kafka(&create);
     assert!(
         created.contains("codec-gzip already exists in Kafka"),
         "{created}"
@@ -444,7 +433,7 @@ fn kafka_reads_ferrolog_files_and_serves_them_after_a_move() {
         "a running Kafka's directory is refused"
     );
     kafka.stop();
-    let copied = move_to_kafka_ok(&copy);
+    let copied = common::move_to_kafka(&copy);
     assert!(
         copied.contains(&format!("copied {} partitions", topics().len() + 3)),
         "{copied}"

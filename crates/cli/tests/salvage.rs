@@ -174,7 +174,7 @@ fn salvage_keeps_every_record_outside_the_damaged_batches() {
     // Plain recovery of a copy (as Kafka's) starts at the recovery point: it cuts the torn
     // end, and leaves the damage in the sealed segments for readers to meet.
     let cut = temp.path().join("cut");
-    copy_dir(&dir, &cut);
+    ferrolog_testkit::copy_dir(&dir, &cut);
     let (_, out) = ferrolog(&["recover", "--force"], &cut);
     assert!(out.contains("cut "), "{out}");
     let (ok, out) = ferrolog(&["verify"], &cut);
@@ -208,19 +208,6 @@ fn salvage_keeps_every_record_outside_the_damaged_batches() {
     // A second salvage finds nothing to do.
     let (ok, out) = ferrolog(&["recover", "--salvage"], &dir);
     assert!(ok && !out.contains("salvaged, kept"), "{out}");
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), target).unwrap();
-        }
-    }
 }
 
 /// A transaction whose COMMIT marker salvage drops stays open: `recover --salvage` names it,

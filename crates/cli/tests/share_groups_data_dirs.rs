@@ -14,7 +14,6 @@
 
 mod common;
 
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 use common::Server;
@@ -120,7 +119,7 @@ fn a_share_group_moves_from_ferrolog_to_kafka_with_its_state() {
     let mut kafka = KafkaPeer::start(&kafka_dir, &[]);
     let bootstrap = kafka.bootstrap();
     let data = dir.to_str().unwrap();
-    let created = move_to_kafka(&[
+    let created = common::move_to_kafka(&[
         "create-topics",
         "--log-dirs",
         data,
@@ -139,13 +138,13 @@ fn a_share_group_moves_from_ferrolog_to_kafka_with_its_state() {
         "--kafka-log-dirs",
         kafka_dir.to_str().unwrap(),
     ];
-    let copied = move_to_kafka(&copy_args);
+    let copied = common::move_to_kafka(&copy_args);
     assert!(
         copied.contains("4 share partitions' state written for Kafka's topic ids"),
         "{copied}"
     );
     // A second run finds its own work and leaves it as it is.
-    assert!(move_to_kafka(&copy_args).contains("4 share partitions' state written"));
+    assert!(common::move_to_kafka(&copy_args).contains("4 share partitions' state written"));
     kafka.restart();
     // Kafka's share coordinator loads its partitions after the broker starts; until then
     // the offsets are described as unknown.
@@ -166,19 +165,4 @@ fn a_share_group_moves_from_ferrolog_to_kafka_with_its_state() {
         "{drained}\nKafka:\n{}",
         kafka.log()
     );
-}
-
-fn move_to_kafka(args: &[&str]) -> String {
-    let output = Command::new(env!("CARGO_BIN_EXE_ferrolog"))
-        .arg("move-to-kafka")
-        .args(args)
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "ferrolog move-to-kafka {args:?}:\n{}{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
-    String::from_utf8_lossy(&output.stdout).into_owned()
 }

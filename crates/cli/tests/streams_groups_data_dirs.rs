@@ -253,7 +253,7 @@ fn a_live_streams_group_moves_from_ferrolog_to_kafka() {
     let mut kafka = KafkaPeer::start(&kafka_dir, MOVED);
     let bootstrap = kafka.bootstrap();
     let data = dir.to_str().unwrap();
-    move_to_kafka(&[
+    common::move_to_kafka(&[
         "create-topics",
         "--log-dirs",
         data,
@@ -261,7 +261,7 @@ fn a_live_streams_group_moves_from_ferrolog_to_kafka() {
         &bootstrap,
     ]);
     kafka.stop();
-    move_to_kafka(&[
+    common::move_to_kafka(&[
         "copy",
         "--log-dirs",
         data,
@@ -280,19 +280,4 @@ fn a_live_streams_group_moves_from_ferrolog_to_kafka() {
     let counted = verify(&bootstrap, 600);
     resumed.stop();
     assert!(counted.contains("counts right"), "{counted}");
-}
-
-fn move_to_kafka(args: &[&str]) -> String {
-    let output = Command::new(env!("CARGO_BIN_EXE_ferrolog"))
-        .arg("move-to-kafka")
-        .args(args)
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "ferrolog move-to-kafka {args:?}:\n{}{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
-    String::from_utf8_lossy(&output.stdout).into_owned()
 }

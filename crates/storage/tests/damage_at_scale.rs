@@ -234,7 +234,7 @@ fn the_scrubber_finds_and_salvage_repairs_a_thousand_damaged_segments() {
     let dir = temp.path().join("data");
     let planted = planted(&dir);
     let copy = temp.path().join("copy");
-    copy_dir(&dir, &copy);
+    ferrolog_testkit::copy_dir(&dir, &copy);
 
     // One scrubber pass over the copy.
     let scrubbing = Arc::new(manager(&copy, Salvage::Off, 1e12));
@@ -320,17 +320,4 @@ fn check_kept(log: &Log, written: &BTreeMap<i64, String>, touched: &[Range<i64>]
         kept.keys().all(|offset| written.contains_key(offset)),
         "partition {partition}: a record that was never written"
     );
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), target).unwrap();
-        }
-    }
 }

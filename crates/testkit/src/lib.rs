@@ -155,7 +155,8 @@ pub fn copy_to_temp(src: &Path) -> tempfile::TempDir {
     temp
 }
 
-fn copy_dir(src: &Path, dst: &Path) {
+/// Copies the directory tree `src` to `dst` (made if missing), every copy writable.
+pub fn copy_dir(src: &Path, dst: &Path) {
     std::fs::create_dir_all(dst).unwrap();
     for entry in std::fs::read_dir(src).unwrap() {
         let entry = entry.unwrap();

@@ -291,3 +291,19 @@ pub fn run_script(python: &str, script: &str, port: u16, args: &[&str]) -> Strin
     );
     stdout
 }
+
+/// `ferrolog move-to-kafka ARGS`, which must succeed: its standard output.
+pub fn move_to_kafka(args: &[&str]) -> String {
+    let output = Command::new(env!("CARGO_BIN_EXE_ferrolog"))
+        .arg("move-to-kafka")
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "ferrolog move-to-kafka {args:?}:\n{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
