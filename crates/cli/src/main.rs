@@ -3,6 +3,8 @@
 mod check;
 mod demo;
 mod dump;
+mod kafka_connection;
+mod log_dirs;
 mod move_to_kafka;
 mod recover;
 mod serve;
@@ -31,6 +33,9 @@ enum Command {
     Verify(verify::VerifyArgs),
     /// Run the startup recovery offline and report what it cut.
     Recover(recover::RecoverArgs),
+    /// Ask a running broker for its data directories, their partitions' sizes and the damage
+    /// the scrubber found in them. Exits non-zero when a directory is offline or damaged.
+    LogDirs(log_dirs::LogDirsArgs),
     /// Carry a stopped ferrolog's data into an Apache Kafka (KRaft) cluster, in two steps:
     /// `create-topics` (Kafka running), then `copy` (Kafka stopped).
     MoveToKafka(move_to_kafka::MoveArgs),
@@ -90,6 +95,7 @@ fn main() -> ExitCode {
         Command::DumpLog(args) => dump::run(&args),
         Command::Verify(args) => verify::run(&args),
         Command::Recover(args) => recover::run(&args),
+        Command::LogDirs(args) => log_dirs::run(&args),
         Command::MoveToKafka(args) => move_to_kafka::run(&args),
         Command::Demo {
             data_dir,

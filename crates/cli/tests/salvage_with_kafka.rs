@@ -81,8 +81,9 @@ fn segments(partition: &Path) -> Vec<PathBuf> {
     logs
 }
 
-/// Flips a byte inside a batch in the middle of `log`; returns the batch's offsets.
-fn damage_a_batch(log: &Path) -> Range<usize> {
+/// Flips a byte inside a batch in the middle of `log`; returns the batch's offsets and its
+/// byte position.
+fn damage_a_batch(log: &Path) -> (Range<usize>, usize) {
     let mut bytes = std::fs::read(log).unwrap();
     let batches: Vec<(usize, usize, Range<usize>)> = EntryIter::new(&bytes)
         .map(|entry| {
@@ -97,7 +98,7 @@ fn damage_a_batch(log: &Path) -> Range<usize> {
     let (position, size, offsets) = batches[batches.len() / 2].clone();
     bytes[position + size - 100] ^= 0x01;
     std::fs::write(log, bytes).unwrap();
-    offsets
+    (offsets, position)
 }
 
 #[test]
@@ -113,7 +114,7 @@ fn kafka_recovery_cuts_at_the_damage_and_salvage_keeps_the_rest() {
     let partition = kafka_dir.join(format!("{TOPIC}-0"));
     let logs = segments(&partition);
     assert!(logs.len() >= 4, "{logs:?}");
-    let lost = damage_a_batch(&logs[1]);
+    let (lost, _) = damage_a_batch(&logs[1]);
     let copy = temp.path().join("copy");
     common::copy_dir(&kafka_dir, &copy);
 
@@ -176,25 +177,123 @@ fn a_running_broker_salvages_a_partition_when_asked_with_kafka_configs() {
     let partition = dir.join(format!("{TOPIC}-0"));
     let logs = segments(&partition);
     assert!(logs.len() >= 4, "{logs:?}");
-    let lost = damage_a_batch(&logs[1]);
-    let request = format!("ferrolog.salvage.partitions={TOPIC}-0");
-    common::kafka::kafka_tool_ok(
-        common::kafka::CONFIG_COMMAND,
-        &[
-            "--bootstrap-server",
-            &bootstrap,
-            "--alter",
-            "--entity-type",
-            "brokers",
-            "--entity-default",
-            "--add-config",
-            &request,
-        ],
-        b"",
+    let (lost, _) = damage_a_batch(&logs[1]);
+    set_broker_config(
+        &bootstrap,
+        &format!("ferrolog.salvage.partitions={TOPIC}-0"),
     );
     let expected: Vec<usize> = (0..RECORDS).filter(|i| !lost.contains(i)).collect();
     assert_eq!(consume(&bootstrap), expected, "{}", server.stderr());
     let listed = std::fs::read_to_string(logs[1].with_extension("salvaged")).unwrap();
     let line = format!("lost offsets {}-{}", lost.start, lost.end - 1);
     assert!(listed.contains(&line), "{listed}");
+}
+
+/// `kafka-configs --alter --entity-type brokers --entity-default --add-config setting`.
+fn set_broker_config(bootstrap: &str, setting: &str) {
+    common::kafka::kafka_tool_ok(
+        common::kafka::CONFIG_COMMAND,
+        &[
+            "--bootstrap-server",
+            bootstrap,
+            "--alter",
+            "--entity-type",
+            "brokers",
+            "--entity-default",
+            "--add-config",
+            setting,
+        ],
+        b"",
+    );
+}
+
+/// `ferrolog log-dirs` against `bootstrap`: whether it found every directory whole, and what
+/// it printed.
+fn log_dirs(bootstrap: &str) -> (bool, String) {
+    let output = Command::new(env!("CARGO_BIN_EXE_ferrolog"))
+        .args(["log-dirs", "--bootstrap-server", bootstrap])
+        .output()
+        .unwrap();
+    let printed = format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    match output.status.code() {
+        Some(0) => (true, printed),
+        Some(1) => (false, printed),
+        _ => panic!("ferrolog log-dirs failed: {printed}"),
+    }
+}
+
+/// The scrubber under a running broker, paused (rate 0) until the damage is done and then
+/// started with kafka-configs, as Kafka's tools change a dynamic broker config: it finds the
+/// damaged batch, `ferrolog log-dirs` names its file and byte position (DescribeLogDirs'
+/// damage field) and fails, Kafka's own `kafka-log-dirs` still reads the same answer, and
+/// after an online salvage the partition is whole again with only that batch gone.
+#[test]
+fn the_scrubber_finds_damage_under_a_running_broker_and_log_dirs_names_it() {
+    if !kafka_available() {
+        return;
+    }
+    let temp = tempfile::tempdir().unwrap();
+    let dir = temp.path().join("ferrolog");
+    let server = Server::start_with(
+        &dir,
+        &[
+            "log.segment.bytes=1048576",
+            "log.initial.task.delay.ms=0",
+            "ferrolog.scrub.bytes.per.second=0",
+        ],
+    );
+    let bootstrap = format!("127.0.0.1:{}", server.port);
+    produce(&bootstrap);
+    let logs = segments(&dir.join(format!("{TOPIC}-0")));
+    assert!(logs.len() >= 4, "{logs:?}");
+    let (lost, position) = damage_a_batch(&logs[1]);
+    let (whole, listed) = log_dirs(&bootstrap);
+    assert!(whole, "nothing is known before the scrubber runs: {listed}");
+    assert!(listed.contains(&format!("  {TOPIC}-0: ")), "{listed}");
+
+    set_broker_config(&bootstrap, "ferrolog.scrub.bytes.per.second=100000000");
+    let started = std::time::Instant::now();
+    let listed = loop {
+        let (whole, listed) = log_dirs(&bootstrap);
+        if !whole {
+            break listed;
+        }
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(60),
+            "the scrubber found nothing: {listed}\n{}",
+            server.stderr()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    };
+    let named = format!("DAMAGED: {} at byte {position}: ", logs[1].display());
+    assert!(listed.contains(&named), "{listed}");
+    assert_eq!(listed.matches("DAMAGED:").count(), 1, "{listed}");
+    let kafka_view = kafka_tool_ok(
+        "org.apache.kafka.tools.LogDirsCommand",
+        &[
+            "--bootstrap-server",
+            &bootstrap,
+            "--describe",
+            "--topic-list",
+            TOPIC,
+        ],
+        b"",
+    );
+    assert!(
+        kafka_view.contains(&format!("\"partition\":\"{TOPIC}-0\"")),
+        "{kafka_view}"
+    );
+
+    set_broker_config(
+        &bootstrap,
+        &format!("ferrolog.salvage.partitions={TOPIC}-0"),
+    );
+    let (whole, listed) = log_dirs(&bootstrap);
+    assert!(whole, "{listed}");
+    let expected: Vec<usize> = (0..RECORDS).filter(|i| !lost.contains(i)).collect();
+    assert_eq!(consume(&bootstrap), expected, "{}", server.stderr());
 }

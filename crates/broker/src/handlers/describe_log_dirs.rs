@@ -3,6 +3,11 @@
 //! another directory is listed twice, as Kafka lists it: its current log (offset lag 0) and its
 //! future log (`IsFutureKey`, lagging the current log's end by the offsets still to copy). An
 //! offline directory reports KAFKA_STORAGE_ERROR.
+//!
+//! A partition in which the scrubber found damage carries it in a tagged field of its own
+//! ([`DAMAGE_TAG`], from v2, the first flexible version): one line per damaged segment, naming
+//! the `.log`, the byte position and what is wrong. Kafka's clients keep unknown tagged fields
+//! aside, so they read the answer as before; `ferrolog log-dirs` prints it.
 
 use std::collections::BTreeMap;
 
@@ -14,6 +19,21 @@ use kafka_protocol::protocol::StrBytes;
 
 use crate::authz::Asked;
 use crate::{Context, errors};
+
+/// The tag of a partition's damage in DescribeLogDirs; far above the tags Kafka numbers from
+/// 0, so that none of Kafka's future fields meets it.
+pub const DAMAGE_TAG: i32 = 10_000;
+
+/// The damage the scrubber found in a partition, as DescribeLogDirs carries it: one line per
+/// damaged segment.
+fn damage_lines(log: &ferrolog_storage::log::Log) -> Option<bytes::Bytes> {
+    let lines: Vec<String> = log
+        .known_damage()
+        .into_iter()
+        .map(|(file, position, reason)| format!("{} at byte {position}: {reason}", file.display()))
+        .collect();
+    (!lines.is_empty()).then(|| bytes::Bytes::from(lines.join("\n")))
+}
 
 pub fn handle(
     context: &Context,
@@ -47,12 +67,16 @@ pub fn handle(
                 if in_this_dir && wanted(&tp.topic, tp.partition) {
                     // Kafka: max(HW − LEO, 0), which a single replica keeps at 0.
                     let lag = (log.high_watermark() - log.log_end_offset()).max(0);
-                    topics.entry(tp.topic.clone()).or_default().push(
-                        DescribeLogDirsPartition::default()
-                            .with_partition_index(tp.partition)
-                            .with_partition_size(log.size_in_bytes() as i64)
-                            .with_offset_lag(lag),
-                    );
+                    let mut partition = DescribeLogDirsPartition::default()
+                        .with_partition_index(tp.partition)
+                        .with_partition_size(log.size_in_bytes() as i64)
+                        .with_offset_lag(lag);
+                    if asked.version() >= 2
+                        && let Some(damage) = damage_lines(log)
+                    {
+                        partition.unknown_tagged_fields.insert(DAMAGE_TAG, damage);
+                    }
+                    topics.entry(tp.topic.clone()).or_default().push(partition);
                 }
             }
             for future in &futures {

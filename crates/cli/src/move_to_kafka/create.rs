@@ -6,13 +6,10 @@
 //! ferrolog's ACLs created there.
 
 use std::collections::BTreeMap;
-use std::io::{Read, Write};
-use std::net::TcpStream;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
-use bytes::BytesMut;
 use ferrolog_broker::authz::store::MAX_PER_REQUEST;
 use ferrolog_broker::authz::{AclBinding, ResourceType};
 use kafka_protocol::messages::create_acls_request::AclCreation;
@@ -25,9 +22,11 @@ use kafka_protocol::messages::{
     ApiKey, ApiVersionsRequest, ApiVersionsResponse, CreateAclsRequest, CreateAclsResponse,
     CreateTopicsRequest, CreateTopicsResponse, FindCoordinatorRequest, FindCoordinatorResponse,
     IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse, MetadataRequest,
-    MetadataResponse, RequestHeader, ResponseHeader, TopicName,
+    MetadataResponse, TopicName,
 };
-use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
+use kafka_protocol::protocol::StrBytes;
+
+use crate::kafka_connection::KafkaConnection;
 
 const OFFSETS_TOPIC: &str = "__consumer_offsets";
 const SHARE_STATE_TOPIC: &str = "__share_group_state";
@@ -46,7 +45,7 @@ pub fn run(
     without_acls: bool,
 ) -> anyhow::Result<bool> {
     let holdings = super::read_holdings(log_dirs)?;
-    let mut kafka = KafkaConnection::open(bootstrap_server)?;
+    let mut kafka = KafkaConnection::open(bootstrap_server, "ferrolog-move-to-kafka")?;
     for (topic, partitions, overrides) in &holdings.topics {
         if topic == OFFSETS_TOPIC || topic == SHARE_STATE_TOPIC {
             continue;
@@ -336,56 +335,4 @@ fn partition_count(kafka: &mut KafkaConnection, topic: &str) -> anyhow::Result<i
         );
     }
     Ok(described.partitions.len() as i32)
-}
-
-/// A blocking connection to one Kafka broker, one request at a time.
-struct KafkaConnection {
-    stream: TcpStream,
-    address: String,
-    correlation_id: i32,
-}
-
-impl KafkaConnection {
-    fn open(address: &str) -> anyhow::Result<Self> {
-        let stream = TcpStream::connect(address)
-            .with_context(|| format!("connecting to Kafka at {address}"))?;
-        stream.set_read_timeout(Some(Duration::from_secs(120)))?;
-        Ok(Self {
-            stream,
-            address: address.to_owned(),
-            correlation_id: 0,
-        })
-    }
-
-    fn send<Req: Encodable, Resp: Decodable>(
-        &mut self,
-        api: ApiKey,
-        version: i16,
-        request: &Req,
-    ) -> anyhow::Result<Resp> {
-        self.correlation_id += 1;
-        let mut body = BytesMut::new();
-        RequestHeader::default()
-            .with_request_api_key(api as i16)
-            .with_request_api_version(version)
-            .with_correlation_id(self.correlation_id)
-            .with_client_id(Some(StrBytes::from_static_str("ferrolog-move-to-kafka")))
-            .encode(&mut body, api.request_header_version(version))?;
-        request.encode(&mut body, version)?;
-        let mut framed = (body.len() as i32).to_be_bytes().to_vec();
-        framed.extend_from_slice(&body);
-        let context = || format!("{api:?} v{version} to Kafka at {}", self.address);
-        self.stream.write_all(&framed).with_context(context)?;
-        let mut size = [0u8; 4];
-        self.stream.read_exact(&mut size).with_context(context)?;
-        let size = usize::try_from(i32::from_be_bytes(size)).with_context(context)?;
-        let mut response = vec![0u8; size];
-        self.stream
-            .read_exact(&mut response)
-            .with_context(context)?;
-        let mut response = bytes::Bytes::from(response);
-        ResponseHeader::decode(&mut response, api.response_header_version(version))
-            .with_context(context)?;
-        Resp::decode(&mut response, version).with_context(context)
-    }
 }

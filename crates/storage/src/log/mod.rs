@@ -326,6 +326,20 @@ impl Log {
         self.view.load().segments.len()
     }
 
+    /// Damage the scrubber recorded in this log's segments, in offset order: each damaged
+    /// segment's `.log`, the byte position and what is wrong there.
+    pub fn known_damage(&self) -> Vec<(PathBuf, u64, String)> {
+        self.view
+            .load()
+            .segments
+            .iter()
+            .filter_map(|segment| {
+                let (position, reason) = segment.known_damage()?;
+                Some((segment.log_path(), position, reason))
+            })
+            .collect()
+    }
+
     /// Renames removed segments' files to `.deleted`, then disposes of them. Readers holding an
     /// older view keep their open handles.
     fn retire(&self, segments: &[Arc<Segment>]) -> Result<()> {
