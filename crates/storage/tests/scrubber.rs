@@ -17,15 +17,21 @@ use ferrolog_records::BatchBuilder;
 use ferrolog_storage::checkpoint::read_offset_checkpoint;
 use ferrolog_storage::log::{FetchBound, FetchParams, FirstBatch, Log};
 use ferrolog_storage::manager::{
-    BackgroundConfig, LogManager, ManagerConfig, SCRUB_CHECKPOINT, ScrubConfig,
+    BackgroundConfig, LogManager, ManagerConfig, PASS_STARTED_TOPIC, SCRUB_CHECKPOINT, ScrubConfig,
 };
-use ferrolog_storage::{LogConfig, Offset, StorageError, SystemClock, TopicPartition};
+use ferrolog_storage::{
+    Clock, LogConfig, ManualClock, Offset, StorageError, SystemClock, TopicPartition,
+};
 
 fn tp(partition: i32) -> TopicPartition {
     TopicPartition::new("scrubbed", partition)
 }
 
 fn open(dir: &Path, bytes_per_second: f64) -> Arc<LogManager> {
+    open_with(dir, bytes_per_second, Arc::new(SystemClock))
+}
+
+fn open_with(dir: &Path, bytes_per_second: f64, clock: Arc<dyn Clock>) -> Arc<LogManager> {
     let config = ManagerConfig {
         log_dirs: vec![dir.to_path_buf()],
         log_defaults: LogConfig {
@@ -38,12 +44,15 @@ fn open(dir: &Path, bytes_per_second: f64) -> Arc<LogManager> {
         },
         scrub: ScrubConfig {
             bytes_per_second,
-            ..ScrubConfig::default()
+            interval: PASS_INTERVAL,
         },
         ..ManagerConfig::default()
     };
-    Arc::new(LogManager::open(config, Arc::new(SystemClock)).unwrap())
+    Arc::new(LogManager::open(config, clock).unwrap())
 }
+
+/// `ferrolog.scrub.interval.ms` in these tests.
+const PASS_INTERVAL: Duration = Duration::from_secs(3_600);
 
 /// 300 records of 200 bytes in each of two partitions, a batch each, stopped cleanly (stamped
 /// now, so that retention keeps them while the background runs).
@@ -110,17 +119,30 @@ fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
     }
 }
 
-/// The scrubber's checkpoint of `dir`, by partition.
+/// The scrubber's checkpoint of `dir`, by partition (the pass's start left out).
 fn progress(dir: &Path) -> Vec<(i32, i64)> {
+    checkpoint(dir)
+        .into_iter()
+        .filter(|(tp, _)| tp.topic != PASS_STARTED_TOPIC)
+        .map(|(tp, offset)| (tp.partition, offset))
+        .collect()
+}
+
+/// The scrubber's checkpoint of `dir`, whole.
+fn checkpoint(dir: &Path) -> Vec<(TopicPartition, i64)> {
     let path = dir.join(SCRUB_CHECKPOINT);
     if !path.exists() {
         return Vec::new();
     }
-    read_offset_checkpoint(&path)
-        .unwrap()
+    read_offset_checkpoint(&path).unwrap().into_iter().collect()
+}
+
+/// When the checkpoint of `dir` says the current pass started.
+fn pass_started(dir: &Path) -> Option<i64> {
+    checkpoint(dir)
         .into_iter()
-        .map(|(tp, offset)| (tp.partition, offset))
-        .collect()
+        .find(|(tp, _)| tp.topic == PASS_STARTED_TOPIC && tp.partition == -1)
+        .map(|(_, started)| started)
 }
 
 #[test]
@@ -172,5 +194,47 @@ fn the_scrubber_finds_damage_and_makes_it_known_to_readers() {
     let log = manager.get(&tp(0)).unwrap();
     wait_until("the damage found again", || read(&log, offset).is_err());
     drop(log);
+    manager.shutdown().unwrap();
+}
+
+/// The start of a pass is kept across restarts: a broker restarted more often than
+/// `ferrolog.scrub.interval.ms` still begins a new pass once the interval since the last
+/// start has passed, where counting from each start would never begin one.
+#[test]
+fn a_restart_keeps_the_interval_since_the_pass_began() {
+    let temp = tempfile::tempdir().unwrap();
+    let dir = temp.path().join("data");
+    written(&dir);
+    let began = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64;
+    let clock = Arc::new(ManualClock::new(began));
+    let fast = 64.0 * 1024.0 * 1024.0;
+    let manager = open_with(&dir, fast, clock.clone());
+    manager.start_background().unwrap();
+    wait_until("the first pass", || {
+        manager.scrubber().passes_completed() == 1
+    });
+    assert_eq!(pass_started(&dir), Some(began));
+    manager.shutdown().unwrap();
+    drop(manager);
+
+    // Restarted shortly before the interval ends: the pass that began before carries on (it
+    // is complete, so nothing is read) and the next begins when the interval is up.
+    let interval_ms = PASS_INTERVAL.as_millis() as i64;
+    clock.set_ms(began + interval_ms - 60_000);
+    let manager = open_with(&dir, fast, clock.clone());
+    manager.start_background().unwrap();
+    wait_until("the pass taken up", || {
+        manager.scrubber().passes_completed() == 1
+    });
+    assert_eq!(pass_started(&dir), Some(began));
+    clock.set_ms(began + interval_ms);
+    manager.scrubber().set_rate(fast);
+    wait_until("a new pass, the interval after the first began", || {
+        manager.scrubber().passes_completed() == 2
+    });
+    assert_eq!(pass_started(&dir), Some(began + interval_ms));
     manager.shutdown().unwrap();
 }

@@ -49,7 +49,7 @@ pub use moves::{COPY_CHUNK_BYTES, FutureLog, LogDirChange, Moves, SWAP_TAIL_BYTE
 pub use producer_ids::PRODUCER_IDS_FILE;
 pub use properties::parse_properties;
 pub use scrub_config::ScrubConfig;
-pub use scrubber::{SCRUB_CHECKPOINT, Scrubber};
+pub use scrubber::{PASS_STARTED_TOPIC, SCRUB_CHECKPOINT, Scrubber};
 pub use tasks::Jobs;
 use topic_configs::StoredTopicConfigs;
 pub use topic_configs::TOPIC_CONFIGS_FILE;

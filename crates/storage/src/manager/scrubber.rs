@@ -7,7 +7,10 @@
 //! kept in each directory's `ferrolog-scrub-checkpoint`, written after every segment, so a
 //! restart resumes where it stopped (at a damaged segment, if the pass found one: reading it
 //! again records its damage again). A new pass starts `ferrolog.scrub.interval.ms` after the
-//! last one started. The active segment is left to recovery, which reads it after a crash.
+//! last one started; that start is kept in the same checkpoint (under [`PASS_STARTED_TOPIC`],
+//! partition -1, which no partition is), so that a broker restarted more often than the
+//! interval still begins new passes. The active segment is left to recovery, which reads it
+//! after a crash.
 //!
 //! Damage found is logged at ERROR with the file and byte position, counted
 //! (`ferrolog_log_scrub_damage_found_total`), and recorded on the segment
@@ -33,6 +36,15 @@ use crate::types::TopicPartition;
 /// Each directory's record of the scrubber's progress: per partition, the base offset of the
 /// next sealed segment to read in the current pass.
 pub const SCRUB_CHECKPOINT: &str = "ferrolog-scrub-checkpoint";
+
+/// The checkpoint entry holding when the current pass started (the manager's clock, in
+/// milliseconds): this topic name at partition -1.
+pub const PASS_STARTED_TOPIC: &str = "pass-started";
+
+/// The key of the pass's start in the checkpoint.
+fn pass_started_key() -> TopicPartition {
+    TopicPartition::new(PASS_STARTED_TOPIC, -1)
+}
 
 /// How often the scrubber's progress is written down at most (and whenever it finds damage).
 const CHECKPOINT_EVERY_MS: i64 = 10_000;
@@ -109,19 +121,23 @@ impl Scrubber {
     }
 
     /// Takes up the progress recorded in each directory's checkpoint; the pass in progress
-    /// counts as started now.
+    /// counts as started when the earliest directory says (now, when none says, or when one
+    /// says later than now: a clock set back).
     pub(super) fn load(&self, manager: &LogManager, now_ms: i64) {
         let mut progress = self.progress.lock();
-        progress.started_ms = now_ms;
         let delay = manager.config.background.initial_delay.as_millis();
         progress.not_before_ms = now_ms.saturating_add(i64::try_from(delay).unwrap_or(i64::MAX));
+        let mut started_ms = now_ms;
         for dir in &manager.dirs {
             if !dir.is_offline() {
-                progress
-                    .next
-                    .extend(dir.read_checkpoint_or_empty(SCRUB_CHECKPOINT));
+                let mut entries = dir.read_checkpoint_or_empty(SCRUB_CHECKPOINT);
+                if let Some(started) = entries.remove(&pass_started_key()) {
+                    started_ms = started_ms.min(started);
+                }
+                progress.next.extend(entries);
             }
         }
+        progress.started_ms = started_ms;
     }
 
     /// One step of the thread: reads the next sealed segment of the pass, or waits for the
@@ -259,7 +275,7 @@ impl Scrubber {
     fn write_checkpoint(&self, manager: &LogManager, dir_index: usize) {
         let entries: OffsetMap = {
             let progress = self.progress.lock();
-            manager
+            let mut entries: OffsetMap = manager
                 .logs_in(dir_index)
                 .into_iter()
                 .filter_map(|(tp, _)| {
@@ -267,7 +283,9 @@ impl Scrubber {
                     let damaged = progress.damaged.get(&tp).copied().unwrap_or(i64::MAX);
                     Some((tp, next.min(damaged)))
                 })
-                .collect()
+                .collect();
+            entries.insert(pass_started_key(), progress.started_ms);
+            entries
         };
         if let Err(error) = manager.dirs[dir_index].write_checkpoint(SCRUB_CHECKPOINT, &entries) {
             tracing::warn!(%error, "the scrubber's progress was not recorded; a restart reads those segments again");
