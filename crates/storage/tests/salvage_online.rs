@@ -124,3 +124,46 @@ fn a_running_log_loses_only_the_damaged_batch() {
     let log = manager.get(&tp).unwrap();
     assert_eq!(values(&log, FetchBound::LogEnd), expected);
 }
+
+/// A sealed segment with nothing valid left (zeroed from its first byte) is replaced by an
+/// empty segment: its offsets are reported lost, and every record of the other segments reads
+/// back at its offset, before and after a restart.
+#[test]
+fn a_segment_with_nothing_valid_left_is_emptied() {
+    let temp = tempfile::tempdir().unwrap();
+    let dir = temp.path().join("data");
+    let manager = open(&dir);
+    let tp = TopicPartition::new("online", 0);
+    let log = manager.get_or_create(&tp).unwrap();
+    write(&log);
+    let before = values(&log, FetchBound::LogEnd);
+    let view = log.view();
+    assert!(view.segments.len() >= 4);
+    let (base, end) = (
+        view.segments[1].base_offset().value(),
+        view.segments[2].base_offset().value(),
+    );
+    let path = view.segments[1].log_path();
+    let size = std::fs::metadata(&path).unwrap().len() as usize;
+    std::fs::write(&path, vec![0u8; size]).unwrap();
+    drop(view);
+
+    let salvaged = manager.salvage_partition(&tp).unwrap().unwrap();
+    assert_eq!(salvaged.len(), 1);
+    assert_eq!(salvaged[0].kept_bytes, 0);
+    let lost: Vec<_> = salvaged[0].lost.iter().map(|l| l.offsets.clone()).collect();
+    assert_eq!(lost, vec![Some(base..end)]);
+    assert_eq!(log.view().segments[1].size(), 0);
+    let expected: Vec<(i64, String)> = before
+        .iter()
+        .filter(|(offset, _)| !(base..end).contains(offset))
+        .cloned()
+        .collect();
+    assert_eq!(values(&log, FetchBound::LogEnd), expected);
+    drop(log);
+    manager.shutdown().unwrap();
+    drop(manager);
+    let manager = open(&dir);
+    let log = manager.get(&tp).unwrap();
+    assert_eq!(values(&log, FetchBound::LogEnd), expected);
+}

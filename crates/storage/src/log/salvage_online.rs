@@ -3,7 +3,8 @@
 //! a `.cleaned` segment with indexes built as appends build them, and swapped in as the
 //! cleaner swaps its output (`Log::replace_segments`): readers holding the old view go on
 //! reading the old files, later readers get the new segment. What is lost is listed in the
-//! segment's `.salvaged` file first.
+//! segment's `.salvaged` file first. A segment with no valid entry left is replaced by an empty
+//! one, as compaction may leave: readers pass over it to the next segment.
 //!
 //! The idempotent producers' state in memory already saw the dropped batches and stays as it
 //! is. The transaction index keeps the old segment's entries whose ABORT marker is kept: an
@@ -58,13 +59,6 @@ impl Log {
         let plan = plan_salvage(&data, span, &hints);
         if plan.is_intact() {
             return Ok(None);
-        }
-        if plan.kept.is_empty() {
-            return Err(StorageError::Corrupt {
-                path,
-                position: 0,
-                reason: "no valid entry is left in the segment; `ferrolog recover --salvage` removes it with the broker stopped".into(),
-            });
         }
         let dir = self.dir();
         let now_ms = self.clock.now_ms();
