@@ -152,23 +152,14 @@ fn print_open_transactions(
     log: &ferrolog_storage::log::Log,
     salvaged: &[ferrolog_storage::log::SalvagedSegment],
 ) {
-    let last_lost = salvaged
-        .iter()
-        .flat_map(|segment| &segment.lost)
-        .filter_map(|stretch| stretch.offsets.as_ref().map(|offsets| offsets.end))
-        .max()
-        .unwrap_or(i64::MAX);
-    let state = log.producer_state();
-    let mut open: Vec<(i64, i64)> = state
-        .open_txns()
-        .map(|(first, producer_id)| (first.value(), producer_id))
-        .filter(|(first, _)| *first < last_lost)
-        .collect();
-    open.sort_unstable();
-    for (first, producer_id) in open {
+    for txn in log.possibly_unended(salvaged) {
         println!(
-            "    transaction of producer {producer_id} open since offset {first}: if its marker was lost, end it with `kafka-transactions --bootstrap-server ... abort --topic {} --partition {} --start-offset {first}`",
-            topic_partition.topic, topic_partition.partition
+            "    transaction of producer {} open since offset {}: if its marker was lost, end it with `kafka-transactions --bootstrap-server ... abort --topic {} --partition {} --start-offset {}`",
+            txn.producer_id,
+            txn.first_offset,
+            topic_partition.topic,
+            topic_partition.partition,
+            txn.first_offset
         );
     }
 }

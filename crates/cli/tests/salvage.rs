@@ -7,6 +7,8 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests")]
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
@@ -211,7 +213,8 @@ fn salvage_keeps_every_record_outside_the_damaged_batches() {
 }
 
 /// A transaction whose COMMIT marker salvage drops stays open: `recover --salvage` names it,
-/// with the `kafka-transactions abort` that ends it.
+/// with the `kafka-transactions abort` that ends it, and so does a broker salvaging at startup
+/// after an unclean stop (`ferrolog.recovery.salvage`), in its log.
 #[test]
 fn a_transaction_whose_marker_was_lost_is_named_with_its_remedy() {
     use ferrolog_records::BatchBuilder;
@@ -263,6 +266,20 @@ fn a_transaction_whose_marker_was_lost_is_named_with_its_remedy() {
     let mut bytes = std::fs::read(&holding).unwrap();
     bytes[marker_batch.0.end as usize - 2] ^= 0x01;
     std::fs::write(&holding, bytes).unwrap();
+
+    // A broker stopped uncleanly, with no recovery point: its recovery salvages from 0.
+    let served = temp.path().join("served");
+    ferrolog_testkit::copy_dir(&dir, &served);
+    std::fs::remove_file(served.join(".kafka_cleanshutdown")).unwrap();
+    std::fs::remove_file(served.join("recovery-point-offset-checkpoint")).unwrap();
+    let server = common::Server::start_with(&served, &["ferrolog.recovery.salvage=true"]);
+    let logged = server.stderr();
+    assert!(
+        logged.contains("may have lost its marker")
+            && logged.contains("abort --topic events --partition 0 --start-offset 0"),
+        "{logged}"
+    );
+    server.stop();
 
     let (ok, out) = ferrolog(&["recover", "--salvage"], &dir);
     assert!(ok, "{out}");

@@ -64,7 +64,7 @@ pub use read::{
     special_timestamps,
 };
 pub use relocate::{CopyStep, SwapPaths};
-pub use salvage::{SALVAGED_SUFFIX, Salvage, SalvagedSegment};
+pub use salvage::{PossiblyUnended, SALVAGED_SUFFIX, Salvage, SalvagedSegment};
 pub use write::{Appended, MarkerRequest};
 
 use crate::clock::Clock;

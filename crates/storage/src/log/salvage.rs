@@ -76,6 +76,64 @@ pub struct SalvagedSegment {
     pub indexes_rebuilt: bool,
 }
 
+/// A transaction still open after a salvage that began before an offset the salvage dropped:
+/// its COMMIT or ABORT marker may have been among the dropped batches, and until it is ended
+/// (`kafka-transactions abort`) it holds back the last stable offset.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PossiblyUnended {
+    /// The transaction's producer.
+    pub producer_id: i64,
+    /// Its first offset, which `kafka-transactions abort --start-offset` names.
+    pub first_offset: i64,
+}
+
+impl super::Log {
+    /// The transactions open in this log that began before the last offset `salvaged`
+    /// dropped, by first offset.
+    pub fn possibly_unended(&self, salvaged: &[SalvagedSegment]) -> Vec<PossiblyUnended> {
+        let last_lost = salvaged
+            .iter()
+            .flat_map(|segment| &segment.lost)
+            .map(|stretch| {
+                stretch
+                    .offsets
+                    .as_ref()
+                    .map_or(i64::MAX, |offsets| offsets.end)
+            })
+            .max();
+        let Some(last_lost) = last_lost else {
+            return Vec::new();
+        };
+        let mut open: Vec<PossiblyUnended> = self
+            .producer_state()
+            .open_txns()
+            .filter(|(first, _)| first.value() < last_lost)
+            .map(|(first, producer_id)| PossiblyUnended {
+                producer_id,
+                first_offset: first.value(),
+            })
+            .collect();
+        open.sort_unstable_by_key(|txn| txn.first_offset);
+        open
+    }
+
+    /// Logs each transaction [`Self::possibly_unended`] finds, with the command that ends it.
+    pub fn warn_possibly_unended(&self, salvaged: &[SalvagedSegment]) {
+        let tp = &self.topic_partition;
+        for txn in self.possibly_unended(salvaged) {
+            tracing::warn!(
+                partition = %tp,
+                producer_id = txn.producer_id,
+                first_offset = txn.first_offset,
+                "a transaction open since before what salvage dropped may have lost its marker; if so, end it with `kafka-transactions --bootstrap-server ... abort --topic {} --partition {} --start-offset {}`",
+                tp.topic,
+                tp.partition,
+                txn.first_offset
+            );
+        }
+    }
+}
+
 /// Salvages every damaged segment of the partition directory `dir` (whose leftovers are
 /// settled and whose segments are not open yet) that holds offsets at or above `from`.
 /// With `tail_to_recovery`, a loss only at the end of the log's last segment (a torn write) is

@@ -460,6 +460,7 @@ fn index_settled_logs(settled: moves::Settled, dirs: &DataDirs) -> (LogMap, Star
     for loaded_log in settled.current {
         startup.segments_recovered += loaded_log.report.recovered.len();
         let report = &loaded_log.report;
+        loaded_log.log.warn_possibly_unended(&report.salvaged);
         if report.truncated_bytes() > 0
             || !report.removed_segments.is_empty()
             || !report.removed_files.is_empty()

@@ -31,6 +31,8 @@ impl LogManager {
         if let Some(cleaner) = &cleaner {
             cleaner.resume(topic_partition);
         }
-        salvaged.map(Some)
+        let salvaged = salvaged?;
+        log.warn_possibly_unended(&salvaged);
+        Ok(Some(salvaged))
     }
 }
