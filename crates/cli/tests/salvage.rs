@@ -16,10 +16,10 @@ use std::process::Command;
 use std::sync::Arc;
 
 use ferrolog_records::EntryIter;
-use ferrolog_storage::log::{FetchBound, FetchParams, FirstBatch};
+use ferrolog_storage::log::FetchBound;
 use ferrolog_storage::manager::{LogManager, ManagerConfig};
-use ferrolog_storage::{LogConfig, Offset, SystemClock, TopicPartition};
-use ferrolog_testkit::{fetched_records, numbered_batch};
+use ferrolog_storage::{LogConfig, SystemClock, TopicPartition};
+use ferrolog_testkit::numbered_batch;
 
 /// Records written to each partition, two to a batch.
 const RECORDS: i64 = 240;
@@ -103,25 +103,11 @@ fn read_back(dir: &Path, partition: i32) -> BTreeMap<i64, String> {
     let log = manager
         .get(&TopicPartition::new("events", partition))
         .unwrap();
-    let mut records = BTreeMap::new();
-    let mut next = 0;
-    while next < log.log_end_offset().value() {
-        let bytes = log
-            .read(FetchParams {
-                start_offset: Offset::new(next),
-                max_bytes: 1 << 20,
-                bound: FetchBound::HighWatermark,
-                first_batch: FirstBatch::Whole,
-            })
-            .unwrap()
-            .read_bytes()
-            .unwrap();
-        let (fetched, after) = fetched_records(&bytes);
-        for record in fetched {
-            records.insert(record.offset, record.value_text().unwrap());
-        }
-        next = after.unwrap();
-    }
+    let records = common::logs::records_from(&log, 0, FetchBound::HighWatermark)
+        .into_iter()
+        .map(|record| (record.offset, record.value_text().unwrap()))
+        .collect();
+    drop(log);
     manager.shutdown().unwrap();
     records
 }

@@ -8,6 +8,7 @@ pub mod answers;
 pub mod consumer_groups;
 pub mod group_member;
 pub mod kafka;
+pub mod logs;
 pub mod security;
 pub mod wire;
 

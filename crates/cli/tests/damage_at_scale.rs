@@ -4,12 +4,13 @@
 //! length field, a flipped base-offset bit) planted in every segment but each log's last, about
 //! 1,000 in all.
 //!
-//! On a copy, one pass of the scrubber finds every damaged segment whose damage can be seen,
+//! `ferrolog verify` names every damaged segment whose damage can be seen and fails. On a
+//! copy, one pass of the scrubber finds every damaged segment whose damage can be seen,
 //! and no other. (Some cannot: zeros written over bytes that were zeros already change nothing,
 //! and a batch's partition leader epoch is covered by no checksum and checked against nothing,
 //! by Kafka either.) Then a load that salvages keeps every record of every batch the damage did
 //! not touch, at its offset, and invents none, rewriting exactly the segments whose damage can
-//! be seen; a second salvaging load finds nothing to do.
+//! be seen; a second salvaging load finds nothing to do, and `verify` passes.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests")]
 
@@ -233,6 +234,12 @@ fn the_scrubber_finds_and_salvage_repairs_a_thousand_damaged_segments() {
     let temp = tempfile::tempdir().unwrap();
     let dir = temp.path().join("data");
     let planted = planted(&dir);
+    let (whole, listed) = verify(&dir);
+    assert!(!whole, "{listed}");
+    for (partition, base) in &planted.visible {
+        let file = format!("scale-{partition}/{base:020}.log");
+        assert!(listed.contains(&file), "verify names {file}:\n{listed}");
+    }
     let copy = temp.path().join("copy");
     ferrolog_testkit::copy_dir(&dir, &copy);
 
@@ -291,12 +298,34 @@ fn the_scrubber_finds_and_salvage_repairs_a_thousand_damaged_segments() {
         "a second salvage finds nothing"
     );
     again.shutdown().unwrap();
+    drop(again);
+    let (whole, listed) = verify(&dir);
+    assert!(whole, "{listed}");
+}
+
+/// `ferrolog verify` of `dir`: whether it found no problem, and what it printed.
+fn verify(dir: &Path) -> (bool, String) {
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_ferrolog"))
+        .args(["verify", "--log-dirs"])
+        .arg(dir)
+        .env("FERROLOG_LOG", "error")
+        .output()
+        .unwrap();
+    let printed = String::from_utf8_lossy(&output.stdout).into_owned();
+    match output.status.code() {
+        Some(0) => (true, printed),
+        Some(1) => (false, printed),
+        _ => panic!(
+            "ferrolog verify failed: {printed}{}",
+            String::from_utf8_lossy(&output.stderr)
+        ),
+    }
 }
 
 /// Every record of `written` outside the `touched` batches is in `log` at its offset, and
 /// nothing else is.
 fn check_kept(log: &Log, written: &BTreeMap<i64, String>, touched: &[Range<i64>], partition: i32) {
-    let kept: BTreeMap<i64, String> = common::records_from(log, 0, FetchBound::LogEnd)
+    let kept: BTreeMap<i64, String> = common::logs::records_from(log, 0, FetchBound::LogEnd)
         .into_iter()
         .map(|record| {
             let value = String::from_utf8(record.value.clone().unwrap_or_default())
