@@ -4,9 +4,10 @@
 //! batch in the middle of its second segment gets a flipped byte (its checksum no longer
 //! matches). Kafka, told its stop was unclean and without a recovery point, recovers the
 //! partition as it must: it cuts the segment at the bad batch and deletes every later
-//! segment, and consumers read the records before it only. `ferrolog recover --salvage` on a
-//! copy drops the one batch, and consumers of `ferrolog serve` read every other record, the
-//! later segments' included, at their offsets.
+//! segment, and consumers read the records before it only, though Kafka's own
+//! `kafka-dump-log` finds that one batch invalid and every other valid. `ferrolog recover
+//! --salvage` on a copy drops the one batch, and consumers of `ferrolog serve` read every
+//! other record, the later segments' included, at their offsets.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests")]
 
@@ -81,6 +82,19 @@ fn segments(partition: &Path) -> Vec<PathBuf> {
     logs
 }
 
+/// The batch lines of Kafka's `kafka-dump-log --files log` that contain `marked`.
+fn dumped_batches(log: &Path, marked: &str) -> Vec<String> {
+    kafka_tool_ok(
+        "org.apache.kafka.tools.DumpLogSegments",
+        &["--files", log.to_str().unwrap()],
+        b"",
+    )
+    .lines()
+    .filter(|line| line.starts_with("baseOffset: ") && line.contains(marked))
+    .map(str::to_owned)
+    .collect()
+}
+
 /// Flips a byte inside a batch in the middle of `log`; returns the batch's offsets and its
 /// byte position.
 fn damage_a_batch(log: &Path) -> (Range<usize>, usize) {
@@ -117,6 +131,15 @@ fn kafka_recovery_cuts_at_the_damage_and_salvage_keeps_the_rest() {
     let (lost, _) = damage_a_batch(&logs[1]);
     let copy = temp.path().join("copy");
     common::copy_dir(&kafka_dir, &copy);
+    // Kafka's kafka-dump-log reads the damaged segment whole: the one batch is invalid, the
+    // batches after it are valid.
+    let invalid = dumped_batches(&logs[1], "isvalid: false");
+    assert_eq!(invalid.len(), 1, "{invalid:?}");
+    assert!(
+        invalid[0].starts_with(&format!("baseOffset: {} ", lost.start)),
+        "{invalid:?}"
+    );
+    let valid_after = dumped_batches(&logs[1], "isvalid: true").len();
 
     // Kafka, as after an unclean stop with no recovery point for the partition.
     std::fs::remove_file(kafka_dir.join(".kafka_cleanshutdown")).unwrap();
@@ -135,6 +158,14 @@ fn kafka_recovery_cuts_at_the_damage_and_salvage_keeps_the_rest() {
         2,
         "Kafka deleted every later segment"
     );
+    // ...and its recovery kept none of them: the segment now ends before the bad batch.
+    let after_recovery = dumped_batches(&logs[1], "isvalid: true");
+    let last = after_recovery.last().unwrap();
+    assert!(
+        last.contains(&format!("lastOffset: {} ", lost.start - 1)),
+        "{last}"
+    );
+    assert!(after_recovery.len() < valid_after, "{after_recovery:?}");
 
     let output = Command::new(env!("CARGO_BIN_EXE_ferrolog"))
         .args(["recover", "--salvage", "--log-dirs"])
