@@ -54,6 +54,7 @@ PRIMITIVES = {
     "int32": "Int32",
     "int64": "Int64",
     "uint16": "Uint16",
+    "float64": "Float64",
     "uuid": "Uuid",
     "string": "String",
     "bytes": "Bytes",
@@ -68,7 +69,7 @@ class Failure(Exception):
 
 def is_struct(kind):
     """Whether a type (an array's element type) names a struct: Kafka's primitive types
-    (those above, and those the frame checks lack, such as `uint16` or `float64`) are lower
+    (those above, and any the frame checks lack) are lower
     case, structs CamelCase."""
     return kind[:1].isupper()
 

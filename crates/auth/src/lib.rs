@@ -8,6 +8,7 @@
 
 pub mod authz;
 pub mod listener;
+pub mod quotas;
 pub mod sasl;
 pub mod session;
 pub mod stored;

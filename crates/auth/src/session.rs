@@ -3,6 +3,7 @@
 
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use crate::authz::{ANONYMOUS, Requester};
 use crate::listener::Listener;
@@ -14,6 +15,8 @@ pub struct Session {
     client: SocketAddr,
     host: String,
     listener: Arc<Listener>,
+    /// Until when the connection reads no request: a client quota's throttle (KIP-219).
+    throttled_until: Arc<parking_lot::Mutex<Option<Instant>>>,
 }
 
 impl Session {
@@ -30,7 +33,43 @@ impl Session {
             client,
             host: host_address(client.ip()),
             listener,
+            throttled_until: Arc::default(),
         }
+    }
+
+    /// Mutes the connection for `ms` from now, as Kafka mutes a throttled client's channel
+    /// once its response is sent: the response goes out at once, carrying the throttle time,
+    /// and no further request is read until the time is up. A longer throttle already in
+    /// force stays.
+    pub fn throttle(&self, ms: i64) {
+        let Ok(ms) = u64::try_from(ms) else {
+            return;
+        };
+        if ms == 0 {
+            return;
+        }
+        let until = Instant::now() + Duration::from_millis(ms);
+        let mut throttled = self.throttled_until.lock();
+        if throttled.is_none_or(|current| current < until) {
+            *throttled = Some(until);
+        }
+    }
+
+    /// Until when the connection is muted, if it is now.
+    pub fn throttled_until(&self) -> Option<Instant> {
+        let mut throttled = self.throttled_until.lock();
+        if throttled.is_some_and(|until| until <= Instant::now()) {
+            *throttled = None;
+        }
+        *throttled
+    }
+
+    /// The principal's name without its type (`alice` for `User:alice`), which client quotas
+    /// name users by.
+    pub fn user_name(&self) -> &str {
+        self.principal
+            .split_once(':')
+            .map_or(self.principal.as_str(), |(_, name)| name)
     }
 
     /// The listener the connection came through: its name, protocol and advertised address.

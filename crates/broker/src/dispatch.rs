@@ -13,14 +13,15 @@ use ferrolog_protocol::messages::{
 };
 use ferrolog_records::be;
 use kafka_protocol::messages::{
-    AddOffsetsToTxnRequest, AddPartitionsToTxnRequest, AlterConfigsRequest,
-    AlterPartitionReassignmentsRequest, AlterReplicaLogDirsRequest, AlterShareGroupOffsetsRequest,
-    AlterUserScramCredentialsRequest, ApiVersionsRequest, ConsumerGroupDescribeRequest,
-    ConsumerGroupHeartbeatRequest, CreateAclsRequest, CreatePartitionsRequest, CreateTopicsRequest,
-    DeleteAclsRequest, DeleteGroupsRequest, DeleteRecordsRequest, DeleteShareGroupOffsetsRequest,
-    DeleteTopicsRequest, DescribeAclsRequest, DescribeClientQuotasRequest, DescribeClusterRequest,
-    DescribeConfigsRequest, DescribeGroupsRequest, DescribeLogDirsRequest,
-    DescribeProducersRequest, DescribeTopicPartitionsRequest, DescribeTransactionsRequest,
+    AddOffsetsToTxnRequest, AddPartitionsToTxnRequest, AlterClientQuotasRequest,
+    AlterConfigsRequest, AlterPartitionReassignmentsRequest, AlterReplicaLogDirsRequest,
+    AlterShareGroupOffsetsRequest, AlterUserScramCredentialsRequest, ApiVersionsRequest,
+    ConsumerGroupDescribeRequest, ConsumerGroupHeartbeatRequest, CreateAclsRequest,
+    CreatePartitionsRequest, CreateTopicsRequest, DeleteAclsRequest, DeleteGroupsRequest,
+    DeleteRecordsRequest, DeleteShareGroupOffsetsRequest, DeleteTopicsRequest, DescribeAclsRequest,
+    DescribeClientQuotasRequest, DescribeClusterRequest, DescribeConfigsRequest,
+    DescribeGroupsRequest, DescribeLogDirsRequest, DescribeProducersRequest,
+    DescribeTopicPartitionsRequest, DescribeTransactionsRequest,
     DescribeUserScramCredentialsRequest, EndTxnRequest, FetchRequest, FindCoordinatorRequest,
     HeartbeatRequest, IncrementalAlterConfigsRequest, InitProducerIdRequest, JoinGroupRequest,
     LeaveGroupRequest, ListGroupsRequest, ListOffsetsRequest, ListPartitionReassignmentsRequest,
@@ -115,11 +116,20 @@ macro_rules! answer {
     (checked, $call:ident, $answer:ident) => {
         encode($call, &$answer?, Vec::new()).map(Reply::Now)
     };
-    (produced, $call:ident, $answer:ident) => {
+    (produced, $call:ident, $answer:ident) => {{
+        // Recorded against the client's quota once appended, as Kafka does; with acks=0 the
+        // connection is muted all the same.
+        let throttle = handlers::throttling::produced(
+            $call.context,
+            $call.session,
+            $call.client_id(),
+            $call.request_bytes,
+        );
         match $answer {
             None => Ok(Reply::Nothing),
             Some(produced) if produced.is_flushed() => {
-                encode($call, &produced.into_response(), Vec::new()).map(Reply::Now)
+                let response = produced.into_response().with_throttle_time_ms(throttle);
+                encode($call, &response, Vec::new()).map(Reply::Now)
             }
             Some(produced) => {
                 let answering = Answering::of($call);
@@ -134,11 +144,11 @@ macro_rules! answer {
                             .await
                             .map_err(failed)?
                     };
-                    answering.encode(&response, Vec::new())
+                    answering.encode(&response.with_throttle_time_ms(throttle), Vec::new())
                 })))
             }
         }
-    };
+    }};
     (spliced, $call:ident, $answer:ident) => {{
         let (response, regions) = $answer;
         encode($call, &response, regions).map(Reply::Now)
@@ -154,9 +164,16 @@ struct Call<'a> {
     api: ApiKey,
     version: i16,
     session: &'a Arc<Session>,
+    /// The request's header and body, as Kafka sizes a request for its client quotas.
+    request_bytes: usize,
 }
 
 impl Call<'_> {
+    /// The client id the request names (empty when it names none).
+    fn client_id(&self) -> &str {
+        self.header.client_id.as_deref().unwrap_or_default()
+    }
+
     /// The request as its handler sees it, with what its row declares.
     fn asked(&self) -> Asked<'_> {
         Asked::new(
@@ -230,6 +247,7 @@ async fn dispatch_inner(
     if frame.len() < 4 {
         return Err(malformed("a request shorter than its header"));
     }
+    let request_bytes = frame.len();
     let api_key = be::i16_at(&frame, 0);
     let api_version = be::i16_at(&frame, 2);
     let api =
@@ -242,6 +260,7 @@ async fn dispatch_inner(
         api,
         version: api_version,
         session,
+        request_bytes,
     };
     let supported =
         supported_range(api).is_some_and(|(min, max)| (min..=max).contains(&api_version));

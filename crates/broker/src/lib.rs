@@ -18,7 +18,7 @@ mod service;
 pub mod share_partitions;
 pub mod share_sessions;
 
-pub use ferrolog_auth::{authz, listener, sasl, session, stored, tls};
+pub use ferrolog_auth::{authz, listener, quotas, sasl, session, stored, tls};
 pub use ferrolog_coordinator::runtime as coordinator;
 pub use ferrolog_coordinator::{group, txn};
 pub use ferrolog_net::{bridge, metrics, network, transfer};
@@ -102,6 +102,9 @@ pub struct BrokerConfig {
     /// fail per second (twice as many at once); beyond, its next ones wait their turn
     /// (`None`: no limit). Default 10.
     pub authentication_failures_per_second_per_ip: Option<u32>,
+    /// `quota.window.num` and `quota.window.size.seconds`: how client quotas' rates are
+    /// sampled. Default 11 samples of 1 second, as Kafka's.
+    pub quota_sampling: quotas::Sampling,
 }
 
 impl BrokerConfig {
@@ -153,6 +156,7 @@ impl Default for BrokerConfig {
             sasl_max_receive_size: 524_288,
             accept_rolled_back_documents: false,
             authentication_failures_per_second_per_ip: Some(10),
+            quota_sampling: quotas::Sampling::default(),
         }
     }
 }
@@ -170,6 +174,8 @@ pub struct Context {
     pub access: authz::Access,
     /// Users' SCRAM credentials.
     pub credentials: sasl::ScramStore,
+    /// Client quotas and the rates measured against them.
+    pub quotas: quotas::ClientQuotas,
     /// Broker configs changed at run time.
     pub dynamic_configs: dynamic_configs::DynamicBrokerConfigs,
     /// The share partitions served, loaded at their first share fetch.
@@ -201,6 +207,11 @@ impl Context {
             None => authz::Access::disabled(),
         };
         let credentials = sasl::ScramStore::open(Arc::clone(&manager), config.rollback())?;
+        let quotas = quotas::ClientQuotas::open(
+            Arc::clone(&manager),
+            config.rollback(),
+            config.quota_sampling,
+        )?;
         Ok(Self {
             manager,
             net: config.net(),
@@ -210,6 +221,7 @@ impl Context {
             transactions,
             access,
             credentials,
+            quotas,
             dynamic_configs: dynamic_configs::DynamicBrokerConfigs::default(),
             shares: share_partitions::SharePartitions::default(),
             share_sessions: share_sessions::ShareSessions::default(),

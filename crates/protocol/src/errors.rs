@@ -66,6 +66,8 @@ pub const UNKNOWN_TOPIC_ID: i16 = ResponseError::UnknownTopicId.code();
 pub const TOPIC_AUTHORIZATION_FAILED: i16 = ResponseError::TopicAuthorizationFailed.code();
 pub const GROUP_AUTHORIZATION_FAILED: i16 = ResponseError::GroupAuthorizationFailed.code();
 pub const CLUSTER_AUTHORIZATION_FAILED: i16 = ResponseError::ClusterAuthorizationFailed.code();
+/// Kafka's text for CLUSTER_AUTHORIZATION_FAILED, which some answers carry as their message.
+pub const CLUSTER_REFUSED: &str = "Cluster authorization failed.";
 pub const SECURITY_DISABLED: i16 = ResponseError::SecurityDisabled.code();
 pub const ILLEGAL_SASL_STATE: i16 = ResponseError::IllegalSaslState.code();
 pub const UNSUPPORTED_SASL_MECHANISM: i16 = ResponseError::UnsupportedSaslMechanism.code();

@@ -31,6 +31,7 @@ use crate::authz::{
     AccessEntry, AclBinding, AclFilter, AclOperation, EntryFilter, PatternFilter, PatternType,
     PatternTypeFilter, Permission, ResourcePattern, ResourceType,
 };
+use crate::errors::CLUSTER_REFUSED;
 use crate::errors::{
     INVALID_REQUEST, NONE, POLICY_VIOLATION, SECURITY_DISABLED, UNKNOWN_SERVER_ERROR,
 };
@@ -183,9 +184,6 @@ pub fn delete(
         }
     }
 }
-
-/// Kafka's message refusing an ACL request the principal may not make.
-const CLUSTER_REFUSED: &str = "Cluster authorization failed.";
 
 /// The filter a DescribeAcls request asks with. Parsed before anything else, as Kafka parses
 /// it: a request Kafka cannot parse is refused whoever sends it.

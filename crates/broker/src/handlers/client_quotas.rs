@@ -1,27 +1,200 @@
-//! DescribeClientQuotas: ferrolog enforces no client quotas, so a valid filter matches none and
-//! the answer lists no entries, as Kafka's does where no quota is set. The filter is checked as
-//! Kafka checks it, with its codes and messages; it needs DESCRIBE_CONFIGS on the cluster.
+//! DescribeClientQuotas and AlterClientQuotas: the client quotas in force
+//! ([`crate::quotas`]), listed through a filter checked as Kafka checks it, with its codes and
+//! messages (DESCRIBE_CONFIGS on the cluster), and changed entry by entry as Kafka's controller
+//! changes them (ALTER_CONFIGS on the cluster): each entry that passes its checks is applied,
+//! all of them stored together, and each entity answered with its own outcome.
 //! (`kafka-configs --describe --entity-type users` asks for quotas before SCRAM credentials.)
 
 use std::collections::HashSet;
 
-use kafka_protocol::messages::{DescribeClientQuotasRequest, DescribeClientQuotasResponse};
+use kafka_protocol::messages::alter_client_quotas_response::{
+    EntityData as AlteredEntity, EntryData as AlteredEntry,
+};
+use kafka_protocol::messages::describe_client_quotas_response::{EntityData, EntryData, ValueData};
+use kafka_protocol::messages::{
+    AlterClientQuotasRequest, AlterClientQuotasResponse, DescribeClientQuotasRequest,
+    DescribeClientQuotasResponse,
+};
 use kafka_protocol::protocol::StrBytes;
 
 use crate::Context;
 use crate::authz::Asked;
 use crate::errors::{INVALID_REQUEST, UNSUPPORTED_VERSION};
+use crate::quotas::{Alteration, Filter, Match, QuotaEntity, QuotaValues, RawEntity};
 
 const ENTITY_TYPES: [&str; 3] = ["user", "client-id", "ip"];
 
 pub fn describe(
-    _context: &Context,
+    context: &Context,
     _asked: &Asked<'_>,
     request: DescribeClientQuotasRequest,
 ) -> DescribeClientQuotasResponse {
-    match check_filter(&request) {
-        Ok(()) => DescribeClientQuotasResponse::default().with_entries(Some(Vec::new())),
-        Err((code, message)) => refused(code, Some(message)),
+    if let Err((code, message)) = check_filter(&request) {
+        return refused(code, Some(message));
+    }
+    let filter = Filter {
+        components: request
+            .components
+            .iter()
+            .map(|component| {
+                let wanted = match (component.match_type, &component._match) {
+                    (0, Some(name)) => Match::Exact(name.to_string()),
+                    (1, _) => Match::Default,
+                    _ => Match::Specified,
+                };
+                (component.entity_type.to_string(), wanted)
+            })
+            .collect(),
+        strict: request.strict,
+    };
+    let state = context.quotas.store().snapshot();
+    let entries = state
+        .quotas
+        .iter()
+        .filter(|(entity, _)| filter.matches(entity))
+        .map(|(entity, values)| described(entity, values))
+        .collect();
+    DescribeClientQuotasResponse::default().with_entries(Some(entries))
+}
+
+/// The entity's parts in the order Kafka's map of them iterates: a client id before a user.
+fn kafka_order(entity: &QuotaEntity) -> Vec<(&'static str, Option<&str>)> {
+    let mut parts: Vec<(&'static str, Option<&str>)> = entity
+        .parts()
+        .into_iter()
+        .map(|(kind, name)| (kind, name.wire()))
+        .collect();
+    parts.sort_by_key(|(kind, _)| match *kind {
+        "client-id" => 0,
+        "user" => 1,
+        _ => 2,
+    });
+    parts
+}
+
+fn described(entity: &QuotaEntity, values: &QuotaValues) -> EntryData {
+    EntryData::default()
+        .with_entity(
+            kafka_order(entity)
+                .into_iter()
+                .map(|(kind, name)| {
+                    EntityData::default()
+                        .with_entity_type(StrBytes::from_static_str(kind))
+                        .with_entity_name(name.map(|name| StrBytes::from_string(name.to_owned())))
+                })
+                .collect(),
+        )
+        .with_values(
+            values
+                .iter()
+                .map(|(key, value)| {
+                    ValueData::default()
+                        .with_key(StrBytes::from_static_str(key.name()))
+                        .with_value(*value)
+                })
+                .collect(),
+        )
+}
+
+pub fn alter(
+    context: &Context,
+    _asked: &Asked<'_>,
+    request: AlterClientQuotasRequest,
+) -> AlterClientQuotasResponse {
+    let alterations = request
+        .entries
+        .iter()
+        .map(|entry| {
+            let parts: Vec<(String, Option<String>)> = entry
+                .entity
+                .iter()
+                .map(|part| {
+                    let name = part.entity_name.as_ref().map(ToString::to_string);
+                    (part.entity_type.to_string(), name)
+                })
+                .collect();
+            Alteration {
+                entity: crate::quotas::validate::raw_entity(&parts),
+                ops: entry
+                    .ops
+                    .iter()
+                    .map(|op| (op.key.to_string(), (!op.remove).then_some(op.value)))
+                    .collect(),
+            }
+        })
+        .collect();
+    let outcomes = match context
+        .quotas
+        .store()
+        .alter(alterations, request.validate_only)
+    {
+        Ok(outcomes) => outcomes,
+        Err(error) => {
+            tracing::warn!(%error, "client quotas not changed: they could not be stored");
+            let code = crate::errors::code_of(&error);
+            return AlterClientQuotasRequest::refused_all(&request, code, Some(error.to_string()));
+        }
+    };
+    let entries = outcomes
+        .into_iter()
+        .map(|(entity, outcome)| {
+            let (code, message) = match outcome {
+                Ok(()) => (crate::errors::NONE, None),
+                Err(refused) => (refused.code, Some(StrBytes::from_string(refused.message))),
+            };
+            AlteredEntry::default()
+                .with_error_code(code)
+                .with_error_message(message)
+                .with_entity(altered_entity(&entity))
+        })
+        .collect();
+    AlterClientQuotasResponse::default().with_entries(entries)
+}
+
+fn altered_entity(entity: &RawEntity) -> Vec<AlteredEntity> {
+    let mut parts: Vec<(&String, &Option<String>)> = entity.iter().collect();
+    parts.sort_by_key(|(kind, _)| match kind.as_str() {
+        "client-id" => 0,
+        "user" => 1,
+        "ip" => 2,
+        _ => 3,
+    });
+    parts
+        .into_iter()
+        .map(|(kind, name)| {
+            AlteredEntity::default()
+                .with_entity_type(StrBytes::from_string(kind.clone()))
+                .with_entity_name(name.clone().map(StrBytes::from_string))
+        })
+        .collect()
+}
+
+trait RefusedAll {
+    fn refused_all(&self, code: i16, message: Option<String>) -> AlterClientQuotasResponse;
+}
+
+impl RefusedAll for AlterClientQuotasRequest {
+    /// Every entry answered with `code`, as Kafka answers a request refused as a whole.
+    fn refused_all(&self, code: i16, message: Option<String>) -> AlterClientQuotasResponse {
+        let entries = self
+            .entries
+            .iter()
+            .map(|entry| {
+                let parts: Vec<(String, Option<String>)> = entry
+                    .entity
+                    .iter()
+                    .map(|part| {
+                        let name = part.entity_name.as_ref().map(ToString::to_string);
+                        (part.entity_type.to_string(), name)
+                    })
+                    .collect();
+                AlteredEntry::default()
+                    .with_error_code(code)
+                    .with_error_message(message.clone().map(StrBytes::from_string))
+                    .with_entity(altered_entity(&crate::quotas::validate::raw_entity(&parts)))
+            })
+            .collect();
+        AlterClientQuotasResponse::default().with_entries(entries)
     }
 }
 
@@ -72,6 +245,15 @@ fn check_filter(request: &DescribeClientQuotasRequest) -> Result<(), (i16, Strin
     Ok(())
 }
 
+impl crate::refuse::Refuse for AlterClientQuotasRequest {
+    /// Every entry refused with `code` and its default text, as Kafka answers.
+    fn refused(&self, _version: i16, code: i16) -> AlterClientQuotasResponse {
+        let message = (code == crate::errors::CLUSTER_AUTHORIZATION_FAILED)
+            .then(|| crate::errors::CLUSTER_REFUSED.to_owned());
+        self.refused_all(code, message)
+    }
+}
+
 impl crate::refuse::Refuse for DescribeClientQuotasRequest {
     fn refused(&self, _version: i16, code: i16) -> DescribeClientQuotasResponse {
         refused(code, None)
@@ -94,6 +276,29 @@ mod probe {
                     .with_match_type(0)
                     .with_match(Some(text("probe-user"))),
             ]);
+            (1, request)
+        }
+    }
+
+    impl Probed for kafka_protocol::messages::AlterClientQuotasRequest {
+        fn probe(_topic: &str, _group: &str) -> (i16, Self) {
+            use kafka_protocol::messages::alter_client_quotas_request::{
+                EntityData, EntryData, OpData,
+            };
+            let entry = EntryData::default()
+                .with_entity(vec![
+                    EntityData::default()
+                        .with_entity_type(text("user"))
+                        .with_entity_name(Some(text("probe-user"))),
+                ])
+                .with_ops(vec![
+                    OpData::default()
+                        .with_key(text("producer_byte_rate"))
+                        .with_value(1024.0),
+                ]);
+            let request = Self::default()
+                .with_entries(vec![entry])
+                .with_validate_only(true);
             (1, request)
         }
     }

@@ -253,7 +253,7 @@ fn denied(
             asked.may_on_cluster(operation),
             (
                 errors::CLUSTER_AUTHORIZATION_FAILED,
-                "Cluster authorization failed.",
+                crate::errors::CLUSTER_REFUSED,
             ),
         ),
         TOPIC => (

@@ -12,6 +12,9 @@
 //! A consumer needs READ on each topic it fetches; a topic it may not read is answered
 //! TOPIC_AUTHORIZATION_FAILED on every partition, whether it exists or not.
 //!
+//! A consumer under a quota asks for no more than it allows, and a fetch whose bytes take its
+//! rate over the quota is answered empty with the throttle time (see [`super::throttling`]).
+//!
 //! The response carries placeholders for the record bytes; the returned [`FileRegion`]s say
 //! which segment bytes replace them when the frame is written (see [`crate::response`]).
 
@@ -24,11 +27,12 @@ use kafka_protocol::messages::fetch_response::{
     AbortedTransaction, FetchableTopicResponse, PartitionData,
 };
 use kafka_protocol::messages::{FetchRequest, FetchResponse, ProducerId};
+use kafka_protocol::protocol::Encodable as _;
 
 use ferrolog_storage::log::{FetchBound, FetchData, FetchParams, FirstBatch};
 use ferrolog_storage::{Offset, TopicPartition};
 
-use super::with_logs;
+use super::{throttling, with_logs};
 use crate::authz::Asked;
 use crate::authz::{AclOperation, ResourceType};
 use crate::fetch_waiters::Waiting;
@@ -42,6 +46,15 @@ pub async fn handle(
 ) -> (FetchResponse, Vec<FileRegion>) {
     let deadline = Instant::now() + wait_at_most(&context.config, request.max_wait_ms);
     let denied = Arc::new(denied_topics(context, asked, &request));
+    let consumer = request.replica_id.0 < 0;
+    let client_id = asked.header().client_id.as_deref().unwrap_or_default();
+    let mut request = request;
+    if consumer {
+        let most =
+            throttling::fetch_max_bytes(context, asked.session(), client_id, request.max_bytes);
+        request.min_bytes = request.min_bytes.min(most);
+        request.max_bytes = most;
+    }
     let request = Arc::new(request);
     let partitions: Vec<TopicPartition> = request
         .topics
@@ -78,6 +91,15 @@ pub async fn handle(
             ),
         };
         if bytes >= i64::from(request.min_bytes) || Instant::now() >= deadline {
+            if consumer {
+                let size = response.compute_size(asked.version()).unwrap_or(0) + 4;
+                let throttle = throttling::fetched(context, asked.session(), client_id, size);
+                if throttle > 0 {
+                    // Answered empty, as Kafka answers a throttled fetch.
+                    let empty = FetchResponse::default().with_throttle_time_ms(throttle);
+                    return (empty, Vec::new());
+                }
+            }
             record_metrics(&response);
             return (response, regions);
         }

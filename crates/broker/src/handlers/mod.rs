@@ -57,6 +57,7 @@ pub mod share_group_heartbeat;
 pub mod streams_group_describe;
 pub mod streams_group_heartbeat;
 pub mod sync_group;
+pub mod throttling;
 pub mod txn_offset_commit;
 pub mod write_txn_markers;
 

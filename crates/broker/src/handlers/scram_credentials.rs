@@ -21,6 +21,7 @@ use kafka_protocol::protocol::StrBytes;
 
 use crate::Context;
 use crate::authz::Asked;
+use crate::errors::CLUSTER_REFUSED;
 use crate::errors::{
     DUPLICATE_RESOURCE, NONE, POLICY_VIOLATION, RESOURCE_NOT_FOUND, UNACCEPTABLE_CREDENTIAL,
     UNKNOWN_SERVER_ERROR, UNSUPPORTED_SASL_MECHANISM,
@@ -33,8 +34,6 @@ use crate::sasl::{Mechanism, ScramCredential};
 pub const MAX_SALT_BYTES: usize = 1024;
 /// The longest user name kept (Kafka sets no limit): every change rewrites every name.
 pub const MAX_USER_BYTES: usize = 1024;
-
-const CLUSTER_REFUSED: &str = "Cluster authorization failed.";
 
 /// The mechanism Kafka's wire code stands for (1 SCRAM-SHA-256, 2 SCRAM-SHA-512).
 fn mechanism_of(code: i8) -> Option<Mechanism> {

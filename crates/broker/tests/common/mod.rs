@@ -73,6 +73,8 @@ impl Drop for Broker {
 pub struct Client {
     pub stream: TcpStream,
     correlation_id: i32,
+    /// The client id its requests name (`test` unless set).
+    pub client_id: &'static str,
 }
 
 impl Client {
@@ -87,6 +89,7 @@ impl Client {
         Self {
             stream,
             correlation_id: 0,
+            client_id: "test",
         }
     }
 
@@ -105,7 +108,9 @@ impl Client {
         request: &Req,
     ) -> Resp {
         self.correlation_id += 1;
-        let frame = frame(api, version, self.correlation_id, request);
+        let mut frame = header_of(api, version, self.correlation_id, self.client_id);
+        request.encode(&mut frame, version).unwrap();
+        let frame = frame.to_vec();
         // One write: a size prefix sent alone waits out Nagle's algorithm against the broker's
         // delayed acknowledgement, some 40 ms a request.
         let mut framed = (frame.len() as i32).to_be_bytes().to_vec();
@@ -276,15 +281,24 @@ pub fn raw_frame(api: impl Key, version: i16, body: &[u8]) -> Vec<u8> {
 }
 
 fn header(api: impl Key, version: i16, correlation_id: i32) -> Vec<u8> {
+    header_of(api, version, correlation_id, "test").to_vec()
+}
+
+fn header_of(
+    api: impl Key,
+    version: i16,
+    correlation_id: i32,
+    client_id: &'static str,
+) -> BytesMut {
     let mut header = BytesMut::new();
     RequestHeader::default()
         .with_request_api_key(api.key())
         .with_request_api_version(version)
         .with_correlation_id(correlation_id)
-        .with_client_id(Some(StrBytes::from_static_str("test")))
+        .with_client_id(Some(StrBytes::from_static_str(client_id)))
         .encode(&mut header, api.request_header_version(version))
         .unwrap();
-    header.to_vec()
+    header
 }
 
 /// A LogManager over `dir` on `clock`, holding topic `topic` with `partitions` partitions when

@@ -70,6 +70,8 @@ const BROKER_KEYS: &[&str] = &[
     // Not a Kafka key: how long a connection may take to authenticate and send its first request.
     "ferrolog.connection.setup.timeout.ms",
     "fetch.max.bytes",
+    "quota.window.num",
+    "quota.window.size.seconds",
     // Not a Kafka key: how fetched bytes reach the socket, `sendfile` (default) or `copy`.
     "ferrolog.fetch.transfer",
     // Not a Kafka key: where the Prometheus endpoint listens (off unless set).

@@ -91,6 +91,14 @@ pub(super) async fn serve_connection(
         peer,
     };
     loop {
+        // A client over its quota: nothing more is read until its throttle time is up (the
+        // responses it is owed still go out), as Kafka mutes its channel (KIP-219).
+        if let Some(until) = session.throttled_until() {
+            let throttled = tokio::time::sleep_until(until.into());
+            if served.answering_while(throttled).await?.is_none() {
+                return Ok(());
+            }
+        }
         let size = match served.next_size(&mut first_size, service.as_ref()).await? {
             Step::Go(size) => size,
             Step::Close => return served.close().await,

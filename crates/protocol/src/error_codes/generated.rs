@@ -7,8 +7,8 @@
 //! served versions, in the order of Kafka's definition (`NONE` included).
 
 use kafka_protocol::messages::{
-    AddOffsetsToTxnResponse, AddPartitionsToTxnResponse, AlterConfigsResponse,
-    AlterPartitionReassignmentsResponse, AlterReplicaLogDirsResponse,
+    AddOffsetsToTxnResponse, AddPartitionsToTxnResponse, AlterClientQuotasResponse,
+    AlterConfigsResponse, AlterPartitionReassignmentsResponse, AlterReplicaLogDirsResponse,
     AlterShareGroupOffsetsResponse, AlterUserScramCredentialsResponse, ApiVersionsResponse,
     ConsumerGroupDescribeResponse, ConsumerGroupHeartbeatResponse, CreateAclsResponse,
     CreatePartitionsResponse, CreateTopicsResponse, DeleteAclsResponse, DeleteGroupsResponse,
@@ -506,6 +506,16 @@ impl ErrorCodes for AlterUserScramCredentialsResponse {
 impl ErrorCodes for DescribeClientQuotasResponse {
     fn error_codes(&self) -> Vec<i16> {
         vec![self.error_code]
+    }
+}
+
+impl ErrorCodes for AlterClientQuotasResponse {
+    fn error_codes(&self) -> Vec<i16> {
+        let mut codes = Vec::new();
+        for entry in &self.entries {
+            codes.push(entry.error_code);
+        }
+        codes
     }
 }
 

@@ -61,6 +61,8 @@ pub(crate) enum Kind {
     Int32,
     Int64,
     Uint16,
+    /// An IEEE 754 double, 8 bytes.
+    Float64,
     Uuid,
     String,
     Bytes,
@@ -372,7 +374,7 @@ fn walk_value(
         Kind::Bool | Kind::Int8 => reader.skip(1, field.name),
         Kind::Int16 | Kind::Uint16 => reader.skip(2, field.name),
         Kind::Int32 => reader.skip(4, field.name),
-        Kind::Int64 => reader.skip(8, field.name),
+        Kind::Int64 | Kind::Float64 => reader.skip(8, field.name),
         Kind::Uuid => reader.skip(16, field.name),
         Kind::String => match reader.length(flexible, 2, field.name)? {
             None => null("string"),
@@ -443,7 +445,7 @@ fn min_size(kind: &Kind, flexible: bool) -> u64 {
         Kind::Bool | Kind::Int8 | Kind::NullableStruct(_) => 1,
         Kind::Int16 | Kind::Uint16 => 2,
         Kind::Int32 => 4,
-        Kind::Int64 => 8,
+        Kind::Int64 | Kind::Float64 => 8,
         Kind::Uuid => 16,
         Kind::String => length_prefix(2),
         Kind::Bytes | Kind::Records | Kind::PrimitiveArray(_) | Kind::Array(_) => length_prefix(4),

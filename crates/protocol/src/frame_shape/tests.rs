@@ -136,6 +136,7 @@ fn generate_value(
         Kind::Int16 | Kind::Uint16 => out.put_u16(rng.next() as u16),
         Kind::Int32 => out.put_i32(rng.next() as i32),
         Kind::Int64 => out.put_i64(rng.next() as i64),
+        Kind::Float64 => out.put_f64(rng.next() as f64),
         Kind::Uuid => out.put_u128(u128::from(rng.next()) << 64 | u128::from(rng.next())),
         Kind::String => {
             if null {

@@ -7,6 +7,7 @@
 
 mod add_offsets_to_txn;
 mod add_partitions_to_txn;
+mod alter_client_quotas;
 mod alter_configs;
 mod alter_partition_reassignments;
 mod alter_replica_log_dirs;
@@ -116,6 +117,7 @@ pub(super) const ALL: &[&Message] = &[
     &describe_user_scram_credentials::DESCRIBE_USER_SCRAM_CREDENTIALS,
     &alter_user_scram_credentials::ALTER_USER_SCRAM_CREDENTIALS,
     &describe_client_quotas::DESCRIBE_CLIENT_QUOTAS,
+    &alter_client_quotas::ALTER_CLIENT_QUOTAS,
     &describe_producers::DESCRIBE_PRODUCERS,
     &add_partitions_to_txn::ADD_PARTITIONS_TO_TXN,
     &add_offsets_to_txn::ADD_OFFSETS_TO_TXN,

@@ -1,0 +1,117 @@
+//! Client quotas (Kafka's KIP-13, KIP-55, KIP-124, KIP-219, KIP-599): what each user and client
+//! id may spend, kept as Kafka keeps it ([`store`], set by AlterClientQuotas and listed by
+//! DescribeClientQuotas through a [`filter`]), the quota a client is under ([`resolve`]), and
+//! the rates measured as Kafka's sensors measure them ([`rate`], [`sensors`]).
+//!
+//! [`ClientQuotas`] is what the broker holds: the handlers record what a client spends and get
+//! back the throttle time it earns, which the response carries and for which the connection
+//! reads nothing more ([`crate::session::Session::throttle`]).
+
+pub mod entity;
+pub mod filter;
+pub mod rate;
+pub mod resolve;
+pub mod sensors;
+pub mod store;
+pub mod validate;
+
+use std::sync::Arc;
+
+use ferrolog_storage::StorageError;
+use ferrolog_storage::manager::LogManager;
+
+pub use entity::{EntityName, QuotaEntity, QuotaKey};
+pub use filter::{Filter, Match};
+pub use rate::Sampling;
+pub use resolve::{Applied, SensorTags};
+pub use store::{
+    Alteration, MAX_QUOTA_ENTITIES, QUOTAS_DOCUMENT, QuotaState, QuotaStore, QuotaValues, Quotas,
+    Refused,
+};
+pub use validate::RawEntity;
+
+use crate::stored::Rollback;
+use sensors::Sensors;
+
+/// What a client's request earned under a quota: the throttle time, and the sensor it was
+/// measured by (for the metrics of throttling per user and client id).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Throttle {
+    pub ms: i64,
+    pub tags: SensorTags,
+}
+
+/// The client quotas in force and the rates measured against them.
+#[derive(Debug)]
+pub struct ClientQuotas {
+    store: QuotaStore,
+    produce: Sensors,
+    fetch: Sensors,
+}
+
+impl ClientQuotas {
+    /// Loads the stored quotas; a damaged copy stops startup naming its file and line.
+    pub fn open(
+        manager: Arc<LogManager>,
+        rollback: Rollback,
+        sampling: Sampling,
+    ) -> Result<Self, StorageError> {
+        Ok(Self {
+            store: QuotaStore::open(manager, rollback)?,
+            produce: Sensors::new(sampling, None),
+            fetch: Sensors::new(sampling, None),
+        })
+    }
+
+    /// The quotas, to list and change.
+    pub fn store(&self) -> &QuotaStore {
+        &self.store
+    }
+
+    /// Records `bytes` produced by `user` (the principal's name) with `client_id`; `None`
+    /// when no producer quota applies to it.
+    pub fn produced(
+        &self,
+        user: &str,
+        client_id: &str,
+        bytes: usize,
+        now_ms: i64,
+    ) -> Option<Throttle> {
+        let state = self.store.snapshot();
+        let applied = state.producer_byte_rate.applied(user, client_id)?;
+        let ms = self.produce.record(&applied, bytes as f64, now_ms);
+        Some(Throttle {
+            ms,
+            tags: applied.tags,
+        })
+    }
+
+    /// The most a fetch of `user` with `client_id` may return at once, under its consumer
+    /// quota (`None`: no quota applies).
+    pub fn fetch_max_bytes(&self, user: &str, client_id: &str) -> Option<f64> {
+        let state = self.store.snapshot();
+        let applied = state.consumer_byte_rate.applied(user, client_id)?;
+        Some(self.fetch.max_value_in_window(applied.limit))
+    }
+
+    /// Records `bytes` fetched by `user` with `client_id`; when that earns a throttle, the
+    /// bytes are taken back out, since the fetch is then answered empty (as in Kafka).
+    pub fn fetched(
+        &self,
+        user: &str,
+        client_id: &str,
+        bytes: usize,
+        now_ms: i64,
+    ) -> Option<Throttle> {
+        let state = self.store.snapshot();
+        let applied = state.consumer_byte_rate.applied(user, client_id)?;
+        let ms = self.fetch.record(&applied, bytes as f64, now_ms);
+        if ms > 0 {
+            self.fetch.unrecord(&applied, bytes as f64, now_ms);
+        }
+        Some(Throttle {
+            ms,
+            tags: applied.tags,
+        })
+    }
+}

@@ -1,0 +1,73 @@
+//! Client quotas on Produce and Fetch, applied as Kafka applies them (KIP-13, KIP-219): the
+//! bytes a client produces (the request's size) or fetches (the response's) are recorded
+//! against the quota it is under, and a rate over the quota earns a throttle time. The
+//! response goes out at once carrying it (`throttle_time_ms`), and the connection reads
+//! nothing more until it is up; a throttled fetch is answered empty, its bytes not counted.
+//! A fetch asks for no more than its quota allows in one window's span.
+
+use crate::Context;
+use crate::quotas::{Throttle, entity::sanitized_user};
+use crate::session::Session;
+
+/// Records a produce request of `request_bytes` from `session` with `client_id`; returns the
+/// throttle time its response carries, the connection muted for it.
+pub fn produced(
+    context: &Context,
+    session: &Session,
+    client_id: &str,
+    request_bytes: usize,
+) -> i32 {
+    let now = context.manager.clock().now_ms();
+    let throttle = context
+        .quotas
+        .produced(session.user_name(), client_id, request_bytes, now);
+    applied("Produce", session, throttle, request_bytes)
+}
+
+/// The most bytes a fetch from `session` with `client_id` may ask for: `asked`, or less under
+/// its consumer quota.
+pub fn fetch_max_bytes(context: &Context, session: &Session, client_id: &str, asked: i32) -> i32 {
+    match context
+        .quotas
+        .fetch_max_bytes(session.user_name(), client_id)
+    {
+        Some(limit) if limit < f64::from(asked) => limit.max(0.0) as i32,
+        _ => asked,
+    }
+}
+
+/// Records a fetch response of `response_bytes` to `session` with `client_id`; returns the
+/// throttle time it earned (then the fetch is to be answered empty), the connection muted
+/// for it.
+pub fn fetched(
+    context: &Context,
+    session: &Session,
+    client_id: &str,
+    response_bytes: usize,
+) -> i32 {
+    let now = context.manager.clock().now_ms();
+    let throttle = context
+        .quotas
+        .fetched(session.user_name(), client_id, response_bytes, now);
+    let counted = match &throttle {
+        Some(throttle) if throttle.ms > 0 => 0,
+        _ => response_bytes,
+    };
+    applied("Fetch", session, throttle, counted)
+}
+
+/// Mutes the connection for the throttle and counts it; the throttle time as answered.
+fn applied(group: &str, session: &Session, throttle: Option<Throttle>, bytes: usize) -> i32 {
+    let Some(throttle) = throttle else {
+        return 0;
+    };
+    session.throttle(throttle.ms);
+    crate::metrics::record_quota(
+        group,
+        &sanitized_user(&throttle.tags.user),
+        &throttle.tags.client_id,
+        bytes as u64,
+        throttle.ms,
+    );
+    i32::try_from(throttle.ms).unwrap_or(i32::MAX)
+}
