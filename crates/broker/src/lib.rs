@@ -105,6 +105,9 @@ pub struct BrokerConfig {
     /// `quota.window.num` and `quota.window.size.seconds`: how client quotas' rates are
     /// sampled. Default 11 samples of 1 second, as Kafka's.
     pub quota_sampling: quotas::Sampling,
+    /// `controller.quota.window.num` and `controller.quota.window.size.seconds`: the burst
+    /// of the controller mutation quota (samples × seconds × rate). Default 11 of 1 second.
+    pub controller_quota_sampling: quotas::Sampling,
 }
 
 impl BrokerConfig {
@@ -157,6 +160,7 @@ impl Default for BrokerConfig {
             accept_rolled_back_documents: false,
             authentication_failures_per_second_per_ip: Some(10),
             quota_sampling: quotas::Sampling::default(),
+            controller_quota_sampling: quotas::Sampling::default(),
         }
     }
 }
@@ -210,7 +214,7 @@ impl Context {
         let quotas = quotas::ClientQuotas::open(
             Arc::clone(&manager),
             config.rollback(),
-            config.quota_sampling,
+            (config.quota_sampling, config.controller_quota_sampling),
         )?;
         Ok(Self {
             manager,

@@ -287,6 +287,10 @@ async fn fast_windows(dir: &std::path::Path) -> Broker {
             samples: 2,
             window_ms: 100,
         },
+        controller_quota_sampling: Sampling {
+            samples: 2,
+            window_ms: 100,
+        },
         ..BrokerConfig::default()
     };
     let manager = ManagerConfig {
@@ -428,4 +432,98 @@ async fn fetch(client: &mut Client, offset: i64) -> kafka_protocol::messages::Fe
                 ]),
         ]);
     client.send(ApiKey::Fetch, 11, &request).await
+}
+
+fn creatable(
+    name: &str,
+    partitions: i32,
+) -> kafka_protocol::messages::create_topics_request::CreatableTopic {
+    kafka_protocol::messages::create_topics_request::CreatableTopic::default()
+        .with_name(kafka_protocol::messages::TopicName(text(name)))
+        .with_num_partitions(partitions)
+        .with_replication_factor(1)
+}
+
+#[tokio::test]
+async fn partitions_created_and_deleted_past_the_mutation_quota_are_refused_or_throttled() {
+    use kafka_protocol::messages::{
+        CreateTopicsRequest, CreateTopicsResponse, DeleteTopicsRequest, DeleteTopicsResponse,
+        TopicName,
+    };
+    let temp = tempfile::tempdir().unwrap();
+    let broker = fast_windows(temp.path()).await;
+    let mut admin = broker.client().await;
+    // 10 partitions a second for every client id: a burst of 2 over the two 100 ms samples.
+    let set = alter(
+        &mut admin,
+        vec![entry(
+            &[("client-id", None)],
+            &[("controller_mutation_rate", Some(10.0))],
+        )],
+        false,
+    )
+    .await;
+    assert_eq!(set[0].1, 0);
+
+    // Strict (v7): the first topic takes the bucket to -10 (a second owed), the next is refused.
+    let mut strict = broker.client().await;
+    strict.client_id = "strict";
+    let request = CreateTopicsRequest::default()
+        .with_timeout_ms(5_000)
+        .with_topics(vec![creatable("first", 12), creatable("second", 1)]);
+    let created: CreateTopicsResponse = strict.send(ApiKey::CreateTopics, 7, &request).await;
+    assert_eq!(created.throttle_time_ms, 1_000);
+    assert_eq!(created.topics[0].error_code, 0);
+    assert_eq!(
+        created.topics[1].error_code, 89,
+        "THROTTLING_QUOTA_EXCEEDED"
+    );
+    assert_eq!(created.topics[1].error_message, None);
+
+    // Permissive (v5): admitted, and throttled.
+    let mut permissive = broker.client().await;
+    permissive.client_id = "permissive";
+    let request = CreateTopicsRequest::default()
+        .with_timeout_ms(5_000)
+        .with_topics(vec![creatable("third", 12), creatable("fourth", 2)]);
+    let created: CreateTopicsResponse = permissive.send(ApiKey::CreateTopics, 5, &request).await;
+    assert!(created.topics.iter().all(|topic| topic.error_code == 0));
+    // 14 partitions against a burst of 2: 1.2 s owed, less what the bucket refilled (10 a
+    // second) while the first topic was being created.
+    assert!(
+        (1_000..=1_200).contains(&created.throttle_time_ms),
+        "{}",
+        created.throttle_time_ms
+    );
+
+    // Deleting counts the topic's partitions (v5, strict).
+    let mut deleter = broker.client().await;
+    deleter.client_id = "deleter";
+    let request = DeleteTopicsRequest::default()
+        .with_timeout_ms(5_000)
+        .with_topic_names(vec![TopicName(text("first")), TopicName(text("third"))]);
+    let deleted: DeleteTopicsResponse = deleter.send(ApiKey::DeleteTopics, 5, &request).await;
+    assert_eq!(deleted.responses[0].error_code, 0);
+    assert_eq!(deleted.responses[1].error_code, 89);
+    assert_eq!(deleted.throttle_time_ms, 1_000);
+
+    // A client id under no quota is never counted.
+    let removed = alter(
+        &mut admin,
+        vec![entry(
+            &[("client-id", None)],
+            &[("controller_mutation_rate", None)],
+        )],
+        false,
+    )
+    .await;
+    assert_eq!(removed[0].1, 0);
+    let request = CreateTopicsRequest::default()
+        .with_timeout_ms(5_000)
+        .with_topics(vec![creatable("fifth", 50)]);
+    let created: CreateTopicsResponse = admin.send(ApiKey::CreateTopics, 7, &request).await;
+    assert_eq!(
+        (created.throttle_time_ms, created.topics[0].error_code),
+        (0, 0)
+    );
 }

@@ -254,10 +254,16 @@ pub fn record_authentication(succeeded: bool) {
 }
 
 /// What a client under a quota spent and the throttle it earned, under Kafka's names for the
-/// quota's group (`kafka.server:type=Produce|Fetch,user=..,client-id=..`: `byte-rate`, a
-/// `_total` counter here, and `throttle-time`, recorded only when non-zero as Kafka's average
-/// is). As in Kafka's JMX names, a tag left empty by the quota's level is left out.
-pub fn record_quota(group: &str, user: &str, client_id: &str, bytes: u64, throttle_ms: i64) {
+/// quota's group (`kafka.server:type=Produce|Fetch|ControllerMutation,user=..,client-id=..`:
+/// `byte-rate`, a `_total` counter here, and `throttle-time`, recorded only when non-zero as
+/// Kafka's average is). As in Kafka's JMX names, a tag left empty by the quota's level is left out.
+pub fn record_quota(
+    group: &str,
+    user: &str,
+    client_id: &str,
+    bytes: Option<u64>,
+    throttle_ms: i64,
+) {
     let mut labels = Vec::new();
     if !user.is_empty() {
         labels.push(metrics::Label::new("user", user.to_owned()));
@@ -266,7 +272,10 @@ pub fn record_quota(group: &str, user: &str, client_id: &str, bytes: u64, thrott
         labels.push(metrics::Label::new("client_id", client_id.to_owned()));
     }
     let group = group.to_ascii_lowercase();
-    metrics::counter!(format!("kafka_server_{group}_byte_total"), labels.clone()).increment(bytes);
+    if let Some(bytes) = bytes {
+        metrics::counter!(format!("kafka_server_{group}_byte_total"), labels.clone())
+            .increment(bytes);
+    }
     if throttle_ms > 0 {
         metrics::histogram!(format!("kafka_server_{group}_throttle_time"), labels)
             .record(throttle_ms as f64);

@@ -9,6 +9,7 @@
 
 pub mod entity;
 pub mod filter;
+pub mod mutations;
 pub mod rate;
 pub mod resolve;
 pub mod sensors;
@@ -31,6 +32,7 @@ pub use store::{
 pub use validate::RawEntity;
 
 use crate::stored::Rollback;
+use mutations::{MutationBuckets, Mutations};
 use sensors::Sensors;
 
 /// What a client's request earned under a quota: the throttle time, and the sensor it was
@@ -47,19 +49,22 @@ pub struct ClientQuotas {
     store: QuotaStore,
     produce: Sensors,
     fetch: Sensors,
+    mutations: MutationBuckets,
 }
 
 impl ClientQuotas {
-    /// Loads the stored quotas; a damaged copy stops startup naming its file and line.
+    /// Loads the stored quotas (a damaged copy stops startup naming its file and line); rates
+    /// are sampled with `sampling`, the controller mutation quota's burst with `controller`.
     pub fn open(
         manager: Arc<LogManager>,
         rollback: Rollback,
-        sampling: Sampling,
+        (sampling, controller): (Sampling, Sampling),
     ) -> Result<Self, StorageError> {
         Ok(Self {
             store: QuotaStore::open(manager, rollback)?,
             produce: Sensors::new(sampling, None),
             fetch: Sensors::new(sampling, None),
+            mutations: MutationBuckets::new(controller),
         })
     }
 
@@ -113,5 +118,14 @@ impl ClientQuotas {
             ms,
             tags: applied.tags,
         })
+    }
+
+    /// A CreateTopics, CreatePartitions or DeleteTopics request's partition changes under the
+    /// controller mutation quota of `user` with `client_id`; `strict` for the versions whose
+    /// topics are refused once the quota is spent.
+    pub fn mutations(&self, user: &str, client_id: &str, strict: bool) -> Mutations<'_> {
+        let state = self.store.snapshot();
+        let applied = state.controller_mutation_rate.applied(user, client_id);
+        self.mutations.request(applied, strict)
     }
 }

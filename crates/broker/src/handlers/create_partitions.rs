@@ -9,9 +9,10 @@ use kafka_protocol::protocol::StrBytes;
 
 use ferrolog_storage::TopicPartition;
 
-use super::{internal_topics, partitions_of, replica_assignment};
+use super::{internal_topics, partitions_of, replica_assignment, throttling};
 use crate::authz::Asked;
 use crate::authz::ResourceType;
+use crate::quotas::mutations::Mutations;
 use crate::{Context, errors};
 
 pub fn handle(
@@ -38,6 +39,7 @@ pub fn handle(
         .map(|((topic, existing), _)| (i64::from(topic.count) - i64::from(*existing)).max(0))
         .sum();
     let too_many = requested > errors::MAX_PARTITIONS_PER_REQUEST;
+    let mut quota = throttling::mutations(context, asked, STRICT_QUOTA_FROM);
     let results = request
         .topics
         .into_iter()
@@ -56,18 +58,35 @@ pub fn handle(
                     errors::TOO_MANY_PARTITIONS_PER_REQUEST.to_owned(),
                 ))
             } else {
-                grow(context, &name, &topic, existing, request.validate_only)
+                grow(
+                    context,
+                    &name,
+                    &topic,
+                    existing,
+                    (request.validate_only, &mut quota),
+                )
             };
             match outcome {
                 Ok(()) => result,
+                // Kafka leaves out the text of a spent quota, its error's own.
+                Err((errors::THROTTLING_QUOTA_EXCEEDED, _)) => {
+                    result.with_error_code(errors::THROTTLING_QUOTA_EXCEEDED)
+                }
                 Err((code, message)) => result
                     .with_error_code(code)
                     .with_error_message(Some(StrBytes::from_string(message))),
             }
         })
         .collect();
-    CreatePartitionsResponse::default().with_results(results)
+    let throttle = throttling::mutated(asked.session(), &quota);
+    CreatePartitionsResponse::default()
+        .with_results(results)
+        .with_throttle_time_ms(throttle)
 }
+
+/// The first version whose topics are refused once the client's controller mutation quota is
+/// spent (older ones are only throttled), as in Kafka.
+const STRICT_QUOTA_FROM: i16 = 3;
 
 /// Grows `name` from `existing` partitions to the count `topic` asks for, after Kafka's
 /// checks (only checking when `validate_only`); the error code and message otherwise.
@@ -76,7 +95,7 @@ fn grow(
     name: &str,
     topic: &kafka_protocol::messages::create_partitions_request::CreatePartitionsTopic,
     existing: i32,
-    validate_only: bool,
+    (validate_only, quota): (bool, &mut Mutations<'_>),
 ) -> Result<(), (i16, String)> {
     if existing == 0 {
         return Err((
@@ -108,6 +127,11 @@ fn grow(
         .manager
         .check_room_for((topic.count - existing) as usize)
         .map_err(refusal)?;
+    // Counted once the growth passed its checks, validate-only too, as Kafka counts it.
+    let added = (topic.count - existing) as usize;
+    if !quota.admit(added, throttling::now_ms(context)) {
+        return Err((errors::THROTTLING_QUOTA_EXCEEDED, String::new()));
+    }
     if validate_only {
         return Ok(());
     }

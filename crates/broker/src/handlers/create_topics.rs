@@ -17,9 +17,10 @@ use kafka_protocol::protocol::StrBytes;
 
 use ferrolog_storage::TopicPartition;
 
-use super::{internal_topics, partitions_of, replica_assignment};
+use super::{internal_topics, partitions_of, replica_assignment, throttling};
 use crate::authz::Asked;
 use crate::authz::{AclOperation, ResourceType};
+use crate::quotas::mutations::Mutations;
 use crate::{Context, errors};
 
 pub fn handle(
@@ -49,6 +50,7 @@ pub fn handle(
         .sum();
     // As Kafka: a request creating too many partitions is refused whole, every topic alike.
     let too_many = requested > errors::MAX_PARTITIONS_PER_REQUEST;
+    let mut quota = throttling::mutations(context, asked, STRICT_QUOTA_FROM);
     let topics = request
         .topics
         .into_iter()
@@ -69,12 +71,30 @@ pub fn handle(
                     errors::TOO_MANY_PARTITIONS_PER_REQUEST.to_owned(),
                 ))
             } else {
-                create(context, &name, &shape, overrides, request.validate_only)
+                let made = Made {
+                    validate_only: request.validate_only,
+                    quota: Some(&mut quota),
+                };
+                create(context, &name, &shape, overrides, made)
             };
             answer(context, asked, version, topic.name, outcome)
         })
         .collect();
-    CreateTopicsResponse::default().with_topics(topics)
+    let throttle = throttling::mutated(asked.session(), &quota);
+    CreateTopicsResponse::default()
+        .with_topics(topics)
+        .with_throttle_time_ms(throttle)
+}
+
+/// The first version whose topics are refused once the client's controller mutation quota is
+/// spent (older ones are only throttled), as in Kafka.
+const STRICT_QUOTA_FROM: i16 = 6;
+
+/// How a topic is made: checked only, or created; counted against a quota or not (a topic
+/// the broker makes for a group is not).
+struct Made<'q, 'a> {
+    validate_only: bool,
+    quota: Option<&'q mut Mutations<'a>>,
 }
 
 /// The shape and the configs a topic of the request asks for.
@@ -123,10 +143,12 @@ fn answer(
         Err(_) => -1,
     };
     if let Err((code, message)) = outcome {
-        // Every version served (2 and later) carries the message.
+        // Every version served (2 and later) carries the message; Kafka's for a spent quota
+        // is its error's own text, which it leaves out.
+        let message = (code != errors::THROTTLING_QUOTA_EXCEEDED).then_some(message);
         result = result
             .with_error_code(code)
-            .with_error_message(Some(StrBytes::from_string(message)));
+            .with_error_message(message.map(StrBytes::from_string));
     } else if version >= 5 && !asked.may(AclOperation::DescribeConfigs, ResourceType::Topic, &name)
     {
         // Created, but its settings are not told to who may not describe them.
@@ -208,7 +230,11 @@ pub(crate) fn create_for_group(
         replication_factor,
         assignments: Vec::new(),
     };
-    create(context, name, &shape, configs, false)
+    let made = Made {
+        validate_only: false,
+        quota: None,
+    };
+    create(context, name, &shape, configs, made)
 }
 
 /// Creates the topic (or, `validate_only`, checks it could be); its partition count.
@@ -217,7 +243,7 @@ fn create(
     name: &str,
     shape: &Shape,
     overrides: BTreeMap<String, String>,
-    validate_only: bool,
+    made: Made<'_, '_>,
 ) -> Result<i32, (i16, String)> {
     if !errors::is_valid_topic_name(name) {
         return Err((
@@ -247,7 +273,13 @@ fn create(
         .manager
         .check_room_for(partitions as usize)
         .map_err(|error| (errors::code_of(&error), error.to_string()))?;
-    if validate_only {
+    // Counted once the topic passed its checks, validate-only too, as Kafka counts it.
+    if let Some(quota) = made.quota
+        && !quota.admit(partitions as usize, throttling::now_ms(context))
+    {
+        return Err((errors::THROTTLING_QUOTA_EXCEEDED, String::new()));
+    }
+    if made.validate_only {
         return Ok(partitions);
     }
     context

@@ -12,7 +12,7 @@ use kafka_protocol::protocol::StrBytes;
 
 use ferrolog_storage::TopicPartition;
 
-use super::{internal_topics, partitions_of};
+use super::{internal_topics, partitions_of, throttling};
 use crate::authz::Asked;
 use crate::authz::{AclOperation, ResourceType};
 use crate::{Context, errors};
@@ -28,6 +28,7 @@ pub fn handle(
     let every_topic = asked.may_on_cluster(AclOperation::Delete);
     let may =
         |operation, topic: &str| every_topic || asked.may(operation, ResourceType::Topic, topic);
+    let mut quota = throttling::mutations(context, asked, STRICT_QUOTA_FROM);
     let responses = request
         .topic_names
         .into_iter()
@@ -61,6 +62,10 @@ pub fn handle(
                 }
                 return result;
             }
+            if !quota.admit(partitions.len(), throttling::now_ms(context)) {
+                // Kafka leaves out the text of a spent quota, its error's own.
+                return result.with_error_code(errors::THROTTLING_QUOTA_EXCEEDED);
+            }
             for partition in partitions {
                 if let Err(error) = context
                     .manager
@@ -82,8 +87,15 @@ pub fn handle(
             result
         })
         .collect();
-    DeleteTopicsResponse::default().with_responses(responses)
+    let throttle = throttling::mutated(asked.session(), &quota);
+    DeleteTopicsResponse::default()
+        .with_responses(responses)
+        .with_throttle_time_ms(throttle)
 }
+
+/// The first version whose topics are refused once the client's controller mutation quota is
+/// spent (older ones are only throttled), as in Kafka.
+const STRICT_QUOTA_FROM: i16 = 5;
 
 /// The request the authorization tests probe this API with ([`crate::probes`]).
 #[cfg(feature = "probes")]

@@ -4,8 +4,13 @@
 //! response goes out at once carrying it (`throttle_time_ms`), and the connection reads
 //! nothing more until it is up; a throttled fetch is answered empty, its bytes not counted.
 //! A fetch asks for no more than its quota allows in one window's span.
+//!
+//! CreateTopics, CreatePartitions and DeleteTopics count the partitions they create or delete
+//! against the controller mutation quota ([`mutations`]), answering with its throttle time.
 
 use crate::Context;
+use crate::authz::Asked;
+use crate::quotas::mutations::Mutations;
 use crate::quotas::{Throttle, entity::sanitized_user};
 use crate::session::Session;
 
@@ -66,8 +71,39 @@ fn applied(group: &str, session: &Session, throttle: Option<Throttle>, bytes: us
         group,
         &sanitized_user(&throttle.tags.user),
         &throttle.tags.client_id,
-        bytes as u64,
+        Some(bytes as u64),
         throttle.ms,
     );
     i32::try_from(throttle.ms).unwrap_or(i32::MAX)
+}
+
+/// The partition changes of a request under its client's controller mutation quota, strict
+/// from version `strict_from` of its API.
+pub fn mutations<'a>(context: &'a Context, asked: &Asked<'_>, strict_from: i16) -> Mutations<'a> {
+    let client_id = asked.header().client_id.as_deref().unwrap_or_default();
+    let user = asked.session().user_name();
+    context
+        .quotas
+        .mutations(user, client_id, asked.version() >= strict_from)
+}
+
+/// The time now on the broker's clock, as quotas measure it.
+pub fn now_ms(context: &Context) -> i64 {
+    context.manager.clock().now_ms()
+}
+
+/// The throttle time the request's mutations earned, the connection muted for it.
+pub fn mutated(session: &Session, mutations: &Mutations<'_>) -> i32 {
+    let throttle = mutations.throttle_ms();
+    if let Some(tags) = mutations.tags() {
+        session.throttle(throttle);
+        crate::metrics::record_quota(
+            "ControllerMutation",
+            &sanitized_user(&tags.user),
+            &tags.client_id,
+            None,
+            throttle,
+        );
+    }
+    i32::try_from(throttle).unwrap_or(i32::MAX)
 }

@@ -335,6 +335,12 @@ pub(super) fn broker_config(properties: &BTreeMap<String, String>) -> anyhow::Re
     if let Some(seconds) = number::<i64>(properties, "quota.window.size.seconds", 1)? {
         config.quota_sampling.window_ms = seconds.saturating_mul(1_000);
     }
+    if let Some(samples) = number::<usize>(properties, "controller.quota.window.num", 1)? {
+        config.controller_quota_sampling.samples = samples;
+    }
+    if let Some(seconds) = number::<i64>(properties, "controller.quota.window.size.seconds", 1)? {
+        config.controller_quota_sampling.window_ms = seconds.saturating_mul(1_000);
+    }
     if let Some(value) = properties.get("ferrolog.accept.rolled.back.documents") {
         config.accept_rolled_back_documents = value.trim().parse().with_context(|| {
             format!(

@@ -72,6 +72,8 @@ const BROKER_KEYS: &[&str] = &[
     "fetch.max.bytes",
     "quota.window.num",
     "quota.window.size.seconds",
+    "controller.quota.window.num",
+    "controller.quota.window.size.seconds",
     // Not a Kafka key: how fetched bytes reach the socket, `sendfile` (default) or `copy`.
     "ferrolog.fetch.transfer",
     // Not a Kafka key: where the Prometheus endpoint listens (off unless set).
