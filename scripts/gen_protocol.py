@@ -12,7 +12,9 @@ writes:
 * the response's `ErrorCodes` impl (crates/protocol/src/error_codes/generated.rs): every `int16`
   field named `ErrorCode` or `PartitionErrorCode`, through arrays and structs, present at a
   served version and in the codec's (`kafka-protocol`) struct. A path the codec lacks is left
-  out, with a note.
+  out, with a note;
+* the response's `ThrottleTime` impl (crates/protocol/src/throttle_time/generated.rs): its
+  top-level `ThrottleTimeMs`, from the first version that carries it.
 
 It fails on what the frame checks cannot express at a served version (a kind they lack, a
 struct that may not be null), and when Kafka's flexible versions disagree with the codec's
@@ -40,6 +42,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 APIS = os.path.join("crates", "protocol", "src", "apis.rs")
 SCHEMAS_DIR = os.path.join("crates", "protocol", "src", "frame_shape", "generated")
 ERROR_CODES = os.path.join("crates", "protocol", "src", "error_codes", "generated.rs")
+THROTTLE_TIMES = os.path.join("crates", "protocol", "src", "throttle_time", "generated.rs")
 OWN_MESSAGES_DIR = os.path.join("crates", "protocol", "src", "messages")
 MAX_FILE_LINES = 600
 
@@ -500,7 +503,7 @@ def generate(jar):
     definitions = load_definitions(jar)
     messages_dir = codec_messages_dir()
     rows = served_apis()
-    files, modules, responses, notes = {}, [], [], []
+    files, modules, responses, throttles, notes = {}, [], [], [], []
     for api, low, high, message in rows:
         for suffix in ("Request", "Response"):
             if message + suffix not in definitions:
@@ -523,11 +526,40 @@ def generate(jar):
             response["fields"], response, (low, high), structs, root, root, notes
         )
         responses.append((root, paths))
+        throttles.append((root, throttle_from(response, (low, high), root)))
     files[os.path.join(SCHEMAS_DIR, "mod.rs")] = schemas_index(jar, modules)
     files[ERROR_CODES] = error_codes_file(jar, responses)
+    files[THROTTLE_TIMES] = throttle_times_file(jar, throttles)
     for note in notes:
         print(f"note: {note}", file=sys.stderr)
     return {path: rustfmt(source, path) for path, source in files.items()}
+
+
+def throttle_from(response, served, where):
+    """The first served version whose response carries a top-level `ThrottleTimeMs`, or None."""
+    for field in response["fields"]:
+        if field["name"] == "ThrottleTimeMs":
+            present = intersect(parse_versions(field.get("versions"), where), served)
+            return present[0] if present else None
+    return None
+
+
+def throttle_times_file(jar, throttles):
+    names = ", ".join(sorted(r for r, _ in throttles if not own_codec_dir(r)))
+    own = ", ".join(sorted(r for r, _ in throttles if own_codec_dir(r)))
+    own_use = f"use crate::messages::{{{own}}};\n" if own else ""
+    rows = "".join(
+        f"    {response} => {'none' if since is None else since},\n" for response, since in throttles
+    )
+    return (
+        header(
+            jar,
+            "The throttle time of every served API's response: the first version whose schema "
+            "carries a top-level `ThrottleTimeMs` (`none`: no version does).",
+        )
+        + f"use kafka_protocol::messages::{{{names}}};\n\n{own_use}\n"
+        + f"throttle_times! {{\n{rows}}}\n"
+    )
 
 
 def schemas_index(jar, modules):
@@ -565,8 +597,9 @@ def written(paths):
     if os.path.isdir(directory):
         found |= {os.path.join(SCHEMAS_DIR, name) for name in os.listdir(directory)
                   if name.endswith(".rs")}
-    if os.path.isfile(os.path.join(ROOT, ERROR_CODES)):
-        found.add(ERROR_CODES)
+    for generated in (ERROR_CODES, THROTTLE_TIMES):
+        if os.path.isfile(os.path.join(ROOT, generated)):
+            found.add(generated)
     return found | set(paths)
 
 

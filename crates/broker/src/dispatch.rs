@@ -41,6 +41,7 @@ pub use crate::protocol::Unanswerable;
 use crate::protocol::apis::declared;
 pub use crate::protocol::apis::{SUPPORTED, required_acls, supported_range};
 use crate::protocol::resource_name::ResourceName;
+use crate::protocol::throttle_time::ThrottleTime;
 use crate::refuse::Refuse;
 use crate::response::{FileRegion, ResponseFrame, SplicingBuf};
 use crate::session::Session;
@@ -87,9 +88,12 @@ macro_rules! gate {
 }
 
 macro_rules! run {
-    (inline, $handler:path, $call:ident, $request:ident) => {
-        $handler(&$call.header, &$request)
-    };
+    (inline, $handler:path, $call:ident, $request:ident) => {{
+        let started = std::time::Instant::now();
+        let answer = $handler(&$call.header, &$request);
+        crate::bridge::add_spent(started.elapsed());
+        answer
+    }};
     (blocking, $handler:path, $call:ident, $request:ident) => {{
         let (context, session, header, api) = (
             Arc::clone($call.context),
@@ -111,20 +115,29 @@ macro_rules! run {
 
 macro_rules! answer {
     (response, $call:ident, $answer:ident) => {
-        encode($call, &$answer, Vec::new()).map(Reply::Now)
+        encode($call, &throttled($call, $answer), Vec::new()).map(Reply::Now)
     };
     (checked, $call:ident, $answer:ident) => {
-        encode($call, &$answer?, Vec::new()).map(Reply::Now)
+        encode($call, &throttled($call, $answer?), Vec::new()).map(Reply::Now)
     };
     (produced, $call:ident, $answer:ident) => {{
         // Recorded against the client's quota once appended, as Kafka does; with acks=0 the
-        // connection is muted all the same.
-        let throttle = handlers::throttling::produced(
+        // connection is muted all the same, and its time is not held against the request
+        // quota (Kafka's exemption).
+        let bandwidth = handlers::throttling::produced(
             $call.context,
             $call.session,
             $call.client_id(),
             $call.request_bytes,
         );
+        let throttle = match &$answer {
+            None => bandwidth,
+            Some(_) => bandwidth.max(handlers::throttling::requested(
+                $call.context,
+                $call.session,
+                $call.client_id(),
+            )),
+        };
         match $answer {
             None => Ok(Reply::Nothing),
             Some(produced) if produced.is_flushed() => {
@@ -151,7 +164,7 @@ macro_rules! answer {
     }};
     (spliced, $call:ident, $answer:ident) => {{
         let (response, regions) = $answer;
-        encode($call, &response, regions).map(Reply::Now)
+        encode($call, &throttled($call, response), regions).map(Reply::Now)
     }};
 }
 
@@ -185,13 +198,24 @@ impl Call<'_> {
     }
 }
 
+/// `response` with the throttle time the request's handling time earned under the client's
+/// request quota, where that is longer than the one it carries (a fetch's byte rate).
+fn throttled<R: ThrottleTime>(call: &Call<'_>, mut response: R) -> R {
+    let requested = handlers::throttling::requested(call.context, call.session, call.client_id());
+    if requested > response.throttle_time_ms() {
+        response.set_throttle_time_ms(call.version, requested);
+    }
+    response
+}
+
 /// Answers a request refused as a whole (see [`Refuse`]).
 fn refuse<R: Refuse>(call: &Call<'_>, request: &R, code: i16) -> Result<Reply, Unanswerable>
 where
-    R::Response: Encodable + ErrorCodes,
+    R::Response: Encodable + ErrorCodes + ThrottleTime,
 {
     request.precheck(call.version)?;
-    encode(call, &request.refused(call.version, code), Vec::new()).map(Reply::Now)
+    let response = throttled(call, request.refused(call.version, code));
+    encode(call, &response, Vec::new()).map(Reply::Now)
 }
 
 fn malformed(what: impl std::fmt::Display) -> Unanswerable {
@@ -275,7 +299,7 @@ async fn dispatch_inner(
             "{api:?} version {api_version} is not supported"
         )));
     }
-    route(&call, frame).await
+    crate::bridge::accounted(route(&call, frame)).await
 }
 
 /// Encodes a response to `call` (see [`Answering::encode`]).

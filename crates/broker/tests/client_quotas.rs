@@ -527,3 +527,30 @@ async fn partitions_created_and_deleted_past_the_mutation_quota_are_refused_or_t
         (0, 0)
     );
 }
+
+#[tokio::test]
+async fn a_client_over_its_request_quota_is_throttled_one_window_at_most() {
+    use kafka_protocol::messages::{MetadataRequest, MetadataResponse};
+    let temp = tempfile::tempdir().unwrap();
+    let broker = fast_windows(temp.path()).await;
+    let mut admin = broker.client().await;
+    // A millionth of a thread's time: any request is over it.
+    let set = alter(
+        &mut admin,
+        vec![entry(
+            &[("client-id", Some("busy"))],
+            &[("request_percentage", Some(0.0001))],
+        )],
+        false,
+    )
+    .await;
+    assert_eq!(set[0].1, 0);
+    let mut busy = broker.client().await;
+    busy.client_id = "busy";
+    let request = MetadataRequest::default().with_topics(None);
+    let answered: MetadataResponse = busy.send(ApiKey::Metadata, 12, &request).await;
+    // Kafka caps the request quota's throttle at one window (100 ms here).
+    assert_eq!(answered.throttle_time_ms, 100);
+    let answered: MetadataResponse = admin.send(ApiKey::Metadata, 12, &request).await;
+    assert_eq!(answered.throttle_time_ms, 0);
+}

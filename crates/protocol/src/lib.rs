@@ -17,6 +17,7 @@ pub mod messages;
 pub mod needs;
 pub mod resource_name;
 pub mod response;
+pub mod throttle_time;
 
 pub use api_key::ApiKey;
 use kafka_protocol::messages::ApiVersionsRequest;

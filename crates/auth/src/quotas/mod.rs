@@ -49,6 +49,7 @@ pub struct ClientQuotas {
     store: QuotaStore,
     produce: Sensors,
     fetch: Sensors,
+    request: Sensors,
     mutations: MutationBuckets,
 }
 
@@ -64,6 +65,8 @@ impl ClientQuotas {
             store: QuotaStore::open(manager, rollback)?,
             produce: Sensors::new(sampling, None),
             fetch: Sensors::new(sampling, None),
+            // Kafka caps the request quota's throttle at one window.
+            request: Sensors::new(sampling, Some(sampling.window_ms)),
             mutations: MutationBuckets::new(controller),
         })
     }
@@ -127,5 +130,25 @@ impl ClientQuotas {
         let state = self.store.snapshot();
         let applied = state.controller_mutation_rate.applied(user, client_id);
         self.mutations.request(applied, strict)
+    }
+
+    /// Records `time` spent handling a request of `user` with `client_id`, as a percentage of
+    /// one thread's second (Kafka's `request_percentage` unit); `None` when no request quota
+    /// applies to it.
+    pub fn requested(
+        &self,
+        user: &str,
+        client_id: &str,
+        time: std::time::Duration,
+        now_ms: i64,
+    ) -> Option<Throttle> {
+        let state = self.store.snapshot();
+        let applied = state.request_percentage.applied(user, client_id)?;
+        let percent = time.as_secs_f64() * 100.0;
+        let ms = self.request.record(&applied, percent, now_ms);
+        Some(Throttle {
+            ms,
+            tags: applied.tags,
+        })
     }
 }

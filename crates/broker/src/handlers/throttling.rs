@@ -5,6 +5,9 @@
 //! nothing more until it is up; a throttled fetch is answered empty, its bytes not counted.
 //! A fetch asks for no more than its quota allows in one window's span.
 //!
+//! Every request's handling time counts against the client's request quota
+//! (`request_percentage`, [`requested`]); the larger throttle is the one answered.
+//!
 //! CreateTopics, CreatePartitions and DeleteTopics count the partitions they create or delete
 //! against the controller mutation quota ([`mutations`]), answering with its throttle time.
 
@@ -106,4 +109,31 @@ pub fn mutated(session: &Session, mutations: &Mutations<'_>) -> i32 {
         );
     }
     i32::try_from(throttle).unwrap_or(i32::MAX)
+}
+
+/// Records the handling time of the request being answered (see [`crate::bridge::spent`])
+/// against `session`'s request quota; returns the throttle time it earned, the connection
+/// muted for it.
+pub fn requested(context: &Context, session: &Session, client_id: &str) -> i32 {
+    let now = context.manager.clock().now_ms();
+    let spent = crate::bridge::spent();
+    let throttle = context
+        .quotas
+        .requested(session.user_name(), client_id, spent, now);
+    applied_without_bytes("Request", session, throttle)
+}
+
+fn applied_without_bytes(group: &str, session: &Session, throttle: Option<Throttle>) -> i32 {
+    let Some(throttle) = throttle else {
+        return 0;
+    };
+    session.throttle(throttle.ms);
+    crate::metrics::record_quota(
+        group,
+        &sanitized_user(&throttle.tags.user),
+        &throttle.tags.client_id,
+        None,
+        throttle.ms,
+    );
+    i32::try_from(throttle.ms).unwrap_or(i32::MAX)
 }
