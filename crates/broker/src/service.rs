@@ -73,6 +73,14 @@ impl Service for Context {
         }
     }
 
+    fn connection_throttle(&self, ip: std::net::IpAddr) -> Option<std::time::Duration> {
+        let now = self.manager.clock().now_ms();
+        let ms = self.quotas.connected(ip, now)?;
+        Some(std::time::Duration::from_millis(
+            u64::try_from(ms).unwrap_or(0),
+        ))
+    }
+
     fn halted(&self) -> Option<String> {
         if !self.manager.is_halted() {
             return None;

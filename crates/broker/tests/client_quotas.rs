@@ -554,3 +554,40 @@ async fn a_client_over_its_request_quota_is_throttled_one_window_at_most() {
     let answered: MetadataResponse = admin.send(ApiKey::Metadata, 12, &request).await;
     assert_eq!(answered.throttle_time_ms, 0);
 }
+
+#[tokio::test]
+async fn connections_over_their_addresss_creation_rate_are_closed_unserved() {
+    let temp = tempfile::tempdir().unwrap();
+    // Kafka's windows: a new address's first connections are spread over ten seconds.
+    let broker = Broker::start(temp.path()).await;
+    let mut admin = broker.client().await;
+    // One connection a second from 127.0.0.1: ten at once, then the eleventh is over.
+    let set = alter(
+        &mut admin,
+        vec![entry(
+            &[("ip", Some("127.0.0.1"))],
+            &[("connection_creation_rate", Some(1.0))],
+        )],
+        false,
+    )
+    .await;
+    assert_eq!(set[0].1, 0);
+    let mut answered = 0;
+    let mut closed = 0;
+    for _ in 0..12 {
+        let mut client = Client::connect(broker.port).await;
+        let request = common::frame(ApiKey::ApiVersions, 3, 1, &common::api_versions_request());
+        client.send_raw(&request).await;
+        match client.read_frame().await {
+            Some(_) => answered += 1,
+            None => closed += 1,
+        }
+    }
+    assert_eq!((answered, closed), (10, 2));
+    // The connection made before is served as ever.
+    let listed = describe(&mut admin, &[("ip", SPECIFIED, None)], false).await;
+    assert_eq!(
+        listed,
+        vec!["ip=127.0.0.1 connection_creation_rate=1".to_owned()]
+    );
+}

@@ -54,6 +54,13 @@ pub trait Service: Send + Sync + std::fmt::Debug + 'static {
         let _ = session;
     }
 
+    /// A connection just accepted from `ip`: how long to hold it before closing it unserved,
+    /// when its address is over its connection creation quota (KIP-612); `None` to serve it.
+    fn connection_throttle(&self, ip: std::net::IpAddr) -> Option<Duration> {
+        let _ = ip;
+        None
+    }
+
     /// Why nothing can be served any more (every data directory offline), if so: the listeners
     /// then stop, as Kafka halts.
     fn halted(&self) -> Option<String>;

@@ -50,6 +50,7 @@ pub struct ClientQuotas {
     produce: Sensors,
     fetch: Sensors,
     request: Sensors,
+    connections: Sensors,
     mutations: MutationBuckets,
 }
 
@@ -67,6 +68,7 @@ impl ClientQuotas {
             fetch: Sensors::new(sampling, None),
             // Kafka caps the request quota's throttle at one window.
             request: Sensors::new(sampling, Some(sampling.window_ms)),
+            connections: Sensors::new(sampling, Some(sampling.window_ms)),
             mutations: MutationBuckets::new(controller),
         })
     }
@@ -150,5 +152,21 @@ impl ClientQuotas {
             ms,
             tags: applied.tags,
         })
+    }
+
+    /// Records a connection accepted from `ip`; the time to hold it before closing it
+    /// unserved when that takes the address over its `connection_creation_rate` (at most
+    /// one window, as Kafka's), else `None`.
+    pub fn connected(&self, ip: std::net::IpAddr, now_ms: i64) -> Option<i64> {
+        let limit = self.store.snapshot().connection_rate(ip)?;
+        let applied = Applied {
+            limit,
+            tags: SensorTags {
+                user: String::new(),
+                client_id: ip.to_canonical().to_string(),
+            },
+        };
+        let ms = self.connections.record(&applied, 1.0, now_ms);
+        (ms > 0).then_some(ms)
     }
 }

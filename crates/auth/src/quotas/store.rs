@@ -64,11 +64,42 @@ pub struct QuotaState {
     pub consumer_byte_rate: KeyQuotas,
     pub request_percentage: KeyQuotas,
     pub controller_mutation_rate: KeyQuotas,
+    /// `connection_creation_rate` by IP address, and for the default IP.
+    ip_rates: std::collections::HashMap<std::net::IpAddr, f64>,
+    default_ip_rate: Option<f64>,
 }
 
 impl QuotaState {
+    /// The connection creation rate an address is under: its own, else the default IP's.
+    /// (An entity naming a host rather than an address is kept, and not enforced.)
+    pub fn connection_rate(&self, ip: std::net::IpAddr) -> Option<f64> {
+        self.ip_rates
+            .get(&ip.to_canonical())
+            .copied()
+            .or(self.default_ip_rate)
+    }
+
     fn of(quotas: Quotas) -> Self {
+        let mut ip_rates = std::collections::HashMap::new();
+        let mut default_ip_rate = None;
+        for (entity, values) in &quotas {
+            let (Some(ip), Some(rate)) =
+                (&entity.ip, values.get(&QuotaKey::ConnectionCreationRate))
+            else {
+                continue;
+            };
+            match ip {
+                EntityName::Default => default_ip_rate = Some(*rate),
+                EntityName::Named(address) => {
+                    if let Ok(address) = address.parse::<std::net::IpAddr>() {
+                        ip_rates.insert(address.to_canonical(), *rate);
+                    }
+                }
+            }
+        }
         Self {
+            ip_rates,
+            default_ip_rate,
             producer_byte_rate: KeyQuotas::of(&quotas, QuotaKey::ProducerByteRate),
             consumer_byte_rate: KeyQuotas::of(&quotas, QuotaKey::ConsumerByteRate),
             request_percentage: KeyQuotas::of(&quotas, QuotaKey::RequestPercentage),

@@ -215,6 +215,15 @@ fn spawn_connection(
     let listener = Arc::clone(listener);
     tokio::spawn(async move {
         let _slots = slots;
+        // An address over its connection creation quota: held (with its slots) for the
+        // throttle time and closed unserved, as Kafka closes a throttled connection late so
+        // its client does not come straight back.
+        if let Some(throttle) = service.connection_throttle(peer.ip()) {
+            tracing::debug!(%peer, ?throttle, "closing a connection over its address's connection_creation_rate");
+            tokio::time::sleep(throttle).await;
+            drop(stream);
+            return;
+        }
         let _counted = crate::metrics::OpenConnection::new();
         if let Err(error) =
             connection::serve_connection(stream, peer, listener, service, shared).await
