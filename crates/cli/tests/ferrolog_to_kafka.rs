@@ -300,6 +300,31 @@ fn kafka_reads_ferrolog_files_and_serves_them_after_a_move() {
         &format!("127.0.0.1:{port}"),
         &["--alter", "--add-config", session],
     );
+    let quotas = |bootstrap: &str, args: &[&str]| {
+        let mut all = vec!["--bootstrap-server", bootstrap];
+        all.extend_from_slice(args);
+        kafka_tool_ok("org.apache.kafka.tools.ConfigCommand", &all, b"")
+    };
+    let on_alice = ["--entity-type", "users", "--entity-name", "alice"];
+    quotas(
+        &format!("127.0.0.1:{port}"),
+        &[
+            &on_alice[..],
+            &["--alter", "--add-config", "producer_byte_rate=1048576"],
+        ]
+        .concat(),
+    );
+    quotas(
+        &format!("127.0.0.1:{port}"),
+        &[
+            "--alter",
+            "--entity-type",
+            "clients",
+            "--entity-default",
+            "--add-config",
+            "consumer_byte_rate=2097152",
+        ],
+    );
     let ferrolog_groups = consumer_groups(port, &[LIVE_GROUP]);
     let ferrolog_answers = answers(port, &topics(), &[GROUP]);
     assert_eq!(
@@ -419,6 +444,24 @@ fn kafka_reads_ferrolog_files_and_serves_them_after_a_move() {
     );
     let described = group_configs(&bootstrap, &["--describe"]);
     assert!(described.contains(session), "{described}");
+    assert!(
+        created.contains("set the client quotas of 2 entities in Kafka"),
+        "{created}"
+    );
+    let alice = quotas(&bootstrap, &[&on_alice[..], &["--describe"]].concat());
+    assert!(
+        alice.contains("Quota configs for user-principal 'alice' are producer_byte_rate=1048576.0"),
+        "{alice}"
+    );
+    let clients = quotas(
+        &bootstrap,
+        &["--describe", "--entity-type", "clients", "--entity-default"],
+    );
+    assert!(
+        clients
+            .contains("Quota configs for the default client-id are consumer_byte_rate=2097152.0"),
+        "{clients}"
+    );
     let copy = [
         "copy",
         "--log-dirs",

@@ -252,7 +252,7 @@ fn format(quotas: &Quotas) -> String {
 }
 
 /// The quotas of a document body, or the line (counting from 1) that does not parse.
-fn parse(body: &str) -> Result<Quotas, (usize, String)> {
+pub fn parse(body: &str) -> Result<Quotas, (usize, String)> {
     let mut quotas = Quotas::new();
     for (index, line) in body.lines().enumerate() {
         let number = index + 1;

@@ -59,6 +59,7 @@ pub fn run(
         create_share_state_topic(&mut kafka, states.partitions)?;
     }
     set_group_configs(&mut kafka, &holdings.group_configs)?;
+    super::quotas::set_in_kafka(&mut kafka, &holdings.quotas)?;
     // Last: an ACL made earlier could refuse the creation of the topics.
     create_acls(&mut kafka, &holdings.acls, without_acls)?;
     println!(

@@ -9,7 +9,8 @@
 //!    partition count and topic-level settings, and Kafka is made to create
 //!    `__consumer_offsets` and, when ferrolog holds share groups, `__share_group_state` (whose
 //!    partition counts must equal ferrolog's, since a group's partition follows from them). Kafka then holds an empty directory for each partition, with
-//!    Kafka's topic id. Last, ferrolog's ACLs are created in Kafka (CreateAcls), which needs
+//!    Kafka's topic id. The groups' configs and the client quotas are set in Kafka. Last,
+//!    ferrolog's ACLs are created in Kafka (CreateAcls), which needs
 //!    an authorizer there; without one the step stops and says so, unless told to leave the
 //!    ACLs behind.
 //! 2. `copy`, with the Kafka brokers stopped: into each such empty partition directory go
@@ -25,6 +26,7 @@ mod copy;
 mod create;
 mod group_hashes;
 mod group_topic_ids;
+mod quotas;
 mod segment;
 mod share_state;
 
@@ -95,6 +97,8 @@ struct Holdings {
     group_configs: std::collections::BTreeMap<String, std::collections::BTreeMap<String, String>>,
     /// The share partitions' state, when ferrolog holds `__share_group_state`.
     share_states: Option<share_state::ShareStates>,
+    /// The client quotas (`ferrolog-client-quotas`).
+    quotas: ferrolog_broker::quotas::Quotas,
 }
 
 fn read_holdings(log_dirs: &[PathBuf]) -> anyhow::Result<Holdings> {
@@ -134,6 +138,7 @@ fn read_holdings(log_dirs: &[PathBuf]) -> anyhow::Result<Holdings> {
         .map(|configs| configs.all())
         .context("reading ferrolog's group configs");
     let share_states = share_state::ShareStates::read(&manager);
+    let quotas = quotas::read(&manager);
     manager
         .shutdown()
         .context("closing ferrolog's data directories")?;
@@ -144,6 +149,7 @@ fn read_holdings(log_dirs: &[PathBuf]) -> anyhow::Result<Holdings> {
         group_assignments: group_assignments?,
         group_configs: group_configs?,
         share_states: share_states?,
+        quotas: quotas?,
     })
 }
 
