@@ -104,19 +104,20 @@ impl ClientQuotas {
         Some(self.fetch.max_value_in_window(applied.limit))
     }
 
-    /// Records `bytes` fetched by `user` with `client_id`; when that earns a throttle, the
-    /// bytes are taken back out, since the fetch is then answered empty (as in Kafka).
+    /// Records `bytes` fetched by `user` with `client_id`; when that earns a throttle, or the
+    /// fetch is `throttled_otherwise` (by the request quota), the bytes are taken back out,
+    /// since the fetch is then answered empty (as in Kafka).
     pub fn fetched(
         &self,
         user: &str,
         client_id: &str,
-        bytes: usize,
+        (bytes, throttled_otherwise): (usize, bool),
         now_ms: i64,
     ) -> Option<Throttle> {
         let state = self.store.snapshot();
         let applied = state.consumer_byte_rate.applied(user, client_id)?;
         let ms = self.fetch.record(&applied, bytes as f64, now_ms);
-        if ms > 0 {
+        if ms > 0 || throttled_otherwise {
             self.fetch.unrecord(&applied, bytes as f64, now_ms);
         }
         Some(Throttle {
@@ -155,8 +156,8 @@ impl ClientQuotas {
     }
 
     /// Records a connection accepted from `ip`; the time to hold it before closing it
-    /// unserved when that takes the address over its `connection_creation_rate` (at most
-    /// one window, as Kafka's), else `None`.
+    /// unserved when that would take the address over its `connection_creation_rate` (at
+    /// most one window, as Kafka's; the connection is then not counted), else `None`.
     pub fn connected(&self, ip: std::net::IpAddr, now_ms: i64) -> Option<i64> {
         let limit = self.store.snapshot().connection_rate(ip)?;
         let applied = Applied {
@@ -167,6 +168,12 @@ impl ClientQuotas {
             },
         };
         let ms = self.connections.record(&applied, 1.0, now_ms);
-        (ms > 0).then_some(ms)
+        if ms == 0 {
+            return None;
+        }
+        // Not accepted after all: not counted, as Kafka takes it back, so a client retrying
+        // gets about its quota's worth through.
+        self.connections.unrecord(&applied, 1.0, now_ms);
+        Some(ms)
     }
 }

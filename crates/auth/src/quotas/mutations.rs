@@ -2,13 +2,16 @@
 //! create or delete a second, as Kafka's `ControllerMutationQuotaManager` counts them, with a
 //! token bucket per sensor: it holds up to `samples × window × rate` tokens (a burst of that
 //! many partitions), starts full, refills at the rate, and each partition created or deleted
-//! takes one. A request may take the bucket below zero; what it owes then is its throttle
-//! time (`−tokens / rate` seconds).
+//! takes one. A request may take the bucket below zero.
 //!
 //! Strict requests (CreateTopics from v6, CreatePartitions from v3, DeleteTopics from v5) are
-//! refused topic by topic, `THROTTLING_QUOTA_EXCEEDED`, while the bucket is below zero;
-//! older versions are admitted and only throttled. Bounded as the other sensors: a full
-//! bucket is as good as none and is dropped, and at most [`MAX_SENSORS`] are kept apart.
+//! checked before each topic: while the bucket is below zero the topic is refused,
+//! `THROTTLING_QUOTA_EXCEEDED`, and the request throttled for the time the bucket takes to
+//! refill to zero (`−tokens / rate`); a request that only takes the bucket below zero is not
+//! throttled, as Kafka's strict quota throttles only once the quota is spent. Older versions
+//! are admitted and throttled for whatever they leave owed. Bounded as the other sensors: a
+//! full bucket is as good as none and is dropped (its own rate deciding), and at most
+//! [`MAX_SENSORS`] are kept apart.
 
 use std::collections::HashMap;
 
@@ -22,12 +25,15 @@ use super::sensors::MAX_SENSORS;
 struct Bucket {
     tokens: f64,
     last_ms: i64,
+    /// The rate and burst it last refilled at (its quota's, which may change).
+    rate: f64,
+    burst: f64,
 }
 
 impl Bucket {
-    fn refill(&mut self, rate: f64, burst: f64, now_ms: i64) {
+    fn refill(&mut self, now_ms: i64) {
         let elapsed = (now_ms - self.last_ms).max(0) as f64 / 1_000.0;
-        self.tokens = (self.tokens + rate * elapsed).min(burst);
+        self.tokens = (self.tokens + self.rate * elapsed).min(self.burst);
         self.last_ms = now_ms;
     }
 }
@@ -43,6 +49,8 @@ pub struct MutationBuckets {
 struct Held {
     by_tags: HashMap<SensorTags, Bucket>,
     overflow: Option<Bucket>,
+    /// When full buckets were last dropped.
+    purged_ms: i64,
 }
 
 /// One request's mutations under a quota.
@@ -89,20 +97,29 @@ impl MutationBuckets {
         let fresh = Bucket {
             tokens: burst,
             last_ms: now_ms,
+            rate,
+            burst,
         };
-        if !held.by_tags.contains_key(&applied.tags) && held.by_tags.len() >= MAX_SENSORS {
+        let known = held.by_tags.contains_key(&applied.tags);
+        // Dropping full buckets walks them all: at most once a window.
+        if !known
+            && held.by_tags.len() >= MAX_SENSORS
+            && now_ms - held.purged_ms >= self.sampling.window_ms
+        {
+            held.purged_ms = now_ms;
             held.by_tags.retain(|_, bucket| {
-                bucket.refill(rate, burst, now_ms);
-                bucket.tokens < burst
+                bucket.refill(now_ms);
+                bucket.tokens < bucket.burst
             });
         }
-        let bucket = if held.by_tags.contains_key(&applied.tags) || held.by_tags.len() < MAX_SENSORS
-        {
+        let bucket = if known || held.by_tags.len() < MAX_SENSORS {
             held.by_tags.entry(applied.tags.clone()).or_insert(fresh)
         } else {
             held.overflow.get_or_insert(fresh)
         };
-        bucket.refill(rate, burst, now_ms);
+        bucket.refill(now_ms);
+        (bucket.rate, bucket.burst) = (rate, burst);
+        bucket.tokens = bucket.tokens.min(burst);
         f(bucket)
     }
 }
@@ -116,15 +133,19 @@ impl Mutations<'_> {
         };
         let rate = applied.limit;
         let strict = self.strict;
-        let (admitted, tokens) = self.buckets.with_bucket(applied, now_ms, |bucket| {
-            if strict && bucket.tokens < 0.0 {
-                return (false, bucket.tokens);
+        let (admitted, owed_tokens) = self.buckets.with_bucket(applied, now_ms, |bucket| {
+            if strict {
+                if bucket.tokens < 0.0 {
+                    return (false, -bucket.tokens);
+                }
+                bucket.tokens -= partitions as f64;
+                return (true, 0.0);
             }
             bucket.tokens -= partitions as f64;
-            (true, bucket.tokens)
+            (true, (-bucket.tokens).max(0.0))
         });
-        if tokens < 0.0 {
-            let owed = (-tokens / rate * 1_000.0).round() as i64;
+        if owed_tokens > 0.0 {
+            let owed = (owed_tokens / rate * 1_000.0).round() as i64;
             self.throttle_ms = self.throttle_ms.max(owed);
         }
         admitted
@@ -162,6 +183,12 @@ mod tests {
         let mut first = buckets.request(applied(2.0), true);
         assert!(first.admit(20, 0));
         assert!(first.admit(10, 0), "taken below zero by one request");
+        assert_eq!(
+            first.throttle_ms(),
+            0,
+            "not throttled until the quota is spent"
+        );
+        assert!(!first.admit(1, 0), "spent now");
         assert_eq!(first.throttle_ms(), 4_000);
         let mut second = buckets.request(applied(2.0), true);
         assert!(!second.admit(1, 1_000), "still below zero");

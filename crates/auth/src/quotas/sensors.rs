@@ -5,9 +5,11 @@
 //! window the rate is measured over.
 //!
 //! Bounded: a sensor is kept only while its rate is not zero (nothing recorded for the
-//! samples' reach leaves nothing to measure), and at most [`MAX_SENSORS`] of one kind at once.
-//! Past that, a new client is measured with every other such client in one shared sensor, so
-//! a flood of fresh client ids is throttled together rather than growing the broker's memory.
+//! samples' reach leaves nothing to measure), and at most [`MAX_SENSORS`] of one kind at once,
+//! their tags (user names and client ids, which a client chooses, up to 32 KiB each) taking
+//! [`MAX_TAG_BYTES`] at most. Past that, a new client is measured with every other such client
+//! in one shared sensor, so a flood of fresh client ids is throttled together rather than
+//! growing the broker's memory.
 
 use std::collections::HashMap;
 
@@ -18,6 +20,13 @@ use super::resolve::{Applied, SensorTags};
 
 /// The most sensors of one kind kept at once. Kafka has no such bound.
 pub const MAX_SENSORS: usize = 10_000;
+
+/// The most bytes of tags the sensors of one kind keep at once.
+pub const MAX_TAG_BYTES: usize = 4 << 20;
+
+fn tag_bytes(tags: &SensorTags) -> usize {
+    tags.user.len() + tags.client_id.len()
+}
 
 /// One kind's sensors (produce bytes, fetch bytes, request time).
 #[derive(Debug)]
@@ -31,8 +40,10 @@ pub struct Sensors {
 #[derive(Debug, Default)]
 struct Held {
     by_tags: HashMap<SensorTags, Rate>,
-    /// Clients beyond [`MAX_SENSORS`], measured together.
+    /// Clients beyond [`MAX_SENSORS`] or [`MAX_TAG_BYTES`], measured together.
     overflow: Option<Rate>,
+    /// Bytes of the tags of `by_tags`.
+    tag_bytes: usize,
     /// When idle sensors were last dropped.
     purged_ms: i64,
 }
@@ -91,17 +102,31 @@ impl Sensors {
 
     /// The sensor of `tags`, made if there is room; else the shared one.
     fn rate_of<'h>(&self, held: &'h mut Held, tags: &SensorTags, now_ms: i64) -> &'h mut Rate {
-        if !held.by_tags.contains_key(tags) && held.by_tags.len() >= MAX_SENSORS {
+        let full = |held: &Held| {
+            held.by_tags.len() >= MAX_SENSORS || held.tag_bytes + tag_bytes(tags) > MAX_TAG_BYTES
+        };
+        if !held.by_tags.contains_key(tags) && full(held) {
             // Dropping idle sensors walks them all: at most once a window.
             if now_ms - held.purged_ms >= self.sampling.window_ms {
                 held.purged_ms = now_ms;
-                held.by_tags.retain(|_, rate| !rate.is_idle(now_ms));
+                let mut freed = 0;
+                held.by_tags.retain(|tags, rate| {
+                    let idle = rate.is_idle(now_ms);
+                    if idle {
+                        freed += tag_bytes(tags);
+                    }
+                    !idle
+                });
+                held.tag_bytes -= freed;
             }
-            if held.by_tags.len() >= MAX_SENSORS {
+            if full(held) {
                 return held
                     .overflow
                     .get_or_insert_with(|| Rate::new(self.sampling));
             }
+        }
+        if !held.by_tags.contains_key(tags) {
+            held.tag_bytes += tag_bytes(tags);
         }
         let sampling = self.sampling;
         held.by_tags

@@ -28,6 +28,10 @@ use crate::stored::{Rollback, StoredDocument, escape, unescape};
 /// The document the client quotas are kept in.
 pub const QUOTAS_DOCUMENT: &str = "ferrolog-client-quotas";
 
+/// The most quota changes one AlterClientQuotas request may make, as Kafka's controller
+/// bounds the records of one operation; beyond, every entry is refused.
+pub const MAX_CHANGES_PER_REQUEST: usize = 10_000;
+
 /// The most entities the broker keeps quotas for: each change rewrites the document, and the
 /// limit keeps that write small. Kafka has none.
 pub const MAX_QUOTA_ENTITIES: usize = 100_000;
@@ -140,19 +144,33 @@ impl QuotaStore {
         alterations: Vec<Alteration>,
         validate_only: bool,
     ) -> Result<Outcomes, StorageError> {
+        let changes: usize = alterations.iter().map(|a| a.ops.len()).sum();
+        if changes > MAX_CHANGES_PER_REQUEST {
+            let refusal = Refused {
+                code: ferrolog_protocol::errors::POLICY_VIOLATION,
+                message: "Unable to perform excessively large batch operation.".into(),
+            };
+            return Ok(alterations
+                .into_iter()
+                .map(|alteration| (alteration.entity, Err(refusal.clone())))
+                .collect());
+        }
         let mut change = self.document.change();
         let before = self.snapshot();
         let mut quotas = Quotas::clone(&before.quotas);
         let mut outcomes = Outcomes::new();
+        let mut seen: std::collections::HashMap<RawEntity, usize> =
+            std::collections::HashMap::new();
         for alteration in alterations {
             let duplicate = Err(invalid(format!(
                 "Ignoring duplicate entity {}",
                 kafka_text(&alteration.entity)
             )));
-            if let Some(known) = outcomes.iter_mut().find(|(e, _)| *e == alteration.entity) {
-                known.1 = duplicate;
+            if let Some(&at) = seen.get(&alteration.entity) {
+                outcomes[at].1 = duplicate;
                 continue;
             }
+            seen.insert(alteration.entity.clone(), outcomes.len());
             let mut ops = Ops::new();
             let mut repeated = false;
             for (key, value) in &alteration.ops {

@@ -91,6 +91,8 @@ pub async fn handle(
             ),
         };
         if bytes >= i64::from(request.min_bytes) || Instant::now() >= deadline {
+            // A consumer's fetch counts against its byte rate and request quotas (a
+            // follower's is exempt from both, as in Kafka).
             if consumer {
                 let size = response.compute_size(asked.version()).unwrap_or(0) + 4;
                 let throttle = throttling::fetched(context, asked.session(), client_id, size);

@@ -44,31 +44,38 @@ pub fn fetch_max_bytes(context: &Context, session: &Session, client_id: &str, as
     }
 }
 
-/// Records a fetch response of `response_bytes` to `session` with `client_id`; returns the
-/// throttle time it earned (then the fetch is to be answered empty), the connection muted
-/// for it.
+/// Records a consumer's fetch response of `response_bytes` to `session` with `client_id`,
+/// and the fetch's handling time against the request quota first, as Kafka does; returns the
+/// longer throttle time the two earned (then the fetch is to be answered empty, its bytes not
+/// counted), the connection muted for it.
 pub fn fetched(
     context: &Context,
     session: &Session,
     client_id: &str,
     response_bytes: usize,
 ) -> i32 {
+    let requested = requested(context, session, client_id);
     let now = context.manager.clock().now_ms();
-    let throttle = context
-        .quotas
-        .fetched(session.user_name(), client_id, response_bytes, now);
+    let throttle = context.quotas.fetched(
+        session.user_name(),
+        client_id,
+        (response_bytes, requested > 0),
+        now,
+    );
     let counted = match &throttle {
-        Some(throttle) if throttle.ms > 0 => 0,
+        Some(throttle) if throttle.ms > 0 || requested > 0 => 0,
         _ => response_bytes,
     };
-    applied("Fetch", session, throttle, counted)
+    applied("Fetch", session, throttle, counted).max(requested)
 }
 
 /// Mutes the connection for the throttle and counts it; the throttle time as answered.
 fn applied(group: &str, session: &Session, throttle: Option<Throttle>, bytes: usize) -> i32 {
-    let Some(throttle) = throttle else {
+    let Some(mut throttle) = throttle else {
         return 0;
     };
+    // The answer carries at most i32::MAX ms: the connection is muted no longer than it says.
+    throttle.ms = throttle.ms.min(i64::from(i32::MAX));
     session.throttle(throttle.ms);
     crate::metrics::record_quota(
         group,
@@ -97,7 +104,7 @@ pub fn now_ms(context: &Context) -> i64 {
 
 /// The throttle time the request's mutations earned, the connection muted for it.
 pub fn mutated(session: &Session, mutations: &Mutations<'_>) -> i32 {
-    let throttle = mutations.throttle_ms();
+    let throttle = mutations.throttle_ms().min(i64::from(i32::MAX));
     if let Some(tags) = mutations.tags() {
         session.throttle(throttle);
         crate::metrics::record_quota(
@@ -124,9 +131,10 @@ pub fn requested(context: &Context, session: &Session, client_id: &str) -> i32 {
 }
 
 fn applied_without_bytes(group: &str, session: &Session, throttle: Option<Throttle>) -> i32 {
-    let Some(throttle) = throttle else {
+    let Some(mut throttle) = throttle else {
         return 0;
     };
+    throttle.ms = throttle.ms.min(i64::from(i32::MAX));
     session.throttle(throttle.ms);
     crate::metrics::record_quota(
         group,

@@ -202,6 +202,34 @@ struct Slots {
     _address: limits::AddressSlot,
 }
 
+/// The most throttled connections held open at once until their close (see
+/// [`spawn_connection`]): each holds a descriptor.
+pub const MAX_HELD_THROTTLED: usize = 1_024;
+
+/// Throttled connections held now.
+static HELD_THROTTLED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// One throttled connection's place among those held, given back when dropped.
+struct HeldThrottled;
+
+impl HeldThrottled {
+    fn take() -> Option<Self> {
+        use std::sync::atomic::Ordering::Relaxed;
+        HELD_THROTTLED
+            .fetch_update(Relaxed, Relaxed, |held| {
+                (held < MAX_HELD_THROTTLED).then_some(held + 1)
+            })
+            .ok()
+            .map(|_| Self)
+    }
+}
+
+impl Drop for HeldThrottled {
+    fn drop(&mut self) {
+        HELD_THROTTLED.fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
 /// Serves one accepted connection on its own task; it holds its slots until it closes.
 fn spawn_connection(
     stream: tokio::net::TcpStream,
@@ -213,17 +241,24 @@ fn spawn_connection(
     let service = Arc::clone(&accepting.service);
     let shared = Arc::clone(&accepting.shared);
     let listener = Arc::clone(listener);
+    // An address over its connection creation quota: closed unserved, after the throttle
+    // time, as Kafka closes a throttled connection late so its client does not come straight
+    // back. Meanwhile it holds no connection slot (Kafka counts it nowhere either); at most
+    // MAX_HELD_THROTTLED such sockets are held at once, the others closed at once.
+    if let Some(throttle) = service.connection_throttle(peer.ip()) {
+        drop(slots);
+        tracing::debug!(%peer, ?throttle, "closing a connection over its address's connection_creation_rate");
+        if let Some(held) = HeldThrottled::take() {
+            tokio::spawn(async move {
+                let _held = held;
+                tokio::time::sleep(throttle).await;
+                drop(stream);
+            });
+        }
+        return;
+    }
     tokio::spawn(async move {
         let _slots = slots;
-        // An address over its connection creation quota: held (with its slots) for the
-        // throttle time and closed unserved, as Kafka closes a throttled connection late so
-        // its client does not come straight back.
-        if let Some(throttle) = service.connection_throttle(peer.ip()) {
-            tracing::debug!(%peer, ?throttle, "closing a connection over its address's connection_creation_rate");
-            tokio::time::sleep(throttle).await;
-            drop(stream);
-            return;
-        }
         let _counted = crate::metrics::OpenConnection::new();
         if let Err(error) =
             connection::serve_connection(stream, peer, listener, service, shared).await
