@@ -276,6 +276,40 @@ fn kafkas_tools_answer_the_same_against_ferrolog() {
         &["--describe", "--topic-list", "tools"],
     );
 
+    // Leader elections: each partition's only replica leads it already, on both.
+    const ELECTION: &str = "org.apache.kafka.tools.LeaderElectionCommand";
+    let all = same(
+        ELECTION,
+        &["--election-type", "preferred", "--all-topic-partitions"],
+    );
+    assert_eq!(all, "", "nothing elected, nothing to say");
+    let one = same(
+        ELECTION,
+        &[
+            "--election-type",
+            "preferred",
+            "--topic",
+            "tools",
+            "--partition",
+            "0",
+        ],
+    );
+    assert_eq!(
+        one.trim(),
+        "Valid replica already elected for partitions tools-0"
+    );
+    same(
+        ELECTION,
+        &[
+            "--election-type",
+            "unclean",
+            "--topic",
+            "tools",
+            "--partition",
+            "1",
+        ],
+    );
+
     same(GROUPS, &["--delete", "--group", "tools-group"]);
     same(TOPICS, &["--delete", "--topic", "tools"]);
     assert_eq!(same(TOPICS, &["--list", "--exclude-internal"]).trim(), "");

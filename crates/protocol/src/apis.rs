@@ -151,6 +151,8 @@ macro_rules! served_apis {
                 needs [Cluster DescribeConfigs];
             AlterClientQuotas 0..=1, AlterClientQuotasRequest, blocking handlers::client_quotas::alter => response,
                 needs [Cluster AlterConfigs];
+            ElectLeaders 0..=2, ElectLeadersRequest, blocking handlers::elect_leaders::handle => response,
+                needs [Cluster Alter];
             DescribeProducers 0..=0, DescribeProducersRequest, blocking handlers::describe_producers::handle => response,
                 needs [Topic Read each];
             AddPartitionsToTxn 0..=3, AddPartitionsToTxnRequest, blocking handlers::add_partitions_to_txn::handle => response,

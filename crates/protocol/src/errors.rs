@@ -30,6 +30,7 @@ pub const INVALID_CONFIG: i16 = ResponseError::InvalidConfig.code();
 pub const INVALID_REQUEST: i16 = ResponseError::InvalidRequest.code();
 pub const POLICY_VIOLATION: i16 = ResponseError::PolicyViolation.code();
 pub const THROTTLING_QUOTA_EXCEEDED: i16 = ResponseError::ThrottlingQuotaExceeded.code();
+pub const ELECTION_NOT_NEEDED: i16 = ResponseError::ElectionNotNeeded.code();
 pub const OUT_OF_ORDER_SEQUENCE_NUMBER: i16 = ResponseError::OutOfOrderSequenceNumber.code();
 pub const INVALID_PRODUCER_EPOCH: i16 = ResponseError::InvalidProducerEpoch.code();
 pub const INVALID_TXN_STATE: i16 = ResponseError::InvalidTxnState.code();

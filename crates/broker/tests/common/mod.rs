@@ -3,6 +3,7 @@
 
 #![allow(dead_code, reason = "each test file uses part of this")]
 
+pub mod quotas;
 pub mod sasl;
 
 use std::path::Path;

@@ -372,7 +372,7 @@ fn a_request_naming_millions_of_partitions_is_priced_at_what_decoding_it_costs()
 fn frames_of_other_apis_and_versions_are_left_to_the_dispatcher() {
     let unknown_version = frame(ApiKey::Produce, 2, &[1, 2, 3]);
     assert_eq!(scan(unknown_version).unwrap().shape(), Shape::default());
-    let unserved_api = frame(ApiKey::ElectLeaders, 1, &[9; 5]);
+    let unserved_api = frame(ApiKey::BrokerHeartbeat, 1, &[9; 5]);
     assert_eq!(scan(unserved_api).unwrap().shape(), Shape::default());
 }
 

@@ -35,6 +35,7 @@ mod describe_share_group_offsets;
 mod describe_topic_partitions;
 mod describe_transactions;
 mod describe_user_scram_credentials;
+mod elect_leaders;
 mod end_txn;
 mod fetch;
 mod find_coordinator;
@@ -118,6 +119,7 @@ pub(super) const ALL: &[&Message] = &[
     &alter_user_scram_credentials::ALTER_USER_SCRAM_CREDENTIALS,
     &describe_client_quotas::DESCRIBE_CLIENT_QUOTAS,
     &alter_client_quotas::ALTER_CLIENT_QUOTAS,
+    &elect_leaders::ELECT_LEADERS,
     &describe_producers::DESCRIBE_PRODUCERS,
     &add_partitions_to_txn::ADD_PARTITIONS_TO_TXN,
     &add_offsets_to_txn::ADD_OFFSETS_TO_TXN,
