@@ -20,7 +20,7 @@ use kafka_protocol::messages::{
     CreatePartitionsRequest, CreateTopicsRequest, DeleteAclsRequest, DeleteGroupsRequest,
     DeleteRecordsRequest, DeleteShareGroupOffsetsRequest, DeleteTopicsRequest, DescribeAclsRequest,
     DescribeClientQuotasRequest, DescribeClusterRequest, DescribeConfigsRequest,
-    DescribeGroupsRequest, DescribeLogDirsRequest, DescribeProducersRequest,
+    DescribeGroupsRequest, DescribeLogDirsRequest, DescribeProducersRequest, DescribeQuorumRequest,
     DescribeTopicPartitionsRequest, DescribeTransactionsRequest,
     DescribeUserScramCredentialsRequest, ElectLeadersRequest, EndTxnRequest, FetchRequest,
     FindCoordinatorRequest, HeartbeatRequest, IncrementalAlterConfigsRequest,

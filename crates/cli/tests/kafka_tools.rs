@@ -310,6 +310,41 @@ fn kafkas_tools_answer_the_same_against_ferrolog() {
         ],
     );
 
+    // The metadata quorum: one voter, leading, no observers, on both. ferrolog keeps no
+    // metadata log: its high watermark is unknown, its voter has no controller endpoint.
+    let quorum = |bootstrap: &str| {
+        let status = kafka_tool_ok(
+            "org.apache.kafka.tools.MetadataQuorumCommand",
+            &["--bootstrap-server", bootstrap, "describe", "--status"],
+            b"",
+        );
+        let labels: Vec<String> = status
+            .lines()
+            .filter_map(|line| line.split_once(':').map(|(label, _)| label.to_owned()))
+            .collect();
+        (status, labels)
+    };
+    let (ours, our_labels) = quorum(&brokers.ferrolog);
+    let (theirs, their_labels) = quorum(&brokers.kafka);
+    assert_eq!(our_labels, their_labels, "{ours}\n{theirs}");
+    for line in [
+        "LeaderId:               0",
+        "LeaderEpoch:            1",
+        "HighWatermark:          -1",
+        "MaxFollowerLag:         0",
+        "CurrentVoters:          [{\"id\": 0}]",
+        "CurrentObservers:       []",
+    ] {
+        assert!(ours.contains(line), "{line} in\n{ours}");
+    }
+    for line in [
+        "LeaderId:               0",
+        "MaxFollowerLag:         0",
+        "CurrentObservers:       []",
+    ] {
+        assert!(theirs.contains(line), "{line} in\n{theirs}");
+    }
+
     same(GROUPS, &["--delete", "--group", "tools-group"]);
     same(TOPICS, &["--delete", "--topic", "tools"]);
     assert_eq!(same(TOPICS, &["--list", "--exclude-internal"]).trim(), "");

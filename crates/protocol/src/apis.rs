@@ -153,6 +153,8 @@ macro_rules! served_apis {
                 needs [Cluster AlterConfigs];
             ElectLeaders 0..=2, ElectLeadersRequest, blocking handlers::elect_leaders::handle => response,
                 needs [Cluster Alter];
+            DescribeQuorum 0..=2, DescribeQuorumRequest, blocking handlers::describe_quorum::handle => response,
+                needs [Cluster Describe];
             DescribeProducers 0..=0, DescribeProducersRequest, blocking handlers::describe_producers::handle => response,
                 needs [Topic Read each];
             AddPartitionsToTxn 0..=3, AddPartitionsToTxnRequest, blocking handlers::add_partitions_to_txn::handle => response,

@@ -8,9 +8,9 @@
 
 use kafka_protocol::messages::{
     AlterConfigsResponse, AlterPartitionReassignmentsResponse, AlterReplicaLogDirsResponse,
-    ApiVersionsResponse, ConsumerGroupHeartbeatResponse, CreatePartitionsResponse,
-    CreateTopicsResponse, DeleteGroupsResponse, DeleteRecordsResponse, DeleteTopicsResponse,
-    DescribeClusterResponse, DescribeConfigsResponse, DescribeGroupsResponse,
+    ApiVersionsResponse, ConsumerGroupDescribeResponse, ConsumerGroupHeartbeatResponse,
+    CreatePartitionsResponse, CreateTopicsResponse, DeleteGroupsResponse, DeleteRecordsResponse,
+    DeleteTopicsResponse, DescribeClusterResponse, DescribeConfigsResponse, DescribeGroupsResponse,
     DescribeLogDirsResponse, FetchResponse, FindCoordinatorResponse, HeartbeatResponse,
     IncrementalAlterConfigsResponse, InitProducerIdResponse, JoinGroupResponse, LeaveGroupResponse,
     ListGroupsResponse, ListOffsetsResponse, ListPartitionReassignmentsResponse, MetadataResponse,
@@ -298,5 +298,15 @@ impl ErrorCodes for DeleteGroupsResponse {
 impl ErrorCodes for ConsumerGroupHeartbeatResponse {
     fn error_codes(&self) -> Vec<i16> {
         vec![self.error_code]
+    }
+}
+
+impl ErrorCodes for ConsumerGroupDescribeResponse {
+    fn error_codes(&self) -> Vec<i16> {
+        let mut codes = Vec::new();
+        for group in &self.groups {
+            codes.push(group.error_code);
+        }
+        codes
     }
 }

@@ -8,10 +8,10 @@
 
 use kafka_protocol::messages::{
     AddOffsetsToTxnResponse, AddPartitionsToTxnResponse, AlterClientQuotasResponse,
-    AlterShareGroupOffsetsResponse, AlterUserScramCredentialsResponse,
-    ConsumerGroupDescribeResponse, CreateAclsResponse, DeleteAclsResponse,
-    DeleteShareGroupOffsetsResponse, DescribeAclsResponse, DescribeClientQuotasResponse,
-    DescribeProducersResponse, DescribeTopicPartitionsResponse, DescribeTransactionsResponse,
+    AlterShareGroupOffsetsResponse, AlterUserScramCredentialsResponse, CreateAclsResponse,
+    DeleteAclsResponse, DeleteShareGroupOffsetsResponse, DescribeAclsResponse,
+    DescribeClientQuotasResponse, DescribeProducersResponse, DescribeQuorumResponse,
+    DescribeTopicPartitionsResponse, DescribeTransactionsResponse,
     DescribeUserScramCredentialsResponse, ElectLeadersResponse, EndTxnResponse,
     ListTransactionsResponse, OffsetDeleteResponse, SaslAuthenticateResponse,
     SaslHandshakeResponse, ShareGroupDescribeResponse, ShareGroupHeartbeatResponse,
@@ -23,16 +23,6 @@ use crate::messages::{
     DescribeShareGroupOffsetsResponse, ShareAcknowledgeResponse, ShareFetchResponse,
     StreamsGroupDescribeResponse, StreamsGroupHeartbeatResponse,
 };
-
-impl ErrorCodes for ConsumerGroupDescribeResponse {
-    fn error_codes(&self) -> Vec<i16> {
-        let mut codes = Vec::new();
-        for group in &self.groups {
-            codes.push(group.error_code);
-        }
-        codes
-    }
-}
 
 impl ErrorCodes for StreamsGroupHeartbeatResponse {
     fn error_codes(&self) -> Vec<i16> {
@@ -235,6 +225,18 @@ impl ErrorCodes for ElectLeadersResponse {
         for replica_election_result in &self.replica_election_results {
             for partition_result_entry in &replica_election_result.partition_result {
                 codes.push(partition_result_entry.error_code);
+            }
+        }
+        codes
+    }
+}
+
+impl ErrorCodes for DescribeQuorumResponse {
+    fn error_codes(&self) -> Vec<i16> {
+        let mut codes = vec![self.error_code];
+        for topic in &self.topics {
+            for partition in &topic.partitions {
+                codes.push(partition.error_code);
             }
         }
         codes

@@ -31,6 +31,7 @@ mod describe_configs;
 mod describe_groups;
 mod describe_log_dirs;
 mod describe_producers;
+mod describe_quorum;
 mod describe_share_group_offsets;
 mod describe_topic_partitions;
 mod describe_transactions;
@@ -120,6 +121,7 @@ pub(super) const ALL: &[&Message] = &[
     &describe_client_quotas::DESCRIBE_CLIENT_QUOTAS,
     &alter_client_quotas::ALTER_CLIENT_QUOTAS,
     &elect_leaders::ELECT_LEADERS,
+    &describe_quorum::DESCRIBE_QUORUM,
     &describe_producers::DESCRIBE_PRODUCERS,
     &add_partitions_to_txn::ADD_PARTITIONS_TO_TXN,
     &add_offsets_to_txn::ADD_OFFSETS_TO_TXN,
