@@ -24,11 +24,11 @@ use kafka_protocol::messages::{
     DescribeTopicPartitionsRequest, DescribeTransactionsRequest,
     DescribeUserScramCredentialsRequest, ElectLeadersRequest, EndTxnRequest, FetchRequest,
     FindCoordinatorRequest, HeartbeatRequest, IncrementalAlterConfigsRequest,
-    InitProducerIdRequest, JoinGroupRequest, LeaveGroupRequest, ListGroupsRequest,
-    ListOffsetsRequest, ListPartitionReassignmentsRequest, ListTransactionsRequest,
-    MetadataRequest, OffsetCommitRequest, OffsetDeleteRequest, OffsetFetchRequest, ProduceRequest,
-    RequestHeader, ResponseHeader, SaslAuthenticateRequest, SaslHandshakeRequest,
-    ShareGroupDescribeRequest, ShareGroupHeartbeatRequest, SyncGroupRequest,
+    InitProducerIdRequest, JoinGroupRequest, LeaveGroupRequest, ListConfigResourcesRequest,
+    ListGroupsRequest, ListOffsetsRequest, ListPartitionReassignmentsRequest,
+    ListTransactionsRequest, MetadataRequest, OffsetCommitRequest, OffsetDeleteRequest,
+    OffsetFetchRequest, ProduceRequest, RequestHeader, ResponseHeader, SaslAuthenticateRequest,
+    SaslHandshakeRequest, ShareGroupDescribeRequest, ShareGroupHeartbeatRequest, SyncGroupRequest,
     TxnOffsetCommitRequest, WriteTxnMarkersRequest,
 };
 use kafka_protocol::protocol::{Decodable, Encodable};

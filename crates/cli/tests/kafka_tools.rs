@@ -345,6 +345,14 @@ fn kafkas_tools_answer_the_same_against_ferrolog() {
         assert!(theirs.contains(line), "{line} in\n{theirs}");
     }
 
+    // The resources configs can be set on: no client-metrics subscription on either; the
+    // groups' configs listed through ListConfigResources and ListGroups.
+    same("org.apache.kafka.tools.ClientMetricsCommand", &["--list"]);
+    same(
+        "org.apache.kafka.tools.ConfigCommand",
+        &["--describe", "--entity-type", "groups"],
+    );
+
     same(GROUPS, &["--delete", "--group", "tools-group"]);
     same(TOPICS, &["--delete", "--topic", "tools"]);
     assert_eq!(same(TOPICS, &["--list", "--exclude-internal"]).trim(), "");

@@ -38,6 +38,7 @@ pub mod init_producer_id;
 pub mod internal_topics;
 pub mod join_group;
 pub mod leave_group;
+pub mod list_config_resources;
 pub mod list_groups;
 pub mod list_offsets;
 pub mod list_transactions;

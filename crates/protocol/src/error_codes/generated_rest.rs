@@ -13,9 +13,9 @@ use kafka_protocol::messages::{
     DescribeClientQuotasResponse, DescribeProducersResponse, DescribeQuorumResponse,
     DescribeTopicPartitionsResponse, DescribeTransactionsResponse,
     DescribeUserScramCredentialsResponse, ElectLeadersResponse, EndTxnResponse,
-    ListTransactionsResponse, OffsetDeleteResponse, SaslAuthenticateResponse,
-    SaslHandshakeResponse, ShareGroupDescribeResponse, ShareGroupHeartbeatResponse,
-    TxnOffsetCommitResponse, WriteTxnMarkersResponse,
+    ListConfigResourcesResponse, ListTransactionsResponse, OffsetDeleteResponse,
+    SaslAuthenticateResponse, SaslHandshakeResponse, ShareGroupDescribeResponse,
+    ShareGroupHeartbeatResponse, TxnOffsetCommitResponse, WriteTxnMarkersResponse,
 };
 
 use super::ErrorCodes;
@@ -240,6 +240,12 @@ impl ErrorCodes for DescribeQuorumResponse {
             }
         }
         codes
+    }
+}
+
+impl ErrorCodes for ListConfigResourcesResponse {
+    fn error_codes(&self) -> Vec<i16> {
+        vec![self.error_code]
     }
 }
 

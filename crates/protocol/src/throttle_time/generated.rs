@@ -19,11 +19,12 @@ use kafka_protocol::messages::{
     DescribeTransactionsResponse, DescribeUserScramCredentialsResponse, ElectLeadersResponse,
     EndTxnResponse, FetchResponse, FindCoordinatorResponse, HeartbeatResponse,
     IncrementalAlterConfigsResponse, InitProducerIdResponse, JoinGroupResponse, LeaveGroupResponse,
-    ListGroupsResponse, ListOffsetsResponse, ListPartitionReassignmentsResponse,
-    ListTransactionsResponse, MetadataResponse, OffsetCommitResponse, OffsetDeleteResponse,
-    OffsetFetchResponse, ProduceResponse, SaslAuthenticateResponse, SaslHandshakeResponse,
-    ShareGroupDescribeResponse, ShareGroupHeartbeatResponse, SyncGroupResponse,
-    TxnOffsetCommitResponse, WriteTxnMarkersResponse,
+    ListConfigResourcesResponse, ListGroupsResponse, ListOffsetsResponse,
+    ListPartitionReassignmentsResponse, ListTransactionsResponse, MetadataResponse,
+    OffsetCommitResponse, OffsetDeleteResponse, OffsetFetchResponse, ProduceResponse,
+    SaslAuthenticateResponse, SaslHandshakeResponse, ShareGroupDescribeResponse,
+    ShareGroupHeartbeatResponse, SyncGroupResponse, TxnOffsetCommitResponse,
+    WriteTxnMarkersResponse,
 };
 
 use crate::messages::{
@@ -84,6 +85,7 @@ throttle_times! {
     AlterClientQuotasResponse => 0,
     ElectLeadersResponse => 0,
     DescribeQuorumResponse => none,
+    ListConfigResourcesResponse => 0,
     DescribeProducersResponse => 0,
     AddPartitionsToTxnResponse => 0,
     AddOffsetsToTxnResponse => 0,

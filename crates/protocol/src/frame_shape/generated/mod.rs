@@ -45,6 +45,7 @@ mod incremental_alter_configs;
 mod init_producer_id;
 mod join_group;
 mod leave_group;
+mod list_config_resources;
 mod list_groups;
 mod list_offsets;
 mod list_partition_reassignments;
@@ -122,6 +123,7 @@ pub(super) const ALL: &[&Message] = &[
     &alter_client_quotas::ALTER_CLIENT_QUOTAS,
     &elect_leaders::ELECT_LEADERS,
     &describe_quorum::DESCRIBE_QUORUM,
+    &list_config_resources::LIST_CONFIG_RESOURCES,
     &describe_producers::DESCRIBE_PRODUCERS,
     &add_partitions_to_txn::ADD_PARTITIONS_TO_TXN,
     &add_offsets_to_txn::ADD_OFFSETS_TO_TXN,
