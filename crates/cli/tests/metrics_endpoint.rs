@@ -233,3 +233,60 @@ fn idle_connections_at_the_file_limit_neither_stop_the_endpoint_nor_the_broker()
     );
     server.stop();
 }
+
+/// A client under a quota shows on the endpoint under Kafka's quota metric names, tagged with
+/// the quota's client id: the bytes it produced and the throttle times it was given.
+#[test]
+fn throttled_clients_show_under_kafkas_quota_metric_names() {
+    use kafka_protocol::messages::alter_client_quotas_request::{EntityData, EntryData, OpData};
+    use kafka_protocol::messages::{AlterClientQuotasRequest, AlterClientQuotasResponse, ApiKey};
+    let Some(kcat) = kcat() else { return };
+    let temp = tempfile::tempdir().unwrap();
+    let metrics_port = free_port();
+    let listener = format!("metrics.listener=http://127.0.0.1:{metrics_port}");
+    let server = Server::start_with(&temp.path().join("data"), &[listener.as_str()]);
+    let mut admin = common::wire::connect(server.port);
+    let quota = EntryData::default()
+        .with_entity(vec![
+            EntityData::default()
+                .with_entity_type(common::wire::name("client-id"))
+                .with_entity_name(Some(common::wire::name("slow"))),
+        ])
+        .with_ops(vec![
+            OpData::default()
+                .with_key(common::wire::name("producer_byte_rate"))
+                .with_value(5_000.0),
+        ]);
+    let request = AlterClientQuotasRequest::default().with_entries(vec![quota]);
+    let altered: AlterClientQuotasResponse =
+        common::wire::send(&mut admin, ApiKey::AlterClientQuotas, 1, &request).unwrap();
+    assert_eq!(altered.entries[0].error_code, 0);
+    // 60 KB at once against 5 KB/s (spread over Kafka's ten-second first window: 6 KB/s):
+    // throttled about two seconds.
+    let mut producer = Command::new(&kcat)
+        .args(["-b", &format!("127.0.0.1:{}", server.port), "-P", "-t", "q"])
+        .args(["-X", "client.id=slow", "-X", "batch.size=100000"])
+        .stdin(Stdio::piped())
+        .spawn()
+        .unwrap();
+    {
+        let stdin = producer.stdin.as_mut().unwrap();
+        for i in 0..60 {
+            writeln!(stdin, "{i:0>1000}").unwrap();
+        }
+    }
+    assert!(producer.wait().unwrap().success());
+    let metrics = scrape(metrics_port);
+    let produced = value(
+        &metrics,
+        "kafka_server_produce_byte_total{client_id=\"slow\"}",
+    );
+    assert!(produced.is_some_and(|bytes| bytes >= 60_000.0), "{metrics}");
+    assert!(
+        metrics
+            .lines()
+            .any(|line| line
+                .starts_with("kafka_server_produce_throttle_time_count{client_id=\"slow\"}")),
+        "{metrics}"
+    );
+}
