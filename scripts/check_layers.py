@@ -55,6 +55,7 @@ MODULES = {
         "refuse": ["handlers", "dispatch", "service"],
         "fetch_waiters": ["handlers", "dispatch", "service"],
         "dynamic_configs": ["handlers", "dispatch", "service"],
+        "loggers": ["handlers", "dispatch", "service"],
         "share_sessions": ["handlers", "dispatch", "service"],
         "share_partitions": ["handlers", "dispatch", "service"],
         "handlers": ["dispatch", "service"],

@@ -11,6 +11,7 @@ pub mod dispatch;
 pub mod dynamic_configs;
 pub mod fetch_waiters;
 pub mod handlers;
+pub mod loggers;
 #[cfg(feature = "probes")]
 pub mod probes;
 pub mod refuse;
@@ -180,6 +181,8 @@ pub struct Context {
     pub credentials: sasl::ScramStore,
     /// Client quotas and the rates measured against them.
     pub quotas: quotas::ClientQuotas,
+    /// The loggers' levels, changed at run time as Kafka's BROKER_LOGGER resource.
+    pub loggers: loggers::BrokerLoggers,
     /// Broker configs changed at run time.
     pub dynamic_configs: dynamic_configs::DynamicBrokerConfigs,
     /// The share partitions served, loaded at their first share fetch.
@@ -226,6 +229,7 @@ impl Context {
             access,
             credentials,
             quotas,
+            loggers: loggers::BrokerLoggers::default(),
             dynamic_configs: dynamic_configs::DynamicBrokerConfigs::default(),
             shares: share_partitions::SharePartitions::default(),
             share_sessions: share_sessions::ShareSessions::default(),

@@ -73,6 +73,17 @@ pub fn set_log_level(directives: &str) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Replaces the log filter with `directives`, whatever set it (the broker's loggers changed at
+/// run time through Kafka's BROKER_LOGGER configs).
+pub fn reload_log_filter(directives: &str) -> Result<(), String> {
+    let filter = tracing_subscriber::EnvFilter::try_new(directives)
+        .map_err(|error| format!("invalid log filter {directives:?}: {error}"))?;
+    match LOG_FILTER.get() {
+        Some(handle) => handle.reload(filter).map_err(|error| error.to_string()),
+        None => Ok(()),
+    }
+}
+
 fn main() -> ExitCode {
     use tracing_subscriber::layer::SubscriberExt as _;
     use tracing_subscriber::util::SubscriberInitExt as _;

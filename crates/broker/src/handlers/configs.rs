@@ -26,7 +26,7 @@ use kafka_protocol::protocol::StrBytes;
 use ferrolog_storage::config::TOPIC_CONFIG_KEYS;
 
 use super::salvage_request;
-use super::{group_configs, internal_topics, partitions_of};
+use super::{broker_loggers, group_configs, internal_topics, partitions_of};
 use crate::authz::Asked;
 use crate::authz::{AclOperation, ResourceType};
 use crate::dynamic_configs::{Change, MOVE_RATE, SCRUB_RATE, Scope};
@@ -82,49 +82,26 @@ pub fn describe(
                     .with_error_message(Some(StrBytes::from_static_str(message)));
             }
             match resource.resource_type {
-                TOPIC if !partitions_of(context, &name).is_empty() => {
-                    let config = context.manager.topic_configs().config(&name);
-                    let overrides = context.manager.topic_configs().overrides(&name);
-                    let wanted = resource
-                        .configuration_keys
-                        .map(|keys| keys.iter().map(ToString::to_string).collect::<Vec<_>>());
-                    let configs = TOPIC_CONFIG_KEYS
-                        .iter()
-                        .filter(|key| {
-                            wanted
-                                .as_ref()
-                                .is_none_or(|wanted| wanted.iter().any(|w| w == *key))
-                        })
-                        .map(|key| {
-                            let value = config.get(key).map(StrBytes::from_string);
-                            let overridden = overrides.contains_key(*key);
-                            let mut described = DescribeConfigsResourceResult::default()
-                                .with_name(StrBytes::from_static_str(key))
-                                .with_value(value.clone())
-                                .with_config_source(if overridden {
-                                    DYNAMIC_TOPIC_CONFIG
-                                } else {
-                                    DEFAULT_CONFIG
-                                });
-                            if synonyms_wanted && overridden {
-                                described = described.with_synonyms(vec![
-                                    DescribeConfigsSynonym::default()
-                                        .with_name(StrBytes::from_static_str(key))
-                                        .with_value(value)
-                                        .with_source(DYNAMIC_TOPIC_CONFIG),
-                                ]);
-                            }
-                            described
-                        })
-                        .collect();
-                    result.with_configs(configs)
-                }
+                TOPIC if !partitions_of(context, &name).is_empty() => describe_topic(
+                    context,
+                    result,
+                    &name,
+                    resource.configuration_keys,
+                    synonyms_wanted,
+                ),
                 TOPIC => result
                     .with_error_code(errors::UNKNOWN_TOPIC_OR_PARTITION)
                     .with_error_message(Some(StrBytes::from_string(format!(
                         "topic {name} does not exist"
                     )))),
                 BROKER => result,
+                BROKER_LOGGER => broker_loggers::describe(
+                    context,
+                    result,
+                    &name,
+                    resource.configuration_keys.as_deref(),
+                    asked.version(),
+                ),
                 GROUP => group_configs::describe(
                     context,
                     result,
@@ -141,6 +118,50 @@ pub fn describe(
         })
         .collect();
     DescribeConfigsResponse::default().with_results(results)
+}
+
+/// A topic's configs (those `keys` names, or all), each with its source: its own override, or
+/// the default.
+fn describe_topic(
+    context: &Context,
+    result: DescribeConfigsResult,
+    name: &str,
+    keys: Option<Vec<StrBytes>>,
+    synonyms_wanted: bool,
+) -> DescribeConfigsResult {
+    let config = context.manager.topic_configs().config(name);
+    let overrides = context.manager.topic_configs().overrides(name);
+    let wanted = keys.map(|keys| keys.iter().map(ToString::to_string).collect::<Vec<_>>());
+    let configs = TOPIC_CONFIG_KEYS
+        .iter()
+        .filter(|key| {
+            wanted
+                .as_ref()
+                .is_none_or(|wanted| wanted.iter().any(|w| w == *key))
+        })
+        .map(|key| {
+            let value = config.get(key).map(StrBytes::from_string);
+            let overridden = overrides.contains_key(*key);
+            let mut described = DescribeConfigsResourceResult::default()
+                .with_name(StrBytes::from_static_str(key))
+                .with_value(value.clone())
+                .with_config_source(if overridden {
+                    DYNAMIC_TOPIC_CONFIG
+                } else {
+                    DEFAULT_CONFIG
+                });
+            if synonyms_wanted && overridden {
+                described = described.with_synonyms(vec![
+                    DescribeConfigsSynonym::default()
+                        .with_name(StrBytes::from_static_str(key))
+                        .with_value(value)
+                        .with_source(DYNAMIC_TOPIC_CONFIG),
+                ]);
+            }
+            described
+        })
+        .collect();
+    result.with_configs(configs)
 }
 
 pub fn incremental_alter(
@@ -164,6 +185,22 @@ pub fn incremental_alter(
                     &resource.configs,
                     request.validate_only,
                 )
+            } else if resource.resource_type == BROKER_LOGGER {
+                match denied(
+                    context,
+                    asked,
+                    AclOperation::AlterConfigs,
+                    BROKER_LOGGER,
+                    &name,
+                ) {
+                    Some((code, message)) => Err((code, message.to_owned())),
+                    None => broker_loggers::alter(
+                        context,
+                        &name,
+                        &resource.configs,
+                        request.validate_only,
+                    ),
+                }
             } else if resource.resource_type == GROUP {
                 alter_group(context, asked, &name, request.validate_only, || {
                     group_configs::incremental(&resource.configs)
@@ -211,7 +248,13 @@ pub fn alter(
                     (config.name.to_string(), value.unwrap_or_default())
                 })
                 .collect();
-            let outcome = if resource.resource_type == GROUP {
+            let outcome = if resource.resource_type == BROKER_LOGGER {
+                // As Kafka: the legacy API does not know the type.
+                Err((
+                    errors::INVALID_REQUEST,
+                    "Unknown resource type 8".to_owned(),
+                ))
+            } else if resource.resource_type == GROUP {
                 alter_group(context, asked, &name, request.validate_only, || {
                     Ok(group_configs::replacement(replacement))
                 })

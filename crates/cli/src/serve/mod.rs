@@ -272,6 +272,18 @@ fn merged_properties(args: &ServeArgs) -> anyhow::Result<BTreeMap<String, String
     Ok(properties)
 }
 
+/// Hands the broker's loggers (Kafka's BROKER_LOGGER resource) the filter in force,
+/// `FERROLOG_LOG`'s else `ferrolog.log.level`'s, and the hook that changes it.
+fn install_loggers(context: &Context, properties: &BTreeMap<String, String>) {
+    let filter = std::env::var("FERROLOG_LOG")
+        .ok()
+        .or_else(|| properties.get("ferrolog.log.level").cloned());
+    context.loggers.install(
+        filter.as_deref().unwrap_or("info"),
+        Some(Box::new(crate::reload_log_filter)),
+    );
+}
+
 pub fn run(args: &ServeArgs) -> anyhow::Result<()> {
     let properties = merged_properties(args)?;
     if let Some(level) = properties.get("ferrolog.log.level") {
@@ -341,6 +353,7 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<()> {
             Context::new(Arc::clone(&manager), broker_config)
                 .context("loading consumer groups, credentials and ACLs from the data directories")?,
         );
+        install_loggers(&context, &properties);
         let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
         tokio::select! {
             served = ferrolog_broker::serve_listeners(bound, context) => served.map_err(anyhow::Error::from),
