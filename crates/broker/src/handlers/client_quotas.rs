@@ -104,23 +104,13 @@ pub fn alter(
     let alterations = request
         .entries
         .iter()
-        .map(|entry| {
-            let parts: Vec<(String, Option<String>)> = entry
-                .entity
+        .map(|entry| Alteration {
+            entity: entity_of(entry),
+            ops: entry
+                .ops
                 .iter()
-                .map(|part| {
-                    let name = part.entity_name.as_ref().map(ToString::to_string);
-                    (part.entity_type.to_string(), name)
-                })
-                .collect();
-            Alteration {
-                entity: crate::quotas::validate::raw_entity(&parts),
-                ops: entry
-                    .ops
-                    .iter()
-                    .map(|op| (op.key.to_string(), (!op.remove).then_some(op.value)))
-                    .collect(),
-            }
+                .map(|op| (op.key.to_string(), (!op.remove).then_some(op.value)))
+                .collect(),
         })
         .collect();
     let outcomes = match context
@@ -169,6 +159,21 @@ fn altered_entity(entity: &RawEntity) -> Vec<AlteredEntity> {
         .collect()
 }
 
+/// The entity an entry of the request names, its (type, name) pairs read as Kafka reads them.
+fn entity_of(
+    entry: &kafka_protocol::messages::alter_client_quotas_request::EntryData,
+) -> RawEntity {
+    let parts: Vec<(String, Option<String>)> = entry
+        .entity
+        .iter()
+        .map(|part| {
+            let name = part.entity_name.as_ref().map(ToString::to_string);
+            (part.entity_type.to_string(), name)
+        })
+        .collect();
+    crate::quotas::validate::raw_entity(&parts)
+}
+
 trait RefusedAll {
     fn refused_all(&self, code: i16, message: Option<String>) -> AlterClientQuotasResponse;
 }
@@ -180,18 +185,10 @@ impl RefusedAll for AlterClientQuotasRequest {
             .entries
             .iter()
             .map(|entry| {
-                let parts: Vec<(String, Option<String>)> = entry
-                    .entity
-                    .iter()
-                    .map(|part| {
-                        let name = part.entity_name.as_ref().map(ToString::to_string);
-                        (part.entity_type.to_string(), name)
-                    })
-                    .collect();
                 AlteredEntry::default()
                     .with_error_code(code)
                     .with_error_message(message.clone().map(StrBytes::from_string))
-                    .with_entity(altered_entity(&crate::quotas::validate::raw_entity(&parts)))
+                    .with_entity(altered_entity(&entity_of(entry)))
             })
             .collect();
         AlterClientQuotasResponse::default().with_entries(entries)
