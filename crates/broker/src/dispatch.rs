@@ -27,9 +27,9 @@ use kafka_protocol::messages::{
     InitProducerIdRequest, JoinGroupRequest, LeaveGroupRequest, ListConfigResourcesRequest,
     ListGroupsRequest, ListOffsetsRequest, ListPartitionReassignmentsRequest,
     ListTransactionsRequest, MetadataRequest, OffsetCommitRequest, OffsetDeleteRequest,
-    OffsetFetchRequest, ProduceRequest, RequestHeader, ResponseHeader, SaslAuthenticateRequest,
-    SaslHandshakeRequest, ShareGroupDescribeRequest, ShareGroupHeartbeatRequest, SyncGroupRequest,
-    TxnOffsetCommitRequest, WriteTxnMarkersRequest,
+    OffsetFetchRequest, OffsetForLeaderEpochRequest, ProduceRequest, RequestHeader, ResponseHeader,
+    SaslAuthenticateRequest, SaslHandshakeRequest, ShareGroupDescribeRequest,
+    ShareGroupHeartbeatRequest, SyncGroupRequest, TxnOffsetCommitRequest, WriteTxnMarkersRequest,
 };
 use kafka_protocol::protocol::{Decodable, Encodable};
 

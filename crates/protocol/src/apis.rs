@@ -57,6 +57,8 @@ macro_rules! served_apis {
                 needs [Topic Read each], also [Cluster ClusterAction];
             ListOffsets 1..=7, ListOffsetsRequest, blocking handlers::list_offsets::handle => response,
                 needs [Topic Describe each];
+            OffsetForLeaderEpoch 2..=4, OffsetForLeaderEpochRequest, blocking handlers::offset_for_leader_epoch::handle => response,
+                needs [Topic Describe each], also [Cluster ClusterAction];
             Metadata 0..=12, MetadataRequest, blocking handlers::metadata::handle => response,
                 needs [Topic Describe each], also [Cluster Create, Topic Create, Cluster Describe];
             ApiVersions 0..=4, ApiVersionsRequest, blocking handlers::api_versions::handle => response,

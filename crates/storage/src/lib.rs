@@ -7,8 +7,9 @@
 //!   (producer, partition leader and transaction coordinator epochs as types), [`types`]
 //!   (partition names and directories), [`error`], [`clock`], [`config`] (per-topic log
 //!   configuration), [`fs`] (fsyncs, atomic replace, renames), [`health`] (a data directory's
-//!   online state), [`checkpoint`] (Kafka's offset checkpoint files), [`decompression`],
-//!   [`throttle`], [`scheduler`];
+//!   online state), [`checkpoint`] (Kafka's offset checkpoint files), [`leader_epochs`] (a
+//!   partition's leader-epoch cache and its checkpoint file), [`decompression`], [`throttle`],
+//!   [`scheduler`];
 //! * [`segment`] — one `.log` with its `.index`, `.timeindex` and `.txnindex`, and the bound on
 //!   sealed segments' open files and mappings;
 //! * [`producer`] — idempotent and transactional producers' state and its snapshot files;
@@ -30,6 +31,7 @@ pub mod error;
 mod fault;
 pub mod fs;
 pub mod health;
+pub mod leader_epochs;
 pub mod log;
 pub mod manager;
 pub mod offset;

@@ -19,8 +19,6 @@ use kafka_protocol::messages::{
 
 use kafka_protocol::protocol::StrBytes;
 
-use ferrolog_storage::log::LEADER_EPOCH;
-
 use super::internal_topics::is_internal;
 use crate::authz::Asked;
 use crate::authz::ResourceType;
@@ -96,7 +94,8 @@ pub fn handle(
             .filter(|partition| partitions.contains(partition))
             .map(|partition| {
                 let offline = super::in_offline_dir(context, any_dir_offline, &name, partition);
-                describe_partition(node, partition, offline)
+                let epoch = super::leader_epoch_of(context, &name, partition);
+                describe_partition(node, (partition, epoch), offline)
             })
             .collect();
         remaining -= described.len() as i32;
@@ -175,13 +174,13 @@ fn cursor_at(topic: &str, partition: i32) -> Cursor {
 
 fn describe_partition(
     node: BrokerId,
-    partition: i32,
+    (partition, leader_epoch): (i32, i32),
     offline: bool,
 ) -> DescribeTopicPartitionsResponsePartition {
     DescribeTopicPartitionsResponsePartition::default()
         .with_partition_index(partition)
         .with_leader_id(if offline { BrokerId(-1) } else { node })
-        .with_leader_epoch(LEADER_EPOCH.value())
+        .with_leader_epoch(leader_epoch)
         .with_replica_nodes(vec![node])
         .with_isr_nodes(vec![node])
         .with_eligible_leader_replicas(Some(Vec::new()))

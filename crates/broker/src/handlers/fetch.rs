@@ -9,6 +9,9 @@
 //! and carries the aborted transactions of the range read, for the consumer to drop their
 //! records; a `read_uncommitted` one reads up to the high watermark and carries none (null).
 //!
+//! A partition's current leader epoch, when the request sends one (v9+, not negative), is
+//! checked against the partition's: FENCED_LEADER_EPOCH below it, UNKNOWN_LEADER_EPOCH above.
+//!
 //! A consumer needs READ on each topic it fetches; a topic it may not read is answered
 //! TOPIC_AUTHORIZATION_FAILED on every partition, whether it exists or not.
 //!
@@ -32,6 +35,7 @@ use kafka_protocol::protocol::Encodable as _;
 use ferrolog_storage::log::{FetchBound, FetchData, FetchParams, FirstBatch};
 use ferrolog_storage::{Offset, TopicPartition};
 
+use super::offset_for_leader_epoch::check_current_epoch;
 use super::{throttling, with_logs};
 use crate::authz::Asked;
 use crate::authz::{AclOperation, ResourceType};
@@ -178,6 +182,13 @@ fn read_once(
                 let Some(log) = log else {
                     return response.with_error_code(errors::UNKNOWN_TOPIC_OR_PARTITION);
                 };
+                // As Kafka's Fetch, any negative current epoch is none to check.
+                let current = partition.current_leader_epoch;
+                if current >= 0
+                    && let Err(code) = check_current_epoch(log.leader_epoch().value(), current)
+                {
+                    return response.with_error_code(code);
+                }
                 let max_bytes = i64::from(partition.partition_max_bytes.max(0)).min(budget);
                 let read = log.read(FetchParams {
                     start_offset: Offset::new(partition.fetch_offset),

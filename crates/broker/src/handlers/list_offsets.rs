@@ -5,14 +5,20 @@
 //! As in Kafka, what a consumer of the request's isolation level may fetch bounds the answer:
 //! latest is the high watermark, or for `read_committed` (1) the last stable offset, and a
 //! lookup that lands at or past that bound finds nothing (offset and timestamp −1).
+//!
+//! From v4 a current leader epoch other than −1 is checked as OffsetForLeaderEpoch checks it
+//! (FENCED_LEADER_EPOCH, UNKNOWN_LEADER_EPOCH), and the answer carries a leader epoch: the
+//! partition's for the latest offset, the epoch the found record was written in otherwise.
 
 use kafka_protocol::messages::list_offsets_response::{
     ListOffsetsPartitionResponse, ListOffsetsTopicResponse,
 };
 use kafka_protocol::messages::{ListOffsetsRequest, ListOffsetsResponse};
 
-use ferrolog_storage::log::{LEADER_EPOCH, special_timestamps};
+use ferrolog_storage::Offset;
+use ferrolog_storage::log::special_timestamps;
 
+use super::offset_for_leader_epoch::check_current_epoch;
 use super::with_logs;
 use crate::authz::Asked;
 use crate::authz::ResourceType;
@@ -44,10 +50,20 @@ pub fn handle(
                 let Some(log) = log else {
                     return response.with_error_code(errors::UNKNOWN_TOPIC_OR_PARTITION);
                 };
-                let response = if version >= 4 {
-                    response.with_leader_epoch(LEADER_EPOCH.value())
-                } else {
-                    response
+                let leader_epoch = log.leader_epoch().value();
+                if let Err(code) = check_current_epoch(leader_epoch, partition.current_leader_epoch)
+                {
+                    return response.with_error_code(code);
+                }
+                // The epoch of the offset found: the partition's for the latest, else the one
+                // its record was written in (−1 where the cache does not know it).
+                let epoch_of = |offset: i64| {
+                    let epoch = log.epoch_for_offset(Offset::new(offset));
+                    if version >= 4 {
+                        epoch.map_or(-1, |epoch| epoch.value())
+                    } else {
+                        -1
+                    }
                 };
                 let watermarks = log.watermarks();
                 let fetchable = if request.isolation_level == 1 {
@@ -56,7 +72,10 @@ pub fn handle(
                     watermarks.high_watermark
                 };
                 if partition.timestamp == special_timestamps::LATEST {
-                    return response.with_timestamp(-1).with_offset(fetchable.value());
+                    return response
+                        .with_timestamp(-1)
+                        .with_offset(fetchable.value())
+                        .with_leader_epoch(if version >= 4 { leader_epoch } else { -1 });
                 }
                 match log.fetch_offset_by_timestamp(partition.timestamp) {
                     Ok(Some(found))
@@ -66,6 +85,7 @@ pub fn handle(
                         response
                             .with_timestamp(found.timestamp)
                             .with_offset(found.offset.value())
+                            .with_leader_epoch(epoch_of(found.offset.value()))
                     }
                     Ok(_) => response.with_timestamp(-1).with_offset(-1),
                     Err(error) => response.with_error_code(errors::code_of(&error)),

@@ -11,7 +11,6 @@ use kafka_protocol::messages::metadata_response::{
 use kafka_protocol::messages::{BrokerId, MetadataRequest, MetadataResponse, TopicName};
 use kafka_protocol::protocol::StrBytes;
 
-use ferrolog_storage::log::LEADER_EPOCH;
 use ferrolog_storage::manager::TopicId;
 use uuid::Uuid;
 
@@ -200,7 +199,8 @@ fn describe_topic(
             .into_iter()
             .map(|partition| {
                 let offline = super::in_offline_dir(context, any_dir_offline, &name, partition);
-                describe_partition(node, partition, offline, version)
+                let epoch = super::leader_epoch_of(context, &name, partition);
+                describe_partition(node, (partition, epoch), offline, version)
             })
             .collect(),
     )
@@ -237,7 +237,7 @@ pub fn cluster_operations(_context: &Context, asked: &Asked<'_>) -> i32 {
 /// offline replicas, which is what clients act on: they stop sending it requests and refresh.
 fn describe_partition(
     node: BrokerId,
-    partition: i32,
+    (partition, leader_epoch): (i32, i32),
     offline: bool,
     version: i16,
 ) -> MetadataResponsePartition {
@@ -256,7 +256,7 @@ fn describe_partition(
         described = described.with_offline_replicas(vec![node]);
     }
     if version >= 7 {
-        described = described.with_leader_epoch(LEADER_EPOCH.value());
+        described = described.with_leader_epoch(leader_epoch);
     }
     described
 }

@@ -47,6 +47,7 @@ pub mod metadata;
 pub mod offset_commit;
 pub mod offset_delete;
 pub mod offset_fetch;
+pub mod offset_for_leader_epoch;
 pub mod partition_reassignments;
 pub mod produce;
 mod replica_assignment;
@@ -85,6 +86,15 @@ pub fn in_offline_dir(
             .manager
             .dir_of(&TopicPartition::new(topic, partition))
             .is_some_and(|dir| dir.is_offline())
+}
+
+/// The partition's leader epoch, as Metadata and DescribeTopicPartitions describe it: its
+/// log's; 0 for a partition without one here.
+pub fn leader_epoch_of(context: &Context, topic: &str, partition: i32) -> i32 {
+    context
+        .manager
+        .get(&TopicPartition::new(topic, partition))
+        .map_or(0, |log| log.leader_epoch().value())
 }
 
 /// Each partition a request names for `topic`, in the request's order, with its log, or `None`

@@ -6,6 +6,7 @@
 
 pub mod answers;
 pub mod consumer_groups;
+pub mod epochs;
 pub mod group_member;
 pub mod kafka;
 pub mod logs;

@@ -14,7 +14,8 @@ use kafka_protocol::messages::{
     DescribeLogDirsResponse, FetchResponse, FindCoordinatorResponse, HeartbeatResponse,
     IncrementalAlterConfigsResponse, InitProducerIdResponse, JoinGroupResponse, LeaveGroupResponse,
     ListGroupsResponse, ListOffsetsResponse, ListPartitionReassignmentsResponse, MetadataResponse,
-    OffsetCommitResponse, OffsetFetchResponse, ProduceResponse, SyncGroupResponse,
+    OffsetCommitResponse, OffsetFetchResponse, OffsetForLeaderEpochResponse, ProduceResponse,
+    SyncGroupResponse,
 };
 
 use super::ErrorCodes;
@@ -44,6 +45,18 @@ impl ErrorCodes for FetchResponse {
 }
 
 impl ErrorCodes for ListOffsetsResponse {
+    fn error_codes(&self) -> Vec<i16> {
+        let mut codes = Vec::new();
+        for topic in &self.topics {
+            for partition in &topic.partitions {
+                codes.push(partition.error_code);
+            }
+        }
+        codes
+    }
+}
+
+impl ErrorCodes for OffsetForLeaderEpochResponse {
     fn error_codes(&self) -> Vec<i16> {
         let mut codes = Vec::new();
         for topic in &self.topics {

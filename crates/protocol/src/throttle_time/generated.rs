@@ -21,8 +21,8 @@ use kafka_protocol::messages::{
     IncrementalAlterConfigsResponse, InitProducerIdResponse, JoinGroupResponse, LeaveGroupResponse,
     ListConfigResourcesResponse, ListGroupsResponse, ListOffsetsResponse,
     ListPartitionReassignmentsResponse, ListTransactionsResponse, MetadataResponse,
-    OffsetCommitResponse, OffsetDeleteResponse, OffsetFetchResponse, ProduceResponse,
-    SaslAuthenticateResponse, SaslHandshakeResponse, ShareGroupDescribeResponse,
+    OffsetCommitResponse, OffsetDeleteResponse, OffsetFetchResponse, OffsetForLeaderEpochResponse,
+    ProduceResponse, SaslAuthenticateResponse, SaslHandshakeResponse, ShareGroupDescribeResponse,
     ShareGroupHeartbeatResponse, SyncGroupResponse, TxnOffsetCommitResponse,
     WriteTxnMarkersResponse,
 };
@@ -36,6 +36,7 @@ throttle_times! {
     ProduceResponse => 3,
     FetchResponse => 4,
     ListOffsetsResponse => 2,
+    OffsetForLeaderEpochResponse => 2,
     MetadataResponse => 3,
     ApiVersionsResponse => 1,
     CreateTopicsResponse => 2,

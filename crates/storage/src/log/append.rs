@@ -22,6 +22,7 @@ use crate::config::{LogConfig, TargetCompression};
 use crate::decompression::{DecompressionMemory, Reservation};
 use crate::epoch::{LeaderEpoch, ProducerEpoch};
 use crate::error::{Result, StorageError};
+use crate::leader_epochs::EpochEntry;
 use crate::offset::Offset;
 use crate::producer::{ProducerBatch, TxnMarker};
 use crate::segment::BatchMeta;
@@ -56,6 +57,9 @@ pub(crate) struct ValidatedAppend {
     pub producer_batches: Vec<ProducerBatch>,
     /// The transaction markers among them (never in a producer's append).
     pub markers: Vec<TxnMarker>,
+    /// Where the leader epochs carried by the batches start, one entry per change of epoch
+    /// (a follower's append; a leader's batches take the log's epoch).
+    pub epoch_starts: Vec<EpochEntry>,
 }
 
 /// A leader append with its offsets assigned: the bytes to write and what they hold.
@@ -349,6 +353,7 @@ pub(crate) fn assign_leader_offsets(
             batches,
             producer_batches,
             markers: Vec::new(),
+            epoch_starts: Vec::new(),
         },
     })
 }

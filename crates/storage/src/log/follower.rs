@@ -6,6 +6,7 @@ use ferrolog_records::RecordBatch;
 
 use super::append::{AppendInfo, ValidatedAppend, batch_ranges, invalid};
 use crate::error::{Result, StorageError};
+use crate::leader_epochs::EpochEntry;
 use crate::offset::Offset;
 use crate::producer::{ProducerBatch, TxnMarker};
 use crate::segment::BatchMeta;
@@ -24,6 +25,7 @@ pub(crate) fn validate_follower_append(
     let mut record_count = 0usize;
     let mut producer_batches = Vec::new();
     let mut markers = Vec::new();
+    let mut epoch_starts: Vec<EpochEntry> = Vec::new();
     for (batch_index, &(start, end)) in ranges.iter().enumerate() {
         let batch =
             RecordBatch::new(&bytes[start..end]).map_err(|source| StorageError::CorruptRecord {
@@ -54,6 +56,14 @@ pub(crate) fn validate_follower_append(
             offset_of_max_timestamp = batch.last_offset();
         }
         previous_last = Some(batch.last_offset());
+        let epoch = batch.partition_leader_epoch();
+        if epoch >= 0
+            && epoch_starts
+                .last()
+                .is_none_or(|last| last.epoch.value() != epoch)
+        {
+            epoch_starts.push(EpochEntry::new(epoch, batch.base_offset()));
+        }
         record_count += batch.records_count().max(0) as usize;
         producer_batches.extend(ProducerBatch::of(&batch));
         markers.extend(TxnMarker::of(&batch).map_err(|reason| invalid(batch_index, None, reason))?);
@@ -87,5 +97,6 @@ pub(crate) fn validate_follower_append(
         batches,
         producer_batches,
         markers,
+        epoch_starts,
     })
 }

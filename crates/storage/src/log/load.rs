@@ -67,6 +67,8 @@ pub struct RecoveredSegment {
     pub truncated_bytes: u64,
     /// Byte position and reason when the scan stopped on a bad batch.
     pub corruption: Option<(u64, String)>,
+    /// Where the leader epochs of the batches kept start, each higher than the one before.
+    pub epoch_starts: Vec<crate::leader_epochs::EpochEntry>,
 }
 
 /// What loading did.
@@ -212,6 +214,16 @@ impl Log {
             load_producer_state(dir, &segments, bounds, &params, &mut report)?
         };
         super::write::forget_beyond(&mut producer_state, config.max_producers, &topic_partition);
+        let (leader_epochs, leader_epoch) = match kind {
+            PartitionDirKind::Delete => (Default::default(), crate::epoch::LeaderEpoch::new(0)),
+            kind => super::leader_epochs::load(
+                dir,
+                &segments,
+                (log_start_offset, log_end_offset),
+                &report,
+                kind == PartitionDirKind::Live,
+            )?,
+        };
         if let Some(damaged) = &damaged_end {
             report.note_damage(damaged);
         }
@@ -229,11 +241,28 @@ impl Log {
                 dir: dir.to_path_buf(),
                 health,
             }),
+            leader_epochs: Arc::new(leader_epochs),
+            leader_epoch,
         };
         view.check().map_err(|broken| {
             StorageError::Fatal(format!("{topic_partition}: loaded a view that {broken}"))
         })?;
-        let log = Self {
+        let shared = (reaper, open_files, decompression);
+        let log = Self::assemble(topic_partition, config, clock, view, producer_state, shared);
+        Ok((log, report))
+    }
+
+    /// The log made of what loading found, with what it shares with its directory's logs.
+    fn assemble(
+        topic_partition: TopicPartition,
+        config: LogConfig,
+        clock: Arc<dyn Clock>,
+        view: LogView,
+        producer_state: ProducerState,
+        shared: SharedParts,
+    ) -> Self {
+        let (reaper, open_files, decompression) = shared;
+        Self {
             topic_partition,
             config: ArcSwap::from_pointee(config),
             clock: Arc::clone(&clock),
@@ -249,8 +278,8 @@ impl Log {
             verifications: Mutex::default(),
             reported_damage: Mutex::new(std::collections::HashSet::new()),
             flush_turn: Mutex::new(()),
-        };
-        Ok((log, report))
+            epochs_unwritten: Default::default(),
+        }
     }
 
     /// Creates a new, empty log for `topic_partition` under `data_dir`.
@@ -294,6 +323,14 @@ impl Log {
         Ok(log)
     }
 }
+
+/// What a log shares with the other logs of its directory: the deleter, the open sealed
+/// segments' files and the decompression memory.
+type SharedParts = (
+    Option<Arc<dyn super::SegmentReaper>>,
+    Arc<OpenFiles>,
+    Arc<crate::decompression::DecompressionMemory>,
+);
 
 /// A partition's segments by base offset, while it loads.
 type SegmentsByBase = BTreeMap<Offset, Arc<Segment>>;

@@ -94,6 +94,7 @@ impl Log {
             next.log_start_offset = next.log_start_offset.max(next.segments[0].base_offset());
             next.recovery_point = next.recovery_point.max(next.log_start_offset).min(next.log_end.offset);
             let log_start_offset = next.log_start_offset;
+            self.truncate_epochs_from_start(&mut next);
             self.publish(next);
             // Renamed under the lock, so a concurrent deletion of the whole log cannot move the
             // directory from under the renames.

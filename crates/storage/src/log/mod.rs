@@ -33,6 +33,7 @@ mod append_entry;
 mod decompression_budget;
 mod flush;
 mod follower;
+mod leader_epochs;
 mod leftovers;
 mod load;
 mod maintenance;
@@ -72,14 +73,11 @@ use crate::config::LogConfig;
 use crate::epoch::LeaderEpoch;
 use crate::error::{Result, StorageError};
 use crate::health::DirHealth;
+use crate::leader_epochs::LeaderEpochs;
 use crate::offset::Offset;
 use crate::producer::ProducerState;
 use crate::segment::{DELETED_SUFFIX, OpenFiles, Segment};
 use crate::types::TopicPartition;
-
-/// The partition leader epoch stamped on every batch this log assigns offsets to. ferrolog is
-/// a single node: it is the only leader its partitions have had, in epoch 0.
-pub const LEADER_EPOCH: LeaderEpoch = LeaderEpoch::new(0);
 
 /// An immutable snapshot of the log, published after every change.
 #[derive(Debug, Clone)]
@@ -107,6 +105,11 @@ pub struct LogView {
     /// Where the log's files are. In the view, so that work begun on one snapshot (a flush)
     /// can tell whether the log moved to another directory meanwhile.
     pub home: Arc<LogHome>,
+    /// Where each leader epoch of the log starts (see `leader_epochs.rs`).
+    pub leader_epochs: Arc<LeaderEpochs>,
+    /// The partition's leader epoch, stamped on the batches it assigns offsets to: at least
+    /// the latest epoch of `leader_epochs`, and never lowered.
+    pub leader_epoch: LeaderEpoch,
 }
 
 /// Where a log lives: its partition directory and the health of the data directory holding
@@ -166,6 +169,7 @@ impl LogView {
                 self.recovery_point, end.offset
             ));
         }
+        self.check_epochs()?;
         if cfg!(debug_assertions)
             && let Some(pair) = self
                 .segments
@@ -176,6 +180,37 @@ impl LogView {
                 "segments out of order: {} before {}",
                 pair[0].base_offset(),
                 pair[1].base_offset()
+            ));
+        }
+        Ok(())
+    }
+
+    /// The leader-epoch invariants: its entries within [log start, log end] and none above the
+    /// leader epoch; the walk over every entry (the cache's own order) in debug builds.
+    fn check_epochs(&self) -> std::result::Result<(), String> {
+        if cfg!(debug_assertions) {
+            self.leader_epochs.check()?;
+        }
+        let (Some(earliest), Some(latest)) =
+            (self.leader_epochs.earliest(), self.leader_epochs.latest())
+        else {
+            return Ok(());
+        };
+        if earliest.start_offset < self.log_start_offset
+            || latest.start_offset > self.log_end.offset
+        {
+            return Err(format!(
+                "leader epochs from {} to {} outside the log's [{}, {}]",
+                earliest.start_offset,
+                latest.start_offset,
+                self.log_start_offset,
+                self.log_end.offset
+            ));
+        }
+        if latest.epoch > self.leader_epoch {
+            return Err(format!(
+                "leader epoch {} below the cache's latest {}",
+                self.leader_epoch, latest.epoch
             ));
         }
         Ok(())
@@ -226,6 +261,9 @@ pub struct Log {
     /// Damaged places of this log's files already logged, so a consumer retrying a fetch over
     /// damage does not flood the log (each read is still refused and counted).
     reported_damage: Mutex<HashSet<(PathBuf, u64)>>,
+    /// The leader-epoch checkpoint lags the view's cache (the log start moved since it was
+    /// written); written at close.
+    epochs_unwritten: std::sync::atomic::AtomicBool,
     /// Held by [`Log::flush_appended`] across its flush: deferred flushes take turns, so each
     /// finds out, once its turn comes, whether the one before covered its append (group
     /// commit); taken before `writer`.
@@ -472,6 +510,7 @@ impl Log {
         }
         let mut next = (*view).clone();
         next.log_start_offset = offset;
+        self.truncate_epochs_from_start(&mut next);
         self.publish(next);
         self.on_log_start_moved(offset)?;
         Ok(true)
@@ -503,6 +542,7 @@ impl Log {
             view.active_segment().seal(&self.open_files);
             // The next clean start loads this instead of reading the log.
             self.write_producer_snapshot(view.log_end.offset, producers::SnapshotSync::Now)?;
+            self.write_epochs_if_behind(&view)?;
             Ok(())
         })
     }

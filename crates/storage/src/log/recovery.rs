@@ -41,6 +41,7 @@ fn recover_one(segment: &Segment) -> Result<RecoveredSegment> {
         valid_bytes: outcome.valid_bytes,
         truncated_bytes: outcome.truncated_bytes,
         corruption: outcome.corruption,
+        epoch_starts: outcome.epoch_starts,
     })
 }
 

@@ -182,6 +182,8 @@ impl Log {
         next.high_watermark = view
             .high_watermark
             .clamp(next.log_start_offset, next.log_end.offset);
+        // The copy's epochs came with its batches; the partition's epoch stays.
+        next.leader_epoch = next.leader_epoch.max(view.leader_epoch);
         *self.producers.lock() = producers;
         self.verifications.lock().clear_all();
         self.reported_damage.lock().clear();

@@ -55,6 +55,7 @@ impl Log {
             next.log_start_offset = next.log_start_offset.min(target);
             next.high_watermark = next.high_watermark.min(target);
             next.recovery_point = next.recovery_point.min(target);
+            self.truncate_epochs_from_end(&mut next, target)?;
             // The state as of the cut, before the view shows it: the transactions whose markers
             // were cut are open again, and the last stable offset says so at once.
             self.rebuild_producer_state(&mut next)?;
@@ -94,6 +95,7 @@ impl Log {
             next.high_watermark = offset;
             next.recovery_point = offset;
             next.first_unstable_offset = None;
+            self.clear_epochs(&mut next)?;
             self.publish(next);
             *self.producers.lock() = ProducerState::default();
             self.verifications.lock().clear_all();

@@ -6,11 +6,12 @@ use std::sync::Arc;
 
 use super::append::{self, AppendInfo, ValidatedAppend};
 use super::producers::SnapshotSync;
-use super::{LEADER_EPOCH, Log, LogOffsetMetadata, WriterState, refuse_past_damaged_end};
+use super::{Log, LogOffsetMetadata, WriterState, refuse_past_damaged_end};
 use crate::config::LogConfig;
 use crate::epoch::{CoordinatorEpoch, ProducerEpoch};
 use crate::error::{Result, StorageError};
 use crate::fs::remove_if_exists;
+use crate::leader_epochs::EpochEntry;
 use crate::offset::{FilePosition, Offset};
 use crate::producer::{
     BatchOrigin, MarkerKind, ProducerBatch, ProducerState, TxnMarker, TxnVerifier, snapshot,
@@ -164,7 +165,7 @@ impl Log {
                     config: &config,
                     next_offset: self.view.load().log_end.offset,
                     now_ms,
-                    partition_leader_epoch: LEADER_EPOCH,
+                    partition_leader_epoch: self.view.load().leader_epoch,
                 },
             )?;
             if let Some(original) = self.producers.lock().check_verified(
@@ -256,9 +257,11 @@ impl Log {
             info.first_offset,
         )?;
         let view = self.view();
+        let mut next = (*view).clone();
+        let starts = epoch_starts(&view, info.first_offset, offsets, validated.epoch_starts);
+        self.assign_epochs(&mut next, &starts)?;
         let active = view.active_segment();
         active.append(bytes, &validated.batches)?;
-        let mut next = (*view).clone();
         next.log_end = LogOffsetMetadata {
             offset: info.last_offset.next(),
             segment_base_offset: active.base_offset(),
@@ -351,7 +354,7 @@ impl Log {
                 .producer(marker.producer_id, marker.epoch.value(), -1)
                 .transactional(true)
                 .control(true)
-                .partition_leader_epoch(LEADER_EPOCH.value());
+                .partition_leader_epoch(self.view.load().leader_epoch.value());
             // One record of 4 and 6 bytes: nothing in it can fail to encode.
             let unencodable = |error: ferrolog_records::RecordsError| {
                 StorageError::Fatal(format!("encoding a transaction marker: {error}"))
@@ -384,6 +387,7 @@ impl Log {
                 }],
                 producer_batches: Vec::new(),
                 markers: vec![txn_marker],
+                epoch_starts: Vec::new(),
             };
             let appended =
                 self.write_validated(writer, &config, &bytes, validated, OffsetsFrom::Assigned)?;
@@ -498,5 +502,22 @@ impl Log {
             self.dir()
         };
         snapshot::sync(&dir, new_base)
+    }
+}
+
+/// Where the leader epochs of an append start: a leader's batches are in the log's epoch from
+/// their first offset; a copy's carry their own.
+fn epoch_starts(
+    view: &super::LogView,
+    first_offset: Offset,
+    offsets: OffsetsFrom,
+    carried: Vec<EpochEntry>,
+) -> Vec<EpochEntry> {
+    match offsets {
+        OffsetsFrom::Assigned => vec![EpochEntry {
+            epoch: view.leader_epoch,
+            start_offset: first_offset,
+        }],
+        OffsetsFrom::Carried => carried,
     }
 }

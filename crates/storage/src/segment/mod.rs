@@ -109,6 +109,9 @@ pub struct SegmentRecovery {
     pub truncated_bytes: u64,
     /// Where and why the scan stopped, when it stopped on a bad entry.
     pub corruption: Option<(u64, String)>,
+    /// Where each leader epoch higher than every one before it in the segment starts, in the
+    /// v2 batches kept: what recovery gives the leader-epoch cache.
+    pub epoch_starts: Vec<crate::leader_epochs::EpochEntry>,
 }
 
 /// Bookkeeping of the appender, read by retention and rolls.

@@ -6,6 +6,7 @@ use std::ops::ControlFlow;
 use ferrolog_records::DEFAULT_MAX_DECOMPRESSED_BYTES;
 
 use super::{EntrySummary, FirstBatch, Segment, SegmentSlice, TimestampOffset};
+use crate::epoch::LeaderEpoch;
 use crate::error::{Result, StorageError};
 use crate::offset::{FilePosition, Offset};
 
@@ -117,6 +118,24 @@ impl Segment {
             }) => Ok((next, Some((position, reason)))),
             Err(error) => Err(error),
         }
+    }
+
+    /// The partition leader epoch of the segment's last batch, read from the headers after the
+    /// last offset-index entry; `None` when the segment is empty or its last entry is a legacy
+    /// message or a batch without one.
+    pub fn last_batch_epoch(&self) -> Result<Option<LeaderEpoch>> {
+        let start = self
+            .offset_index
+            .read()
+            .view()?
+            .lookup(Offset::MAX)
+            .position;
+        let mut epoch = -1;
+        self.log.walk_headers(start.bytes(), self.size(), |entry| {
+            epoch = entry.partition_leader_epoch;
+            ControlFlow::Continue(())
+        })?;
+        Ok((epoch >= 0).then_some(LeaderEpoch::new(epoch)))
     }
 
     /// The first record with timestamp ≥ `timestamp` and offset ≥ `starting_offset`.

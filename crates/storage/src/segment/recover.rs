@@ -6,11 +6,23 @@
 
 use std::ops::ControlFlow;
 
+use ferrolog_records::{FileEntry, RecordBatch};
+
 use super::{
     NO_TIMESTAMP, OffsetIndex, Segment, SegmentRecovery, TimeEntry, TimeIndex, TimestampOffset,
 };
 use crate::error::{Result, StorageError};
+use crate::leader_epochs::EpochEntry;
 use crate::offset::{FilePosition, Offset};
+
+/// Notes where `batch`'s leader epoch starts when it is higher than every epoch before it in
+/// the segment (a batch without one, −1, starts none).
+fn note_epoch_start(starts: &mut Vec<EpochEntry>, batch: &RecordBatch<'_>) {
+    let epoch = batch.partition_leader_epoch();
+    if epoch >= 0 && starts.last().is_none_or(|last| last.epoch.value() < epoch) {
+        starts.push(EpochEntry::new(epoch, batch.base_offset()));
+    }
+}
 
 /// Why recovery stops at an entry.
 enum Stop {
@@ -40,6 +52,7 @@ impl Segment {
         let mut previous_last_offset = self.base_offset - 1;
         let mut failure: Option<(u64, String)> = None;
         let mut index_error = None;
+        let mut epoch_starts: Vec<EpochEntry> = Vec::new();
         let end = self.log.file_length()?;
         let scan = self.log.scan_to_damage(0, end, |position, entry| {
             if let Err(error) = entry.validate() {
@@ -56,6 +69,9 @@ impl Segment {
                 return ControlFlow::Break(());
             }
             previous_last_offset = last_offset;
+            if let FileEntry::V2(batch) = entry {
+                note_epoch_start(&mut epoch_starts, batch);
+            }
             if first_batch_timestamp.is_none() {
                 first_batch_timestamp = Some(entry.max_timestamp());
             }
@@ -94,16 +110,7 @@ impl Segment {
             failure.get_or_insert((damage.position, damage.reason));
         }
         let truncated_bytes = self.cut_log_to(valid_bytes, end)?;
-        offset_index.trim_to_valid_size()?;
-        if max_so_far.timestamp >= 0 {
-            self.skip_index_entry_without_space(time_index.maybe_append(
-                max_so_far.timestamp,
-                max_so_far.offset,
-                TimeEntry::Final,
-            ))?;
-        }
-        time_index.trim_to_valid_size()?;
-        self.seal_indexes(&mut offset_index, &mut time_index);
+        self.finish_indexes(&mut offset_index, &mut time_index, max_so_far)?;
 
         state.bytes_since_last_index_entry = valid_bytes - last_index_entry;
         state.max_timestamp_so_far = Some(if max_so_far.timestamp >= 0 {
@@ -119,7 +126,29 @@ impl Segment {
             valid_bytes,
             truncated_bytes,
             corruption: failure,
+            epoch_starts,
         })
+    }
+
+    /// Ends the rebuilt indexes: the time index's final entry (the largest timestamp), both
+    /// trimmed to their entries and sealed.
+    fn finish_indexes(
+        &self,
+        offset_index: &mut OffsetIndex,
+        time_index: &mut TimeIndex,
+        max_so_far: TimestampOffset,
+    ) -> Result<()> {
+        offset_index.trim_to_valid_size()?;
+        if max_so_far.timestamp >= 0 {
+            self.skip_index_entry_without_space(time_index.maybe_append(
+                max_so_far.timestamp,
+                max_so_far.offset,
+                TimeEntry::Final,
+            ))?;
+        }
+        time_index.trim_to_valid_size()?;
+        self.seal_indexes(offset_index, time_index);
+        Ok(())
     }
 
     /// Cuts the `.log` to the `valid_bytes` recovery read, of the `end` it found. The valid size

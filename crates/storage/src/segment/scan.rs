@@ -34,6 +34,8 @@ pub struct EntrySummary {
     pub max_timestamp: i64,
     /// The producer id of a v2 batch (−1 for none, and for legacy entries).
     pub producer_id: i64,
+    /// The partition leader epoch of a v2 batch (−1 for none, and for legacy entries).
+    pub partition_leader_epoch: i32,
 }
 
 impl EntrySummary {
@@ -110,6 +112,15 @@ impl RecordsFile {
             max_timestamp,
             producer_id: if header.magic == MAGIC_V2 {
                 read_i64(field::PRODUCER_ID)
+            } else {
+                -1
+            },
+            partition_leader_epoch: if header.magic == MAGIC_V2 {
+                let mut epoch = [0u8; 4];
+                epoch.copy_from_slice(
+                    &buf[field::PARTITION_LEADER_EPOCH..field::PARTITION_LEADER_EPOCH + 4],
+                );
+                i32::from_be_bytes(epoch)
             } else {
                 -1
             },

@@ -24,8 +24,9 @@ fn a_swap_whose_second_rename_fails_is_undone_and_the_log_serves_on() {
     acknowledged.produce_many(&log, 0, 100);
     manager.moves().alter_log_dir(&tp(0), &dirs[1]).unwrap();
 
-    // The swap's first rename (the log to `-delete`) goes through, its second fails.
-    fail::cfg("fs.rename", "1*off->1*return(EIO)").unwrap();
+    // The future log's leader-epoch checkpoint (written, by a rename, before its first copied
+    // batch) and the swap's first rename (the log to `-delete`) go through; its second fails.
+    fail::cfg("fs.rename", "2*off->1*return(EIO)").unwrap();
     for _ in 0..5 {
         manager.moves().move_once();
     }

@@ -54,6 +54,7 @@ mod metadata;
 mod offset_commit;
 mod offset_delete;
 mod offset_fetch;
+mod offset_for_leader_epoch;
 mod produce;
 mod sasl_authenticate;
 mod sasl_handshake;
@@ -74,6 +75,7 @@ pub(super) const ALL: &[&Message] = &[
     &produce::PRODUCE,
     &fetch::FETCH,
     &list_offsets::LIST_OFFSETS,
+    &offset_for_leader_epoch::OFFSET_FOR_LEADER_EPOCH,
     &metadata::METADATA,
     &api_versions::API_VERSIONS,
     &create_topics::CREATE_TOPICS,

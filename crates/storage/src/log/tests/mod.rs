@@ -14,6 +14,7 @@ use crate::config::{CleanupPolicy, TargetCompression};
 use crate::segment::TimestampOffset;
 
 mod invariants;
+mod leader_epochs;
 mod loading;
 mod validation;
 

@@ -245,7 +245,7 @@ fn appended_batches_carry_assigned_offsets_and_leader_epoch() {
     let second = RecordBatch::parse_prefix(&written).unwrap();
     assert_eq!(
         (second.base_offset(), second.partition_leader_epoch()),
-        (1, LEADER_EPOCH.value())
+        (1, log.leader_epoch().value())
     );
     second.validate().unwrap();
 }
