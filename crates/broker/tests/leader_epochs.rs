@@ -224,3 +224,36 @@ async fn a_fetch_naming_another_epoch_is_refused() {
         );
     }
 }
+
+#[tokio::test]
+async fn a_restart_starts_a_new_epoch_at_the_log_end() {
+    let temp = tempfile::tempdir().unwrap();
+    {
+        let broker = Broker::start(temp.path()).await;
+        let mut client = broker.client().await;
+        assert_eq!(client.create_topic("t", 1, &[]).await.error_code, 0);
+        assert_eq!(client.produce("t", 0, records(3)).await.error_code, 0);
+        assert_eq!(epoch_end(&mut client, 0, 0, 0).await, (0, 0, 3));
+    }
+    let broker = Broker::start(temp.path()).await;
+    let mut client = broker.client().await;
+    let metadata: MetadataResponse = client
+        .send(
+            ApiKey::Metadata,
+            12,
+            &MetadataRequest::default().with_topics(None),
+        )
+        .await;
+    assert_eq!(metadata.topics[0].partitions[0].leader_epoch, 2);
+    assert_eq!(client.produce("t", 0, records(2)).await.error_code, 0);
+    // Epoch 0 ends where the log ended at the restart, whatever was written since.
+    assert_eq!(epoch_end(&mut client, 0, 2, 0).await, (0, 0, 3));
+    assert_eq!(epoch_end(&mut client, 0, 2, 1).await, (0, 0, 3));
+    assert_eq!(epoch_end(&mut client, 0, 2, 2).await, (0, 2, 5));
+    // A client that still believes epoch 0 current is fenced.
+    assert_eq!(epoch_end(&mut client, 0, 0, 0).await.0, FENCED_LEADER_EPOCH);
+    assert_eq!(
+        list_offsets(&mut client, -1, 0).await.0,
+        FENCED_LEADER_EPOCH
+    );
+}

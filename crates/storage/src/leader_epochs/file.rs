@@ -21,7 +21,7 @@ use crate::fs::{atomic_write, read_text_if_exists};
 
 /// The file's name in a partition directory.
 pub const LEADER_EPOCH_CHECKPOINT: &str = "leader-epoch-checkpoint";
-const VERSION: &str = "0";
+const VERSION: i32 = 0;
 
 /// Parses the file's text; `path` only names the file in errors.
 pub fn parse(text: &str, path: &Path) -> Result<LeaderEpochs> {
@@ -37,14 +37,13 @@ pub fn parse(text: &str, path: &Path) -> Result<LeaderEpochs> {
     let Some((_, version)) = lines.next() else {
         return Ok(LeaderEpochs::default());
     };
-    if version.parse::<i32>().is_err() {
-        return Err(malformed(1, format!("version {version:?} is not a number")));
-    }
-    if version != VERSION {
-        return Err(malformed(
-            1,
-            format!("unsupported version {version}, expected {VERSION}"),
-        ));
+    match version.parse::<i32>() {
+        Ok(VERSION) => {}
+        Ok(other) => {
+            let reason = format!("unsupported version {other}, expected {VERSION}");
+            return Err(malformed(1, reason));
+        }
+        Err(_) => return Err(malformed(1, format!("version {version:?} is not a number"))),
     }
     let Some((_, count)) = lines.next() else {
         return Ok(LeaderEpochs::default());

@@ -141,7 +141,8 @@ fn the_file_reads_back_what_was_written() {
 
 #[test]
 fn files_kafka_reads_as_empty_are_empty() {
-    for text in ["", "0\n", "0\n0\n"] {
+    // Kafka reads the version as an integer: "00" and "+0" are version 0.
+    for text in ["", "0\n", "0\n0\n", "00\n0\n", "+0\n0\n"] {
         assert!(parse(text, Path::new("f")).unwrap().is_empty(), "{text:?}");
     }
     // Any whitespace between the two numbers, and after them.

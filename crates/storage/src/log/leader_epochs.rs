@@ -8,9 +8,10 @@
 //! next such write or at close when the log start moved, since loading truncates the cache to
 //! the log's bounds again and so repairs a file a crash left behind.
 //!
-//! ferrolog is a single node: the partition's leader epoch ([`LogView::leader_epoch`]) never
-//! changes while it serves the partition. It is the latest epoch of the log (0 for a new one),
-//! so a log written by Kafka goes on in the epoch Kafka left it in.
+//! A single node has no leader elections, but it restarts: as a single KRaft Kafka node's
+//! partitions, a log's leader epoch ([`LogView::leader_epoch`]) moves up each time the log is
+//! opened again, and stays while ferrolog runs. A consumer's position in an older epoch is then
+//! checked against where that epoch ended, which is how a log cut by recovery shows.
 
 use std::path::Path;
 
@@ -21,28 +22,45 @@ use crate::error::{Result, StorageError};
 use crate::leader_epochs::{EpochEnd, EpochEntry, LeaderEpochs, file};
 use crate::offset::Offset;
 use crate::segment::Segment;
+use crate::types::PartitionDirKind;
 
-/// Loads the cache of the log in `dir` and its leader epoch: the checkpoint, with the epochs
-/// recovery found after it (each higher than the latest, as Kafka adds them), cut to the log's
-/// bounds `(log start, log end)`; an entry starting at the log end stays (the epoch the log
-/// goes on in). A leader log without any entry starts its leader epoch at the log end, as a
-/// Kafka broker does when it becomes a partition's leader: in the epoch of the last batch, or
-/// 0. A checkpoint that does not parse is logged, with what is wrong where, and replaced so.
-/// The file is written when it changed.
+/// Epochs a partition's leader epoch moves up by when a log is opened again: what a single
+/// KRaft Kafka node's restart does (its controller takes the leadership away at shutdown and
+/// gives it back at startup, one epoch each).
+const EPOCHS_PER_RESTART: i32 = 2;
+
+/// Loads the cache of the log in `dir` and its leader epoch, as a Kafka broker does when it
+/// becomes the partition's leader again: the checkpoint, with the epochs recovery found after
+/// it (each higher than the latest, as Kafka adds them), cut to the log's bounds `(log start,
+/// log end)`; then, for a `leader` log, a new epoch from the log end, [`EPOCHS_PER_RESTART`]
+/// above the latest the log knows (0 for a new log), written at once. So the epoch a consumer
+/// read in ends where the log now ends: one cut by recovery below a consumer's position shows
+/// as cut. A log without a checkpoint (written by an earlier ferrolog, or a Kafka follower's)
+/// takes the epoch of its last batch for its latest, from its log start when its first batch
+/// has the same. A checkpoint that does not parse is logged, with what is wrong where, and
+/// treated so; a future or stray log gets no new epoch, one being deleted no epochs at all.
 pub(super) fn load(
     dir: &Path,
     segments: &[std::sync::Arc<Segment>],
     bounds: (Offset, Offset),
     report: &LoadReport,
-    leader: bool,
-) -> Result<(LeaderEpochs, LeaderEpoch)> {
+    kind: PartitionDirKind,
+) -> Result<LoadedEpochs> {
+    if kind == PartitionDirKind::Delete {
+        return Ok(LoadedEpochs {
+            epochs: LeaderEpochs::default(),
+            leader_epoch: LeaderEpoch::new(0),
+            unwritten: false,
+        });
+    }
+    let leader = kind == PartitionDirKind::Live;
     let (log_start, log_end) = bounds;
     let (mut epochs, mut changed) = match file::read(dir) {
         Ok(epochs) => (epochs, false),
         Err(error @ StorageError::MalformedFile { .. }) => {
             tracing::warn!(
                 %error,
-                "the leader-epoch checkpoint does not parse; the log starts its epochs again at its end"
+                "the leader-epoch checkpoint does not parse; the log's epochs are taken from its batches"
             );
             (LeaderEpochs::default(), true)
         }
@@ -61,20 +79,59 @@ pub(super) fn load(
             changed = true;
         }
     }
-    changed |= epochs.truncate_from_end(log_end.next());
+    // The highest epoch the log was led in, whether or not an entry of it survives the cut
+    // to the log's bounds (an epoch begun at the log end, as Kafka begins one at each start,
+    // has no record yet): the new one must be above it.
+    let highest = epochs.latest().map(|latest| latest.epoch);
+    changed |= epochs.truncate_from_end(log_end);
     changed |= epochs.truncate_from_start(log_start);
-    let leader_epoch = match epochs.latest() {
-        Some(latest) => latest.epoch,
-        None => last_batch_epoch(segments)?.unwrap_or(LeaderEpoch::new(0)),
+    let last_batch = if epochs.is_empty() {
+        last_batch_epoch(segments)?
+    } else {
+        None
     };
-    if leader && epochs.is_empty() {
-        epochs.assign(leader_epoch, log_end);
+    if let Some(last) = last_batch
+        && first_batch_epoch(segments, log_start)? == Some(last)
+    {
+        epochs.assign(last, log_start);
         changed = true;
     }
-    if changed {
-        file::write(dir, &epochs)?;
+    let known = highest.max(last_batch);
+    let leader_epoch = match (leader, known) {
+        (true, Some(epoch)) => LeaderEpoch::new(epoch.value().saturating_add(EPOCHS_PER_RESTART)),
+        (_, Some(epoch)) => epoch,
+        (_, None) => LeaderEpoch::new(0),
+    };
+    if leader {
+        changed |=
+            epochs.assign(leader_epoch, log_end) != crate::leader_epochs::Assigned::Unchanged;
     }
-    Ok((epochs, leader_epoch))
+    let mut unwritten = false;
+    if changed {
+        match file::write(dir, &epochs) {
+            Ok(()) => {}
+            // A full disk refuses appends, not reads: the log opens, and the checkpoint is
+            // written before its next append (which the full disk refuses too).
+            Err(error @ StorageError::NoSpace { .. }) => {
+                tracing::warn!(%error, "the leader-epoch checkpoint waits for space");
+                unwritten = true;
+            }
+            Err(error) => return Err(error),
+        }
+    }
+    Ok(LoadedEpochs {
+        epochs,
+        leader_epoch,
+        unwritten,
+    })
+}
+
+/// A log's epochs as loaded.
+pub(super) struct LoadedEpochs {
+    pub epochs: LeaderEpochs,
+    pub leader_epoch: LeaderEpoch,
+    /// The checkpoint could not be written (a full disk): written before the next append.
+    pub unwritten: bool,
 }
 
 /// The epoch of the log's last batch that has one.
@@ -85,6 +142,24 @@ fn last_batch_epoch(segments: &[std::sync::Arc<Segment>]) -> Result<Option<Leade
         }
     }
     Ok(None)
+}
+
+/// The epoch of the batch holding the log start. When it is the last batch's, every batch
+/// between is of that epoch too (epochs only rise), which a log without a checkpoint then
+/// starts its cache with.
+fn first_batch_epoch(
+    segments: &[std::sync::Arc<Segment>],
+    log_start: Offset,
+) -> Result<Option<LeaderEpoch>> {
+    let holding_start = segments
+        .iter()
+        .rev()
+        .find(|segment| segment.base_offset() <= log_start)
+        .or(segments.first());
+    match holding_start {
+        Some(segment) => segment.batch_epoch_at(log_start),
+        None => Ok(None),
+    }
 }
 
 impl Log {
@@ -117,9 +192,9 @@ impl Log {
     }
 
     /// Records in `next` the epochs `starts` begin (in offset order), raising the leader epoch
-    /// to the highest, and writes the checkpoint when the cache changed. Called under the
-    /// writer lock before the batches are written: an epoch's entry is durable before any of
-    /// its batches.
+    /// to the highest, and writes the checkpoint when the cache changed or the file lags it.
+    /// Called under the writer lock before the batches are written: an epoch's entry is
+    /// durable before any of its batches.
     pub(super) fn assign_epochs(&self, next: &mut LogView, starts: &[EpochEntry]) -> Result<()> {
         let mut changed = false;
         for start in starts {
@@ -150,7 +225,11 @@ impl Log {
                 }
             }
         }
-        if changed {
+        if changed
+            || self
+                .epochs_unwritten
+                .load(std::sync::atomic::Ordering::Acquire)
+        {
             self.write_epochs(next)?;
         }
         Ok(())
@@ -168,7 +247,7 @@ impl Log {
     pub(super) fn truncate_epochs_from_start(&self, next: &mut LogView) {
         let start = next.log_start_offset;
         if std::sync::Arc::make_mut(&mut next.leader_epochs).truncate_from_start(start) {
-            self.writer_epochs_unwritten(true);
+            self.set_epochs_unwritten(true);
         }
     }
 
@@ -182,7 +261,7 @@ impl Log {
     /// Writes the checkpoint of the cache in `view` to the log's directory.
     pub(super) fn write_epochs(&self, view: &LogView) -> Result<()> {
         file::write(&view.home.dir, &view.leader_epochs)?;
-        self.writer_epochs_unwritten(false);
+        self.set_epochs_unwritten(false);
         Ok(())
     }
 
@@ -197,7 +276,8 @@ impl Log {
         Ok(())
     }
 
-    fn writer_epochs_unwritten(&self, unwritten: bool) {
+    /// Notes whether the checkpoint lags the view's cache (written at close when it does).
+    pub(super) fn set_epochs_unwritten(&self, unwritten: bool) {
         self.epochs_unwritten
             .store(unwritten, std::sync::atomic::Ordering::Release);
     }

@@ -214,16 +214,8 @@ impl Log {
             load_producer_state(dir, &segments, bounds, &params, &mut report)?
         };
         super::write::forget_beyond(&mut producer_state, config.max_producers, &topic_partition);
-        let (leader_epochs, leader_epoch) = match kind {
-            PartitionDirKind::Delete => (Default::default(), crate::epoch::LeaderEpoch::new(0)),
-            kind => super::leader_epochs::load(
-                dir,
-                &segments,
-                (log_start_offset, log_end_offset),
-                &report,
-                kind == PartitionDirKind::Live,
-            )?,
-        };
+        let bounds = (log_start_offset, log_end_offset);
+        let epochs = super::leader_epochs::load(dir, &segments, bounds, &report, kind)?;
         if let Some(damaged) = &damaged_end {
             report.note_damage(damaged);
         }
@@ -241,14 +233,15 @@ impl Log {
                 dir: dir.to_path_buf(),
                 health,
             }),
-            leader_epochs: Arc::new(leader_epochs),
-            leader_epoch,
+            leader_epochs: Arc::new(epochs.epochs),
+            leader_epoch: epochs.leader_epoch,
         };
         view.check().map_err(|broken| {
             StorageError::Fatal(format!("{topic_partition}: loaded a view that {broken}"))
         })?;
         let shared = (reaper, open_files, decompression);
         let log = Self::assemble(topic_partition, config, clock, view, producer_state, shared);
+        log.set_epochs_unwritten(epochs.unwritten);
         Ok((log, report))
     }
 

@@ -108,7 +108,7 @@ pub struct LogView {
     /// Where each leader epoch of the log starts (see `leader_epochs.rs`).
     pub leader_epochs: Arc<LeaderEpochs>,
     /// The partition's leader epoch, stamped on the batches it assigns offsets to: at least
-    /// the latest epoch of `leader_epochs`, and never lowered.
+    /// the latest epoch of `leader_epochs`; set when the log opens, never lowered.
     pub leader_epoch: LeaderEpoch,
 }
 

@@ -188,6 +188,8 @@ impl Log {
         self.verifications.lock().clear_all();
         self.reported_damage.lock().clear();
         self.publish(next);
+        // The copy's checkpoint may lag its cache (its log start moved); close writes it.
+        self.set_epochs_unwritten(true);
         drop(writer);
         Ok(true)
     }

@@ -261,7 +261,10 @@ impl Log {
         let starts = epoch_starts(&view, info.first_offset, offsets, validated.epoch_starts);
         self.assign_epochs(&mut next, &starts)?;
         let active = view.active_segment();
-        active.append(bytes, &validated.batches)?;
+        // The checkpoint may now hold an epoch the view will not: close writes the view's.
+        active
+            .append(bytes, &validated.batches)
+            .inspect_err(|_| self.set_epochs_unwritten(true))?;
         next.log_end = LogOffsetMetadata {
             offset: info.last_offset.next(),
             segment_base_offset: active.base_offset(),
@@ -280,18 +283,7 @@ impl Log {
             );
             forget_beyond(&mut producers, config.max_producers, &self.topic_partition);
             next.first_unstable_offset = producers.first_unstable_offset();
-            // A transactional batch or a marker written spends its producer's verification.
-            let mut verifications = self.verifications.lock();
-            let transactional = validated
-                .producer_batches
-                .iter()
-                .filter(|b| b.transactional);
-            for producer_id in transactional
-                .map(|batch| batch.producer_id)
-                .chain(validated.markers.iter().map(|marker| marker.producer_id))
-            {
-                verifications.clear(producer_id);
-            }
+            self.spend_verifications(&validated.producer_batches, &validated.markers);
             aborted
         };
         // Aborts are indexed, in the segment their markers went to, before the last stable
@@ -394,6 +386,19 @@ impl Log {
             self.flush_appended(&appended)?;
             Ok(appended.info)
         })
+    }
+
+    /// A transactional batch or a marker written spends its producer's verification. Called
+    /// with `producers` held (the verifications are taken after it).
+    fn spend_verifications(&self, batches: &[ProducerBatch], markers: &[TxnMarker]) {
+        let mut verifications = self.verifications.lock();
+        let transactional = batches.iter().filter(|b| b.transactional);
+        for producer_id in transactional
+            .map(|batch| batch.producer_id)
+            .chain(markers.iter().map(|marker| marker.producer_id))
+        {
+            verifications.clear(producer_id);
+        }
     }
 
     /// Rolls if the active segment should not take this append. Returns the new base offset.

@@ -120,9 +120,9 @@ impl Segment {
         }
     }
 
-    /// The partition leader epoch of the segment's last batch, read from the headers after the
-    /// last offset-index entry; `None` when the segment is empty or its last entry is a legacy
-    /// message or a batch without one.
+    /// The partition leader epoch of the segment's last batch that has one, read from the
+    /// headers after the last offset-index entry; damage there ends the reading, as it ends
+    /// [`Segment::read_next_offset`]'s. `None` when no batch read has one.
     pub fn last_batch_epoch(&self) -> Result<Option<LeaderEpoch>> {
         let start = self
             .offset_index
@@ -130,12 +130,37 @@ impl Segment {
             .view()?
             .lookup(Offset::MAX)
             .position;
-        let mut epoch = -1;
-        self.log.walk_headers(start.bytes(), self.size(), |entry| {
-            epoch = entry.partition_leader_epoch;
+        let mut epoch = None;
+        let walked = self.log.walk_headers(start.bytes(), self.size(), |entry| {
+            if entry.partition_leader_epoch >= 0 {
+                epoch = Some(LeaderEpoch::new(entry.partition_leader_epoch));
+            }
             ControlFlow::Continue(())
-        })?;
-        Ok((epoch >= 0).then_some(LeaderEpoch::new(epoch)))
+        });
+        match walked {
+            Ok(_) | Err(StorageError::Corrupt { .. }) => Ok(epoch),
+            Err(error) => Err(error),
+        }
+    }
+
+    /// The partition leader epoch of the batch holding `offset`; `None` when no batch of the
+    /// segment holds it, it has none, or damage comes first.
+    pub fn batch_epoch_at(&self, offset: Offset) -> Result<Option<LeaderEpoch>> {
+        let start = self.offset_index.read().view()?.lookup(offset).position;
+        let mut epoch = None;
+        let walked = self.log.walk_headers(start.bytes(), self.size(), |entry| {
+            if entry.last_offset < offset.value() {
+                return ControlFlow::Continue(());
+            }
+            if entry.partition_leader_epoch >= 0 {
+                epoch = Some(LeaderEpoch::new(entry.partition_leader_epoch));
+            }
+            ControlFlow::Break(())
+        });
+        match walked {
+            Ok(_) | Err(StorageError::Corrupt { .. }) => Ok(epoch),
+            Err(error) => Err(error),
+        }
     }
 
     /// The first record with timestamp ≥ `timestamp` and offset ≥ `starting_offset`.

@@ -62,7 +62,7 @@ fn a_new_log_leads_in_epoch_zero_from_offset_zero() {
 }
 
 #[test]
-fn a_log_goes_on_in_the_epoch_its_checkpoint_ends_in() {
+fn a_reopened_log_leads_in_a_new_epoch_from_its_end() {
     let fixture = Fixture::new();
     {
         let log = fixture.create(LogConfig::default());
@@ -72,10 +72,12 @@ fn a_log_goes_on_in_the_epoch_its_checkpoint_ends_in() {
     }
     assert_eq!(checkpoint(&fixture), "0\n2\n2 0\n5 3\n");
     let (log, _) = fixture.open_clean(LogConfig::default());
-    assert_eq!(log.leader_epoch().value(), 5);
+    // Two above the latest, as a single Kafka node's restart moves it, written at once.
+    assert_eq!(log.leader_epoch().value(), 7);
+    assert_eq!(entries(&log), [(2, 0), (5, 3), (7, 5)]);
+    assert_eq!(checkpoint(&fixture), "0\n3\n2 0\n5 3\n7 5\n");
     append_value(&log, "c");
-    assert_eq!(epochs_of_batches(&log), [2, 5, 5]);
-    assert_eq!(entries(&log), [(2, 0), (5, 3)]);
+    assert_eq!(epochs_of_batches(&log), [2, 5, 7]);
     assert_eq!(
         log.end_offset_for_epoch(2),
         EpochEnd {
@@ -94,6 +96,13 @@ fn a_log_goes_on_in_the_epoch_its_checkpoint_ends_in() {
         log.end_offset_for_epoch(5),
         EpochEnd {
             epoch: 5,
+            end_offset: 5
+        }
+    );
+    assert_eq!(
+        log.end_offset_for_epoch(7),
+        EpochEnd {
+            epoch: 7,
             end_offset: 6
         }
     );
@@ -108,6 +117,46 @@ fn a_log_goes_on_in_the_epoch_its_checkpoint_ends_in() {
         log.epoch_for_offset(Offset::new(4)).map(|e| e.value()),
         Some(5)
     );
+}
+
+#[test]
+fn a_log_cut_by_recovery_ends_the_epoch_read_where_it_now_ends() {
+    let fixture = Fixture::new();
+    {
+        let log = fixture.create(LogConfig::default());
+        for value in 0..10 {
+            append_value(&log, &value.to_string());
+        }
+        // No close: a crash, which then loses the tail of the file.
+    }
+    let segment = fixture.dir().join("00000000000000000000.log");
+    let length = std::fs::metadata(&segment).unwrap().len();
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .open(&segment)
+        .unwrap();
+    file.set_len(length / 2).unwrap();
+    let (log, _) = fixture.open(LogConfig::default(), LoadParams::default());
+    let end = log.log_end_offset().value();
+    assert!((1..10).contains(&end), "recovery cut the log at {end}");
+    // A consumer that read offset 9 in epoch 0 learns the epoch ends at the cut.
+    assert_eq!(
+        log.end_offset_for_epoch(0),
+        EpochEnd {
+            epoch: 0,
+            end_offset: end
+        }
+    );
+    append_value(&log, "after");
+    append_value(&log, "the cut");
+    assert_eq!(
+        log.end_offset_for_epoch(0),
+        EpochEnd {
+            epoch: 0,
+            end_offset: end
+        }
+    );
+    assert_eq!(log.end_offset_for_epoch(2).end_offset, end + 2);
 }
 
 #[test]
@@ -169,16 +218,18 @@ fn loading_cuts_a_stale_checkpoint_to_the_log() {
         log.append_as_follower(&epoch_batch(0, 1, 4)).unwrap();
         log.close().unwrap();
     }
-    // A crash left entries past the log's end, and one at its end (the epoch it goes on in).
+    // A crash left entries at and past the log's end.
     std::fs::write(
         fixture.dir().join(LEADER_EPOCH_CHECKPOINT),
         "0\n3\n1 0\n3 4\n6 9\n",
     )
     .unwrap();
     let (log, _) = fixture.open_clean(LogConfig::default());
-    assert_eq!(entries(&log), [(1, 0), (3, 4)]);
-    assert_eq!(log.leader_epoch().value(), 3);
-    assert_eq!(checkpoint(&fixture), "0\n2\n1 0\n3 4\n");
+    // Cut to (1, 0); the new epoch, two above the highest the log was led in (6), starts at
+    // the log end.
+    assert_eq!(entries(&log), [(1, 0), (8, 4)]);
+    assert_eq!(log.leader_epoch().value(), 8);
+    assert_eq!(checkpoint(&fixture), "0\n2\n1 0\n8 4\n");
 }
 
 #[test]
@@ -194,13 +245,13 @@ fn recovery_rebuilds_the_epochs_of_what_it_reads() {
     std::fs::write(fixture.dir().join(LEADER_EPOCH_CHECKPOINT), "0\n1\n1 0\n").unwrap();
     let (log, report) = fixture.open(LogConfig::default(), LoadParams::default());
     assert!(!report.recovered.is_empty());
-    assert_eq!(entries(&log), [(1, 0), (3, 2), (7, 4)]);
-    assert_eq!(log.leader_epoch().value(), 7);
-    assert_eq!(checkpoint(&fixture), "0\n3\n1 0\n3 2\n7 4\n");
+    assert_eq!(entries(&log), [(1, 0), (3, 2), (7, 4), (9, 6)]);
+    assert_eq!(log.leader_epoch().value(), 9);
+    assert_eq!(checkpoint(&fixture), "0\n4\n1 0\n3 2\n7 4\n9 6\n");
 }
 
 #[test]
-fn a_log_without_a_checkpoint_leads_from_its_end_in_its_last_batch_epoch() {
+fn a_log_without_a_checkpoint_takes_its_epochs_from_its_batches() {
     let fixture = Fixture::new();
     {
         let log = fixture.create(LogConfig::default());
@@ -209,15 +260,45 @@ fn a_log_without_a_checkpoint_leads_from_its_end_in_its_last_batch_epoch() {
     }
     std::fs::remove_file(fixture.dir().join(LEADER_EPOCH_CHECKPOINT)).unwrap();
     let (log, _) = fixture.open_clean(LogConfig::default());
-    assert_eq!(log.leader_epoch().value(), 4);
-    assert_eq!(entries(&log), [(4, 3)]);
-    // An older epoch, or this one, ends at or past every offset a reader may hold.
-    assert_eq!(log.end_offset_for_epoch(4).end_offset, 3);
+    // Its first and last batches are of epoch 4: so is every batch between.
+    assert_eq!(entries(&log), [(4, 0), (6, 3)]);
+    assert_eq!(log.leader_epoch().value(), 6);
     assert_eq!(
-        log.end_offset_for_epoch(2),
+        log.end_offset_for_epoch(4),
         EpochEnd {
-            epoch: 2,
+            epoch: 4,
             end_offset: 3
+        }
+    );
+}
+
+#[test]
+fn a_log_without_a_checkpoint_and_of_several_epochs_starts_at_its_end() {
+    let fixture = Fixture::new();
+    {
+        let log = fixture.create(LogConfig::default());
+        log.append_as_follower(&epoch_batch(0, 1, 2)).unwrap();
+        log.append_as_follower(&epoch_batch(2, 4, 3)).unwrap();
+        log.close().unwrap();
+    }
+    std::fs::remove_file(fixture.dir().join(LEADER_EPOCH_CHECKPOINT)).unwrap();
+    let (log, _) = fixture.open_clean(LogConfig::default());
+    // Where epoch 4 began is unknown: the new epoch starts at the end, and older epochs end
+    // there, past any position read in them.
+    assert_eq!(entries(&log), [(6, 5)]);
+    assert_eq!(log.leader_epoch().value(), 6);
+    assert_eq!(
+        log.end_offset_for_epoch(4),
+        EpochEnd {
+            epoch: 4,
+            end_offset: 5
+        }
+    );
+    assert_eq!(
+        log.end_offset_for_epoch(1),
+        EpochEnd {
+            epoch: 1,
+            end_offset: 5
         }
     );
 }
@@ -236,8 +317,8 @@ fn a_malformed_checkpoint_is_replaced_and_the_log_opens() {
     )
     .unwrap();
     let (log, _) = fixture.open_clean(LogConfig::default());
-    assert_eq!(entries(&log), [(2, 3)]);
-    assert_eq!(checkpoint(&fixture), "0\n1\n2 3\n");
+    assert_eq!(entries(&log), [(2, 0), (4, 3)]);
+    assert_eq!(checkpoint(&fixture), "0\n2\n2 0\n4 3\n");
 }
 
 #[test]
