@@ -29,7 +29,8 @@ use kafka_protocol::messages::{
     ListTransactionsRequest, MetadataRequest, OffsetCommitRequest, OffsetDeleteRequest,
     OffsetFetchRequest, OffsetForLeaderEpochRequest, ProduceRequest, RequestHeader, ResponseHeader,
     SaslAuthenticateRequest, SaslHandshakeRequest, ShareGroupDescribeRequest,
-    ShareGroupHeartbeatRequest, SyncGroupRequest, TxnOffsetCommitRequest, WriteTxnMarkersRequest,
+    ShareGroupHeartbeatRequest, SyncGroupRequest, TxnOffsetCommitRequest, UpdateFeaturesRequest,
+    WriteTxnMarkersRequest,
 };
 use kafka_protocol::protocol::{Decodable, Encodable};
 

@@ -9,6 +9,7 @@
 
 pub mod dispatch;
 pub mod dynamic_configs;
+pub mod features;
 pub mod fetch_waiters;
 pub mod handlers;
 pub mod loggers;
@@ -185,6 +186,8 @@ pub struct Context {
     pub loggers: loggers::BrokerLoggers,
     /// Broker configs changed at run time.
     pub dynamic_configs: dynamic_configs::DynamicBrokerConfigs,
+    /// The finalized feature levels.
+    pub features: features::Features,
     /// The share partitions served, loaded at their first share fetch.
     pub shares: share_partitions::SharePartitions,
     /// The share consumers' sessions.
@@ -201,6 +204,11 @@ impl Context {
         manager: Arc<LogManager>,
         config: BrokerConfig,
     ) -> Result<Self, ferrolog_storage::StorageError> {
+        // Before the transaction coordinator, whose aborts follow `transaction.version`.
+        let features = features::Features::open(
+            Arc::clone(&manager),
+            Arc::clone(&config.transactions.transaction_version),
+        )?;
         let groups = GroupCoordinator::open(Arc::clone(&manager), config.groups.clone())?;
         let transactions =
             TransactionCoordinator::open(Arc::clone(&manager), config.transactions.clone())?;
@@ -231,6 +239,7 @@ impl Context {
             quotas,
             loggers: loggers::BrokerLoggers::default(),
             dynamic_configs: dynamic_configs::DynamicBrokerConfigs::default(),
+            features,
             shares: share_partitions::SharePartitions::default(),
             share_sessions: share_sessions::ShareSessions::default(),
         })

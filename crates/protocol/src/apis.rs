@@ -159,6 +159,8 @@ macro_rules! served_apis {
                 needs [Cluster Describe];
             ListConfigResources 0..=1, ListConfigResourcesRequest, blocking handlers::list_config_resources::handle => response,
                 needs [Cluster DescribeConfigs];
+            UpdateFeatures 0..=2, UpdateFeaturesRequest, blocking handlers::update_features::handle => response,
+                needs [Cluster Alter];
             DescribeProducers 0..=0, DescribeProducersRequest, blocking handlers::describe_producers::handle => response,
                 needs [Topic Read each];
             AddPartitionsToTxn 0..=3, AddPartitionsToTxnRequest, blocking handlers::add_partitions_to_txn::handle => response,

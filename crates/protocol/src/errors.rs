@@ -81,6 +81,7 @@ pub const LOG_DIR_NOT_FOUND: i16 = ResponseError::LogDirNotFound.code();
 pub const NO_REASSIGNMENT_IN_PROGRESS: i16 = ResponseError::NoReassignmentInProgress.code();
 pub const FENCED_LEADER_EPOCH: i16 = ResponseError::FencedLeaderEpoch.code();
 pub const UNKNOWN_LEADER_EPOCH: i16 = ResponseError::UnknownLeaderEpoch.code();
+pub const INVALID_UPDATE_VERSION: i16 = ResponseError::InvalidUpdateVersion.code();
 pub const NOT_LEADER_OR_FOLLOWER: i16 = ResponseError::NotLeaderOrFollower.code();
 pub const OFFSET_NOT_AVAILABLE: i16 = ResponseError::OffsetNotAvailable.code();
 pub const INVALID_RECORD_STATE: i16 = ResponseError::InvalidRecordState.code();

@@ -12,6 +12,7 @@ use kafka_protocol::messages::{AlterShareGroupOffsetsRequest, AlterShareGroupOff
 use kafka_protocol::protocol::StrBytes;
 
 use crate::authz::{Asked, ResourceType};
+use crate::features::{SHARE_VERSION, UNSUPPORTED_MESSAGE};
 use crate::{Context, errors};
 
 pub fn handle(
@@ -19,6 +20,11 @@ pub fn handle(
     asked: &Asked<'_>,
     request: AlterShareGroupOffsetsRequest,
 ) -> AlterShareGroupOffsetsResponse {
+    if !context.features.serves(SHARE_VERSION) {
+        return AlterShareGroupOffsetsResponse::default()
+            .with_error_code(errors::UNSUPPORTED_VERSION)
+            .with_error_message(Some(StrBytes::from_static_str(UNSUPPORTED_MESSAGE)));
+    }
     let group = request.group_id.0.to_string();
     if group.is_empty() {
         return AlterShareGroupOffsetsResponse::default().with_error_code(errors::INVALID_GROUP_ID);

@@ -1,9 +1,9 @@
 //! ApiVersions: the APIs and versions this broker really implements, no more, and (from
-//! version 3) the one feature clients act on, `transaction.version`: supported 0–2 (listed from
-//! version 4, as Kafka leaves out features whose lowest level is 0 before it, KAFKA-17492) and
-//! finalized at `ferrolog.transaction.version` (2 by default, as a new Kafka 4.4 cluster; a
-//! level of 0 is not listed, as in Kafka). From version 3 the client names its software, and a
-//! name or version Kafka would not accept is answered `INVALID_REQUEST`, as Kafka answers it.
+//! version 3) its features ([`crate::features`]): each supported range (listed from version 4,
+//! as Kafka leaves out features whose lowest level is 0 before it, KAFKA-17492) and each
+//! finalized level above 0, with the epoch of the levels. From version 3 the client names its
+//! software, and a name or version Kafka would not accept is answered `INVALID_REQUEST`, as
+//! Kafka answers it.
 
 use ferrolog_protocol::ApiKey;
 use kafka_protocol::messages::api_versions_response::{
@@ -12,13 +12,13 @@ use kafka_protocol::messages::api_versions_response::{
 use kafka_protocol::messages::{ApiVersionsRequest, ApiVersionsResponse};
 use kafka_protocol::protocol::StrBytes;
 
+use std::collections::BTreeMap;
+
 use crate::authz::Asked;
+use crate::features::FEATURES;
 use crate::protocol::apis::SUPPORTED;
 pub use crate::protocol::names_software_validly;
 use crate::{Context, errors};
-
-/// The feature naming the transaction protocol clients may use (KIP-890).
-const TRANSACTION_VERSION: &str = "transaction.version";
 
 /// The highest `transaction.version` this broker serves.
 pub const MAX_TRANSACTION_VERSION: i16 = 2;
@@ -32,57 +32,41 @@ pub fn handle(
     if !names_software_validly(&request, version) {
         return ApiVersionsResponse::default().with_error_code(errors::INVALID_REQUEST);
     }
-    with_features(
-        advertising(SUPPORTED),
-        context.config.transactions.transaction_version,
-        version,
-    )
+    let (levels, epoch) = context.features.finalized();
+    with_features(advertising(SUPPORTED), &levels, epoch, version)
 }
 
-/// The finalized features' epoch: the time this process started, in milliseconds. Clients keep
-/// the features of the highest epoch they have seen, so a restart with another
-/// `ferrolog.transaction.version` must tell them a higher one (Kafka's grows with its metadata
-/// log).
-fn features_epoch() -> i64 {
-    static STARTED: std::sync::OnceLock<i64> = std::sync::OnceLock::new();
-    *STARTED.get_or_init(|| {
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |since| since.as_millis() as i64)
-    })
-}
-
-/// `response` with the features a request of `version` is told of, `transaction_version` the
-/// finalized level.
+/// `response` with the features a request of `version` is told of: the supported ranges and
+/// the finalized `levels` (above 0), of `epoch`.
 pub fn with_features(
     response: ApiVersionsResponse,
-    transaction_version: i16,
+    levels: &BTreeMap<String, i16>,
+    epoch: i64,
     version: i16,
 ) -> ApiVersionsResponse {
-    let name = || StrBytes::from_static_str(TRANSACTION_VERSION);
-    let supported = if version >= 4 {
-        vec![
+    let supported = FEATURES
+        .iter()
+        .filter(|feature| version >= 4 || feature.min > 0)
+        .map(|feature| {
             SupportedFeatureKey::default()
-                .with_name(name())
-                .with_min_version(0)
-                .with_max_version(MAX_TRANSACTION_VERSION),
-        ]
-    } else {
-        Vec::new()
-    };
-    let finalized = if transaction_version > 0 {
-        vec![
+                .with_name(StrBytes::from_static_str(feature.name))
+                .with_min_version(feature.min)
+                .with_max_version(feature.max)
+        })
+        .collect();
+    let finalized = levels
+        .iter()
+        .filter(|(_, level)| **level > 0)
+        .map(|(name, level)| {
             FinalizedFeatureKey::default()
-                .with_name(name())
-                .with_min_version_level(transaction_version)
-                .with_max_version_level(transaction_version),
-        ]
-    } else {
-        Vec::new()
-    };
+                .with_name(StrBytes::from_string(name.clone()))
+                .with_min_version_level(*level)
+                .with_max_version_level(*level)
+        })
+        .collect();
     response
         .with_supported_features(supported)
-        .with_finalized_features_epoch(features_epoch())
+        .with_finalized_features_epoch(epoch)
         .with_finalized_features(finalized)
 }
 
@@ -146,22 +130,48 @@ mod tests {
     }
 
     #[test]
-    fn transaction_version_is_told_as_kafka_tells_it() {
-        let at = |level, version| with_features(ApiVersionsResponse::default(), level, version);
-        let v4 = at(2, 4);
-        assert_eq!(v4.supported_features.len(), 1);
+    fn features_are_told_as_kafka_tells_them() {
+        let levels: BTreeMap<String, i16> = [
+            ("group.version".to_owned(), 1),
+            ("transaction.version".to_owned(), 2),
+        ]
+        .into();
+        let at = |levels: &BTreeMap<String, i16>, version| {
+            with_features(ApiVersionsResponse::default(), levels, 7, version)
+        };
+        let v4 = at(&levels, 4);
+        let supported: Vec<(String, i16, i16)> = v4
+            .supported_features
+            .iter()
+            .map(|f| (f.name.to_string(), f.min_version, f.max_version))
+            .collect();
         assert_eq!(
-            (
-                v4.supported_features[0].min_version,
-                v4.supported_features[0].max_version
-            ),
-            (0, 2)
+            supported,
+            [
+                ("group.version".to_owned(), 0, 1),
+                ("share.version".to_owned(), 0, 1),
+                ("streams.version".to_owned(), 0, 1),
+                ("transaction.version".to_owned(), 0, 2),
+            ]
         );
-        assert_eq!(v4.finalized_features[0].max_version_level, 2);
+        let finalized: Vec<(String, i16)> = v4
+            .finalized_features
+            .iter()
+            .map(|f| (f.name.to_string(), f.max_version_level))
+            .collect();
+        assert_eq!(
+            finalized,
+            [
+                ("group.version".to_owned(), 1),
+                ("transaction.version".to_owned(), 2)
+            ]
+        );
+        assert_eq!(v4.finalized_features_epoch, 7);
         // Before v4 a feature whose lowest level is 0 is not listed as supported.
-        assert!(at(2, 3).supported_features.is_empty());
-        assert_eq!(at(2, 3).finalized_features.len(), 1);
+        assert!(at(&levels, 3).supported_features.is_empty());
+        assert_eq!(at(&levels, 3).finalized_features.len(), 2);
         // Level 0 is never listed as finalized.
-        assert!(at(0, 4).finalized_features.is_empty());
+        let disabled: BTreeMap<String, i16> = [("share.version".to_owned(), 0)].into();
+        assert!(at(&disabled, 4).finalized_features.is_empty());
     }
 }

@@ -15,6 +15,7 @@ use kafka_protocol::protocol::StrBytes;
 use uuid::Uuid;
 
 use crate::authz::{AclOperation, Asked, ResourceType};
+use crate::features::GROUP_VERSION;
 use crate::{Context, errors};
 
 pub fn handle(
@@ -27,6 +28,9 @@ pub fn handle(
         .into_iter()
         .map(|group_id| {
             let described = DescribedGroup::default().with_group_id(group_id.clone());
+            if !context.features.serves(GROUP_VERSION) {
+                return described.with_error_code(errors::UNSUPPORTED_VERSION);
+            }
             if !asked.allows(ResourceType::Group, &group_id.0) {
                 return described.with_error_code(errors::GROUP_AUTHORIZATION_FAILED);
             }

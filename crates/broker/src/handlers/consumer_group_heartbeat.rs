@@ -12,6 +12,7 @@ use kafka_protocol::messages::{ConsumerGroupHeartbeatRequest, ConsumerGroupHeart
 use kafka_protocol::protocol::StrBytes;
 
 use crate::authz::{AclOperation, Asked, ResourceType};
+use crate::features::GROUP_VERSION;
 use crate::{Context, errors};
 
 pub fn handle(
@@ -19,6 +20,10 @@ pub fn handle(
     asked: &Asked<'_>,
     request: ConsumerGroupHeartbeatRequest,
 ) -> ConsumerGroupHeartbeatResponse {
+    if !context.features.serves(GROUP_VERSION) {
+        return ConsumerGroupHeartbeatResponse::default()
+            .with_error_code(errors::UNSUPPORTED_VERSION);
+    }
     let names = request
         .subscribed_topic_names
         .as_deref()

@@ -11,6 +11,7 @@ use kafka_protocol::messages::{
 use kafka_protocol::protocol::StrBytes;
 
 use crate::authz::{Asked, ResourceType};
+use crate::features::{SHARE_VERSION, UNSUPPORTED_MESSAGE};
 use crate::{Context, errors};
 
 pub fn handle(
@@ -18,6 +19,11 @@ pub fn handle(
     asked: &Asked<'_>,
     request: DeleteShareGroupOffsetsRequest,
 ) -> DeleteShareGroupOffsetsResponse {
+    if !context.features.serves(SHARE_VERSION) {
+        return DeleteShareGroupOffsetsResponse::default()
+            .with_error_code(errors::UNSUPPORTED_VERSION)
+            .with_error_message(Some(StrBytes::from_static_str(UNSUPPORTED_MESSAGE)));
+    }
     let group = request.group_id.0.to_string();
     if group.is_empty() {
         return DeleteShareGroupOffsetsResponse::default()

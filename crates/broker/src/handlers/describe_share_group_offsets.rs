@@ -42,6 +42,13 @@ fn describe_group(
     group: DescribeShareGroupOffsetsRequestGroup,
 ) -> DescribeShareGroupOffsetsResponseGroup {
     let id = group.group_id;
+    if !context.features.serves(crate::features::SHARE_VERSION) {
+        return DescribeShareGroupOffsetsResponseGroup {
+            group_id: id,
+            error_code: errors::UNSUPPORTED_VERSION,
+            ..Default::default()
+        };
+    }
     if !asked.allows(ResourceType::Group, &id) {
         return DescribeShareGroupOffsetsResponseGroup {
             group_id: id,

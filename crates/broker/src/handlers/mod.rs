@@ -64,6 +64,7 @@ pub mod streams_group_heartbeat;
 pub mod sync_group;
 pub mod throttling;
 pub mod txn_offset_commit;
+pub mod update_features;
 pub mod write_txn_markers;
 
 use std::sync::Arc;
@@ -86,6 +87,12 @@ pub fn in_offline_dir(
             .manager
             .dir_of(&TopicPartition::new(topic, partition))
             .is_some_and(|dir| dir.is_offline())
+}
+
+/// Whether streams groups are served: the protocol among `group.coordinator.rebalance.protocols`
+/// and `streams.version` at least 1.
+pub fn streams_served(context: &Context) -> bool {
+    context.groups.streams_enabled() && context.features.serves(crate::features::STREAMS_VERSION)
 }
 
 /// The partition's leader epoch, as Metadata and DescribeTopicPartitions describe it: its

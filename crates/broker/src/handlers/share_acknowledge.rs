@@ -15,6 +15,7 @@ use super::share_common::{
     Access, ack_batches, acknowledge_all, release_session, share_settings, valid_member,
 };
 use crate::authz::{Asked, ResourceType};
+use crate::features::SHARE_VERSION;
 use crate::{Context, errors};
 
 pub async fn handle(
@@ -26,6 +27,9 @@ pub async fn handle(
         error_code: code,
         ..ShareAcknowledgeResponse::default()
     };
+    if !context.features.serves(SHARE_VERSION) {
+        return top(errors::UNSUPPORTED_VERSION);
+    }
     let Some(group) = request.group_id.clone() else {
         return top(errors::INVALID_REQUEST);
     };

@@ -23,6 +23,7 @@ use super::share_common::{
     valid_member,
 };
 use crate::authz::{Asked, ResourceType};
+use crate::features::SHARE_VERSION;
 use crate::fetch_waiters::Waiting;
 use crate::share_partitions::{FetchAsk, Fetched};
 use crate::share_sessions::{Context as SessionContext, SessionPartition};
@@ -100,6 +101,12 @@ pub async fn handle(
     asked: &Asked<'_>,
     request: ShareFetchRequest,
 ) -> ShareFetchResponse {
+    if !context.features.serves(SHARE_VERSION) {
+        return ShareFetchResponse {
+            error_code: errors::UNSUPPORTED_VERSION,
+            ..ShareFetchResponse::default()
+        };
+    }
     let (group, member) = match check_request(asked, &request) {
         Ok(found) => found,
         Err(refusal) => return refusal,

@@ -51,6 +51,9 @@ fn describe(
             .with_error_message(message.map(|m| StrBytes::from_string(m.to_owned())))
             .with_authorized_operations(i32::MIN)
     };
+    if !context.features.serves(crate::features::SHARE_VERSION) {
+        return refused(errors::UNSUPPORTED_VERSION, None);
+    }
     if !asked.allows(ResourceType::Group, &group_id.0) {
         return refused(errors::GROUP_AUTHORIZATION_FAILED, None);
     }

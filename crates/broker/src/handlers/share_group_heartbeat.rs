@@ -10,6 +10,7 @@ use kafka_protocol::messages::{ShareGroupHeartbeatRequest, ShareGroupHeartbeatRe
 use kafka_protocol::protocol::StrBytes;
 
 use crate::authz::{AclOperation, Asked, ResourceType};
+use crate::features::SHARE_VERSION;
 use crate::{Context, errors};
 
 /// The longest member id Kafka accepts (a UUID's text).
@@ -21,6 +22,9 @@ pub fn handle(
     request: ShareGroupHeartbeatRequest,
 ) -> ShareGroupHeartbeatResponse {
     let refused = |code| ShareGroupHeartbeatResponse::default().with_error_code(code);
+    if !context.features.serves(SHARE_VERSION) {
+        return refused(errors::UNSUPPORTED_VERSION);
+    }
     let member_id = request.member_id.to_string();
     if member_id.is_empty() || member_id.encode_utf16().count() > MAX_MEMBER_ID_CHARS {
         return refused(errors::INVALID_REQUEST);

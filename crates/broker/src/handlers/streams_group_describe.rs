@@ -37,7 +37,7 @@ pub fn handle(
                 group_id: group_id.clone(),
                 ..DescribedGroup::default()
             };
-            if !context.groups.streams_enabled() {
+            if !super::streams_served(context) {
                 return refused(errors::UNSUPPORTED_VERSION, None);
             }
             if !asked.allows(ResourceType::Group, &group_id) {

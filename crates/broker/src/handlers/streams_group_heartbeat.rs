@@ -32,7 +32,7 @@ pub fn handle(
     request: StreamsGroupHeartbeatRequest,
 ) -> StreamsGroupHeartbeatResponse {
     // Before anything else is looked at, as Kafka answers when the protocol is off.
-    if !context.groups.streams_enabled() {
+    if !super::streams_served(context) {
         return crate::refuse::Refuse::refused(
             &request,
             asked.version(),

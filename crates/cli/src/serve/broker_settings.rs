@@ -309,7 +309,10 @@ pub(super) fn broker_config(properties: &BTreeMap<String, String>) -> anyhow::Re
         if level > ferrolog_broker::handlers::api_versions::MAX_TRANSACTION_VERSION {
             bail!("invalid value {level} for ferrolog.transaction.version: must be 0, 1 or 2");
         }
-        config.transactions.transaction_version = level;
+        config
+            .transactions
+            .transaction_version
+            .store(level, std::sync::atomic::Ordering::Release);
     }
     config.authorizer = authorizer_config(properties)?;
     if let Some(max) = number::<usize>(properties, "ferrolog.max.acls", 1)? {

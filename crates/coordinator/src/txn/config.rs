@@ -1,5 +1,7 @@
 //! The coordinator's settings.
 
+use std::sync::Arc;
+use std::sync::atomic::AtomicI16;
 use std::time::Duration;
 
 /// The coordinator's settings, under Kafka's broker keys.
@@ -20,10 +22,11 @@ pub struct TxnConfig {
     /// `ferrolog.max.transactional.ids`: the most ids kept at once; an InitProducerId for a new
     /// one beyond it is refused (POLICY_VIOLATION). Kafka has no such limit.
     pub max_transactional_ids: usize,
-    /// `ferrolog.transaction.version`: the `transaction.version` ApiVersions tells clients is
-    /// finalized, which the coordinator's own aborts (fencing, timeouts) follow, as Kafka's
-    /// follow the cluster's level: 2 (a new Kafka 4.4 cluster's) by default.
-    pub transaction_version: i16,
+    /// The cluster's `transaction.version`, which the coordinator's own aborts (fencing,
+    /// timeouts) follow, as Kafka's follow the cluster's level: 2 (a new Kafka 4.4 cluster's)
+    /// by default, `ferrolog.transaction.version` at startup, then what UpdateFeatures sets
+    /// (the broker's features keep it; the coordinator reads it at each abort).
+    pub transaction_version: Arc<AtomicI16>,
 }
 
 impl Default for TxnConfig {
@@ -36,7 +39,7 @@ impl Default for TxnConfig {
             abort_timed_out_interval: Duration::from_millis(10_000),
             remove_expired_interval: Duration::from_millis(3_600_000),
             max_transactional_ids: 100_000,
-            transaction_version: 2,
+            transaction_version: Arc::new(AtomicI16::new(2)),
         }
     }
 }

@@ -282,7 +282,10 @@ impl TransactionCoordinator {
             if entry.pending.is_some() {
                 return Err(refuse(errors::CONCURRENT_TRANSACTIONS));
             }
-            let cluster_tv = self.config.transaction_version;
+            let cluster_tv = self
+                .config
+                .transaction_version
+                .load(std::sync::atomic::Ordering::Acquire);
             let decision =
                 entry
                     .meta

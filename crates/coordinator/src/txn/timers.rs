@@ -82,7 +82,7 @@ impl TransactionCoordinator {
                 };
                 let abort = entry
                     .meta
-                    .fenced_abort(now, self.config.transaction_version, || {
+                    .fenced_abort(now, self.config.transaction_version.load(std::sync::atomic::Ordering::Acquire), || {
                         self.manager.next_producer_id().map_err(|error| {
                             tracing::warn!(%error, "no producer id could be reserved");
                             errors::COORDINATOR_NOT_AVAILABLE

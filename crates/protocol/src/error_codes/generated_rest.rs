@@ -15,7 +15,8 @@ use kafka_protocol::messages::{
     DescribeUserScramCredentialsResponse, ElectLeadersResponse, EndTxnResponse,
     ListConfigResourcesResponse, ListTransactionsResponse, OffsetDeleteResponse,
     SaslAuthenticateResponse, SaslHandshakeResponse, ShareGroupDescribeResponse,
-    ShareGroupHeartbeatResponse, TxnOffsetCommitResponse, WriteTxnMarkersResponse,
+    ShareGroupHeartbeatResponse, TxnOffsetCommitResponse, UpdateFeaturesResponse,
+    WriteTxnMarkersResponse,
 };
 
 use super::ErrorCodes;
@@ -246,6 +247,16 @@ impl ErrorCodes for DescribeQuorumResponse {
 impl ErrorCodes for ListConfigResourcesResponse {
     fn error_codes(&self) -> Vec<i16> {
         vec![self.error_code]
+    }
+}
+
+impl ErrorCodes for UpdateFeaturesResponse {
+    fn error_codes(&self) -> Vec<i16> {
+        let mut codes = vec![self.error_code];
+        for result in &self.results {
+            codes.push(result.error_code);
+        }
+        codes
     }
 }
 

@@ -24,7 +24,7 @@ use kafka_protocol::messages::{
     OffsetCommitResponse, OffsetDeleteResponse, OffsetFetchResponse, OffsetForLeaderEpochResponse,
     ProduceResponse, SaslAuthenticateResponse, SaslHandshakeResponse, ShareGroupDescribeResponse,
     ShareGroupHeartbeatResponse, SyncGroupResponse, TxnOffsetCommitResponse,
-    WriteTxnMarkersResponse,
+    UpdateFeaturesResponse, WriteTxnMarkersResponse,
 };
 
 use crate::messages::{
@@ -87,6 +87,7 @@ throttle_times! {
     ElectLeadersResponse => 0,
     DescribeQuorumResponse => none,
     ListConfigResourcesResponse => 0,
+    UpdateFeaturesResponse => 0,
     DescribeProducersResponse => 0,
     AddPartitionsToTxnResponse => 0,
     AddOffsetsToTxnResponse => 0,

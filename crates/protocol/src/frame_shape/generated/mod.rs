@@ -66,6 +66,7 @@ mod streams_group_describe;
 mod streams_group_heartbeat;
 mod sync_group;
 mod txn_offset_commit;
+mod update_features;
 mod write_txn_markers;
 
 use super::Message;
@@ -126,6 +127,7 @@ pub(super) const ALL: &[&Message] = &[
     &elect_leaders::ELECT_LEADERS,
     &describe_quorum::DESCRIBE_QUORUM,
     &list_config_resources::LIST_CONFIG_RESOURCES,
+    &update_features::UPDATE_FEATURES,
     &describe_producers::DESCRIBE_PRODUCERS,
     &add_partitions_to_txn::ADD_PARTITIONS_TO_TXN,
     &add_offsets_to_txn::ADD_OFFSETS_TO_TXN,
