@@ -3,10 +3,13 @@
 //! checkpoint.
 //!
 //! The cache lives in the [`LogView`], changed under the writer lock like every other part of
-//! it. Its file is written as Kafka writes it: at once (fsynced, before the batches that start
-//! a new epoch are written) when an epoch is added, cut from the end or cleared; only at the
-//! next such write or at close when the log start moved, since loading truncates the cache to
-//! the log's bounds again and so repairs a file a crash left behind.
+//! it. Its file is written (atomically, fsynced) under that lock: when an append adds an epoch,
+//! before its batches are written; when a truncation cuts epochs or clears them. What loading
+//! changed (the new epoch of a start, recovery's epochs, the cut to the log's bounds) and a
+//! log-start move are written with the next append or at close: Kafka writes a start's epoch
+//! at once, but an epoch need only be durable before its first record, and opening thousands
+//! of logs then costs no fsync. Loading repeats its changes after a crash, and cuts the cache
+//! to the log's bounds again, which repairs a file left behind.
 //!
 //! A single node has no leader elections, but it restarts: as a single KRaft Kafka node's
 //! partitions, a log's leader epoch ([`LogView::leader_epoch`]) moves up each time the log is
@@ -33,7 +36,7 @@ const EPOCHS_PER_RESTART: i32 = 2;
 /// becomes the partition's leader again: the checkpoint, with the epochs recovery found after
 /// it (each higher than the latest, as Kafka adds them), cut to the log's bounds `(log start,
 /// log end)`; then, for a `leader` log, a new epoch from the log end, [`EPOCHS_PER_RESTART`]
-/// above the latest the log knows (0 for a new log), written at once. So the epoch a consumer
+/// above the highest the log knows (0 for a new log). So the epoch a consumer
 /// read in ends where the log now ends: one cut by recovery below a consumer's position shows
 /// as cut. A log without a checkpoint (written by an earlier ferrolog, or a Kafka follower's)
 /// takes the epoch of its last batch for its latest, from its log start when its first batch
@@ -106,23 +109,13 @@ pub(super) fn load(
         changed |=
             epochs.assign(leader_epoch, log_end) != crate::leader_epochs::Assigned::Unchanged;
     }
-    let mut unwritten = false;
-    if changed {
-        match file::write(dir, &epochs) {
-            Ok(()) => {}
-            // A full disk refuses appends, not reads: the log opens, and the checkpoint is
-            // written before its next append (which the full disk refuses too).
-            Err(error @ StorageError::NoSpace { .. }) => {
-                tracing::warn!(%error, "the leader-epoch checkpoint waits for space");
-                unwritten = true;
-            }
-            Err(error) => return Err(error),
-        }
-    }
+    // Written with the first append, or at close: an epoch's entry is durable before any of
+    // its records, and opening thousands of logs costs no fsync. A crash before then leaves
+    // the file as it was, and the next start takes the same new epoch again.
     Ok(LoadedEpochs {
         epochs,
         leader_epoch,
-        unwritten,
+        unwritten: changed,
     })
 }
 
@@ -130,7 +123,7 @@ pub(super) fn load(
 pub(super) struct LoadedEpochs {
     pub epochs: LeaderEpochs,
     pub leader_epoch: LeaderEpoch,
-    /// The checkpoint could not be written (a full disk): written before the next append.
+    /// The checkpoint lags `epochs`: written before the next append, or at close.
     pub unwritten: bool,
 }
 

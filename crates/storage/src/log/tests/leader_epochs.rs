@@ -41,12 +41,16 @@ fn epochs_of_batches(log: &Log) -> Vec<i32> {
 fn a_new_log_leads_in_epoch_zero_from_offset_zero() {
     let fixture = Fixture::new();
     let log = fixture.create(LogConfig::default());
+    assert!(
+        !fixture.dir().join(LEADER_EPOCH_CHECKPOINT).exists(),
+        "written with the first append"
+    );
+    append_value(&log, "a");
     assert_eq!(
         checkpoint(&fixture),
         "0\n1\n0 0\n",
-        "written as Kafka's leader writes it"
+        "as Kafka's leader writes it"
     );
-    append_value(&log, "a");
     append_value(&log, "b");
     assert_eq!(log.leader_epoch().value(), 0);
     assert_eq!(entries(&log), [(0, 0)]);
@@ -72,11 +76,13 @@ fn a_reopened_log_leads_in_a_new_epoch_from_its_end() {
     }
     assert_eq!(checkpoint(&fixture), "0\n2\n2 0\n5 3\n");
     let (log, _) = fixture.open_clean(LogConfig::default());
-    // Two above the latest, as a single Kafka node's restart moves it, written at once.
+    // Two above the latest, as a single Kafka node's restart moves it, written with the
+    // first append of the new epoch, before its batch.
     assert_eq!(log.leader_epoch().value(), 7);
     assert_eq!(entries(&log), [(2, 0), (5, 3), (7, 5)]);
-    assert_eq!(checkpoint(&fixture), "0\n3\n2 0\n5 3\n7 5\n");
+    assert_eq!(checkpoint(&fixture), "0\n2\n2 0\n5 3\n");
     append_value(&log, "c");
+    assert_eq!(checkpoint(&fixture), "0\n3\n2 0\n5 3\n7 5\n");
     assert_eq!(epochs_of_batches(&log), [2, 5, 7]);
     assert_eq!(
         log.end_offset_for_epoch(2),
@@ -117,6 +123,30 @@ fn a_reopened_log_leads_in_a_new_epoch_from_its_end() {
         log.epoch_for_offset(Offset::new(4)).map(|e| e.value()),
         Some(5)
     );
+}
+
+#[test]
+fn a_start_that_wrote_nothing_leaves_the_next_start_the_same_epoch() {
+    let fixture = Fixture::new();
+    {
+        let log = fixture.create(LogConfig::default());
+        append_value(&log, "a");
+        log.close().unwrap();
+    }
+    {
+        let (log, _) = fixture.open_clean(LogConfig::default());
+        assert_eq!(log.leader_epoch().value(), 2);
+        // A crash before any append in epoch 2: its start was never written.
+    }
+    assert_eq!(checkpoint(&fixture), "0\n1\n0 0\n");
+    let (log, _) = fixture.open(LogConfig::default(), LoadParams::default());
+    assert_eq!(
+        log.leader_epoch().value(),
+        2,
+        "no record was written in epoch 2"
+    );
+    append_value(&log, "b");
+    assert_eq!(checkpoint(&fixture), "0\n2\n0 0\n2 1\n");
 }
 
 #[test]
@@ -229,6 +259,7 @@ fn loading_cuts_a_stale_checkpoint_to_the_log() {
     // the log end.
     assert_eq!(entries(&log), [(1, 0), (8, 4)]);
     assert_eq!(log.leader_epoch().value(), 8);
+    log.close().unwrap();
     assert_eq!(checkpoint(&fixture), "0\n2\n1 0\n8 4\n");
 }
 
@@ -247,6 +278,7 @@ fn recovery_rebuilds_the_epochs_of_what_it_reads() {
     assert!(!report.recovered.is_empty());
     assert_eq!(entries(&log), [(1, 0), (3, 2), (7, 4), (9, 6)]);
     assert_eq!(log.leader_epoch().value(), 9);
+    log.close().unwrap();
     assert_eq!(checkpoint(&fixture), "0\n4\n1 0\n3 2\n7 4\n9 6\n");
 }
 
@@ -318,6 +350,7 @@ fn a_malformed_checkpoint_is_replaced_and_the_log_opens() {
     .unwrap();
     let (log, _) = fixture.open_clean(LogConfig::default());
     assert_eq!(entries(&log), [(2, 0), (4, 3)]);
+    log.close().unwrap();
     assert_eq!(checkpoint(&fixture), "0\n2\n2 0\n4 3\n");
 }
 
