@@ -165,6 +165,11 @@ impl ShareSessions {
             .collect()
     }
 
+    /// Ends every session (share groups were turned off).
+    pub fn close_all(&self) {
+        self.sessions.lock().clear();
+    }
+
     /// Whether any session of `group` is open.
     pub fn group_has_sessions(&self, group: &str) -> bool {
         self.sessions.lock().keys().any(|(g, _)| g == group)

@@ -87,17 +87,23 @@ pub struct Update {
     pub upgrade_type: UpgradeType,
 }
 
-/// The levels after `updates`, all or nothing, as Kafka's controller decides them: each is
-/// checked in turn against the levels before the request, and the first refused refuses the
-/// whole request with its message. `node_id` names this node in Kafka's messages. Level 0
+/// The levels after `updates`, all or nothing, as Kafka's controller decides them: each name's
+/// last update is checked, in name order, against the levels before the request, and the
+/// first refused refuses the whole request with its message. `node_id` names this node in Kafka's messages. Level 0
 /// removes a feature from the finalized ones.
 pub fn apply(
     current: &BTreeMap<String, i16>,
     updates: &[Update],
     node_id: i32,
 ) -> Result<BTreeMap<String, i16>, String> {
+    // As Kafka's controller, which keys the updates by name: the last of a name wins, and
+    // they are checked in name order.
+    let by_name: BTreeMap<&str, &Update> = updates
+        .iter()
+        .map(|update| (update.feature.as_str(), update))
+        .collect();
     let mut next = current.clone();
-    for update in updates {
+    for update in by_name.into_values() {
         let now = current.get(&update.feature).copied().unwrap_or(0);
         check(update, now, node_id).map_err(|reason| {
             format!(

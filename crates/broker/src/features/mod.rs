@@ -3,20 +3,21 @@
 //! metadata log; a single node keeps them in the document `ferrolog-features` of the storage
 //! layer, written whole under a new generation at each change (atomically, fsynced, in every
 //! data directory) before the change is in force. Until a first change, each feature is at its
-//! default level, `transaction.version` at `ferrolog.transaction.version`.
+//! default level, `transaction.version` at `ferrolog.transaction.version`; a feature changed
+//! once keeps the level it was given, whatever its default later.
 //!
 //! What the levels turn on, as in Kafka: `group.version` 1 the KIP-848 consumer group APIs,
 //! `share.version` 1 the share group APIs, `streams.version` 1 the streams group APIs (each,
 //! below it, answers UNSUPPORTED_VERSION), and `transaction.version` what the transaction
 //! coordinator's own aborts follow and clients are told they may use.
 //!
-//! The body: one line per feature, `name level`.
+//! The body: one line per feature changed, `name level` (0 for one disabled).
 
 pub mod catalog;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicI16, AtomicI64, Ordering};
+use std::sync::atomic::{AtomicI16, Ordering};
 
 use ferrolog_storage::manager::{Document, LogManager};
 use ferrolog_storage::{Result, StorageError};
@@ -45,14 +46,36 @@ pub struct Refused {
 #[derive(Debug)]
 pub struct Features {
     manager: Arc<LogManager>,
-    levels: RwLock<BTreeMap<String, i16>>,
+    state: RwLock<Levels>,
     /// The document's generation; held while a change is written, which serializes changes.
     generation: Mutex<u64>,
-    /// Kafka's finalized features epoch: clients keep the features of the highest epoch seen,
-    /// so it starts at this process's start time and rises with each change.
-    epoch: AtomicI64,
     /// `transaction.version`, read by the transaction coordinator.
     transaction_version: Arc<AtomicI16>,
+}
+
+/// The levels and their epoch, read together.
+#[derive(Debug)]
+struct Levels {
+    /// Every level above 0, by name.
+    finalized: BTreeMap<String, i16>,
+    /// The levels UpdateFeatures set (0 included): the document's.
+    changed: BTreeMap<String, i16>,
+    /// Kafka's finalized features epoch: clients keep the features of the highest epoch seen,
+    /// so it starts at this process's start time and rises with each change.
+    epoch: i64,
+}
+
+impl Levels {
+    fn of(defaults: &BTreeMap<String, i16>, changed: BTreeMap<String, i16>, epoch: i64) -> Self {
+        let mut finalized = defaults.clone();
+        finalized.extend(changed.iter().map(|(name, level)| (name.clone(), *level)));
+        finalized.retain(|_, level| *level > 0);
+        Self {
+            finalized,
+            changed,
+            epoch,
+        }
+    }
 }
 
 impl Features {
@@ -62,27 +85,24 @@ impl Features {
     /// stops startup, naming its file and line.
     pub fn open(manager: Arc<LogManager>, transaction_version: Arc<AtomicI16>) -> Result<Self> {
         let document = manager.documents().read(FEATURES_DOCUMENT)?;
-        let mut levels: BTreeMap<String, i16> = FEATURES
+        let mut defaults: BTreeMap<String, i16> = FEATURES
             .iter()
             .map(|feature| (feature.name.to_owned(), feature.default_level))
             .collect();
-        levels.insert(
+        defaults.insert(
             TRANSACTION_VERSION.to_owned(),
             transaction_version.load(Ordering::Acquire),
         );
-        let stored = parse(&document.body).map_err(|(line, reason)| {
+        let changed = parse(&document.body).map_err(|(line, reason)| {
             let file = document.source.clone().unwrap_or_default();
             StorageError::Fatal(format!("{}, line {}: {reason}", file.display(), line + 3))
         })?;
-        levels.extend(stored);
-        levels.retain(|_, level| *level > 0);
         manager.documents().spread(FEATURES_DOCUMENT, &document)?;
         let now = manager.clock().now_ms();
         let features = Self {
             manager,
-            levels: RwLock::new(levels),
+            state: RwLock::new(Levels::of(&defaults, changed, now)),
             generation: Mutex::new(document.generation),
-            epoch: AtomicI64::new(now),
             transaction_version,
         };
         features.publish_transaction_version();
@@ -91,7 +111,7 @@ impl Features {
 
     /// The finalized level of `name` (0 when not finalized).
     pub fn level(&self, name: &str) -> i16 {
-        self.levels.read().get(name).copied().unwrap_or(0)
+        self.state.read().finalized.get(name).copied().unwrap_or(0)
     }
 
     /// Whether the APIs `name` gates are served: its level is at least 1.
@@ -101,8 +121,8 @@ impl Features {
 
     /// Every finalized level above 0, by name, with the epoch they are of.
     pub fn finalized(&self) -> (BTreeMap<String, i16>, i64) {
-        let levels = self.levels.read();
-        (levels.clone(), self.epoch.load(Ordering::Acquire))
+        let state = self.state.read();
+        (state.finalized.clone(), state.epoch)
     }
 
     /// Applies UpdateFeatures' `updates`, all or nothing, unless `validate_only`; `node_id`
@@ -114,7 +134,10 @@ impl Features {
         node_id: i32,
     ) -> std::result::Result<(), Refused> {
         let mut generation = self.generation.lock();
-        let current = self.levels.read().clone();
+        let (current, mut changed) = {
+            let state = self.state.read();
+            (state.finalized.clone(), state.changed.clone())
+        };
         let next = catalog::apply(&current, updates, node_id).map_err(|reason| Refused {
             code: crate::errors::INVALID_UPDATE_VERSION,
             message: format!(
@@ -124,11 +147,14 @@ impl Features {
         if validate_only || next == current {
             return Ok(());
         }
+        for update in updates {
+            changed.insert(update.feature.clone(), update.level);
+        }
         // The generation is spent even when the store fails: a copy may have been written.
         *generation += 1;
         let document = Document {
             generation: *generation,
-            body: render(&next),
+            body: render(&changed),
             source: None,
         };
         self.manager
@@ -138,13 +164,16 @@ impl Features {
                 code: crate::errors::UNKNOWN_SERVER_ERROR,
                 message: format!("the feature levels could not be stored: {error}"),
             })?;
-        *self.levels.write() = next;
         let now = self.manager.clock().now_ms();
-        self.epoch
-            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |epoch| {
-                Some(now.max(epoch.saturating_add(1)))
-            })
-            .ok();
+        {
+            let mut state = self.state.write();
+            let epoch = now.max(state.epoch.saturating_add(1));
+            *state = Levels {
+                finalized: next,
+                changed,
+                epoch,
+            };
+        }
         self.publish_transaction_version();
         Ok(())
     }
@@ -155,14 +184,11 @@ impl Features {
     }
 }
 
-/// Every served feature's level, 0 included (a feature disabled stays so across restarts).
-fn render(levels: &BTreeMap<String, i16>) -> String {
-    FEATURES
+/// The levels changed, 0 included (a feature disabled stays so across restarts).
+fn render(changed: &BTreeMap<String, i16>) -> String {
+    changed
         .iter()
-        .map(|feature| {
-            let level = levels.get(feature.name).copied().unwrap_or(0);
-            format!("{} {level}\n", feature.name)
-        })
+        .map(|(name, level)| format!("{name} {level}\n"))
         .collect()
 }
 
@@ -197,19 +223,24 @@ mod tests {
 
     #[test]
     fn the_body_reads_back_what_was_written() {
-        let levels: BTreeMap<String, i16> = [
-            (GROUP_VERSION.to_owned(), 1),
-            (TRANSACTION_VERSION.to_owned(), 2),
+        let changed: BTreeMap<String, i16> = [
+            (SHARE_VERSION.to_owned(), 0),
+            (TRANSACTION_VERSION.to_owned(), 1),
         ]
         .into();
-        let body = render(&levels);
-        assert_eq!(
-            body,
-            "group.version 1\nshare.version 0\nstreams.version 0\ntransaction.version 2\n"
-        );
-        let mut parsed = parse(&body).unwrap();
-        parsed.retain(|_, level| *level > 0);
-        assert_eq!(parsed, levels);
+        let body = render(&changed);
+        assert_eq!(body, "share.version 0\ntransaction.version 1\n");
+        assert_eq!(parse(&body).unwrap(), changed);
+        // Over the defaults, a disabled feature is not finalized.
+        let defaults: BTreeMap<String, i16> =
+            [(GROUP_VERSION.to_owned(), 1), (SHARE_VERSION.to_owned(), 1)].into();
+        let levels = Levels::of(&defaults, changed, 0);
+        let finalized: BTreeMap<String, i16> = [
+            (GROUP_VERSION.to_owned(), 1),
+            (TRANSACTION_VERSION.to_owned(), 1),
+        ]
+        .into();
+        assert_eq!(levels.finalized, finalized);
     }
 
     #[test]

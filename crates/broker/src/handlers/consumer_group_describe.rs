@@ -15,7 +15,6 @@ use kafka_protocol::protocol::StrBytes;
 use uuid::Uuid;
 
 use crate::authz::{AclOperation, Asked, ResourceType};
-use crate::features::GROUP_VERSION;
 use crate::{Context, errors};
 
 pub fn handle(
@@ -28,7 +27,7 @@ pub fn handle(
         .into_iter()
         .map(|group_id| {
             let described = DescribedGroup::default().with_group_id(group_id.clone());
-            if !context.features.serves(GROUP_VERSION) {
+            if !super::consumer_groups_served(context) {
                 return described.with_error_code(errors::UNSUPPORTED_VERSION);
             }
             if !asked.allows(ResourceType::Group, &group_id.0) {

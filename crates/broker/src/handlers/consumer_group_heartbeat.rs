@@ -12,7 +12,6 @@ use kafka_protocol::messages::{ConsumerGroupHeartbeatRequest, ConsumerGroupHeart
 use kafka_protocol::protocol::StrBytes;
 
 use crate::authz::{AclOperation, Asked, ResourceType};
-use crate::features::GROUP_VERSION;
 use crate::{Context, errors};
 
 pub fn handle(
@@ -20,7 +19,7 @@ pub fn handle(
     asked: &Asked<'_>,
     request: ConsumerGroupHeartbeatRequest,
 ) -> ConsumerGroupHeartbeatResponse {
-    if !context.features.serves(GROUP_VERSION) {
+    if !super::consumer_groups_served(context) {
         return ConsumerGroupHeartbeatResponse::default()
             .with_error_code(errors::UNSUPPORTED_VERSION);
     }

@@ -89,6 +89,13 @@ pub fn in_offline_dir(
             .is_some_and(|dir| dir.is_offline())
 }
 
+/// Whether KIP-848 consumer groups are served, as Kafka decides it before anything else:
+/// `consumer` among `group.coordinator.rebalance.protocols` and `group.version` at least 1.
+pub fn consumer_groups_served(context: &Context) -> bool {
+    context.groups.consumer_config().enabled
+        && context.features.serves(crate::features::GROUP_VERSION)
+}
+
 /// Whether streams groups are served: the protocol among `group.coordinator.rebalance.protocols`
 /// and `streams.version` at least 1.
 pub fn streams_served(context: &Context) -> bool {

@@ -3,14 +3,15 @@
 //! applied or none; a refusal is INVALID_UPDATE_VERSION with Kafka's message, prefixed as
 //! Kafka prefixes it, and no per-feature results; success lists each feature with no error
 //! (up to v1, which has results). `ValidateOnly` (v1+) checks without changing anything; v0's
-//! `AllowDowngrade` is ignored, as Kafka ignores it. Needs ALTER on the cluster.
+//! `AllowDowngrade` is ignored, as Kafka ignores it. Turning `share.version` off ends every
+//! share session, as in Kafka. Needs ALTER on the cluster.
 
 use kafka_protocol::messages::update_features_response::UpdatableFeatureResult;
 use kafka_protocol::messages::{UpdateFeaturesRequest, UpdateFeaturesResponse};
 use kafka_protocol::protocol::StrBytes;
 
 use crate::authz::Asked;
-use crate::features::{Update, UpgradeType};
+use crate::features::{SHARE_VERSION, Update, UpgradeType};
 use crate::{Context, errors};
 
 pub fn handle(
@@ -28,7 +29,8 @@ pub fn handle(
         })
         .collect();
     let node_id = context.manager.node_id();
-    match context
+    let shares_served = context.features.serves(SHARE_VERSION);
+    let answer = match context
         .features
         .update(&updates, request.validate_only, node_id)
     {
@@ -44,7 +46,8 @@ pub fn handle(
                         UpdatableFeatureResult::default()
                             .with_feature(update.feature)
                             .with_error_code(errors::NONE)
-                            .with_error_message(None)
+                            // Kafka's controller names the code: "NONE".
+                            .with_error_message(Some(StrBytes::from_static_str("NONE")))
                     })
                     .collect()
             } else {
@@ -55,7 +58,14 @@ pub fn handle(
                 .with_error_message(None)
                 .with_results(results)
         }
+    };
+    // As Kafka's brokers do when share.version drops to 0: every share session ends and the
+    // share partitions are dropped from memory, to be loaded from their state again.
+    if shares_served && !context.features.serves(SHARE_VERSION) {
+        context.share_sessions.close_all();
+        context.shares.forget_all();
     }
+    answer
 }
 
 impl crate::refuse::Refuse for UpdateFeaturesRequest {

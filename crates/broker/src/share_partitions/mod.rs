@@ -295,6 +295,20 @@ impl SharePartitions {
         self.drop_group(group, true);
     }
 
+    /// Drops every share partition from memory (share groups were turned off: what was
+    /// acquired and not acknowledged is delivered again once they are back).
+    pub fn forget_all(&self) {
+        let groups: std::collections::BTreeSet<String> = self
+            .loaded
+            .lock()
+            .keys()
+            .map(|key| key.group.clone())
+            .collect();
+        for group in groups {
+            self.drop_group(&group, true);
+        }
+    }
+
     /// How many share partitions are in memory.
     pub fn loaded_count(&self) -> usize {
         self.loaded.lock().len()
