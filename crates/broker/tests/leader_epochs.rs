@@ -226,15 +226,23 @@ async fn a_fetch_naming_another_epoch_is_refused() {
 }
 
 #[tokio::test]
-async fn a_restart_starts_a_new_epoch_at_the_log_end() {
+async fn a_restart_after_an_unclean_stop_starts_a_new_epoch_at_the_log_end() {
     let temp = tempfile::tempdir().unwrap();
     {
         let broker = Broker::start(temp.path()).await;
         let mut client = broker.client().await;
         assert_eq!(client.create_topic("t", 1, &[]).await.error_code, 0);
         assert_eq!(client.produce("t", 0, records(3)).await.error_code, 0);
-        assert_eq!(epoch_end(&mut client, 0, 0, 0).await, (0, 0, 3));
     }
+    // A clean stop cut nothing: the partition goes on in its epoch.
+    {
+        let broker = Broker::start(temp.path()).await;
+        let mut client = broker.client().await;
+        assert_eq!(epoch_end(&mut client, 0, 0, 0).await, (0, 0, 3));
+        assert_eq!(client.produce("t", 0, records(1)).await.error_code, 0);
+    }
+    // Without the clean-shutdown marker the stop was unclean: recovery may have cut the log.
+    std::fs::remove_file(temp.path().join(".kafka_cleanshutdown")).unwrap();
     let broker = Broker::start(temp.path()).await;
     let mut client = broker.client().await;
     let metadata: MetadataResponse = client
@@ -247,9 +255,9 @@ async fn a_restart_starts_a_new_epoch_at_the_log_end() {
     assert_eq!(metadata.topics[0].partitions[0].leader_epoch, 2);
     assert_eq!(client.produce("t", 0, records(2)).await.error_code, 0);
     // Epoch 0 ends where the log ended at the restart, whatever was written since.
-    assert_eq!(epoch_end(&mut client, 0, 2, 0).await, (0, 0, 3));
-    assert_eq!(epoch_end(&mut client, 0, 2, 1).await, (0, 0, 3));
-    assert_eq!(epoch_end(&mut client, 0, 2, 2).await, (0, 2, 5));
+    assert_eq!(epoch_end(&mut client, 0, 2, 0).await, (0, 0, 4));
+    assert_eq!(epoch_end(&mut client, 0, 2, 1).await, (0, 0, 4));
+    assert_eq!(epoch_end(&mut client, 0, 2, 2).await, (0, 2, 6));
     // A client that still believes epoch 0 current is fenced.
     assert_eq!(epoch_end(&mut client, 0, 0, 0).await.0, FENCED_LEADER_EPOCH);
     assert_eq!(

@@ -290,14 +290,16 @@ fn epoch_checkpoints(dir: &Path) -> BTreeMap<String, String> {
         .collect()
 }
 
-/// What Kafka answers about leader epochs, and the checkpoints it wrote, just after it started
-/// again on the directory a copy was taken of: what ferrolog, starting on the copy, must match.
-struct RestartedKafka {
+/// What Kafka answers about leader epochs, and the checkpoints it wrote: what ferrolog, starting
+/// on a copy of its directory, must match. After a clean stop Kafka's as it stopped (ferrolog
+/// goes on in the same epochs: nothing was cut); after a SIGKILL Kafka's once started again
+/// (both begin a new epoch at each log's end: recovery may have cut it).
+struct KafkaEpochs {
     epochs: BTreeMap<(String, i32), EpochAnswers>,
     checkpoints: BTreeMap<String, String>,
 }
 
-impl RestartedKafka {
+impl KafkaEpochs {
     fn of(kafka: &KafkaPeer, dir: &Path) -> Self {
         Self {
             epochs: epoch_answers(kafka.port, &topics()),
@@ -307,17 +309,17 @@ impl RestartedKafka {
 }
 
 /// ferrolog serves `copy`, a copy of a directory Kafka wrote, and must answer as Kafka did,
-/// and about leader epochs as Kafka did once started again on the same directory.
+/// about leader epochs as `kafka_epochs` says.
 fn ferrolog_answers_as_kafka(
     copy: &Path,
     expected: &Answers,
-    restarted: &RestartedKafka,
+    kafka_epochs: &KafkaEpochs,
     when: &str,
 ) {
     let before = kafka_only_files(copy);
     let server = Server::start(copy);
     let epochs = epoch_answers(server.port, &topics());
-    for (key, kafka) in &restarted.epochs {
+    for (key, kafka) in &kafka_epochs.epochs {
         assert_eq!(&epochs[key], kafka, "{when}: {key:?} leader epochs");
     }
     assert_eq!(
@@ -345,8 +347,8 @@ fn ferrolog_answers_as_kafka(
     );
     assert_eq!(
         epoch_checkpoints(copy),
-        restarted.checkpoints,
-        "{when}: leader-epoch checkpoints as Kafka writes them when it starts"
+        kafka_epochs.checkpoints,
+        "{when}: leader-epoch checkpoints as Kafka's"
     );
     let after = kafka_only_files(copy);
     assert_eq!(
@@ -451,16 +453,20 @@ fn a_data_dir_kafka_wrote_answers_the_same_in_ferrolog() {
         "Kafka names every topic (and __consumer_offsets) with its id: {:?}",
         clean.topic_ids
     );
+    let clean_epochs = epoch_answers(kafka.port, &topics());
     kafka.stop();
+    let clean_kafka = KafkaEpochs {
+        epochs: clean_epochs,
+        checkpoints: epoch_checkpoints(&kafka_dir),
+    };
     let copy = temp.path().join("after-clean-stop");
     copy_dir(&kafka_dir, &copy);
     let hashed = temp.path().join("hashed");
     copy_dir(&kafka_dir, &hashed);
     assert_same_metadata_hash(&hashed, "kip848-live", "codec-none");
+    ferrolog_answers_as_kafka(&copy, &clean, &clean_kafka, "clean stop");
     kafka.restart();
     wait_until_serving(kafka.port, &topics(), &GROUPS);
-    let restarted = RestartedKafka::of(&kafka, &kafka_dir);
-    ferrolog_answers_as_kafka(&copy, &clean, &restarted, "clean stop");
 
     // More records and offsets, then SIGKILL: Kafka recovers the directory on its next start,
     // and ferrolog, on a copy, answers as that recovered Kafka does.
@@ -471,7 +477,7 @@ fn a_data_dir_kafka_wrote_answers_the_same_in_ferrolog() {
     copy_dir(&kafka_dir, &killed);
     kafka.restart();
     wait_until_serving(kafka.port, &topics(), &GROUPS);
-    let restarted = RestartedKafka::of(&kafka, &kafka_dir);
+    let restarted = KafkaEpochs::of(&kafka, &kafka_dir);
     let mut recovered = answers(kafka.port, &topics(), &GROUPS);
     recovered.consumer_groups = consumer_groups(kafka.port, &CONSUMER_GROUPS);
     kafka.stop();

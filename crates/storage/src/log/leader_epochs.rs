@@ -12,8 +12,8 @@
 //! to the log's bounds again, which repairs a file left behind.
 //!
 //! A single node has no leader elections, but it restarts: as a single KRaft Kafka node's
-//! partitions, a log's leader epoch ([`LogView::leader_epoch`]) moves up each time the log is
-//! opened again, and stays while ferrolog runs. A consumer's position in an older epoch is then
+//! partitions, a log's leader epoch ([`LogView::leader_epoch`]) moves up when the log is opened
+//! after an unclean stop (which recovery may have cut), and stays while ferrolog runs. A consumer's position in an older epoch is then
 //! checked against where that epoch ended, which is how a log cut by recovery shows.
 
 use std::path::Path;
@@ -27,27 +27,30 @@ use crate::offset::Offset;
 use crate::segment::Segment;
 use crate::types::PartitionDirKind;
 
-/// Epochs a partition's leader epoch moves up by when a log is opened again: what a single
-/// KRaft Kafka node's restart does (its controller takes the leadership away at shutdown and
-/// gives it back at startup, one epoch each).
+/// Epochs a partition's leader epoch moves up by when a log is opened after an unclean stop:
+/// what a single KRaft Kafka node's restart does (its controller takes the leadership away and
+/// gives it back, one epoch each).
 const EPOCHS_PER_RESTART: i32 = 2;
 
 /// Loads the cache of the log in `dir` and its leader epoch, as a Kafka broker does when it
 /// becomes the partition's leader again: the checkpoint, with the epochs recovery found after
 /// it (each higher than the latest, as Kafka adds them), cut to the log's bounds `(log start,
-/// log end)`; then, for a `leader` log, a new epoch from the log end, [`EPOCHS_PER_RESTART`]
-/// above the highest the log knows (0 for a new log). So the epoch a consumer
-/// read in ends where the log now ends: one cut by recovery below a consumer's position shows
-/// as cut. A log without a checkpoint (written by an earlier ferrolog, or a Kafka follower's)
-/// takes the epoch of its last batch for its latest, from its log start when its first batch
-/// has the same. A checkpoint that does not parse is logged, with what is wrong where, and
-/// treated so; a future or stray log gets no new epoch, one being deleted no epochs at all.
+/// log end)`. A leader log after an unclean stop (`recovered`: recovery may have cut it) gets a
+/// new epoch from the log end, [`EPOCHS_PER_RESTART`] above the highest it knows, so that the
+/// epoch a consumer read in ends where the log now ends and a cut below its position shows;
+/// after a clean stop, which cut nothing, it goes on in its epoch (Kafka moves on there too,
+/// but a new epoch would tell consumers nothing, and every restart would raise the epochs the
+/// records and committed offsets carry into a Kafka cluster the data later moves to). A new
+/// log leads in epoch 0. A log without a checkpoint (written by an earlier ferrolog, or a Kafka
+/// follower's) takes the epoch of its last batch for its latest, from its log start when its
+/// first batch has the same. A checkpoint that does not parse is logged, with what is wrong
+/// where, and treated so; a future or stray log gets no new epoch, one being deleted none.
 pub(super) fn load(
     dir: &Path,
     segments: &[std::sync::Arc<Segment>],
     bounds: (Offset, Offset),
     report: &LoadReport,
-    kind: PartitionDirKind,
+    (kind, recovered): (PartitionDirKind, bool),
 ) -> Result<LoadedEpochs> {
     if kind == PartitionDirKind::Delete {
         return Ok(LoadedEpochs {
@@ -100,7 +103,7 @@ pub(super) fn load(
         changed = true;
     }
     let known = highest.max(last_batch);
-    let leader_epoch = match (leader, known) {
+    let leader_epoch = match (leader && recovered, known) {
         (true, Some(epoch)) => LeaderEpoch::new(epoch.value().saturating_add(EPOCHS_PER_RESTART)),
         (_, Some(epoch)) => epoch,
         (_, None) => LeaderEpoch::new(0),

@@ -215,7 +215,8 @@ impl Log {
         };
         super::write::forget_beyond(&mut producer_state, config.max_producers, &topic_partition);
         let bounds = (log_start_offset, log_end_offset);
-        let epochs = super::leader_epochs::load(dir, &segments, bounds, &report, kind)?;
+        let how = (kind, !params.had_clean_shutdown);
+        let epochs = super::leader_epochs::load(dir, &segments, bounds, &report, how)?;
         if let Some(damaged) = &damaged_end {
             report.note_damage(damaged);
         }

@@ -66,7 +66,23 @@ fn a_new_log_leads_in_epoch_zero_from_offset_zero() {
 }
 
 #[test]
-fn a_reopened_log_leads_in_a_new_epoch_from_its_end() {
+fn a_cleanly_reopened_log_goes_on_in_its_epoch() {
+    let fixture = Fixture::new();
+    {
+        let log = fixture.create(LogConfig::default());
+        log.append_as_follower(&epoch_batch(0, 2, 3)).unwrap();
+        log.append_as_follower(&epoch_batch(3, 5, 2)).unwrap();
+        log.close().unwrap();
+    }
+    let (log, _) = fixture.open_clean(LogConfig::default());
+    assert_eq!(log.leader_epoch().value(), 5);
+    append_value(&log, "c");
+    assert_eq!(entries(&log), [(2, 0), (5, 3)]);
+    assert_eq!(checkpoint(&fixture), "0\n2\n2 0\n5 3\n");
+}
+
+#[test]
+fn a_log_reopened_after_an_unclean_stop_leads_in_a_new_epoch_from_its_end() {
     let fixture = Fixture::new();
     {
         let log = fixture.create(LogConfig::default());
@@ -75,7 +91,8 @@ fn a_reopened_log_leads_in_a_new_epoch_from_its_end() {
         log.close().unwrap();
     }
     assert_eq!(checkpoint(&fixture), "0\n2\n2 0\n5 3\n");
-    let (log, _) = fixture.open_clean(LogConfig::default());
+    // Recovery may have cut it: a new epoch begins at its end.
+    let (log, _) = fixture.open(LogConfig::default(), LoadParams::default());
     // Two above the latest, as a single Kafka node's restart moves it, written with the
     // first append of the new epoch, before its batch.
     assert_eq!(log.leader_epoch().value(), 7);
@@ -134,7 +151,7 @@ fn a_start_that_wrote_nothing_leaves_the_next_start_the_same_epoch() {
         log.close().unwrap();
     }
     {
-        let (log, _) = fixture.open_clean(LogConfig::default());
+        let (log, _) = fixture.open(LogConfig::default(), LoadParams::default());
         assert_eq!(log.leader_epoch().value(), 2);
         // A crash before any append in epoch 2: its start was never written.
     }
@@ -255,12 +272,11 @@ fn loading_cuts_a_stale_checkpoint_to_the_log() {
     )
     .unwrap();
     let (log, _) = fixture.open_clean(LogConfig::default());
-    // Cut to (1, 0); the new epoch, two above the highest the log was led in (6), starts at
-    // the log end.
-    assert_eq!(entries(&log), [(1, 0), (8, 4)]);
-    assert_eq!(log.leader_epoch().value(), 8);
+    // Cut to (1, 0); the log goes on in the highest epoch it was led in (6), from its end.
+    assert_eq!(entries(&log), [(1, 0), (6, 4)]);
+    assert_eq!(log.leader_epoch().value(), 6);
     log.close().unwrap();
-    assert_eq!(checkpoint(&fixture), "0\n2\n1 0\n8 4\n");
+    assert_eq!(checkpoint(&fixture), "0\n2\n1 0\n6 4\n");
 }
 
 #[test]
@@ -293,8 +309,8 @@ fn a_log_without_a_checkpoint_takes_its_epochs_from_its_batches() {
     std::fs::remove_file(fixture.dir().join(LEADER_EPOCH_CHECKPOINT)).unwrap();
     let (log, _) = fixture.open_clean(LogConfig::default());
     // Its first and last batches are of epoch 4: so is every batch between.
-    assert_eq!(entries(&log), [(4, 0), (6, 3)]);
-    assert_eq!(log.leader_epoch().value(), 6);
+    assert_eq!(entries(&log), [(4, 0)]);
+    assert_eq!(log.leader_epoch().value(), 4);
     assert_eq!(
         log.end_offset_for_epoch(4),
         EpochEnd {
@@ -317,8 +333,8 @@ fn a_log_without_a_checkpoint_and_of_several_epochs_starts_at_its_end() {
     let (log, _) = fixture.open_clean(LogConfig::default());
     // Where epoch 4 began is unknown: the new epoch starts at the end, and older epochs end
     // there, past any position read in them.
-    assert_eq!(entries(&log), [(6, 5)]);
-    assert_eq!(log.leader_epoch().value(), 6);
+    assert_eq!(entries(&log), [(4, 5)]);
+    assert_eq!(log.leader_epoch().value(), 4);
     assert_eq!(
         log.end_offset_for_epoch(4),
         EpochEnd {
@@ -349,9 +365,9 @@ fn a_malformed_checkpoint_is_replaced_and_the_log_opens() {
     )
     .unwrap();
     let (log, _) = fixture.open_clean(LogConfig::default());
-    assert_eq!(entries(&log), [(2, 0), (4, 3)]);
+    assert_eq!(entries(&log), [(2, 0)]);
     log.close().unwrap();
-    assert_eq!(checkpoint(&fixture), "0\n2\n2 0\n4 3\n");
+    assert_eq!(checkpoint(&fixture), "0\n1\n2 0\n");
 }
 
 #[test]
