@@ -54,6 +54,9 @@ pub fn arm_failpoints_from_env() {
 /// How the broker presents itself and what it allows.
 #[derive(Debug, Clone)]
 pub struct BrokerConfig {
+    /// The settings the broker was started with (`server.properties` and the command line's),
+    /// as DescribeConfigs lists them and as the dynamic broker configs stand over. Default none.
+    pub properties: std::collections::BTreeMap<String, String>,
     /// Partitions of an automatically created topic (`num.partitions`). Default 1.
     pub num_partitions: i32,
     /// `auto.create.topics.enable`. Default true.
@@ -143,6 +146,7 @@ impl BrokerConfig {
 impl Default for BrokerConfig {
     fn default() -> Self {
         Self {
+            properties: std::collections::BTreeMap::new(),
             num_partitions: 1,
             auto_create_topics: true,
             socket_request_max_bytes: 104_857_600,
@@ -197,13 +201,29 @@ pub struct Context {
 }
 
 impl Context {
-    /// Loads the consumer groups kept in the data dirs' offsets topic, the transactional ids'
-    /// states kept in `__transaction_state`, the SCRAM credentials,
-    /// and the ACLs when an authorizer is configured.
+    /// Loads the dynamic broker configs (see [`Context::with_dynamic_configs`] for the rest).
     pub fn new(
         manager: Arc<LogManager>,
         config: BrokerConfig,
     ) -> Result<Self, ferrolog_storage::StorageError> {
+        let dynamic_configs = dynamic_configs::DynamicBrokerConfigs::open(
+            Arc::clone(&manager),
+            config.properties.clone(),
+        )?;
+        Self::with_dynamic_configs(manager, config, dynamic_configs)
+    }
+
+    /// Loads the consumer groups kept in the data dirs' offsets topic, the transactional ids'
+    /// states kept in `__transaction_state`, the SCRAM credentials,
+    /// and the ACLs when an authorizer is configured. `dynamic_configs` were opened before the
+    /// manager's background work started, so no retention runs on the defaults they replace.
+    pub fn with_dynamic_configs(
+        manager: Arc<LogManager>,
+        config: BrokerConfig,
+        dynamic_configs: dynamic_configs::DynamicBrokerConfigs,
+    ) -> Result<Self, ferrolog_storage::StorageError> {
+        // The cleaner runs now: it takes its rate.
+        dynamic_configs.publish_rates();
         // Before the transaction coordinator, whose aborts follow `transaction.version`.
         let features = features::Features::open(
             Arc::clone(&manager),
@@ -238,7 +258,7 @@ impl Context {
             credentials,
             quotas,
             loggers: loggers::BrokerLoggers::default(),
-            dynamic_configs: dynamic_configs::DynamicBrokerConfigs::default(),
+            dynamic_configs,
             features,
             shares: share_partitions::SharePartitions::default(),
             share_sessions: share_sessions::ShareSessions::default(),

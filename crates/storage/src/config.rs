@@ -82,7 +82,7 @@ pub struct LogConfig {
     /// unlimited (`Long.MAX_VALUE` ms).
     pub message_timestamp_before_max: Duration,
     /// `message.timestamp.after.max.ms`: how far in the future a CreateTime may be. Default
-    /// unlimited (`Long.MAX_VALUE` ms).
+    /// one hour, as in Kafka 4.
     pub message_timestamp_after_max: Duration,
     /// `file.delete.delay.ms`: how long deleted segment files linger as `.deleted`. Default 60 s.
     pub file_delete_delay: Duration,
@@ -129,7 +129,7 @@ impl Default for LogConfig {
             max_message_bytes: 1_048_588,
             message_timestamp_type: TimestampType::CreateTime,
             message_timestamp_before_max: UNLIMITED,
-            message_timestamp_after_max: UNLIMITED,
+            message_timestamp_after_max: Duration::from_secs(3_600),
             file_delete_delay: Duration::from_secs(60),
             preallocate: false,
             compression_type: TargetCompression::Producer,

@@ -5,14 +5,18 @@
 //! a client certificate gives ([`principal`]).
 
 pub mod principal;
+pub mod rotation;
 pub mod stores;
 
 use std::sync::Arc;
+
+use parking_lot::RwLock;
 
 use rustls::server::WebPkiClientVerifier;
 use rustls::{RootCertStore, ServerConfig, SupportedCipherSuite};
 
 pub use principal::PrincipalRules;
+pub use rotation::AllowedChanges;
 pub use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 
 /// `ssl.client.auth`.
@@ -72,12 +76,21 @@ pub struct TlsConfig {
     pub principal_rules: PrincipalRules,
 }
 
-/// A TLS listener's settings, ready for connections.
+/// A TLS listener's settings, ready for connections. Its stores may be replaced while it
+/// serves ([`TlsSettings::replace_stores`]); clones share them.
 #[derive(Clone)]
 pub struct TlsSettings {
-    pub acceptor: tokio_rustls::TlsAcceptor,
+    served: Arc<RwLock<Served>>,
     pub client_auth: ClientAuth,
     pub principal_rules: PrincipalRules,
+}
+
+/// What new connections are served with.
+#[derive(Clone)]
+struct Served {
+    acceptor: tokio_rustls::TlsAcceptor,
+    /// The broker's own certificate, which a replacement is checked against.
+    leaf: CertificateDer<'static>,
 }
 
 impl std::fmt::Debug for TlsSettings {
@@ -146,16 +159,45 @@ impl TlsSettings {
                 builder.with_client_cert_verifier(verifier)
             }
         };
+        let leaf = config
+            .chain
+            .first()
+            .cloned()
+            .ok_or("the key store holds no certificate")?;
         let server = builder
             .with_single_cert(config.chain, config.key)
             .map_err(|error| {
                 format!("the key does not fit the certificate chain, or cannot be used: {error}")
             })?;
         Ok(Self {
-            acceptor: tokio_rustls::TlsAcceptor::from(Arc::new(server)),
+            served: Arc::new(RwLock::new(Served {
+                acceptor: tokio_rustls::TlsAcceptor::from(Arc::new(server)),
+                leaf,
+            })),
             client_auth: config.client_auth,
             principal_rules: config.principal_rules,
         })
+    }
+
+    /// What a new connection's handshake is served with.
+    pub fn acceptor(&self) -> tokio_rustls::TlsAcceptor {
+        self.served.read().acceptor.clone()
+    }
+
+    /// Whether `next`'s certificate may replace this one's (see [`rotation`]).
+    pub fn check_replacement(&self, next: &Self, allowed: AllowedChanges) -> Result<(), String> {
+        let current = self.served.read().leaf.clone();
+        let new = next.served.read().leaf.clone();
+        rotation::check_compatible(&current, &new, allowed)
+    }
+
+    /// Serves new connections with `next`'s key and trust stores from now on (its client
+    /// authentication and principal rules are this listener's own, which do not change).
+    pub fn replace_stores(&self, next: &Self, allowed: AllowedChanges) -> Result<(), String> {
+        self.check_replacement(next, allowed)?;
+        let served = next.served.read().clone();
+        *self.served.write() = served;
+        Ok(())
     }
 }
 

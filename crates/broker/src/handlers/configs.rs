@@ -2,9 +2,8 @@
 //! ferrolog supports with its effective value, and changes validated by the storage's own rules,
 //! kept across restarts and applied to the live logs at once. IncrementalAlterConfigs applies
 //! SET and DELETE to the current overrides; the older AlterConfigs replaces them all, as Kafka
-//! does (keys it does not name go back to their defaults). Broker resources describe as empty;
-//! IncrementalAlterConfigs changes only the replication throttles on them
-//! (`dynamic_configs.rs`), the rest of the broker's settings come from `server.properties`.
+//! does (keys it does not name go back to their defaults). Broker resources are
+//! `broker_configs.rs`'s.
 //!
 //! Each resource is authorized as Kafka does, before anything else about it: DESCRIBE_CONFIGS
 //! (describe) or ALTER_CONFIGS (changes) on the topic or group, or on the cluster for broker
@@ -25,11 +24,9 @@ use kafka_protocol::protocol::StrBytes;
 
 use ferrolog_storage::config::TOPIC_CONFIG_KEYS;
 
-use super::salvage_request;
-use super::{broker_loggers, group_configs, internal_topics, partitions_of};
+use super::{broker_configs, broker_loggers, group_configs, internal_topics, partitions_of};
 use crate::authz::Asked;
 use crate::authz::{AclOperation, ResourceType};
-use crate::dynamic_configs::{Change, MOVE_RATE, SCRUB_RATE, Scope};
 use crate::{Context, errors};
 
 /// Config resource types, as Kafka numbers them.
@@ -49,8 +46,7 @@ pub fn describe(
     asked: &Asked<'_>,
     request: DescribeConfigsRequest,
 ) -> DescribeConfigsResponse {
-    // Synonyms exist from v1. Kafka 4.4 lists, for a topic config, only the topic's own
-    // override (its broker-level synonyms are dropped, as they carry other names).
+    // Synonyms exist from v1.
     let synonyms_wanted = asked.version() >= 1 && request.include_synonyms;
     let mut seen = std::collections::HashSet::new();
     let results = request
@@ -94,7 +90,13 @@ pub fn describe(
                     .with_error_message(Some(StrBytes::from_string(format!(
                         "topic {name} does not exist"
                     )))),
-                BROKER => result,
+                BROKER => broker_configs::describe(
+                    context,
+                    result,
+                    &name,
+                    resource.configuration_keys.as_deref(),
+                    synonyms_wanted,
+                ),
                 BROKER_LOGGER => broker_loggers::describe(
                     context,
                     result,
@@ -120,8 +122,8 @@ pub fn describe(
     DescribeConfigsResponse::default().with_results(results)
 }
 
-/// A topic's configs (those `keys` names, or all), each with its source: its own override, or
-/// the default.
+/// A topic's configs (those `keys` names, or all), each with its source: its own override, a
+/// broker setting of the key's default (dynamic or from `server.properties`), or the default.
 fn describe_topic(
     context: &Context,
     result: DescribeConfigsResult,
@@ -141,24 +143,30 @@ fn describe_topic(
         })
         .map(|key| {
             let value = config.get(key).map(StrBytes::from_string);
-            let overridden = overrides.contains_key(*key);
-            let mut described = DescribeConfigsResourceResult::default()
+            // As Kafka: the topic's own value, then the broker's synonyms of the key.
+            let own = overrides.contains_key(*key).then(|| {
+                DescribeConfigsSynonym::default()
+                    .with_name(StrBytes::from_static_str(key))
+                    .with_value(value.clone())
+                    .with_source(DYNAMIC_TOPIC_CONFIG)
+            });
+            let broker = context.dynamic_configs.topic_synonyms(key);
+            let synonyms: Vec<DescribeConfigsSynonym> = own
+                .into_iter()
+                .chain(broker.into_iter().map(broker_configs::synonym_of))
+                .collect();
+            let source = synonyms
+                .first()
+                .map_or(DEFAULT_CONFIG, |first| first.source);
+            DescribeConfigsResourceResult::default()
                 .with_name(StrBytes::from_static_str(key))
-                .with_value(value.clone())
-                .with_config_source(if overridden {
-                    DYNAMIC_TOPIC_CONFIG
+                .with_value(value)
+                .with_config_source(source)
+                .with_synonyms(if synonyms_wanted {
+                    synonyms
                 } else {
-                    DEFAULT_CONFIG
-                });
-            if synonyms_wanted && overridden {
-                described = described.with_synonyms(vec![
-                    DescribeConfigsSynonym::default()
-                        .with_name(StrBytes::from_static_str(key))
-                        .with_value(value)
-                        .with_source(DYNAMIC_TOPIC_CONFIG),
-                ]);
-            }
-            described
+                    Vec::new()
+                })
         })
         .collect();
     result.with_configs(configs)
@@ -178,13 +186,15 @@ pub fn incremental_alter(
                 .with_resource_type(resource.resource_type)
                 .with_resource_name(resource.resource_name.clone());
             let outcome = if resource.resource_type == BROKER {
-                alter_broker(
-                    context,
-                    asked,
-                    &name,
-                    &resource.configs,
-                    request.validate_only,
-                )
+                match denied(context, asked, AclOperation::AlterConfigs, BROKER, &name) {
+                    Some((code, message)) => Err((code, message.to_owned())),
+                    None => broker_configs::alter(
+                        context,
+                        &name,
+                        &resource.configs,
+                        request.validate_only,
+                    ),
+                }
             } else if resource.resource_type == BROKER_LOGGER {
                 match denied(
                     context,
@@ -248,7 +258,14 @@ pub fn alter(
                     (config.name.to_string(), value.unwrap_or_default())
                 })
                 .collect();
-            let outcome = if resource.resource_type == BROKER_LOGGER {
+            let outcome = if resource.resource_type == BROKER {
+                match denied(context, asked, AclOperation::AlterConfigs, BROKER, &name) {
+                    Some((code, message)) => Err((code, message.to_owned())),
+                    None => {
+                        broker_configs::replace(context, &name, &replacement, request.validate_only)
+                    }
+                }
+            } else if resource.resource_type == BROKER_LOGGER {
                 // As Kafka: the legacy API does not know the type.
                 Err((
                     errors::INVALID_REQUEST,
@@ -345,81 +362,6 @@ fn apply_incremental(
         }
     }
     Ok(overrides)
-}
-
-/// Changes this broker's dynamic configs (see `dynamic_configs.rs`): the resource is this
-/// broker (its node id) or every broker (empty name); ALTER_CONFIGS on the cluster is needed.
-fn alter_broker(
-    context: &Context,
-    asked: &Asked<'_>,
-    name: &str,
-    changes: &[kafka_protocol::messages::incremental_alter_configs_request::AlterableConfig],
-    validate_only: bool,
-) -> Result<(), Refusal> {
-    if let Some((code, message)) = denied(context, asked, AclOperation::AlterConfigs, BROKER, name)
-    {
-        return Err((code, message.to_owned()));
-    }
-    let scope = if name.is_empty() {
-        Scope::ClusterDefault
-    } else if name.parse::<i32>().ok() == Some(context.manager.node_id()) {
-        Scope::Broker
-    } else {
-        return Err((
-            errors::INVALID_REQUEST,
-            format!(
-                "broker {name} is not this broker ({})",
-                context.manager.node_id()
-            ),
-        ));
-    };
-    let changes = changes
-        .iter()
-        .map(|change| {
-            let key = change.name.to_string();
-            match change.config_operation {
-                SET => Ok(Change::Set(
-                    key,
-                    change
-                        .value
-                        .as_ref()
-                        .map(ToString::to_string)
-                        .unwrap_or_default(),
-                )),
-                DELETE => Ok(Change::Delete(key)),
-                other => Err((
-                    errors::INVALID_CONFIG,
-                    format!(
-                        "config operation {other} does not apply to {key}, which is not a list"
-                    ),
-                )),
-            }
-        })
-        .collect::<Result<Vec<_>, Refusal>>()?;
-    // A salvage request is acted on, not kept.
-    let (requests, changes): (Vec<Change>, Vec<Change>) = changes.into_iter().partition(
-        |change| matches!(change, Change::Set(key, _) if key == salvage_request::SALVAGE_PARTITIONS),
-    );
-    for request in &requests {
-        if let Change::Set(_, value) = request {
-            salvage_request::salvage(context, value, validate_only)?;
-        }
-    }
-    context
-        .dynamic_configs
-        .apply(scope, &changes, validate_only)
-        .map_err(|reason| (errors::INVALID_CONFIG, reason))?;
-    context
-        .manager
-        .moves()
-        .set_rate(context.dynamic_configs.rate(MOVE_RATE));
-    let configured = context.manager.config().scrub.bytes_per_second;
-    let scrub_rate = context
-        .dynamic_configs
-        .rate(SCRUB_RATE)
-        .unwrap_or(configured);
-    context.manager.scrubber().set_rate(scrub_rate);
-    Ok(())
 }
 
 /// Authorizes the change of a group's configs (ALTER_CONFIGS on the group), then makes it.

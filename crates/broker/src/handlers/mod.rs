@@ -10,6 +10,7 @@ pub mod add_partitions_to_txn;
 pub mod alter_replica_log_dirs;
 pub mod alter_share_group_offsets;
 pub mod api_versions;
+pub mod broker_configs;
 pub mod broker_loggers;
 pub mod client_quotas;
 pub mod configs;

@@ -274,7 +274,10 @@ fn transaction_config(properties: &BTreeMap<String, String>) -> anyhow::Result<T
 /// The broker's settings, parsed from the merged properties (the listeners are
 /// [`listeners::plan`]'s).
 pub(super) fn broker_config(properties: &BTreeMap<String, String>) -> anyhow::Result<BrokerConfig> {
-    let mut config = BrokerConfig::default();
+    let mut config = BrokerConfig {
+        properties: properties.clone(),
+        ..BrokerConfig::default()
+    };
     if let Some(value) = properties.get("num.partitions") {
         config.num_partitions = value.trim().parse().ok().filter(|n| *n >= 1).with_context(
             || {
@@ -402,7 +405,12 @@ fn network_limits(
         config.limits.max_connections = max;
     }
     if let Some(max) = number::<usize>(properties, "max.connections.per.ip", 0)? {
-        config.limits.max_per_ip = max;
+        // Kafka's default, Int.MAX_VALUE, is its way of saying unlimited.
+        config.limits.max_per_ip = if max == i32::MAX as usize {
+            usize::MAX
+        } else {
+            max
+        };
     }
     if let Some(value) = properties.get("max.connections.per.ip.overrides") {
         config.limits.per_ip_overrides =
@@ -464,4 +472,21 @@ fn optional_millis(value: &str, key: &str) -> anyhow::Result<Option<Duration>> {
         );
     }
     Ok((millis >= 0).then(|| Duration::from_millis(millis as u64)))
+}
+
+/// The broker configs changed at run time, in force, the TLS listeners' stores included.
+pub(super) fn open_dynamic_configs(
+    manager: &std::sync::Arc<ferrolog_storage::manager::LogManager>,
+    broker_config: &ferrolog_broker::BrokerConfig,
+    planned: &[super::listeners::PlannedListener],
+) -> anyhow::Result<ferrolog_broker::dynamic_configs::DynamicBrokerConfigs> {
+    let dynamic_configs = ferrolog_broker::dynamic_configs::DynamicBrokerConfigs::open(
+        std::sync::Arc::clone(manager),
+        broker_config.properties.clone(),
+    )
+    .context("loading the dynamic broker configs")?;
+    dynamic_configs
+        .install_tls_listeners(super::tls::changeable_listeners(planned))
+        .map_err(anyhow::Error::msg)?;
+    Ok(dynamic_configs)
 }

@@ -329,6 +329,9 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<()> {
             .context("opening the data directories")?,
     );
     let _ = opened_manager.set(Arc::clone(&manager));
+    // Before the background work, whose retention follows the topic defaults they set.
+    let dynamic_configs =
+        broker_settings::open_dynamic_configs(&manager, &broker_config, &planned)?;
     manager.start_background()?;
     let outcome = runtime.block_on(async {
         let mut bound = Vec::new();
@@ -350,7 +353,7 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<()> {
             bound.push((socket, Arc::new(listener)));
         }
         let context = Arc::new(
-            Context::new(Arc::clone(&manager), broker_config)
+            Context::with_dynamic_configs(Arc::clone(&manager), broker_config, dynamic_configs)
                 .context("loading consumer groups, credentials and ACLs from the data directories")?,
         );
         install_loggers(&context, &properties);
@@ -378,6 +381,9 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<()> {
     manager.shutdown()?;
     outcome
 }
+
+#[cfg(test)]
+mod key_catalog_tests;
 
 #[cfg(test)]
 #[allow(clippy::unwrap_used, reason = "tests")]

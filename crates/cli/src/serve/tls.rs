@@ -8,6 +8,7 @@
 //! type, `JKS`, is refused with what to do instead.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use anyhow::{Context as _, bail};
 use ferrolog_broker::tls::{
@@ -31,6 +32,8 @@ pub const SSL_KEYS: &[&str] = &[
     "ssl.enabled.protocols",
     "ssl.cipher.suites",
     "ssl.principal.mapping.rules",
+    "ssl.allow.dn.changes",
+    "ssl.allow.san.changes",
 ];
 
 /// `ssl.*` keys of Kafka's that concern the JVM's TLS or Kafka's own clients, not a rustls
@@ -43,6 +46,28 @@ pub const IGNORED_SSL_KEYS: &[&str] = &[
     "ssl.trustmanager.algorithm",
     "ssl.secure.random.implementation",
 ];
+
+/// The TLS listeners of `planned`, each with how its settings are made again from the
+/// settings in force, for the stores changed at run time.
+pub fn changeable_listeners(
+    planned: &[super::listeners::PlannedListener],
+) -> Vec<ferrolog_broker::dynamic_configs::TlsListener> {
+    planned
+        .iter()
+        .filter_map(|plan| {
+            let tls = Arc::clone(plan.listener.tls.as_ref()?);
+            let name = plan.listener.name.clone();
+            let sasl = plan.listener.protocol.uses_sasl();
+            Some(ferrolog_broker::dynamic_configs::TlsListener {
+                name: name.to_lowercase(),
+                tls,
+                rebuild: Box::new(move |properties| {
+                    tls_settings(properties, &name, sasl).map_err(|error| format!("{error:#}"))
+                }),
+            })
+        })
+        .collect()
+}
 
 /// The settings of the TLS listener `name` (`sasl`: a SASL_SSL one).
 pub fn tls_settings(

@@ -12,6 +12,8 @@ use super::free_port;
 
 /// Kafka's `kafka-configs` main class.
 pub const CONFIG_COMMAND: &str = "org.apache.kafka.tools.ConfigCommand";
+/// Kafka's `kafka-topics`.
+pub const TOPIC_COMMAND: &str = "org.apache.kafka.tools.TopicCommand";
 
 /// `kafka-configs` arguments (after `--bootstrap-server`) that delete node 0's throttle of
 /// moves between data directories, going back to its `server.properties`.

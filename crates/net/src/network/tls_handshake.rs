@@ -36,7 +36,7 @@ pub(super) async fn accept(
     config: &crate::NetConfig,
 ) -> io::Result<Option<(Transport, Option<String>)>> {
     let handshake = tls
-        .acceptor
+        .acceptor()
         .accept(tokio::io::BufReader::with_capacity(TLS_READ_AHEAD, socket));
     let limit = setup.left().unwrap_or_else(|| {
         config

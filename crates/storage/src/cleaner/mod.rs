@@ -409,6 +409,18 @@ impl LogCleaner {
         state.uncleanable.remove(topic_partition);
     }
 
+    /// Changes the rate every cleaner thread together reads and writes at
+    /// (`log.cleaner.io.max.bytes.per.second`, a dynamic broker config in Kafka): the next
+    /// throttled step is held to it.
+    pub fn set_io_rate(&self, bytes_per_second: f64) {
+        self.throttle.set_rate(bytes_per_second);
+    }
+
+    /// The rate every cleaner thread together reads and writes at.
+    pub fn io_rate(&self) -> f64 {
+        self.throttle.rate()
+    }
+
     /// Starts the cleaner threads.
     pub fn start(self: &Arc<Self>) -> std::io::Result<()> {
         let mut threads = self.threads.lock();

@@ -9,6 +9,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use super::cleaner_config::{CLEANER_KEYS, parse_cleaner};
+use super::topic_defaults::{DIRECT_SYNONYMS, TIMED_SYNONYMS, topic_defaults_from};
 use crate::cleaner::CleanerConfig;
 use crate::config::LogConfig;
 use crate::error::{Result, StorageError};
@@ -28,7 +29,7 @@ pub enum PlacementPolicy {
 pub struct ManagerConfig {
     /// `log.dirs` (else `log.dir`): data directories. Default `/tmp/kafka-logs`.
     pub log_dirs: Vec<PathBuf>,
-    /// `num.recovery.threads.per.data.dir`. Default 1.
+    /// `num.recovery.threads.per.data.dir`. Default 2, as in Kafka 4.
     pub recovery_threads_per_data_dir: usize,
     /// `ferrolog.recovery.salvage`: whether recovery salvages damaged segments rather than
     /// cutting them (`ferrolog recover --salvage` salvages every segment). Default off.
@@ -103,7 +104,7 @@ impl Default for ManagerConfig {
     fn default() -> Self {
         Self {
             log_dirs: vec![PathBuf::from("/tmp/kafka-logs")],
-            recovery_threads_per_data_dir: 1,
+            recovery_threads_per_data_dir: 2,
             salvage: crate::log::Salvage::Off,
             node_id: None,
             placement: PlacementPolicy::default(),
@@ -169,66 +170,6 @@ pub fn parse_log_dirs(key: &str, value: &str) -> Result<Vec<PathBuf>> {
     }
     Ok(dirs)
 }
-
-/// Broker keys that set a topic-level default directly: (broker key, topic key).
-const DIRECT_SYNONYMS: &[(&str, &str)] = &[
-    ("log.segment.bytes", "segment.bytes"),
-    ("log.retention.bytes", "retention.bytes"),
-    ("log.cleanup.policy", "cleanup.policy"),
-    ("log.index.size.max.bytes", "segment.index.bytes"),
-    ("log.index.interval.bytes", "index.interval.bytes"),
-    ("log.flush.interval.messages", "flush.messages"),
-    ("log.segment.delete.delay.ms", "file.delete.delay.ms"),
-    ("log.preallocate", "preallocate"),
-    ("message.max.bytes", "max.message.bytes"),
-    ("log.message.timestamp.type", "message.timestamp.type"),
-    (
-        "log.message.timestamp.before.max.ms",
-        "message.timestamp.before.max.ms",
-    ),
-    (
-        "log.message.timestamp.after.max.ms",
-        "message.timestamp.after.max.ms",
-    ),
-    ("compression.type", "compression.type"),
-    (
-        "log.cleaner.min.cleanable.ratio",
-        "min.cleanable.dirty.ratio",
-    ),
-    ("log.cleaner.delete.retention.ms", "delete.retention.ms"),
-    ("log.cleaner.min.compaction.lag.ms", "min.compaction.lag.ms"),
-    ("log.cleaner.max.compaction.lag.ms", "max.compaction.lag.ms"),
-];
-
-/// Broker keys with unit variants, most specific first: (topic key, [(broker key, ms per unit)]).
-const TIMED_SYNONYMS: &[(&str, &[(&str, i64)])] = &[
-    (
-        "segment.ms",
-        &[("log.roll.ms", 1), ("log.roll.hours", 3_600_000)],
-    ),
-    (
-        "segment.jitter.ms",
-        &[
-            ("log.roll.jitter.ms", 1),
-            ("log.roll.jitter.hours", 3_600_000),
-        ],
-    ),
-    (
-        "retention.ms",
-        &[
-            ("log.retention.ms", 1),
-            ("log.retention.minutes", 60_000),
-            ("log.retention.hours", 3_600_000),
-        ],
-    ),
-    (
-        "flush.ms",
-        &[
-            ("log.flush.interval.ms", 1),
-            ("log.flush.scheduler.interval.ms", 1),
-        ],
-    ),
-];
 
 /// Background job periods, in milliseconds, and the minimum each accepts.
 const INTERVAL_KEYS: &[&str] = &[
@@ -380,7 +321,14 @@ fn read_limits(config: &mut ManagerConfig, properties: &BTreeMap<String, String>
             .parse::<i64>()
             .ok()
             .filter(|rate| *rate >= 1)
-            .map(|rate| rate as f64)
+            // Kafka's default, Long.MAX_VALUE, is its way of saying unlimited.
+            .map(|rate| {
+                if rate == i64::MAX {
+                    f64::MAX
+                } else {
+                    rate as f64
+                }
+            })
             .ok_or_else(|| invalid(move_rate_key, value, "must be an integer of at least 1"))?;
     }
     Ok(())
@@ -455,46 +403,8 @@ fn read_cleaner_and_log_defaults(
             parse_cleaner(&mut config.cleaner, key, value)?;
         }
     }
-    let defaults = &mut config.log_defaults;
-    for (broker_key, topic_key) in DIRECT_SYNONYMS {
-        if let Some(value) = properties.get(*broker_key) {
-            LogConfig::check_kafka_minimums(topic_key, value)
-                .and_then(|()| defaults.set(topic_key, value))
-                .map_err(|error| rename_key(error, broker_key))?;
-        }
-    }
-    for (topic_key, variants) in TIMED_SYNONYMS {
-        if let Some((broker_key, unit_ms, value)) = variants
-            .iter()
-            .find_map(|(key, unit)| properties.get(*key).map(|value| (*key, *unit, value)))
-        {
-            let amount: i64 = value
-                .trim()
-                .parse()
-                .map_err(|_| invalid(broker_key, value, "not an integer"))?;
-            let ms = if amount < 0 {
-                amount
-            } else {
-                amount.saturating_mul(unit_ms)
-            };
-            defaults
-                .set(topic_key, &ms.to_string())
-                .map_err(|error| rename_key(error, broker_key))?;
-        }
-    }
+    config.log_defaults = topic_defaults_from(&config.log_defaults, properties)?;
     Ok(())
-}
-
-/// Reports a topic-key validation error under the broker key the user wrote.
-fn rename_key(error: StorageError, broker_key: &str) -> StorageError {
-    match error {
-        StorageError::InvalidConfig { value, reason, .. } => StorageError::InvalidConfig {
-            key: broker_key.to_owned(),
-            value,
-            reason,
-        },
-        other => other,
-    }
 }
 
 #[cfg(test)]

@@ -29,6 +29,7 @@ mod scrub_config;
 mod scrubber;
 mod tasks;
 mod topic_configs;
+mod topic_defaults;
 mod topic_ids;
 mod topic_overrides;
 
@@ -53,6 +54,7 @@ pub use scrubber::{PASS_STARTED_TOPIC, SCRUB_CHECKPOINT, Scrubber};
 pub use tasks::Jobs;
 use topic_configs::StoredTopicConfigs;
 pub use topic_configs::TOPIC_CONFIGS_FILE;
+pub use topic_defaults::{broker_synonyms, topic_defaults_from};
 pub use topic_ids::{PARTITION_METADATA_FILE, TopicId, read as read_topic_id};
 pub use topic_overrides::TopicConfigs;
 use topic_overrides::{effective_config, newest_topic_configs};
@@ -104,6 +106,9 @@ pub struct LogManager {
     /// Topic-level overrides and the generation of their file (see `topic_configs`); the write
     /// lock is held while the file is rewritten so copies never go out of order.
     topic_overrides: RwLock<StoredTopicConfigs>,
+    /// The broker-level defaults of every topic in force: `config.log_defaults` until the
+    /// broker's dynamic configs change them ([`TopicConfigs::set_defaults`]).
+    log_defaults: RwLock<crate::config::LogConfig>,
     producer_ids: Mutex<producer_ids::ProducerIdBlock>,
     /// Serializes creations and deletions so two callers never create the same log twice.
     create_lock: Mutex<()>,
@@ -166,6 +171,7 @@ impl LogManager {
         let maintenance = Maintenance::new(deleter, &config);
         let manager = Self {
             producer_ids: producer_ids::ProducerIdBlock::starting_at(first_producer_id),
+            log_defaults: RwLock::new(config.log_defaults.clone()),
             config,
             clock,
             dirs,
@@ -186,7 +192,8 @@ impl LogManager {
         Ok(manager)
     }
 
-    /// The configuration the manager was opened with.
+    /// The configuration the manager was opened with (the topics' defaults in force are
+    /// [`TopicConfigs::defaults`]).
     pub fn config(&self) -> &ManagerConfig {
         &self.config
     }

@@ -295,7 +295,7 @@ impl LogManager {
         self.checkpoint_dir(future.dir_index)?;
         self.maintenance
             .deleter
-            .schedule_dir(to, self.config.log_defaults.file_delete_delay);
+            .schedule_dir(to, self.topic_configs().defaults().file_delete_delay);
         Ok(())
     }
 
@@ -355,9 +355,10 @@ impl LogManager {
         }
         tracing::info!(partition = %topic_partition, from = %source.path().display(), to = %target.path().display(), "moved a log to another data directory");
         metrics::counter!("ferrolog_log_dir_moves_total").increment(1);
-        self.maintenance
-            .deleter
-            .schedule_dir(paths.retired, self.config.log_defaults.file_delete_delay);
+        self.maintenance.deleter.schedule_dir(
+            paths.retired,
+            self.topic_configs().defaults().file_delete_delay,
+        );
         // The partition's entries, its cleaner offset among them, go with it.
         let mut first_error = None;
         for dir_index in [future.dir_index, current.dir_index] {

@@ -174,7 +174,7 @@ impl LogManager {
         // The rename made the deletion durable and invisible; the files go after the delay.
         self.maintenance
             .deleter
-            .schedule_dir(to, self.config.log_defaults.file_delete_delay);
+            .schedule_dir(to, self.topic_configs().defaults().file_delete_delay);
         tracing::info!(partition = %topic_partition, "deleted log");
         Ok(true)
     }

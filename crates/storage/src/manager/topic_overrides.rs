@@ -24,9 +24,38 @@ impl TopicConfigs<'_> {
     /// The effective configuration of `topic`: the broker defaults with its overrides applied.
     pub fn config(&self, topic: &str) -> LogConfig {
         effective_config(
-            &self.manager.config.log_defaults,
+            &self.manager.log_defaults.read(),
             self.manager.topic_overrides.read().overrides.get(topic),
         )
+    }
+
+    /// The broker-level defaults of every topic in force.
+    pub fn defaults(&self) -> LogConfig {
+        self.manager.log_defaults.read().clone()
+    }
+
+    /// Replaces the broker-level defaults (Kafka's dynamic `log.*` broker configs): every live
+    /// log sees its topic's overrides over the new defaults at once. Not stored here: the
+    /// broker keeps its dynamic configs and sets them again at each start.
+    pub fn set_defaults(&self, defaults: LogConfig) {
+        // Held so no log is created, and no topic reconfigured, from the defaults replaced.
+        let _creating = self.manager.create_lock.lock();
+        *self.manager.log_defaults.write() = defaults.clone();
+        let overrides = self.manager.topic_overrides.read().overrides.clone();
+        for (topic_partition, log) in self.live_logs() {
+            log.update_config(effective_config(
+                &defaults,
+                overrides.get(&topic_partition.topic),
+            ));
+        }
+        tracing::info!("topic defaults changed");
+    }
+
+    /// Every log that takes configuration: the partitions' logs and the future logs of moves.
+    fn live_logs(&self) -> Vec<(crate::types::TopicPartition, Arc<crate::log::Log>)> {
+        let futures = self.manager.moves().future_logs().into_iter();
+        let moving = futures.map(|future| (future.topic_partition, future.log));
+        self.manager.logs().into_iter().chain(moving).collect()
     }
 
     /// The overrides set for `topic`.
@@ -43,7 +72,7 @@ impl TopicConfigs<'_> {
     /// The configuration `topic` would have with `overrides`, or why they are refused.
     pub fn validate(&self, topic: &str, overrides: &BTreeMap<String, String>) -> Result<LogConfig> {
         topic_configs::check_storable(topic, overrides)?;
-        self.manager.config.log_defaults.clone().with(
+        self.defaults().with(
             overrides
                 .iter()
                 .map(|(key, value)| (key.as_str(), value.as_str())),
@@ -54,6 +83,8 @@ impl TopicConfigs<'_> {
     /// the new configuration at once, and the overrides are kept across restarts. Invalid keys
     /// or values change nothing; if no directory could store them, nothing changes either.
     pub fn set(&self, topic: &str, overrides: BTreeMap<String, String>) -> Result<LogConfig> {
+        // Held so the defaults do not change between this validation and the logs' update.
+        let _creating = self.manager.create_lock.lock();
         let config = self.validate(topic, &overrides)?;
         let unchanged = self
             .manager
@@ -71,9 +102,7 @@ impl TopicConfigs<'_> {
                 }
             })?;
         }
-        let futures = self.manager.moves().future_logs().into_iter();
-        let moving = futures.map(|future| (future.topic_partition, future.log));
-        for (topic_partition, log) in self.manager.logs().into_iter().chain(moving) {
+        for (topic_partition, log) in self.live_logs() {
             if topic_partition.topic == topic {
                 log.update_config(config.clone());
             }

@@ -122,3 +122,40 @@ fn overrides_with_line_breaks_are_refused() {
     assert!(manager.topic_configs().overrides("t").is_empty());
     manager.shutdown().unwrap();
 }
+
+#[test]
+fn new_defaults_reach_every_live_log_under_its_topics_overrides() {
+    let (_temp, dirs) = temp_dirs(1);
+    let manager = open(&dirs);
+    let plain = manager.get_or_create(&tp("plain", 0)).unwrap();
+    let kept = manager.get_or_create(&tp("kept", 0)).unwrap();
+    let kept_for = BTreeMap::from([("retention.ms".to_owned(), "5000".to_owned())]);
+    manager.topic_configs().set("kept", kept_for).unwrap();
+
+    let defaults = manager
+        .topic_configs()
+        .defaults()
+        .with([("retention.ms", "1000"), ("segment.bytes", "2097152")])
+        .unwrap();
+    manager.topic_configs().set_defaults(defaults);
+
+    assert_eq!(
+        plain.config().retention_age,
+        Some(std::time::Duration::from_millis(1000))
+    );
+    assert_eq!(plain.config().segment_bytes, 2_097_152);
+    // The topic's own value wins over the new default; the rest follows the defaults.
+    assert_eq!(
+        kept.config().retention_age,
+        Some(std::time::Duration::from_millis(5000))
+    );
+    assert_eq!(kept.config().segment_bytes, 2_097_152);
+    let later = manager.get_or_create(&tp("later", 0)).unwrap();
+    assert_eq!(later.config().segment_bytes, 2_097_152, "new logs too");
+    // An override checked after the change is checked over the new defaults.
+    assert_eq!(
+        manager.topic_configs().config("kept").segment_bytes,
+        2_097_152
+    );
+    manager.shutdown().unwrap();
+}

@@ -1,0 +1,499 @@
+//! Broker configs changed at run time through IncrementalAlterConfigs on a BROKER resource, as
+//! Kafka's dynamic broker configs: a value for this broker (resource name = its node id) wins
+//! over the cluster-wide default (empty name), and both over `server.properties`.
+//!
+//! What may change (`catalog::DYNAMIC_KEYS`): the topics' defaults Kafka lets change (the first
+//! of each topic key's broker synonyms: `log.retention.ms`, `log.segment.bytes`,
+//! `message.max.bytes`, ...), which every live log takes at once under its topic's overrides;
+//! the throttles (`replica.alter.log.dirs.io.max.bytes.per.second` limits moves between data
+//! directories; the replication rates `kafka-reassign-partitions` sets are kept and limit
+//! nothing on a single node); the cleaner's `log.cleaner.io.max.bytes.per.second`; ferrolog's
+//! `ferrolog.scrub.bytes.per.second` (0 pauses the scrubber); and a TLS listener's key and
+//! trust stores, on this broker only (`listener_tls`).
+//!
+//! Kept as Kafka keeps them in its metadata log (`ConfigRecord`s): here the document
+//! `ferrolog-broker-configs`, written whole under a new generation at each change (atomically,
+//! fsynced, in every data directory) before the change is in force, and set again at each
+//! start. The body: one line per value, `broker <key> <value>` or `default <key> <value>`, the
+//! value `%`-escaped as the other documents' are.
+
+pub mod catalog;
+mod catalog_table;
+pub mod describe;
+pub mod listener_tls;
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use ferrolog_auth::stored::{escape, unescape};
+use ferrolog_storage::manager::{Document, LogManager, topic_defaults_from};
+use ferrolog_storage::{Result, StorageError};
+use parking_lot::{Mutex, RwLock};
+
+pub use catalog::{BrokerKey, Kind, is_dynamic};
+pub use listener_tls::TlsListener;
+
+/// Bytes per second copied into future logs, over every move.
+pub const MOVE_RATE: &str = "replica.alter.log.dirs.io.max.bytes.per.second";
+/// Bytes per second the scrubber re-reads sealed segments at (0 pauses it).
+pub const SCRUB_RATE: &str = "ferrolog.scrub.bytes.per.second";
+/// Bytes per second the cleaner threads together read and write at.
+pub const CLEANER_RATE: &str = "log.cleaner.io.max.bytes.per.second";
+/// The document the dynamic values are kept in.
+pub const BROKER_CONFIGS_DOCUMENT: &str = "ferrolog-broker-configs";
+/// Whose value a change sets: this broker's, or every broker's default.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Scope {
+    /// Resource name: this broker's node id.
+    Broker,
+    /// Resource name: empty.
+    ClusterDefault,
+}
+
+/// One change of an IncrementalAlterConfigs resource.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Change {
+    /// SET `key` to the value.
+    Set(String, String),
+    /// DELETE `key`.
+    Delete(String),
+    /// APPEND the comma-separated items to the list `key`.
+    Append(String, String),
+    /// SUBTRACT the comma-separated items from the list `key`.
+    Subtract(String, String),
+}
+
+impl Change {
+    fn key(&self) -> &str {
+        match self {
+            Self::Set(key, _)
+            | Self::Delete(key)
+            | Self::Append(key, _)
+            | Self::Subtract(key, _) => key,
+        }
+    }
+}
+
+/// Why a change was refused: Kafka's error code and message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refused {
+    pub code: i16,
+    pub message: String,
+}
+
+impl Refused {
+    fn request(message: String) -> Self {
+        Self {
+            code: crate::errors::INVALID_REQUEST,
+            message,
+        }
+    }
+}
+
+/// The dynamic values of each scope.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Values {
+    pub broker: BTreeMap<String, String>,
+    pub default: BTreeMap<String, String>,
+}
+
+impl Values {
+    fn of_scope(&mut self, scope: Scope) -> &mut BTreeMap<String, String> {
+        match scope {
+            Scope::Broker => &mut self.broker,
+            Scope::ClusterDefault => &mut self.default,
+        }
+    }
+}
+
+/// The dynamic values, kept durably, and the static ones they stand over.
+#[derive(Debug)]
+pub struct DynamicBrokerConfigs {
+    manager: Arc<LogManager>,
+    /// `server.properties` (with the command line's settings) as the broker started with it.
+    static_configs: BTreeMap<String, String>,
+    values: RwLock<Values>,
+    /// The document's generation; held while a change is written, which serializes changes.
+    generation: Mutex<u64>,
+    /// The TLS listeners whose stores may change, once `serve` installed them.
+    tls_listeners: RwLock<Vec<TlsListener>>,
+}
+
+impl DynamicBrokerConfigs {
+    /// Loads the newest copy of the document, brings the directories holding older ones up to
+    /// date, and puts the values in force: opened before the manager's background work starts,
+    /// so that retention never runs on the defaults they replace. A body that does not parse stops startup, naming
+    /// its file and line.
+    pub fn open(
+        manager: Arc<LogManager>,
+        static_configs: BTreeMap<String, String>,
+    ) -> Result<Self> {
+        let document = manager.documents().read(BROKER_CONFIGS_DOCUMENT)?;
+        let values = parse(&document.body).map_err(|(line, reason)| {
+            let file = document.source.clone().unwrap_or_default();
+            StorageError::Fatal(format!("{}, line {}: {reason}", file.display(), line + 3))
+        })?;
+        manager
+            .documents()
+            .spread(BROKER_CONFIGS_DOCUMENT, &document)?;
+        let configs = Self {
+            manager,
+            static_configs,
+            values: RwLock::new(values),
+            generation: Mutex::new(document.generation),
+            tls_listeners: RwLock::new(Vec::new()),
+        };
+        if configs.values.read().broker.len() + configs.values.read().default.len() > 0 {
+            let merged = configs.merged(&configs.values.read());
+            let defaults = topic_defaults_from(&configs.manager.config().log_defaults, &merged)
+                .map_err(|error| {
+                    StorageError::Fatal(format!("{BROKER_CONFIGS_DOCUMENT}: {error}"))
+                })?;
+            configs.manager.topic_configs().set_defaults(defaults);
+            configs.publish_rates();
+        }
+        Ok(configs)
+    }
+
+    /// Checks every change as Kafka does, then (unless `validate_only`) stores them all and
+    /// puts them in force; a refusal changes nothing.
+    pub fn apply(
+        &self,
+        scope: Scope,
+        changes: &[Change],
+        validate_only: bool,
+    ) -> std::result::Result<(), Refused> {
+        let mut generation = self.generation.lock();
+        let current = self.values.read().clone();
+        let next = next_values(&current, scope, changes)?;
+        let merged = self.merged(&next);
+        let defaults = topic_defaults_from(&self.manager.config().log_defaults, &merged)
+            .map_err(|error| Refused::request(kafka_message(error)))?;
+        for values in [&next.broker, &next.default] {
+            let rates = [MOVE_RATE, SCRUB_RATE]
+                .into_iter()
+                .chain(catalog::THROTTLE_KEYS.iter().copied());
+            for key in rates {
+                if let Some(value) = values.get(key) {
+                    parse_rate(key, value).map_err(Refused::request)?;
+                }
+            }
+            if let Some(value) = values.get(CLEANER_RATE) {
+                parse_cleaner_rate(value).map_err(Refused::request)?;
+            }
+        }
+        let listeners = listener_tls::touched(changes.iter().map(Change::key));
+        let stores = listener_tls::prepare(&self.tls_listeners.read(), &listeners, &merged)
+            .map_err(Refused::request)?;
+        if validate_only || (next == current && stores.is_empty()) {
+            return Ok(());
+        }
+        if next != current {
+            self.store(&mut generation, &next)?;
+        }
+        let defaults_changed = self.merged(&current) != merged;
+        *self.values.write() = next;
+        if defaults_changed {
+            self.manager.topic_configs().set_defaults(defaults);
+        }
+        listener_tls::serve(stores);
+        self.publish_rates();
+        Ok(())
+    }
+
+    /// Writes `values` as the document's next generation.
+    fn store(&self, generation: &mut u64, values: &Values) -> std::result::Result<(), Refused> {
+        // The generation is spent even when the store fails: a copy may have been written.
+        *generation += 1;
+        let document = Document {
+            generation: *generation,
+            body: render(values),
+            source: None,
+        };
+        self.manager
+            .documents()
+            .store(BROKER_CONFIGS_DOCUMENT, &document)
+            .map_err(|error| Refused {
+                code: crate::errors::UNKNOWN_SERVER_ERROR,
+                message: format!("the broker configs could not be stored: {error}"),
+            })
+    }
+
+    /// Takes the TLS listeners whose stores may change, and serves on each the stores this
+    /// broker's values set (kept from an earlier run). A store that does not load stops
+    /// startup, naming the listener: serving the older certificate instead would be silent.
+    pub fn install_tls_listeners(
+        &self,
+        listeners: Vec<TlsListener>,
+    ) -> std::result::Result<(), String> {
+        let values = self.values();
+        let merged = self.merged(&values);
+        let stored = listener_tls::touched(values.broker.keys().map(String::as_str));
+        *self.tls_listeners.write() = listeners;
+        let listeners = self.tls_listeners.read();
+        for name in stored {
+            let Some(listener) = listeners.iter().find(|listener| listener.name == name) else {
+                tracing::warn!(
+                    listener = name,
+                    "stores set at run time for a listener no longer served"
+                );
+                continue;
+            };
+            let next = (listener.rebuild)(&merged).map_err(|error| {
+                format!("listener {name}: the TLS stores set at run time ({BROKER_CONFIGS_DOCUMENT}) do not load: {error}")
+            })?;
+            listener_tls::serve(vec![(Arc::clone(&listener.tls), next)]);
+        }
+        Ok(())
+    }
+
+    /// The rate in force for `key`: this broker's value, else the cluster default, else none
+    /// (the configured one applies).
+    pub fn rate(&self, key: &str) -> Option<f64> {
+        let values = self.values.read();
+        values
+            .broker
+            .get(key)
+            .or_else(|| values.default.get(key))
+            .and_then(|value| parse_rate(key, value).ok())
+    }
+
+    /// The dynamic values of each scope.
+    pub fn values(&self) -> Values {
+        self.values.read().clone()
+    }
+
+    /// The broker's settings as it started with them.
+    pub fn static_configs(&self) -> &BTreeMap<String, String> {
+        &self.static_configs
+    }
+
+    /// Every setting in force: the static ones, under the cluster defaults, under this
+    /// broker's own values.
+    fn merged(&self, values: &Values) -> BTreeMap<String, String> {
+        let mut merged = self.static_configs.clone();
+        merged.extend(values.default.iter().map(|(k, v)| (k.clone(), v.clone())));
+        merged.extend(values.broker.iter().map(|(k, v)| (k.clone(), v.clone())));
+        merged
+    }
+
+    /// Hands the move throttle, the scrubber and the cleaner (once started) their rates.
+    pub fn publish_rates(&self) {
+        if let Some(cleaner) = self.manager.cleaner() {
+            let values = self.values.read();
+            let dynamic = values
+                .broker
+                .get(CLEANER_RATE)
+                .or_else(|| values.default.get(CLEANER_RATE));
+            let rate = dynamic.and_then(|value| parse_cleaner_rate(value).ok());
+            cleaner
+                .set_io_rate(rate.unwrap_or(self.manager.config().cleaner.max_io_bytes_per_second));
+        }
+        self.manager.moves().set_rate(self.rate(MOVE_RATE));
+        let configured = self.manager.config().scrub.bytes_per_second;
+        let scrub_rate = self.rate(SCRUB_RATE).unwrap_or(configured);
+        self.manager.scrubber().set_rate(scrub_rate);
+    }
+}
+
+/// `current` with `changes` made at `scope`, refused as Kafka refuses: keys that cannot change
+/// at run time, then values not of the key's type, then a listener's stores at the default.
+fn next_values(
+    current: &Values,
+    scope: Scope,
+    changes: &[Change],
+) -> std::result::Result<Values, Refused> {
+    check_keys(changes)?;
+    let mut next = current.clone();
+    let values = next.of_scope(scope);
+    for change in changes {
+        let key = change.key();
+        let listed = |values: &BTreeMap<String, String>| -> Vec<String> {
+            let text = values
+                .get(key)
+                .map(String::as_str)
+                .or_else(|| catalog::key(key).and_then(|known| known.default))
+                .unwrap_or("");
+            items(text)
+        };
+        match change {
+            Change::Set(_, value) => {
+                values.insert(key.to_owned(), value.trim().to_owned());
+            }
+            Change::Delete(_) => {
+                values.remove(key);
+            }
+            Change::Append(_, added) | Change::Subtract(_, added) => {
+                if catalog::key(key).map(|known| known.kind) != Some(Kind::List) {
+                    let verb = if matches!(change, Change::Append(..)) {
+                        "append"
+                    } else {
+                        "subtract"
+                    };
+                    return Err(Refused {
+                        code: crate::errors::INVALID_CONFIG,
+                        message: format!(
+                            "Config value {verb} is not allowed for config key: {key}"
+                        ),
+                    });
+                }
+                let mut list = listed(values);
+                let added = items(added);
+                if matches!(change, Change::Append(..)) {
+                    for item in added {
+                        if !list.contains(&item) {
+                            list.push(item);
+                        }
+                    }
+                } else {
+                    list.retain(|item| !added.contains(item));
+                }
+                values.insert(key.to_owned(), list.join(","));
+            }
+        }
+    }
+    for (key, value) in next.of_scope(scope).iter() {
+        if let Some(known) = catalog::key(key) {
+            catalog::check_type(known, key, value).map_err(Refused::request)?;
+        }
+    }
+    let per_broker: Vec<&str> = changes
+        .iter()
+        .filter(|change| !matches!(change, Change::Delete(_)))
+        .map(Change::key)
+        .filter(|key| listener_tls::listener_of(key).is_some())
+        .collect();
+    if scope == Scope::ClusterDefault && !per_broker.is_empty() {
+        return Err(Refused::request(format!(
+            "Cannot update these configs at default cluster level, broker id must be specified: [{}]",
+            per_broker.join(", ")
+        )));
+    }
+    Ok(next)
+}
+
+/// Refuses, as Kafka does and in its order, keys ferrolog does not know, a listener's store
+/// keys without its prefix, and keys that cannot change at run time.
+fn check_keys(changes: &[Change]) -> std::result::Result<(), Refused> {
+    let set: Vec<&Change> = changes
+        .iter()
+        .filter(|change| !matches!(change, Change::Delete(_)))
+        .collect();
+    let unknown: Vec<&str> = set
+        .iter()
+        .map(|change| change.key())
+        .filter(|key| catalog::key(key).is_none() && !catalog::THROTTLE_KEYS.contains(key))
+        .collect();
+    if !unknown.is_empty() {
+        return Err(Refused::request(format!(
+            "These are not broker configs ferrolog knows: [{}]",
+            unknown.join(", ")
+        )));
+    }
+    let listener_only: Vec<&str> = set
+        .iter()
+        .map(|change| change.key())
+        .filter(|key| listener_tls::STORE_KEYS.contains(key))
+        .collect();
+    if !listener_only.is_empty() {
+        return Err(Refused::request(format!(
+            "These security configs can be dynamically updated only per-listener using the listener prefix: [{}]",
+            listener_only.join(", ")
+        )));
+    }
+    let fixed: Vec<&str> = set
+        .iter()
+        .map(|change| change.key())
+        .filter(|key| !is_dynamic(key) && listener_tls::listener_of(key).is_none())
+        .collect();
+    if !fixed.is_empty() {
+        return Err(Refused::request(format!(
+            "Cannot update these configs dynamically: [{}]",
+            fixed.join(", ")
+        )));
+    }
+    Ok(())
+}
+
+/// A refused value in Kafka's words: `Invalid value <value> for configuration <key>: why`.
+fn kafka_message(error: StorageError) -> String {
+    match error {
+        StorageError::InvalidConfig { key, value, reason } => {
+            format!("Invalid value {value} for configuration {key}: {reason}")
+        }
+        other => other.to_string(),
+    }
+}
+
+/// A list value's items: comma-separated, trimmed, empty ones dropped.
+fn items(text: &str) -> Vec<String> {
+    text.split(',')
+        .map(str::trim)
+        .filter(|item| !item.is_empty())
+        .map(str::to_owned)
+        .collect()
+}
+
+/// A rate in bytes per second: an integer of at least 0, as Kafka's (0 copies nothing).
+fn parse_rate(key: &str, value: &str) -> std::result::Result<f64, String> {
+    value
+        .trim()
+        .parse::<i64>()
+        .ok()
+        .filter(|rate| *rate >= 0)
+        .map(|rate| rate as f64)
+        .ok_or_else(|| {
+            format!("Invalid value {value} for configuration {key}: Value must be at least 0")
+        })
+}
+
+/// The cleaner's rate: a number of bytes per second above 0, as Kafka's.
+fn parse_cleaner_rate(value: &str) -> std::result::Result<f64, String> {
+    value
+        .trim()
+        .parse::<f64>()
+        .ok()
+        .filter(|rate| *rate > 0.0)
+        .ok_or_else(|| {
+            format!("Invalid value {value} for configuration {CLEANER_RATE}: must be above 0")
+        })
+}
+
+/// The document's body: every value, this broker's then the defaults, each by key.
+fn render(values: &Values) -> String {
+    let scoped = [("broker", &values.broker), ("default", &values.default)];
+    scoped
+        .iter()
+        .flat_map(|(scope, values)| {
+            values
+                .iter()
+                .map(move |(key, value)| format!("{scope} {} {}\n", escape(key), escape(value)))
+        })
+        .collect()
+}
+
+/// The body's values; an error names the body's line (from 0) and what is wrong.
+fn parse(body: &str) -> std::result::Result<Values, (usize, String)> {
+    let mut values = Values::default();
+    for (index, line) in body.lines().enumerate() {
+        let mut parts = line.split(' ');
+        let (Some(scope), Some(key), Some(value), None) =
+            (parts.next(), parts.next(), parts.next(), parts.next())
+        else {
+            return Err((index, format!("{line:?} is not a scope, a key and a value")));
+        };
+        let scope = match scope {
+            "broker" => Scope::Broker,
+            "default" => Scope::ClusterDefault,
+            other => return Err((index, format!("unknown scope {other:?}"))),
+        };
+        let (Some(key), Some(value)) = (unescape(key), unescape(value)) else {
+            return Err((index, format!("{line:?} is not escaped as written")));
+        };
+        values.of_scope(scope).insert(key, value);
+    }
+    Ok(values)
+}
+
+#[cfg(test)]
+mod tests;
