@@ -198,6 +198,8 @@ pub struct Context {
     pub share_sessions: share_sessions::ShareSessions,
     /// The network edge's share of `config`, taken once.
     net: ferrolog_net::NetConfig,
+    /// The connection limits in force (`dynamic_configs` changes them).
+    live_limits: Arc<ferrolog_net::network::live_limits::LiveLimits>,
 }
 
 impl Context {
@@ -224,6 +226,7 @@ impl Context {
     ) -> Result<Self, ferrolog_storage::StorageError> {
         // The cleaner runs now: it takes its rate.
         dynamic_configs.publish_rates();
+        let live_limits = dynamic_configs.live_limits(&config.limits);
         // Before the transaction coordinator, whose aborts follow `transaction.version`.
         let features = features::Features::open(
             Arc::clone(&manager),
@@ -250,6 +253,7 @@ impl Context {
         Ok(Self {
             manager,
             net: config.net(),
+            live_limits,
             config,
             fetch_waiters: fetch_waiters::FetchWaiters::default(),
             groups,

@@ -81,6 +81,10 @@ impl Service for Context {
         ))
     }
 
+    fn live_limits(&self) -> Option<Arc<ferrolog_net::network::live_limits::LiveLimits>> {
+        Some(Arc::clone(&self.live_limits))
+    }
+
     fn halted(&self) -> Option<String> {
         if !self.manager.is_halted() {
             return None;

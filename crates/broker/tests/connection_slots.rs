@@ -194,3 +194,58 @@ async fn a_long_poll_is_answered_by_the_idle_limit() {
     server.abort();
     context.manager.shutdown().unwrap();
 }
+
+/// Changes `key` for the whole cluster, as `kafka-configs --entity-default` does.
+fn set_for_cluster(context: &ferrolog_broker::Context, key: &str, value: &str) {
+    use ferrolog_broker::dynamic_configs::{Change, Scope};
+    context
+        .dynamic_configs
+        .apply(
+            Scope::ClusterDefault,
+            &[Change::Set(key.to_owned(), value.to_owned())],
+            false,
+        )
+        .unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn max_connections_changed_at_run_time_lets_more_in_or_holds_new_ones_back() {
+    let temp = tempfile::tempdir().unwrap();
+    let config = BrokerConfig {
+        limits: ConnectionLimits {
+            max_connections: 4,
+            ..ConnectionLimits::default()
+        },
+        ..BrokerConfig::default()
+    };
+    let one: [&dyn Fn(u16) -> Listener; 1] = [&|port| Listener::plaintext("127.0.0.1", port)];
+    let (context, ports, server) = start_listeners(temp.path(), config, &one).await;
+    let mut open = flood(ports[0], 10).await;
+    assert_eq!(open.len(), 4);
+
+    set_for_cluster(&context, "max.connections", "6");
+    open.extend(flood(ports[0], 10).await);
+    assert_eq!(open.len(), 6, "raised: two more are let in");
+
+    // Lowered to 3 with 6 open: none is closed, and a new one waits until fewer than 3 are.
+    set_for_cluster(&context, "max.connections", "3");
+    open.truncate(3);
+    assert!(
+        served_connection(ports[0]).await.is_none(),
+        "3 open, 3 allowed"
+    );
+    open.pop();
+    let waiting = tokio::time::timeout(Duration::from_secs(5), served_connection(ports[0])).await;
+    assert!(waiting.unwrap().is_some(), "2 open: the next is served");
+    assert_eq!(
+        context
+            .dynamic_configs
+            .values()
+            .default
+            .get("max.connections")
+            .map(String::as_str),
+        Some("3")
+    );
+    server.abort();
+    context.manager.shutdown().unwrap();
+}

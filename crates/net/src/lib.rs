@@ -64,6 +64,12 @@ pub trait Service: Send + Sync + std::fmt::Debug + 'static {
     /// Why nothing can be served any more (every data directory offline), if so: the listeners
     /// then stop, as Kafka halts.
     fn halted(&self) -> Option<String>;
+
+    /// The connection limits, when the service changes them at run time; `None`: the
+    /// listeners hold to `net_config`'s.
+    fn live_limits(&self) -> Option<Arc<network::live_limits::LiveLimits>> {
+        None
+    }
 }
 
 /// The network edge's settings, Kafka's broker keys where Kafka has them (the broker's

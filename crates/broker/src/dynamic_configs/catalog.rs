@@ -84,7 +84,7 @@ pub fn listener_base(name: &str) -> Option<&str> {
 
 /// The broker keys ferrolog changes at run time: the topics' defaults (the first of each
 /// topic key's synonyms, as in Kafka: `log.retention.ms`, not `log.retention.hours`), the
-/// cleaner's rate, and the throttles.
+/// cleaner's rate, the connection limits, and the throttles.
 pub const DYNAMIC_KEYS: &[&str] = &[
     "compression.type",
     "ferrolog.scrub.bytes.per.second",
@@ -110,6 +110,9 @@ pub const DYNAMIC_KEYS: &[&str] = &[
     "log.roll.ms",
     "log.segment.bytes",
     "log.segment.delete.delay.ms",
+    "max.connections",
+    "max.connections.per.ip",
+    "max.connections.per.ip.overrides",
     "message.max.bytes",
     "replica.alter.log.dirs.io.max.bytes.per.second",
 ];

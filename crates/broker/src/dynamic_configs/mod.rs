@@ -26,6 +26,8 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use ferrolog_auth::stored::{escape, unescape};
+use ferrolog_net::network::limits::ConnectionLimits;
+use ferrolog_net::network::live_limits::LiveLimits;
 use ferrolog_storage::manager::{Document, LogManager, topic_defaults_from};
 use ferrolog_storage::{Result, StorageError};
 use parking_lot::{Mutex, RwLock};
@@ -117,6 +119,8 @@ pub struct DynamicBrokerConfigs {
     generation: Mutex<u64>,
     /// The TLS listeners whose stores may change, once `serve` installed them.
     tls_listeners: RwLock<Vec<TlsListener>>,
+    /// The connection limits of `server.properties` and those in force, once installed.
+    connections: std::sync::OnceLock<(ConnectionLimits, Arc<LiveLimits>)>,
 }
 
 impl DynamicBrokerConfigs {
@@ -142,6 +146,7 @@ impl DynamicBrokerConfigs {
             values: RwLock::new(values),
             generation: Mutex::new(document.generation),
             tls_listeners: RwLock::new(Vec::new()),
+            connections: std::sync::OnceLock::new(),
         };
         if configs.values.read().broker.len() + configs.values.read().default.len() > 0 {
             let merged = configs.merged(&configs.values.read());
@@ -182,6 +187,9 @@ impl DynamicBrokerConfigs {
                 parse_cleaner_rate(value).map_err(Refused::request)?;
             }
         }
+        if let Some((base, _)) = self.connections.get() {
+            ConnectionLimits::from_properties(base, &merged).map_err(Refused::request)?;
+        }
         let listeners = listener_tls::touched(changes.iter().map(Change::key));
         let stores = listener_tls::prepare(&self.tls_listeners.read(), &listeners, &merged)
             .map_err(Refused::request)?;
@@ -198,6 +206,7 @@ impl DynamicBrokerConfigs {
         }
         listener_tls::serve(stores);
         self.publish_rates();
+        self.publish_limits();
         Ok(())
     }
 
@@ -217,6 +226,28 @@ impl DynamicBrokerConfigs {
                 code: crate::errors::UNKNOWN_SERVER_ERROR,
                 message: format!("the broker configs could not be stored: {error}"),
             })
+    }
+
+    /// The connection limits the listeners hold to, from `base` (`server.properties`'s) and
+    /// the values set at run time; made once, at the first call.
+    pub fn live_limits(&self, base: &ConnectionLimits) -> Arc<LiveLimits> {
+        let (_, live) = self.connections.get_or_init(|| {
+            let live = LiveLimits::new(base.clone());
+            (base.clone(), live)
+        });
+        self.publish_limits();
+        Arc::clone(live)
+    }
+
+    /// Puts the connection limits in force, once installed.
+    fn publish_limits(&self) {
+        let Some((base, live)) = self.connections.get() else {
+            return;
+        };
+        match ConnectionLimits::from_properties(base, &self.merged(&self.values())) {
+            Ok(limits) => live.set(limits),
+            Err(error) => tracing::warn!(error, "connection limits set at run time are not used"),
+        }
     }
 
     /// Takes the TLS listeners whose stores may change, and serves on each the stores this

@@ -401,32 +401,11 @@ fn network_limits(
     properties: &BTreeMap<String, String>,
     config: &mut BrokerConfig,
 ) -> anyhow::Result<()> {
-    if let Some(max) = number::<usize>(properties, "max.connections", 1)? {
-        config.limits.max_connections = max;
-    }
-    if let Some(max) = number::<usize>(properties, "max.connections.per.ip", 0)? {
-        // Kafka's default, Int.MAX_VALUE, is its way of saying unlimited.
-        config.limits.max_per_ip = if max == i32::MAX as usize {
-            usize::MAX
-        } else {
-            max
-        };
-    }
-    if let Some(value) = properties.get("max.connections.per.ip.overrides") {
-        config.limits.per_ip_overrides =
-            ferrolog_broker::network::limits::ConnectionLimits::parse_overrides(value).map_err(
-                |reason| {
-                    anyhow::anyhow!(
-                        "invalid value {value:?} for max.connections.per.ip.overrides: {reason}"
-                    )
-                },
-            )?;
-    }
-    if config.limits.max_per_ip == 0 && config.limits.per_ip_overrides.is_empty() {
-        bail!(
-            "max.connections.per.ip=0 refuses every connection; it is allowed only with max.connections.per.ip.overrides"
-        );
-    }
+    config.limits = ferrolog_broker::network::limits::ConnectionLimits::from_properties(
+        &config.limits,
+        properties,
+    )
+    .map_err(anyhow::Error::msg)?;
     if let Some(value) = properties.get("connections.max.idle.ms") {
         config.connections_max_idle = optional_millis(value, "connections.max.idle.ms")?;
     }

@@ -10,11 +10,11 @@
 //! neighbour is flooded. (Kafka's listener limit falls back to `max.connections` itself, and
 //! only its inter-broker listener is protected.)
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::net::{IpAddr, ToSocketAddrs};
 use std::sync::Arc;
 
-use parking_lot::Mutex;
+use parking_lot::{Mutex, RwLock};
 
 /// The limits, from the broker's configuration.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -40,6 +40,47 @@ impl Default for ConnectionLimits {
 }
 
 impl ConnectionLimits {
+    /// `base` with the limits `properties` set (`max.connections`, `max.connections.per.ip`,
+    /// `max.connections.per.ip.overrides`); the error names the key and the value.
+    pub fn from_properties(
+        base: &Self,
+        properties: &BTreeMap<String, String>,
+    ) -> Result<Self, String> {
+        let mut limits = base.clone();
+        let count = |key: &str, min: usize| -> Result<Option<usize>, String> {
+            let Some(value) = properties.get(key) else {
+                return Ok(None);
+            };
+            match value.trim().parse::<usize>() {
+                Ok(parsed) if parsed >= min => Ok(Some(parsed)),
+                _ => Err(format!(
+                    "invalid value {value:?} for {key}: must be an integer of at least {min}"
+                )),
+            }
+        };
+        if let Some(max) = count("max.connections", 1)? {
+            limits.max_connections = max;
+        }
+        if let Some(max) = count("max.connections.per.ip", 0)? {
+            // Kafka's default, Int.MAX_VALUE, is its way of saying unlimited.
+            limits.max_per_ip = if max == i32::MAX as usize {
+                usize::MAX
+            } else {
+                max
+            };
+        }
+        let overrides_key = "max.connections.per.ip.overrides";
+        if let Some(value) = properties.get(overrides_key) {
+            limits.per_ip_overrides = Self::parse_overrides(value).map_err(|reason| {
+                format!("invalid value {value:?} for {overrides_key}: {reason}")
+            })?;
+        }
+        if limits.max_per_ip == 0 && limits.per_ip_overrides.is_empty() {
+            return Err("max.connections.per.ip=0 refuses every connection; it is allowed only with max.connections.per.ip.overrides".into());
+        }
+        Ok(limits)
+    }
+
     /// The most connections `ip` may hold.
     pub fn max_for(&self, ip: IpAddr) -> usize {
         self.per_ip_overrides
@@ -103,7 +144,7 @@ pub fn listener_limit(own: Option<usize>, max_connections: usize, listeners: usi
 /// life; dropping it frees the slot.
 #[derive(Debug)]
 pub struct AddressQuotas {
-    limits: ConnectionLimits,
+    limits: RwLock<ConnectionLimits>,
     open: Mutex<HashMap<IpAddr, usize>>,
 }
 
@@ -117,14 +158,19 @@ pub struct AddressSlot {
 impl AddressQuotas {
     pub fn new(limits: ConnectionLimits) -> Arc<Self> {
         Arc::new(Self {
-            limits,
+            limits: RwLock::new(limits),
             open: Mutex::new(HashMap::new()),
         })
     }
 
+    /// Holds new connections to `limits` from now on; connections open beyond them stay.
+    pub fn set_limits(&self, limits: ConnectionLimits) {
+        *self.limits.write() = limits;
+    }
+
     /// A slot for a new connection from `ip`, or the limit it would exceed.
     pub fn admit(self: &Arc<Self>, ip: IpAddr) -> Result<AddressSlot, usize> {
-        let max = self.limits.max_for(ip);
+        let max = self.limits.read().max_for(ip);
         let mut open = self.open.lock();
         let count = open.entry(ip).or_insert(0);
         if *count >= max {

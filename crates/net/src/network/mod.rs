@@ -10,6 +10,7 @@ pub(crate) mod backoff;
 mod connection;
 mod inbound;
 pub mod limits;
+pub mod live_limits;
 pub mod memory;
 mod tls_handshake;
 pub mod transport;
@@ -73,6 +74,10 @@ pub async fn serve_listeners(
     service: Arc<dyn Service>,
 ) -> std::io::Result<()> {
     let config = service.net_config();
+    let live = service
+        .live_limits()
+        .unwrap_or_else(|| live_limits::LiveLimits::new(config.limits.clone()));
+    live.expect_listeners(listeners.len());
     let accepting = Arc::new(Accepting {
         shared: Arc::new(Shared {
             memory: RequestMemory::new(config.queued_max_request_bytes),
@@ -81,22 +86,14 @@ pub async fn serve_listeners(
                 config.authentication_failures_per_second_per_ip,
             ),
         }),
-        slots: Arc::new(Semaphore::new(
-            config.limits.max_connections.min(Semaphore::MAX_PERMITS),
-        )),
-        addresses: AddressQuotas::new(config.limits.clone()),
+        slots: live.broker_slots(),
+        addresses: live.addresses(),
         service: Arc::clone(&service),
     });
     // Dropped with this future, which aborts every accept loop.
     let mut accept_loops = tokio::task::JoinSet::new();
-    let count = listeners.len();
     for (socket, listener) in listeners {
-        let limit = limits::listener_limit(
-            listener.max_connections,
-            config.limits.max_connections,
-            count,
-        );
-        let listener_slots = Arc::new(Semaphore::new(limit.min(Semaphore::MAX_PERMITS)));
+        let listener_slots = live.listener_slots(listener.max_connections);
         accept_loops.spawn(accept(
             socket,
             listener,
