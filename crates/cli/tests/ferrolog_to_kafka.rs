@@ -325,6 +325,23 @@ fn kafka_reads_ferrolog_files_and_serves_them_after_a_move() {
             "consumer_byte_rate=2097152",
         ],
     );
+    // Topic defaults changed at run time, for the cluster and for the node.
+    let brokers = |name: &str, setting: &str| {
+        let target = if name.is_empty() {
+            vec!["--entity-default"]
+        } else {
+            vec!["--entity-name", name]
+        };
+        let args = [
+            &["--alter", "--entity-type", "brokers"][..],
+            &target,
+            &["--add-config", setting],
+        ]
+        .concat();
+        quotas(&format!("127.0.0.1:{port}"), &args)
+    };
+    brokers("", "log.retention.ms=172800000");
+    brokers("0", "message.max.bytes=2000000");
     let ferrolog_groups = consumer_groups(port, &[LIVE_GROUP]);
     let ferrolog_answers = answers(port, &topics(), &[GROUP]);
     assert_eq!(
@@ -444,6 +461,17 @@ fn kafka_reads_ferrolog_files_and_serves_them_after_a_move() {
     );
     let described = group_configs(&bootstrap, &["--describe"]);
     assert!(described.contains(session), "{described}");
+    assert!(
+        created.contains("as Kafka's cluster defaults: log.retention.ms, message.max.bytes"),
+        "{created}"
+    );
+    let defaults = quotas(
+        &bootstrap,
+        &["--describe", "--entity-type", "brokers", "--entity-default"],
+    );
+    for setting in ["log.retention.ms=172800000", "message.max.bytes=2000000"] {
+        assert!(defaults.contains(setting), "{defaults}");
+    }
     assert!(
         created.contains("set the client quotas of 2 entities in Kafka"),
         "{created}"

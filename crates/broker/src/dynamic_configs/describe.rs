@@ -51,7 +51,7 @@ pub struct Described {
 /// Each source's values, as they stand.
 struct Sources<'a> {
     values: Values,
-    static_configs: &'a BTreeMap<String, String>,
+    static_configs: std::borrow::Cow<'a, BTreeMap<String, String>>,
 }
 
 impl Sources<'_> {
@@ -94,14 +94,25 @@ impl DynamicBrokerConfigs {
     fn sources(&self) -> Sources<'_> {
         Sources {
             values: self.values(),
-            static_configs: &self.static_configs,
+            static_configs: std::borrow::Cow::Borrowed(&self.static_configs),
         }
     }
 
     /// Every setting of this broker (resource name: its node id): each key the broker knows,
     /// and each key set (a listener's own keys, the throttles), by name.
     pub fn describe_broker(&self) -> Vec<Described> {
-        let sources = self.sources();
+        let mut sources = self.sources();
+        // The node's id is in force whether the file gave it or the directories did: Kafka,
+        // which requires it in the file, lists it as set there.
+        let node_id = self.manager.node_id().to_string();
+        for key in ["node.id", "broker.id"] {
+            if !sources.static_configs.contains_key(key) {
+                sources
+                    .static_configs
+                    .to_mut()
+                    .insert(key.to_owned(), node_id.clone());
+            }
+        }
         let mut names: Vec<String> = catalog::all()
             .iter()
             .map(|key| key.name.to_owned())
@@ -184,7 +195,7 @@ mod tests {
     fn sources<'a>(values: Values, static_configs: &'a BTreeMap<String, String>) -> Sources<'a> {
         Sources {
             values,
-            static_configs,
+            static_configs: std::borrow::Cow::Borrowed(static_configs),
         }
     }
 
@@ -222,9 +233,10 @@ mod tests {
             ]
         );
         // Its own name set nowhere but a longer unit's default: nothing is listed.
+        let empty = BTreeMap::new();
         let unset = Sources {
             values: Values::default(),
-            static_configs: &BTreeMap::new(),
+            static_configs: std::borrow::Cow::Borrowed(&empty),
         };
         let entry = described(&unset, "log.retention.ms".into(), false);
         assert_eq!((entry.value, entry.source), (None, Source::Default));

@@ -20,12 +20,12 @@
 pub mod catalog;
 mod catalog_table;
 pub mod describe;
+mod document;
 pub mod listener_tls;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use ferrolog_auth::stored::{escape, unescape};
 use ferrolog_net::network::limits::ConnectionLimits;
 use ferrolog_net::network::live_limits::LiveLimits;
 use ferrolog_storage::manager::{Document, LogManager, topic_defaults_from};
@@ -33,6 +33,10 @@ use ferrolog_storage::{Result, StorageError};
 use parking_lot::{Mutex, RwLock};
 
 pub use catalog::{BrokerKey, Kind, is_dynamic};
+#[cfg(test)]
+use document::parse;
+pub use document::topic_defaults_set;
+use document::{read_document, render};
 pub use listener_tls::TlsListener;
 
 /// Bytes per second copied into future logs, over every move.
@@ -132,11 +136,7 @@ impl DynamicBrokerConfigs {
         manager: Arc<LogManager>,
         static_configs: BTreeMap<String, String>,
     ) -> Result<Self> {
-        let document = manager.documents().read(BROKER_CONFIGS_DOCUMENT)?;
-        let values = parse(&document.body).map_err(|(line, reason)| {
-            let file = document.source.clone().unwrap_or_default();
-            StorageError::Fatal(format!("{}, line {}: {reason}", file.display(), line + 3))
-        })?;
+        let (document, values) = read_document(&manager)?;
         manager
             .documents()
             .spread(BROKER_CONFIGS_DOCUMENT, &document)?;
@@ -169,6 +169,41 @@ impl DynamicBrokerConfigs {
         validate_only: bool,
     ) -> std::result::Result<(), Refused> {
         let mut generation = self.generation.lock();
+        self.apply_locked(&mut generation, scope, changes, validate_only)
+    }
+
+    /// The legacy AlterConfigs: the values of `scope` become exactly `replacement`, as Kafka
+    /// replaces them, checked and applied as [`DynamicBrokerConfigs::apply`] does.
+    pub fn replace(
+        &self,
+        scope: Scope,
+        replacement: &BTreeMap<String, String>,
+        validate_only: bool,
+    ) -> std::result::Result<(), Refused> {
+        let mut generation = self.generation.lock();
+        let mut values = self.values();
+        let current = values.of_scope(scope);
+        let changes: Vec<Change> = current
+            .keys()
+            .filter(|key| !replacement.contains_key(*key))
+            .map(|key| Change::Delete(key.clone()))
+            .chain(
+                replacement
+                    .iter()
+                    .map(|(key, value)| Change::Set(key.clone(), value.clone())),
+            )
+            .collect();
+        self.apply_locked(&mut generation, scope, &changes, validate_only)
+    }
+
+    /// [`DynamicBrokerConfigs::apply`], the document's generation held.
+    fn apply_locked(
+        &self,
+        generation: &mut u64,
+        scope: Scope,
+        changes: &[Change],
+        validate_only: bool,
+    ) -> std::result::Result<(), Refused> {
         let current = self.values.read().clone();
         let next = next_values(&current, scope, changes)?;
         let merged = self.merged(&next);
@@ -197,9 +232,9 @@ impl DynamicBrokerConfigs {
             return Ok(());
         }
         if next != current {
-            self.store(&mut generation, &next)?;
+            self.store(generation, &next)?;
         }
-        let defaults_changed = self.merged(&current) != merged;
+        let defaults_changed = defaults != self.manager.topic_configs().defaults();
         *self.values.write() = next;
         if defaults_changed {
             self.manager.topic_configs().set_defaults(defaults);
@@ -251,12 +286,11 @@ impl DynamicBrokerConfigs {
     }
 
     /// Takes the TLS listeners whose stores may change, and serves on each the stores this
-    /// broker's values set (kept from an earlier run). A store that does not load stops
-    /// startup, naming the listener: serving the older certificate instead would be silent.
-    pub fn install_tls_listeners(
-        &self,
-        listeners: Vec<TlsListener>,
-    ) -> std::result::Result<(), String> {
+    /// broker's values set (kept from an earlier run). A stored store that no longer loads is
+    /// reported at ERROR, naming the listener, and the listener serves the store of
+    /// `server.properties`, so that the broker starts and the value can be set right with
+    /// `kafka-configs`.
+    pub fn install_tls_listeners(&self, listeners: Vec<TlsListener>) {
         let values = self.values();
         let merged = self.merged(&values);
         let stored = listener_tls::touched(values.broker.keys().map(String::as_str));
@@ -270,12 +304,15 @@ impl DynamicBrokerConfigs {
                 );
                 continue;
             };
-            let next = (listener.rebuild)(&merged).map_err(|error| {
-                format!("listener {name}: the TLS stores set at run time ({BROKER_CONFIGS_DOCUMENT}) do not load: {error}")
-            })?;
-            listener_tls::serve(vec![(Arc::clone(&listener.tls), next)]);
+            match (listener.rebuild)(&merged) {
+                Ok(next) => listener_tls::serve(vec![(Arc::clone(&listener.tls), next)]),
+                Err(error) => tracing::error!(
+                    listener = name,
+                    error,
+                    "the TLS stores set at run time do not load; serving those of server.properties until they are set again with kafka-configs"
+                ),
+            }
         }
-        Ok(())
     }
 
     /// The rate in force for `key`: this broker's value, else the cluster default, else none
@@ -355,19 +392,6 @@ fn next_values(
                 values.remove(key);
             }
             Change::Append(_, added) | Change::Subtract(_, added) => {
-                if catalog::key(key).map(|known| known.kind) != Some(Kind::List) {
-                    let verb = if matches!(change, Change::Append(..)) {
-                        "append"
-                    } else {
-                        "subtract"
-                    };
-                    return Err(Refused {
-                        code: crate::errors::INVALID_CONFIG,
-                        message: format!(
-                            "Config value {verb} is not allowed for config key: {key}"
-                        ),
-                    });
-                }
                 let mut list = listed(values);
                 let added = items(added);
                 if matches!(change, Change::Append(..)) {
@@ -403,45 +427,60 @@ fn next_values(
     Ok(next)
 }
 
-/// Refuses, as Kafka does and in its order, keys ferrolog does not know, a listener's store
-/// keys without its prefix, and keys that cannot change at run time.
+/// Refuses, as Kafka does and in its order: APPEND or SUBTRACT on a key that is not a list,
+/// keys that cannot change at run time, a listener's store keys without its prefix; then keys
+/// ferrolog does not know (which Kafka would keep).
 fn check_keys(changes: &[Change]) -> std::result::Result<(), Refused> {
-    let set: Vec<&Change> = changes
+    for change in changes {
+        let verb = match change {
+            Change::Append(..) => "append",
+            Change::Subtract(..) => "subtract",
+            Change::Set(..) | Change::Delete(_) => continue,
+        };
+        let key = change.key();
+        if catalog::key(key).map(|known| known.kind) != Some(Kind::List) {
+            return Err(Refused {
+                code: crate::errors::INVALID_CONFIG,
+                message: format!("Config value {verb} is not allowed for config key: {key}"),
+            });
+        }
+    }
+    let set: Vec<&str> = changes
         .iter()
         .filter(|change| !matches!(change, Change::Delete(_)))
+        .map(Change::key)
         .collect();
-    let unknown: Vec<&str> = set
-        .iter()
-        .map(|change| change.key())
-        .filter(|key| catalog::key(key).is_none() && !catalog::THROTTLE_KEYS.contains(key))
-        .collect();
-    if !unknown.is_empty() {
-        return Err(Refused::request(format!(
-            "These are not broker configs ferrolog knows: [{}]",
-            unknown.join(", ")
-        )));
-    }
-    let listener_only: Vec<&str> = set
-        .iter()
-        .map(|change| change.key())
-        .filter(|key| listener_tls::STORE_KEYS.contains(key))
-        .collect();
-    if !listener_only.is_empty() {
-        return Err(Refused::request(format!(
-            "These security configs can be dynamically updated only per-listener using the listener prefix: [{}]",
-            listener_only.join(", ")
-        )));
-    }
-    let fixed: Vec<&str> = set
-        .iter()
-        .map(|change| change.key())
-        .filter(|key| !is_dynamic(key) && listener_tls::listener_of(key).is_none())
-        .collect();
-    if !fixed.is_empty() {
-        return Err(Refused::request(format!(
-            "Cannot update these configs dynamically: [{}]",
-            fixed.join(", ")
-        )));
+    let known = |key: &&str| catalog::key(key).is_some() || catalog::THROTTLE_KEYS.contains(key);
+    let store_key = |key: &&str| {
+        listener_tls::STORE_KEYS.contains(key) || listener_tls::listener_of(key).is_some()
+    };
+    let refusals: [(Vec<&str>, &str); 3] = [
+        (
+            set.iter()
+                .copied()
+                .filter(|key| known(key) && !is_dynamic(key) && !store_key(key))
+                .collect(),
+            "Cannot update these configs dynamically",
+        ),
+        (
+            set.iter()
+                .copied()
+                .filter(|key| listener_tls::STORE_KEYS.contains(key))
+                .collect(),
+            "These security configs can be dynamically updated only per-listener using the listener prefix",
+        ),
+        (
+            set.iter().copied().filter(|key| !known(key)).collect(),
+            "These are not broker configs ferrolog knows",
+        ),
+    ];
+    for (keys, refusal) in refusals {
+        if !keys.is_empty() {
+            return Err(Refused::request(format!(
+                "{refusal}: [{}]",
+                keys.join(", ")
+            )));
+        }
     }
     Ok(())
 }
@@ -488,42 +527,6 @@ fn parse_cleaner_rate(value: &str) -> std::result::Result<f64, String> {
         .ok_or_else(|| {
             format!("Invalid value {value} for configuration {CLEANER_RATE}: must be above 0")
         })
-}
-
-/// The document's body: every value, this broker's then the defaults, each by key.
-fn render(values: &Values) -> String {
-    let scoped = [("broker", &values.broker), ("default", &values.default)];
-    scoped
-        .iter()
-        .flat_map(|(scope, values)| {
-            values
-                .iter()
-                .map(move |(key, value)| format!("{scope} {} {}\n", escape(key), escape(value)))
-        })
-        .collect()
-}
-
-/// The body's values; an error names the body's line (from 0) and what is wrong.
-fn parse(body: &str) -> std::result::Result<Values, (usize, String)> {
-    let mut values = Values::default();
-    for (index, line) in body.lines().enumerate() {
-        let mut parts = line.split(' ');
-        let (Some(scope), Some(key), Some(value), None) =
-            (parts.next(), parts.next(), parts.next(), parts.next())
-        else {
-            return Err((index, format!("{line:?} is not a scope, a key and a value")));
-        };
-        let scope = match scope {
-            "broker" => Scope::Broker,
-            "default" => Scope::ClusterDefault,
-            other => return Err((index, format!("unknown scope {other:?}"))),
-        };
-        let (Some(key), Some(value)) = (unescape(key), unescape(value)) else {
-            return Err((index, format!("{line:?} is not escaped as written")));
-        };
-        values.of_scope(scope).insert(key, value);
-    }
-    Ok(values)
 }
 
 #[cfg(test)]

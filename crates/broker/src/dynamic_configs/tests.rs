@@ -65,6 +65,46 @@ fn refusals_are_kafkas_in_kafkas_order() {
         refuse(&[set("foo.bar", "1")]),
         "These are not broker configs ferrolog knows: [foo.bar]"
     );
+    // Kafka's order: what cannot change first, then store keys without a prefix, then (ferrolog)
+    // unknown keys; an APPEND to a key that is no list before all of them.
+    assert_eq!(
+        refuse(&[
+            set("ssl.keystore.location", "/k"),
+            set("foo.bar", "1"),
+            set("log.dirs", "/x")
+        ]),
+        "Cannot update these configs dynamically: [log.dirs]"
+    );
+    assert_eq!(
+        refuse(&[set("foo.bar", "1"), set("ssl.keystore.location", "/k")]),
+        "These security configs can be dynamically updated only per-listener using the listener prefix: [ssl.keystore.location]"
+    );
+    let append = next_values(
+        &Values::default(),
+        Scope::Broker,
+        &[
+            set("log.dirs", "/x"),
+            Change::Append("log.retention.ms".into(), "1".into()),
+        ],
+    )
+    .unwrap_err();
+    assert_eq!(append.code, crate::errors::INVALID_CONFIG);
+    // A listener's store only on the broker itself, never at the cluster default.
+    let store = "listener.name.ssl.ssl.keystore.location";
+    assert!(next_values(&Values::default(), Scope::Broker, &[set(store, "/k")]).is_ok());
+    assert_eq!(
+        message(
+            next_values(
+                &Values::default(),
+                Scope::ClusterDefault,
+                &[set(store, "/k")]
+            )
+            .unwrap_err()
+        ),
+        format!(
+            "Cannot update these configs at default cluster level, broker id must be specified: [{store}]"
+        )
+    );
     // Deleting what is not set, of any key, changes nothing and is no error.
     assert_eq!(
         next_values(

@@ -125,11 +125,12 @@ pub(super) fn alter(
 ) -> Result<(), Refusal> {
     let scope = scope_of(context, name)?;
     let mut kept = Vec::new();
+    let mut salvage = None;
     for change in changes {
         let key = change.name.to_string();
         let value = change.value.as_ref().map(ToString::to_string);
         if key == salvage_request::SALVAGE_PARTITIONS && change.config_operation == SET {
-            salvage_request::salvage(context, value.as_deref().unwrap_or(""), validate_only)?;
+            salvage = Some(value.unwrap_or_default());
             continue;
         }
         kept.push(match (change.config_operation, value) {
@@ -151,10 +152,14 @@ pub(super) fn alter(
             }
         });
     }
-    context
-        .dynamic_configs
-        .apply(scope, &kept, validate_only)
-        .map_err(|refused| (refused.code, refused.message))
+    let configs = &context.dynamic_configs;
+    let refusal = |refused: crate::dynamic_configs::Refused| (refused.code, refused.message);
+    // The whole request is checked before a salvage it asks for is done.
+    configs.apply(scope, &kept, true).map_err(refusal)?;
+    if let Some(partitions) = salvage {
+        salvage_request::salvage(context, &partitions, validate_only)?;
+    }
+    configs.apply(scope, &kept, validate_only).map_err(refusal)
 }
 
 /// The legacy AlterConfigs on the broker resource `name`: its values become exactly the ones
@@ -166,23 +171,8 @@ pub(super) fn replace(
     validate_only: bool,
 ) -> Result<(), Refusal> {
     let scope = scope_of(context, name)?;
-    let values = context.dynamic_configs.values();
-    let current = match scope {
-        Scope::Broker => values.broker,
-        Scope::ClusterDefault => values.default,
-    };
-    let changes: Vec<Change> = current
-        .keys()
-        .filter(|key| !replacement.contains_key(*key))
-        .map(|key| Change::Delete(key.clone()))
-        .chain(
-            replacement
-                .iter()
-                .map(|(key, value)| Change::Set(key.clone(), value.clone())),
-        )
-        .collect();
     context
         .dynamic_configs
-        .apply(scope, &changes, validate_only)
+        .replace(scope, replacement, validate_only)
         .map_err(|refused| (refused.code, refused.message))
 }

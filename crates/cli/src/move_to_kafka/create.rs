@@ -36,6 +36,8 @@ const SECURITY_DISABLED: i16 = 54;
 const CLUSTER_AUTHORIZATION_FAILED: i16 = 31;
 /// The config resource type of a group.
 const GROUP_RESOURCE: i8 = 32;
+/// Kafka's BROKER config resource type.
+const BROKER_RESOURCE: i8 = 4;
 /// How long Kafka may take to create a coordinator's topic and elect its leaders.
 const OFFSETS_TOPIC_WAIT: Duration = Duration::from_secs(60);
 
@@ -46,6 +48,7 @@ pub fn run(
 ) -> anyhow::Result<bool> {
     let holdings = super::read_holdings(log_dirs)?;
     let mut kafka = KafkaConnection::open(bootstrap_server, "ferrolog-move-to-kafka")?;
+    set_broker_defaults(&mut kafka, &holdings.broker_defaults)?;
     for (topic, partitions, overrides) in &holdings.topics {
         if topic == OFFSETS_TOPIC || topic == SHARE_STATE_TOPIC {
             continue;
@@ -127,14 +130,49 @@ fn set_group_configs(
     kafka: &mut KafkaConnection,
     groups: &BTreeMap<String, BTreeMap<String, String>>,
 ) -> anyhow::Result<()> {
-    if groups.is_empty() {
+    set_configs(kafka, GROUP_RESOURCE, groups, "group")?;
+    if !groups.is_empty() {
+        println!("set the configs of {} groups in Kafka", groups.len());
+    }
+    Ok(())
+}
+
+/// Sets the topic defaults changed on ferrolog at run time as Kafka's cluster-wide dynamic
+/// defaults (BROKER resource, empty name), before any topic is made: a `log.cleanup.policy`
+/// or `log.retention.ms` set with `kafka-configs` must not become Kafka's `delete` and 7 days.
+/// ferrolog's own values for its node are folded in: they were in force for all its data.
+fn set_broker_defaults(
+    kafka: &mut KafkaConnection,
+    defaults: &BTreeMap<String, String>,
+) -> anyhow::Result<()> {
+    if defaults.is_empty() {
         return Ok(());
     }
-    let resources = groups
+    let resources = BTreeMap::from([(String::new(), defaults.clone())]);
+    set_configs(kafka, BROKER_RESOURCE, &resources, "broker default")?;
+    let keys: Vec<&str> = defaults.keys().map(String::as_str).collect();
+    println!(
+        "set the topic defaults changed at run time as Kafka's cluster defaults: {}",
+        keys.join(", ")
+    );
+    Ok(())
+}
+
+/// IncrementalAlterConfigs SET of each resource's values (of `resource_type`, by name).
+fn set_configs(
+    kafka: &mut KafkaConnection,
+    resource_type: i8,
+    resources: &BTreeMap<String, BTreeMap<String, String>>,
+    what: &str,
+) -> anyhow::Result<()> {
+    if resources.is_empty() {
+        return Ok(());
+    }
+    let resources = resources
         .iter()
         .map(|(group, values)| {
             AlterConfigsResource::default()
-                .with_resource_type(GROUP_RESOURCE)
+                .with_resource_type(resource_type)
                 .with_resource_name(StrBytes::from_string(group.clone()))
                 .with_configs(
                     values
@@ -155,14 +193,13 @@ fn set_group_configs(
     for response in &altered.responses {
         if response.error_code != 0 {
             bail!(
-                "Kafka refused the configs of group {}: error {}: {}",
-                response.resource_name,
+                "Kafka refused the configs of {what} {:?}: error {}: {}",
+                response.resource_name.as_str(),
                 response.error_code,
                 response.error_message.as_deref().unwrap_or("")
             );
         }
     }
-    println!("set the configs of {} groups in Kafka", groups.len());
     Ok(())
 }
 

@@ -9,7 +9,8 @@
 //!    partition count and topic-level settings, and Kafka is made to create
 //!    `__consumer_offsets` and, when ferrolog holds share groups, `__share_group_state` (whose
 //!    partition counts must equal ferrolog's, since a group's partition follows from them). Kafka then holds an empty directory for each partition, with
-//!    Kafka's topic id. The groups' configs and the client quotas are set in Kafka. Last,
+//!    Kafka's topic id. The topic defaults changed at run time (dynamic broker configs), the
+//!    groups' configs and the client quotas are set in Kafka. Last,
 //!    ferrolog's ACLs are created in Kafka (CreateAcls), which needs
 //!    an authorizer there; without one the step stops and says so, unless told to leave the
 //!    ACLs behind.
@@ -99,6 +100,9 @@ struct Holdings {
     share_states: Option<share_state::ShareStates>,
     /// The client quotas (`ferrolog-client-quotas`).
     quotas: ferrolog_broker::quotas::Quotas,
+    /// The topic defaults changed at run time (`ferrolog-broker-configs`): the cluster
+    /// default's, with this node's own over them.
+    broker_defaults: std::collections::BTreeMap<String, String>,
 }
 
 fn read_holdings(log_dirs: &[PathBuf]) -> anyhow::Result<Holdings> {
@@ -139,6 +143,8 @@ fn read_holdings(log_dirs: &[PathBuf]) -> anyhow::Result<Holdings> {
         .context("reading ferrolog's group configs");
     let share_states = share_state::ShareStates::read(&manager);
     let quotas = quotas::read(&manager);
+    let broker_defaults = ferrolog_broker::dynamic_configs::topic_defaults_set(&manager)
+        .context("reading ferrolog's dynamic broker configs");
     manager
         .shutdown()
         .context("closing ferrolog's data directories")?;
@@ -150,6 +156,7 @@ fn read_holdings(log_dirs: &[PathBuf]) -> anyhow::Result<Holdings> {
         group_configs: group_configs?,
         share_states: share_states?,
         quotas: quotas?,
+        broker_defaults: broker_defaults?,
     })
 }
 

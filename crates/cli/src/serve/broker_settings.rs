@@ -464,8 +464,6 @@ pub(super) fn open_dynamic_configs(
         broker_config.properties.clone(),
     )
     .context("loading the dynamic broker configs")?;
-    dynamic_configs
-        .install_tls_listeners(super::tls::changeable_listeners(planned))
-        .map_err(anyhow::Error::msg)?;
+    dynamic_configs.install_tls_listeners(super::tls::changeable_listeners(planned));
     Ok(dynamic_configs)
 }

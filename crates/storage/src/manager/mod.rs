@@ -54,7 +54,7 @@ pub use scrubber::{PASS_STARTED_TOPIC, SCRUB_CHECKPOINT, Scrubber};
 pub use tasks::Jobs;
 use topic_configs::StoredTopicConfigs;
 pub use topic_configs::TOPIC_CONFIGS_FILE;
-pub use topic_defaults::{broker_synonyms, topic_defaults_from};
+pub use topic_defaults::{broker_synonyms, sets_topic_default, topic_defaults_from};
 pub use topic_ids::{PARTITION_METADATA_FILE, TopicId, read as read_topic_id};
 pub use topic_overrides::TopicConfigs;
 use topic_overrides::{effective_config, newest_topic_configs};

@@ -121,6 +121,16 @@ pub fn broker_synonyms(topic_key: &str) -> Vec<&'static str> {
     direct.chain(timed).collect()
 }
 
+/// Whether the broker key `broker_key` sets a topic's default.
+pub fn sets_topic_default(broker_key: &str) -> bool {
+    DIRECT_SYNONYMS
+        .iter()
+        .any(|(broker, _)| *broker == broker_key)
+        || TIMED_SYNONYMS
+            .iter()
+            .any(|(_, variants)| variants.iter().any(|(broker, _)| *broker == broker_key))
+}
+
 /// Reports a topic-key validation error under the broker key the user wrote.
 fn rename_key(error: StorageError, broker_key: &str) -> StorageError {
     match error {

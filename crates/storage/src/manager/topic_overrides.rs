@@ -83,9 +83,7 @@ impl TopicConfigs<'_> {
     /// the new configuration at once, and the overrides are kept across restarts. Invalid keys
     /// or values change nothing; if no directory could store them, nothing changes either.
     pub fn set(&self, topic: &str, overrides: BTreeMap<String, String>) -> Result<LogConfig> {
-        // Held so the defaults do not change between this validation and the logs' update.
-        let _creating = self.manager.create_lock.lock();
-        let config = self.validate(topic, &overrides)?;
+        self.validate(topic, &overrides)?;
         let unchanged = self
             .manager
             .topic_overrides
@@ -102,6 +100,11 @@ impl TopicConfigs<'_> {
                 }
             })?;
         }
+        // Taken once the overrides are stored (not across the write): the defaults in force
+        // now and the overrides stored last are what every live log gets, whichever of this
+        // change and a change of the defaults came first.
+        let _creating = self.manager.create_lock.lock();
+        let config = self.config(topic);
         for (topic_partition, log) in self.live_logs() {
             if topic_partition.topic == topic {
                 log.update_config(config.clone());

@@ -1,0 +1,127 @@
+//! Dynamic broker configs through the broker itself: a change of a topic default reaches the
+//! live logs under their topics' overrides and is kept across a restart; a validation-only
+//! change, a refused one, and a legacy AlterConfigs replacement change what they should.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests")]
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use common::Broker;
+use ferrolog_broker::dynamic_configs::{Change, Scope};
+use ferrolog_storage::TopicPartition;
+
+fn set(key: &str, value: &str) -> Change {
+    Change::Set(key.to_owned(), value.to_owned())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn topic_defaults_changed_at_run_time_reach_live_logs_and_survive_a_restart() {
+    let temp = tempfile::tempdir().unwrap();
+    let broker = Broker::start(temp.path()).await;
+    let manager = &broker.context.manager;
+    let plain = manager
+        .get_or_create(&TopicPartition::new("plain", 0))
+        .unwrap();
+    let own = BTreeMap::from([("retention.ms".to_owned(), "5000".to_owned())]);
+    manager.topic_configs().set("own", own).unwrap();
+    let kept = manager
+        .get_or_create(&TopicPartition::new("own", 0))
+        .unwrap();
+    let configs = &broker.context.dynamic_configs;
+
+    // Checked only: nothing changes.
+    configs
+        .apply(
+            Scope::ClusterDefault,
+            &[set("log.retention.ms", "1000")],
+            true,
+        )
+        .unwrap();
+    assert_eq!(
+        plain.config().retention_age,
+        Some(Duration::from_secs(7 * 24 * 3600))
+    );
+    assert!(configs.values().default.is_empty());
+
+    configs
+        .apply(
+            Scope::ClusterDefault,
+            &[set("log.retention.ms", "1000")],
+            false,
+        )
+        .unwrap();
+    configs
+        .apply(
+            Scope::Broker,
+            &[set("log.cleanup.policy", "compact")],
+            false,
+        )
+        .unwrap();
+    assert_eq!(
+        plain.config().retention_age,
+        Some(Duration::from_millis(1000))
+    );
+    assert!(plain.config().cleanup_policy.compact);
+    assert_eq!(
+        kept.config().retention_age,
+        Some(Duration::from_millis(5000)),
+        "the topic's own wins"
+    );
+    assert!(kept.config().cleanup_policy.compact);
+
+    // Refused whole: the valid change beside the invalid one is not made.
+    let refused = configs
+        .apply(
+            Scope::ClusterDefault,
+            &[
+                set("log.segment.bytes", "2097152"),
+                set("log.segment.bytes", "1"),
+            ],
+            false,
+        )
+        .unwrap_err();
+    assert!(
+        refused.message.contains("log.segment.bytes"),
+        "{}",
+        refused.message
+    );
+    assert_eq!(plain.config().segment_bytes, 1 << 30);
+
+    // The legacy AlterConfigs replaces the scope's values.
+    configs
+        .replace(
+            Scope::ClusterDefault,
+            &BTreeMap::from([("log.segment.bytes".to_owned(), "2097152".to_owned())]),
+            false,
+        )
+        .unwrap();
+    assert_eq!(plain.config().segment_bytes, 2_097_152);
+    assert_eq!(
+        plain.config().retention_age,
+        Some(Duration::from_secs(7 * 24 * 3600)),
+        "retention.ms went"
+    );
+    drop(broker);
+
+    let broker = Broker::start(temp.path()).await;
+    let plain = broker
+        .context
+        .manager
+        .get(&TopicPartition::new("plain", 0))
+        .unwrap();
+    assert_eq!(
+        plain.config().segment_bytes,
+        2_097_152,
+        "kept across a restart"
+    );
+    assert!(plain.config().cleanup_policy.compact);
+    let values = broker.context.dynamic_configs.values();
+    assert_eq!(
+        values.broker.get("log.cleanup.policy").map(String::as_str),
+        Some("compact")
+    );
+    assert_eq!(values.default.len(), 1);
+}
