@@ -51,12 +51,22 @@ pub fn arm_failpoints_from_env() {
     }
 }
 
+/// Broker settings by key. `Debug` shows the keys only: values may be passwords.
+#[derive(Clone, Default, PartialEq, Eq)]
+pub struct Settings(pub std::collections::BTreeMap<String, String>);
+
+impl std::fmt::Debug for Settings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_set().entries(self.0.keys()).finish()
+    }
+}
+
 /// How the broker presents itself and what it allows.
 #[derive(Debug, Clone)]
 pub struct BrokerConfig {
     /// The settings the broker was started with (`server.properties` and the command line's),
     /// as DescribeConfigs lists them and as the dynamic broker configs stand over. Default none.
-    pub properties: std::collections::BTreeMap<String, String>,
+    pub properties: Settings,
     /// Partitions of an automatically created topic (`num.partitions`). Default 1.
     pub num_partitions: i32,
     /// `auto.create.topics.enable`. Default true.
@@ -146,7 +156,7 @@ impl BrokerConfig {
 impl Default for BrokerConfig {
     fn default() -> Self {
         Self {
-            properties: std::collections::BTreeMap::new(),
+            properties: Settings::default(),
             num_partitions: 1,
             auto_create_topics: true,
             socket_request_max_bytes: 104_857_600,
@@ -210,7 +220,7 @@ impl Context {
     ) -> Result<Self, ferrolog_storage::StorageError> {
         let dynamic_configs = dynamic_configs::DynamicBrokerConfigs::open(
             Arc::clone(&manager),
-            config.properties.clone(),
+            config.properties.0.clone(),
         )?;
         Self::with_dynamic_configs(manager, config, dynamic_configs)
     }

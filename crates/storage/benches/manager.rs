@@ -1,7 +1,8 @@
 //! LogManager figures over 10,000 partitions:
 //! - time to open them after a clean shutdown and after an unclean one, with 1, 2 and 4
 //!   recovery threads per data dir;
-//! - one pass of each background job over all of them;
+//! - one pass of each background job over all of them, and a change of the topics' defaults
+//!   reaching all of them;
 //! - append throughput to one partition alone, and while the jobs run back to back.
 //!
 //! A bench binary rather than criterion: each open sample needs a full shutdown in between,
@@ -110,6 +111,28 @@ type NamedJob = (
     fn(&LogManager) -> ferrolog_storage::Result<()>,
 );
 
+/// The passes measured: each background job's, and a change of the topics' defaults.
+const PASSES: [NamedJob; 6] = [
+    ("log-retention", |manager| manager.jobs().run_retention()),
+    ("roll-idle-segments", |manager| {
+        manager.jobs().roll_idle_segments()
+    }),
+    ("log-flusher", |manager| manager.jobs().flush_due_logs()),
+    ("recovery-point-checkpoint", |manager| {
+        manager.jobs().checkpoint_recovery_points()
+    }),
+    ("log-start-offset-checkpoint", |manager| {
+        manager.jobs().checkpoint_log_start_offsets()
+    }),
+    // Not a job: a topic default changed at run time (a dynamic broker config), which
+    // every live log takes at once.
+    ("topic-defaults-change", |manager| {
+        let configs = manager.topic_configs();
+        configs.set_defaults(configs.defaults().with([("retention.ms", "86400000")])?);
+        Ok(())
+    }),
+];
+
 /// One pass of each job over every partition, then append throughput with and without the
 /// jobs running back to back on another thread.
 fn scheduler_figures(dir: &Path, partitions: i32) {
@@ -118,20 +141,7 @@ fn scheduler_figures(dir: &Path, partitions: i32) {
     let mut config = config(dir, 2);
     config.log_defaults.file_delete_delay = std::time::Duration::ZERO;
     let manager = Arc::new(LogManager::open(config, Arc::new(SystemClock)).unwrap());
-    let passes: [NamedJob; 5] = [
-        ("log-retention", |manager| manager.jobs().run_retention()),
-        ("roll-idle-segments", |manager| {
-            manager.jobs().roll_idle_segments()
-        }),
-        ("log-flusher", |manager| manager.jobs().flush_due_logs()),
-        ("recovery-point-checkpoint", |manager| {
-            manager.jobs().checkpoint_recovery_points()
-        }),
-        ("log-start-offset-checkpoint", |manager| {
-            manager.jobs().checkpoint_log_start_offsets()
-        }),
-    ];
-    for (name, pass) in passes {
+    for (name, pass) in PASSES {
         let mut runs = Vec::new();
         for _ in 0..RUNS {
             let started = Instant::now();
@@ -193,8 +203,9 @@ fn scheduler_figures(dir: &Path, partitions: i32) {
     let (mut alone, mut inspecting, mut everything) = (Vec::new(), Vec::new(), Vec::new());
     for _ in 0..APPEND_ROUNDS {
         alone.push(append_256_mib(&mut buffer));
-        inspecting.push(with_jobs(&passes[..3], &mut buffer));
-        everything.push(with_jobs(&passes, &mut buffer));
+        inspecting.push(with_jobs(&PASSES[..3], &mut buffer));
+        // The jobs only: the change of the defaults is no job.
+        everything.push(with_jobs(&PASSES[..5], &mut buffer));
     }
     let median = |rates: &mut Vec<f64>| {
         rates.sort_by(f64::total_cmp);

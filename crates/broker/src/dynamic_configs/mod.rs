@@ -113,7 +113,6 @@ impl Values {
 }
 
 /// The dynamic values, kept durably, and the static ones they stand over.
-#[derive(Debug)]
 pub struct DynamicBrokerConfigs {
     manager: Arc<LogManager>,
     /// `server.properties` (with the command line's settings) as the broker started with it.
@@ -125,6 +124,21 @@ pub struct DynamicBrokerConfigs {
     tls_listeners: RwLock<Vec<TlsListener>>,
     /// The connection limits of `server.properties` and those in force, once installed.
     connections: std::sync::OnceLock<(ConnectionLimits, Arc<LiveLimits>)>,
+}
+
+impl std::fmt::Debug for DynamicBrokerConfigs {
+    /// The keys only: values may be passwords.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let values = self.values.read();
+        f.debug_struct("DynamicBrokerConfigs")
+            .field(
+                "static_keys",
+                &self.static_configs.keys().collect::<Vec<_>>(),
+            )
+            .field("broker_keys", &values.broker.keys().collect::<Vec<_>>())
+            .field("default_keys", &values.default.keys().collect::<Vec<_>>())
+            .finish_non_exhaustive()
+    }
 }
 
 impl DynamicBrokerConfigs {

@@ -275,7 +275,7 @@ fn transaction_config(properties: &BTreeMap<String, String>) -> anyhow::Result<T
 /// [`listeners::plan`]'s).
 pub(super) fn broker_config(properties: &BTreeMap<String, String>) -> anyhow::Result<BrokerConfig> {
     let mut config = BrokerConfig {
-        properties: properties.clone(),
+        properties: ferrolog_broker::Settings(properties.clone()),
         ..BrokerConfig::default()
     };
     if let Some(value) = properties.get("num.partitions") {
@@ -461,7 +461,7 @@ pub(super) fn open_dynamic_configs(
 ) -> anyhow::Result<ferrolog_broker::dynamic_configs::DynamicBrokerConfigs> {
     let dynamic_configs = ferrolog_broker::dynamic_configs::DynamicBrokerConfigs::open(
         std::sync::Arc::clone(manager),
-        broker_config.properties.clone(),
+        broker_config.properties.0.clone(),
     )
     .context("loading the dynamic broker configs")?;
     dynamic_configs.install_tls_listeners(super::tls::changeable_listeners(planned));

@@ -35,7 +35,7 @@ fn the_catalog_lists_exactly_the_keys_serve_accepts() {
 fn settings(properties: &BTreeMap<String, String>) -> (ManagerConfig, String) {
     let manager = ManagerConfig::from_properties(properties).unwrap();
     let mut broker = broker_config(properties).unwrap();
-    broker.properties.clear();
+    broker.properties.0.clear();
     broker.groups.consumer.set_in_properties.clear();
     broker.groups.share.set_in_properties.clear();
     (manager, format!("{broker:?}"))
