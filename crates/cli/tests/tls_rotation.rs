@@ -46,7 +46,7 @@ fn connect(port: u16, certs: &Path) -> Connection {
     stream
 }
 
-/// The certificate `connection` was served, as PEM text.
+/// The certificate `connection` was served (DER).
 fn served(connection: &Connection) -> Vec<u8> {
     connection.conn.peer_certificates().unwrap()[0].to_vec()
 }
@@ -121,10 +121,15 @@ fn key_store(certs: &Path, name: &str, subject: &str) {
 }
 
 fn openssl_available() -> bool {
-    Command::new("openssl")
+    let found = Command::new("openssl")
         .arg("version")
         .output()
-        .is_ok_and(|output| output.status.success())
+        .is_ok_and(|output| output.status.success());
+    assert!(
+        found || std::env::var_os("CI").is_none(),
+        "openssl is required under CI"
+    );
+    found
 }
 
 #[test]
@@ -174,6 +179,29 @@ fn a_certificate_rotated_through_kafka_configs_reaches_new_connections_only() {
         refusal.contains("Keystore DistinguishedName does not match"),
         "{refusal}"
     );
+    // Refused, so not kept: the broker's value is still the second store.
+    let described = String::from_utf8_lossy(
+        &kafka_tool(
+            CONFIG_COMMAND,
+            &[
+                "--bootstrap-server",
+                &bootstrap,
+                "--describe",
+                "--entity-type",
+                "brokers",
+                "--entity-name",
+                "0",
+            ],
+            b"",
+        )
+        .stdout,
+    )
+    .into_owned();
+    let kept = format!(
+        "{key}={} sensitive=false",
+        certs.join("second.pem").display()
+    );
+    assert!(described.contains(&kept), "{described}");
     assert_eq!(
         served(&connect(ssl, &certs)),
         certificate(&certs, "second.crt")

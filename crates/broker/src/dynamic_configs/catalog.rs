@@ -123,6 +123,18 @@ pub const THROTTLE_KEYS: &[&str] = &[
     "leader.replication.throttled.rate",
 ];
 
+/// Keys Kafka lists only when they are set: its internal ones, and the authorizer's (which
+/// Kafka's broker does not define, so it gives them no type and hides their values).
+pub const LISTED_WHEN_SET: &[&str] = &[
+    "allow.everyone.if.no.acl.found",
+    "log.initial.task.delay.ms",
+    "producer.id.expiration.check.interval.ms",
+    "super.users",
+];
+
+/// The authorizer's keys, of no type Kafka's broker knows.
+pub const UNTYPED: &[&str] = &["allow.everyone.if.no.acl.found", "super.users"];
+
 /// Whether `name` may change at run time (Kafka's test is on the exact name: a synonym of a
 /// dynamic key is not dynamic itself).
 pub fn is_dynamic(name: &str) -> bool {

@@ -115,7 +115,9 @@ impl DynamicBrokerConfigs {
         }
         let mut names: Vec<String> = catalog::all()
             .iter()
-            .map(|key| key.name.to_owned())
+            .map(|key| key.name)
+            .filter(|name| !catalog::LISTED_WHEN_SET.contains(name))
+            .map(str::to_owned)
             .collect();
         names.extend(sources.static_configs.keys().cloned());
         names.extend(sources.values.default.keys().cloned());
@@ -156,7 +158,10 @@ impl DynamicBrokerConfigs {
 fn described(sources: &Sources<'_>, name: String, default_only: bool) -> Described {
     let known = catalog::key(&name);
     let throttle = catalog::THROTTLE_KEYS.contains(&name.as_str());
-    let kind = known.map(|key| key.kind).or(throttle.then_some(Kind::Long));
+    let kind = known
+        .map(|key| key.kind)
+        .or(throttle.then_some(Kind::Long))
+        .filter(|_| !catalog::UNTYPED.contains(&name.as_str()));
     // As Kafka: a key of unknown type is hidden like a password.
     let sensitive = kind.is_none_or(|kind| kind == Kind::Password);
     let mut synonyms = sources.synonyms(&name, sensitive);

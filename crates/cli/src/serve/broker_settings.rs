@@ -301,6 +301,15 @@ pub(super) fn broker_config(properties: &BTreeMap<String, String>) -> anyhow::Re
             .with_context(|| format!("invalid value {value:?} for socket.request.max.bytes: must be a positive integer"))?;
     }
     network_limits(properties, &mut config)?;
+    // Read when a listener's certificate is replaced at run time; a typo must not mean false.
+    for key in ["ssl.allow.dn.changes", "ssl.allow.san.changes"] {
+        if let Some(value) = properties.get(key) {
+            let value = value.trim();
+            if !value.eq_ignore_ascii_case("true") && !value.eq_ignore_ascii_case("false") {
+                bail!("invalid value {value:?} for {key}: expected true or false");
+            }
+        }
+    }
     if let Some(value) = properties.get("ferrolog.fetch.transfer") {
         config.fetch_transfer = value.trim().parse().map_err(|error| {
             anyhow::anyhow!("invalid value {value:?} for ferrolog.fetch.transfer: {error}")
