@@ -225,7 +225,19 @@ pub fn leave(port: u16, group: &str, members: &[(&str, Option<&str>)]) -> LeaveG
                 })
                 .collect(),
         );
-    send(&mut connect(port), ApiKey::LeaveGroup, 5, &request).unwrap()
+    // As a client does, the request is sent again while the coordinator still loads (Kafka
+    // can answer so after the probe above found it ready).
+    let started = Instant::now();
+    loop {
+        let answer: LeaveGroupResponse =
+            send(&mut connect(port), ApiKey::LeaveGroup, 5, &request).unwrap();
+        if answer.error_code != COORDINATOR_LOAD_IN_PROGRESS
+            || started.elapsed() > Duration::from_secs(30)
+        {
+            return answer;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
 }
 
 /// Kafka's answer while a coordinator loads the partition a request names.
