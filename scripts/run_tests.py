@@ -24,30 +24,44 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 LOGS = os.path.join(ROOT, "target", "test-logs")
 
-# Binaries that take longest (seconds on the 2-core CI machine, measured): started first so the
-# run ends with the short ones. Binaries not named here are taken as short.
+# Binaries that take longest (seconds on the 2-core CI machine, three at a time, measured from a
+# fresh clone's run): started first so the run ends with the short ones. Binaries not named
+# here are taken as short; a new long binary belongs here, or it ends the run alone.
 EXPECTED_SECONDS = {
-    "sasl_with_real_clients": 120,
-    "tls_with_real_clients": 110,
-    "mirror_maker": 100,
-    "kafka_acls": 80,
-    "transactions_survive_sigkill": 80,
-    "transactions_killed_in_each_state": 80,
-    "log_dir_moves_under_load": 80,
-    "abuse": 70,
-    "kafka_tools": 60,
-    "idempotent_producer_with_real_clients": 50,
-    "log_dir_moves": 45,
-    "exactly_once_with_java": 45,
-    "kafka_data_dirs": 45,
-    "metrics_endpoint": 42,
-    "consumer_groups_with_real_clients": 40,
-    "static_membership_with_kafka": 35,
-    "log_dir_moves_after_sigkill": 30,
-    "kafka_transactions_data_dir": 25,
-    "transactions_with_real_clients": 23,
-    "kafka_interrupted_move": 23,
-    "ferrolog_to_kafka": 22,
+    "share_groups_with_kafka": 345,
+    "mixed_protocol_groups_with_kafka": 289,
+    "streams_groups_data_dirs": 269,
+    "kafka_tools": 257,
+    "sasl_with_real_clients": 253,
+    "tls_with_real_clients": 243,
+    "abuse": 212,
+    "consumer_protocol_other_clients": 183,
+    "consumer_protocol_with_kafka": 174,
+    "transactions_with_real_clients": 161,
+    "mirror_maker": 160,
+    "client_quotas_with_kafka": 150,
+    "share_groups_data_dirs": 117,
+    "kafka_data_dirs": 115,
+    "kafka_acls": 106,
+    "ferrolog_to_kafka": 101,
+    "log_dir_moves": 100,
+    "consumer_truncation_with_kafka": 98,
+    "broker_configs_with_kafka": 96,
+    "streams_groups_with_kafka": 86,
+    "group_configs_with_kafka": 83,
+    "share_groups_crash": 82,
+    "kafka_interrupted_move": 76,
+    "salvage_with_kafka": 72,
+    "exactly_once_with_java": 69,
+    "kafka_transactions_data_dir": 68,
+    "transactions_survive_sigkill": 43,
+    "static_membership_with_kafka": 43,
+    "metrics_endpoint": 41,
+    "log_dir_moves_after_sigkill": 29,
+    "broker_loggers": 27,
+    "ferrolog_storage": 26,
+    "damage_at_scale": 21,
+    "consumer_groups_with_real_clients": 21,
 }
 
 

@@ -146,8 +146,12 @@ fn join_group(port: u16, instance: &str) -> String {
                 .with_name(name("range"))
                 .with_metadata(Bytes::from(subscription)),
         ]);
-    let answer: JoinGroupResponse =
-        send(&mut connect(port), ApiKey::JoinGroup, 5, &request).unwrap();
+    let answer = common::group_member::while_coordinator_loads(
+        || -> JoinGroupResponse {
+            send(&mut connect(port), ApiKey::JoinGroup, 5, &request).unwrap()
+        },
+        |answer| answer.error_code,
+    );
     format!("{} {:?}", answer.error_code, answer.member_id.as_str())
 }
 

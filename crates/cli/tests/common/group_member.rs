@@ -225,13 +225,20 @@ pub fn leave(port: u16, group: &str, members: &[(&str, Option<&str>)]) -> LeaveG
                 })
                 .collect(),
         );
-    // As a client does, the request is sent again while the coordinator still loads (Kafka
-    // can answer so after the probe above found it ready).
+    // Kafka can still answer COORDINATOR_LOAD_IN_PROGRESS after the probe found it ready.
+    while_coordinator_loads(
+        || send(&mut connect(port), ApiKey::LeaveGroup, 5, &request).unwrap(),
+        |answer: &LeaveGroupResponse| answer.error_code,
+    )
+}
+
+/// Asks again, as a client does, while the answer is COORDINATOR_LOAD_IN_PROGRESS: Kafka can
+/// still (or again) be loading a group's partition after `coordinator_ready` saw it ready.
+pub fn while_coordinator_loads<T>(mut ask: impl FnMut() -> T, error_code: impl Fn(&T) -> i16) -> T {
     let started = Instant::now();
     loop {
-        let answer: LeaveGroupResponse =
-            send(&mut connect(port), ApiKey::LeaveGroup, 5, &request).unwrap();
-        if answer.error_code != COORDINATOR_LOAD_IN_PROGRESS
+        let answer = ask();
+        if error_code(&answer) != COORDINATOR_LOAD_IN_PROGRESS
             || started.elapsed() > Duration::from_secs(30)
         {
             return answer;
