@@ -58,6 +58,7 @@ MODULES = {
         "loggers": ["handlers", "dispatch", "service"],
         "share_sessions": ["handlers", "dispatch", "service"],
         "share_partitions": ["handlers", "dispatch", "service"],
+        "telemetry": ["handlers", "dispatch", "service"],
         "handlers": ["dispatch", "service"],
         "dispatch": ["service"],
     },

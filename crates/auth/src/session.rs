@@ -17,6 +17,8 @@ pub struct Session {
     listener: Arc<Listener>,
     /// Until when the connection reads no request: a client quota's throttle (KIP-219).
     throttled_until: Arc<parking_lot::Mutex<Option<Instant>>>,
+    /// The software the client named in ApiVersions (v3+): its name and version.
+    software: Arc<parking_lot::Mutex<Option<(String, String)>>>,
 }
 
 impl Session {
@@ -34,7 +36,28 @@ impl Session {
             host: host_address(client.ip()),
             listener,
             throttled_until: Arc::default(),
+            software: Arc::default(),
         }
+    }
+
+    /// The same connection authenticated as `principal`: what the client told before it
+    /// authenticated (its software) is kept.
+    pub fn authenticated_as(&self, principal: &str) -> Self {
+        Self {
+            principal: principal.to_owned(),
+            software: Arc::clone(&self.software),
+            ..Self::new(principal, self.client, Arc::clone(&self.listener))
+        }
+    }
+
+    /// Records the software the client named (ApiVersions v3+); the latest is kept.
+    pub fn set_client_software(&self, name: &str, version: &str) {
+        *self.software.lock() = Some((name.to_owned(), version.to_owned()));
+    }
+
+    /// The client's software name and version, if it named them.
+    pub fn client_software(&self) -> Option<(String, String)> {
+        self.software.lock().clone()
     }
 
     /// Mutes the connection for `ms` from now, as Kafka mutes a throttled client's channel

@@ -28,7 +28,7 @@ use parking_lot::{Mutex, MutexGuard};
 
 /// One document and the generation written last.
 #[derive(Debug)]
-pub(crate) struct StoredDocument {
+pub struct StoredDocument {
     manager: Arc<LogManager>,
     name: &'static str,
     /// Held while a change is written, which serializes changes.
@@ -91,7 +91,7 @@ impl StoredDocument {
 
 /// A change in progress, holding the document's write lock.
 #[derive(Debug)]
-pub(crate) struct Change<'a> {
+pub struct Change<'a> {
     document: &'a StoredDocument,
     generation: MutexGuard<'a, u64>,
 }

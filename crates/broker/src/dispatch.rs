@@ -23,14 +23,14 @@ use kafka_protocol::messages::{
     DescribeGroupsRequest, DescribeLogDirsRequest, DescribeProducersRequest, DescribeQuorumRequest,
     DescribeTopicPartitionsRequest, DescribeTransactionsRequest,
     DescribeUserScramCredentialsRequest, ElectLeadersRequest, EndTxnRequest, FetchRequest,
-    FindCoordinatorRequest, HeartbeatRequest, IncrementalAlterConfigsRequest,
-    InitProducerIdRequest, JoinGroupRequest, LeaveGroupRequest, ListConfigResourcesRequest,
-    ListGroupsRequest, ListOffsetsRequest, ListPartitionReassignmentsRequest,
-    ListTransactionsRequest, MetadataRequest, OffsetCommitRequest, OffsetDeleteRequest,
-    OffsetFetchRequest, OffsetForLeaderEpochRequest, ProduceRequest, RequestHeader, ResponseHeader,
-    SaslAuthenticateRequest, SaslHandshakeRequest, ShareGroupDescribeRequest,
-    ShareGroupHeartbeatRequest, SyncGroupRequest, TxnOffsetCommitRequest, UpdateFeaturesRequest,
-    WriteTxnMarkersRequest,
+    FindCoordinatorRequest, GetTelemetrySubscriptionsRequest, HeartbeatRequest,
+    IncrementalAlterConfigsRequest, InitProducerIdRequest, JoinGroupRequest, LeaveGroupRequest,
+    ListConfigResourcesRequest, ListGroupsRequest, ListOffsetsRequest,
+    ListPartitionReassignmentsRequest, ListTransactionsRequest, MetadataRequest,
+    OffsetCommitRequest, OffsetDeleteRequest, OffsetFetchRequest, OffsetForLeaderEpochRequest,
+    ProduceRequest, PushTelemetryRequest, RequestHeader, ResponseHeader, SaslAuthenticateRequest,
+    SaslHandshakeRequest, ShareGroupDescribeRequest, ShareGroupHeartbeatRequest, SyncGroupRequest,
+    TxnOffsetCommitRequest, UpdateFeaturesRequest, WriteTxnMarkersRequest,
 };
 use kafka_protocol::protocol::{Decodable, Encodable};
 

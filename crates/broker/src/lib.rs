@@ -19,6 +19,7 @@ pub mod refuse;
 mod service;
 pub mod share_partitions;
 pub mod share_sessions;
+pub mod telemetry;
 
 pub use ferrolog_auth::{authz, listener, quotas, sasl, session, stored, tls};
 pub use ferrolog_coordinator::runtime as coordinator;
@@ -123,6 +124,8 @@ pub struct BrokerConfig {
     /// `controller.quota.window.num` and `controller.quota.window.size.seconds`: the burst
     /// of the controller mutation quota (samples × seconds × rate). Default 11 of 1 second.
     pub controller_quota_sampling: quotas::Sampling,
+    /// Client telemetry's limits.
+    pub telemetry: telemetry::TelemetryConfig,
 }
 
 impl BrokerConfig {
@@ -177,6 +180,7 @@ impl Default for BrokerConfig {
             authentication_failures_per_second_per_ip: Some(10),
             quota_sampling: quotas::Sampling::default(),
             controller_quota_sampling: quotas::Sampling::default(),
+            telemetry: telemetry::TelemetryConfig::default(),
         }
     }
 }
@@ -206,6 +210,8 @@ pub struct Context {
     pub shares: share_partitions::SharePartitions,
     /// The share consumers' sessions.
     pub share_sessions: share_sessions::ShareSessions,
+    /// Client-metrics subscriptions and what clients pushed.
+    pub telemetry: telemetry::Telemetry,
     /// The network edge's share of `config`, taken once.
     net: ferrolog_net::NetConfig,
     /// The connection limits in force (`dynamic_configs` changes them).
@@ -260,6 +266,8 @@ impl Context {
             config.rollback(),
             (config.quota_sampling, config.controller_quota_sampling),
         )?;
+        let telemetry =
+            telemetry::Telemetry::open(Arc::clone(&manager), config.telemetry, config.rollback())?;
         Ok(Self {
             manager,
             net: config.net(),
@@ -276,6 +284,7 @@ impl Context {
             features,
             shares: share_partitions::SharePartitions::default(),
             share_sessions: share_sessions::ShareSessions::default(),
+            telemetry,
         })
     }
 }

@@ -48,14 +48,18 @@ pub const SCRAPE_ANSWER_WITHIN: Duration = Duration::from_secs(30);
 /// The longest request head read; the rest is not looked at.
 const MAX_REQUEST_HEAD: usize = 8 * 1024;
 
+/// More of the exposition, written by a layer above: the metrics clients pushed.
+pub type MoreMetrics = Box<dyn Fn() -> String + Send + Sync>;
+
 /// Serves scrapes until the future is dropped; it never ends on its own. `manager` is filled in
-/// once the LogManager has opened; until then only the startup figures (recovery progress) are
-/// there. A failed `accept` pauses accepting, as the broker's listeners do
-/// ([`crate::network::backoff`]).
+/// once the LogManager has opened, and `more` once the broker is up; until then only the
+/// startup figures (recovery progress) are there. A failed `accept` pauses accepting, as the
+/// broker's listeners do ([`crate::network::backoff`]).
 pub async fn serve(
     listener: TcpListener,
     handle: PrometheusHandle,
     manager: Arc<OnceLock<Arc<LogManager>>>,
+    more: Arc<OnceLock<MoreMetrics>>,
 ) {
     let slots = Arc::new(Semaphore::new(MAX_SCRAPES));
     let mut backoff = AcceptBackoff::new();
@@ -74,9 +78,10 @@ pub async fn serve(
         backoff.succeeded();
         let handle = handle.clone();
         let manager = Arc::clone(&manager);
+        let more = Arc::clone(&more);
         tokio::spawn(async move {
             let _slot = slot;
-            scrape(stream, &handle, &manager).await;
+            scrape(stream, &handle, &manager, &more).await;
         });
     }
 }
@@ -86,6 +91,7 @@ async fn scrape(
     mut stream: TcpStream,
     handle: &PrometheusHandle,
     manager: &OnceLock<Arc<LogManager>>,
+    more: &Arc<OnceLock<MoreMetrics>>,
 ) {
     let head = tokio::time::timeout(SCRAPE_REQUEST_WITHIN, read_request_head(&mut stream)).await;
     if !matches!(head, Ok(Ok(true))) {
@@ -97,7 +103,15 @@ async fn scrape(
             tracing::warn!(%error, "the log gauges were not refreshed for this scrape");
         }
     }
-    let body = handle.render();
+    let mut body = handle.render();
+    if more.get().is_some() {
+        let more = Arc::clone(more);
+        match crate::bridge::blocking(move || more.get().map(|render| render())).await {
+            Ok(Some(text)) => body.push_str(&text),
+            Ok(None) => {}
+            Err(error) => tracing::warn!(%error, "the pushed client metrics were not rendered"),
+        }
+    }
     let head = format!(
         "HTTP/1.1 200 OK\r\nContent-Type: text/plain; version=0.0.4\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
         body.len()

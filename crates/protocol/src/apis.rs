@@ -161,6 +161,10 @@ macro_rules! served_apis {
                 needs [Cluster DescribeConfigs];
             UpdateFeatures 0..=2, UpdateFeaturesRequest, blocking handlers::update_features::handle => response,
                 needs [Cluster Alter];
+            GetTelemetrySubscriptions 0..=0, GetTelemetrySubscriptionsRequest, blocking handlers::telemetry::get_subscriptions => response,
+                needs [];
+            PushTelemetry 0..=0, PushTelemetryRequest, blocking handlers::telemetry::push => response,
+                needs [];
             DescribeProducers 0..=0, DescribeProducersRequest, blocking handlers::describe_producers::handle => response,
                 needs [Topic Read each];
             AddPartitionsToTxn 0..=3, AddPartitionsToTxnRequest, blocking handlers::add_partitions_to_txn::handle => response,

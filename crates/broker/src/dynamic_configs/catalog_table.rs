@@ -27,6 +27,7 @@ pub(super) const BROKER_KEYS: &[BrokerKey] = &[
     BrokerKey::new("ferrolog.log.dir.placement.policy", Kind::String, Some("partition-count")),
     BrokerKey::new("ferrolog.log.level", Kind::String, Some("info")),
     BrokerKey::new("ferrolog.max.acls", Kind::Int, Some("100000")),
+    BrokerKey::new("ferrolog.max.client.metrics.subscriptions", Kind::Int, Some("1000")),
     BrokerKey::new("ferrolog.max.group.configs", Kind::Int, Some("10000")),
     BrokerKey::new("ferrolog.max.groups", Kind::Int, Some("100000")),
     BrokerKey::new("ferrolog.max.open.sealed.segments", Kind::Int, Some("1000")),
@@ -37,6 +38,7 @@ pub(super) const BROKER_KEYS: &[BrokerKey] = &[
     BrokerKey::new("ferrolog.request.arrival.timeout.ms", Kind::Long, Some("30000")),
     BrokerKey::new("ferrolog.scrub.bytes.per.second", Kind::Long, Some("4194304")),
     BrokerKey::new("ferrolog.scrub.interval.ms", Kind::Long, Some("604800000")),
+    BrokerKey::new("ferrolog.telemetry.max.retained.bytes", Kind::Long, Some("67108864")),
     BrokerKey::new("ferrolog.transaction.version", Kind::Short, Some("2")),
     BrokerKey::new("fetch.max.bytes", Kind::Int, Some("57671680")),
     BrokerKey::new("group.consumer.assignment.interval.ms", Kind::Int, Some("1000")),
@@ -200,6 +202,7 @@ pub(super) const BROKER_KEYS: &[BrokerKey] = &[
     BrokerKey::new("ssl.truststore.password", Kind::Password, None),
     BrokerKey::new("ssl.truststore.type", Kind::String, Some("JKS")),
     BrokerKey::new("super.users", Kind::String, None),
+    BrokerKey::new("telemetry.max.bytes", Kind::Int, Some("1048576")),
     BrokerKey::new(
         "transaction.abort.timed.out.transaction.cleanup.interval.ms",
         Kind::Int,

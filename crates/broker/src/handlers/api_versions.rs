@@ -32,6 +32,12 @@ pub fn handle(
     if !names_software_validly(&request, version) {
         return ApiVersionsResponse::default().with_error_code(errors::INVALID_REQUEST);
     }
+    if version >= 3 {
+        asked.session().set_client_software(
+            request.client_software_name.as_str(),
+            request.client_software_version.as_str(),
+        );
+    }
     let (levels, epoch) = context.features.finalized();
     with_features(advertising(SUPPORTED), &levels, epoch, version)
 }

@@ -24,7 +24,10 @@ use kafka_protocol::protocol::StrBytes;
 
 use ferrolog_storage::config::TOPIC_CONFIG_KEYS;
 
-use super::{broker_configs, broker_loggers, group_configs, internal_topics, partitions_of};
+use super::{
+    broker_configs, broker_loggers, client_metrics_configs, group_configs, internal_topics,
+    partitions_of,
+};
 use crate::authz::Asked;
 use crate::authz::{AclOperation, ResourceType};
 use crate::{Context, errors};
@@ -110,6 +113,12 @@ pub fn describe(
                     &name,
                     resource.configuration_keys.as_deref(),
                     (synonyms_wanted, request.include_documentation),
+                ),
+                CLIENT_METRICS => client_metrics_configs::describe(
+                    context,
+                    result,
+                    &name,
+                    resource.configuration_keys.as_deref(),
                 ),
                 other => result
                     .with_error_code(errors::INVALID_REQUEST)
@@ -215,6 +224,22 @@ pub fn incremental_alter(
                 alter_group(context, asked, &name, request.validate_only, || {
                     group_configs::incremental(&resource.configs)
                 })
+            } else if resource.resource_type == CLIENT_METRICS {
+                match denied(
+                    context,
+                    asked,
+                    AclOperation::AlterConfigs,
+                    CLIENT_METRICS,
+                    &name,
+                ) {
+                    Some((code, message)) => Err((code, message.to_owned())),
+                    None => client_metrics_configs::incremental(
+                        context,
+                        &name,
+                        &resource.configs,
+                        request.validate_only,
+                    ),
+                }
             } else {
                 alter_topic(
                     context,
@@ -275,6 +300,22 @@ pub fn alter(
                 alter_group(context, asked, &name, request.validate_only, || {
                     Ok(group_configs::replacement(replacement))
                 })
+            } else if resource.resource_type == CLIENT_METRICS {
+                match denied(
+                    context,
+                    asked,
+                    AclOperation::AlterConfigs,
+                    CLIENT_METRICS,
+                    &name,
+                ) {
+                    Some((code, message)) => Err((code, message.to_owned())),
+                    None => client_metrics_configs::replace(
+                        context,
+                        &name,
+                        replacement,
+                        request.validate_only,
+                    ),
+                }
             } else {
                 alter_topic(
                     context,

@@ -1,7 +1,7 @@
 //! ListConfigResources (KIP-1142; version 0, ListClientMetricsResources, listed client-metrics
 //! subscriptions only): the resources configs can be set on, of the types asked for (none
 //! asked: every type the version knows), in Kafka's order: the groups with configs of their
-//! own, the client-metrics subscriptions (none: ferrolog keeps none), this broker's loggers
+//! own, the client-metrics subscriptions, this broker's loggers
 //! and this broker (by node id), then every topic, internal ones included. A type the version
 //! does not know is answered `UNSUPPORTED_VERSION` with nothing listed. Needs
 //! DESCRIBE_CONFIGS on the cluster.
@@ -52,7 +52,7 @@ pub fn handle(
         GROUP,
         context.groups.group_configs().all().into_keys().collect(),
     );
-    list(CLIENT_METRICS, Vec::new());
+    list(CLIENT_METRICS, context.telemetry.names());
     let node = context.manager.node_id().to_string();
     list(BROKER_LOGGER, vec![node.clone()]);
     list(BROKER, vec![node]);

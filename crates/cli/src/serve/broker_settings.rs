@@ -30,6 +30,23 @@ where
     }
 }
 
+/// Client telemetry's limits.
+fn telemetry_config(
+    properties: &BTreeMap<String, String>,
+    config: &mut ferrolog_broker::telemetry::TelemetryConfig,
+) -> anyhow::Result<()> {
+    if let Some(bytes) = number::<i32>(properties, "telemetry.max.bytes", 1)? {
+        config.limits.max_push_bytes = bytes.unsigned_abs() as usize;
+    }
+    if let Some(bytes) = number(properties, "ferrolog.telemetry.max.retained.bytes", 0)? {
+        config.limits.max_retained_bytes = bytes;
+    }
+    if let Some(count) = number(properties, "ferrolog.max.client.metrics.subscriptions", 0)? {
+        config.max_subscriptions = count;
+    }
+    Ok(())
+}
+
 /// The group coordinator's keys.
 fn group_config(properties: &BTreeMap<String, String>) -> anyhow::Result<GroupConfig> {
     let mut config = GroupConfig::default();
@@ -330,6 +347,7 @@ pub(super) fn broker_config(properties: &BTreeMap<String, String>) -> anyhow::Re
     if let Some(max) = number::<usize>(properties, "ferrolog.max.acls", 1)? {
         config.max_acls = max;
     }
+    telemetry_config(properties, &mut config.telemetry)?;
     if let Some(millis) = number::<u64>(properties, "connection.failed.authentication.delay.ms", 0)?
     {
         config.failed_authentication_delay = Duration::from_millis(millis);

@@ -22,6 +22,7 @@ use ferrolog_storage::manager::{LogManager, ManagerConfig, known_keys, parse_pro
 mod broker_settings;
 mod jaas;
 mod listeners;
+mod metrics_endpoint;
 mod share_settings;
 mod tls;
 
@@ -158,6 +159,9 @@ const BROKER_KEYS: &[&str] = &[
     "allow.everyone.if.no.acl.found",
     // Not a Kafka key: the most ACLs kept.
     "ferrolog.max.acls",
+    "telemetry.max.bytes",
+    "ferrolog.telemetry.max.retained.bytes",
+    "ferrolog.max.client.metrics.subscriptions",
     "ferrolog.max.group.configs",
     "ferrolog.max.groups",
 ];
@@ -206,15 +210,6 @@ const IGNORED_KAFKA_KEYS: &[&str] = &[
     "unclean.leader.election.enable",
     "delete.topic.enable",
 ];
-
-/// `metrics.listener`: `http://host:port` or `host:port`, an IP address.
-fn parse_metrics_listener(value: &str) -> anyhow::Result<SocketAddr> {
-    let address = value.trim();
-    let address = address.strip_prefix("http://").unwrap_or(address);
-    address.parse().with_context(|| {
-        format!("invalid value {value:?} for metrics.listener: expected http://host:port with an IP address")
-    })
-}
 
 /// The warning due when a listener without authentication (PLAINTEXT) accepts connections from
 /// beyond this machine: any address but a loopback one, the unspecified address (every
@@ -296,10 +291,6 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<()> {
     for note in notes {
         tracing::warn!("{note}");
     }
-    let metrics_listen = match properties.get("metrics.listener") {
-        Some(value) => Some(parse_metrics_listener(value)?),
-        None => None,
-    };
     let file_limit = ferrolog_broker::network::raise_file_limit();
     tracing::info!(
         open_files = file_limit,
@@ -310,20 +301,7 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<()> {
         .enable_all()
         .build()?;
     // The metrics endpoint is up before the logs load, so recovery progress can be watched.
-    let opened_manager = Arc::new(std::sync::OnceLock::new());
-    if let Some(address) = metrics_listen {
-        let handle = ferrolog_broker::metrics::install().map_err(anyhow::Error::msg)?;
-        let listener = runtime
-            .block_on(tokio::net::TcpListener::bind(address))
-            .with_context(|| format!("metrics.listener: listening on {address}"))?;
-        tracing::info!(%address, "serving Prometheus metrics");
-        let manager_cell = Arc::clone(&opened_manager);
-        runtime.spawn(ferrolog_broker::metrics::serve(
-            listener,
-            handle,
-            manager_cell,
-        ));
-    }
+    let (opened_manager, pushed_metrics) = metrics_endpoint::start(&runtime, &properties)?;
     let manager = Arc::new(
         LogManager::open(manager_config, Arc::new(SystemClock))
             .context("opening the data directories")?,
@@ -357,6 +335,11 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<()> {
                 .context("loading consumer groups, credentials and ACLs from the data directories")?,
         );
         install_loggers(&context, &properties);
+        // What clients push joins the metrics endpoint; held weakly, as the broker may stop.
+        let serving = Arc::downgrade(&context);
+        let _ = pushed_metrics.set(Box::new(move || {
+            serving.upgrade().map(|context| context.telemetry.render(std::time::Instant::now())).unwrap_or_default()
+        }));
         let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
         tokio::select! {
             served = ferrolog_broker::serve_listeners(bound, context) => served.map_err(anyhow::Error::from),

@@ -20,14 +20,15 @@ use crate::sasl::authenticator::{Authenticator, Outcome};
 use crate::session::Session;
 use crate::{Service, frame_shape};
 
-/// Runs the SASL exchange; the principal on success, `None` when the connection is to close.
+/// Runs the SASL exchange; the authenticated session on success, `None` when the connection is
+/// to close.
 pub(super) async fn authenticate(
     connection: &mut Connection<'_>,
     listener: &Arc<Listener>,
     settings: Arc<SaslSettings>,
     service: &Arc<dyn Service>,
     shared: &Shared,
-) -> io::Result<Option<String>> {
+) -> io::Result<Option<Session>> {
     let config = service.net_config();
     let idle_limit = config.connections_max_idle;
     let peer = connection.peer;
@@ -83,7 +84,7 @@ pub(super) async fn authenticate(
                 connection.writer.write(connection.stream, answer).await?;
                 crate::metrics::record_authentication(true);
                 tracing::debug!(%peer, listener = %listener.name, principal, "authenticated");
-                return Ok(Some(principal));
+                return Ok(Some(anonymous.authenticated_as(&principal)));
             }
             Outcome::Close {
                 answer,
@@ -195,7 +196,7 @@ async fn refuse(
     answer: Option<crate::response::ResponseFrame>,
     reason: &str,
     delayed: bool,
-) -> io::Result<Option<String>> {
+) -> io::Result<Option<Session>> {
     if !delayed {
         tracing::info!(peer = %connection.peer, listener = %listener.name, reason = ?reason, "closing a connection before authentication");
         return Ok(None);

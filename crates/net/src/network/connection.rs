@@ -431,7 +431,7 @@ async fn set_up(
                 return Err(setup.expired("not authenticated"));
             };
             match authenticated? {
-                Some(principal) => Session::new(&principal, peer, listener),
+                Some(session) => session,
                 None => return Ok(None),
             }
         }

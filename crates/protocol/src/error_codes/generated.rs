@@ -19,6 +19,7 @@ use kafka_protocol::messages::{
 };
 
 use super::ErrorCodes;
+use crate::messages::StreamsGroupHeartbeatResponse;
 
 impl ErrorCodes for ProduceResponse {
     fn error_codes(&self) -> Vec<i16> {
@@ -321,5 +322,11 @@ impl ErrorCodes for ConsumerGroupDescribeResponse {
             codes.push(group.error_code);
         }
         codes
+    }
+}
+
+impl ErrorCodes for StreamsGroupHeartbeatResponse {
+    fn error_codes(&self) -> Vec<i16> {
+        vec![self.error_code]
     }
 }

@@ -13,23 +13,17 @@ use kafka_protocol::messages::{
     DescribeClientQuotasResponse, DescribeProducersResponse, DescribeQuorumResponse,
     DescribeTopicPartitionsResponse, DescribeTransactionsResponse,
     DescribeUserScramCredentialsResponse, ElectLeadersResponse, EndTxnResponse,
-    ListConfigResourcesResponse, ListTransactionsResponse, OffsetDeleteResponse,
-    SaslAuthenticateResponse, SaslHandshakeResponse, ShareGroupDescribeResponse,
-    ShareGroupHeartbeatResponse, TxnOffsetCommitResponse, UpdateFeaturesResponse,
-    WriteTxnMarkersResponse,
+    GetTelemetrySubscriptionsResponse, ListConfigResourcesResponse, ListTransactionsResponse,
+    OffsetDeleteResponse, PushTelemetryResponse, SaslAuthenticateResponse, SaslHandshakeResponse,
+    ShareGroupDescribeResponse, ShareGroupHeartbeatResponse, TxnOffsetCommitResponse,
+    UpdateFeaturesResponse, WriteTxnMarkersResponse,
 };
 
 use super::ErrorCodes;
 use crate::messages::{
     DescribeShareGroupOffsetsResponse, ShareAcknowledgeResponse, ShareFetchResponse,
-    StreamsGroupDescribeResponse, StreamsGroupHeartbeatResponse,
+    StreamsGroupDescribeResponse,
 };
-
-impl ErrorCodes for StreamsGroupHeartbeatResponse {
-    fn error_codes(&self) -> Vec<i16> {
-        vec![self.error_code]
-    }
-}
 
 impl ErrorCodes for StreamsGroupDescribeResponse {
     fn error_codes(&self) -> Vec<i16> {
@@ -257,6 +251,18 @@ impl ErrorCodes for UpdateFeaturesResponse {
             codes.push(result.error_code);
         }
         codes
+    }
+}
+
+impl ErrorCodes for GetTelemetrySubscriptionsResponse {
+    fn error_codes(&self) -> Vec<i16> {
+        vec![self.error_code]
+    }
+}
+
+impl ErrorCodes for PushTelemetryResponse {
+    fn error_codes(&self) -> Vec<i16> {
+        vec![self.error_code]
     }
 }
 

@@ -10,9 +10,8 @@
 //! armed by it, and the assignment interval at the next target assignment it asks for. Nothing
 //! is rescheduled at the change itself.
 //!
-//! The document's body: one line per value, `group<TAB>key<TAB>value`, with backslash, tab,
-//! carriage return and newline escaped (`\\`, `\t`, `\r`, `\n`), since a group id may hold any
-//! character.
+//! The document's body is a table of values by group id
+//! ([`ferrolog_storage::manager::render_table`]).
 
 mod rules;
 mod share_rules;
@@ -20,7 +19,7 @@ mod share_rules;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use ferrolog_storage::manager::{Document, LogManager};
+use ferrolog_storage::manager::{Document, LogManager, parse_table, render_table};
 use ferrolog_storage::{Result, StorageError};
 use parking_lot::{Mutex, RwLock};
 
@@ -92,7 +91,7 @@ impl GroupConfigs {
     /// to date. A body that does not parse stops startup, naming its file and line.
     pub fn open(manager: Arc<LogManager>) -> Result<Self> {
         let document = manager.documents().read(GROUP_CONFIGS_DOCUMENT)?;
-        let values = parse(&document.body).map_err(|(line, reason)| {
+        let values = parse_table(&document.body).map_err(|(line, reason)| {
             let file = document.source.clone().unwrap_or_default();
             StorageError::Fatal(format!("{}, line {}: {reason}", file.display(), line + 3))
         })?;
@@ -199,7 +198,7 @@ impl GroupConfigs {
         *generation += 1;
         let document = Document {
             generation: *generation,
-            body: render(&all),
+            body: render_table(&all),
             source: None,
         };
         self.manager
@@ -209,75 +208,6 @@ impl GroupConfigs {
         *self.values.write() = all;
         Ok(())
     }
-}
-
-fn escape(text: &str) -> String {
-    let mut escaped = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '\\' => escaped.push_str("\\\\"),
-            '\t' => escaped.push_str("\\t"),
-            '\r' => escaped.push_str("\\r"),
-            '\n' => escaped.push_str("\\n"),
-            c => escaped.push(c),
-        }
-    }
-    escaped
-}
-
-fn unescape(text: &str) -> std::result::Result<String, String> {
-    let mut plain = String::with_capacity(text.len());
-    let mut chars = text.chars();
-    while let Some(c) = chars.next() {
-        if c != '\\' {
-            plain.push(c);
-            continue;
-        }
-        plain.push(match chars.next() {
-            Some('\\') => '\\',
-            Some('t') => '\t',
-            Some('r') => '\r',
-            Some('n') => '\n',
-            other => return Err(format!("unknown escape \\{}", other.unwrap_or(' '))),
-        });
-    }
-    Ok(plain)
-}
-
-fn render(all: &BTreeMap<String, BTreeMap<String, String>>) -> String {
-    let mut body = String::new();
-    for (group, values) in all {
-        for (key, value) in values {
-            body.push_str(&format!(
-                "{}\t{}\t{}\n",
-                escape(group),
-                escape(key),
-                escape(value)
-            ));
-        }
-    }
-    body
-}
-
-/// The body's values; an error names the line (from 0) and what is wrong with it.
-fn parse(
-    body: &str,
-) -> std::result::Result<BTreeMap<String, BTreeMap<String, String>>, (usize, String)> {
-    let mut all: BTreeMap<String, BTreeMap<String, String>> = BTreeMap::new();
-    for (number, line) in body.lines().enumerate() {
-        let fields: Vec<&str> = line.split('\t').collect();
-        let [group, key, value] = fields[..] else {
-            return Err((
-                number,
-                format!("expected group, key and value separated by tabs, found {line:?}"),
-            ));
-        };
-        let field = |text: &str| unescape(text).map_err(|reason| (number, reason));
-        all.entry(field(group)?)
-            .or_default()
-            .insert(field(key)?, field(value)?);
-    }
-    Ok(all)
 }
 
 #[cfg(test)]

@@ -40,6 +40,7 @@ mod elect_leaders;
 mod end_txn;
 mod fetch;
 mod find_coordinator;
+mod get_telemetry_subscriptions;
 mod heartbeat;
 mod incremental_alter_configs;
 mod init_producer_id;
@@ -56,6 +57,7 @@ mod offset_delete;
 mod offset_fetch;
 mod offset_for_leader_epoch;
 mod produce;
+mod push_telemetry;
 mod sasl_authenticate;
 mod sasl_handshake;
 mod share_acknowledge;
@@ -128,6 +130,8 @@ pub(super) const ALL: &[&Message] = &[
     &describe_quorum::DESCRIBE_QUORUM,
     &list_config_resources::LIST_CONFIG_RESOURCES,
     &update_features::UPDATE_FEATURES,
+    &get_telemetry_subscriptions::GET_TELEMETRY_SUBSCRIPTIONS,
+    &push_telemetry::PUSH_TELEMETRY,
     &describe_producers::DESCRIBE_PRODUCERS,
     &add_partitions_to_txn::ADD_PARTITIONS_TO_TXN,
     &add_offsets_to_txn::ADD_OFFSETS_TO_TXN,
