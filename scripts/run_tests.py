@@ -52,6 +52,7 @@ EXPECTED_SECONDS = {
     "share_groups_crash": 82,
     "kafka_interrupted_move": 76,
     "client_telemetry_with_kafka": 90,
+    "delegation_tokens_with_kafka": 80,
     "salvage_with_kafka": 72,
     "exactly_once_with_java": 69,
     "kafka_transactions_data_dir": 68,

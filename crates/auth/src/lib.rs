@@ -13,6 +13,7 @@ pub mod sasl;
 pub mod session;
 pub mod stored;
 pub mod tls;
+pub mod tokens;
 
 use ferrolog_protocol as protocol;
 use ferrolog_protocol::response;

@@ -19,6 +19,9 @@ pub struct Session {
     throttled_until: Arc<parking_lot::Mutex<Option<Instant>>>,
     /// The software the client named in ApiVersions (v3+): its name and version.
     software: Arc<parking_lot::Mutex<Option<(String, String)>>>,
+    /// Whether the connection authenticated with a delegation token (which may not ask for
+    /// tokens itself).
+    token_authenticated: bool,
 }
 
 impl Session {
@@ -37,17 +40,24 @@ impl Session {
             listener,
             throttled_until: Arc::default(),
             software: Arc::default(),
+            token_authenticated: false,
         }
     }
 
-    /// The same connection authenticated as `principal`: what the client told before it
-    /// authenticated (its software) is kept.
-    pub fn authenticated_as(&self, principal: &str) -> Self {
+    /// The same connection authenticated as `principal` (with a delegation token when
+    /// `token`): what the client told before it authenticated (its software) is kept.
+    pub fn authenticated_as(&self, principal: &str, token: bool) -> Self {
         Self {
             principal: principal.to_owned(),
             software: Arc::clone(&self.software),
+            token_authenticated: token,
             ..Self::new(principal, self.client, Arc::clone(&self.listener))
         }
+    }
+
+    /// Whether the connection authenticated with a delegation token.
+    pub fn token_authenticated(&self) -> bool {
+        self.token_authenticated
     }
 
     /// Records the software the client named (ApiVersions v3+); the latest is kept.

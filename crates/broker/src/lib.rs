@@ -21,7 +21,7 @@ pub mod share_partitions;
 pub mod share_sessions;
 pub mod telemetry;
 
-pub use ferrolog_auth::{authz, listener, quotas, sasl, session, stored, tls};
+pub use ferrolog_auth::{authz, listener, quotas, sasl, session, stored, tls, tokens};
 pub use ferrolog_coordinator::runtime as coordinator;
 pub use ferrolog_coordinator::{group, txn};
 pub use ferrolog_net::{bridge, metrics, network, transfer};
@@ -126,6 +126,8 @@ pub struct BrokerConfig {
     pub controller_quota_sampling: quotas::Sampling,
     /// Client telemetry's limits.
     pub telemetry: telemetry::TelemetryConfig,
+    /// Delegation tokens' key, lifetimes and limit.
+    pub tokens: tokens::TokenConfig,
 }
 
 impl BrokerConfig {
@@ -181,6 +183,7 @@ impl Default for BrokerConfig {
             quota_sampling: quotas::Sampling::default(),
             controller_quota_sampling: quotas::Sampling::default(),
             telemetry: telemetry::TelemetryConfig::default(),
+            tokens: tokens::TokenConfig::default(),
         }
     }
 }
@@ -212,6 +215,8 @@ pub struct Context {
     pub share_sessions: share_sessions::ShareSessions,
     /// Client-metrics subscriptions and what clients pushed.
     pub telemetry: telemetry::Telemetry,
+    /// Delegation tokens.
+    pub tokens: tokens::DelegationTokens,
     /// The network edge's share of `config`, taken once.
     net: ferrolog_net::NetConfig,
     /// The connection limits in force (`dynamic_configs` changes them).
@@ -268,6 +273,11 @@ impl Context {
         )?;
         let telemetry =
             telemetry::Telemetry::open(Arc::clone(&manager), config.telemetry, config.rollback())?;
+        let tokens = tokens::DelegationTokens::open(
+            Arc::clone(&manager),
+            config.tokens.clone(),
+            config.rollback(),
+        )?;
         Ok(Self {
             manager,
             net: config.net(),
@@ -285,6 +295,7 @@ impl Context {
             shares: share_partitions::SharePartitions::default(),
             share_sessions: share_sessions::ShareSessions::default(),
             telemetry,
+            tokens,
         })
     }
 }

@@ -33,6 +33,10 @@ impl Service for Context {
         &self.credentials
     }
 
+    fn tokens(&self) -> &ferrolog_auth::tokens::DelegationTokens {
+        &self.tokens
+    }
+
     /// The share sessions the connection opened end with it, and what their members hold is
     /// released, as Kafka releases it.
     fn connection_closed(self: Arc<Self>, session: &Arc<Session>) {
@@ -70,6 +74,9 @@ impl Service for Context {
         self.shares.expire_locks(self.groups.share_state(), now);
         for partition in self.transactions.tick(&self.groups) {
             self.fetch_waiters.wake(&partition);
+        }
+        if let Err(error) = self.tokens.sweep(now) {
+            tracing::error!(%error, "expired delegation tokens could not be removed; they are refused meanwhile");
         }
     }
 

@@ -342,6 +342,23 @@ fn kafka_reads_ferrolog_files_and_serves_them_after_a_move() {
     };
     brokers("", "log.retention.ms=172800000");
     brokers("0", "message.max.bytes=2000000");
+    let client_metrics = |bootstrap: &str, args: &[&str]| {
+        let mut all = vec!["--bootstrap-server", bootstrap];
+        all.extend_from_slice(args);
+        kafka_tool_ok("org.apache.kafka.tools.ClientMetricsCommand", &all, b"")
+    };
+    let subscription = [
+        "--name",
+        "producers",
+        "--metrics",
+        "org.apache.kafka.producer.",
+        "--interval",
+        "5000",
+    ];
+    client_metrics(
+        &format!("127.0.0.1:{port}"),
+        &[&["--alter"][..], &subscription].concat(),
+    );
     let ferrolog_groups = consumer_groups(port, &[LIVE_GROUP]);
     let ferrolog_answers = answers(port, &topics(), &[GROUP]);
     assert_eq!(
@@ -461,6 +478,14 @@ fn kafka_reads_ferrolog_files_and_serves_them_after_a_move() {
     );
     let described = group_configs(&bootstrap, &["--describe"]);
     assert!(described.contains(session), "{described}");
+    assert!(
+        created.contains("made 1 client-metrics subscriptions in Kafka"),
+        "{created}"
+    );
+    let subscribed = client_metrics(&bootstrap, &["--describe", "--name", "producers"]);
+    for line in ["interval.ms=5000", "metrics=org.apache.kafka.producer."] {
+        assert!(subscribed.contains(line), "{subscribed}");
+    }
     assert!(
         created.contains("as Kafka's cluster defaults: log.retention.ms, message.max.bytes"),
         "{created}"

@@ -44,6 +44,9 @@ pub trait Service: Send + Sync + std::fmt::Debug + 'static {
     /// The SCRAM credentials a SASL exchange checks.
     fn credentials(&self) -> &ScramStore;
 
+    /// The delegation tokens a SCRAM exchange with `tokenauth=true` checks.
+    fn tokens(&self) -> &ferrolog_auth::tokens::DelegationTokens;
+
     /// Runs the coordinators' timers; called on the blocking pool at every tick.
     fn tick(&self);
 

@@ -161,6 +161,14 @@ macro_rules! served_apis {
                 needs [Cluster DescribeConfigs];
             UpdateFeatures 0..=2, UpdateFeaturesRequest, blocking handlers::update_features::handle => response,
                 needs [Cluster Alter];
+            CreateDelegationToken 1..=3, CreateDelegationTokenRequest, blocking handlers::delegation_tokens::create => response,
+                needs [], also [User CreateTokens];
+            RenewDelegationToken 1..=2, RenewDelegationTokenRequest, blocking handlers::delegation_tokens::renew => response,
+                needs [];
+            ExpireDelegationToken 1..=2, ExpireDelegationTokenRequest, blocking handlers::delegation_tokens::expire => response,
+                needs [];
+            DescribeDelegationToken 1..=3, DescribeDelegationTokenRequest, blocking handlers::delegation_tokens::describe => response,
+                needs [], also [DelegationToken Describe, User DescribeTokens];
             GetTelemetrySubscriptions 0..=0, GetTelemetrySubscriptionsRequest, blocking handlers::telemetry::get_subscriptions => response,
                 needs [];
             PushTelemetry 0..=0, PushTelemetryRequest, blocking handlers::telemetry::push => response,

@@ -66,8 +66,20 @@ pub struct ScramClient {
 impl ScramClient {
     /// The client-first message for `username` (escaped as RFC 5802 asks) with `nonce`.
     pub fn first(sha: Sha, username: &str, password: &str, nonce: &str) -> (Self, Vec<u8>) {
+        Self::first_with(sha, username, password, nonce, "")
+    }
+
+    /// The client-first message with `extensions` (`,name=value...`) after the nonce, as a
+    /// Kafka client sends `,tokenauth=true` to authenticate with a delegation token.
+    pub fn first_with(
+        sha: Sha,
+        username: &str,
+        password: &str,
+        nonce: &str,
+        extensions: &str,
+    ) -> (Self, Vec<u8>) {
         let name = username.replace('=', "=3D").replace(',', "=2C");
-        let bare = format!("n={name},r={nonce}");
+        let bare = format!("n={name},r={nonce}{extensions}");
         let message = format!("n,,{bare}").into_bytes();
         let client = Self {
             sha,

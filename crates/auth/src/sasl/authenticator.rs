@@ -23,9 +23,11 @@ use kafka_protocol::messages::{
 };
 use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
 
+use super::scram::Named;
 use super::scram::{Refusal, ScramServer, Step};
 use super::{Mechanism, SaslSettings, ScramStore};
 use crate::response::{Chunk, ResponseFrame};
+use crate::tokens::DelegationTokens;
 
 const UNSUPPORTED_SASL_MECHANISM: i16 = 33;
 const SASL_AUTHENTICATION_FAILED: i16 = 58;
@@ -37,10 +39,12 @@ pub enum Outcome {
     Dispatch,
     /// Write this answer; the exchange goes on.
     Answer(ResponseFrame),
-    /// Write this answer; the connection is now authenticated as `principal`.
+    /// Write this answer; the connection is now authenticated as `principal` (with a
+    /// delegation token when `token`).
     Authenticated {
         answer: ResponseFrame,
         principal: String,
+        token: bool,
     },
     /// Close the connection: after the failed-authentication delay when `delayed`, writing
     /// `answer` first if there is one. `reason` is for the broker's log.
@@ -90,7 +94,12 @@ impl Authenticator {
     }
 
     /// Takes the next frame (header and body, without its size).
-    pub fn receive(&mut self, frame: &Bytes, credentials: &ScramStore) -> Outcome {
+    pub fn receive(
+        &mut self,
+        frame: &Bytes,
+        credentials: &ScramStore,
+        tokens: &DelegationTokens,
+    ) -> Outcome {
         match std::mem::replace(&mut self.state, State::Ended) {
             State::HandshakeOrVersions => self.handshake(frame, true),
             State::Handshake => self.handshake(frame, false),
@@ -98,7 +107,7 @@ impl Authenticator {
                 mechanism,
                 framed,
                 scram,
-            } => self.token(frame, mechanism, framed, scram, credentials),
+            } => self.token(frame, mechanism, framed, scram, (credentials, tokens)),
             State::Ended => close("a frame after the SASL exchange ended", false),
         }
     }
@@ -178,7 +187,7 @@ impl Authenticator {
         mechanism: Mechanism,
         framed: bool,
         mut scram: Option<ScramServer>,
-        credentials: &ScramStore,
+        (credentials, tokens): (&ScramStore, &DelegationTokens),
     ) -> Outcome {
         let (request, token) = match token_of(frame, framed) {
             Ok(parsed) => parsed,
@@ -188,21 +197,27 @@ impl Authenticator {
             (Some(server), _) => server
                 .step(
                     &token,
-                    |user| credentials.credential(user, mechanism),
+                    |named| match named {
+                        Named::User(user) => credentials
+                            .credential(user, mechanism)
+                            .map(|credential| (credential, user.to_owned())),
+                        Named::Token(id) => tokens.scram_credential(id, mechanism, now_ms()),
+                    },
                     &super::scram::server_nonce(),
                 )
                 .map(|step| match step {
                     Step::Challenge(challenge) => (challenge, None),
                     Step::Authenticated {
                         username,
+                        token,
                         server_final,
-                    } => (server_final, Some(username)),
+                    } => (server_final, Some((username, token))),
                 }),
             (None, _) => self
                 .settings
                 .plain_users
                 .authenticate(&token)
-                .map(|username| (Vec::new(), Some(username)))
+                .map(|username| (Vec::new(), Some((username, false))))
                 .map_err(Refusal::Told),
         };
         match step {
@@ -222,9 +237,10 @@ impl Authenticator {
                     return close("the SaslAuthenticate answer could not be encoded", false);
                 };
                 match username {
-                    Some(username) => Outcome::Authenticated {
+                    Some((username, token)) => Outcome::Authenticated {
                         answer,
                         principal: format!("User:{username}"),
+                        token,
                     },
                     None => {
                         self.state = State::Token {
@@ -350,4 +366,13 @@ fn refused(refusal: Refusal, mechanism: Mechanism, request: AuthenticateHeader) 
         reason: message,
         delayed,
     }
+}
+
+/// Milliseconds since the epoch: tokens' times are wall-clock times, as in Kafka.
+fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |since| {
+            i64::try_from(since.as_millis()).unwrap_or(i64::MAX)
+        })
 }

@@ -118,11 +118,21 @@ pub enum Refusal {
 pub enum Step {
     /// The server-first message; the client's final message is due next.
     Challenge(Vec<u8>),
-    /// Authenticated as `username`; the server-final message proves the server knew the key.
+    /// Authenticated as `username` (a delegation token's owner when `token`); the server-final
+    /// message proves the server knew the key.
     Authenticated {
         username: String,
+        token: bool,
         server_final: Vec<u8>,
     },
+}
+
+/// Who a client-first message names: a user, or, with the extension `tokenauth=true`, a
+/// delegation token by its id.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Named<'a> {
+    User(&'a str),
+    Token(&'a str),
 }
 
 /// One SCRAM exchange on the server side.
@@ -137,6 +147,7 @@ enum State {
     AwaitingClientFirst,
     AwaitingClientFinal {
         username: String,
+        token: bool,
         credential: ScramCredential,
         client_first_bare: String,
         server_first: String,
@@ -153,12 +164,13 @@ impl ScramServer {
         }
     }
 
-    /// Takes the client's next message. `credential_of` looks a user up; `server_nonce` is
-    /// this exchange's random part of the nonce (printable, without commas).
+    /// Takes the client's next message. `credential_of` looks up who the message names: its
+    /// credential and the user it authenticates as (a token's owner); `server_nonce` is this
+    /// exchange's random part of the nonce (printable, without commas).
     pub fn step(
         &mut self,
         message: &[u8],
-        credential_of: impl FnOnce(&str) -> Option<ScramCredential>,
+        credential_of: impl FnOnce(Named<'_>) -> Option<(ScramCredential, String)>,
         server_nonce: &str,
     ) -> Result<Step, Refusal> {
         let state = std::mem::replace(&mut self.state, State::Finished);
@@ -168,14 +180,17 @@ impl ScramServer {
         match state {
             State::AwaitingClientFirst => {
                 let first = parse_client_first(message).ok_or(Refusal::Generic)?;
-                if first.token_authentication {
-                    // Delegation tokens are not issued here, so no token can be valid.
-                    return Err(Refusal::Generic);
-                }
-                let username = username_of(first.sasl_name).ok_or(Refusal::Generic)?;
-                // Kafka: "Authentication failed: Invalid user credentials", told generically.
-                let credential = credential_of(&username).ok_or(Refusal::Generic)?;
-                if !first.authorization_id.is_empty() && first.authorization_id != username {
+                let named = username_of(first.sasl_name).ok_or(Refusal::Generic)?;
+                let token = first.token_authentication;
+                // Kafka: "Authentication failed: Invalid user credentials" (or "Invalid
+                // tokenId"), told generically.
+                let (credential, username) = credential_of(if token {
+                    Named::Token(&named)
+                } else {
+                    Named::User(&named)
+                })
+                .ok_or(Refusal::Generic)?;
+                if !first.authorization_id.is_empty() && first.authorization_id != named {
                     return Err(Refusal::Told(
                         "Authentication failed: Client requested an authorization id that is different from username".into(),
                     ));
@@ -191,6 +206,7 @@ impl ScramServer {
                 );
                 self.state = State::AwaitingClientFinal {
                     username,
+                    token,
                     credential,
                     client_first_bare: first.bare.to_owned(),
                     server_first: server_first.clone(),
@@ -200,6 +216,7 @@ impl ScramServer {
             }
             State::AwaitingClientFinal {
                 username,
+                token,
                 credential,
                 client_first_bare,
                 server_first,
@@ -231,6 +248,7 @@ impl ScramServer {
                     .hmac(&credential.server_key, auth_message.as_bytes());
                 Ok(Step::Authenticated {
                     username,
+                    token,
                     server_final: format!("v={}", BASE64.encode(server_signature)).into_bytes(),
                 })
             }

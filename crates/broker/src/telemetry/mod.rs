@@ -92,8 +92,10 @@ impl Telemetry {
         config: TelemetryConfig,
         rollback: Rollback,
     ) -> Result<Self, StorageError> {
+        // The stored document counts lines from 1.
+        let parse = |body: &str| parse_table(body).map_err(|(line, reason)| (line + 1, reason));
         let (document, table) =
-            StoredDocument::open(manager, CLIENT_METRICS_DOCUMENT, parse_table, rollback)?;
+            StoredDocument::open(manager, CLIENT_METRICS_DOCUMENT, parse, rollback)?;
         let mut by_name = BTreeMap::new();
         for (name, values) in table {
             let subscription = subscriptions::validate(&name, &values).map_err(|(_, reason)| {

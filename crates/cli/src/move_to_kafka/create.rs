@@ -38,6 +38,7 @@ const CLUSTER_AUTHORIZATION_FAILED: i16 = 31;
 const GROUP_RESOURCE: i8 = 32;
 /// Kafka's BROKER config resource type.
 const BROKER_RESOURCE: i8 = 4;
+const CLIENT_METRICS_RESOURCE: i8 = 16;
 /// How long Kafka may take to create a coordinator's topic and elect its leaders.
 const OFFSETS_TOPIC_WAIT: Duration = Duration::from_secs(60);
 
@@ -62,6 +63,18 @@ pub fn run(
         create_share_state_topic(&mut kafka, states.partitions)?;
     }
     set_group_configs(&mut kafka, &holdings.group_configs)?;
+    set_configs(
+        &mut kafka,
+        CLIENT_METRICS_RESOURCE,
+        &holdings.subscriptions,
+        "client-metrics subscription",
+    )?;
+    if !holdings.subscriptions.is_empty() {
+        println!(
+            "made {} client-metrics subscriptions in Kafka",
+            holdings.subscriptions.len()
+        );
+    }
     super::quotas::set_in_kafka(&mut kafka, &holdings.quotas)?;
     // Last: an ACL made earlier could refuse the creation of the topics.
     create_acls(&mut kafka, &holdings.acls, without_acls)?;

@@ -103,6 +103,8 @@ struct Holdings {
     /// The topic defaults changed at run time (`ferrolog-broker-configs`): the cluster
     /// default's, with this node's own over them.
     broker_defaults: std::collections::BTreeMap<String, String>,
+    /// The client-metrics subscriptions (`ferrolog-client-metrics`), by name.
+    subscriptions: std::collections::BTreeMap<String, std::collections::BTreeMap<String, String>>,
 }
 
 fn read_holdings(log_dirs: &[PathBuf]) -> anyhow::Result<Holdings> {
@@ -145,6 +147,7 @@ fn read_holdings(log_dirs: &[PathBuf]) -> anyhow::Result<Holdings> {
     let quotas = quotas::read(&manager);
     let broker_defaults = ferrolog_broker::dynamic_configs::topic_defaults_set(&manager)
         .context("reading ferrolog's dynamic broker configs");
+    let subscriptions = read_subscriptions(&manager);
     manager
         .shutdown()
         .context("closing ferrolog's data directories")?;
@@ -157,6 +160,19 @@ fn read_holdings(log_dirs: &[PathBuf]) -> anyhow::Result<Holdings> {
         share_states: share_states?,
         quotas: quotas?,
         broker_defaults: broker_defaults?,
+        subscriptions: subscriptions?,
+    })
+}
+
+/// The client-metrics subscriptions kept in the directories.
+fn read_subscriptions(
+    manager: &ferrolog_storage::manager::LogManager,
+) -> anyhow::Result<ferrolog_storage::manager::Table> {
+    use ferrolog_broker::telemetry::CLIENT_METRICS_DOCUMENT;
+    let document = manager.documents().read(CLIENT_METRICS_DOCUMENT)?;
+    ferrolog_storage::manager::parse_table(&document.body).map_err(|(line, reason)| {
+        let path = document.source.unwrap_or_default();
+        anyhow::anyhow!("{}, line {}: {reason}", path.display(), line + 3)
     })
 }
 

@@ -47,6 +47,30 @@ fn telemetry_config(
     Ok(())
 }
 
+/// Delegation tokens' keys, with Kafka's lower bound of 1 on each time.
+fn token_config(
+    properties: &BTreeMap<String, String>,
+    config: &mut ferrolog_broker::tokens::TokenConfig,
+) -> anyhow::Result<()> {
+    config.secret_key = properties
+        .get("delegation.token.secret.key")
+        .filter(|key| !key.is_empty())
+        .cloned();
+    if let Some(ms) = number::<i64>(properties, "delegation.token.max.lifetime.ms", 1)? {
+        config.lifetimes.max_lifetime_ms = ms;
+    }
+    if let Some(ms) = number::<i64>(properties, "delegation.token.expiry.time.ms", 1)? {
+        config.lifetimes.expiry_time_ms = ms;
+    }
+    if let Some(ms) = number::<i64>(properties, "delegation.token.expiry.check.interval.ms", 1)? {
+        config.check_interval_ms = ms;
+    }
+    if let Some(count) = number(properties, "ferrolog.max.delegation.tokens", 0)? {
+        config.max_tokens = count;
+    }
+    Ok(())
+}
+
 /// The group coordinator's keys.
 fn group_config(properties: &BTreeMap<String, String>) -> anyhow::Result<GroupConfig> {
     let mut config = GroupConfig::default();
@@ -348,6 +372,7 @@ pub(super) fn broker_config(properties: &BTreeMap<String, String>) -> anyhow::Re
         config.max_acls = max;
     }
     telemetry_config(properties, &mut config.telemetry)?;
+    token_config(properties, &mut config.tokens)?;
     if let Some(millis) = number::<u64>(properties, "connection.failed.authentication.delay.ms", 0)?
     {
         config.failed_authentication_delay = Duration::from_millis(millis);

@@ -162,6 +162,11 @@ const BROKER_KEYS: &[&str] = &[
     "telemetry.max.bytes",
     "ferrolog.telemetry.max.retained.bytes",
     "ferrolog.max.client.metrics.subscriptions",
+    "delegation.token.secret.key",
+    "delegation.token.max.lifetime.ms",
+    "delegation.token.expiry.time.ms",
+    "delegation.token.expiry.check.interval.ms",
+    "ferrolog.max.delegation.tokens",
     "ferrolog.max.group.configs",
     "ferrolog.max.groups",
 ];

@@ -211,3 +211,35 @@ pub fn kafka_tool_ok(class: &str, args: &[&str], stdin: &[u8]) -> String {
     );
     String::from_utf8_lossy(&output.stdout).into_owned()
 }
+
+/// The APIs Kafka 4.4 lists in ApiVersions that ferrolog does not (docs/operations.md says
+/// why), as `kafka-broker-api-versions` names them.
+pub const LISTED_BY_KAFKA_ONLY: [&str; 10] = [
+    "AddRaftVoter",
+    "DeleteShareGroupState",
+    "InitializeShareGroupState",
+    "ReadShareGroupState",
+    "ReadShareGroupStateSummary",
+    "RemoveRaftVoter",
+    "StreamsGroupTopologyDescriptionUpdate",
+    "UnregisterBroker",
+    "UnregisterController",
+    "WriteShareGroupState",
+];
+
+/// What `kafka-broker-api-versions` prints for the broker at `bootstrap`, and the names of the
+/// APIs it finds usable there.
+pub fn listed_apis(bootstrap: &str) -> (String, std::collections::BTreeSet<String>) {
+    let versions = kafka_tool_ok(
+        "org.apache.kafka.tools.BrokerApiVersionsCommand",
+        &["--bootstrap-server", bootstrap],
+        b"",
+    );
+    let names = versions
+        .lines()
+        .filter(|line| line.contains("[usable: "))
+        .filter_map(|line| line.trim().split('(').next())
+        .map(str::to_owned)
+        .collect();
+    (versions, names)
+}

@@ -72,19 +72,23 @@ pub(super) async fn authenticate(
         else {
             return Ok(None);
         };
-        match authenticator.receive(&frame, service.credentials()) {
+        match authenticator.receive(&frame, service.credentials(), service.tokens()) {
             Outcome::Dispatch => {
                 if !answer_before_authentication(connection, service, frame, &anonymous).await? {
                     return Ok(None);
                 }
             }
             Outcome::Answer(answer) => connection.writer.write(connection.stream, answer).await?,
-            Outcome::Authenticated { answer, principal } => {
+            Outcome::Authenticated {
+                answer,
+                principal,
+                token,
+            } => {
                 shared.auth_throttle.succeeded(peer.ip());
                 connection.writer.write(connection.stream, answer).await?;
                 crate::metrics::record_authentication(true);
                 tracing::debug!(%peer, listener = %listener.name, principal, "authenticated");
-                return Ok(Some(anonymous.authenticated_as(&principal)));
+                return Ok(Some(anonymous.authenticated_as(&principal, token)));
             }
             Outcome::Close {
                 answer,

@@ -15,11 +15,11 @@ use kafka_protocol::messages::{
     IncrementalAlterConfigsResponse, InitProducerIdResponse, JoinGroupResponse, LeaveGroupResponse,
     ListGroupsResponse, ListOffsetsResponse, ListPartitionReassignmentsResponse, MetadataResponse,
     OffsetCommitResponse, OffsetFetchResponse, OffsetForLeaderEpochResponse, ProduceResponse,
-    SyncGroupResponse,
+    ShareGroupHeartbeatResponse, SyncGroupResponse,
 };
 
 use super::ErrorCodes;
-use crate::messages::StreamsGroupHeartbeatResponse;
+use crate::messages::{StreamsGroupDescribeResponse, StreamsGroupHeartbeatResponse};
 
 impl ErrorCodes for ProduceResponse {
     fn error_codes(&self) -> Vec<i16> {
@@ -326,6 +326,22 @@ impl ErrorCodes for ConsumerGroupDescribeResponse {
 }
 
 impl ErrorCodes for StreamsGroupHeartbeatResponse {
+    fn error_codes(&self) -> Vec<i16> {
+        vec![self.error_code]
+    }
+}
+
+impl ErrorCodes for StreamsGroupDescribeResponse {
+    fn error_codes(&self) -> Vec<i16> {
+        let mut codes = Vec::new();
+        for group in &self.groups {
+            codes.push(group.error_code);
+        }
+        codes
+    }
+}
+
+impl ErrorCodes for ShareGroupHeartbeatResponse {
     fn error_codes(&self) -> Vec<i16> {
         vec![self.error_code]
     }

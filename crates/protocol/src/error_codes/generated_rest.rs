@@ -9,37 +9,21 @@
 use kafka_protocol::messages::{
     AddOffsetsToTxnResponse, AddPartitionsToTxnResponse, AlterClientQuotasResponse,
     AlterShareGroupOffsetsResponse, AlterUserScramCredentialsResponse, CreateAclsResponse,
-    DeleteAclsResponse, DeleteShareGroupOffsetsResponse, DescribeAclsResponse,
-    DescribeClientQuotasResponse, DescribeProducersResponse, DescribeQuorumResponse,
-    DescribeTopicPartitionsResponse, DescribeTransactionsResponse,
-    DescribeUserScramCredentialsResponse, ElectLeadersResponse, EndTxnResponse,
-    GetTelemetrySubscriptionsResponse, ListConfigResourcesResponse, ListTransactionsResponse,
-    OffsetDeleteResponse, PushTelemetryResponse, SaslAuthenticateResponse, SaslHandshakeResponse,
-    ShareGroupDescribeResponse, ShareGroupHeartbeatResponse, TxnOffsetCommitResponse,
+    CreateDelegationTokenResponse, DeleteAclsResponse, DeleteShareGroupOffsetsResponse,
+    DescribeAclsResponse, DescribeClientQuotasResponse, DescribeDelegationTokenResponse,
+    DescribeProducersResponse, DescribeQuorumResponse, DescribeTopicPartitionsResponse,
+    DescribeTransactionsResponse, DescribeUserScramCredentialsResponse, ElectLeadersResponse,
+    EndTxnResponse, ExpireDelegationTokenResponse, GetTelemetrySubscriptionsResponse,
+    ListConfigResourcesResponse, ListTransactionsResponse, OffsetDeleteResponse,
+    PushTelemetryResponse, RenewDelegationTokenResponse, SaslAuthenticateResponse,
+    SaslHandshakeResponse, ShareGroupDescribeResponse, TxnOffsetCommitResponse,
     UpdateFeaturesResponse, WriteTxnMarkersResponse,
 };
 
 use super::ErrorCodes;
 use crate::messages::{
     DescribeShareGroupOffsetsResponse, ShareAcknowledgeResponse, ShareFetchResponse,
-    StreamsGroupDescribeResponse,
 };
-
-impl ErrorCodes for StreamsGroupDescribeResponse {
-    fn error_codes(&self) -> Vec<i16> {
-        let mut codes = Vec::new();
-        for group in &self.groups {
-            codes.push(group.error_code);
-        }
-        codes
-    }
-}
-
-impl ErrorCodes for ShareGroupHeartbeatResponse {
-    fn error_codes(&self) -> Vec<i16> {
-        vec![self.error_code]
-    }
-}
 
 impl ErrorCodes for ShareGroupDescribeResponse {
     fn error_codes(&self) -> Vec<i16> {
@@ -251,6 +235,30 @@ impl ErrorCodes for UpdateFeaturesResponse {
             codes.push(result.error_code);
         }
         codes
+    }
+}
+
+impl ErrorCodes for CreateDelegationTokenResponse {
+    fn error_codes(&self) -> Vec<i16> {
+        vec![self.error_code]
+    }
+}
+
+impl ErrorCodes for RenewDelegationTokenResponse {
+    fn error_codes(&self) -> Vec<i16> {
+        vec![self.error_code]
+    }
+}
+
+impl ErrorCodes for ExpireDelegationTokenResponse {
+    fn error_codes(&self) -> Vec<i16> {
+        vec![self.error_code]
+    }
+}
+
+impl ErrorCodes for DescribeDelegationTokenResponse {
+    fn error_codes(&self) -> Vec<i16> {
+        vec![self.error_code]
     }
 }
 

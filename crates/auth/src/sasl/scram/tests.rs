@@ -11,10 +11,20 @@ fn credential(hash: ScramHash, password: &str, salt: &[u8], iterations: i32) -> 
     ScramCredential::from_salted_password(hash, salt.to_vec(), &salted, iterations)
 }
 
-fn users(hash: ScramHash) -> impl Fn(&str) -> Option<ScramCredential> {
-    move |name| {
-        (name == "alice" || name == "a,b=c")
-            .then(|| credential(hash, "alice-secret", b"0123456789abcdefghij", 4096))
+fn users(hash: ScramHash) -> impl Fn(Named<'_>) -> Option<(ScramCredential, String)> {
+    move |named| match named {
+        Named::User(name) if name == "alice" || name == "a,b=c" => Some((
+            credential(hash, "alice-secret", b"0123456789abcdefghij", 4096),
+            name.to_owned(),
+        )),
+        Named::User(_) => None,
+        // A token authenticates as its owner.
+        Named::Token(id) => (id == "token-1").then(|| {
+            (
+                credential(hash, "token-hmac", b"0123456789abcdefghij", 4096),
+                "owner".to_owned(),
+            )
+        }),
     }
 }
 
@@ -45,7 +55,9 @@ fn the_rfc_7677_example_exchange_authenticates() {
     let salt = BASE64.decode("W22ZaJ0SNY7soEsUEjb6gQ==").unwrap();
     let stored = credential(ScramHash::Sha256, "pencil", &salt, 4096);
     let mut server = ScramServer::new(ScramHash::Sha256);
-    let lookup = |name: &str| (name == "user").then(|| stored.clone());
+    let lookup = |named: Named<'_>| {
+        (named == Named::User("user")).then(|| (stored.clone(), "user".to_owned()))
+    };
     let challenge = server
         .step(
             b"n,,n=user,r=rOprNGfwEbeRWgbNEkqO",
@@ -71,6 +83,7 @@ fn the_rfc_7677_example_exchange_authenticates() {
         done,
         Step::Authenticated {
             username: "user".into(),
+            token: false,
             server_final: b"v=6rriTRBi23WpRR/wtup+mMhUZUn/dB5nLTJRsjl95G4=".to_vec(),
         }
     );

@@ -17,6 +17,7 @@ mod api_versions;
 mod consumer_group_describe;
 mod consumer_group_heartbeat;
 mod create_acls;
+mod create_delegation_token;
 mod create_partitions;
 mod create_topics;
 mod delete_acls;
@@ -28,6 +29,7 @@ mod describe_acls;
 mod describe_client_quotas;
 mod describe_cluster;
 mod describe_configs;
+mod describe_delegation_token;
 mod describe_groups;
 mod describe_log_dirs;
 mod describe_producers;
@@ -38,6 +40,7 @@ mod describe_transactions;
 mod describe_user_scram_credentials;
 mod elect_leaders;
 mod end_txn;
+mod expire_delegation_token;
 mod fetch;
 mod find_coordinator;
 mod get_telemetry_subscriptions;
@@ -58,6 +61,7 @@ mod offset_fetch;
 mod offset_for_leader_epoch;
 mod produce;
 mod push_telemetry;
+mod renew_delegation_token;
 mod sasl_authenticate;
 mod sasl_handshake;
 mod share_acknowledge;
@@ -130,6 +134,10 @@ pub(super) const ALL: &[&Message] = &[
     &describe_quorum::DESCRIBE_QUORUM,
     &list_config_resources::LIST_CONFIG_RESOURCES,
     &update_features::UPDATE_FEATURES,
+    &create_delegation_token::CREATE_DELEGATION_TOKEN,
+    &renew_delegation_token::RENEW_DELEGATION_TOKEN,
+    &expire_delegation_token::EXPIRE_DELEGATION_TOKEN,
+    &describe_delegation_token::DESCRIBE_DELEGATION_TOKEN,
     &get_telemetry_subscriptions::GET_TELEMETRY_SUBSCRIPTIONS,
     &push_telemetry::PUSH_TELEMETRY,
     &describe_producers::DESCRIBE_PRODUCERS,
