@@ -201,7 +201,7 @@ impl Authenticator {
                         Named::User(user) => credentials
                             .credential(user, mechanism)
                             .map(|credential| (credential, user.to_owned())),
-                        Named::Token(id) => tokens.scram_credential(id, mechanism, now_ms()),
+                        Named::Token(id) => tokens.scram_credential(id, mechanism),
                     },
                     &super::scram::server_nonce(),
                 )
@@ -366,13 +366,4 @@ fn refused(refusal: Refusal, mechanism: Mechanism, request: AuthenticateHeader) 
         reason: message,
         delayed,
     }
-}
-
-/// Milliseconds since the epoch: tokens' times are wall-clock times, as in Kafka.
-fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |since| {
-            i64::try_from(since.as_millis()).unwrap_or(i64::MAX)
-        })
 }

@@ -79,11 +79,31 @@ pub enum TokenRefusal {
     Storage(#[from] StorageError),
 }
 
+/// The tokens by id, and their ids by HMAC (what Renew and Expire name a token by).
+#[derive(Clone, Default)]
+struct Held {
+    tokens: BTreeMap<String, Token>,
+    by_hmac: HashMap<Vec<u8>, String>,
+}
+
+impl Held {
+    fn new(tokens: BTreeMap<String, Token>, hmac: impl Fn(&str) -> Vec<u8>) -> Self {
+        let by_hmac = tokens.keys().map(|id| (hmac(id), id.clone())).collect();
+        Self { tokens, by_hmac }
+    }
+
+    fn remove(&mut self, id: &str) -> Option<Token> {
+        self.by_hmac.retain(|_, held| held != id);
+        self.tokens.remove(id)
+    }
+}
+
 /// The tokens in force and their stored copy; the one owner of both.
 pub struct DelegationTokens {
     config: TokenConfig,
     document: StoredDocument,
-    tokens: RwLock<BTreeMap<String, Token>>,
+    clock: Arc<dyn ferrolog_storage::Clock>,
+    held: RwLock<Held>,
     /// The SCRAM credentials of the tokens used so far, by token id and mechanism.
     credentials: Mutex<HashMap<(String, Mechanism), ScramCredential>>,
     /// When expired tokens were last removed.
@@ -94,7 +114,7 @@ impl std::fmt::Debug for DelegationTokens {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("DelegationTokens")
             .field("config", &self.config)
-            .field("tokens", &self.tokens.read().len())
+            .field("tokens", &self.held.read().tokens.len())
             .finish_non_exhaustive()
     }
 }
@@ -106,11 +126,15 @@ impl DelegationTokens {
         config: TokenConfig,
         rollback: Rollback,
     ) -> Result<Self, StorageError> {
+        let clock = Arc::clone(manager.clock());
         let (document, tokens) = StoredDocument::open(manager, TOKENS_DOCUMENT, parse, rollback)?;
+        let key = config.secret_key.clone().unwrap_or_default();
+        let held = Held::new(tokens, |id| rules::hmac(&key, id));
         Ok(Self {
             config,
             document,
-            tokens: RwLock::new(tokens),
+            clock,
+            held: RwLock::new(held),
             credentials: Mutex::new(HashMap::new()),
             last_sweep_ms: Mutex::new(0),
         })
@@ -142,13 +166,13 @@ impl DelegationTokens {
         now: i64,
     ) -> Result<Token, TokenRefusal> {
         let mut change = self.document.change();
-        let mut tokens = self.tokens.read().clone();
-        if tokens.len() >= self.config.max_tokens {
+        let mut held = self.held.read().clone();
+        if held.tokens.len() >= self.config.max_tokens {
             return Err(TokenRefusal::TooMany(self.config.max_tokens));
         }
         let id = loop {
             let id = ferrolog_storage::manager::TopicId::random().to_string();
-            if !tokens.contains_key(&id) {
+            if !held.tokens.contains_key(&id) {
                 break id;
             }
         };
@@ -159,19 +183,11 @@ impl DelegationTokens {
             requested_max_lifetime_ms,
             self.config.lifetimes,
         );
-        tokens.insert(token.id.clone(), token.clone());
-        change.store(format(&tokens))?;
-        *self.tokens.write() = tokens;
+        held.tokens.insert(token.id.clone(), token.clone());
+        held.by_hmac.insert(self.hmac(&token.id), token.id.clone());
+        change.store(format(&held.tokens))?;
+        *self.held.write() = held;
         Ok(token)
-    }
-
-    /// The id of the token whose HMAC is `hmac`.
-    fn id_of(&self, hmac: &[u8]) -> Option<String> {
-        self.tokens
-            .read()
-            .keys()
-            .find(|id| crate::sasl::plain::constant_time_eq(&self.hmac(id), hmac))
-            .cloned()
     }
 
     /// RenewDelegationToken: the new expiry.
@@ -212,22 +228,21 @@ impl DelegationTokens {
         decide: impl FnOnce(&Token) -> Result<(i64, Option<i64>), i16>,
     ) -> Result<i64, TokenRefusal> {
         let mut change = self.document.change();
-        let id = self
-            .id_of(hmac)
-            .ok_or(TokenRefusal::Code(rules::DELEGATION_TOKEN_NOT_FOUND))?;
-        let mut tokens = self.tokens.read().clone();
-        let Some(token) = tokens.get_mut(&id) else {
+        let mut held = self.held.read().clone();
+        let not_found = TokenRefusal::Code(rules::DELEGATION_TOKEN_NOT_FOUND);
+        let id = held.by_hmac.get(hmac).cloned().ok_or(not_found)?;
+        let Some(token) = held.tokens.get_mut(&id) else {
             return Err(TokenRefusal::Code(rules::DELEGATION_TOKEN_NOT_FOUND));
         };
         let (answer, expiry) = decide(token).map_err(TokenRefusal::Code)?;
         match expiry {
             Some(expiry) => token.expiry_ms = expiry,
             None => {
-                tokens.remove(&id);
+                held.remove(&id);
             }
         }
-        change.store(format(&tokens))?;
-        *self.tokens.write() = tokens;
+        change.store(format(&held.tokens))?;
+        *self.held.write() = held;
         if expiry.is_none() {
             self.forget_credentials(&[id]);
         }
@@ -236,7 +251,7 @@ impl DelegationTokens {
 
     /// Every token, by id.
     pub fn all(&self) -> Vec<Token> {
-        self.tokens.read().values().cloned().collect()
+        self.held.read().tokens.values().cloned().collect()
     }
 
     /// Removes the tokens expired at `now` (at most 1,000), once a check interval; returns
@@ -250,8 +265,9 @@ impl DelegationTokens {
             *last = now;
         }
         let mut change = self.document.change();
-        let mut tokens = self.tokens.read().clone();
-        let expired: Vec<String> = tokens
+        let mut held = self.held.read().clone();
+        let expired: Vec<String> = held
+            .tokens
             .values()
             .filter(|token| token.expired(now))
             .take(MAX_SWEPT)
@@ -261,12 +277,12 @@ impl DelegationTokens {
             return Ok(0);
         }
         for id in &expired {
-            if let Some(token) = tokens.remove(id) {
+            if let Some(token) = held.remove(id) {
                 tracing::info!(token = %id, owner = %token.owner, "delegation token expired");
             }
         }
-        change.store(format(&tokens))?;
-        *self.tokens.write() = tokens;
+        change.store(format(&held.tokens))?;
+        *self.held.write() = held;
         self.forget_credentials(&expired);
         Ok(expired.len())
     }
@@ -284,24 +300,14 @@ impl DelegationTokens {
         &self,
         id: &str,
         mechanism: Mechanism,
-        now: i64,
     ) -> Option<(ScramCredential, String)> {
         let hash = mechanism.scram()?;
-        let owner = {
-            let tokens = self.tokens.read();
-            let token = tokens.get(id).filter(|token| !token.expired(now))?;
-            token
-                .owner
-                .split_once(':')
-                .map_or(token.owner.clone(), |(_, name)| name.to_owned())
-        };
-        if !self.enabled() {
-            return None;
-        }
+        let owner = self.live_owner(id)?;
         let key = (id.to_owned(), mechanism);
         if let Some(known) = self.credentials.lock().get(&key) {
             return Some((known.clone(), owner));
         }
+        // Derived outside the locks: PBKDF2 takes milliseconds.
         let password = BASE64.encode(self.hmac(id));
         let salt: [u8; 16] = rand::random();
         let salted = salted_password(hash, &password, &salt);
@@ -311,8 +317,28 @@ impl DelegationTokens {
             &salted,
             TOKEN_ITERATIONS as i32,
         );
-        self.credentials.lock().insert(key, credential.clone());
+        let mut credentials = self.credentials.lock();
+        // Kept only if the token is still there: one removed meanwhile must not leave its
+        // credential behind.
+        let owner = self.live_owner(id)?;
+        credentials.insert(key, credential.clone());
         Some((credential, owner))
+    }
+
+    /// The name of the owner of token `id`, while it is in force.
+    fn live_owner(&self, id: &str) -> Option<String> {
+        if !self.enabled() {
+            return None;
+        }
+        let now = self.clock.now_ms();
+        let held = self.held.read();
+        let token = held.tokens.get(id).filter(|token| !token.expired(now))?;
+        Some(
+            token
+                .owner
+                .split_once(':')
+                .map_or(token.owner.clone(), |(_, name)| name.to_owned()),
+        )
     }
 }
 

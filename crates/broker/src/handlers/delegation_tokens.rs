@@ -79,9 +79,15 @@ pub fn create(
     let (requester_type, requester_name) = parts(&requester);
     let answer = CreateDelegationTokenResponse::default()
         .with_principal_type(owner_type)
-        .with_principal_name(owner_name)
-        .with_token_requester_principal_type(requester_type)
-        .with_token_requester_principal_name(requester_name);
+        .with_principal_name(owner_name);
+    // The requester is answered from version 3, where the field exists.
+    let answer = if asked.version() >= 3 {
+        answer
+            .with_token_requester_principal_type(requester_type)
+            .with_token_requester_principal_name(requester_name)
+    } else {
+        answer
+    };
     let refused = |code| {
         answer
             .clone()

@@ -9,8 +9,10 @@
 //! - an instance not heard from for three intervals (at least a minute) is forgotten, and with
 //!   it its series; beyond [`Limits::max_instances`] the least recently heard from is.
 //!
-//! What the series may hold in all is bounded ([`Limits::max_retained_bytes`]): a push that would
-//! pass it is refused with THROTTLING_QUOTA_EXCEEDED, and the client pushes again an interval later.
+//! Only the metrics an instance was asked for are kept, and what the series may hold in all is
+//! bounded ([`Limits::max_retained_bytes`]): a push that would pass it is refused with
+//! THROTTLING_QUOTA_EXCEEDED, and the client pushes again an interval later. Silent instances
+//! are looked for at most once a second as clients ask and push, and at every scrape.
 
 use std::collections::{BTreeMap, HashMap};
 use std::time::{Duration, Instant};
@@ -87,8 +89,24 @@ pub struct ClientInstances {
     /// Instances by when they were last heard from, oldest first.
     by_recency: BTreeMap<u64, Uuid>,
     next_recency: u64,
+    /// The bytes of every instance's series together.
     retained: usize,
+    /// When silent instances were last looked for.
+    last_sweep: Option<Instant>,
 }
+
+/// A push that passed the checks made before its payload is read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Admitted {
+    pub instance: Uuid,
+    /// The metric name prefixes it was asked for (`*`: all); nothing else is kept.
+    pub metrics: Vec<String>,
+    /// The bytes its series may take, what the other instances leave.
+    pub budget: usize,
+}
+
+/// Silent instances are looked for at most this often as clients ask and push.
+const SWEEP_EVERY: Duration = Duration::from_secs(1);
 
 impl ClientInstances {
     pub fn new(limits: Limits) -> Self {
@@ -98,6 +116,7 @@ impl ClientInstances {
             by_recency: BTreeMap::new(),
             next_recency: 0,
             retained: 0,
+            last_sweep: None,
         }
     }
 
@@ -114,6 +133,12 @@ impl ClientInstances {
         attributes: impl FnOnce(Uuid) -> ClientAttributes,
         (generation, resolve): (u64, &dyn Fn(&ClientAttributes) -> Resolved),
     ) -> &mut Instance {
+        if self
+            .last_sweep
+            .is_none_or(|last| now.saturating_duration_since(last) >= SWEEP_EVERY)
+        {
+            self.sweep(now);
+        }
         let mut id = id;
         while id.is_nil() {
             let fresh = Uuid::from_bytes(ferrolog_storage::manager::TopicId::random().0);
@@ -172,6 +197,33 @@ impl ClientInstances {
             self.by_recency.remove(&gone.recency);
             self.retained -= gone.retained;
         }
+        self.check_invariants();
+    }
+
+    /// Forgets every instance silent for too long.
+    fn sweep(&mut self, now: Instant) {
+        self.last_sweep = Some(now);
+        let expired: Vec<Uuid> = self
+            .entries
+            .iter()
+            .filter(|(_, instance)| instance.expired(now))
+            .map(|(id, _)| *id)
+            .collect();
+        for id in expired {
+            self.forget(id);
+        }
+    }
+
+    /// The recency index names every instance once, and `retained` is their bytes' sum.
+    fn check_invariants(&self) {
+        debug_assert_eq!(self.by_recency.len(), self.entries.len());
+        debug_assert_eq!(
+            self.retained,
+            self.entries
+                .values()
+                .map(|instance| instance.retained)
+                .sum::<usize>()
+        );
     }
 
     /// GetTelemetrySubscriptions: what instance `id` (nil: a new instance) is asked for, or
@@ -201,25 +253,21 @@ impl ClientInstances {
         Ok(instance.told.clone())
     }
 
-    /// PushTelemetry: checks `push` in Kafka's order (a valid instance id, not terminated
-    /// before, within its rate, of the subscription it was told), then reads its points with
-    /// `read` (which answers the payload's own refusals) and keeps them as the instance's
-    /// series. Answers the error code.
-    pub fn push(
+    /// PushTelemetry's checks before its payload is read, in Kafka's order: a valid instance
+    /// id, not terminated before, within its rate, of the subscription it was told. The
+    /// payload is read outside the instances' lock, then handed to [`Self::complete_push`].
+    pub fn admit_push(
         &mut self,
         now: Instant,
         push: Push,
         attributes: impl FnOnce(Uuid) -> ClientAttributes,
         subscriptions: (u64, &dyn Fn(&ClientAttributes) -> Resolved),
-        read: impl FnOnce() -> Result<Vec<Point>, i16>,
-    ) -> i16 {
+    ) -> Result<Admitted, i16> {
         if push.instance.is_nil() || push.instance == Uuid::from_u128(1) {
-            return errors::INVALID_REQUEST;
+            return Err(errors::INVALID_REQUEST);
         }
-        let max_retained = self.limits.max_retained_bytes;
-        let others = self.retained;
         let instance = self.instance(now, push.instance, attributes, subscriptions);
-        let code = (|| {
+        let checked = (|| {
             if instance.terminating {
                 return Err(errors::INVALID_REQUEST);
             }
@@ -234,24 +282,51 @@ impl ClientInstances {
             if push.subscription_id != instance.told.subscription_id {
                 return Err(errors::UNKNOWN_SUBSCRIPTION_ID);
             }
-            let points = read()?;
-            let series = series(&instance.series, points, &instance.attributes);
-            let retained = series_bytes(&series);
-            if others - instance.retained + retained > max_retained {
-                return Err(errors::THROTTLING_QUOTA_EXCEEDED);
-            }
-            let was = std::mem::replace(&mut instance.retained, retained);
-            instance.series = series;
-            Ok(retained as isize - was as isize)
+            Ok(())
         })();
         // Kafka takes the push's flag whatever its answer: a push after the terminating one is
         // refused and clears it.
         instance.terminating = push.terminating;
+        if let Err(code) = checked {
+            instance.last_error = code;
+            return Err(code);
+        }
+        let metrics = instance.told.resolved.metrics.clone();
+        let own = instance.retained;
+        let others = self.retained - own;
+        Ok(Admitted {
+            instance: push.instance,
+            metrics,
+            budget: self.limits.max_retained_bytes.saturating_sub(others),
+        })
+    }
+
+    /// The rest of an admitted push: its points, or the payload's own refusal, kept as the
+    /// instance's series if they fit what the other instances leave. Answers the error code.
+    /// An instance forgotten meanwhile keeps nothing.
+    pub fn complete_push(&mut self, id: Uuid, read: Result<Vec<Point>, i16>) -> i16 {
+        let max_retained = self.limits.max_retained_bytes;
+        let Self {
+            entries, retained, ..
+        } = self;
+        let Some(instance) = entries.get_mut(&id) else {
+            return read.err().unwrap_or(errors::NONE);
+        };
+        let code = read.and_then(|points| {
+            let series = series(&instance.series, points, &instance.attributes);
+            let bytes = series_bytes(&series);
+            let others = *retained - instance.retained;
+            if others + bytes > max_retained {
+                return Err(errors::THROTTLING_QUOTA_EXCEEDED);
+            }
+            instance.series = series;
+            instance.retained = bytes;
+            *retained = others + bytes;
+            Ok(())
+        });
         instance.last_error = code.err().unwrap_or(errors::NONE);
         let answer = instance.last_error;
-        if let Ok(change) = code {
-            self.retained = self.retained.saturating_add_signed(change);
-        }
+        self.check_invariants();
         answer
     }
 
@@ -262,15 +337,7 @@ impl ClientInstances {
         now: Instant,
         mut each: impl FnMut(&str, Kind, &[(String, String)], f64),
     ) {
-        let expired: Vec<Uuid> = self
-            .entries
-            .iter()
-            .filter(|(_, instance)| instance.expired(now))
-            .map(|(id, _)| *id)
-            .collect();
-        for id in expired {
-            self.forget(id);
-        }
+        self.sweep(now);
         for instance in self.entries.values() {
             for ((name, labels), (kind, value)) in &instance.series {
                 each(name, *kind, labels, *value);
@@ -320,14 +387,7 @@ fn series(
 fn series_bytes(series: &BTreeMap<SeriesKey, (Kind, f64)>) -> usize {
     series
         .keys()
-        .map(|(name, labels)| {
-            name.len()
-                + labels
-                    .iter()
-                    .map(|(key, value)| key.len() + value.len() + 16)
-                    .sum::<usize>()
-                + 64
-        })
+        .map(|(name, labels)| super::otlp::point_bytes(name, labels))
         .sum()
 }
 

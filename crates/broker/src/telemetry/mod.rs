@@ -26,7 +26,7 @@ use uuid::Uuid;
 
 use crate::errors;
 use crate::stored::{Rollback, StoredDocument};
-use instances::{ClientInstances, Limits, Push, Subscribed};
+use instances::{Admitted, ClientInstances, Limits, Push, Subscribed};
 use subscriptions::{ClientAttributes, Resolved, Subscription, Values};
 
 /// The document the subscriptions are kept in.
@@ -74,6 +74,24 @@ struct Subscriptions {
     /// Moves on at every change, so that clients are told anew.
     generation: u64,
     by_name: BTreeMap<String, (Values, Subscription)>,
+    /// Every subscription, as requests resolve them, shared rather than copied per request.
+    checked: Arc<Vec<Subscription>>,
+}
+
+impl Subscriptions {
+    fn new(generation: u64, by_name: BTreeMap<String, (Values, Subscription)>) -> Self {
+        let checked = Arc::new(
+            by_name
+                .values()
+                .map(|(_, subscription)| subscription.clone())
+                .collect(),
+        );
+        Self {
+            generation,
+            by_name,
+            checked,
+        }
+    }
 }
 
 /// The subscriptions and the client instances; the one owner of both.
@@ -108,10 +126,7 @@ impl Telemetry {
         Ok(Self {
             config,
             document,
-            subscriptions: RwLock::new(Subscriptions {
-                generation: 1,
-                by_name,
-            }),
+            subscriptions: RwLock::new(Subscriptions::new(1, by_name)),
             instances: Mutex::new(ClientInstances::new(config.limits)),
         })
     }
@@ -156,9 +171,6 @@ impl Telemetry {
         }
         let subscription = subscriptions::validate(name, &next)?;
         let next = subscriptions::normalized(&next);
-        if validate_only || next == current {
-            return Ok(());
-        }
         let mut table: Table = self
             .subscriptions
             .read()
@@ -168,6 +180,9 @@ impl Telemetry {
             .collect();
         if current.is_empty() && !next.is_empty() {
             self.check_room(name, table.len())?;
+        }
+        if validate_only || next == current {
+            return Ok(());
         }
         if next.is_empty() {
             table.remove(name);
@@ -181,14 +196,13 @@ impl Telemetry {
             )
         })?;
         let mut subscriptions = self.subscriptions.write();
-        subscriptions.generation += 1;
+        let mut by_name = std::mem::take(&mut subscriptions.by_name);
         if next.is_empty() {
-            subscriptions.by_name.remove(name);
+            by_name.remove(name);
         } else {
-            subscriptions
-                .by_name
-                .insert(name.to_owned(), (next, subscription));
+            by_name.insert(name.to_owned(), (next, subscription));
         }
+        *subscriptions = Subscriptions::new(subscriptions.generation + 1, by_name);
         Ok(())
     }
 
@@ -216,15 +230,10 @@ impl Telemetry {
     /// What a client is asked for now, under the subscriptions' generation.
     fn resolver(&self) -> (u64, impl Fn(&ClientAttributes) -> Resolved + '_) {
         let subscriptions = self.subscriptions.read();
-        let generation = subscriptions.generation;
-        let all: Vec<Subscription> = subscriptions
-            .by_name
-            .values()
-            .map(|(_, subscription)| subscription.clone())
-            .collect();
+        let (generation, all) = (subscriptions.generation, Arc::clone(&subscriptions.checked));
         drop(subscriptions);
         (generation, move |client: &ClientAttributes| {
-            subscriptions::resolve(&all, client)
+            subscriptions::resolve(all.iter(), client)
         })
     }
 
@@ -243,7 +252,8 @@ impl Telemetry {
     }
 
     /// PushTelemetry: the push's checks in Kafka's order, then its payload decompressed (at
-    /// most `telemetry.max.bytes`) and read. Answers the error code.
+    /// most `telemetry.max.bytes`) and read, outside the instances' lock, keeping only the
+    /// metrics the client was asked for. Answers the error code.
     pub fn push(
         &self,
         now: Instant,
@@ -252,26 +262,43 @@ impl Telemetry {
         attributes: impl FnOnce(Uuid) -> ClientAttributes,
     ) -> i16 {
         let (generation, resolve) = self.resolver();
-        let max_bytes = self.config.limits.max_push_bytes;
-        let read = || {
-            let codec = u8::try_from(compression)
-                .ok()
-                .and_then(|id| Compression::from_id(id).ok())
-                .ok_or(errors::UNSUPPORTED_COMPRESSION_TYPE)?;
-            if payload.len() > max_bytes {
-                return Err(errors::TELEMETRY_TOO_LARGE);
-            }
-            if payload.is_empty() {
-                return Ok(Vec::new());
-            }
-            let plain = codec
-                .decompress(payload, max_bytes)
-                .map_err(|_| errors::INVALID_RECORD)?;
-            otlp::decode(&plain).ok_or(errors::INVALID_RECORD)
+        let admitted =
+            self.instances
+                .lock()
+                .admit_push(now, push, attributes, (generation, &resolve));
+        let admitted = match admitted {
+            Ok(admitted) => admitted,
+            Err(code) => return code,
         };
-        self.instances
-            .lock()
-            .push(now, push, attributes, (generation, &resolve), read)
+        let read = self.read_payload((compression, payload), &admitted);
+        self.instances.lock().complete_push(admitted.instance, read)
+    }
+
+    /// A push's points: its codec known, its size within `telemetry.max.bytes`, compressed and
+    /// decompressed, its metrics within what the other instances leave.
+    fn read_payload(
+        &self,
+        (compression, payload): (i8, &[u8]),
+        admitted: &Admitted,
+    ) -> Result<Vec<otlp::Point>, i16> {
+        let max_bytes = self.config.limits.max_push_bytes;
+        let codec = u8::try_from(compression)
+            .ok()
+            .and_then(|id| Compression::from_id(id).ok())
+            .ok_or(errors::UNSUPPORTED_COMPRESSION_TYPE)?;
+        if payload.len() > max_bytes {
+            return Err(errors::TELEMETRY_TOO_LARGE);
+        }
+        if payload.is_empty() {
+            return Ok(Vec::new());
+        }
+        let plain = codec
+            .decompress(payload, max_bytes)
+            .map_err(|_| errors::INVALID_RECORD)?;
+        otlp::decode(&plain, &admitted.metrics, admitted.budget).map_err(|unread| match unread {
+            otlp::Unread::NotMetrics => errors::INVALID_RECORD,
+            otlp::Unread::TooLarge => errors::THROTTLING_QUOTA_EXCEEDED,
+        })
     }
 
     /// The pushed series in Prometheus' text format, after forgetting the silent instances.

@@ -2,6 +2,8 @@
 //! `opentelemetry/proto/metrics/v1/metrics.proto`), decoded into the number series the
 //! Prometheus endpoint shows. Only the fields read are declared; protobuf skips the others.
 //! Gauges and sums are read (what Kafka's clients push); histograms and summaries are not shown.
+//! Only the metrics a client was asked for are read, and no more than a budget of bytes, counted
+//! before anything is copied.
 
 use prost::Message;
 
@@ -108,10 +110,38 @@ pub struct Point {
     pub value: f64,
 }
 
-/// The points of a pushed `MetricsData`; `None` when the bytes are not one.
-pub fn decode(payload: &[u8]) -> Option<Vec<Point>> {
-    let data = MetricsData::decode(payload).ok()?;
+/// Why a push's points were not read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unread {
+    /// The bytes are not a `MetricsData`.
+    NotMetrics,
+    /// The points wanted would take more than the budget.
+    TooLarge,
+}
+
+/// The bytes a point is charged: what it holds, and a fixed share for its keeping.
+pub fn point_bytes(name: &str, labels: &[(String, String)]) -> usize {
+    name.len()
+        + labels
+            .iter()
+            .map(|(key, value)| key.len() + value.len() + 16)
+            .sum::<usize>()
+        + 64
+}
+
+/// The points of a pushed `MetricsData` whose metric names start with one of `wanted` (`*`:
+/// every metric; none: nothing), as long as they take at most `budget` bytes.
+pub fn decode(payload: &[u8], wanted: &[String], budget: usize) -> Result<Vec<Point>, Unread> {
+    let data = MetricsData::decode(payload).map_err(|_| Unread::NotMetrics)?;
+    let every = wanted.iter().any(|prefix| prefix == "*");
+    let is_wanted = |name: &str| {
+        every
+            || wanted
+                .iter()
+                .any(|prefix| name.starts_with(prefix.as_str()))
+    };
     let mut points = Vec::new();
+    let mut charged = 0usize;
     for resource_metrics in &data.resource_metrics {
         let resource = resource_metrics
             .resource
@@ -121,6 +151,7 @@ pub fn decode(payload: &[u8]) -> Option<Vec<Point>> {
             .scope_metrics
             .iter()
             .flat_map(|scope| &scope.metrics)
+            .filter(|metric| is_wanted(&metric.name))
         {
             let (kind, data_points) = match (&metric.gauge, &metric.sum) {
                 (Some(gauge), _) => (Kind::Gauge, &gauge.data_points),
@@ -134,6 +165,17 @@ pub fn decode(payload: &[u8]) -> Option<Vec<Point>> {
                 let Some(value) = point.as_double.or(point.as_int.map(|value| value as f64)) else {
                     continue;
                 };
+                // Charged before the labels are copied, so that a push cannot make the broker
+                // build more than its budget.
+                let label_bytes: usize = resource
+                    .iter()
+                    .chain(&point.attributes)
+                    .map(|pair| pair.key.len() + text_len(pair.value.as_ref()) + 16)
+                    .sum();
+                charged += metric.name.len() + label_bytes + 64;
+                if charged > budget {
+                    return Err(Unread::TooLarge);
+                }
                 points.push(Point {
                     name: metric.name.clone(),
                     kind,
@@ -147,7 +189,15 @@ pub fn decode(payload: &[u8]) -> Option<Vec<Point>> {
             }
         }
     }
-    Some(points)
+    Ok(points)
+}
+
+/// The length of what [`text`] makes of `value`, without making it (numbers at most 24 bytes).
+fn text_len(value: Option<&AnyValue>) -> usize {
+    match value.and_then(|value| value.string_value.as_ref()) {
+        Some(text) => text.len(),
+        None => 24,
+    }
 }
 
 fn text(value: Option<&AnyValue>) -> String {
@@ -167,9 +217,9 @@ fn text(value: Option<&AnyValue>) -> String {
     }
 }
 
-/// `MetricsData` of gauges and delta sums as a client pushes it, for the tests of whoever
-/// serves pushes.
-pub mod payload {
+/// `MetricsData` of gauges and delta sums as a client pushes it, for the tests.
+#[cfg(test)]
+pub(crate) mod payload {
     use super::*;
 
     /// One pushed point: its metric's name, whether it is a delta sum (else a gauge), its
@@ -245,7 +295,8 @@ mod tests {
                 ),
             ],
         );
-        let points = decode(&bytes).unwrap();
+        let all = ["*".to_owned()];
+        let points = decode(&bytes, &all, usize::MAX).unwrap();
         assert_eq!(points.len(), 2);
         assert_eq!(points[0].kind, Kind::Gauge);
         assert_eq!(points[0].value, 2.5);
@@ -261,7 +312,35 @@ mod tests {
 
     #[test]
     fn bytes_that_are_not_metrics_are_refused() {
-        assert_eq!(decode(&[0x0a, 0xff, 0xff, 0xff, 0x0f]), None);
-        assert_eq!(decode(b""), Some(Vec::new()));
+        let all = ["*".to_owned()];
+        assert_eq!(
+            decode(&[0x0a, 0xff, 0xff, 0xff, 0x0f], &all, usize::MAX),
+            Err(Unread::NotMetrics)
+        );
+        assert_eq!(decode(b"", &all, usize::MAX), Ok(Vec::new()));
+    }
+
+    #[test]
+    fn only_the_metrics_asked_for_are_read_and_within_the_budget() {
+        let bytes = payload::metrics_data(
+            &[("client_rack", "r1")],
+            &[
+                (
+                    "org.apache.kafka.producer.record.send.rate",
+                    false,
+                    &[],
+                    2.5,
+                ),
+                ("org.apache.kafka.consumer.fetch.rate", false, &[], 1.0),
+            ],
+        );
+        let producer = ["org.apache.kafka.producer.".to_owned()];
+        let read = decode(&bytes, &producer, usize::MAX).unwrap();
+        assert_eq!(read.len(), 1);
+        assert_eq!(read[0].name, "org.apache.kafka.producer.record.send.rate");
+        assert_eq!(decode(&bytes, &[], usize::MAX), Ok(Vec::new()));
+        let one = point_bytes(&read[0].name, &read[0].labels);
+        assert_eq!(decode(&bytes, &producer, one).map(|p| p.len()), Ok(1));
+        assert_eq!(decode(&bytes, &producer, one - 1), Err(Unread::TooLarge));
     }
 }

@@ -34,6 +34,7 @@ use kafka_protocol::messages::{
 use kafka_protocol::protocol::StrBytes;
 use tokio::io::AsyncWriteExt;
 
+mod delegation_tokens;
 mod scram_users;
 
 const DELAY: Duration = Duration::from_millis(300);
@@ -68,6 +69,10 @@ async fn start(dir: &Path) -> SaslBroker {
     let config = BrokerConfig {
         failed_authentication_delay: DELAY,
         authorizer: Some(AuthorizerConfig::parse(Some("User:alice"), None).unwrap()),
+        tokens: ferrolog_broker::tokens::TokenConfig {
+            secret_key: Some("token-secret".to_owned()),
+            ..Default::default()
+        },
         ..BrokerConfig::default()
     };
     let context = Arc::new(Context::new(manager, config).unwrap());

@@ -33,7 +33,7 @@ fn every_second(_: &ClientAttributes) -> Resolved {
 const SUBSCRIBED: (u64, &dyn Fn(&ClientAttributes) -> Resolved) = (1, &every_second);
 
 fn points(value: f64) -> Result<Vec<otlp::Point>, i16> {
-    Ok(otlp::decode(&otlp::payload::metrics_data(
+    let payload = otlp::payload::metrics_data(
         &[],
         &[(
             "org.apache.kafka.producer.record.send.total",
@@ -41,8 +41,21 @@ fn points(value: f64) -> Result<Vec<otlp::Point>, i16> {
             &[],
             value,
         )],
-    ))
-    .unwrap_or_default())
+    );
+    Ok(otlp::decode(&payload, &["*".to_owned()], usize::MAX).unwrap_or_default())
+}
+
+/// A whole push: admitted, then completed with `read`.
+fn pushed(
+    instances: &mut ClientInstances,
+    now: Instant,
+    push: Push,
+    read: Result<Vec<otlp::Point>, i16>,
+) -> i16 {
+    match instances.admit_push(now, push, client, SUBSCRIBED) {
+        Ok(admitted) => instances.complete_push(admitted.instance, read),
+        Err(code) => code,
+    }
 }
 
 fn push(told: &Subscribed, terminating: bool) -> Push {
@@ -78,17 +91,11 @@ fn a_client_asks_and_pushes_at_its_interval_and_its_deltas_add_up() {
         instances.get_subscriptions(at(10), told.instance, client, SUBSCRIBED),
         Err(errors::THROTTLING_QUOTA_EXCEEDED)
     );
-    let first = instances.push(at(20), push(&told, false), client, SUBSCRIBED, || {
-        points(3.0)
-    });
+    let first = pushed(&mut instances, at(20), push(&told, false), points(3.0));
     assert_eq!(first, errors::NONE);
-    let early = instances.push(at(500), push(&told, false), client, SUBSCRIBED, || {
-        points(1.0)
-    });
+    let early = pushed(&mut instances, at(500), push(&told, false), points(1.0));
     assert_eq!(early, errors::THROTTLING_QUOTA_EXCEEDED);
-    let next = instances.push(at(1020), push(&told, false), client, SUBSCRIBED, || {
-        points(4.0)
-    });
+    let next = pushed(&mut instances, at(1020), push(&told, false), points(4.0));
     assert_eq!(next, errors::NONE);
     assert_eq!(totals(&mut instances, at(1030)), vec![7.0]);
     // A stale subscription id is refused; the client may then ask again at once.
@@ -97,7 +104,7 @@ fn a_client_asks_and_pushes_at_its_interval_and_its_deltas_add_up() {
         ..push(&told, false)
     };
     assert_eq!(
-        instances.push(at(2100), stale, client, SUBSCRIBED, || points(1.0)),
+        pushed(&mut instances, at(2100), stale, points(1.0)),
         errors::UNKNOWN_SUBSCRIPTION_ID
     );
     assert!(
@@ -105,15 +112,17 @@ fn a_client_asks_and_pushes_at_its_interval_and_its_deltas_add_up() {
             .get_subscriptions(at(2110), told.instance, client, SUBSCRIBED)
             .is_ok()
     );
-    // The last push of a terminating client is taken at once; nothing after it.
-    let last = instances.push(at(2120), push(&told, true), client, SUBSCRIBED, || {
-        points(1.0)
-    });
+    // The last push of a terminating client is taken at once; the next is refused, and clears
+    // the flag, as Kafka's.
+    let last = pushed(&mut instances, at(2120), push(&told, true), points(1.0));
     assert_eq!(last, errors::NONE);
-    let after = instances.push(at(9000), push(&told, false), client, SUBSCRIBED, || {
-        points(1.0)
-    });
+    let after = pushed(&mut instances, at(9000), push(&told, false), points(1.0));
     assert_eq!(after, errors::INVALID_REQUEST);
+    // The refused push was not counted against the rate: the one after goes through.
+    let again = pushed(&mut instances, at(9001), push(&told, false), points(1.0));
+    assert_eq!(again, errors::NONE);
+    let soon = pushed(&mut instances, at(9002), push(&told, false), points(1.0));
+    assert_eq!(soon, errors::THROTTLING_QUOTA_EXCEEDED);
 }
 
 #[test]
@@ -135,6 +144,30 @@ fn changed_subscriptions_are_told_at_once() {
 }
 
 #[test]
+fn silent_instances_are_forgotten_as_others_ask_without_a_scrape() {
+    let start = Instant::now();
+    let mut instances = ClientInstances::new(LIMITS);
+    let told = instances
+        .get_subscriptions(start, Uuid::nil(), client, SUBSCRIBED)
+        .unwrap();
+    assert_eq!(
+        pushed(&mut instances, start, push(&told, false), points(1.0)),
+        errors::NONE
+    );
+    assert!(instances.retained_bytes() > 0);
+    // Another client asks a minute later: the silent one goes, with its bytes.
+    instances
+        .get_subscriptions(
+            start + Duration::from_secs(61),
+            Uuid::nil(),
+            client,
+            SUBSCRIBED,
+        )
+        .unwrap();
+    assert_eq!(instances.retained_bytes(), 0);
+}
+
+#[test]
 fn instances_are_forgotten_when_silent_or_when_too_many() {
     let start = Instant::now();
     let mut instances = ClientInstances::new(LIMITS);
@@ -143,14 +176,13 @@ fn instances_are_forgotten_when_silent_or_when_too_many() {
         let told = instances
             .get_subscriptions(start, Uuid::nil(), client, SUBSCRIBED)
             .unwrap();
-        let pushed = instances.push(
+        let code = pushed(
+            &mut instances,
             start + Duration::from_millis(n),
             push(&told, false),
-            client,
-            SUBSCRIBED,
-            || points(1.0),
+            points(1.0),
         );
-        assert_eq!(pushed, errors::NONE);
+        assert_eq!(code, errors::NONE);
         ids.push(told.instance);
     }
     // Three are kept: the first was the least recently heard from.
@@ -174,9 +206,7 @@ fn pushes_past_the_retained_bytes_are_refused_and_the_nil_id_is_invalid() {
     let told = instances
         .get_subscriptions(start, Uuid::nil(), client, SUBSCRIBED)
         .unwrap();
-    let code = instances.push(start, push(&told, false), client, SUBSCRIBED, || {
-        points(1.0)
-    });
+    let code = pushed(&mut instances, start, push(&told, false), points(1.0));
     assert_eq!(code, errors::THROTTLING_QUOTA_EXCEEDED);
     assert_eq!(instances.retained_bytes(), 0);
     let nil = Push {
@@ -184,7 +214,7 @@ fn pushes_past_the_retained_bytes_are_refused_and_the_nil_id_is_invalid() {
         ..push(&told, false)
     };
     assert_eq!(
-        instances.push(start, nil, client, SUBSCRIBED, || points(1.0)),
+        pushed(&mut instances, start, nil, points(1.0)),
         errors::INVALID_REQUEST
     );
 }
