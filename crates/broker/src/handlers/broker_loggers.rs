@@ -4,8 +4,6 @@
 //! legacy AlterConfigs does not take the type. The loggers are [`crate::loggers`]'. Both need
 //! the cluster's DESCRIBE_CONFIGS or ALTER_CONFIGS, checked by the caller.
 
-use std::collections::HashSet;
-
 use kafka_protocol::messages::describe_configs_response::{
     DescribeConfigsResourceResult, DescribeConfigsResult,
 };
@@ -74,27 +72,7 @@ pub fn alter(
     configs: &[AlterableConfig],
     validate_only: bool,
 ) -> Result<(), (i16, String)> {
-    let mut names = HashSet::new();
-    if !configs
-        .iter()
-        .all(|config| names.insert(config.name.as_str()))
-    {
-        return Err((
-            errors::INVALID_REQUEST,
-            "Error due to duplicate config keys".into(),
-        ));
-    }
-    let unset: Vec<&str> = configs
-        .iter()
-        .filter(|config| config.config_operation != 1 && config.value.is_none())
-        .map(|config| config.name.as_str())
-        .collect();
-    if !unset.is_empty() {
-        return Err((
-            errors::INVALID_REQUEST,
-            format!("Null value not supported for : {}", unset.join(", ")),
-        ));
-    }
+    super::configs::refuse_repeats_and_nulls(configs)?;
     let node = context.manager.node_id();
     match name.parse::<i32>() {
         Err(_) => {

@@ -74,27 +74,7 @@ pub(super) fn incremental(
     changes: &[AlterableConfig],
     validate_only: bool,
 ) -> Result<(), (i16, String)> {
-    let mut names = std::collections::HashSet::new();
-    if !changes
-        .iter()
-        .all(|change| names.insert(change.name.as_str()))
-    {
-        return Err((
-            errors::INVALID_REQUEST,
-            "Error due to duplicate config keys".to_owned(),
-        ));
-    }
-    let unset: Vec<&str> = changes
-        .iter()
-        .filter(|change| change.config_operation != 1 && change.value.is_none())
-        .map(|change| change.name.as_str())
-        .collect();
-    if !unset.is_empty() {
-        return Err((
-            errors::INVALID_REQUEST,
-            format!("Null value not supported for : {}", unset.join(", ")),
-        ));
-    }
+    super::configs::refuse_repeats_and_nulls(changes)?;
     let changes = changes
         .iter()
         .map(|change| {

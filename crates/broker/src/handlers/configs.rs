@@ -225,21 +225,14 @@ pub fn incremental_alter(
                     group_configs::incremental(&resource.configs)
                 })
             } else if resource.resource_type == CLIENT_METRICS {
-                match denied(
-                    context,
-                    asked,
-                    AclOperation::AlterConfigs,
-                    CLIENT_METRICS,
-                    &name,
-                ) {
-                    Some((code, message)) => Err((code, message.to_owned())),
-                    None => client_metrics_configs::incremental(
+                alter_client_metrics(context, asked, &name, || {
+                    client_metrics_configs::incremental(
                         context,
                         &name,
                         &resource.configs,
                         request.validate_only,
-                    ),
-                }
+                    )
+                })
             } else {
                 alter_topic(
                     context,
@@ -301,21 +294,14 @@ pub fn alter(
                     Ok(group_configs::replacement(replacement))
                 })
             } else if resource.resource_type == CLIENT_METRICS {
-                match denied(
-                    context,
-                    asked,
-                    AclOperation::AlterConfigs,
-                    CLIENT_METRICS,
-                    &name,
-                ) {
-                    Some((code, message)) => Err((code, message.to_owned())),
-                    None => client_metrics_configs::replace(
+                alter_client_metrics(context, asked, &name, || {
+                    client_metrics_configs::replace(
                         context,
                         &name,
                         replacement,
                         request.validate_only,
-                    ),
-                }
+                    )
+                })
             } else {
                 alter_topic(
                     context,
@@ -403,6 +389,56 @@ fn apply_incremental(
         }
     }
     Ok(overrides)
+}
+
+/// Authorizes the change of a client-metrics subscription (ALTER_CONFIGS on the cluster), then
+/// makes it.
+fn alter_client_metrics(
+    context: &Context,
+    asked: &Asked<'_>,
+    name: &str,
+    alteration: impl FnOnce() -> Result<(), Refusal>,
+) -> Result<(), Refusal> {
+    match denied(
+        context,
+        asked,
+        AclOperation::AlterConfigs,
+        CLIENT_METRICS,
+        name,
+    ) {
+        Some((code, message)) => Err((code, message.to_owned())),
+        None => alteration(),
+    }
+}
+
+/// IncrementalAlterConfigs' refusals of a resource's whole list of changes before any is
+/// looked at, with Kafka's messages: a key named twice, a SET (or APPEND, SUBTRACT) without a
+/// value.
+pub(super) fn refuse_repeats_and_nulls(
+    changes: &[kafka_protocol::messages::incremental_alter_configs_request::AlterableConfig],
+) -> Result<(), Refusal> {
+    let mut names = std::collections::HashSet::new();
+    if !changes
+        .iter()
+        .all(|change| names.insert(change.name.as_str()))
+    {
+        return Err((
+            errors::INVALID_REQUEST,
+            "Error due to duplicate config keys".to_owned(),
+        ));
+    }
+    let unset: Vec<&str> = changes
+        .iter()
+        .filter(|change| change.config_operation != DELETE && change.value.is_none())
+        .map(|change| change.name.as_str())
+        .collect();
+    if !unset.is_empty() {
+        return Err((
+            errors::INVALID_REQUEST,
+            format!("Null value not supported for : {}", unset.join(", ")),
+        ));
+    }
+    Ok(())
 }
 
 /// Authorizes the change of a group's configs (ALTER_CONFIGS on the group), then makes it.

@@ -77,27 +77,7 @@ pub(super) fn describe(
 /// apply to no group key (none is a list), as Kafka answers. A key named twice, or a SET
 /// without a value, is refused first, with Kafka's messages.
 pub(super) fn incremental(changes: &[AlterableConfig]) -> Result<Alteration, (i16, String)> {
-    let mut names = std::collections::HashSet::new();
-    if !changes
-        .iter()
-        .all(|change| names.insert(change.name.as_str()))
-    {
-        return Err((
-            errors::INVALID_REQUEST,
-            "Error due to duplicate config keys".to_owned(),
-        ));
-    }
-    let unset: Vec<&str> = changes
-        .iter()
-        .filter(|change| change.config_operation != 1 && change.value.is_none())
-        .map(|change| change.name.as_str())
-        .collect();
-    if !unset.is_empty() {
-        return Err((
-            errors::INVALID_REQUEST,
-            format!("Null value not supported for : {}", unset.join(", ")),
-        ));
-    }
+    super::configs::refuse_repeats_and_nulls(changes)?;
     let mut alteration = Vec::new();
     for change in changes {
         let key = change.name.to_string();
