@@ -245,8 +245,8 @@ impl Context {
         config: BrokerConfig,
         dynamic_configs: dynamic_configs::DynamicBrokerConfigs,
     ) -> Result<Self, ferrolog_storage::StorageError> {
-        // The cleaner runs now: it takes its rate.
-        dynamic_configs.publish_rates();
+        // The cleaner runs now: it takes its settings.
+        dynamic_configs.publish_rates(true);
         let live_limits = dynamic_configs.live_limits(&config.limits);
         // Before the transaction coordinator, whose aborts follow `transaction.version`.
         let features = features::Features::open(

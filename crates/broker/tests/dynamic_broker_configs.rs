@@ -1,17 +1,21 @@
 //! Dynamic broker configs through the broker itself: a change of a topic default reaches the
 //! live logs under their topics' overrides and is kept across a restart; a validation-only
-//! change, a refused one, and a legacy AlterConfigs replacement change what they should.
+//! change, a refused one, and a legacy AlterConfigs replacement change what they should; the
+//! cleaner's threads change within Kafka's bounds and keep their number at the next start.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests")]
 
 mod common;
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::Duration;
 
 use common::Broker;
-use ferrolog_broker::dynamic_configs::{Change, Scope};
-use ferrolog_storage::TopicPartition;
+use ferrolog_broker::dynamic_configs::{Change, DynamicBrokerConfigs, Scope};
+use ferrolog_broker::{BrokerConfig, Context};
+use ferrolog_storage::manager::LogManager;
+use ferrolog_storage::{SystemClock, TopicPartition};
 
 fn set(key: &str, value: &str) -> Change {
     Change::Set(key.to_owned(), value.to_owned())
@@ -124,4 +128,64 @@ async fn topic_defaults_changed_at_run_time_reach_live_logs_and_survive_a_restar
         Some("compact")
     );
     assert_eq!(values.default.len(), 1);
+}
+
+/// Opens a broker's storage and configs in the order `ferrolog serve` does: the dynamic
+/// configs, then the background work (the cleaner), then the rest.
+fn open_as_served(dir: &std::path::Path) -> Arc<ferrolog_broker::Context> {
+    let config = ferrolog_storage::manager::ManagerConfig {
+        log_dirs: vec![dir.to_path_buf()],
+        ..ferrolog_storage::manager::ManagerConfig::default()
+    };
+    let manager = Arc::new(LogManager::open(config, Arc::new(SystemClock)).unwrap());
+    let dynamic = DynamicBrokerConfigs::open(Arc::clone(&manager), BTreeMap::new()).unwrap();
+    manager.start_background().unwrap();
+    let context = Context::with_dynamic_configs(manager, BrokerConfig::default(), dynamic);
+    Arc::new(context.unwrap())
+}
+
+#[test]
+fn cleaner_threads_change_at_run_time_within_kafkas_bounds_and_hold_at_restart() {
+    let temp = tempfile::tempdir().unwrap();
+    let context = open_as_served(temp.path());
+    let cleaner = context.manager.cleaner().unwrap();
+    assert_eq!(cleaner.running_threads(), 1);
+    let configs = &context.dynamic_configs;
+    let refused = configs
+        .apply(Scope::Broker, &[set("log.cleaner.threads", "3")], false)
+        .unwrap_err();
+    assert_eq!(
+        refused.message,
+        "Log cleaner threads cannot be increased to more than double the current value 1"
+    );
+    assert_eq!(cleaner.running_threads(), 1, "nothing changed");
+    configs
+        .apply(
+            Scope::ClusterDefault,
+            &[
+                set("log.cleaner.threads", "2"),
+                set("log.cleaner.dedupe.buffer.size", "4194304"),
+            ],
+            false,
+        )
+        .unwrap();
+    assert_eq!(cleaner.running_threads(), 2);
+    assert_eq!(cleaner.config().dedupe_buffer_bytes, 4 << 20);
+    // Checked against the threads now running: four is double two.
+    configs
+        .apply(Scope::Broker, &[set("log.cleaner.threads", "4")], true)
+        .unwrap();
+    assert_eq!(cleaner.running_threads(), 2, "validation only");
+    context.manager.shutdown().unwrap();
+    drop(context);
+
+    let context = open_as_served(temp.path());
+    let cleaner = context.manager.cleaner().unwrap();
+    assert_eq!(
+        cleaner.running_threads(),
+        2,
+        "the kept value, at the next start"
+    );
+    assert_eq!(cleaner.config().dedupe_buffer_bytes, 4 << 20);
+    context.manager.shutdown().unwrap();
 }

@@ -1,8 +1,9 @@
 //! The cleaner under stress:
 //! - a child process appends keyed records and compacts in a loop and is killed with SIGKILL at
 //!   random moments, dozens of times; every reopen holds the latest value of every key;
-//! - producers append and consumers read a compacted log while cleaner threads run; no reader
-//!   ever sees an error, or a value other than the one written at that offset.
+//! - producers append and consumers read a compacted log while cleaner threads run, and are
+//!   replaced as the cleaner's settings change at run time; no reader ever sees an error, or a
+//!   value other than the one written at that offset, and the new threads go on cleaning.
 //!
 //! In both, the record at offset `o` has key `o % KEYS` and value `o`, so the latest value of
 //! every key below the log end is known without any bookkeeping.
@@ -239,15 +240,49 @@ fn producers_and_consumers_run_while_the_cleaner_compacts() {
                 }
             });
         }
+        // The settings change while passes run: 2 threads, then 4 with a smaller buffer, then
+        // 2 again with a slower backoff; the threads are replaced each time.
+        let cleaner = manager.cleaner().unwrap();
+        let steps = [(4, 512 << 10, 5), (2, 1 << 20, 10)];
+        let mut passes_before_last = 0;
+        for (threads, dedupe_buffer_bytes, backoff_ms) in steps {
+            std::thread::sleep(Duration::from_secs(1));
+            let next = CleanerConfig {
+                threads,
+                dedupe_buffer_bytes,
+                backoff: Duration::from_millis(backoff_ms),
+                ..cleaner.config()
+            };
+            // The threads before are joined when it returns: later passes are the new ones'.
+            cleaner.reconfigure(next, false).unwrap();
+            passes_before_last = cleaner.stats.passes.load(Ordering::Relaxed);
+            assert_eq!(cleaner.running_threads(), threads);
+        }
+        assert!(
+            cleaner
+                .reconfigure(
+                    CleanerConfig {
+                        threads: 5,
+                        ..cleaner.config()
+                    },
+                    false
+                )
+                .is_err(),
+            "more than double refused"
+        );
+        assert_eq!(cleaner.running_threads(), 2);
         let started = Instant::now();
-        while started.elapsed() < Duration::from_secs(3) {
+        while started.elapsed() < Duration::from_secs(1) {
             std::thread::sleep(Duration::from_millis(20));
         }
         stop.store(true, Ordering::Relaxed);
+        assert!(passes_before_last > 0, "the threads before cleaned");
+        assert!(
+            cleaner.stats.passes.load(Ordering::Relaxed) > passes_before_last,
+            "the last threads clean"
+        );
     });
     let cleaner = manager.cleaner().unwrap();
-    let passes = cleaner.stats.passes.load(Ordering::Relaxed);
-    assert!(passes > 0, "the cleaner ran");
     assert_eq!(cleaner.stats.dead_threads.load(Ordering::Relaxed), 0);
     assert!(reads.load(Ordering::Relaxed) > 1000);
     let end = log.high_watermark();

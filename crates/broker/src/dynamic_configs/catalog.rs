@@ -84,17 +84,21 @@ pub fn listener_base(name: &str) -> Option<&str> {
 
 /// The broker keys ferrolog changes at run time: the topics' defaults (the first of each
 /// topic key's synonyms, as in Kafka: `log.retention.ms`, not `log.retention.hours`), the
-/// cleaner's rate, the connection limits, and the throttles.
+/// cleaner's threads, buffer and rate, the connection limits, and the throttles.
 pub const DYNAMIC_KEYS: &[&str] = &[
     "compression.type",
     "ferrolog.scrub.bytes.per.second",
     "follower.replication.throttled.rate",
     "leader.replication.throttled.rate",
+    "log.cleaner.backoff.ms",
+    "log.cleaner.dedupe.buffer.size",
     "log.cleaner.delete.retention.ms",
+    "log.cleaner.io.buffer.load.factor",
     "log.cleaner.io.max.bytes.per.second",
     "log.cleaner.max.compaction.lag.ms",
     "log.cleaner.min.cleanable.ratio",
     "log.cleaner.min.compaction.lag.ms",
+    "log.cleaner.threads",
     "log.cleanup.policy",
     "log.flush.interval.messages",
     "log.flush.interval.ms",

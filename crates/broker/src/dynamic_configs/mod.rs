@@ -7,7 +7,7 @@
 //! `message.max.bytes`, ...), which every live log takes at once under its topic's overrides;
 //! the throttles (`replica.alter.log.dirs.io.max.bytes.per.second` limits moves between data
 //! directories; the replication rates `kafka-reassign-partitions` sets are kept and limit
-//! nothing on a single node); the cleaner's `log.cleaner.io.max.bytes.per.second`; ferrolog's
+//! nothing on a single node); the cleaner's settings (`cleaner`); ferrolog's
 //! `ferrolog.scrub.bytes.per.second` (0 pauses the scrubber); and a TLS listener's key and
 //! trust stores, on this broker only (`listener_tls`).
 //!
@@ -19,6 +19,7 @@
 
 pub mod catalog;
 mod catalog_table;
+mod cleaner;
 pub mod describe;
 mod document;
 pub mod listener_tls;
@@ -33,6 +34,7 @@ use ferrolog_storage::{Result, StorageError};
 use parking_lot::{Mutex, RwLock};
 
 pub use catalog::{BrokerKey, Kind, is_dynamic};
+pub use cleaner::CLEANER_RATE;
 #[cfg(test)]
 use document::parse;
 pub use document::topic_defaults_set;
@@ -43,8 +45,6 @@ pub use listener_tls::TlsListener;
 pub const MOVE_RATE: &str = "replica.alter.log.dirs.io.max.bytes.per.second";
 /// Bytes per second the scrubber re-reads sealed segments at (0 pauses it).
 pub const SCRUB_RATE: &str = "ferrolog.scrub.bytes.per.second";
-/// Bytes per second the cleaner threads together read and write at.
-pub const CLEANER_RATE: &str = "log.cleaner.io.max.bytes.per.second";
 /// The document the dynamic values are kept in.
 pub const BROKER_CONFIGS_DOCUMENT: &str = "ferrolog-broker-configs";
 /// Whose value a change sets: this broker's, or every broker's default.
@@ -169,7 +169,7 @@ impl DynamicBrokerConfigs {
                     StorageError::Fatal(format!("{BROKER_CONFIGS_DOCUMENT}: {error}"))
                 })?;
             configs.manager.topic_configs().set_defaults(defaults);
-            configs.publish_rates();
+            configs.publish_rates(true);
         }
         Ok(configs)
     }
@@ -232,10 +232,8 @@ impl DynamicBrokerConfigs {
                     parse_rate(key, value).map_err(Refused::request)?;
                 }
             }
-            if let Some(value) = values.get(CLEANER_RATE) {
-                parse_cleaner_rate(value).map_err(Refused::request)?;
-            }
         }
+        cleaner::check(&self.manager, &merged)?;
         if let Some((base, _)) = self.connections.get() {
             ConnectionLimits::from_properties(base, &merged).map_err(Refused::request)?;
         }
@@ -254,7 +252,7 @@ impl DynamicBrokerConfigs {
             self.manager.topic_configs().set_defaults(defaults);
         }
         listener_tls::serve(stores);
-        self.publish_rates();
+        self.publish_rates(false);
         self.publish_limits();
         Ok(())
     }
@@ -359,18 +357,10 @@ impl DynamicBrokerConfigs {
         merged
     }
 
-    /// Hands the move throttle, the scrubber and the cleaner (once started) their rates.
-    pub fn publish_rates(&self) {
-        if let Some(cleaner) = self.manager.cleaner() {
-            let values = self.values.read();
-            let dynamic = values
-                .broker
-                .get(CLEANER_RATE)
-                .or_else(|| values.default.get(CLEANER_RATE));
-            let rate = dynamic.and_then(|value| parse_cleaner_rate(value).ok());
-            cleaner
-                .set_io_rate(rate.unwrap_or(self.manager.config().cleaner.max_io_bytes_per_second));
-        }
+    /// Hands the move throttle, the scrubber and the cleaner (once started) their rates, and
+    /// the cleaner its other settings (`at_start`: whatever its threads started with).
+    pub fn publish_rates(&self, at_start: bool) {
+        cleaner::publish(&self.manager, &self.merged(&self.values()), at_start);
         self.manager.moves().set_rate(self.rate(MOVE_RATE));
         let configured = self.manager.config().scrub.bytes_per_second;
         let scrub_rate = self.rate(SCRUB_RATE).unwrap_or(configured);
@@ -528,18 +518,6 @@ fn parse_rate(key: &str, value: &str) -> std::result::Result<f64, String> {
         .map(|rate| rate as f64)
         .ok_or_else(|| {
             format!("Invalid value {value} for configuration {key}: Value must be at least 0")
-        })
-}
-
-/// The cleaner's rate: a number of bytes per second above 0, as Kafka's.
-fn parse_cleaner_rate(value: &str) -> std::result::Result<f64, String> {
-    value
-        .trim()
-        .parse::<f64>()
-        .ok()
-        .filter(|rate| *rate > 0.0)
-        .ok_or_else(|| {
-            format!("Invalid value {value} for configuration {CLEANER_RATE}: must be above 0")
         })
 }
 

@@ -15,12 +15,12 @@ mod map_build;
 pub mod offset_map;
 pub mod pass;
 pub mod select;
+mod threads;
 mod transactions;
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::thread::JoinHandle;
 use std::time::Duration;
 
 use parking_lot::{Condvar, Mutex};
@@ -29,7 +29,6 @@ use crate::clock::Clock;
 use crate::error::{Result, StorageError};
 use crate::log::Log;
 use crate::offset::Offset;
-use crate::scheduler::Wakeup;
 use crate::throttle::Throttle;
 use crate::types::TopicPartition;
 use offset_map::OffsetMap;
@@ -108,7 +107,8 @@ struct State {
 
 /// The cleaner's shared state and its threads.
 pub struct LogCleaner {
-    config: CleanerConfig,
+    /// Changed at run time by [`LogCleaner::reconfigure`], which restarts the threads.
+    config: parking_lot::RwLock<CleanerConfig>,
     host: Arc<dyn CleanerHost>,
     clock: Arc<dyn Clock>,
     state: Mutex<State>,
@@ -116,14 +116,14 @@ pub struct LogCleaner {
     throttle: Throttle,
     /// The figures the metrics endpoint reads, updated by the threads as they go.
     pub stats: CleanerStats,
-    wakeup: Arc<Wakeup>,
-    threads: Mutex<Vec<JoinHandle<()>>>,
+    /// The threads running now: replaced whole when the config changes.
+    threads: Mutex<threads::Threads>,
 }
 
 impl std::fmt::Debug for LogCleaner {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("LogCleaner")
-            .field("config", &self.config)
+            .field("config", &*self.config.read())
             .finish_non_exhaustive()
     }
 }
@@ -158,25 +158,19 @@ impl LogCleaner {
     pub fn new(config: CleanerConfig, host: Arc<dyn CleanerHost>, clock: Arc<dyn Clock>) -> Self {
         Self {
             throttle: Throttle::new(config.max_io_bytes_per_second),
-            config,
+            config: parking_lot::RwLock::new(config),
             host,
             clock,
             state: Mutex::new(State::default()),
             state_changed: Condvar::new(),
             stats: CleanerStats::default(),
-            wakeup: Arc::new(Wakeup::default()),
-            threads: Mutex::new(Vec::new()),
+            threads: Mutex::new(threads::Threads::default()),
         }
     }
 
     /// The `log.cleaner.*` settings it runs with.
-    pub fn config(&self) -> &CleanerConfig {
-        &self.config
-    }
-
-    /// Map memory each thread gets.
-    fn map_bytes(&self) -> usize {
-        (self.config.dedupe_buffer_bytes / self.config.threads.max(1)).min(i32::MAX as usize)
+    pub fn config(&self) -> CleanerConfig {
+        *self.config.read()
     }
 
     /// Partitions marked uncleanable since startup.
@@ -407,56 +401,5 @@ impl LogCleaner {
         let mut state = self.state.lock();
         state.paused.remove(topic_partition);
         state.uncleanable.remove(topic_partition);
-    }
-
-    /// Changes the rate every cleaner thread together reads and writes at
-    /// (`log.cleaner.io.max.bytes.per.second`, a dynamic broker config in Kafka): the next
-    /// throttled step is held to it.
-    pub fn set_io_rate(&self, bytes_per_second: f64) {
-        self.throttle.set_rate(bytes_per_second);
-    }
-
-    /// The rate every cleaner thread together reads and writes at.
-    pub fn io_rate(&self) -> f64 {
-        self.throttle.rate()
-    }
-
-    /// Starts the cleaner threads.
-    pub fn start(self: &Arc<Self>) -> std::io::Result<()> {
-        let mut threads = self.threads.lock();
-        for index in 0..self.config.threads.max(1) {
-            let cleaner = Arc::clone(self);
-            let handle = std::thread::Builder::new()
-                .name(format!("cleaner-{index}"))
-                .spawn(move || {
-                    let mut map = OffsetMap::new(cleaner.map_bytes(), cleaner.config.load_factor);
-                    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                        while !cleaner.wakeup.is_stopped() {
-                            if !cleaner.clean_once(&mut map) {
-                                cleaner
-                                    .wakeup
-                                    .sleep(cleaner.config.backoff.max(Duration::from_millis(1)));
-                            }
-                        }
-                    }));
-                    if outcome.is_err() {
-                        cleaner.stats.dead_threads.fetch_add(1, Ordering::Relaxed);
-                        tracing::error!("a cleaner thread died");
-                    }
-                })?;
-            threads.push(handle);
-        }
-        Ok(())
-    }
-
-    /// Stops the threads after their current pass (aborting it) and waits for them.
-    pub fn stop(&self) {
-        self.wakeup.stop();
-        for abort in self.state.lock().in_progress.values() {
-            abort.store(true, Ordering::Relaxed);
-        }
-        for handle in self.threads.lock().drain(..) {
-            let _ = handle.join();
-        }
     }
 }

@@ -1,5 +1,6 @@
 //! The cleaner's broker keys (`log.cleaner.*`), read into [`CleanerConfig`].
 
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 use super::config::invalid;
@@ -16,7 +17,22 @@ pub(super) const CLEANER_KEYS: &[&str] = &[
     "log.cleaner.backoff.ms",
 ];
 
-pub(super) fn parse_cleaner(config: &mut CleanerConfig, key: &str, value: &str) -> Result<()> {
+/// `base` with the cleaner's keys `properties` sets, as the broker reads them at startup and
+/// at a change of its dynamic configs; the error names the key and the value.
+pub fn cleaner_config_from(
+    base: &CleanerConfig,
+    properties: &BTreeMap<String, String>,
+) -> Result<CleanerConfig> {
+    let mut config = *base;
+    for key in CLEANER_KEYS {
+        if let Some(value) = properties.get(*key) {
+            parse_cleaner(&mut config, key, value)?;
+        }
+    }
+    Ok(config)
+}
+
+fn parse_cleaner(config: &mut CleanerConfig, key: &str, value: &str) -> Result<()> {
     let text = value.trim();
     let bad = |reason: &str| invalid(key, value, reason);
     match key {

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use super::cleaner_config::{CLEANER_KEYS, parse_cleaner};
+use super::cleaner_config::{CLEANER_KEYS, cleaner_config_from};
 use super::topic_defaults::{DIRECT_SYNONYMS, TIMED_SYNONYMS, topic_defaults_from};
 use crate::cleaner::CleanerConfig;
 use crate::config::LogConfig;
@@ -398,11 +398,7 @@ fn read_cleaner_and_log_defaults(
     config: &mut ManagerConfig,
     properties: &BTreeMap<String, String>,
 ) -> Result<()> {
-    for key in CLEANER_KEYS {
-        if let Some(value) = properties.get(*key) {
-            parse_cleaner(&mut config.cleaner, key, value)?;
-        }
-    }
+    config.cleaner = cleaner_config_from(&config.cleaner, properties)?;
     config.log_defaults = topic_defaults_from(&config.log_defaults, properties)?;
     Ok(())
 }

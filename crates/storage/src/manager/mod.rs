@@ -40,6 +40,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use parking_lot::{Mutex, RwLock};
 
+pub use cleaner_config::cleaner_config_from;
 pub use config::{BackgroundConfig, ManagerConfig, PlacementPolicy, known_keys, parse_log_dirs};
 pub use data_dir::{CLEAN_SHUTDOWN_FILE, DataDir, LOCK_FILE};
 pub use deleter::Deleter;
