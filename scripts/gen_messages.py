@@ -40,6 +40,7 @@ OWN_CODECS = [
     "ShareFetch",  # the codec crate stops at v1; Kafka 4.4 serves v1-2
     "ShareAcknowledge",  # likewise
     "DescribeShareGroupOffsets",  # the codec crate has v0; Kafka 4.4 serves v0-1
+    "StreamsGroupTopologyDescriptionUpdate",  # KIP-1331, new in Kafka 4.4
 ]
 
 MAX = 32767

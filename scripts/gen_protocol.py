@@ -18,7 +18,7 @@ writes:
   top-level `ThrottleTimeMs`, from the first version that carries it.
 
 It fails on what the frame checks cannot express at a served version (a kind they lack, a
-struct that may not be null), and when Kafka's flexible versions disagree with the codec's
+struct nullable at some served versions only), and when Kafka's flexible versions disagree with the codec's
 request header versions, from which the frame checks tell a flexible version.
 
     python3 scripts/gen_protocol.py [--jar PATH]           write the files
@@ -297,16 +297,18 @@ def schema_kind(field, definition, live, where):
         return f"Kind::{PRIMITIVES[kind]}"
     if not is_struct(kind):
         raise Failure(f"{where}: the frame checks have no kind for {kind}")
-    # A single struct: the frame checks know one with a null marker, so it must be nullable
-    # wherever it is served.
+    # A single struct: with a null marker where it may be null, without one where it may not;
+    # one that is nullable at some served versions only has no kind.
     nullable = parse_versions(field.get("nullableVersions"), where)
-    if not covers(nullable, live):
-        raise Failure(
-            f"{where}: a struct that may not be null (at some of v{live[0]}-{live[1]}): "
-            "the frame checks have no kind for it"
-        )
     inner = schema_fields(struct_fields(field, definition, where), definition, live, where)
-    return f"Kind::NullableStruct(&[{', '.join(inner)}])"
+    if covers(nullable, live):
+        return f"Kind::NullableStruct(&[{', '.join(inner)}])"
+    if intersect(nullable, live) is None:
+        return f"Kind::Struct(&[{', '.join(inner)}])"
+    raise Failure(
+        f"{where}: a struct nullable at some of v{live[0]}-{live[1]} only: "
+        "the frame checks have no kind for it"
+    )
 
 
 def schema_file(api, low, high, message, definition, header):

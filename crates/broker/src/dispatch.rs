@@ -10,6 +10,7 @@ use ferrolog_protocol::ApiKey;
 use ferrolog_protocol::messages::{
     DescribeShareGroupOffsetsRequest, ShareAcknowledgeRequest, ShareFetchRequest,
     StreamsGroupDescribeRequest, StreamsGroupHeartbeatRequest,
+    StreamsGroupTopologyDescriptionUpdateRequest,
 };
 use ferrolog_records::be;
 use kafka_protocol::messages::{

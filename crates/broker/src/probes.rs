@@ -12,6 +12,7 @@ use ferrolog_protocol::ApiKey;
 use ferrolog_protocol::messages::{
     DescribeShareGroupOffsetsRequest, ShareAcknowledgeRequest, ShareFetchRequest,
     StreamsGroupDescribeRequest, StreamsGroupHeartbeatRequest,
+    StreamsGroupTopologyDescriptionUpdateRequest,
 };
 use kafka_protocol::messages::create_acls_request::AclCreation;
 use kafka_protocol::messages::*;

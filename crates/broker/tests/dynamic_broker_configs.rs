@@ -156,21 +156,44 @@ fn cleaner_threads_change_at_run_time_within_kafkas_bounds_and_hold_at_restart()
         .unwrap_err();
     assert_eq!(
         refused.message,
-        "Log cleaner threads cannot be increased to more than double the current value 1"
+        "Invalid value org.apache.kafka.common.config.ConfigException: Log cleaner threads cannot be increased to more than double the current value 1 for configuration Invalid dynamic configuration"
     );
+    let refusals = [
+        (
+            "log.cleaner.threads",
+            "-1",
+            "Invalid value -1 for configuration log.cleaner.threads: Value must be at least 0",
+        ),
+        (
+            "log.cleaner.backoff.ms",
+            "-1",
+            "Invalid value -1 for configuration log.cleaner.backoff.ms: Value must be at least 0",
+        ),
+        (
+            "log.cleaner.dedupe.buffer.size",
+            "1048576",
+            "requirement failed: log.cleaner.dedupe.buffer.size must be at least 1MB per cleaner thread.",
+        ),
+    ];
+    for (key, value, message) in refusals {
+        let refused = configs
+            .apply(Scope::Broker, &[set(key, value)], false)
+            .unwrap_err();
+        assert_eq!(refused.message, message);
+    }
     assert_eq!(cleaner.running_threads(), 1, "nothing changed");
     configs
         .apply(
             Scope::ClusterDefault,
             &[
                 set("log.cleaner.threads", "2"),
-                set("log.cleaner.dedupe.buffer.size", "4194304"),
+                set("log.cleaner.dedupe.buffer.size", "8388608"),
             ],
             false,
         )
         .unwrap();
     assert_eq!(cleaner.running_threads(), 2);
-    assert_eq!(cleaner.config().dedupe_buffer_bytes, 4 << 20);
+    assert_eq!(cleaner.config().dedupe_buffer_bytes, 8 << 20);
     // Checked against the threads now running: four is double two.
     configs
         .apply(Scope::Broker, &[set("log.cleaner.threads", "4")], true)
@@ -186,6 +209,6 @@ fn cleaner_threads_change_at_run_time_within_kafkas_bounds_and_hold_at_restart()
         2,
         "the kept value, at the next start"
     );
-    assert_eq!(cleaner.config().dedupe_buffer_bytes, 4 << 20);
+    assert_eq!(cleaner.config().dedupe_buffer_bytes, 8 << 20);
     context.manager.shutdown().unwrap();
 }

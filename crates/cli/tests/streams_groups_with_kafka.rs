@@ -6,7 +6,9 @@
 //! describes it (state, assignor, topology with the internal topics' partitions, members at the
 //! group epoch holding their targets) prints the same from both. Then `kafka-streams-groups`
 //! lists, describes, resets the input offsets of and deletes the group, with the same output
-//! from both.
+//! from both. Before that, a topology description sent for the group (API 93, KIP-1331) and a
+//! describe asking for it are answered alike: neither broker keeps descriptions without a
+//! plugin.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests")]
 
@@ -14,8 +16,18 @@ mod common;
 
 use std::collections::BTreeSet;
 
+use bytes::Bytes;
 use common::Server;
 use common::kafka::{KafkaPeer, kafka_available, kafka_tool, kafka_tool_ok};
+use common::wire::{connect, exchange, frame};
+use ferrolog_broker::protocol::ApiKey;
+use ferrolog_broker::protocol::messages::streams_group_describe_response::StreamsGroupDescribeResponse;
+use ferrolog_broker::protocol::messages::streams_group_topology_description_update_response::StreamsGroupTopologyDescriptionUpdateResponse;
+use ferrolog_broker::protocol::messages::{
+    StreamsGroupDescribeRequest, StreamsGroupTopologyDescriptionUpdateRequest,
+};
+use kafka_protocol::messages::ResponseHeader;
+use kafka_protocol::protocol::Decodable;
 
 const STREAMS_GROUPS: &str = "org.apache.kafka.tools.streams.StreamsGroupCommand";
 const APP: &str = "words";
@@ -108,6 +120,56 @@ fn tool_steps(bootstrap: &str) -> Vec<String> {
     ]
 }
 
+/// The body of the answer to `request`, sent at `version` on a new connection to `port`
+/// (both APIs' responses have header v1).
+fn ask<R: kafka_protocol::protocol::Encodable>(
+    port: u16,
+    api: ApiKey,
+    version: i16,
+    request: &R,
+) -> Bytes {
+    let mut response = exchange(&mut connect(port), &frame(api, version, request)).unwrap();
+    ResponseHeader::decode(&mut response, 1).unwrap();
+    response
+}
+
+/// What a broker answers to a topology description pushed for the running group, and to a
+/// describe of the group asking for its description.
+fn topology_description_answers(port: u16) -> String {
+    let update = StreamsGroupTopologyDescriptionUpdateRequest {
+        group_id: APP.to_owned(),
+        member_id: "a-member".to_owned(),
+        ..StreamsGroupTopologyDescriptionUpdateRequest::default()
+    };
+    let mut body = ask(
+        port,
+        ApiKey::StreamsGroupTopologyDescriptionUpdate,
+        0,
+        &update,
+    );
+    let pushed = StreamsGroupTopologyDescriptionUpdateResponse::decode(&mut body, 0).unwrap();
+    let describe = StreamsGroupDescribeRequest {
+        group_ids: vec![APP.to_owned()],
+        include_topology_description: true,
+        ..StreamsGroupDescribeRequest::default()
+    };
+    let mut body = ask(port, ApiKey::StreamsGroupDescribe, 1, &describe);
+    let described = StreamsGroupDescribeResponse::decode(&mut body, 1).unwrap();
+    let group = &described.groups[0];
+    format!(
+        "push: error {} {:?}; describe: error {}, description status {}, described {}",
+        pushed.error_code,
+        pushed.error_message,
+        group.error_code,
+        group.topology_description_status,
+        group.topology_description.is_some()
+    )
+}
+
+fn port_of(bootstrap: &str) -> u16 {
+    bootstrap.rsplit(':').next().unwrap().parse().unwrap()
+}
+
 #[test]
 fn a_kafka_streams_application_runs_alike_on_ferrolog_and_kafka() {
     if !kafka_available() {
@@ -128,6 +190,12 @@ fn a_kafka_streams_application_runs_alike_on_ferrolog_and_kafka() {
         our_run.contains(&format!("group {APP}: Stable, 2 members, assignor sticky")),
         "{our_run}"
     );
+    let their_answers = topology_description_answers(port_of(&theirs));
+    assert_eq!(
+        their_answers,
+        "push: error 35 Some(\"The broker has no streams group topology description plugin configured.\"); describe: error 0, description status 1, described false"
+    );
+    assert_eq!(topology_description_answers(server.port), their_answers);
     let their_steps = tool_steps(&theirs);
     let our_steps = tool_steps(&ours);
     assert!(

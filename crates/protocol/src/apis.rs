@@ -117,6 +117,8 @@ macro_rules! served_apis {
                 needs [Group Read of group_id], also [Topic Describe, Cluster Create, Topic Create];
             StreamsGroupDescribe 0..=1, StreamsGroupDescribeRequest, blocking handlers::streams_group_describe::handle => response,
                 needs [Group Describe each], also [Topic Describe];
+            StreamsGroupTopologyDescriptionUpdate 0..=0, StreamsGroupTopologyDescriptionUpdateRequest, blocking handlers::streams_group_topology_description_update::handle => response,
+                needs [Group Read of group_id];
             ShareGroupHeartbeat 1..=1, ShareGroupHeartbeatRequest, blocking handlers::share_group_heartbeat::handle => response,
                 needs [Group Read of group_id], also [Topic Describe];
             ShareGroupDescribe 1..=1, ShareGroupDescribeRequest, blocking handlers::share_group_describe::handle => response,

@@ -64,6 +64,7 @@ pub mod share_group_describe;
 pub mod share_group_heartbeat;
 pub mod streams_group_describe;
 pub mod streams_group_heartbeat;
+pub mod streams_group_topology_description_update;
 pub mod sync_group;
 pub mod telemetry;
 pub mod throttling;

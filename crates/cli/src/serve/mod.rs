@@ -194,6 +194,8 @@ const IGNORED_KAFKA_KEYS: &[&str] = &[
     "share.coordinator.cached.buffer.max.bytes",
     "share.coordinator.state.topic.compression.codec",
     "share.fetch.purgatory.purge.interval.requests",
+    // The cleaner reads each batch as it scans a segment, with no buffer of a set size.
+    "log.cleaner.io.buffer.size",
     // The share state is initialized within the heartbeat: there is nothing to retry.
     "group.share.initialize.retry.interval.ms",
     "zookeeper.connect",

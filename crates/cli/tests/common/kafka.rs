@@ -214,14 +214,13 @@ pub fn kafka_tool_ok(class: &str, args: &[&str], stdin: &[u8]) -> String {
 
 /// The APIs Kafka 4.4 lists in ApiVersions that ferrolog does not (docs/operations.md says
 /// why), as `kafka-broker-api-versions` names them.
-pub const LISTED_BY_KAFKA_ONLY: [&str; 10] = [
+pub const LISTED_BY_KAFKA_ONLY: [&str; 9] = [
     "AddRaftVoter",
     "DeleteShareGroupState",
     "InitializeShareGroupState",
     "ReadShareGroupState",
     "ReadShareGroupStateSummary",
     "RemoveRaftVoter",
-    "StreamsGroupTopologyDescriptionUpdate",
     "UnregisterBroker",
     "UnregisterController",
     "WriteShareGroupState",

@@ -19,7 +19,10 @@ use kafka_protocol::messages::{
 };
 
 use super::ErrorCodes;
-use crate::messages::{StreamsGroupDescribeResponse, StreamsGroupHeartbeatResponse};
+use crate::messages::{
+    StreamsGroupDescribeResponse, StreamsGroupHeartbeatResponse,
+    StreamsGroupTopologyDescriptionUpdateResponse,
+};
 
 impl ErrorCodes for ProduceResponse {
     fn error_codes(&self) -> Vec<i16> {
@@ -338,6 +341,12 @@ impl ErrorCodes for StreamsGroupDescribeResponse {
             codes.push(group.error_code);
         }
         codes
+    }
+}
+
+impl ErrorCodes for StreamsGroupTopologyDescriptionUpdateResponse {
+    fn error_codes(&self) -> Vec<i16> {
+        vec![self.error_code]
     }
 }
 

@@ -72,8 +72,9 @@ pub(crate) enum Kind {
     /// An array of structs with these fields.
     Array(&'static [Field]),
     /// A struct that may be null: an `int8` marker (1 present, −1 null), then its fields.
-    /// (A struct that may not be null has no marker; none of the served schemas has one.)
     NullableStruct(&'static [Field]),
+    /// A struct that may not be null: its fields, without a marker.
+    Struct(&'static [Field]),
 }
 
 /// One field of a message or struct: its kind, and the versions it is in, may be null in, and
@@ -387,7 +388,12 @@ fn walk_value(
         Kind::PrimitiveArray(element) => match reader.length(flexible, 4, field.name)? {
             None => null("array"),
             Some(count) => {
-                check_count(reader, count, min_size(element, flexible), field.name)?;
+                check_count(
+                    reader,
+                    count,
+                    min_size(element, version, flexible),
+                    field.name,
+                )?;
                 shape.elements += count;
                 for _ in 0..count {
                     walk_value(reader, &ELEMENT, element, version, flexible, shape)?;
@@ -406,6 +412,7 @@ fn walk_value(
                 )),
             }
         }
+        Kind::Struct(fields) => walk_fields(reader, fields, version, flexible, shape),
         Kind::Array(fields) => match reader.length(flexible, 4, field.name)? {
             None => null("array"),
             Some(count) => {
@@ -439,7 +446,7 @@ fn check_count(reader: &Reader<'_>, count: u64, min_size: u64, what: &str) -> Re
 }
 
 /// The fewest bytes a value of `kind` takes.
-fn min_size(kind: &Kind, flexible: bool) -> u64 {
+fn min_size(kind: &Kind, version: i16, flexible: bool) -> u64 {
     let length_prefix = |width: u64| if flexible { 1 } else { width };
     match kind {
         Kind::Bool | Kind::Int8 | Kind::NullableStruct(_) => 1,
@@ -449,6 +456,7 @@ fn min_size(kind: &Kind, flexible: bool) -> u64 {
         Kind::Uuid => 16,
         Kind::String => length_prefix(2),
         Kind::Bytes | Kind::Records | Kind::PrimitiveArray(_) | Kind::Array(_) => length_prefix(4),
+        Kind::Struct(fields) => min_struct_size(fields, version, flexible),
     }
 }
 
@@ -461,7 +469,7 @@ fn min_struct_size(fields: &[Field], version: i16, flexible: bool) -> u64 {
                     .tag
                     .is_some_and(|(_, versions)| versions.contains(version))
         })
-        .map(|field| min_size(&field.kind, flexible))
+        .map(|field| min_size(&field.kind, version, flexible))
         .sum();
     own + u64::from(flexible)
 }

@@ -10,6 +10,7 @@ use crate::ApiKey;
 use crate::messages::{
     DescribeShareGroupOffsetsRequest, ShareAcknowledgeRequest, ShareFetchRequest,
     StreamsGroupDescribeRequest, StreamsGroupHeartbeatRequest,
+    StreamsGroupTopologyDescriptionUpdateRequest,
 };
 
 use super::*;
@@ -181,6 +182,9 @@ fn generate_value(
                 }
             }
         }
+        Kind::Struct(fields) => {
+            generate(rng, out, fields, version, flexible, depth + 1, elements);
+        }
         Kind::NullableStruct(fields) => {
             if null {
                 out.put_i8(-1);
@@ -237,6 +241,10 @@ fn round_trip(api: ApiKey, body: &mut Bytes, version: i16) -> anyhow::Result<Byt
         }
         ApiKey::DescribeShareGroupOffsets => {
             DescribeShareGroupOffsetsRequest::decode(body, version)?
+                .encode(&mut encoded, version)?;
+        }
+        ApiKey::StreamsGroupTopologyDescriptionUpdate => {
+            StreamsGroupTopologyDescriptionUpdateRequest::decode(body, version)?
                 .encode(&mut encoded, version)?;
         }
         _ => {

@@ -14,6 +14,8 @@ pub mod streams_group_describe_request;
 pub mod streams_group_describe_response;
 pub mod streams_group_heartbeat_request;
 pub mod streams_group_heartbeat_response;
+pub mod streams_group_topology_description_update_request;
+pub mod streams_group_topology_description_update_response;
 pub mod wire;
 
 pub use describe_share_group_offsets_request::DescribeShareGroupOffsetsRequest;
@@ -26,3 +28,5 @@ pub use streams_group_describe_request::StreamsGroupDescribeRequest;
 pub use streams_group_describe_response::StreamsGroupDescribeResponse;
 pub use streams_group_heartbeat_request::StreamsGroupHeartbeatRequest;
 pub use streams_group_heartbeat_response::StreamsGroupHeartbeatResponse;
+pub use streams_group_topology_description_update_request::StreamsGroupTopologyDescriptionUpdateRequest;
+pub use streams_group_topology_description_update_response::StreamsGroupTopologyDescriptionUpdateResponse;

@@ -32,6 +32,7 @@ use kafka_protocol::messages::{
 use crate::messages::{
     DescribeShareGroupOffsetsResponse, ShareAcknowledgeResponse, ShareFetchResponse,
     StreamsGroupDescribeResponse, StreamsGroupHeartbeatResponse,
+    StreamsGroupTopologyDescriptionUpdateResponse,
 };
 
 throttle_times! {
@@ -68,6 +69,7 @@ throttle_times! {
     ConsumerGroupDescribeResponse => 0,
     StreamsGroupHeartbeatResponse => 0,
     StreamsGroupDescribeResponse => 0,
+    StreamsGroupTopologyDescriptionUpdateResponse => 0,
     ShareGroupHeartbeatResponse => 1,
     ShareGroupDescribeResponse => 1,
     ShareFetchResponse => 1,

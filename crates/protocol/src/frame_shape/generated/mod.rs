@@ -70,6 +70,7 @@ mod share_group_describe;
 mod share_group_heartbeat;
 mod streams_group_describe;
 mod streams_group_heartbeat;
+mod streams_group_topology_description_update;
 mod sync_group;
 mod txn_offset_commit;
 mod update_features;
@@ -112,6 +113,7 @@ pub(super) const ALL: &[&Message] = &[
     &consumer_group_describe::CONSUMER_GROUP_DESCRIBE,
     &streams_group_heartbeat::STREAMS_GROUP_HEARTBEAT,
     &streams_group_describe::STREAMS_GROUP_DESCRIBE,
+    &streams_group_topology_description_update::STREAMS_GROUP_TOPOLOGY_DESCRIPTION_UPDATE,
     &share_group_heartbeat::SHARE_GROUP_HEARTBEAT,
     &share_group_describe::SHARE_GROUP_DESCRIBE,
     &share_fetch::SHARE_FETCH,
