@@ -247,7 +247,7 @@ impl Context {
     ) -> Result<Self, ferrolog_storage::StorageError> {
         // The cleaner runs now: it takes its settings.
         dynamic_configs.publish_rates(true);
-        let live_limits = dynamic_configs.live_limits(&config.limits);
+        let live_limits = dynamic_configs.live_limits(&config.limits, config.quota_sampling);
         // Before the transaction coordinator, whose aborts follow `transaction.version`.
         let features = features::Features::open(
             Arc::clone(&manager),

@@ -80,6 +80,10 @@ impl Service for Context {
         }
     }
 
+    fn now_ms(&self) -> i64 {
+        self.manager.clock().now_ms()
+    }
+
     fn connection_throttle(&self, ip: std::net::IpAddr) -> Option<std::time::Duration> {
         let now = self.manager.clock().now_ms();
         let ms = self.quotas.connected(ip, now)?;

@@ -2,7 +2,8 @@
 //! (`listener.name.<l>.max.connections`, and a reserve for each listener by default);
 //! connections that do not authenticate, or send no first request, within
 //! `ferrolog.connection.setup.timeout.ms` are closed; a long-poll fetch is answered by
-//! `connections.max.idle.ms` at the latest.
+//! `connections.max.idle.ms` at the latest; limits and connection creation rates changed at
+//! run time hold new connections back.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests")]
 
@@ -246,6 +247,69 @@ async fn max_connections_changed_at_run_time_lets_more_in_or_holds_new_ones_back
             .map(String::as_str),
         Some("3")
     );
+    server.abort();
+    context.manager.shutdown().unwrap();
+}
+
+/// Serves a connection on `port` on a task of its own: finished once the broker answered it.
+fn connect_in_background(port: u16) -> tokio::task::JoinHandle<Option<Client>> {
+    tokio::spawn(async move {
+        let mut client = Client::connect(port).await;
+        let request = api_versions_request();
+        let asked = client.send::<_, ApiVersionsResponse>(ApiKey::ApiVersions, 3, &request);
+        let answer = tokio::time::timeout(Duration::from_secs(20), asked)
+            .await
+            .ok()?;
+        assert_eq!(answer.error_code, 0);
+        Some(client)
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connection_creation_rates_changed_at_run_time_hold_new_connections_back() {
+    use ferrolog_broker::dynamic_configs::{Change, Scope};
+    let temp = tempfile::tempdir().unwrap();
+    // Rates over two windows of 3 s: the first window is measured as 3 s, and a throttle is
+    // at most 3 s, well apart from the second the helpers wait for an answer.
+    let config = BrokerConfig {
+        quota_sampling: ferrolog_broker::quotas::Sampling {
+            samples: 2,
+            window_ms: 3_000,
+        },
+        ..BrokerConfig::default()
+    };
+    let one: [&dyn Fn(u16) -> Listener; 1] = [&|port| Listener::plaintext("127.0.0.1", port)];
+    let (context, ports, server) = start_listeners(temp.path(), config, &one).await;
+    let rate_key = "listener.name.plaintext.max.connection.creation.rate";
+    set_for_cluster(&context, rate_key, "1");
+
+    // One a second: three fit the first window; the fourth waits before it is served, and
+    // the listener accepts nothing else meanwhile.
+    let mut open = flood(ports[0], 3).await;
+    assert_eq!(open.len(), 3);
+    let fourth = connect_in_background(ports[0]);
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(!fourth.is_finished(), "held back by the listener's rate");
+    open.push(fourth.await.unwrap().expect("served after its wait"));
+
+    // Without the listener's rate, the broker's (unlimited) applies: no wait.
+    context
+        .dynamic_configs
+        .apply(
+            Scope::ClusterDefault,
+            &[Change::Delete(rate_key.to_owned())],
+            false,
+        )
+        .unwrap();
+    open.extend(flood(ports[0], 5).await);
+    assert_eq!(open.len(), 9, "the next five are served at once");
+
+    // The broker's own rate holds every listener: nine were made in this window.
+    set_for_cluster(&context, "max.connection.creation.rate", "1");
+    let held = connect_in_background(ports[0]);
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(!held.is_finished(), "held back by the broker's rate");
+    assert!(held.await.unwrap().is_some());
     server.abort();
     context.manager.shutdown().unwrap();
 }

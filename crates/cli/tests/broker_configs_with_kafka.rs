@@ -5,6 +5,7 @@
 //! (Kafka's messages), `--describe` of the broker, of the cluster default and of a topic whose
 //! defaults changed, with sources and synonyms, and a deleted value gone. Every step prints the
 //! same on both (lines only Kafka has, for settings ferrolog does not have, are left out).
+//! Then the cleaner's threads and the connection creation rates change, or are refused, alike.
 //! ferrolog keeps the values across a restart, and its live logs take them at once.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests")]
@@ -139,6 +140,18 @@ fn scenario(bootstrap: &str) -> Vec<(bool, String)> {
         step(&[&["--describe"], &broker]),
         step(&[&["--describe"], &topic, &["--all"]]),
     ]);
+    // The cleaner's threads and the connection creation rates, with Kafka's refusals.
+    let alter = |config: &str| step(&[&["--alter"], &broker, &["--add-config", config]]);
+    steps.extend([
+        alter("log.cleaner.threads=3"),
+        alter("log.cleaner.dedupe.buffer.size=1048576"),
+        alter("log.cleaner.threads=2"),
+        alter("max.connection.creation.rate=-1"),
+        alter("listener.name.plaintext.max.connections=0"),
+        alter("listener.name.plaintext.max.connection.creation.rate=0"),
+        alter("max.connection.creation.rate=500,listener.name.plaintext.max.connection.creation.rate=200"),
+        step(&[&["--describe"], &broker]),
+    ]);
     steps
 }
 
@@ -184,6 +197,21 @@ fn kafka_configs_changes_and_lists_broker_configs_alike_on_ferrolog_and_kafka() 
         ours[7].1
     );
     assert!(!ours[11].1.contains("log.segment.bytes"), "{}", ours[11].1);
+    assert!(
+        ours[13].1.contains(
+            "Log cleaner threads cannot be increased to more than double the current value 1"
+        ),
+        "{}",
+        ours[13].1
+    );
+    assert!(ours[15].0 && ours[19].0, "{ours:?}");
+    assert!(
+        ours[20]
+            .1
+            .contains("  log.cleaner.threads=2 sensitive=false"),
+        "{}",
+        ours[20].1
+    );
 
     // Kept across a restart.
     let default = ["--describe", "--entity-type", "brokers", "--entity-default"];

@@ -57,6 +57,15 @@ pub trait Service: Send + Sync + std::fmt::Debug + 'static {
         let _ = session;
     }
 
+    /// The time, in milliseconds, the connection rates are measured by (the broker's clock).
+    fn now_ms(&self) -> i64 {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |since| {
+                i64::try_from(since.as_millis()).unwrap_or(i64::MAX)
+            })
+    }
+
     /// A connection just accepted from `ip`: how long to hold it before closing it unserved,
     /// when its address is over its connection creation quota (KIP-612); `None` to serve it.
     fn connection_throttle(&self, ip: std::net::IpAddr) -> Option<Duration> {

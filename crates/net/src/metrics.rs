@@ -254,6 +254,15 @@ pub fn record_accept_failure() {
     metrics::counter!("ferrolog_network_accept_failures_total").increment(1);
 }
 
+/// A connection `listener` accepted and held back `ms` milliseconds, over a connection
+/// creation rate (Kafka's `connection-accept-throttle-time` averages these).
+pub fn record_accept_throttle(listener: &str, ms: i64) {
+    let labels = [("listener", listener.to_owned())];
+    metrics::counter!("ferrolog_network_accept_throttled_total", &labels).increment(1);
+    metrics::counter!("ferrolog_network_accept_throttle_ms_total", &labels)
+        .increment(u64::try_from(ms).unwrap_or(0));
+}
+
 /// A SASL exchange that ended: authenticated, or failed (wrong credentials, a refused
 /// mechanism, a frame out of place), as Kafka's `successful-authentication-total` and
 /// `failed-authentication-total` count them.

@@ -146,6 +146,21 @@ impl Rate {
     }
 }
 
+/// The throttle a rate `measured` over its `limit` earns, in milliseconds, as Kafka's
+/// `QuotaUtils#throttleTime` computes it: the excess as a share of the limit, times the
+/// `window_ms` the rate is measured over (0 within the limit; a limit of 0 earns the most).
+pub fn throttle_ms(measured: f64, limit: f64, window_ms: i64) -> i64 {
+    if measured <= limit {
+        return 0;
+    }
+    let throttle = ((measured - limit) / limit * window_ms as f64).round();
+    if throttle.is_nan() || throttle >= i64::MAX as f64 {
+        i64::MAX
+    } else {
+        throttle as i64
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

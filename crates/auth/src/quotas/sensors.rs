@@ -15,7 +15,7 @@ use std::collections::HashMap;
 
 use parking_lot::Mutex;
 
-use super::rate::{Rate, Sampling};
+use super::rate::{Rate, Sampling, throttle_ms};
 use super::resolve::{Applied, SensorTags};
 
 /// The most sensors of one kind kept at once. Kafka has no such bound.
@@ -64,16 +64,7 @@ impl Sensors {
         let rate = self.rate_of(&mut held, &applied.tags, now_ms);
         rate.record(value, now_ms);
         let measured = rate.per_second(now_ms);
-        if measured <= applied.limit {
-            return 0;
-        }
-        let window = rate.window_ms(now_ms) as f64;
-        let throttle = ((measured - applied.limit) / applied.limit * window).round();
-        let throttle = if throttle >= i64::MAX as f64 {
-            i64::MAX
-        } else {
-            throttle as i64
-        };
+        let throttle = throttle_ms(measured, applied.limit, rate.window_ms(now_ms));
         self.cap_ms.map_or(throttle, |cap| throttle.min(cap))
     }
 

@@ -114,6 +114,7 @@ pub const DYNAMIC_KEYS: &[&str] = &[
     "log.roll.ms",
     "log.segment.bytes",
     "log.segment.delete.delay.ms",
+    "max.connection.creation.rate",
     "max.connections",
     "max.connections.per.ip",
     "max.connections.per.ip.overrides",
@@ -140,9 +141,10 @@ pub const LISTED_WHEN_SET: &[&str] = &[
 pub const UNTYPED: &[&str] = &["allow.everyone.if.no.acl.found", "super.users"];
 
 /// Whether `name` may change at run time (Kafka's test is on the exact name: a synonym of a
-/// dynamic key is not dynamic itself).
+/// dynamic key is not dynamic itself), a listener's own connection limits included.
 pub fn is_dynamic(name: &str) -> bool {
     DYNAMIC_KEYS.contains(&name)
+        || ferrolog_net::network::limits::listener_limit_key(name).is_some()
 }
 
 /// Kafka's synonyms of a broker key, the key itself first: the unit variants of the retention,

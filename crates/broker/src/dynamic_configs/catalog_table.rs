@@ -151,6 +151,7 @@ pub(super) const BROKER_KEYS: &[BrokerKey] = &[
     BrokerKey::new("log.roll.ms", Kind::Long, None),
     BrokerKey::new("log.segment.bytes", Kind::Int, Some("1073741824")),
     BrokerKey::new("log.segment.delete.delay.ms", Kind::Long, Some("60000")),
+    BrokerKey::new("max.connection.creation.rate", Kind::Int, Some("2147483647")),
     BrokerKey::new("max.connections", Kind::Int, Some("4096")), // Kafka: 2147483647
     BrokerKey::new("max.connections.per.ip", Kind::Int, Some("2147483647")),
     BrokerKey::new("max.connections.per.ip.overrides", Kind::String, Some("")),

@@ -45,8 +45,8 @@ pub(super) fn check(
     let current = manager
         .cleaner()
         .map_or(manager.config().cleaner, |cleaner| cleaner.config());
-    let resized = (next.threads, next.dedupe_buffer_bytes)
-        != (current.threads, current.dedupe_buffer_bytes);
+    let resized =
+        (next.threads, next.dedupe_buffer_bytes) != (current.threads, current.dedupe_buffer_bytes);
     if resized && next.dedupe_buffer_bytes / next.threads.max(1) <= MIN_BUFFER_PER_THREAD {
         return Err(Refused::request(
             "requirement failed: log.cleaner.dedupe.buffer.size must be at least 1MB per cleaner thread."

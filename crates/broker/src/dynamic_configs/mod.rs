@@ -20,6 +20,7 @@
 pub mod catalog;
 mod catalog_table;
 mod cleaner;
+mod connections;
 pub mod describe;
 mod document;
 pub mod listener_tls;
@@ -234,9 +235,7 @@ impl DynamicBrokerConfigs {
             }
         }
         cleaner::check(&self.manager, &merged)?;
-        if let Some((base, _)) = self.connections.get() {
-            ConnectionLimits::from_properties(base, &merged).map_err(Refused::request)?;
-        }
+        self.check_limits(&merged)?;
         let listeners = listener_tls::touched(changes.iter().map(Change::key));
         let stores = listener_tls::prepare(&self.tls_listeners.read(), &listeners, &merged)
             .map_err(Refused::request)?;
@@ -273,28 +272,6 @@ impl DynamicBrokerConfigs {
                 code: crate::errors::UNKNOWN_SERVER_ERROR,
                 message: format!("the broker configs could not be stored: {error}"),
             })
-    }
-
-    /// The connection limits the listeners hold to, from `base` (`server.properties`'s) and
-    /// the values set at run time; made once, at the first call.
-    pub fn live_limits(&self, base: &ConnectionLimits) -> Arc<LiveLimits> {
-        let (_, live) = self.connections.get_or_init(|| {
-            let live = LiveLimits::new(base.clone());
-            (base.clone(), live)
-        });
-        self.publish_limits();
-        Arc::clone(live)
-    }
-
-    /// Puts the connection limits in force, once installed.
-    fn publish_limits(&self) {
-        let Some((base, live)) = self.connections.get() else {
-            return;
-        };
-        match ConnectionLimits::from_properties(base, &self.merged(&self.values())) {
-            Ok(limits) => live.set(limits),
-            Err(error) => tracing::warn!(error, "connection limits set at run time are not used"),
-        }
     }
 
     /// Takes the TLS listeners whose stores may change, and serves on each the stores this
@@ -413,7 +390,8 @@ fn next_values(
     }
     for (key, value) in next.of_scope(scope).iter() {
         if let Some(known) = catalog::key(key) {
-            catalog::check_type(known, key, value).map_err(Refused::request)?;
+            // Kafka names a listener's own key by the key it stands for.
+            catalog::check_type(known, known.name, value).map_err(Refused::request)?;
         }
     }
     let per_broker: Vec<&str> = changes

@@ -44,6 +44,7 @@ fn listener_key_parts(key: &str) -> Option<(&str, &str)> {
     let (name, setting) = rest.split_once('.')?;
     let known = setting == "sasl.enabled.mechanisms"
         || setting == "max.connections"
+        || setting == "max.connection.creation.rate"
         || super::tls::SSL_KEYS.contains(&setting)
         || super::tls::IGNORED_SSL_KEYS.contains(&setting)
         || Mechanism::ALL.iter().any(|mechanism| {
@@ -188,6 +189,16 @@ fn apply_listener_keys(
             bail!(
                 "{key}: the listener's name is written in lower case in per-listener keys, as Kafka reads them"
             );
+        }
+        if setting == "max.connection.creation.rate" {
+            // Read with the other connection limits; here only its listener is checked.
+            if !planned
+                .iter()
+                .any(|p| p.listener.name.eq_ignore_ascii_case(name))
+            {
+                bail!("{key} names listener {name}, which is not served here");
+            }
+            continue;
         }
         if setting == "max.connections" {
             let Some(target) = planned

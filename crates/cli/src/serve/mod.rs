@@ -65,6 +65,7 @@ const BROKER_KEYS: &[&str] = &[
     "max.connections",
     "max.connections.per.ip",
     "max.connections.per.ip.overrides",
+    "max.connection.creation.rate",
     "connections.max.idle.ms",
     // Not a Kafka key: how long a request's bytes may take to arrive after its size.
     "ferrolog.request.arrival.timeout.ms",

@@ -4,6 +4,11 @@
 //! backlog), and a maximum per client address (`max.connections.per.ip`, with exceptions in
 //! `max.connections.per.ip.overrides`), beyond which a new connection is closed at once.
 //!
+//! Connections are also limited in how fast they may be made (KIP-612): at most
+//! `max.connection.creation.rate` a second over the broker, and over each listener its own
+//! `listener.name.<l>.max.connection.creation.rate`, else the broker's value (see
+//! [`super::creation_rate`]).
+//!
 //! A listener without its own limit may hold `max.connections` less a reserve for each other
 //! listener ([`listener_limit`]), so that the clients of one listener cannot take every slot
 //! from the others': an administrator's SASL listener stays reachable while its PLAINTEXT
@@ -27,7 +32,24 @@ pub struct ConnectionLimits {
     pub max_per_ip: usize,
     /// `max.connections.per.ip.overrides`: per-address exceptions.
     pub per_ip_overrides: HashMap<IpAddr, usize>,
+    /// `max.connection.creation.rate`: connections made a second over the broker, and over
+    /// each listener without its own rate. Unlimited by default (Kafka's 2147483647).
+    pub creation_rate: Option<u32>,
+    /// Each listener's own limits (`listener.name.<l>.*`), by its name in lower case.
+    pub listeners: BTreeMap<String, ListenerLimits>,
 }
+
+/// A listener's own limits, where set.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ListenerLimits {
+    /// `listener.name.<l>.max.connections`.
+    pub max_connections: Option<usize>,
+    /// `listener.name.<l>.max.connection.creation.rate`.
+    pub creation_rate: Option<u32>,
+}
+
+/// The per-listener keys of the limits: `listener.name.<l>.<key>`.
+pub const LISTENER_LIMIT_KEYS: [&str; 2] = ["max.connections", "max.connection.creation.rate"];
 
 impl Default for ConnectionLimits {
     fn default() -> Self {
@@ -35,6 +57,8 @@ impl Default for ConnectionLimits {
             max_connections: 4096,
             max_per_ip: usize::MAX,
             per_ip_overrides: HashMap::new(),
+            creation_rate: None,
+            listeners: BTreeMap::new(),
         }
     }
 }
@@ -75,10 +99,63 @@ impl ConnectionLimits {
                 format!("invalid value {value:?} for {overrides_key}: {reason}")
             })?;
         }
+        if let Some(rate) = count("max.connection.creation.rate", 0)? {
+            limits.creation_rate = rate_limit(rate);
+        }
+        limits.read_listener_limits(properties)?;
         if limits.max_per_ip == 0 && limits.per_ip_overrides.is_empty() {
             return Err("max.connections.per.ip=0 refuses every connection; it is allowed only with max.connections.per.ip.overrides".into());
         }
         Ok(limits)
+    }
+
+    /// Reads `listener.name.<l>.max.connections` (at least 1) and
+    /// `listener.name.<l>.max.connection.creation.rate` (at least 0) for every listener named.
+    fn read_listener_limits(
+        &mut self,
+        properties: &BTreeMap<String, String>,
+    ) -> Result<(), String> {
+        for (key, value) in properties {
+            let Some((listener, setting)) = listener_limit_key(key) else {
+                continue;
+            };
+            let min = usize::from(setting == "max.connections");
+            let parsed = value
+                .trim()
+                .parse::<usize>()
+                .ok()
+                .filter(|parsed| *parsed >= min)
+                .ok_or_else(|| {
+                    format!(
+                        "invalid value {value:?} for {key}: must be an integer of at least {min}"
+                    )
+                })?;
+            let own = self.listeners.entry(listener.to_owned()).or_default();
+            if setting == "max.connections" {
+                own.max_connections = Some(parsed);
+            } else {
+                own.creation_rate = rate_limit(parsed);
+            }
+        }
+        Ok(())
+    }
+
+    /// The connections a second `listener` may take: its own rate, else the broker's.
+    pub fn listener_creation_rate(&self, listener: &str) -> Option<u32> {
+        match self.listeners.get(&listener.to_lowercase()) {
+            Some(ListenerLimits {
+                creation_rate: Some(rate),
+                ..
+            }) => Some(*rate),
+            _ => self.creation_rate,
+        }
+    }
+
+    /// `listener`'s own `max.connections`, if set.
+    pub fn listener_max_connections(&self, listener: &str) -> Option<usize> {
+        self.listeners
+            .get(&listener.to_lowercase())
+            .and_then(|own| own.max_connections)
     }
 
     /// The most connections `ip` may hold.
@@ -123,6 +200,20 @@ impl ConnectionLimits {
         }
         Ok(overrides)
     }
+}
+
+/// `(listener, setting)` of a per-listener limit key, `listener.name.<l>.<setting>`.
+pub fn listener_limit_key(key: &str) -> Option<(&str, &str)> {
+    let rest = key.strip_prefix("listener.name.")?;
+    let (listener, setting) = rest.split_once('.')?;
+    (!listener.is_empty() && LISTENER_LIMIT_KEYS.contains(&setting)).then_some((listener, setting))
+}
+
+/// A connection creation rate as read: Kafka's 2147483647 is its way of saying unlimited.
+fn rate_limit(rate: usize) -> Option<u32> {
+    u32::try_from(rate)
+        .ok()
+        .filter(|rate| i64::from(*rate) < i64::from(i32::MAX))
 }
 
 /// Slots each listener without a limit of its own leaves for every other listener, at most.

@@ -1,7 +1,9 @@
 //! The connection limits in force while the listeners accept, changed at run time as Kafka's
-//! dynamic `max.connections`, `max.connections.per.ip` and `max.connections.per.ip.overrides`
-//! change them: a raised limit lets waiting connections in at once; a lowered one closes
-//! nothing, it holds new connections back until enough of the open ones have closed.
+//! dynamic `max.connections`, `max.connections.per.ip`, `max.connections.per.ip.overrides`,
+//! `max.connection.creation.rate` and a listener's own `max.connections` and
+//! `max.connection.creation.rate` change them: a raised limit lets waiting connections in at
+//! once; a lowered one closes nothing, it holds new connections back until enough of the open
+//! ones have closed. A new rate applies from the next connection.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -9,6 +11,9 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use parking_lot::Mutex;
 use tokio::sync::Semaphore;
 
+use ferrolog_auth::quotas::rate::Sampling;
+
+use super::creation_rate::CreationRates;
 use super::limits::{AddressQuotas, ConnectionLimits, listener_limit};
 
 /// Slots of a limit that may change: a semaphore whose permits follow the limit.
@@ -111,22 +116,36 @@ pub struct LiveLimits {
     limits: Mutex<ConnectionLimits>,
     /// `max.connections`, over every listener.
     broker: SlotPool,
-    /// Each listener's own limit (`listener.name.<l>.max.connections`, else its share of
-    /// `max.connections`), with its pool.
-    listeners: Mutex<Vec<(Option<usize>, Arc<SlotPool>)>>,
+    /// Each listener's pool: its own limit (`listener.name.<l>.max.connections`, set at run
+    /// time or else in its configuration), else its share of `max.connections`.
+    listeners: Mutex<Vec<ListenerPool>>,
     /// How many listeners share `max.connections`.
     listener_count: Mutex<usize>,
     addresses: Arc<AddressQuotas>,
+    /// How fast connections are made, over the broker and each listener.
+    rates: CreationRates,
+}
+
+/// One listener's slots.
+#[derive(Debug)]
+struct ListenerPool {
+    /// Its name, in lower case as per-listener keys name it.
+    name: String,
+    /// The limit its own configuration gave it.
+    configured: Option<usize>,
+    pool: Arc<SlotPool>,
 }
 
 impl LiveLimits {
-    pub fn new(limits: ConnectionLimits) -> Arc<Self> {
+    /// The limits, with connection rates measured over `sampling` (Kafka's quota windows).
+    pub fn new(limits: ConnectionLimits, sampling: Sampling) -> Arc<Self> {
         Arc::new(Self {
             broker: SlotPool::new(limits.max_connections),
             addresses: AddressQuotas::new(limits.clone()),
             limits: Mutex::new(limits),
             listeners: Mutex::new(Vec::new()),
             listener_count: Mutex::new(1),
+            rates: CreationRates::new(sampling),
         })
     }
 
@@ -150,14 +169,33 @@ impl LiveLimits {
         *self.listener_count.lock() = count.max(1);
     }
 
-    /// The slots of a listener whose own limit is `own`.
-    pub fn listener_slots(&self, own: Option<usize>) -> Arc<Semaphore> {
-        let max = self.limits.lock().max_connections;
+    /// The slots of listener `name`, whose configuration gives it `configured` connections.
+    pub fn listener_slots(&self, name: &str, configured: Option<usize>) -> Arc<Semaphore> {
+        let name = name.to_lowercase();
+        let limits = self.limits.lock();
+        let own = limits.listener_max_connections(&name).or(configured);
         let count = *self.listener_count.lock();
-        let pool = Arc::new(SlotPool::new(listener_limit(own, max, count)));
+        let pool = Arc::new(SlotPool::new(listener_limit(
+            own,
+            limits.max_connections,
+            count,
+        )));
         let semaphore = pool.semaphore();
-        self.listeners.lock().push((own, pool));
+        self.listeners.lock().push(ListenerPool {
+            name,
+            configured,
+            pool,
+        });
         semaphore
+    }
+
+    /// The listeners accepting, by their names in lower case.
+    pub fn listener_names(&self) -> Vec<String> {
+        self.listeners
+            .lock()
+            .iter()
+            .map(|listener| listener.name.clone())
+            .collect()
     }
 
     /// Puts `limits` in force for the connections accepted from now on.
@@ -165,11 +203,36 @@ impl LiveLimits {
         let mut current = self.limits.lock();
         let count = *self.listener_count.lock();
         self.broker.resize(limits.max_connections);
-        for (own, pool) in self.listeners.lock().iter() {
-            pool.resize(listener_limit(*own, limits.max_connections, count));
+        for listener in self.listeners.lock().iter() {
+            let own = limits
+                .listener_max_connections(&listener.name)
+                .or(listener.configured);
+            listener
+                .pool
+                .resize(listener_limit(own, limits.max_connections, count));
         }
         self.addresses.set_limits(limits.clone());
         *current = limits;
+    }
+
+    /// Records a connection `listener` accepted at `now_ms`: how many milliseconds it waits
+    /// before it is served (and the listener before it accepts another), 0 within the rates.
+    pub fn accept_throttle(&self, listener: &str, now_ms: i64) -> i64 {
+        let (broker, own) = {
+            let limits = self.limits.lock();
+            (
+                limits.creation_rate,
+                limits.listener_creation_rate(listener),
+            )
+        };
+        self.rates
+            .record(&listener.to_lowercase(), broker, own, now_ms)
+    }
+
+    /// Takes back a connection [`LiveLimits::accept_throttle`] recorded and that was then not
+    /// served (its address over its own quota).
+    pub fn unrecord_accept(&self, listener: &str, now_ms: i64) {
+        self.rates.unrecord(&listener.to_lowercase(), now_ms);
     }
 }
 
@@ -179,10 +242,13 @@ mod tests {
 
     #[tokio::test]
     async fn a_raised_limit_frees_slots_and_a_lowered_one_takes_them_back_as_they_free() {
-        let live = LiveLimits::new(ConnectionLimits {
-            max_connections: 2,
-            ..ConnectionLimits::default()
-        });
+        let live = LiveLimits::new(
+            ConnectionLimits {
+                max_connections: 2,
+                ..ConnectionLimits::default()
+            },
+            Sampling::default(),
+        );
         let slots = live.broker_slots();
         let first = Arc::clone(&slots).acquire_owned().await.unwrap();
         let second = Arc::clone(&slots).acquire_owned().await.unwrap();
@@ -226,7 +292,7 @@ mod tests {
 
     #[test]
     fn per_address_limits_change_for_new_connections() {
-        let live = LiveLimits::new(ConnectionLimits::default());
+        let live = LiveLimits::new(ConnectionLimits::default(), Sampling::default());
         let ip: std::net::IpAddr = "10.0.0.1".parse().unwrap();
         let addresses = live.addresses();
         let open = addresses.admit(ip).unwrap();

@@ -8,6 +8,7 @@ pub mod auth_throttle;
 mod authentication;
 pub(crate) mod backoff;
 mod connection;
+pub mod creation_rate;
 mod inbound;
 pub mod limits;
 pub mod live_limits;
@@ -63,6 +64,8 @@ struct Accepting {
     shared: Arc<Shared>,
     slots: Arc<Semaphore>,
     addresses: Arc<AddressQuotas>,
+    /// The limits in force, with the connection creation rates.
+    live: Arc<live_limits::LiveLimits>,
 }
 
 /// Accepts connections on every listener until the future is dropped, or until every data
@@ -76,7 +79,7 @@ pub async fn serve_listeners(
     let config = service.net_config();
     let live = service
         .live_limits()
-        .unwrap_or_else(|| live_limits::LiveLimits::new(config.limits.clone()));
+        .unwrap_or_else(|| live_limits::LiveLimits::new(config.limits.clone(), Default::default()));
     live.expect_listeners(listeners.len());
     let accepting = Arc::new(Accepting {
         shared: Arc::new(Shared {
@@ -88,12 +91,13 @@ pub async fn serve_listeners(
         }),
         slots: live.broker_slots(),
         addresses: live.addresses(),
+        live: Arc::clone(&live),
         service: Arc::clone(&service),
     });
     // Dropped with this future, which aborts every accept loop.
     let mut accept_loops = tokio::task::JoinSet::new();
     for (socket, listener) in listeners {
-        let listener_slots = live.listener_slots(listener.max_connections);
+        let listener_slots = live.listener_slots(&listener.name, listener.max_connections);
         accept_loops.spawn(accept(
             socket,
             listener,
@@ -158,6 +162,14 @@ async fn accept(
                 match accepted {
                     Ok((stream, peer)) => {
                         backoff.succeeded();
+                        // Over a connection creation rate: this listener waits before it
+                        // serves the connection or accepts another, as Kafka's acceptor does.
+                        let now_ms = accepting.service.now_ms();
+                        let throttle = accepting.live.accept_throttle(&listener.name, now_ms);
+                        if throttle > 0 {
+                            crate::metrics::record_accept_throttle(&listener.name, throttle);
+                            tokio::time::sleep(Duration::from_millis(throttle.unsigned_abs())).await;
+                        }
                         match accepting.addresses.admit(peer.ip()) {
                             Ok(address_slot) => {
                                 let held = Slots {
@@ -244,6 +256,10 @@ fn spawn_connection(
     // MAX_HELD_THROTTLED such sockets are held at once, the others closed at once.
     if let Some(throttle) = service.connection_throttle(peer.ip()) {
         drop(slots);
+        // Not served: it no longer counts toward the listener's and the broker's rates.
+        accepting
+            .live
+            .unrecord_accept(&listener.name, service.now_ms());
         tracing::debug!(%peer, ?throttle, "closing a connection over its address's connection_creation_rate");
         if let Some(held) = HeldThrottled::take() {
             tokio::spawn(async move {

@@ -21,6 +21,7 @@ fn a_listener_takes_its_own_connection_limit() {
         ("listeners", two),
         ("listener.security.protocol.map", map),
         ("listener.name.plaintext.max.connections", "300"),
+        ("listener.name.admin.max.connection.creation.rate", "20"),
     ]))
     .unwrap();
     let limits: Vec<Option<usize>> = planned.iter().map(|p| p.listener.max_connections).collect();
@@ -37,6 +38,11 @@ fn a_listener_takes_its_own_connection_limit() {
             "\"many\"",
         ),
         ("listener.name.other.max.connections", "5", "listener other"),
+        (
+            "listener.name.other.max.connection.creation.rate",
+            "5",
+            "listener other",
+        ),
     ] {
         let error = plan(&properties(&[
             ("listeners", two),
