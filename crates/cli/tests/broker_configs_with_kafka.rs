@@ -5,7 +5,9 @@
 //! (Kafka's messages), `--describe` of the broker, of the cluster default and of a topic whose
 //! defaults changed, with sources and synonyms, and a deleted value gone. Every step prints the
 //! same on both (lines only Kafka has, for settings ferrolog does not have, are left out).
-//! Then the cleaner's threads and the connection creation rates change, or are refused, alike.
+//! Then the cleaner's threads and the connection creation rates change, or are refused, alike,
+//! and the Java Admin client changes, refuses and describes broker, topic, quota, logger and
+//! client-metrics configs alike (`AdminConfigsCheck`).
 //! ferrolog keeps the values across a restart, and its live logs take them at once.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests")]
@@ -155,6 +157,15 @@ fn scenario(bootstrap: &str) -> Vec<(bool, String)> {
     steps
 }
 
+/// What the Java Admin client's steps (`tools/kafka/apps/AdminConfigsCheck.java`) print
+/// against `bootstrap`: broker, topic, quota, logger and client-metrics configs changed,
+/// refused and described.
+fn admin_check(bootstrap: &str) -> String {
+    let output = kafka_tool("AdminConfigsCheck", &[bootstrap], b"");
+    assert!(output.status.success(), "{output:?}");
+    String::from_utf8(output.stdout).unwrap()
+}
+
 #[test]
 fn kafka_configs_changes_and_lists_broker_configs_alike_on_ferrolog_and_kafka() {
     if !kafka_available() {
@@ -167,7 +178,20 @@ fn kafka_configs_changes_and_lists_broker_configs_alike_on_ferrolog_and_kafka() 
     let bootstrap = format!("127.0.0.1:{}", server.port);
     let ours = scenario(&bootstrap);
     let theirs = scenario(&kafka.bootstrap());
+    let their_admin = admin_check(&kafka.bootstrap());
     kafka.stop();
+    assert_eq!(admin_check(&bootstrap), their_admin);
+    for line in [
+        "topic refused: InvalidConfigurationException: Invalid value 10 for configuration segment.bytes: Value must be at least 1048576",
+        "  cleanup.policy=compact,delete DYNAMIC_TOPIC_CONFIG sensitive=false readOnly=false type=LIST synonyms=[DYNAMIC_TOPIC_CONFIG:cleanup.policy=compact,delete, DEFAULT_CONFIG:log.cleanup.policy=delete]",
+        "  {user=alice} {producer_byte_rate=1048576.0, request_percentage=50.0}",
+        "  interval.ms=60000 DYNAMIC_CLIENT_METRICS_CONFIG sensitive=false readOnly=false type=INT synonyms=[DYNAMIC_CLIENT_METRICS_CONFIG:interval.ms=60000]",
+    ] {
+        assert!(
+            their_admin.lines().any(|printed| printed == line),
+            "{line}\n{their_admin}"
+        );
+    }
     for (step, (ours, theirs)) in ours.iter().zip(&theirs).enumerate() {
         assert_eq!(ours, theirs, "step {step}: ferrolog against Kafka 4.4");
     }

@@ -7,7 +7,7 @@
 use std::collections::BTreeMap;
 
 use kafka_protocol::messages::describe_configs_response::{
-    DescribeConfigsResourceResult, DescribeConfigsResult,
+    DescribeConfigsResourceResult, DescribeConfigsResult, DescribeConfigsSynonym,
 };
 use kafka_protocol::messages::incremental_alter_configs_request::AlterableConfig;
 use kafka_protocol::protocol::StrBytes;
@@ -22,12 +22,14 @@ const DEFAULT_CONFIG: i8 = 5;
 const INT: i8 = 3;
 const LIST: i8 = 7;
 
-/// `result` filled for the subscription `name`: every key (or those of `wanted`).
+/// `result` filled for the subscription `name`: every key (or those of `wanted`); a value set
+/// is its own synonym, when synonyms are wanted, as Kafka lists it.
 pub(super) fn describe(
     context: &Context,
     result: DescribeConfigsResult,
     name: &str,
     wanted: Option<&[StrBytes]>,
+    synonyms_wanted: bool,
 ) -> DescribeConfigsResult {
     if name.is_empty() {
         return result
@@ -54,11 +56,23 @@ pub(super) fn describe(
                 Some(value) => (value.clone(), CLIENT_METRICS_CONFIG),
                 None => (default.to_owned(), DEFAULT_CONFIG),
             };
+            let value = Some(StrBytes::from_string(value));
+            let synonyms = if synonyms_wanted && source == CLIENT_METRICS_CONFIG {
+                vec![
+                    DescribeConfigsSynonym::default()
+                        .with_name(StrBytes::from_static_str(key))
+                        .with_value(value.clone())
+                        .with_source(source),
+                ]
+            } else {
+                Vec::new()
+            };
             DescribeConfigsResourceResult::default()
                 .with_name(StrBytes::from_static_str(key))
-                .with_value(Some(StrBytes::from_string(value)))
+                .with_value(value)
                 .with_config_source(source)
                 .with_config_type(config_type)
+                .with_synonyms(synonyms)
         })
         .collect();
     result

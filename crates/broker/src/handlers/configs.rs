@@ -1,9 +1,9 @@
 //! DescribeConfigs, AlterConfigs and IncrementalAlterConfigs for topics: every topic-level key
 //! ferrolog supports with its effective value, and changes validated by the storage's own rules,
-//! kept across restarts and applied to the live logs at once. IncrementalAlterConfigs applies
-//! SET and DELETE to the current overrides; the older AlterConfigs replaces them all, as Kafka
-//! does (keys it does not name go back to their defaults). Broker resources are
-//! `broker_configs.rs`'s.
+//! kept across restarts and applied to the live logs at once (`topic_configs.rs`: a topic's
+//! description, and IncrementalAlterConfigs' SET, DELETE, APPEND and SUBTRACT); the older
+//! AlterConfigs replaces them all, as Kafka does (keys it does not name go back to their
+//! defaults). Broker resources are `broker_configs.rs`'s.
 //!
 //! Each resource is authorized as Kafka does, before anything else about it: DESCRIBE_CONFIGS
 //! (describe) or ALTER_CONFIGS (changes) on the topic or group, or on the cluster for broker
@@ -12,9 +12,7 @@
 
 use std::collections::BTreeMap;
 
-use kafka_protocol::messages::describe_configs_response::{
-    DescribeConfigsResourceResult, DescribeConfigsResult, DescribeConfigsSynonym,
-};
+use kafka_protocol::messages::describe_configs_response::DescribeConfigsResult;
 use kafka_protocol::messages::incremental_alter_configs_response::AlterConfigsResourceResponse;
 use kafka_protocol::messages::{
     AlterConfigsRequest, AlterConfigsResponse, DescribeConfigsRequest, DescribeConfigsResponse,
@@ -22,11 +20,9 @@ use kafka_protocol::messages::{
 };
 use kafka_protocol::protocol::StrBytes;
 
-use ferrolog_storage::config::TOPIC_CONFIG_KEYS;
-
 use super::{
     broker_configs, broker_loggers, client_metrics_configs, group_configs, internal_topics,
-    partitions_of,
+    partitions_of, topic_configs,
 };
 use crate::authz::Asked;
 use crate::authz::{AclOperation, ResourceType};
@@ -38,10 +34,7 @@ const BROKER: i8 = 4;
 const BROKER_LOGGER: i8 = 8;
 const CLIENT_METRICS: i8 = 16;
 const GROUP: i8 = 32;
-/// Config sources, as Kafka numbers them.
-const DYNAMIC_TOPIC_CONFIG: i8 = 1;
-const DEFAULT_CONFIG: i8 = 5;
-const SET: i8 = 0;
+/// IncrementalAlterConfigs' DELETE operation, as Kafka numbers it.
 const DELETE: i8 = 1;
 
 pub fn describe(
@@ -81,7 +74,7 @@ pub fn describe(
                     .with_error_message(Some(StrBytes::from_static_str(message)));
             }
             match resource.resource_type {
-                TOPIC if !partitions_of(context, &name).is_empty() => describe_topic(
+                TOPIC if !partitions_of(context, &name).is_empty() => topic_configs::describe(
                     context,
                     result,
                     &name,
@@ -119,6 +112,7 @@ pub fn describe(
                     result,
                     &name,
                     resource.configuration_keys.as_deref(),
+                    synonyms_wanted,
                 ),
                 other => result
                     .with_error_code(errors::INVALID_REQUEST)
@@ -129,56 +123,6 @@ pub fn describe(
         })
         .collect();
     DescribeConfigsResponse::default().with_results(results)
-}
-
-/// A topic's configs (those `keys` names, or all), each with its source: its own override, a
-/// broker setting of the key's default (dynamic or from `server.properties`), or the default.
-fn describe_topic(
-    context: &Context,
-    result: DescribeConfigsResult,
-    name: &str,
-    keys: Option<Vec<StrBytes>>,
-    synonyms_wanted: bool,
-) -> DescribeConfigsResult {
-    let config = context.manager.topic_configs().config(name);
-    let overrides = context.manager.topic_configs().overrides(name);
-    let wanted = keys.map(|keys| keys.iter().map(ToString::to_string).collect::<Vec<_>>());
-    let configs = TOPIC_CONFIG_KEYS
-        .iter()
-        .filter(|key| {
-            wanted
-                .as_ref()
-                .is_none_or(|wanted| wanted.iter().any(|w| w == *key))
-        })
-        .map(|key| {
-            let value = config.get(key).map(StrBytes::from_string);
-            // As Kafka: the topic's own value, then the broker's synonyms of the key.
-            let own = overrides.contains_key(*key).then(|| {
-                DescribeConfigsSynonym::default()
-                    .with_name(StrBytes::from_static_str(key))
-                    .with_value(value.clone())
-                    .with_source(DYNAMIC_TOPIC_CONFIG)
-            });
-            let broker = context.dynamic_configs.topic_synonyms(key);
-            let synonyms: Vec<DescribeConfigsSynonym> = own
-                .into_iter()
-                .chain(broker.into_iter().map(broker_configs::synonym_of))
-                .collect();
-            let source = synonyms
-                .first()
-                .map_or(DEFAULT_CONFIG, |first| first.source);
-            DescribeConfigsResourceResult::default()
-                .with_name(StrBytes::from_static_str(key))
-                .with_value(value)
-                .with_config_source(source)
-                .with_synonyms(if synonyms_wanted {
-                    synonyms
-                } else {
-                    Vec::new()
-                })
-        })
-        .collect();
-    result.with_configs(configs)
 }
 
 pub fn incremental_alter(
@@ -240,7 +184,7 @@ pub fn incremental_alter(
                     &name,
                     resource.resource_type,
                     request.validate_only,
-                    |overrides| apply_incremental(overrides, &resource.configs),
+                    |overrides| topic_configs::apply_incremental(overrides, &resource.configs),
                 )
             };
             match outcome {
@@ -360,35 +304,6 @@ fn denied(
         _ => (true, (errors::NONE, "")),
     };
     (!allowed).then_some(refusal)
-}
-
-fn apply_incremental(
-    mut overrides: BTreeMap<String, String>,
-    changes: &[kafka_protocol::messages::incremental_alter_configs_request::AlterableConfig],
-) -> Result<BTreeMap<String, String>, Refusal> {
-    for change in changes {
-        let key = change.name.to_string();
-        match change.config_operation {
-            SET => {
-                let value = change
-                    .value
-                    .as_ref()
-                    .map(ToString::to_string)
-                    .unwrap_or_default();
-                overrides.insert(key, value);
-            }
-            DELETE => {
-                overrides.remove(&key);
-            }
-            other => {
-                return Err((
-                    errors::INVALID_REQUEST,
-                    format!("config operation {other} on {key} is not supported"),
-                ));
-            }
-        }
-    }
-    Ok(overrides)
 }
 
 /// Authorizes the change of a client-metrics subscription (ALTER_CONFIGS on the cluster), then

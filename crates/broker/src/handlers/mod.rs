@@ -68,6 +68,7 @@ pub mod streams_group_topology_description_update;
 pub mod sync_group;
 pub mod telemetry;
 pub mod throttling;
+pub mod topic_configs;
 pub mod txn_offset_commit;
 pub mod update_features;
 pub mod write_txn_markers;
