@@ -307,3 +307,23 @@ pub fn raise_file_limit() -> u64 {
     }
     limit.rlim_cur
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn at_most_max_held_throttled_connections_are_held_and_places_come_back() {
+        // The only test of this binary that holds throttled connections: the count is global.
+        let held: Vec<HeldThrottled> = std::iter::from_fn(HeldThrottled::take)
+            .take(MAX_HELD_THROTTLED + 1)
+            .collect();
+        assert_eq!(held.len(), MAX_HELD_THROTTLED);
+        assert!(
+            HeldThrottled::take().is_none(),
+            "one more is closed at once"
+        );
+        drop(held);
+        assert!(HeldThrottled::take().is_some());
+    }
+}
