@@ -510,3 +510,55 @@ async fn segments_under_a_mebibyte_are_refused_as_kafka_4_4_refuses_them() {
         0
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_topic_change_naming_a_key_twice_or_without_a_value_is_refused_whole() {
+    let temp = tempfile::tempdir().unwrap();
+    let broker = Broker::start(temp.path()).await;
+    let mut client = broker.client().await;
+    create(&mut client, "twice", &[]).await;
+    let change = |key: &'static str, operation: i8, value: Option<&'static str>| {
+        AlterableConfig::default()
+            .with_name(StrBytes::from_static_str(key))
+            .with_config_operation(operation)
+            .with_value(value.map(StrBytes::from_static_str))
+    };
+    let refusals = [
+        (
+            vec![
+                change("cleanup.policy", 2, Some("compact")),
+                change("cleanup.policy", 3, Some("delete")),
+            ],
+            "Error due to duplicate config keys",
+        ),
+        (
+            vec![change("retention.ms", 0, None)],
+            "Null value not supported for : retention.ms",
+        ),
+    ];
+    for (configs, message) in refusals {
+        let altered: IncrementalAlterConfigsResponse = client
+            .send(
+                ApiKey::IncrementalAlterConfigs,
+                1,
+                &IncrementalAlterConfigsRequest::default().with_resources(vec![
+                    AlterConfigsResource::default()
+                        .with_resource_type(2)
+                        .with_resource_name(StrBytes::from_static_str("twice"))
+                        .with_configs(configs),
+                ]),
+            )
+            .await;
+        let response = &altered.responses[0];
+        assert_eq!(response.error_code, INVALID_REQUEST);
+        assert_eq!(response.error_message.as_deref(), Some(message));
+    }
+    assert!(
+        broker
+            .context
+            .manager
+            .topic_configs()
+            .overrides("twice")
+            .is_empty()
+    );
+}

@@ -5,10 +5,13 @@
 //! Accounts are settled per window of 300 ms as in Kafka's throttler, and also as soon as the
 //! bytes counted are worth a whole window, so a fast burst is held to the rate too.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
+
+/// How often a wait of [`Throttle::account_unless`] looks at its abort flag.
+const ABORT_CHECK: Duration = Duration::from_millis(50);
 
 /// A byte rate shared by the threads that count into it.
 #[derive(Debug)]
@@ -50,6 +53,17 @@ impl Throttle {
         let sleep = self.charge(bytes);
         if !sleep.is_zero() {
             std::thread::sleep(sleep);
+        }
+    }
+
+    /// [`Throttle::account`], giving the wait up as soon as `abort` is set (a cleaning pass
+    /// being aborted: a low rate must not hold a stop or a restart of the cleaner).
+    pub fn account_unless(&self, bytes: u64, abort: &AtomicBool) {
+        let mut left = self.charge(bytes);
+        while !left.is_zero() && !abort.load(Ordering::Relaxed) {
+            let step = left.min(ABORT_CHECK);
+            std::thread::sleep(step);
+            left -= step;
         }
     }
 

@@ -67,6 +67,8 @@ fn check(merged: &BTreeMap<String, String>, served: &[String]) -> Result<(), Ref
             )));
         }
     }
+    // Before any listener accepts, the broker's own values are checked: a name that names no
+    // listener finds no per-listener key, and falls back to them.
     let listeners: Vec<&str> = if served.is_empty() {
         vec![""]
     } else {

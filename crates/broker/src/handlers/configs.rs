@@ -178,14 +178,17 @@ pub fn incremental_alter(
                     )
                 })
             } else {
-                alter_topic(
-                    context,
-                    asked,
-                    &name,
-                    resource.resource_type,
-                    request.validate_only,
-                    |overrides| topic_configs::apply_incremental(overrides, &resource.configs),
-                )
+                // Checked before anything else about the resource, as Kafka's preprocessing does.
+                refuse_repeats_and_nulls(&resource.configs).and_then(|()| {
+                    alter_topic(
+                        context,
+                        asked,
+                        &name,
+                        resource.resource_type,
+                        request.validate_only,
+                        |overrides| topic_configs::apply_incremental(overrides, &resource.configs),
+                    )
+                })
             };
             match outcome {
                 Ok(()) => response,

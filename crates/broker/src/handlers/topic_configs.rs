@@ -27,18 +27,32 @@ const DELETE: i8 = 1;
 const APPEND: i8 = 2;
 const SUBTRACT: i8 = 3;
 
-/// Kafka's type of a topic-level key (`LogConfig`'s definitions).
-pub fn config_type(key: &str) -> Kind {
-    match key {
+/// Kafka's type of a topic-level key (`LogConfig`'s definitions); `None` for a key this does
+/// not know (described with type UNKNOWN).
+pub fn config_type(key: &str) -> Option<Kind> {
+    let kind = match key {
         "segment.bytes" | "segment.index.bytes" | "index.interval.bytes" | "max.message.bytes" => {
             Kind::Int
         }
+        "segment.ms"
+        | "segment.jitter.ms"
+        | "flush.messages"
+        | "flush.ms"
+        | "retention.bytes"
+        | "retention.ms"
+        | "message.timestamp.before.max.ms"
+        | "message.timestamp.after.max.ms"
+        | "file.delete.delay.ms"
+        | "delete.retention.ms"
+        | "min.compaction.lag.ms"
+        | "max.compaction.lag.ms" => Kind::Long,
         "cleanup.policy" => Kind::List,
         "message.timestamp.type" | "compression.type" => Kind::String,
         "preallocate" => Kind::Boolean,
         "min.cleanable.dirty.ratio" => Kind::Double,
-        _ => Kind::Long,
-    }
+        _ => return None,
+    };
+    Some(kind)
 }
 
 /// The value a list key starts from when the topic does not set it: Kafka's default of the
@@ -90,7 +104,7 @@ pub(super) fn describe(
                 .with_name(StrBytes::from_static_str(key))
                 .with_value(value)
                 .with_config_source(source)
-                .with_config_type(config_type(key) as i8)
+                .with_config_type(config_type(key).map_or(0, |kind| kind as i8))
                 .with_synonyms(if synonyms_wanted {
                     synonyms
                 } else {
@@ -102,8 +116,8 @@ pub(super) fn describe(
 }
 
 /// `overrides` with `changes` made in order, as Kafka makes them: APPEND adds the items not
-/// there yet to the topic's own list (or the key's default), SUBTRACT takes items out of the
-/// topic's own list; both only on list keys (`INVALID_CONFIG` otherwise, in Kafka's words,
+/// there yet to the topic's own list (or the key's default), SUBTRACT takes items out of it;
+/// both only on list keys (`INVALID_CONFIG` otherwise, in Kafka's words,
 /// which differ from a broker config's).
 pub(super) fn apply_incremental(
     mut overrides: BTreeMap<String, String>,
@@ -117,7 +131,7 @@ pub(super) fn apply_incremental(
             .map(ToString::to_string)
             .unwrap_or_default();
         let operation = change.config_operation;
-        if matches!(operation, APPEND | SUBTRACT) && config_type(&key) != Kind::List {
+        if matches!(operation, APPEND | SUBTRACT) && config_type(&key) != Some(Kind::List) {
             let verb = if operation == APPEND {
                 "APPEND"
             } else {
@@ -150,7 +164,11 @@ pub(super) fn apply_incremental(
             }
             SUBTRACT => {
                 let taken = items(&value);
-                let mut list = items(overrides.get(&key).map_or("", String::as_str));
+                let mut list = items(
+                    overrides
+                        .get(&key)
+                        .map_or(list_default(&key), String::as_str),
+                );
                 list.retain(|item| !taken.contains(item));
                 overrides.insert(key, list.join(","));
             }
@@ -208,13 +226,13 @@ mod tests {
         )
         .unwrap();
         assert_eq!(policy(&emptied), Some(""));
-        // Unset: SUBTRACT starts from nothing.
+        // Unset: SUBTRACT starts from the key's default too.
         let subtracted = apply_incremental(
             BTreeMap::new(),
-            &[change("cleanup.policy", SUBTRACT, "delete")],
+            &[change("cleanup.policy", SUBTRACT, "compact")],
         )
         .unwrap();
-        assert_eq!(policy(&subtracted), Some(""));
+        assert_eq!(policy(&subtracted), Some("delete"));
     }
 
     #[test]
@@ -235,11 +253,14 @@ mod tests {
 
     #[test]
     fn every_topic_key_has_kafkas_type() {
-        assert_eq!(config_type("segment.bytes"), Kind::Int);
-        assert_eq!(config_type("retention.ms"), Kind::Long);
-        assert_eq!(config_type("cleanup.policy"), Kind::List);
-        assert_eq!(config_type("min.cleanable.dirty.ratio"), Kind::Double);
-        assert_eq!(config_type("preallocate"), Kind::Boolean);
-        assert_eq!(config_type("compression.type"), Kind::String);
+        for key in TOPIC_CONFIG_KEYS {
+            assert!(config_type(key).is_some(), "{key} has no type");
+        }
+        assert_eq!(config_type("segment.bytes"), Some(Kind::Int));
+        assert_eq!(config_type("retention.ms"), Some(Kind::Long));
+        assert_eq!(config_type("cleanup.policy"), Some(Kind::List));
+        assert_eq!(config_type("min.cleanable.dirty.ratio"), Some(Kind::Double));
+        assert_eq!(config_type("preallocate"), Some(Kind::Boolean));
+        assert_eq!(config_type("compression.type"), Some(Kind::String));
     }
 }

@@ -14,9 +14,9 @@
 //! The schemas ([`generated`]) are those of the APIs and versions the broker serves, as Kafka's
 //! message definitions give them: `scripts/gen_protocol.py` writes them from the kafka-clients
 //! jar for each row of the API table ([`crate::apis`]). The kinds of field below are
-//! the ones they use (a non-nullable single struct or `float64` would need adding for
-//! later versions; the script refuses them). A frame of another API or version is not checked
-//! here; the dispatcher refuses it without decoding its body.
+//! the ones they use (a struct nullable at only some versions would need adding; the script
+//! refuses one). A frame of another API or version is not checked here; the dispatcher
+//! refuses it without decoding its body.
 
 mod generated;
 

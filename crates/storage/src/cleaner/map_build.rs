@@ -95,7 +95,7 @@ fn map_segment(
             if abort.load(Ordering::Relaxed) {
                 return ControlFlow::Break(());
             }
-            throttle.account(entry.size_in_bytes() as u64);
+            throttle.account_unless(entry.size_in_bytes() as u64, abort);
             let records = match keyed_records(entry, txns) {
                 Ok(Some(records)) => records,
                 Ok(None) => {

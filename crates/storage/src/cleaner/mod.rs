@@ -29,6 +29,7 @@ use crate::clock::Clock;
 use crate::error::{Result, StorageError};
 use crate::log::Log;
 use crate::offset::Offset;
+use crate::scheduler::Wakeup;
 use crate::throttle::Throttle;
 use crate::types::TopicPartition;
 use offset_map::OffsetMap;
@@ -92,7 +93,9 @@ pub struct CleanerStats {
     pub recopy_percent: AtomicU64,
     /// 100 × map utilization of the last pass.
     pub buffer_utilization_percent: AtomicU64,
-    /// Cleaner threads that died of a panic (Kafka's `DeadThreadCount`); they are not restarted.
+    /// Cleaner threads that died of a panic since startup (Kafka's `DeadThreadCount` counts
+    /// those of the threads running now); new threads replace them only when the cleaner's
+    /// settings change.
     pub dead_threads: AtomicUsize,
     /// Passes finished without error since startup.
     pub passes: AtomicU64,
@@ -192,11 +195,20 @@ impl LogCleaner {
     }
 
     /// Picks the filthiest due log not being cleaned, paused or uncleanable, and marks it in
-    /// progress.
-    fn grab_filthiest(&self) -> Option<(TopicPartition, Arc<Log>, Cleanable, Arc<AtomicBool>)> {
+    /// progress; none once `stop` (the calling thread's) is stopped.
+    fn grab_filthiest(
+        &self,
+        stop: Option<&Wakeup>,
+    ) -> Option<(TopicPartition, Arc<Log>, Cleanable, Arc<AtomicBool>)> {
         let now_ms = self.clock.now_ms();
         let logs = self.host.compacted_logs();
         let mut state = self.state.lock();
+        // Looked at under the state lock: whoever stops the threads stops the wakeup before it
+        // takes this lock to abort the passes in progress, so a pass either is aborted or
+        // never starts.
+        if stop.is_some_and(Wakeup::is_stopped) {
+            return None;
+        }
         let mut described = Vec::new();
         for (topic_partition, log) in logs {
             if state.in_progress.contains_key(&topic_partition)
@@ -269,7 +281,13 @@ impl LogCleaner {
 
     /// Cleans the filthiest due log once, with `map`. Returns whether a log was cleaned.
     pub fn clean_once(&self, map: &mut OffsetMap) -> bool {
-        let Some((topic_partition, log, cleanable, abort)) = self.grab_filthiest() else {
+        self.clean_next(map, None)
+    }
+
+    /// [`LogCleaner::clean_once`] on a cleaner thread, which starts no pass once `stop` is
+    /// stopped.
+    fn clean_next(&self, map: &mut OffsetMap, stop: Option<&Wakeup>) -> bool {
+        let Some((topic_partition, log, cleanable, abort)) = self.grab_filthiest(stop) else {
             return false;
         };
         let started = std::time::Instant::now();

@@ -297,12 +297,12 @@ fn copy_survivors(
                 if abort.load(Ordering::Relaxed) {
                     return ControlFlow::Break(());
                 }
-                throttle.account(entry.size_in_bytes() as u64);
+                throttle.account_unless(entry.size_in_bytes() as u64, abort);
                 stats.bytes_read += entry.size_in_bytes() as u64;
                 match filter_entry(entry, map, latest, context, txns, stats) {
                     Ok((kept, index_entry)) => {
                         if let Some((bytes, meta)) = kept {
-                            throttle.account(bytes.len() as u64);
+                            throttle.account_unless(bytes.len() as u64, abort);
                             stats.bytes_written += bytes.len() as u64;
                             if let Err(error) = output.append(&bytes, &[meta]) {
                                 failure = Some(error);

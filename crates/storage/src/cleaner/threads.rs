@@ -20,6 +20,9 @@ pub(super) struct Threads {
     /// Stops this configuration's threads (a new one is made for the next).
     wakeup: Arc<Wakeup>,
     handles: Vec<JoinHandle<()>>,
+    /// Set by [`LogCleaner::start`]: a change of the settings starts threads again, even
+    /// after a start of them failed.
+    started: bool,
     /// Set by [`LogCleaner::stop`]: no thread starts again.
     stopped: bool,
 }
@@ -51,9 +54,10 @@ impl LogCleaner {
     /// Starts the cleaner threads (none after [`LogCleaner::stop`]).
     pub fn start(self: &Arc<Self>) -> std::io::Result<()> {
         let mut threads = self.threads.lock();
-        if threads.stopped || !threads.handles.is_empty() {
+        if threads.stopped || threads.started {
             return Ok(());
         }
+        threads.started = true;
         self.spawn_threads(&mut threads)
     }
 
@@ -70,7 +74,7 @@ impl LogCleaner {
         check_reconfiguration(&self.config(), next)
     }
 
-    /// Puts `next` in force, refused as [`check_reconfiguration`] refuses (unless `at_start`:
+    /// Puts `next` in force, refused as [`LogCleaner::check`] refuses (unless `at_start`:
     /// the settings kept from an earlier run, checked when they were set, are those a
     /// starting broker runs with, as Kafka's does). The rate applies from the next throttled
     /// step; a change of the threads, the buffer, its load factor or the backoff replaces the
@@ -91,7 +95,7 @@ impl LogCleaner {
             ..next
         } == current;
         *self.config.write() = next;
-        if same_threads || threads.stopped || threads.handles.is_empty() {
+        if same_threads || threads.stopped || !threads.started {
             return Ok(());
         }
         tracing::info!(
@@ -104,7 +108,7 @@ impl LogCleaner {
             .map_err(|error| format!("cannot start the cleaner threads: {error}"))
     }
 
-    /// Cleaner threads running now.
+    /// Cleaner threads started and not stopped (one that died of a panic included).
     pub fn running_threads(&self) -> usize {
         self.threads.lock().handles.len()
     }
@@ -139,7 +143,7 @@ impl LogCleaner {
                     let backoff = config.backoff.max(Duration::from_millis(1));
                     let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                         while !thread_wakeup.is_stopped() {
-                            if !cleaner.clean_once(&mut map) {
+                            if !cleaner.clean_next(&mut map, Some(&thread_wakeup)) {
                                 thread_wakeup.sleep(backoff);
                             }
                         }
