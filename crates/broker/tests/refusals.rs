@@ -441,6 +441,19 @@ async fn names_repeated_in_a_request_are_served_once() {
 
 /// IncrementalAlterConfigs of `topic`'s `key` to `value`: the resource's (error, message).
 async fn alter(client: &mut Client, topic: &str, key: &str, value: &str) -> (i16, String) {
+    let set = AlterableConfig::default()
+        .with_name(StrBytes::from_string(key.to_owned()))
+        .with_config_operation(0)
+        .with_value(Some(StrBytes::from_string(value.to_owned())));
+    alter_with(client, topic, vec![set]).await
+}
+
+/// IncrementalAlterConfigs of `topic` with `configs`: the resource's (error, message).
+async fn alter_with(
+    client: &mut Client,
+    topic: &str,
+    configs: Vec<AlterableConfig>,
+) -> (i16, String) {
     let altered: IncrementalAlterConfigsResponse = client
         .send(
             ApiKey::IncrementalAlterConfigs,
@@ -449,12 +462,7 @@ async fn alter(client: &mut Client, topic: &str, key: &str, value: &str) -> (i16
                 AlterConfigsResource::default()
                     .with_resource_type(2)
                     .with_resource_name(StrBytes::from_string(topic.to_owned()))
-                    .with_configs(vec![
-                        AlterableConfig::default()
-                            .with_name(StrBytes::from_string(key.to_owned()))
-                            .with_config_operation(0)
-                            .with_value(Some(StrBytes::from_string(value.to_owned()))),
-                    ]),
+                    .with_configs(configs),
             ]),
         )
         .await;
@@ -537,21 +545,8 @@ async fn a_topic_change_naming_a_key_twice_or_without_a_value_is_refused_whole()
         ),
     ];
     for (configs, message) in refusals {
-        let altered: IncrementalAlterConfigsResponse = client
-            .send(
-                ApiKey::IncrementalAlterConfigs,
-                1,
-                &IncrementalAlterConfigsRequest::default().with_resources(vec![
-                    AlterConfigsResource::default()
-                        .with_resource_type(2)
-                        .with_resource_name(StrBytes::from_static_str("twice"))
-                        .with_configs(configs),
-                ]),
-            )
-            .await;
-        let response = &altered.responses[0];
-        assert_eq!(response.error_code, INVALID_REQUEST);
-        assert_eq!(response.error_message.as_deref(), Some(message));
+        let refused = alter_with(&mut client, "twice", configs).await;
+        assert_eq!(refused, (INVALID_REQUEST, message.to_owned()));
     }
     assert!(
         broker

@@ -357,13 +357,13 @@ fn next_values(
     let values = next.of_scope(scope);
     for change in changes {
         let key = change.key();
-        let listed = |values: &BTreeMap<String, String>| -> Vec<String> {
-            let text = values
+        let listed = |values: &BTreeMap<String, String>| -> String {
+            values
                 .get(key)
                 .map(String::as_str)
                 .or_else(|| catalog::key(key).and_then(|known| known.default))
-                .unwrap_or("");
-            items(text)
+                .unwrap_or("")
+                .to_owned()
         };
         match change {
             Change::Set(_, value) => {
@@ -372,19 +372,10 @@ fn next_values(
             Change::Delete(_) => {
                 values.remove(key);
             }
-            Change::Append(_, added) | Change::Subtract(_, added) => {
-                let mut list = listed(values);
-                let added = items(added);
-                if matches!(change, Change::Append(..)) {
-                    for item in added {
-                        if !list.contains(&item) {
-                            list.push(item);
-                        }
-                    }
-                } else {
-                    list.retain(|item| !added.contains(item));
-                }
-                values.insert(key.to_owned(), list.join(","));
+            Change::Append(_, changed) | Change::Subtract(_, changed) => {
+                let append = matches!(change, Change::Append(..));
+                let list = changed_list(&listed(values), changed, append);
+                values.insert(key.to_owned(), list);
             }
         }
     }
@@ -477,13 +468,29 @@ fn kafka_message(error: StorageError) -> String {
     }
 }
 
-/// A list value's items: comma-separated, trimmed, empty ones dropped.
-fn items(text: &str) -> Vec<String> {
-    text.split(',')
-        .map(str::trim)
-        .filter(|item| !item.is_empty())
-        .map(str::to_owned)
-        .collect()
+/// The list value `current` with the items of `changed` appended (those not in it yet) or
+/// subtracted, as IncrementalAlterConfigs' APPEND and SUBTRACT change a list config (a
+/// broker's or a topic's); items are comma-separated and trimmed, empty ones dropped.
+pub fn changed_list(current: &str, changed: &str, append: bool) -> String {
+    let items = |text: &str| -> Vec<String> {
+        text.split(',')
+            .map(str::trim)
+            .filter(|item| !item.is_empty())
+            .map(str::to_owned)
+            .collect()
+    };
+    let mut list = items(current);
+    let changed = items(changed);
+    if append {
+        for item in changed {
+            if !list.contains(&item) {
+                list.push(item);
+            }
+        }
+    } else {
+        list.retain(|item| !changed.contains(item));
+    }
+    list.join(",")
 }
 
 /// A rate in bytes per second: an integer of at least 0, as Kafka's (0 copies nothing).

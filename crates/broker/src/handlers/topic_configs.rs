@@ -14,7 +14,7 @@ use kafka_protocol::protocol::StrBytes;
 use ferrolog_storage::config::TOPIC_CONFIG_KEYS;
 
 use super::broker_configs;
-use crate::dynamic_configs::Kind;
+use crate::dynamic_configs::{Kind, changed_list};
 use crate::{Context, errors};
 
 type Refusal = (i16, String);
@@ -149,28 +149,12 @@ pub(super) fn apply_incremental(
             DELETE => {
                 overrides.remove(&key);
             }
-            APPEND => {
-                let mut list = items(
-                    overrides
-                        .get(&key)
-                        .map_or(list_default(&key), String::as_str),
-                );
-                for item in items(&value) {
-                    if !list.contains(&item) {
-                        list.push(item);
-                    }
-                }
-                overrides.insert(key, list.join(","));
-            }
-            SUBTRACT => {
-                let taken = items(&value);
-                let mut list = items(
-                    overrides
-                        .get(&key)
-                        .map_or(list_default(&key), String::as_str),
-                );
-                list.retain(|item| !taken.contains(item));
-                overrides.insert(key, list.join(","));
+            APPEND | SUBTRACT => {
+                let current = overrides
+                    .get(&key)
+                    .map_or(list_default(&key), String::as_str);
+                let list = changed_list(current, &value, operation == APPEND);
+                overrides.insert(key, list);
             }
             other => {
                 return Err((
@@ -181,15 +165,6 @@ pub(super) fn apply_incremental(
         }
     }
     Ok(overrides)
-}
-
-/// A list value's items: comma-separated, trimmed, empty ones dropped.
-fn items(text: &str) -> Vec<String> {
-    text.split(',')
-        .map(str::trim)
-        .filter(|item| !item.is_empty())
-        .map(str::to_owned)
-        .collect()
 }
 
 #[cfg(test)]
